@@ -1,0 +1,116 @@
+// What run and check share: where the database is, bounds on every wait, and parsing of scenario flags.
+import type { Command } from 'commander'
+import { startEmbedded } from '../db/embedded.js'
+import { resolveTarget, type Target } from '../db/target.js'
+import { RunError, UsageError } from '../errors.js'
+import { abort, describeStuck } from '../lifecycle.js'
+import { Lab } from '../engine/run.js'
+import { parseDuration, parseWhole, closest } from '../parse.js'
+import type { Params, Scenario } from '../scenario.js'
+import { scenarios } from '../../scenarios/index.js'
+
+export interface Bounds {
+  connectTimeoutMs: number
+  stepTimeoutMs: number
+  runTimeoutMs: number
+}
+
+export function addTargetOptions(cmd: Command): Command {
+  return cmd
+    .option('--database-url <url>', 'a server you already have (else DATABASE_URL, else PG* variables, else embedded PostgreSQL 18)')
+    .option('--connect-timeout <duration>', 'give up connecting after this long', '5s')
+    .option('--step-timeout <duration>', 'cancel a step that has not finished after this long', '10s')
+    .option('--run-timeout <duration>', 'give up on the whole command after this long', '5m')
+    .option('--keep', 'keep the run schema (prints its name) instead of dropping it')
+    .option('--json', 'print one JSON document instead of tables')
+    .option('--no-color', 'no colours, even on a terminal')
+}
+
+export function parseBounds(o: Record<string, string>): Bounds {
+  return {
+    connectTimeoutMs: parseDuration('--connect-timeout', o.connectTimeout),
+    stepTimeoutMs: parseDuration('--step-timeout', o.stepTimeout),
+    runTimeoutMs: parseDuration('--run-timeout', o.runTimeout),
+  }
+}
+
+export function findScenario(id: string): Scenario {
+  const s = scenarios.find((x) => x.id === id)
+  if (s) return s
+  const near = closest(id, scenarios.map((x) => x.id))
+  throw new UsageError(`unknown scenario '${id}'${near ? `: did you mean '${near}'?` : ''} (race list shows them all)`)
+}
+
+/** Every flag any scenario declares, for commander; which apply is checked once the scenario is known. */
+export function addScenarioParamOptions(cmd: Command): Command {
+  const seen = new Set<string>()
+  for (const s of scenarios) {
+    for (const p of Object.values(s.params)) {
+      if (seen.has(p.flag)) continue
+      seen.add(p.flag)
+      cmd.option(p.flag, `${p.description} (${s.id}${p.kind === 'boolean' ? '' : `; default ${p.kind === 'duration' ? p.default + 'ms' : p.default}`})`)
+    }
+  }
+  return cmd
+}
+
+export function scenarioParams(s: Scenario, cmd: Command, opts: Record<string, unknown>): Params {
+  const params: Params = {}
+  for (const [key, p] of Object.entries(s.params)) {
+    const raw = opts[key]
+    const given = cmd.getOptionValueSource(key) === 'cli'
+    const flag = p.flag.split(' ')[0]
+    if (!given || raw === undefined) params[key] = p.default
+    else if (p.kind === 'boolean') params[key] = Boolean(raw)
+    else if (p.kind === 'whole') params[key] = parseWhole(flag, String(raw), p.min ?? 0, 1_000_000)
+    else params[key] = parseDuration(flag, String(raw))
+  }
+  // A flag of another scenario is a mistake worth saying, not a silent no-op.
+  for (const other of scenarios) {
+    for (const [key, p] of Object.entries(other.params)) {
+      if (key in s.params) continue
+      if (cmd.getOptionValueSource(key) === 'cli') {
+        const users = scenarios.filter((x) => key in x.params).map((x) => x.id)
+        throw new UsageError(`${p.flag.split(' ')[0]} does not apply to ${s.id}; it applies to ${users.join(', ')}`)
+      }
+    }
+  }
+  return params
+}
+
+export function describeParams(s: Scenario, params: Params): string {
+  return Object.entries(s.params)
+    .map(([k, p]) => {
+      const flag = p.flag.split(' ')[0].replace(/^--(no-)?/, '')
+      const v = params[k]
+      return p.kind === 'duration' ? `${flag}=${v}ms` : `${flag}=${v}`
+    })
+    .join(' ')
+}
+
+/** Opens the target (starting the embedded server when none is configured), runs fn, cleans up via lifecycle. */
+export async function withLab<T>(databaseUrl: string | undefined, bounds: Bounds, fn: (lab: Lab, target: Target) => Promise<T>): Promise<T> {
+  let target = resolveTarget(databaseUrl)
+  const timer = setTimeout(
+    () => abort(new RunError(`the command did not finish within --run-timeout ${bounds.runTimeoutMs / 1000}s${stuckNote()}`)),
+    bounds.runTimeoutMs,
+  )
+  timer.unref()
+  try {
+    if (target.kind === 'embedded') {
+      if (process.stderr.isTTY) process.stderr.write('starting the embedded PostgreSQL 18...\r')
+      const server = await startEmbedded()
+      if (process.stderr.isTTY) process.stderr.write('\x1b[2K')
+      target = { kind: 'embedded', url: server.url, label: 'embedded' }
+    }
+    const lab = await Lab.open(target, bounds.connectTimeoutMs)
+    return await fn(lab, target)
+  } finally {
+    clearTimeout(timer)
+  }
+}
+
+function stuckNote(): string {
+  const s = describeStuck()
+  return s ? `: ${s}` : ''
+}

@@ -1,0 +1,99 @@
+// race run <scenario>: one scenario, N sessions, one schedule, K trials; the table, timeline or JSON.
+import type { Command } from 'commander'
+import { run } from '../engine/run.js'
+import { exitCode, summarize, type ExpectOverride } from '../judge/index.js'
+import { UsageError } from '../errors.js'
+import { parseDuration, parseWhole, formatDuration } from '../parse.js'
+import type { Schedule } from '../scenario.js'
+import { c } from '../report/color.js'
+import { toJson, type RunView } from '../report/json.js'
+import { invariantLine, sessionsTable, trialsTable, verdictLine } from '../report/table.js'
+import { timeline } from '../report/timeline.js'
+import { describeParams, findScenario, parseBounds, scenarioParams, withLab } from './common.js'
+
+export const SCHEDULES: readonly Schedule[] = ['barrier', 'lockstep']
+
+export function parseSchedule(raw: string): Schedule {
+  if ((SCHEDULES as readonly string[]).includes(raw)) return raw as Schedule
+  throw new UsageError(`unknown schedule '${raw}': use --schedule barrier (all start together, run free) or --schedule lockstep (step by step)`)
+}
+
+export function parseExpect(raw: string | undefined): ExpectOverride {
+  if (raw === undefined) return undefined
+  if (raw === 'held' || raw === 'violated') return raw
+  throw new UsageError(`--expect takes held or violated, got '${raw}'`)
+}
+
+export async function runCommand(id: string, o: Record<string, any>, cmd: Command): Promise<number> {
+  const scenario = findScenario(id)
+  const params = scenarioParams(scenario, cmd, o)
+  const n = o.n === undefined ? scenario.defaultN : parseWhole('--n', o.n, 1, 10_000)
+  const schedule = parseSchedule(o.schedule)
+  const windowMs = o.window === undefined ? 0 : parseDuration('--window', o.window, { allowZero: true })
+  const trials = parseWhole('--trials', o.trials, 1, 100_000)
+  const override = parseExpect(o.expect)
+  const bounds = parseBounds(o)
+  const progress = !o.json && process.stderr.isTTY && trials > 1
+  let violations = 0
+
+  return withLab(o.databaseUrl, bounds, async (lab, target) => {
+    const out = await run(lab, {
+      scenario,
+      params,
+      n,
+      schedule,
+      windowMs,
+      trials,
+      stepTimeoutMs: bounds.stepTimeoutMs,
+      connectTimeoutMs: bounds.connectTimeoutMs,
+      keep: Boolean(o.keep),
+      onTrial: (done, r) => {
+        if (r.verdict === 'anomaly') violations++
+        if (progress) process.stderr.write(`\r\x1b[2Ktrial ${done}/${trials}  violated ${violations}`)
+      },
+    })
+    if (progress) process.stderr.write('\r\x1b[2K')
+    const expected = scenario.expect({ params, schedule, n, windowMs })
+    const summary = summarize(out.trials, expected, override)
+    const representative = out.trials.find((t) => t.verdict === summary.verdict) ?? out.trials[out.trials.length - 1]
+    const result: RunView = {
+      scenario,
+      params,
+      n,
+      schedule,
+      windowMs,
+      isolation: scenario.isolation(params),
+      target: target.label,
+      out,
+      summary,
+      representative,
+    }
+    const code = exitCode(summary)
+    if (o.json) process.stdout.write(JSON.stringify(toJson(result, { timeline: Boolean(o.timeline), exitCode: code, kept: Boolean(o.keep) }), null, 2) + '\n')
+    else process.stdout.write(render(result, Boolean(o.timeline), Boolean(o.keep)) + '\n')
+    return code
+  })
+}
+
+function render(r: RunView, withTimeline: boolean, kept: boolean): string {
+  const { scenario, out, summary, representative: t } = r
+  const where = r.target === 'embedded' ? 'embedded' : r.target
+  const head = [
+    c.bold(`race run ${scenario.id}`),
+    `PostgreSQL ${out.server.version} (${where})`,
+    `${r.n} session${r.n === 1 ? '' : 's'}`,
+    `${r.schedule}${r.windowMs ? ` window ${formatDuration(r.windowMs)}` : ''}`,
+    r.isolation,
+  ].join('  ·  ')
+  const lines = [head]
+  const p = describeParams(scenario, r.params)
+  if (p) lines.push(c.dim(p))
+  lines.push('')
+  if (withTimeline) lines.push(timeline(t), '')
+  if (summary.trials > 1) {
+    lines.push(trialsTable(out.trials, summary), '', c.dim(`one ${t.verdict} trial:`))
+  }
+  lines.push(sessionsTable(t), invariantLine(t), verdictLine(summary, summary.trials === 1 ? t.why : undefined))
+  if (kept) lines.push(c.dim(`schema ${out.schema} kept (--keep): drop schema "${out.schema}" cascade`))
+  return lines.join('\n')
+}

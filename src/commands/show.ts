@@ -1,0 +1,73 @@
+// race show <scenario>: the story, the schema, the steps as a spec, the race point and the expectation.
+import type { Step } from '../scenario.js'
+import { c } from '../report/color.js'
+import { describeParams, findScenario } from './common.js'
+
+function stepSql(step: Step): string {
+  return typeof step === 'string' ? step : step.sql
+}
+
+export function showCommand(id: string, o: { json?: boolean }): number {
+  const s = findScenario(id)
+  const params = Object.fromEntries(Object.entries(s.params).map(([k, p]) => [k, p.default]))
+  const spec = s.session(params)
+  const expect = {
+    lockstep: s.expect({ params, schedule: 'lockstep', n: s.defaultN, windowMs: 0 }),
+    barrier: s.expect({ params, schedule: 'barrier', n: s.defaultN, windowMs: 0 }),
+    barrierWithWindow: s.expect({ params, schedule: 'barrier', n: s.defaultN, windowMs: 100 }),
+  }
+  if (o.json) {
+    const steps = Object.entries(spec.steps).map(([name, st]) => ({ name, sql: stepSql(st) }))
+    const out = {
+      id: s.id,
+      title: s.title,
+      source: s.source,
+      story: s.story,
+      params: s.params,
+      isolation: s.isolation(params),
+      setup: s.setup,
+      steps,
+      racePoint: spec.racePoint,
+      connection: spec.connection ?? {},
+      invariant: s.invariant.description(params),
+      expected: expect,
+      checks: s.checks ?? [],
+    }
+    process.stdout.write(JSON.stringify(out, null, 2) + '\n')
+    return 0
+  }
+  const lines: string[] = []
+  lines.push(`${c.bold(s.id)}: ${s.title}`, c.dim(`from the ${s.source}`), '')
+  for (const l of s.story) lines.push(`  ${l}`)
+  lines.push('', c.bold('setup') + c.dim(' (in the run\'s own schema, before each trial)'))
+  for (const stmt of s.setup) lines.push(indent(stmt.trim() + ';'))
+  const conn = Object.entries(spec.connection ?? {})
+  lines.push('', c.bold(`session`) + c.dim(` (replicated as s1..sN; default --n ${s.defaultN}; isolation: ${s.isolation(params)})`))
+  if (conn.length) lines.push(c.dim(`  connection: ${conn.map(([k, v]) => `${k}='${v}'`).join(', ')}`))
+  for (const [name, st] of Object.entries(spec.steps)) {
+    const sql = stepSql(st).split('\n')
+    lines.push(`  step ${c.cyan(name.padEnd(9))} { ${sql[0]}${sql.length > 1 ? '' : ' }'}`)
+    for (let i = 1; i < sql.length; i++) lines.push(`${' '.repeat(17)}${sql[i]}${i === sql.length - 1 ? ' }' : ''}`)
+    if (name === spec.racePoint) lines.push(c.dim(`  -- race point: --window sleeps here, between check and write`))
+  }
+  if (spec.retries !== undefined) lines.push(c.dim(`  on 40001: retry the whole transaction (--retries, default ${s.params.retries?.default ?? 0})`))
+  lines.push('', `${c.bold('invariant')}  ${s.invariant.description(params)}`)
+  const p = describeParams(s, params)
+  if (p) lines.push(`${c.bold('params')}     ${p}`)
+  lines.push(
+    `${c.bold('expected')}   lockstep: ${expect.lockstep.join(' | ')}; barrier: ${expect.barrier.join(' | ')}; barrier with --window: ${expect.barrierWithWindow.join(' | ')}`,
+  )
+  for (const k of s.checks ?? []) {
+    const kp = { ...params, ...(k.params ?? {}) }
+    lines.push(`           ${k.label}: lockstep: ${s.expect({ params: kp, schedule: 'lockstep', n: k.n ?? s.defaultN, windowMs: 0 }).join(' | ')}`)
+  }
+  process.stdout.write(lines.join('\n') + '\n')
+  return 0
+}
+
+function indent(sql: string): string {
+  return sql
+    .split('\n')
+    .map((l) => '  ' + l)
+    .join('\n')
+}

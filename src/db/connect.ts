@@ -1,0 +1,54 @@
+// Opening connections with postgres.js: one max:1 instance per session (a dedicated backend each) and
+// one for control. Every connection is bounded by connect_timeout and never prints notices.
+import postgres, { type Sql } from 'postgres'
+import { RunError } from '../errors.js'
+import { conditionName } from './sqlstate.js'
+import type { Target } from './target.js'
+
+export interface ConnectOptions {
+  connectTimeoutMs: number
+  applicationName: string
+  schema?: string
+  /** Extra startup parameters (GUCs), e.g. default_transaction_isolation. */
+  params?: Record<string, string>
+  onclose?: () => void
+}
+
+export function connect(target: Target, o: ConnectOptions): Sql {
+  const options: postgres.Options<{}> = {
+    max: 1,
+    onnotice: () => {},
+    connect_timeout: Math.max(1, Math.ceil(o.connectTimeoutMs / 1000)),
+    idle_timeout: 0,
+    max_lifetime: null,
+    connection: {
+      application_name: o.applicationName,
+      ...(o.schema ? { search_path: o.schema } : {}),
+      ...(o.params ?? {}),
+    },
+    onclose: o.onclose,
+  }
+  return target.url ? postgres(target.url, options) : postgres(options)
+}
+
+/** One line for a failure to connect or log in; the password never appears. */
+export function connectError(err: unknown, target: Target): RunError {
+  const e = err as { code?: string; message?: string }
+  const code = e?.code
+  const name = conditionName(code)
+  let why = e?.message ?? String(err)
+  if (code === 'ECONNREFUSED') why = 'connection refused (is the server running and listening there?)'
+  else if (code === 'CONNECT_TIMEOUT') why = 'no answer within the connect timeout'
+  else if (code === 'ENOTFOUND' || code === 'EAI_AGAIN') why = 'the host name does not resolve'
+  else if (name) why = `${why} (${code} ${name})`
+  return new RunError(`could not connect to ${target.label}: ${why}`)
+}
+
+export async function endQuietly(sql: Sql | undefined, timeoutS = 1): Promise<void> {
+  if (!sql) return
+  try {
+    await sql.end({ timeout: timeoutS })
+  } catch {
+    /* the connection may already be gone: nothing to release */
+  }
+}

@@ -1,0 +1,257 @@
+// A run: its own schema on the target, K trials of N sessions under one schedule, each judged; the schema
+// is dropped and every connection ended whatever happens.
+import { randomBytes, randomUUID } from 'node:crypto'
+import { performance } from 'node:perf_hooks'
+import type { Sql } from 'postgres'
+import { connect, connectError, endQuietly } from '../db/connect.js'
+import { conditionName, isConnectionLoss } from '../db/sqlstate.js'
+import type { Target } from '../db/target.js'
+import { RunError, UsageError } from '../errors.js'
+import { judge } from '../judge/index.js'
+import { abortSignal, onCleanup, setStuckDescriber, whenAborted } from '../lifecycle.js'
+import type { Params, Scenario, Schedule } from '../scenario.js'
+import { lockstepOrder, runBarrier, runPermutation, type BlockProbe } from './schedule.js'
+import { Session } from './session.js'
+import type { InvariantReport, TimelineEvent, TrialResult } from './types.js'
+
+export interface RunConfig {
+  scenario: Scenario
+  params: Params
+  n: number
+  schedule: Schedule
+  windowMs: number
+  trials: number
+  stepTimeoutMs: number
+  connectTimeoutMs: number
+  keep: boolean
+  onTrial?: (done: number, result: TrialResult) => void
+}
+
+export interface ServerInfo {
+  version: string
+  versionNum: number
+}
+
+export interface RunOutput {
+  schema: string
+  server: ServerInfo
+  trials: TrialResult[]
+}
+
+/** An open connection to the target for one command: control work, server facts, cleanup. */
+export class Lab {
+  private constructor(
+    readonly target: Target,
+    readonly control: Sql,
+    readonly server: ServerInfo,
+    readonly connectTimeoutMs: number,
+  ) {}
+
+  static async open(target: Target, connectTimeoutMs: number): Promise<Lab> {
+    const control = connect(target, { connectTimeoutMs, applicationName: 'race control' })
+    const release = onCleanup('control connection', () => endQuietly(control, 1))
+    try {
+      const [row] = await Promise.race([
+        control`select current_setting('server_version') as version, current_setting('server_version_num')::int as num`,
+        whenAborted(),
+      ])
+      return new Lab(target, control, { version: String(row.version).split(' ')[0], versionNum: Number(row.num) }, connectTimeoutMs)
+    } catch (e) {
+      release()
+      await endQuietly(control, 0)
+      if (abortSignal.aborted) throw e
+      throw connectError(e, target)
+    }
+  }
+
+  /** Connections this role can still open, for refusing an impossible --n before trying. */
+  async room(): Promise<{ free: number; max: number }> {
+    const [r] = await this.control`
+      select current_setting('max_connections')::int as max,
+             current_setting('superuser_reserved_connections')::int
+             + coalesce(nullif(current_setting('reserved_connections', true), ''), '0')::int as reserved,
+             (select count(*)::int from pg_stat_activity where backend_type = 'client backend') as used`
+    return { free: Number(r.max) - Number(r.reserved) - Number(r.used), max: Number(r.max) }
+  }
+}
+
+function newSchemaName(id: string): string {
+  return `race_${id.replace(/[^a-z0-9]/g, '_')}_${randomBytes(4).toString('hex')}`
+}
+
+export async function run(lab: Lab, cfg: RunConfig): Promise<RunOutput> {
+  const { control, target } = lab
+  const room = await lab.room()
+  if (cfg.n > room.free) {
+    throw new UsageError(
+      `--n ${cfg.n} needs ${cfg.n} connections, but the server has room for ${Math.max(0, room.free)} more (max_connections ${room.max}): use --n ${Math.max(1, room.free)} or fewer`,
+    )
+  }
+  const schema = newSchemaName(cfg.scenario.id)
+  const q = `"${schema}"`
+  try {
+    await control.unsafe(`create schema ${q}`)
+  } catch (e) {
+    const code = (e as { code?: string }).code
+    if (code === '42501') {
+      throw new RunError(`this role may not create a schema in this database (42501 insufficient_privilege): grant it CREATE on the database, or use another role`)
+    }
+    throw new RunError(`could not create the run's schema ${schema}: ${(e as Error).message}`)
+  }
+  const dropSchema = async () => {
+    if (cfg.keep) return
+    await dropSchemaSafely(lab, schema)
+  }
+  const release = onCleanup(`schema ${schema}`, dropSchema)
+  const trials: TrialResult[] = []
+  try {
+    for (let k = 0; k < cfg.trials; k++) {
+      if (abortSignal.aborted) throw abortSignal.reason
+      if (k > 0) await control.unsafe(`drop schema ${q} cascade; create schema ${q}`)
+      await control.unsafe(`set search_path to ${q}`)
+      for (const stmt of cfg.scenario.setup) await control.unsafe(stmt)
+      const result = await trial(lab, cfg, schema)
+      trials.push(result)
+      cfg.onTrial?.(k + 1, result)
+    }
+  } catch (e) {
+    if (!abortSignal.aborted && isConnectionLoss(e)) {
+      throw new RunError(`lost the control connection to ${target.label} (${(e as { code?: string }).code}): the server went away or ended it`)
+    }
+    throw e
+  } finally {
+    release()
+    await dropSchema()
+  }
+  return { schema, server: lab.server, trials }
+}
+
+/** Drops the run's schema on the control connection, or on a fresh one if control is gone. */
+async function dropSchemaSafely(lab: Lab, schema: string): Promise<void> {
+  const stmt = `drop schema if exists "${schema}" cascade`
+  try {
+    await lab.control.unsafe(stmt)
+    return
+  } catch {
+    /* control is gone: try a fresh connection below */
+  }
+  const fresh = connect(lab.target, { connectTimeoutMs: lab.connectTimeoutMs, applicationName: 'race cleanup' })
+  try {
+    await fresh.unsafe(stmt)
+  } catch (e) {
+    throw new Error(`schema ${schema} was left behind (${(e as Error).message}): drop it with: ${stmt}`)
+  } finally {
+    await endQuietly(fresh, 0)
+  }
+}
+
+async function trial(lab: Lab, cfg: RunConfig, schema: string): Promise<TrialResult> {
+  const { control } = lab
+  const user = randomUUID()
+  const events: TimelineEvent[] = []
+  let t0 = performance.now()
+  const now = () => performance.now() - t0
+  const spec = cfg.scenario.session(cfg.params)
+  const sessions: Session[] = []
+  let pids: number[] = []
+  const env = {
+    target: lab.target,
+    schema,
+    scenarioId: cfg.scenario.id,
+    user,
+    params: cfg.params,
+    stepTimeoutMs: cfg.stepTimeoutMs,
+    connectTimeoutMs: cfg.connectTimeoutMs,
+    now,
+    record: (e: Omit<TimelineEvent, 't'>) => events.push({ t: Math.round(now() * 10) / 10, ...e }),
+    cancel: async (pid: number, terminate: boolean) => {
+      if (!pids.includes(pid)) return // only ever signal this run's own backends
+      await (terminate ? control`select pg_terminate_backend(${pid})` : control`select pg_cancel_backend(${pid})`)
+    },
+    blockers: async (pid: number) => {
+      const [r] = await control`select pg_blocking_pids(${pid}) as b`
+      return (r.b as number[]) ?? []
+    },
+  }
+  for (let i = 0; i < cfg.n; i++) sessions.push(new Session(i, spec, env, cfg.windowMs))
+  setStuckDescriber(() =>
+    sessions
+      .filter((s) => s.busy)
+      .map((s) => `${s.name} (pid ${s.pid}) in step ${s.current!.name}${s.current!.blocked ? ' (waiting)' : ''}`)
+      .join(', '),
+  )
+  const probe: BlockProbe = {
+    blocked: async (ask) => {
+      const rows = await control`
+        select pid from unnest(${ask}::int[]) as pid where pg_isolation_test_session_is_blocked(pid, ${pids}::int[])`
+      return new Set(rows.map((r) => Number(r.pid)))
+    },
+  }
+  const endAll = async (now: boolean) => {
+    await Promise.all(sessions.map((s) => (now ? s.destroy() : s.close())))
+  }
+  // If the run is aborted (Ctrl-C, run timeout), end this trial's backends so nothing waits on them.
+  const onAbort = () => {
+    const mine = pids.filter((p) => p > 0)
+    const kill = mine.length
+      ? control`select pg_terminate_backend(pid) from unnest(${mine}::int[]) as pid`.then(() => {}, () => {})
+      : Promise.resolve()
+    void Promise.race([kill, new Promise((r) => setTimeout(r, 1000))]).then(() => endAll(true))
+  }
+  abortSignal.addEventListener('abort', onAbort, { once: true })
+  try {
+    try {
+      await Promise.race([Promise.all(sessions.map((s) => s.open())), whenAborted()])
+    } catch (e) {
+      if (abortSignal.aborted) throw abortSignal.reason
+      const code = (e as { code?: string }).code
+      if (code === '53300') {
+        throw new RunError(`the server refused a connection: too many connections (53300 too_many_connections): use a smaller --n`)
+      }
+      throw connectError(e, lab.target)
+    }
+    pids = sessions.map((s) => s.pid)
+    if (new Set(pids).size !== pids.length) throw new RunError(`two sessions share a backend (pids ${pids.join(', ')}): is a pooler in between?`)
+
+    const schedule = async () => {
+      if (cfg.schedule === 'barrier') {
+        // Connect and begin, then wait at the barrier; the clock starts when all are through.
+        await Promise.all(sessions.map((s) => s.start(0)))
+        events.length = 0
+        t0 = performance.now()
+        sessions.forEach((s) => s.markStart(0))
+        await runBarrier(sessions, probe)
+      } else {
+        t0 = performance.now()
+        sessions.forEach((s) => s.markStart(0))
+        await runPermutation(sessions, lockstepOrder(sessions), probe)
+      }
+    }
+    await Promise.race([schedule(), whenAborted()])
+    await endAll(false)
+
+    const invariant = await evaluate(control, cfg, user)
+    const reports = sessions.map((s) => s.report())
+    const { verdict, why } = judge(reports, invariant)
+    return { sessions: reports, invariant, verdict, why, events }
+  } catch (e) {
+    sessions.forEach((s) => s.abandon(abortSignal.aborted ? 'the run was aborted' : 'the run failed'))
+    await endAll(true)
+    throw e
+  } finally {
+    abortSignal.removeEventListener('abort', onAbort)
+  }
+}
+
+async function evaluate(control: Sql, cfg: RunConfig, user: string): Promise<InvariantReport> {
+  const inv = cfg.scenario.invariant
+  const description = inv.description(cfg.params)
+  try {
+    const rows = await inv.query(control, { user, params: cfg.params })
+    return { description, observed: inv.observed(rows), held: inv.holds(rows, cfg.params) }
+  } catch (e) {
+    if (isConnectionLoss(e)) throw e
+    const code = (e as { code?: string }).code
+    return { description, observed: '?', held: null, error: `${code ?? ''} ${conditionName(code) ?? ''} ${(e as Error).message}`.trim() }
+  }
+}

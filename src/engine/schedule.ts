@@ -1,0 +1,95 @@
+// How the sessions' steps interleave. Blocking is detected from the control connection, never guessed
+// from time: a step is either done, or seen waiting for another session of this run.
+import { setTimeout as sleep } from 'node:timers/promises'
+import type { Session } from './session.js'
+
+/** How often the control connection asks who is blocked while a step runs (isolationtester: 10 ms). */
+export const POLL_MS = 5
+
+export interface BlockProbe {
+  /** The pids among `pids` that are waiting for another session of this run. */
+  blocked(pids: number[]): Promise<Set<number>>
+}
+
+export interface Entry {
+  session: number
+  step: number
+}
+
+/** Lockstep: step k of every session before step k+1 of any, as a permutation. */
+export function lockstepOrder(sessions: readonly Session[]): Entry[] {
+  const out: Entry[] = []
+  const longest = Math.max(...sessions.map((s) => s.steps.length))
+  for (let k = 0; k < longest; k++) {
+    sessions.forEach((s, i) => {
+      if (k < s.steps.length) out.push({ session: i, step: k })
+    })
+  }
+  return out
+}
+
+/**
+ * Runs a permutation. Each entry starts when its session is free and runs until it completes or is seen
+ * blocked; then the next entry goes. An entry whose session is still waiting is deferred, and the next
+ * entry of another session runs instead (isolationtester's rule), so a waiting session resumes where its
+ * waiter commits. Entries of a session that has ended (rejected, failed) are skipped.
+ */
+export async function runPermutation(sessions: readonly Session[], order: readonly Entry[], probe: BlockProbe): Promise<void> {
+  const pending = [...order]
+  for (;;) {
+    const idx = pending.findIndex((e) => !sessions[e.session].busy && !sessions[e.session].finished)
+    if (idx >= 0) {
+      const e = pending.splice(idx, 1)[0]
+      const s = sessions[e.session]
+      s.start(e.step)
+      await settleOrBlocked(s, probe)
+      continue
+    }
+    // Drop entries of finished sessions; if nothing is left, wait for the last steps in flight.
+    for (let i = pending.length - 1; i >= 0; i--) if (sessions[pending[i].session].finished) pending.splice(i, 1)
+    const inFlight = sessions.filter((s) => s.busy).map((s) => s.current!.done)
+    if (!inFlight.length) {
+      if (pending.length) continue
+      return
+    }
+    // Every remaining entry belongs to a waiting session: wait until one of them moves (each step is bounded).
+    await Promise.race(inFlight)
+  }
+}
+
+async function settleOrBlocked(s: Session, probe: BlockProbe): Promise<void> {
+  const done = s.current!.done
+  let finished = false
+  done.then(() => (finished = true))
+  await Promise.race([done, sleep(0)])
+  while (!finished) {
+    const blocked = await probe.blocked([s.pid])
+    if (finished) return
+    if (blocked.has(s.pid)) {
+      s.markBlocked()
+      return
+    }
+    await Promise.race([done, sleep(POLL_MS)])
+  }
+}
+
+/**
+ * Barrier: every session has run its first step (begin); then all run free, their next steps fired in the
+ * same tick. A watcher marks steps seen blocked, for the waited column and the timeline.
+ */
+export async function runBarrier(sessions: readonly Session[], probe: BlockProbe): Promise<void> {
+  const runFree = async (s: Session) => {
+    for (let i = 1; i < s.steps.length && !s.finished; i++) await s.start(i)
+  }
+  const all = Promise.all(sessions.filter((s) => !s.finished).map(runFree))
+  let done = false
+  all.then(() => (done = true))
+  while (!done) {
+    await Promise.race([all, sleep(POLL_MS)])
+    if (done) break
+    const running = sessions.filter((s) => s.busy && !s.current!.blocked)
+    if (!running.length) continue
+    const blocked = await probe.blocked(running.map((s) => s.pid))
+    for (const s of running) if (blocked.has(s.pid)) s.markBlocked()
+  }
+}
