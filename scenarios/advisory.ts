@@ -1,6 +1,6 @@
 // advisory (advisory §4): pg_advisory_xact_lock on the user's namespaced key serializes check-then-insert.
 // Held: n=2 gives 1 committed + 1 rejected; n=5 with --max-pending 3 gives 3 committed + 2 rejected.
-import { defineScenario } from '../src/scenario.js'
+import { defineScenario, expectBy, replicate } from '../src/scenario.js'
 import { advisoryParams, advisorySteps, invariant, table } from './_fixtures/setup-requests.js'
 
 export default defineScenario({
@@ -17,8 +17,8 @@ export default defineScenario({
   defaultN: 2,
   isolation: () => 'read committed',
   setup: [table],
-  session: (p) => ({ steps: advisorySteps(p), racePoint: 'check' }),
+  sessions: (p, n) => replicate(n, { steps: advisorySteps(p), racePoint: 'check' }),
   invariant,
-  expect: ({ schedule }) => (schedule === 'lockstep' ? ['serialized'] : ['serialized', 'clean']),
+  expect: expectBy({ lockstep: ['serialized'] }),
   checks: [{ label: 'n=5 max-pending=3', n: 5, params: { maxPending: 3 } }],
 })

@@ -1,7 +1,7 @@
 // repeatable-read (advisory §5.2): the advisory-lock code on connections whose default isolation is
 // REPEATABLE READ. With the guard line (SET TRANSACTION ISOLATION LEVEL READ COMMITTED) it holds; with
 // --no-guard the snapshot is taken before the lock wait, the check misses the winner's row: violated.
-import { defineScenario } from '../src/scenario.js'
+import { defineScenario, expectBy, replicate } from '../src/scenario.js'
 import { advisoryParams, advisorySteps, invariant, table } from './_fixtures/setup-requests.js'
 
 export default defineScenario({
@@ -26,15 +26,12 @@ export default defineScenario({
   defaultN: 2,
   isolation: (p) => (p.guard ? 'repeatable read by default; read committed by the guard' : 'repeatable read'),
   setup: [table],
-  session: (p) => ({
+  sessions: (p, n) => replicate(n, {
     steps: advisorySteps(p, Boolean(p.guard)),
     racePoint: 'check',
     connection: { default_transaction_isolation: 'repeatable read' },
   }),
   invariant,
-  expect: ({ schedule, params }) =>
-    params.guard
-      ? schedule === 'lockstep' ? ['serialized'] : ['serialized', 'clean']
-      : schedule === 'lockstep' ? ['anomaly'] : ['anomaly', 'clean'],
+  expect: (ctx) => expectBy({ lockstep: [ctx.params.guard ? 'serialized' : 'anomaly'] })(ctx),
   checks: [{ label: 'no guard', params: { guard: false } }],
 })

@@ -1,7 +1,7 @@
 // serializable (advisory §5.1): the broken code at SERIALIZABLE. SSI sees the read/write dependencies and
 // fails the loser with serialization_failure (40001). With --retries the loser retries the whole
 // transaction and is then rejected by the business rule. Documented: held.
-import { defineScenario } from '../src/scenario.js'
+import { defineScenario, expectBy, replicate } from '../src/scenario.js'
 import { checkExists, insertUnlessFound, invariant, table } from './_fixtures/setup-requests.js'
 
 export default defineScenario({
@@ -26,12 +26,12 @@ export default defineScenario({
   defaultN: 2,
   isolation: () => 'serializable',
   setup: [table],
-  session: (p) => ({
+  sessions: (p, n) => replicate(n, {
     steps: { begin: 'begin isolation level serializable', check: checkExists(), insert: insertUnlessFound, commit: 'commit' },
     racePoint: 'check',
     retries: Number(p.retries),
   }),
   invariant,
-  expect: ({ schedule, windowMs }) => (schedule === 'lockstep' || windowMs > 0 ? ['prevented'] : ['prevented', 'clean']),
+  expect: expectBy({ lockstep: ['prevented'] }),
   checks: [{ label: 'retries=3', params: { retries: 3 } }],
 })

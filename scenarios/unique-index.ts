@@ -1,6 +1,6 @@
 // unique-index (advisory §5): the broken code, with a partial unique index on pending requests. The second
 // insert waits for the first transaction, then fails with unique_violation (23505). Documented: held.
-import { defineScenario } from '../src/scenario.js'
+import { defineScenario, expectBy, replicate } from '../src/scenario.js'
 import { checkExists, insertUnlessFound, invariant, partialUniqueIndex, table } from './_fixtures/setup-requests.js'
 
 export default defineScenario({
@@ -17,10 +17,10 @@ export default defineScenario({
   defaultN: 2,
   isolation: () => 'read committed',
   setup: [table, partialUniqueIndex],
-  session: () => ({
+  sessions: (_p, n) => replicate(n, {
     steps: { begin: 'begin', check: checkExists(), insert: insertUnlessFound, commit: 'commit' },
     racePoint: 'check',
   }),
   invariant,
-  expect: ({ schedule, windowMs }) => (schedule === 'lockstep' || windowMs > 0 ? ['prevented'] : ['prevented', 'clean']),
+  expect: expectBy({ lockstep: ['prevented'] }),
 })

@@ -1,5 +1,5 @@
 // The commander program: the only place that prints errors and calls process.exit.
-import { Command, CommanderError, Option } from 'commander'
+import { Command, CommanderError } from 'commander'
 import { createRequire } from 'node:module'
 import { Interrupted, RunError, UsageError } from './errors.js'
 import { abortSignal, cleanupAll, installSignalHandlers } from './lifecycle.js'
@@ -82,7 +82,10 @@ Exit codes: 0 as documented, 1 a deviation, 2 bad input, 3 could not run or deci
     .description('run one scenario over N real connections and judge the invariant')
     .argument('<scenario>', 'scenario id (race list)')
     .option('--n <n>', 'number of sessions (connections); default per scenario, usually 2')
-    .addOption(new Option('--schedule <schedule>', 'barrier: all start together and run free; lockstep: step k of every session before step k+1').default('barrier'))
+    .option(
+      '--schedule <schedule>',
+      'barrier (default: all begin, then run free), lockstep (step k of every session before step k+1), serial, or a permutation "s1.begin s2.begin s1.check ..."',
+    )
     .option('--window <duration>', "sleep at the scenario's race point (between check and write), e.g. 300ms")
     .option('--trials <k>', 'repeat the race K times and report the rate', '1')
     .option('--timeline', 'draw the interleaving: one column per session, ms since the barrier')

@@ -8,7 +8,11 @@ export type Rows = Row[]
 
 /** How a whole run ended (DESIGN.md "Words"). */
 export type Verdict = 'anomaly' | 'prevented' | 'serialized' | 'clean' | 'unknown'
-export type Schedule = 'barrier' | 'lockstep'
+/**
+ * barrier: all begin, then run free. lockstep: step k of every session before step k+1 (or the scenario's own
+ * deterministic interleaving). serial: one session after another. permutation: an explicit order from the user.
+ */
+export type Schedule = 'barrier' | 'lockstep' | 'serial' | 'permutation'
 
 /** What a step function may hand back: rows (or a query that yields them), SQL to run, or the application's "no". */
 export type StepResult = PromiseLike<Rows> | Rows | Reject | string
@@ -17,7 +21,7 @@ export interface Reject {
   readonly reject: string
 }
 
-export type ParamValue = number | boolean
+export type ParamValue = number | boolean | string
 export type Params = Record<string, ParamValue>
 
 export interface StepCtx {
@@ -57,9 +61,11 @@ export interface ParamSpec {
   /** Commander flag, e.g. '--max-pending <n>' or '--no-guard'. */
   flag: string
   description: string
-  kind: 'whole' | 'duration' | 'boolean'
+  kind: 'whole' | 'duration' | 'boolean' | 'choice'
   default: ParamValue
   min?: number
+  /** For kind 'choice': the accepted values (e.g. isolation levels). */
+  choices?: readonly string[]
 }
 
 export interface Invariant {
@@ -95,11 +101,21 @@ export interface Scenario {
   params: Record<string, ParamSpec>
   /** Default number of sessions for --n. */
   defaultN: number
+  /** Allowed --n, inclusive (default 1 .. 10000). Two-session anomalies fix it at [2, 2]. */
+  nRange?: [number, number]
   /** Human-readable isolation level the sessions run at. */
   isolation: (params: Params) => string
   /** Run on the control connection inside the run's own schema before each trial. */
   setup: string[]
-  session: (params: Params) => SessionSpec
+  /** The sessions by name, in order. `replicate(n, spec)` makes s1..sN from one template. */
+  sessions: (params: Params, n: number) => Record<string, SessionSpec>
+  /**
+   * The deterministic interleaving `--schedule lockstep` runs, written as PostgreSQL's isolation tests
+   * write permutations ("s1.read s2.read s1.write ..."). Without it, lockstep is round-robin by step.
+   */
+  lockstep?: (params: Params, n: number) => string
+  /** The schedule `race run` uses when --schedule is not given (default barrier). */
+  defaultSchedule?: Schedule
   invariant: Invariant
   /** The verdict(s) PostgreSQL is documented to give. Several when the interleaving decides. */
   expect: (ctx: ExpectCtx) => Verdict[]
@@ -110,6 +126,16 @@ export function defineScenario(s: Scenario): Scenario {
   return s
 }
 
+/** One session template replicated as s1..sN (the N-way races of the design card). */
+export function replicate(n: number, spec: SessionSpec): Record<string, SessionSpec> {
+  return Object.fromEntries(Array.from({ length: n }, (_, i) => [`s${i + 1}`, spec]))
+}
+
+/** Defaults of a scenario's params, overridden by `over`. */
+export function defaultParams(s: Scenario, over: Params = {}): Params {
+  return { ...Object.fromEntries(Object.entries(s.params).map(([k, p]) => [k, p.default])), ...over }
+}
+
 /** §8.1: first 8 bytes of sha256("namespace:id"), big-endian, signed. */
 export function advisoryKey(namespace: string, id: string): bigint {
   return createHash('sha256').update(`${namespace}:${id}`).digest().readBigInt64BE(0)
@@ -117,4 +143,24 @@ export function advisoryKey(namespace: string, id: string): bigint {
 
 export function isReject(x: unknown): x is Reject {
   return typeof x === 'object' && x !== null && typeof (x as Reject).reject === 'string'
+}
+
+/**
+ * The usual shape of an expectation: what lockstep gives; barrier adds `clean` (the sessions may happen not
+ * to overlap) unless said otherwise; a --window makes the race as certain as lockstep; serial (one session
+ * after another) must hold with nobody waiting; an explicit permutation has no documented verdict.
+ */
+export function expectBy(o: { lockstep: Verdict[]; barrier?: Verdict[]; window?: Verdict[]; serial?: Verdict[] }): (ctx: ExpectCtx) => Verdict[] {
+  return ({ schedule, windowMs }) => {
+    switch (schedule) {
+      case 'lockstep':
+        return o.lockstep
+      case 'serial':
+        return o.serial ?? ['clean']
+      case 'permutation':
+        return []
+      default:
+        return windowMs > 0 ? (o.window ?? o.lockstep) : (o.barrier ?? [...new Set<Verdict>([...o.lockstep, 'clean'])])
+    }
+  }
 }

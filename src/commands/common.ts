@@ -63,6 +63,7 @@ export function scenarioParams(s: Scenario, cmd: Command, opts: Record<string, u
     if (!given || raw === undefined) params[key] = p.default
     else if (p.kind === 'boolean') params[key] = Boolean(raw)
     else if (p.kind === 'whole') params[key] = parseWhole(flag, String(raw), p.min ?? 0, 1_000_000)
+    else if (p.kind === 'choice') params[key] = parseChoice(flag, String(raw), p.choices ?? [])
     else params[key] = parseDuration(flag, String(raw))
   }
   // A flag of another scenario is a mistake worth saying, not a silent no-op.
@@ -76,6 +77,13 @@ export function scenarioParams(s: Scenario, cmd: Command, opts: Record<string, u
     }
   }
   return params
+}
+
+export function parseChoice(flag: string, raw: string, choices: readonly string[]): string {
+  const v = raw.trim().toLowerCase().replace(/[\s_-]+/g, ' ')
+  const hit = choices.find((x) => x === v)
+  if (hit) return hit
+  throw new UsageError(`${flag} takes one of ${choices.map((x) => `"${x}"`).join(', ')}, got '${raw}'`)
 }
 
 export function describeParams(s: Scenario, params: Params): string {

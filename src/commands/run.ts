@@ -4,18 +4,29 @@ import { run } from '../engine/run.js'
 import { exitCode, summarize, type ExpectOverride } from '../judge/index.js'
 import { UsageError } from '../errors.js'
 import { parseDuration, parseWhole, formatDuration } from '../parse.js'
-import type { Schedule } from '../scenario.js'
+import type { Params, Scenario, Schedule } from '../scenario.js'
+import { stepsOf } from '../engine/session.js'
+import { parsePermutation } from '../engine/schedule.js'
 import { c } from '../report/color.js'
 import { toJson, type RunView } from '../report/json.js'
 import { invariantLine, sessionsTable, trialsTable, verdictLine } from '../report/table.js'
 import { timeline } from '../report/timeline.js'
 import { describeParams, findScenario, parseBounds, scenarioParams, withLab } from './common.js'
 
-export const SCHEDULES: readonly Schedule[] = ['barrier', 'lockstep']
+export const SCHEDULES: readonly Schedule[] = ['barrier', 'lockstep', 'serial']
 
-export function parseSchedule(raw: string): Schedule {
-  if ((SCHEDULES as readonly string[]).includes(raw)) return raw as Schedule
-  throw new UsageError(`unknown schedule '${raw}': use --schedule barrier (all start together, run free) or --schedule lockstep (step by step)`)
+/** A schedule name, or a permutation ("s1.begin s2.begin ..."), checked against the scenario's sessions. */
+export function parseSchedule(raw: string, scenario: Scenario, params: Params, n: number, windowMs: number): { schedule: Schedule; permutation?: string } {
+  const v = String(raw).trim()
+  if ((SCHEDULES as readonly string[]).includes(v)) return { schedule: v as Schedule }
+  if (v.includes('.')) {
+    const sessions = Object.entries(scenario.sessions(params, n)).map(([name, spec]) => ({ name, steps: stepsOf(spec, windowMs) }))
+    parsePermutation(v, sessions)
+    return { schedule: 'permutation', permutation: v }
+  }
+  throw new UsageError(
+    `unknown schedule '${raw}': use barrier (all start together, run free), lockstep (step by step), serial (one after another), or a permutation like "s1.begin s2.begin s1.check ..."`,
+  )
 }
 
 export function parseExpect(raw: string | undefined): ExpectOverride {
@@ -27,9 +38,13 @@ export function parseExpect(raw: string | undefined): ExpectOverride {
 export async function runCommand(id: string, o: Record<string, any>, cmd: Command): Promise<number> {
   const scenario = findScenario(id)
   const params = scenarioParams(scenario, cmd, o)
-  const n = o.n === undefined ? scenario.defaultN : parseWhole('--n', o.n, 1, 10_000)
-  const schedule = parseSchedule(o.schedule)
+  const [nMin, nMax] = scenario.nRange ?? [1, 10_000]
+  if (o.n !== undefined && nMin === nMax && String(o.n).trim() !== String(nMin)) {
+    throw new UsageError(`${scenario.id} has exactly ${nMin} sessions; leave out --n`)
+  }
+  const n = o.n === undefined ? scenario.defaultN : parseWhole('--n', o.n, nMin, nMax)
   const windowMs = o.window === undefined ? 0 : parseDuration('--window', o.window, { allowZero: true })
+  const { schedule, permutation } = parseSchedule(o.schedule ?? scenario.defaultSchedule ?? 'barrier', scenario, params, n, windowMs)
   const trials = parseWhole('--trials', o.trials, 1, 100_000)
   const override = parseExpect(o.expect)
   const bounds = parseBounds(o)
@@ -42,6 +57,7 @@ export async function runCommand(id: string, o: Record<string, any>, cmd: Comman
       params,
       n,
       schedule,
+      permutation,
       windowMs,
       trials,
       stepTimeoutMs: bounds.stepTimeoutMs,

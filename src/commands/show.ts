@@ -10,14 +10,23 @@ function stepSql(step: Step): string {
 export function showCommand(id: string, o: { json?: boolean }): number {
   const s = findScenario(id)
   const params = Object.fromEntries(Object.entries(s.params).map(([k, p]) => [k, p.default]))
-  const spec = s.session(params)
+  const sessions = Object.entries(s.sessions(params, s.defaultN))
+  const replicated = sessions.every(([, x]) => x === sessions[0][1])
+  const shown = replicated ? [sessions[0]] : sessions
+  const lockstep = s.lockstep?.(params, s.defaultN)
   const expect = {
     lockstep: s.expect({ params, schedule: 'lockstep', n: s.defaultN, windowMs: 0 }),
     barrier: s.expect({ params, schedule: 'barrier', n: s.defaultN, windowMs: 0 }),
     barrierWithWindow: s.expect({ params, schedule: 'barrier', n: s.defaultN, windowMs: 100 }),
   }
   if (o.json) {
-    const steps = Object.entries(spec.steps).map(([name, st]) => ({ name, sql: stepSql(st) }))
+    const specs = sessions.map(([name, x]) => ({
+      name,
+      steps: Object.entries(x.steps).map(([step, st]) => ({ name: step, sql: stepSql(st) })),
+      racePoint: x.racePoint,
+      connection: x.connection ?? {},
+      retries: x.retries,
+    }))
     const out = {
       id: s.id,
       title: s.title,
@@ -26,9 +35,9 @@ export function showCommand(id: string, o: { json?: boolean }): number {
       params: s.params,
       isolation: s.isolation(params),
       setup: s.setup,
-      steps,
-      racePoint: spec.racePoint,
-      connection: spec.connection ?? {},
+      replicated,
+      sessions: specs,
+      lockstep: lockstep ?? null,
       invariant: s.invariant.description(params),
       expected: expect,
       checks: s.checks ?? [],
@@ -41,16 +50,21 @@ export function showCommand(id: string, o: { json?: boolean }): number {
   for (const l of s.story) lines.push(`  ${l}`)
   lines.push('', c.bold('setup') + c.dim(' (in the run\'s own schema, before each trial)'))
   for (const stmt of s.setup) lines.push(indent(stmt.trim() + ';'))
-  const conn = Object.entries(spec.connection ?? {})
-  lines.push('', c.bold(`session`) + c.dim(` (replicated as s1..sN; default --n ${s.defaultN}; isolation: ${s.isolation(params)})`))
-  if (conn.length) lines.push(c.dim(`  connection: ${conn.map(([k, v]) => `${k}='${v}'`).join(', ')}`))
-  for (const [name, st] of Object.entries(spec.steps)) {
-    const sql = stepSql(st).split('\n')
-    lines.push(`  step ${c.cyan(name.padEnd(9))} { ${sql[0]}${sql.length > 1 ? '' : ' }'}`)
-    for (let i = 1; i < sql.length; i++) lines.push(`${' '.repeat(17)}${sql[i]}${i === sql.length - 1 ? ' }' : ''}`)
-    if (name === spec.racePoint) lines.push(c.dim(`  -- race point: --window sleeps here, between check and write`))
+  for (const [name, spec] of shown) {
+    const conn = Object.entries(spec.connection ?? {})
+    const title = replicated ? `session` + c.dim(` (replicated as s1..sN; default --n ${s.defaultN})`) : `session ${name}`
+    lines.push('', c.bold(title))
+    if (conn.length) lines.push(c.dim(`  connection: ${conn.map(([k, v]) => `${k}='${v}'`).join(', ')}`))
+    for (const [step, st] of Object.entries(spec.steps)) {
+      const sql = stepSql(st).split('\n')
+      lines.push(`  step ${c.cyan(step.padEnd(9))} { ${sql[0]}${sql.length > 1 ? '' : ' }'}`)
+      for (let i = 1; i < sql.length; i++) lines.push(`${' '.repeat(17)}${sql[i]}${i === sql.length - 1 ? ' }' : ''}`)
+      if (step === spec.racePoint) lines.push(c.dim(`  -- race point: --window sleeps here, between check and write`))
+    }
+    if (spec.retries !== undefined) lines.push(c.dim(`  on 40001: retry the whole transaction (--retries)`))
   }
-  if (spec.retries !== undefined) lines.push(c.dim(`  on 40001: retry the whole transaction (--retries, default ${s.params.retries?.default ?? 0})`))
+  lines.push('', `${c.bold('isolation')}  ${s.isolation(params)}`)
+  if (lockstep) lines.push(`${c.bold('lockstep')}   permutation ${lockstep}`)
   lines.push('', `${c.bold('invariant')}  ${s.invariant.description(params)}`)
   const p = describeParams(s, params)
   if (p) lines.push(`${c.bold('params')}     ${p}`)

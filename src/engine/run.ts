@@ -10,7 +10,7 @@ import { RunError, UsageError } from '../errors.js'
 import { judge } from '../judge/index.js'
 import { abortSignal, onCleanup, setStuckDescriber, whenAborted } from '../lifecycle.js'
 import type { Params, Scenario, Schedule } from '../scenario.js'
-import { lockstepOrder, runBarrier, runPermutation, type BlockProbe } from './schedule.js'
+import { lockstepOrder, parsePermutation, runBarrier, runPermutation, serialOrder, type BlockProbe, type Entry } from './schedule.js'
 import { Session } from './session.js'
 import type { InvariantReport, TimelineEvent, TrialResult } from './types.js'
 
@@ -19,6 +19,8 @@ export interface RunConfig {
   params: Params
   n: number
   schedule: Schedule
+  /** With schedule 'permutation': the order, as text ("s1.begin s2.begin ..."). */
+  permutation?: string
   windowMs: number
   trials: number
   stepTimeoutMs: number
@@ -151,7 +153,7 @@ async function trial(lab: Lab, cfg: RunConfig, schema: string): Promise<TrialRes
   const events: TimelineEvent[] = []
   let t0 = performance.now()
   const now = () => performance.now() - t0
-  const spec = cfg.scenario.session(cfg.params)
+  const specs = Object.entries(cfg.scenario.sessions(cfg.params, cfg.n))
   const sessions: Session[] = []
   let pids: number[] = []
   const env = {
@@ -173,7 +175,8 @@ async function trial(lab: Lab, cfg: RunConfig, schema: string): Promise<TrialRes
       return (r.b as number[]) ?? []
     },
   }
-  for (let i = 0; i < cfg.n; i++) sessions.push(new Session(i, spec, env, cfg.windowMs))
+  specs.forEach(([name, spec], i) => sessions.push(new Session(i, name, spec, env, cfg.windowMs)))
+  const order = cfg.schedule === 'barrier' ? [] : orderFor(cfg, sessions)
   setStuckDescriber(() =>
     sessions
       .filter((s) => s.busy)
@@ -224,7 +227,7 @@ async function trial(lab: Lab, cfg: RunConfig, schema: string): Promise<TrialRes
       } else {
         t0 = performance.now()
         sessions.forEach((s) => s.markStart(0))
-        await runPermutation(sessions, lockstepOrder(sessions), probe)
+        await runPermutation(sessions, order, probe)
       }
     }
     await Promise.race([schedule(), whenAborted()])
@@ -241,6 +244,14 @@ async function trial(lab: Lab, cfg: RunConfig, schema: string): Promise<TrialRes
   } finally {
     abortSignal.removeEventListener('abort', onAbort)
   }
+}
+
+/** The step order of a non-barrier schedule; bad permutations are refused before any connection opens. */
+export function orderFor(cfg: Pick<RunConfig, 'schedule' | 'permutation' | 'scenario' | 'params' | 'n'>, sessions: readonly Session[]): Entry[] {
+  if (cfg.schedule === 'serial') return serialOrder(sessions)
+  if (cfg.schedule === 'permutation') return parsePermutation(cfg.permutation ?? '', sessions)
+  const own = cfg.scenario.lockstep?.(cfg.params, cfg.n)
+  return own ? parsePermutation(own, sessions) : lockstepOrder(sessions)
 }
 
 async function evaluate(control: Sql, cfg: RunConfig, user: string): Promise<InvariantReport> {

@@ -32,6 +32,16 @@ export interface SessionEnv {
 
 class StepTimeout extends Error {}
 
+/** A session's steps in order; with --window, a pg_sleep step named 'window' right after the race point. */
+export function stepsOf(spec: SessionSpec, windowMs: number): NamedStep[] {
+  const steps = Object.entries(spec.steps).map(([name, step]) => ({ name, step }))
+  if (windowMs > 0 && spec.racePoint) {
+    const at = steps.findIndex((s) => s.name === spec.racePoint)
+    steps.splice(at + 1, 0, { name: 'window', step: `select pg_sleep(${windowMs / 1000})` })
+  }
+  return steps
+}
+
 export class Session {
   readonly name: string
   pid = 0
@@ -57,16 +67,13 @@ export class Session {
 
   constructor(
     readonly index: number,
+    name: string,
     spec: SessionSpec,
     private readonly env: SessionEnv,
     windowMs: number,
   ) {
-    this.name = `s${index + 1}`
-    this.steps = Object.entries(spec.steps).map(([name, step]) => ({ name, step }))
-    if (windowMs > 0 && spec.racePoint) {
-      const at = this.steps.findIndex((s) => s.name === spec.racePoint)
-      this.steps.splice(at + 1, 0, { name: 'window', step: `select pg_sleep(${windowMs / 1000})` })
-    }
+    this.name = name
+    this.steps = stepsOf(spec, windowMs)
     this.retryLimit = spec.retries ?? 0
     this.connection = spec.connection ?? {}
   }
