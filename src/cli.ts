@@ -90,6 +90,7 @@ Exit codes: 0 as documented, 1 a deviation, 2 bad input, 3 could not run or deci
     .option('--trials <k>', 'repeat the race K times and report the rate', '1')
     .option('--timeline', 'draw the interleaving: one column per session, ms since the barrier')
     .option('--expect <held|violated>', 'exit 0 when the invariant held (or was violated), whatever the documentation says')
+    .option('--user <uuid>', 'act for this user (fixes the advisory keys, e.g. to watch them with race locks); default a fresh uuid per trial')
   addScenarioParamOptions(run)
   addTargetOptions(run)
   run

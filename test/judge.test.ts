@@ -4,10 +4,14 @@ import { test } from 'node:test'
 import { exitCode, judge, summarize } from '../src/judge/index.js'
 import type { SessionReport } from '../src/engine/types.js'
 
-const s = (o: Partial<SessionReport>): SessionReport => ({
+const s = (o: { [K in keyof SessionReport]?: SessionReport[K] | undefined }): SessionReport => ({
   name: 's1',
   pid: 1,
   outcome: 'committed',
+  reason: null,
+  sqlstate: null,
+  condition: null,
+  step: null,
   waitedMs: 0,
   ms: 1,
   retries: 0,

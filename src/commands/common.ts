@@ -5,7 +5,7 @@ import { resolveTarget, type Target } from '../db/target.js'
 import { RunError, UsageError } from '../errors.js'
 import { abort, describeStuck } from '../lifecycle.js'
 import { Lab } from '../engine/run.js'
-import { parseDuration, parseWhole, closest } from '../parse.js'
+import { parseDuration, parseWhole, closest, formatDuration } from '../parse.js'
 import type { Params, Scenario } from '../scenario.js'
 import { scenarios } from '../../scenarios/index.js'
 
@@ -91,7 +91,7 @@ export function describeParams(s: Scenario, params: Params): string {
     .map(([k, p]) => {
       const flag = p.flag.split(' ')[0].replace(/^--(no-)?/, '')
       const v = params[k]
-      return p.kind === 'duration' ? `${flag}=${v}ms` : `${flag}=${v}`
+      return p.kind === 'duration' ? `${flag}=${formatDuration(Number(v))}` : `${flag}=${v}`
     })
     .join(' ')
 }

@@ -29,6 +29,12 @@ export function parseSchedule(raw: string, scenario: Scenario, params: Params, n
   )
 }
 
+export function parseUuid(raw: string): string {
+  const v = String(raw).trim().toLowerCase()
+  if (/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/.test(v)) return v
+  throw new UsageError(`--user takes a uuid like 5f0c6d7e-2a1b-4c3d-8e9f-0a1b2c3d4e5f, got '${raw}'`)
+}
+
 export function parseExpect(raw: string | undefined): ExpectOverride {
   if (raw === undefined) return undefined
   if (raw === 'held' || raw === 'violated') return raw
@@ -48,6 +54,7 @@ export async function runCommand(id: string, o: Record<string, any>, cmd: Comman
   const trials = parseWhole('--trials', o.trials, 1, 100_000)
   const override = parseExpect(o.expect)
   const bounds = parseBounds(o)
+  const user = o.user === undefined ? undefined : parseUuid(o.user)
   const progress = !o.json && process.stderr.isTTY && trials > 1
   let violations = 0
 
@@ -63,6 +70,7 @@ export async function runCommand(id: string, o: Record<string, any>, cmd: Comman
       stepTimeoutMs: bounds.stepTimeoutMs,
       connectTimeoutMs: bounds.connectTimeoutMs,
       keep: Boolean(o.keep),
+      user,
       onTrial: (done, r) => {
         if (r.verdict === 'anomaly') violations++
         if (progress) process.stderr.write(`\r\x1b[2Ktrial ${done}/${trials}  violated ${violations}`)
@@ -87,6 +95,7 @@ export async function runCommand(id: string, o: Record<string, any>, cmd: Comman
     const code = exitCode(summary)
     if (o.json) process.stdout.write(JSON.stringify(toJson(result, { timeline: Boolean(o.timeline), exitCode: code, kept: Boolean(o.keep) }), null, 2) + '\n')
     else process.stdout.write(render(result, Boolean(o.timeline), Boolean(o.keep)) + '\n')
+    if (code === 3) process.stderr.write(`race: could not decide: ${representative.why}\n`)
     return code
   })
 }

@@ -87,6 +87,13 @@ function postgresUser(): { uid: number; gid: number } | undefined {
 
 function alive(pid: number): boolean {
   try {
+    // An exited process whose parent is gone can linger as a zombie: that is not a running server.
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8')
+    if (stat.slice(stat.lastIndexOf(')') + 2).startsWith('Z')) return false
+  } catch {
+    /* no /proc (not Linux): fall back to a signal 0 probe */
+  }
+  try {
     process.kill(pid, 0)
     return true
   } catch (e) {

@@ -26,6 +26,8 @@ export interface RunConfig {
   stepTimeoutMs: number
   connectTimeoutMs: number
   keep: boolean
+  /** The user every session acts for; default a fresh uuid per trial (so no two runs share advisory keys). */
+  user?: string
   onTrial?: (done: number, result: TrialResult) => void
 }
 
@@ -149,7 +151,7 @@ async function dropSchemaSafely(lab: Lab, schema: string): Promise<void> {
 
 async function trial(lab: Lab, cfg: RunConfig, schema: string): Promise<TrialResult> {
   const { control } = lab
-  const user = randomUUID()
+  const user = cfg.user ?? randomUUID()
   const events: TimelineEvent[] = []
   let t0 = performance.now()
   const now = () => performance.now() - t0

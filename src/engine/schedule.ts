@@ -4,8 +4,8 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import { UsageError } from '../errors.js'
 import type { Session } from './session.js'
 
-/** How often the control connection asks who is blocked while a step runs (isolationtester: 10 ms). */
-export const POLL_MS = 5
+/** How often the control connection asks who is blocked while a step runs (isolationtester: 10 ms; a wait shorter than this can go unseen). */
+export const POLL_MS = 2
 
 export interface BlockProbe {
   /** The pids among `pids` that are waiting for another session of this run. */

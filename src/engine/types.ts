@@ -19,11 +19,11 @@ export interface SessionReport {
   pid: number
   outcome: Outcome
   /** For rejected: the application's reason; for failed/lost/timeout: what happened. */
-  reason?: string
-  sqlstate?: string
-  condition?: string
+  reason: string | null
+  sqlstate: string | null
+  condition: string | null
   /** The step the session ended in (failed, lost, timeout) or was rejected at. */
-  step?: string
+  step: string | null
   /** Time spent in steps that were seen blocked by another session. */
   waitedMs: number
   /** From the barrier to the session's end. */

@@ -3,18 +3,24 @@ import { conditionName, isPrevention } from '../db/sqlstate.js'
 import type { Verdict } from '../scenario.js'
 import type { InvariantReport, SessionReport, TrialResult } from '../engine/types.js'
 
-type Judged = Pick<SessionReport, 'name' | 'outcome' | 'sqlstate' | 'errors' | 'waitedMs' | 'step'>
+type Judged = Pick<SessionReport, 'name' | 'outcome' | 'sqlstate' | 'errors' | 'waitedMs' | 'step' | 'reason'>
+
+function code(x: string | null | undefined): string | undefined {
+  return x ?? undefined
+}
 
 export function judge(sessions: readonly Judged[], invariant: Pick<InvariantReport, 'held' | 'error'>): { verdict: Verdict; why: string } {
   const timedOut = sessions.find((s) => s.outcome === 'timeout')
-  if (timedOut) return { verdict: 'unknown', why: `${timedOut.name} timed out in step ${timedOut.step ?? '?'}` }
+  if (timedOut) {
+    return { verdict: 'unknown', why: `${timedOut.name} timed out in step ${timedOut.step ?? '?'}${timedOut.reason ? ` (${timedOut.reason})` : ''}` }
+  }
   if (invariant.held === null) return { verdict: 'unknown', why: `the invariant could not be evaluated${invariant.error ? `: ${invariant.error}` : ''}` }
   if (!invariant.held) return { verdict: 'anomaly', why: 'the invariant was violated' }
-  const odd = sessions.find((s) => s.outcome === 'failed' && !isPrevention(s.sqlstate))
+  const odd = sessions.find((s) => s.outcome === 'failed' && !isPrevention(code(s.sqlstate)))
   if (odd) {
     return {
       verdict: 'unknown',
-      why: `${odd.name} failed with ${odd.sqlstate ?? 'an error'}${conditionName(odd.sqlstate) ? ' ' + conditionName(odd.sqlstate) : ''}, which no scenario expects`,
+      why: `${odd.name} failed with ${odd.sqlstate ?? 'an error'}${conditionName(code(odd.sqlstate)) ? ' ' + conditionName(code(odd.sqlstate)) : ''}, which no scenario expects`,
     }
   }
   const preventer = sessions.find((s) => s.errors.some(isPrevention))
@@ -25,7 +31,7 @@ export function judge(sessions: readonly Judged[], invariant: Pick<InvariantRepo
   if (sessions.some((s) => s.waitedMs > 0)) return { verdict: 'serialized', why: 'held: sessions waited for each other' }
   const lost = sessions.filter((s) => s.outcome === 'lost')
   if (lost.length) return { verdict: 'clean', why: `held on what committed (${lost.map((s) => s.name).join(', ')} lost)` }
-  return { verdict: 'clean', why: 'held: nobody waited or failed' }
+  return { verdict: 'clean', why: 'held: no session was seen waiting or failing' }
 }
 
 export type ExpectOverride = 'held' | 'violated' | undefined

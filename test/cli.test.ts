@@ -1,0 +1,216 @@
+// The real CLI as a user runs it: bad input, unreachable servers, --json, --keep, timeouts and cleanup.
+import assert from 'node:assert/strict'
+import { after, before, test } from 'node:test'
+import postgres from 'postgres'
+import { advisoryKey } from '../src/scenario.js'
+import { race, useServer, type TestServer } from './helpers.js'
+
+let server: TestServer
+before(async () => {
+  server = await useServer()
+})
+after(async () => {
+  await server?.stop()
+})
+
+async function raceSchemas(): Promise<string[]> {
+  const sql = postgres(server.url, { max: 1, onnotice: () => {} })
+  try {
+    const rows = await sql`select nspname from pg_namespace where nspname like 'race\\_%'`
+    return rows.map((r) => String(r.nspname))
+  } finally {
+    await sql.end({ timeout: 1 })
+  }
+}
+
+function oneCleanLine(stderr: string): void {
+  const lines = stderr.trim().split('\n')
+  assert.equal(lines.length, 1, `one line, got: ${stderr}`)
+  assert.match(lines[0], /^race: /)
+  assert.doesNotMatch(stderr, /\n\s+at |Error:|TypeError/, 'no stack trace')
+}
+
+const BAD: [string[], RegExp][] = [
+  [['run', 'advisroy'], /unknown scenario 'advisroy': did you mean 'advisory'/],
+  [['run', 'nope'], /unknown scenario 'nope'/],
+  [['run', 'advisory', '--n', 'abc'], /--n must be a whole number/],
+  [['run', 'advisory', '--n', '0'], /--n must be at least 1/],
+  [['run', 'advisory', '--n', '-3'], /--n/],
+  [['run', 'advisory', '--n', '2.5'], /--n must be a whole number/],
+  [['run', 'advisory', '--n', ''], /--n must be a whole number/],
+  [['run', 'advisory', '--max-pending', '0'], /--max-pending must be at least 1/],
+  [['run', 'advisory', '--max-pending', 'many'], /--max-pending must be a whole number/],
+  [['run', 'advisory', '--window', '3x'], /--window takes a duration/],
+  [['run', 'advisory', '--window', '1y'], /--window takes a duration/],
+  [['run', 'advisory', '--window', '-5s'], /--window/],
+  [['run', 'advisory', '--window', '9999999999ms'], /--window must be at most 60m/],
+  [['run', 'advisory', '--lock-timeout', 'forever'], /--lock-timeout takes a duration/],
+  [['run', 'advisory', '--step-timeout', '0s'], /--step-timeout must be longer than 0/],
+  [['run', 'advisory', '--trials', '0'], /--trials must be at least 1/],
+  [['run', 'advisory', '--schedule', 'foo'], /unknown schedule 'foo'/],
+  [['run', 'broken', '--schedule', 's1.begin s3.check'], /names session 's3'/],
+  [['run', 'broken', '--schedule', 's1.begin s1.nope'], /has no step 'nope'/],
+  [['run', 'broken', '--schedule', 's1.begin s1.begin'], /appears twice/],
+  [['run', 'broken', '--schedule', 's1.begin s2.begin s1.check'], /leaves out/],
+  [['run', 'broken', '--max-pending', '3'], /--max-pending does not apply to broken/],
+  [['run', 'advisory', '--expect', 'maybe'], /--expect takes held or violated/],
+  [['run', 'advisory', '--user', "x'; drop table users; --"], /--user takes a uuid/],
+  [['run', 'advisory', '--database-url', 'mysql://u:secret@h/db'], /scheme 'mysql', not postgres/],
+  [['run', 'advisory', '--database-url', 'postgres://u:secret@h:99999/db'], /not a valid URL/],
+  [['run', 'advisory', '--database-url', 'postgres://u:secret@h:abc/db'], /not a valid URL/],
+  [['run', 'advisory', '--database-url', ''], /is empty/],
+  [['run', 'advisory', '--database-url', 'http://u:secret@h/db'], /scheme 'http'/],
+  [['run', 'advisory', '--bogus'], /unknown option '--bogus'/],
+  [['frobnicate'], /unknown command 'frobnicate'/],
+  [['run'], /missing required argument 'scenario'/],
+  [['show', 'ünïcödé"; select 1'], /unknown scenario/],
+  [['check', 'broken', 'nope'], /unknown scenario 'nope'/],
+  [['run', 'advisory', '--isolation', 'chaos'], /--isolation|unknown option/],
+]
+
+test('bad input: one line naming the problem, exit 2, no stack trace, no password', async () => {
+  for (const [args, msg] of BAD) {
+    const r = await race(args, { url: server.url })
+    assert.equal(r.code, 2, `${args.join(' ')} → ${r.code}: ${r.stderr}`)
+    assert.match(r.stderr, msg, args.join(' '))
+    oneCleanLine(r.stderr)
+    assert.doesNotMatch(r.stderr, /secret/, 'password masked')
+    assert.equal(r.stdout, '')
+  }
+})
+
+test('DATABASE_URL that is not a URL is bad input too', async () => {
+  const r = await race(['run', 'advisory'], { env: { DATABASE_URL: 'postgres://u:secret@h:0x/db' } })
+  assert.equal(r.code, 2)
+  assert.match(r.stderr, /DATABASE_URL/)
+  assert.doesNotMatch(r.stderr, /secret/)
+})
+
+test('an unreachable server or a failed login: one line, password masked, exit 3, within the connect timeout', async () => {
+  const t0 = Date.now()
+  const r = await race(['run', 'advisory', '--database-url', 'postgres://u:secret@127.0.0.1:1/db', '--connect-timeout', '2s'])
+  assert.equal(r.code, 3)
+  assert.match(r.stderr, /could not connect to postgres:\/\/u:\*\*\*@127\.0\.0\.1:1\/db: connection refused/)
+  oneCleanLine(r.stderr)
+  assert.ok(Date.now() - t0 < 5000)
+  const bad = new URL(server.url)
+  bad.username = 'no_such_role_race'
+  bad.password = 'secret'
+  const login = await race(['run', 'advisory', '--database-url', bad.toString()])
+  assert.equal(login.code, 3)
+  assert.match(login.stderr, /could not connect/)
+  assert.doesNotMatch(login.stderr, /secret/)
+  oneCleanLine(login.stderr)
+})
+
+test('--n above what the server allows is refused up front with the number that fits', async () => {
+  const r = await race(['run', 'advisory', '--n', '10000'], { url: server.url })
+  assert.equal(r.code, 2)
+  assert.match(r.stderr, /has room for \d+ more .* use --n \d+ or fewer/)
+})
+
+test('--json: the documented document', async () => {
+  const r = await race(['run', 'advisory', '--n', '5', '--max-pending', '3', '--json'], { url: server.url })
+  assert.equal(r.code, 0, r.stderr)
+  const doc = JSON.parse(r.stdout)
+  for (const k of ['scenario', 'server', 'target', 'params', 'schedule', 'isolation', 'sessions', 'invariant', 'verdict', 'expected', 'matched', 'trials', 'violations']) {
+    assert.ok(k in doc, k)
+  }
+  assert.equal(doc.scenario, 'advisory')
+  assert.match(doc.server.version, /^\d+/)
+  assert.equal(doc.sessions.length, 5)
+  for (const s of doc.sessions) for (const k of ['name', 'pid', 'outcome', 'sqlstate', 'condition', 'waitedMs', 'ms']) assert.ok(k in s, k)
+  assert.equal(new Set(doc.sessions.map((s: { pid: number }) => s.pid)).size, 5)
+  assert.equal(doc.sessions.filter((s: { outcome: string }) => s.outcome === 'committed').length, 3)
+  assert.equal(doc.sessions.filter((s: { outcome: string }) => s.outcome === 'rejected').length, 2)
+  assert.deepEqual(doc.invariant, { description: 'at most 3 pending requests for the user', observed: '3 pending', held: true })
+  assert.equal(doc.matched, true)
+  assert.equal(doc.trials, 1)
+  assert.equal(doc.violations, 0)
+  assert.doesNotMatch(r.stdout, /\u001b\[/, 'no colour codes in JSON')
+})
+
+test('--json with trials and a failing session: sqlstate and condition, rate of violations', async () => {
+  const u = await race(['run', 'unique-index', '--schedule', 'lockstep', '--json'], { url: server.url })
+  const doc = JSON.parse(u.stdout)
+  const loser = doc.sessions.find((s: { outcome: string }) => s.outcome === 'failed')
+  assert.equal(loser.sqlstate, '23505')
+  assert.equal(loser.condition, 'unique_violation')
+  assert.equal(doc.verdict, 'prevented')
+  const b = await race(['run', 'broken', '--schedule', 'lockstep', '--trials', '5', '--json'], { url: server.url })
+  const bd = JSON.parse(b.stdout)
+  assert.equal(bd.trials, 5)
+  assert.equal(bd.violations, 5)
+  assert.equal(bd.verdict, 'anomaly')
+})
+
+test('race check --json: every scenario as documented', async () => {
+  const r = await race(['check', '--json'], { url: server.url })
+  assert.equal(r.code, 0, r.stdout)
+  const doc = JSON.parse(r.stdout)
+  assert.ok(doc.results.length >= 6)
+  assert.ok(doc.results.every((x: { matched: boolean }) => x.matched))
+})
+
+test('--expect turns the question around: advisory asked to violate is a deviation (exit 1)', async () => {
+  const r = await race(['run', 'advisory', '--schedule', 'lockstep', '--expect', 'violated'], { url: server.url })
+  assert.equal(r.code, 1)
+  assert.match(r.stdout, /DEVIATION/)
+})
+
+test('--keep leaves the schema and names it; without it nothing is left', async () => {
+  const before = await raceSchemas()
+  const r = await race(['run', 'broken', '--keep'], { url: server.url })
+  assert.equal(r.code, 0)
+  const name = /schema (race_broken_[0-9a-f]+) kept/.exec(r.stdout)?.[1]
+  assert.ok(name, r.stdout)
+  assert.ok((await raceSchemas()).includes(name!))
+  const sql = postgres(server.url, { max: 1, onnotice: () => {} })
+  await sql.unsafe(`drop schema "${name}" cascade`)
+  await sql.end({ timeout: 1 })
+  assert.deepEqual((await raceSchemas()).filter((s) => !before.includes(s)), [])
+})
+
+test('a step that never returns: cancelled at --step-timeout, exit 3 naming session, step and blocking pid; schema dropped', async () => {
+  const user = '5f0c6d7e-2a1b-4c3d-8e9f-0a1b2c3d4e5f'
+  const holder = postgres(server.url, { max: 1, onnotice: () => {} })
+  const before = await raceSchemas()
+  try {
+    const [{ pid }] = await holder`select pg_backend_pid() as pid, pg_advisory_lock(${String(advisoryKey('setup_request', user))}::bigint)`
+    const r = await race(['run', 'advisory', '--user', user, '--step-timeout', '1s', '--lock-timeout', '30s'], { url: server.url })
+    assert.equal(r.code, 3, r.stdout + r.stderr)
+    assert.match(r.stdout, /timeout in lock/)
+    assert.match(r.stderr, new RegExp(`s\\d timed out in step lock .*waiting for pid ${pid}`))
+    assert.deepEqual((await raceSchemas()).filter((s) => !before.includes(s)), [])
+  } finally {
+    await holder.end({ timeout: 1 })
+  }
+})
+
+test('a whole-run timeout mid-run: exit 3 naming what was stuck; schema dropped', async () => {
+  const user = '6f0c6d7e-2a1b-4c3d-8e9f-0a1b2c3d4e5f'
+  const holder = postgres(server.url, { max: 1, onnotice: () => {} })
+  const before = await raceSchemas()
+  try {
+    await holder`select pg_advisory_lock(${String(advisoryKey('setup_request', user))}::bigint)`
+    const r = await race(['run', 'advisory', '--user', user, '--run-timeout', '1500ms', '--lock-timeout', '30s'], { url: server.url })
+    assert.equal(r.code, 3, r.stdout + r.stderr)
+    assert.match(r.stderr, /did not finish within --run-timeout 1.5s: s\d \(pid \d+\) in step lock/)
+    assert.deepEqual((await raceSchemas()).filter((s) => !before.includes(s)), [])
+  } finally {
+    await holder.end({ timeout: 1 })
+  }
+})
+
+test('list and show: every scenario with its story; help has examples', async () => {
+  const l = await race(['list'])
+  assert.equal(l.code, 0)
+  for (const id of ['broken', 'for-update', 'advisory', 'unique-index', 'serializable', 'repeatable-read']) assert.match(l.stdout, new RegExp(id))
+  const s = await race(['show', 'advisory'])
+  assert.equal(s.code, 0)
+  assert.match(s.stdout, /pg_advisory_xact_lock/)
+  assert.match(s.stdout, /race point/)
+  const h = await race(['run', '--help'])
+  assert.equal(h.code, 0)
+  assert.match(h.stdout, /Examples:/)
+})
