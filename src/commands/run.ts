@@ -97,7 +97,7 @@ function render(r: RunView, withTimeline: boolean, kept: boolean): string {
   const head = [
     c.bold(`race run ${scenario.id}`),
     `PostgreSQL ${out.server.version} (${where})`,
-    `${r.n} session${r.n === 1 ? '' : 's'}`,
+    `${t.sessions.length} session${t.sessions.length === 1 ? '' : 's'}`,
     `${r.schedule}${r.windowMs ? ` window ${formatDuration(r.windowMs)}` : ''}`,
     r.isolation,
   ].join('  ·  ')
