@@ -55,6 +55,7 @@ export default defineScenario({
   isolation: () => 'read committed',
   setup: [accounts, seed],
   sessions: (p) => ({ s1: transfer(p, 'a', 'b', '5s'), s2: transfer(p, 'b', 'a', '50ms') }),
+  defaultSchedule: 'lockstep',
   invariant: {
     description: () => 'a + b = 200 (no money made or lost)',
     query: (sql) => sql`select sum(balance)::int as total, string_agg(id || '=' || balance, ' ' order by id) as balances from accounts`,

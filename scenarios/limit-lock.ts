@@ -44,7 +44,7 @@ function forms(p: Params): string[] {
 export default defineScenario({
   id: 'limit-lock',
   title: 'a lock function beside LIMIT locks more keys than rows it returns',
-  source: 'advisory-lock article §9 (as PostgreSQL really does it: ../notes/postgres-facts.md)',
+  source: 'advisory-lock article §9 (the measured dangerous form)',
   story: [
     'foo has 20,000 rows; a worker grabs 100 with pg_try_advisory_xact_lock in WHERE, ORDER BY v LIMIT 100.',
     'The sort needs every row first, so the lock function runs for every row that passes id > 12345: 100 rows come back, about 7,655 keys are locked (pg_locks).',
