@@ -9,6 +9,8 @@ import { listCommand } from './commands/list.js'
 import { showCommand } from './commands/show.js'
 import { runCommand } from './commands/run.js'
 import { checkCommand } from './commands/check.js'
+import { keyCommand } from './commands/key.js'
+import { locksCommand } from './commands/locks.js'
 
 const { version } = createRequire(import.meta.url)('../../package.json') as { version: string }
 
@@ -91,6 +93,7 @@ Exit codes: 0 as documented, 1 a deviation, 2 bad input, 3 could not run or deci
     .option('--timeline', 'draw the interleaving: one column per session, ms since the barrier')
     .option('--expect <held|violated>', 'exit 0 when the invariant held (or was violated), whatever the documentation says')
     .option('--user <uuid>', 'act for this user (fixes the advisory keys, e.g. to watch them with race locks); default a fresh uuid per trial')
+    .option('--hold <duration>', "keep the race's locks held (before the first commit) this long, for race locks in another terminal")
   addScenarioParamOptions(run)
   addTargetOptions(run)
   run
@@ -105,7 +108,9 @@ Examples:
   $ race run advisory --n 50 --max-pending 3 --trials 200
   $ race run serializable --retries 3 --timeline
   $ race run repeatable-read --no-guard
-  $ race run unique-index --window 300ms --json`,
+  $ race run unique-index --window 300ms --json
+  $ race run deadlock --ordered --timeline
+  $ race run shared-lock --hold 30s             then, in another terminal: race locks --watch`,
     )
 
   const check = p
@@ -116,6 +121,28 @@ Examples:
   check
     .action(async (ids, o) => setExit(await checkCommand(ids, o)))
     .addHelpText('after', '\nExamples:\n  $ race check\n  $ race check --database-url postgres://app@db:5432/app --json\n  $ race check advisory unique-index')
+
+  p.command('key')
+    .description('the advisory key of namespace:id, as the article derives it (sha256, first 8 bytes, big-endian, signed)')
+    .argument('<namespace>', "what the key is for, e.g. setup_request")
+    .argument('<id>', 'the resource, e.g. a user id')
+    .option('--sql', 'print the matching SELECT pg_advisory_xact_lock(...)')
+    .option('--json', 'print JSON (the key as a string, and how pg_locks shows it)')
+    .action((ns, id, o) => setExit(keyCommand(ns, id, o)))
+    .addHelpText('after', '\nExamples:\n  $ race key setup_request 42                  7844923485908670055\n  $ race key setup_request 1 --sql\n  $ race key account 3fa85f64-5717-4562-b3fc-2c963f66afa6 --json')
+
+  const locks = p
+    .command('locks')
+    .description('advisory locks held or awaited in a database right now (pg_locks joined with pg_stat_activity), waiting first')
+    .option('--watch', 'redraw every --interval until Ctrl-C (or --run-timeout)')
+    .option('--interval <duration>', 'with --watch: how often to redraw (default 1s)')
+  addTargetOptions(locks)
+  locks
+    .action(async (o) => setExit(await locksCommand(o)))
+    .addHelpText(
+      'after',
+      '\nExamples:\n  $ race locks --database-url postgres://app@db:5432/app\n  $ race locks --watch --interval 500ms\n  $ race run deadlock --hold 20s      (its output says how to point race locks at it)',
+    )
 
   p.hook('preAction', (_p, action) => setColor(action.opts().color !== false))
   return p

@@ -55,6 +55,11 @@ export interface SessionSpec {
   connection?: Record<string, string>
   /** On serialization_failure, retry the whole transaction up to this many times (exponential backoff, jitter). */
   retries?: number
+  /**
+   * The name of an earlier session whose connection (backend) this one borrows, as the next borrower of a
+   * pooled connection does: same pid, same session-level state. Such runs need a step-by-step schedule.
+   */
+  shares?: string
 }
 
 export interface ParamSpec {
@@ -112,6 +117,8 @@ export interface Scenario {
   /**
    * The deterministic interleaving `--schedule lockstep` runs, written as PostgreSQL's isolation tests
    * write permutations ("s1.read s2.read s1.write ..."). Without it, lockstep is round-robin by step.
+   * A step marked `(wait)`, e.g. "s1.lock(wait)", is awaited even when seen blocked: for waits that end by
+   * themselves (lock_timeout, deadlock detection) and must end before the next step is launched.
    */
   lockstep?: (params: Params, n: number) => string
   /** The schedule `race run` uses when --schedule is not given (default barrier). */

@@ -53,7 +53,7 @@ export function advisorySteps(p: Params, guard = true): Record<string, Step> {
     insert: {
       sql: `-- if pending >= max_pending: rollback, 409\ninsert into setup_requests (user_id, status) values (:user, 'pending')`,
       run: (sql, ctx) =>
-        Number(ctx.prior.check[0]?.pending) >= Number(ctx.params.maxPending)
+        Number(ctx.prior.check[0]?.pending) >= Number(ctx.params.maxPending ?? 1)
           ? ctx.reject('pending limit reached')
           : sql`insert into setup_requests (user_id, status) values (${ctx.user}, 'pending')`,
     },

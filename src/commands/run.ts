@@ -55,6 +55,12 @@ export async function runCommand(id: string, o: Record<string, any>, cmd: Comman
   const override = parseExpect(o.expect)
   const bounds = parseBounds(o)
   const user = o.user === undefined ? undefined : parseUuid(o.user)
+  const holdMs = o.hold === undefined ? 0 : parseDuration('--hold', o.hold)
+  if (holdMs > 10 * 60_000) throw new UsageError(`--hold must be at most 10m, got '${o.hold}'`)
+  if (holdMs && holdMs + 10_000 > bounds.runTimeoutMs) {
+    throw new UsageError(`--hold ${o.hold} does not fit in --run-timeout ${o.runTimeout}: give --run-timeout ${formatDuration(holdMs + 60_000)} or a shorter --hold`)
+  }
+  if (holdMs && trials > 1) throw new UsageError(`--hold holds one race: leave out --trials`)
   const progress = !o.json && process.stderr.isTTY && trials > 1
   let violations = 0
 
@@ -71,6 +77,13 @@ export async function runCommand(id: string, o: Record<string, any>, cmd: Comman
       connectTimeoutMs: bounds.connectTimeoutMs,
       keep: Boolean(o.keep),
       user,
+      holdMs,
+      onHold: (pids, ms) => {
+        const url = target.kind === 'embedded' ? ` --database-url '${lab.target.url}'` : o.databaseUrl ? ` --database-url '<the same URL>'` : ''
+        process.stderr.write(
+          `holding for ${formatDuration(ms)} (backends ${pids.join(', ')}); in another terminal:\n  race locks${url}\n`,
+        )
+      },
       onTrial: (done, r) => {
         if (r.verdict === 'anomaly') violations++
         if (progress) process.stderr.write(`\r\x1b[2Ktrial ${done}/${trials}  violated ${violations}`)
@@ -106,7 +119,7 @@ function render(r: RunView, withTimeline: boolean, kept: boolean): string {
   const head = [
     c.bold(`race run ${scenario.id}`),
     `PostgreSQL ${out.server.version} (${where})`,
-    `${r.n} session${r.n === 1 ? '' : 's'}`,
+    `${t.sessions.length} session${t.sessions.length === 1 ? '' : 's'}`,
     `${r.schedule}${r.windowMs ? ` window ${formatDuration(r.windowMs)}` : ''}`,
     r.isolation,
   ].join('  ·  ')

@@ -25,6 +25,7 @@ export function showCommand(id: string, o: { json?: boolean }): number {
       steps: Object.entries(x.steps).map(([step, st]) => ({ name: step, sql: stepSql(st) })),
       racePoint: x.racePoint,
       connection: x.connection ?? {},
+      shares: x.shares ?? null,
       retries: x.retries,
     }))
     const out = {
@@ -55,6 +56,7 @@ export function showCommand(id: string, o: { json?: boolean }): number {
     const title = replicated ? `session` + c.dim(` (replicated as s1..sN; default --n ${s.defaultN})`) : `session ${name}`
     lines.push('', c.bold(title))
     if (conn.length) lines.push(c.dim(`  connection: ${conn.map(([k, v]) => `${k}='${v}'`).join(', ')}`))
+    if (spec.shares) lines.push(c.dim(`  connection: ${spec.shares}'s, borrowed from the pool after it (same backend)`))
     for (const [step, st] of Object.entries(spec.steps)) {
       const sql = stepSql(st).split('\n')
       lines.push(`  step ${c.cyan(step.padEnd(9))} { ${sql[0]}${sql.length > 1 ? '' : ' }'}`)

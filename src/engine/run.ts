@@ -28,6 +28,13 @@ export interface RunConfig {
   keep: boolean
   /** The user every session acts for; default a fresh uuid per trial (so no two runs share advisory keys). */
   user?: string
+  /**
+   * --hold: before the first session runs its last step (commit or rollback), keep everything as it is for
+   * this long, so `race locks` in another terminal sees the race's locks held and awaited. 0: no hold.
+   */
+  holdMs?: number
+  /** Called when the hold starts, with the backends of the trial. */
+  onHold?: (pids: number[], ms: number) => void
   onTrial?: (done: number, result: TrialResult) => void
 }
 
@@ -89,6 +96,17 @@ export async function run(lab: Lab, cfg: RunConfig): Promise<RunOutput> {
   if (cfg.n > room.free) {
     throw new UsageError(
       `--n ${cfg.n} needs ${cfg.n} connections, but the server has room for ${Math.max(0, room.free)} more (max_connections ${room.max}): use --n ${Math.max(1, room.free)} or fewer`,
+    )
+  }
+  const specs = Object.entries(cfg.scenario.sessions(cfg.params, cfg.n))
+  const sharing = specs.filter(([, x]) => x.shares)
+  for (const [name, x] of sharing) {
+    const at = specs.findIndex(([m]) => m === x.shares)
+    if (at < 0 || at >= specs.findIndex(([m]) => m === name)) throw new Error(`${cfg.scenario.id}: session ${name} shares '${x.shares}', which is not an earlier session`)
+  }
+  if (sharing.length && cfg.schedule === 'barrier') {
+    throw new UsageError(
+      `${cfg.scenario.id}: sessions ${sharing.map(([n, x]) => `${n} and ${x.shares}`).join(', ')} take turns on one pooled connection, which a barrier cannot start together: use --schedule lockstep, serial or a permutation`,
     )
   }
   const schema = newSchemaName(cfg.scenario.id)
@@ -164,7 +182,8 @@ async function trial(lab: Lab, cfg: RunConfig, schema: string): Promise<TrialRes
     scenarioId: cfg.scenario.id,
     user,
     params: cfg.params,
-    stepTimeoutMs: cfg.stepTimeoutMs,
+    // A step that waits through the hold must not be given up because of it.
+    stepTimeoutMs: cfg.stepTimeoutMs + (cfg.holdMs ?? 0),
     connectTimeoutMs: cfg.connectTimeoutMs,
     now,
     record: (e: Omit<TimelineEvent, 't'>) => events.push({ t: Math.round(now() * 10) / 10, ...e }),
@@ -178,6 +197,16 @@ async function trial(lab: Lab, cfg: RunConfig, schema: string): Promise<TrialRes
     },
   }
   specs.forEach(([name, spec], i) => sessions.push(new Session(i, name, spec, env, cfg.windowMs)))
+  for (const s of sessions) if (s.shares) s.lender = sessions.find((x) => x.name === s.shares)
+  let held: Promise<void> | undefined
+  const before = async (s: Session, step: number) => {
+    if (!cfg.holdMs || step !== s.steps.length - 1) return
+    held ??= (async () => {
+      cfg.onHold?.([...new Set(pids)], cfg.holdMs!)
+      await Promise.race([new Promise((r) => setTimeout(r, cfg.holdMs)), whenAborted()])
+    })()
+    await held
+  }
   const order = cfg.schedule === 'barrier' ? [] : orderFor(cfg, sessions)
   setStuckDescriber(() =>
     sessions
@@ -216,7 +245,8 @@ async function trial(lab: Lab, cfg: RunConfig, schema: string): Promise<TrialRes
       throw connectError(e, lab.target)
     }
     pids = sessions.map((s) => s.pid)
-    if (new Set(pids).size !== pids.length) throw new RunError(`two sessions share a backend (pids ${pids.join(', ')}): is a pooler in between?`)
+    const own = sessions.filter((s) => !s.lender).map((s) => s.pid)
+    if (new Set(own).size !== own.length) throw new RunError(`two sessions share a backend (pids ${pids.join(', ')}): is a pooler in between?`)
 
     const schedule = async () => {
       if (cfg.schedule === 'barrier') {
@@ -225,11 +255,11 @@ async function trial(lab: Lab, cfg: RunConfig, schema: string): Promise<TrialRes
         events.length = 0
         t0 = performance.now()
         sessions.forEach((s) => s.markStart(0))
-        await runBarrier(sessions, probe)
+        await runBarrier(sessions, probe, before)
       } else {
         t0 = performance.now()
         sessions.forEach((s) => s.markStart(0))
-        await runPermutation(sessions, order, probe)
+        await runPermutation(sessions, order, probe, before)
       }
     }
     await Promise.race([schedule(), whenAborted()])

@@ -15,7 +15,12 @@ export interface BlockProbe {
 export interface Entry {
   session: number
   step: number
+  /** `s1.lock(wait)`: wait for the step to end even if it is seen blocked (its wait ends by itself). */
+  await?: boolean
 }
+
+/** Called before a step is launched (the engine's --hold gate). */
+export type BeforeStep = (s: Session, step: number) => Promise<void>
 
 /** Lockstep: step k of every session before step k+1 of any, as a permutation. */
 export function lockstepOrder(sessions: readonly Session[]): Entry[] {
@@ -45,7 +50,8 @@ export function parsePermutation(text: string, sessions: readonly { name: string
   const out: Entry[] = []
   const names = sessions.map((s) => s.name)
   for (const tok of tokens) {
-    const m = /^([^.]+)\.(.+)$/.exec(tok)
+    const w = /^(.*)\(wait\)$/.exec(tok)
+    const m = /^([^.]+)\.(.+)$/.exec(w ? w[1] : tok)
     if (!m) throw new UsageError(`'${tok}' in the permutation is not session.step (for example s1.${sessions[0]?.steps[0]?.name ?? 'begin'})`)
     const si = names.indexOf(m[1])
     if (si < 0) throw new UsageError(`the permutation names session '${m[1]}', but this run has ${names.join(', ')}`)
@@ -55,7 +61,7 @@ export function parsePermutation(text: string, sessions: readonly { name: string
     if (k < next[si]) throw new UsageError(`${tok} appears twice in the permutation (each step runs once)`)
     if (k > next[si]) throw new UsageError(`${tok} comes before ${m[1]}.${steps[next[si]]}: a session's steps run in its own order`)
     next[si]++
-    out.push({ session: si, step: k })
+    out.push({ session: si, step: k, ...(w ? { await: true } : {}) })
   }
   const missing = sessions.flatMap((s, i) => s.steps.slice(next[i]).map((x) => `${s.name}.${x.name}`))
   if (missing.length) throw new UsageError(`the permutation leaves out ${missing.join(' ')}: every step of every session must appear once`)
@@ -68,15 +74,17 @@ export function parsePermutation(text: string, sessions: readonly { name: string
  * entry of another session runs instead (isolationtester's rule), so a waiting session resumes where its
  * waiter commits. Entries of a session that has ended (rejected, failed) are skipped.
  */
-export async function runPermutation(sessions: readonly Session[], order: readonly Entry[], probe: BlockProbe): Promise<void> {
+export async function runPermutation(sessions: readonly Session[], order: readonly Entry[], probe: BlockProbe, before?: BeforeStep): Promise<void> {
   const pending = [...order]
   for (;;) {
     const idx = pending.findIndex((e) => !sessions[e.session].busy && !sessions[e.session].finished)
     if (idx >= 0) {
       const e = pending.splice(idx, 1)[0]
       const s = sessions[e.session]
-      s.start(e.step)
+      await before?.(s, e.step)
+      const done = s.start(e.step)
       await settleOrBlocked(s, probe)
+      if (e.await) await done
       continue
     }
     // Drop entries of finished sessions; if nothing is left, wait for the last steps in flight.
@@ -111,9 +119,12 @@ async function settleOrBlocked(s: Session, probe: BlockProbe): Promise<void> {
  * Barrier: every session has run its first step (begin); then all run free, their next steps fired in the
  * same tick. A watcher marks steps seen blocked, for the waited column and the timeline.
  */
-export async function runBarrier(sessions: readonly Session[], probe: BlockProbe): Promise<void> {
+export async function runBarrier(sessions: readonly Session[], probe: BlockProbe, before?: BeforeStep): Promise<void> {
   const runFree = async (s: Session) => {
-    for (let i = 1; i < s.steps.length && !s.finished; i++) await s.start(i)
+    for (let i = 1; i < s.steps.length && !s.finished; i++) {
+      await before?.(s, i)
+      await s.start(i)
+    }
   }
   const all = Promise.all(sessions.filter((s) => !s.finished).map(runFree))
   let done = false

@@ -46,7 +46,10 @@ export class Session {
   readonly name: string
   pid = 0
   private sql!: Sql
-  private closedByServer = false
+  private closedFlag = false
+  /** The session whose connection this one borrows (SessionSpec.shares), if any. */
+  lender?: Session
+  private opened?: Promise<void>
   readonly steps: NamedStep[]
   private readonly prior: Record<string, Rows> = {}
   private readonly retryLimit: number
@@ -76,8 +79,14 @@ export class Session {
     this.steps = stepsOf(spec, windowMs)
     this.retryLimit = spec.retries ?? 0
     this.connection = spec.connection ?? {}
+    this.shares = spec.shares
   }
   private readonly connection: Record<string, string>
+  readonly shares?: string
+
+  private get closedByServer(): boolean {
+    return this.lender ? this.lender.closedByServer : this.closedFlag
+  }
 
   get finished(): boolean {
     return this.outcome !== undefined
@@ -86,14 +95,26 @@ export class Session {
     return this.current !== undefined
   }
 
-  async open(): Promise<void> {
+  open(): Promise<void> {
+    this.opened ??= this.lender ? this.borrow(this.lender) : this.connect()
+    return this.opened
+  }
+
+  /** The next borrower of a pooled connection: the lender's backend, with whatever it left behind. */
+  private async borrow(lender: Session): Promise<void> {
+    await lender.open()
+    this.sql = lender.sql
+    this.pid = lender.pid
+  }
+
+  private async connect(): Promise<void> {
     this.sql = connect(this.env.target, {
       connectTimeoutMs: this.env.connectTimeoutMs,
       applicationName: `race ${this.env.scenarioId} ${this.name}`,
       schema: this.env.schema,
       params: this.connection,
       onclose: () => {
-        this.closedByServer = true
+        this.closedFlag = true
       },
     })
     const [row] = await this.sql`select pg_backend_pid() as pid`
@@ -264,12 +285,12 @@ export class Session {
   }
 
   async close(): Promise<void> {
-    await endQuietly(this.sql, 1)
+    if (!this.lender) await endQuietly(this.sql, 1)
   }
 
   /** Closes the socket now; used when the run is aborted. */
   async destroy(): Promise<void> {
-    await endQuietly(this.sql, 0)
+    if (!this.lender) await endQuietly(this.sql, 0)
   }
 
   report(): SessionReport {
