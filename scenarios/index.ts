@@ -6,5 +6,37 @@ import advisory from './advisory.js'
 import uniqueIndex from './unique-index.js'
 import serializable from './serializable.js'
 import repeatableRead from './repeatable-read.js'
+import dirtyRead from './dirty-read.js'
+import nonRepeatableRead from './non-repeatable-read.js'
+import phantom from './phantom.js'
+import readSkew from './read-skew.js'
+import lostUpdate from './lost-update.js'
+import lostUpdateAtomic from './lost-update-atomic.js'
+import lostUpdateForUpdate from './lost-update-for-update.js'
+import lostUpdateVersion from './lost-update-version.js'
+import writeSkew from './write-skew.js'
+import predicateRead from './predicate-read.js'
+import predicateDelete from './predicate-delete.js'
 
-export const scenarios: readonly Scenario[] = [broken, forUpdate, advisory, uniqueIndex, serializable, repeatableRead]
+export const scenarios: readonly Scenario[] = [
+  broken,
+  forUpdate,
+  advisory,
+  uniqueIndex,
+  serializable,
+  repeatableRead,
+  dirtyRead,
+  nonRepeatableRead,
+  phantom,
+  readSkew,
+  lostUpdate,
+  lostUpdateAtomic,
+  lostUpdateForUpdate,
+  lostUpdateVersion,
+  writeSkew,
+  predicateRead,
+  predicateDelete,
+]
+
+/** The isolation-levels article's anomalies: what PostgreSQL documents for each, and the rows of race matrix. */
+export { DOCUMENTED, MATRIX_IDS, LEVELS, type Documented, type Level } from './_fixtures/isolation.js'
