@@ -17,6 +17,10 @@ import lostUpdateVersion from './lost-update-version.js'
 import writeSkew from './write-skew.js'
 import predicateRead from './predicate-read.js'
 import predicateDelete from './predicate-delete.js'
+import serializableRetry from './serializable-retry.js'
+import skipLocked from './skip-locked.js'
+import rowDeadlock from './row-deadlock.js'
+import poolIsolationLeak from './pool-isolation-leak.js'
 
 export const scenarios: readonly Scenario[] = [
   broken,
@@ -36,6 +40,10 @@ export const scenarios: readonly Scenario[] = [
   writeSkew,
   predicateRead,
   predicateDelete,
+  serializableRetry,
+  skipLocked,
+  rowDeadlock,
+  poolIsolationLeak,
 ]
 
 /** The isolation-levels article's anomalies: what PostgreSQL documents for each, and the rows of race matrix. */

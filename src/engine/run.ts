@@ -258,7 +258,7 @@ async function evaluate(control: Sql, cfg: RunConfig, user: string): Promise<Inv
   const inv = cfg.scenario.invariant
   const description = inv.description(cfg.params)
   try {
-    const rows = await inv.query(control, { user, params: cfg.params })
+    const rows = await inv.query(control, { user, params: cfg.params, n: cfg.n })
     return { description, observed: inv.observed(rows), held: inv.holds(rows, cfg.params) }
   } catch (e) {
     if (isConnectionLoss(e)) throw e
