@@ -23,6 +23,7 @@ export default defineScenario({
     t1: { steps: { begin: begin(p), update: 'update accounts set balance = 0 where id = 1', rollback: 'rollback' } },
     t2: { steps: { begin: begin(p), read: recordRead('read', 'select balance as value from accounts where id = 1'), commit: 'commit' } },
   }),
+  defaultSchedule: 'lockstep',
   lockstep: () => 't1.begin t1.update t2.begin t2.read t1.rollback t2.commit',
   invariant: {
     description: () => 'T2 read only committed data: its read equals the committed balance',

@@ -21,6 +21,7 @@ export default defineScenario({
   isolation: level,
   setup: tables,
   sessions: (p) => ({ t1: atomic(p, 't1'), t2: atomic(p, 't2') }),
+  defaultSchedule: 'lockstep',
   lockstep: () => 't1.begin t2.begin t1.update t2.update t1.commit t2.commit',
   invariant,
   expect: expectDocumented('lost-update-atomic'),

@@ -25,6 +25,7 @@ export default defineScenario({
   isolation: level,
   setup: tables,
   sessions: (p) => ({ t1: versioned(p, 't1'), t2: versioned(p, 't2') }),
+  defaultSchedule: 'lockstep',
   lockstep: () => 't1.begin t1.read t2.begin t2.read t1.update t1.commit t2.update t2.commit',
   invariant,
   expect: expectDocumented('lost-update-version'),

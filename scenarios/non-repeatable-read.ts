@@ -25,6 +25,7 @@ export default defineScenario({
     t1: { steps: { begin: begin(p), read1: recordRead('read1', read), read2: recordRead('read2', read), commit: 'commit' } },
     t2: { steps: { begin: begin(p), update: 'update accounts set balance = 50 where id = 1', commit: 'commit' } },
   }),
+  defaultSchedule: 'lockstep',
   lockstep: () => 't1.begin t1.read1 t2.begin t2.update t2.commit t1.read2 t1.commit',
   invariant: {
     description: () => "T1's two reads of the same row agree",

@@ -28,6 +28,7 @@ export default defineScenario({
     t1: { steps: { begin: begin(p), count1: recordRead('count1', count), count2: recordRead('count2', count), commit: 'commit' } },
     t2: { steps: { begin: begin(p), insert: 'insert into accounts values (4, 200)', commit: 'commit' } },
   }),
+  defaultSchedule: 'lockstep',
   lockstep: () => 't1.begin t1.count1 t2.begin t2.insert t2.commit t1.count2 t1.commit',
   invariant: {
     description: () => "T1's two counts of the same predicate agree",

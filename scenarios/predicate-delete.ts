@@ -39,6 +39,7 @@ export default defineScenario({
     },
     t2: { steps: { begin: begin(p), insert: `insert into items values (3, 'done')`, commit: 'commit' } },
   }),
+  defaultSchedule: 'lockstep',
   lockstep: () => 't1.begin t1.archive t2.begin t2.insert t2.commit t1.purge t1.commit',
   invariant: {
     description: () => 'every item ever inserted is in items or in archive',

@@ -39,6 +39,7 @@ export default defineScenario({
     })
     return { t1: withdraw('t1'), t2: withdraw('t2') }
   },
+  defaultSchedule: 'lockstep',
   lockstep: () => 't1.begin t1.sum t2.begin t2.sum t1.withdraw t1.commit t2.withdraw t2.commit',
   invariant: {
     description: () => 'the ledger of account 1 never sums below 0',

@@ -36,6 +36,7 @@ export default defineScenario({
       },
     },
   }),
+  defaultSchedule: 'lockstep',
   lockstep: () => 't1.begin t1.read1 t2.begin t2.debit t2.credit t2.commit t1.read2 t1.commit',
   invariant: {
     description: () => 'what T1 read adds up to the total that always exists (1000)',

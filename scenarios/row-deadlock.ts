@@ -53,6 +53,7 @@ export default defineScenario({
     t1: transfer(p, 't1', { id: 1, delta: -100 }, { id: 2, delta: 100 }),
     t2: p.ordered ? transfer(p, 't2', { id: 1, delta: 50 }, { id: 2, delta: -50 }) : transfer(p, 't2', { id: 2, delta: -50 }, { id: 1, delta: 50 }),
   }),
+  defaultSchedule: 'lockstep',
   lockstep: () => 't1.begin t2.begin t1.first t2.first t1.second t2.second t1.commit t2.commit',
   invariant: {
     description: () => 'money conserved (1000) and balances match the committed transfers',

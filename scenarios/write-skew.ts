@@ -39,6 +39,7 @@ export default defineScenario({
     })
     return { t1: doctor(1), t2: doctor(2) }
   },
+  defaultSchedule: 'lockstep',
   lockstep: () => 't1.begin t1.check t2.begin t2.check t1.off t1.commit t2.off t2.commit',
   invariant: {
     description: () => 'at least one doctor on call',

@@ -189,6 +189,7 @@ async function trial(lab: Lab, cfg: RunConfig, schema: string): Promise<TrialRes
         select pid from unnest(${ask}::int[]) as pid where pg_isolation_test_session_is_blocked(pid, ${pids}::int[])`
       return new Set(rows.map((r) => Number(r.pid)))
     },
+    blockers: env.blockers,
   }
   const endAll = async (now: boolean) => {
     await Promise.all(sessions.map((s) => (now ? s.destroy() : s.close())))
