@@ -106,7 +106,10 @@ Examples:
   $ race run advisory --n 50 --max-pending 3 --trials 200
   $ race run serializable --retries 3 --timeline
   $ race run repeatable-read --no-guard
-  $ race run unique-index --window 300ms --json`,
+  $ race run unique-index --window 300ms --json
+  $ race run write-skew --isolation serializable --timeline
+  $ race run lost-update --schedule "t1.begin t2.begin t1.read t2.read t1.update t2.update t1.commit t2.commit"
+  $ race run skip-locked --n 8 --no-skip-locked`,
     )
 
   const check = p
