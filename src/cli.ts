@@ -11,6 +11,7 @@ import { runCommand } from './commands/run.js'
 import { checkCommand } from './commands/check.js'
 import { keyCommand } from './commands/key.js'
 import { locksCommand } from './commands/locks.js'
+import { matrixCommand } from './commands/matrix.js'
 
 const { version } = createRequire(import.meta.url)('../../package.json') as { version: string }
 
@@ -61,6 +62,7 @@ Examples:
   $ race run broken --n 2 --timeline           the race, drawn step by step
   $ race run advisory --n 5 --max-pending 3    3 committed, 2 rejected, invariant HELD
   $ race check --database-url $DATABASE_URL    CI: this database behaves as documented
+  $ race matrix                                the anomaly x isolation-level grid
 
 With no --database-url, DATABASE_URL or PG* variables, race starts a throwaway PostgreSQL 18.
 Exit codes: 0 as documented, 1 a deviation, 2 bad input, 3 could not run or decide.`,
@@ -110,7 +112,10 @@ Examples:
   $ race run repeatable-read --no-guard
   $ race run unique-index --window 300ms --json
   $ race run deadlock --ordered --timeline
-  $ race run shared-lock --hold 30s             then, in another terminal: race locks --watch`,
+  $ race run shared-lock --hold 30s             then, in another terminal: race locks --watch
+  $ race run write-skew --isolation serializable --timeline
+  $ race run lost-update --schedule "t1.begin t2.begin t1.read t2.read t1.update t2.update t1.commit t2.commit"
+  $ race run skip-locked --n 8 --no-skip-locked`,
     )
 
   const check = p
@@ -142,6 +147,26 @@ Examples:
     .addHelpText(
       'after',
       '\nExamples:\n  $ race locks --database-url postgres://app@db:5432/app\n  $ race locks --watch --interval 500ms\n  $ race run deadlock --hold 20s      (its output says how to point race locks at it)',
+    )
+
+  const matrix = p
+    .command('matrix')
+    .description('every isolation anomaly at READ COMMITTED, REPEATABLE READ and SERIALIZABLE: one grid, what happened next to what PostgreSQL documents; exit 1 on any deviation')
+    .argument('[anomalies...]', 'rows to run (default: all anomalies of the matrix)')
+  addTargetOptions(matrix)
+  matrix
+    .action(async (ids, o) => setExit(await matrixCommand(ids, o)))
+    .addHelpText(
+      'after',
+      `
+Each anomaly runs with its default interleaving (race show <anomaly> prints it) at each level.
+A cell reads: anomaly (the invariant was violated), prevented <SQLSTATE> (PostgreSQL raised it and the
+invariant held), serialized (held because a session waited), clean (held, nobody waited or failed).
+
+Examples:
+  $ race matrix
+  $ race matrix write-skew lost-update
+  $ race matrix --database-url $DATABASE_URL --json     CI: exit 1 on any deviation`,
     )
 
   p.hook('preAction', (_p, action) => setColor(action.opts().color !== false))

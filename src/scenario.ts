@@ -76,7 +76,7 @@ export interface ParamSpec {
 export interface Invariant {
   description: (params: Params) => string
   /** Runs on the control connection after every session has ended. */
-  query: (sql: Sql, ctx: { user: string; params: Params }) => PromiseLike<Rows>
+  query: (sql: Sql, ctx: { user: string; params: Params; n: number }) => PromiseLike<Rows>
   /** A short observed value, e.g. '3 pending'. */
   observed: (rows: Rows) => string
   holds: (rows: Rows, params: Params) => boolean

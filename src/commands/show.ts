@@ -66,7 +66,12 @@ export function showCommand(id: string, o: { json?: boolean }): number {
     if (spec.retries !== undefined) lines.push(c.dim(`  on 40001: retry the whole transaction (--retries)`))
   }
   lines.push('', `${c.bold('isolation')}  ${s.isolation(params)}`)
-  if (lockstep) lines.push(`${c.bold('lockstep')}   permutation ${lockstep}`)
+  if (lockstep) {
+    lines.push(`${c.bold('lockstep')}   permutation ${lockstep}`)
+    const by = (s.defaultSchedule ?? 'barrier') === 'lockstep' ? 'race run uses it by default' : 'race run --schedule lockstep uses it'
+    lines.push('', c.bold('interleaving') + c.dim(` (${by}; --schedule "t1.begin ..." runs another)`))
+    lines.push(...drawPermutation(lockstep, sessions))
+  }
   lines.push('', `${c.bold('invariant')}  ${s.invariant.description(params)}`)
   const p = describeParams(s, params)
   if (p) lines.push(`${c.bold('params')}     ${p}`)
@@ -79,6 +84,23 @@ export function showCommand(id: string, o: { json?: boolean }): number {
   }
   process.stdout.write(lines.join('\n') + '\n')
   return 0
+}
+
+/** The permutation drawn as the articles draw it: one row per step, one column per session. */
+export function drawPermutation(text: string, sessions: readonly [string, { steps: Record<string, Step> }][]): string[] {
+  const names = sessions.map(([n]) => n)
+  const width = names.length <= 2 ? 52 : 34
+  const cut = (x: string) => (x.length > width - 2 ? x.slice(0, width - 3) + '…' : x)
+  const out = ['  ' + names.map((n) => c.bold(n.toUpperCase().padEnd(width))).join('').trimEnd()]
+  for (const tok of text.trim().split(/\s+/)) {
+    const [session, step] = [tok.slice(0, tok.indexOf('.')), tok.slice(tok.indexOf('.') + 1)]
+    const col = names.indexOf(session)
+    const spec = sessions[col]?.[1].steps[step]
+    const sql = spec === undefined ? '' : stepSql(spec).split('\n').find((l) => !l.startsWith('--')) ?? ''
+    const cell = cut(`${step.padEnd(8)} ${sql}`)
+    out.push('  ' + ' '.repeat(width * Math.max(0, col)) + c.cyan(cell.slice(0, step.length)) + cell.slice(step.length))
+  }
+  return out
 }
 
 function indent(sql: string): string {

@@ -220,18 +220,28 @@ async function trial(lab: Lab, cfg: RunConfig, schema: string): Promise<TrialRes
         select pid from unnest(${ask}::int[]) as pid where pg_isolation_test_session_is_blocked(pid, ${pids}::int[])`
       return new Set(rows.map((r) => Number(r.pid)))
     },
+    blockers: env.blockers,
   }
   const endAll = async (now: boolean) => {
     await Promise.all(sessions.map((s) => (now ? s.destroy() : s.close())))
   }
-  // If the run is aborted (Ctrl-C, run timeout), end this trial's backends so nothing waits on them.
-  const onAbort = () => {
-    const mine = pids.filter((p) => p > 0)
-    const kill = mine.length
-      ? control`select pg_terminate_backend(pid) from unnest(${mine}::int[]) as pid`.then(() => {}, () => {})
-      : Promise.resolve()
-    void Promise.race([kill, new Promise((r) => setTimeout(r, 1000))]).then(() => endAll(true))
+  /**
+   * Ends this trial's sessions for good: first our side of every socket (so postgres.js never writes to a
+   * connection the server closed), then, from control, the backends themselves, waiting for them to exit
+   * (PostgreSQL 14+): a backend blocked on a lock does not notice its client is gone. Only our own pids.
+   */
+  const killAll = async () => {
+    await endAll(true)
+    const mine = [...new Set(pids.filter((p) => p > 0))]
+    if (!mine.length) return
+    const kill =
+      lab.server.versionNum >= 140000
+        ? control`select pg_terminate_backend(pid, 2000) from unnest(${mine}::int[]) as pid`
+        : control`select pg_terminate_backend(pid) from unnest(${mine}::int[]) as pid`
+    await Promise.race([kill.then(() => {}, () => {}), new Promise((r) => setTimeout(r, 2500))])
   }
+  // If the run is aborted (Ctrl-C, run timeout), end this trial's backends so nothing waits on them.
+  const onAbort = () => void killAll()
   abortSignal.addEventListener('abort', onAbort, { once: true })
   try {
     try {
@@ -271,7 +281,7 @@ async function trial(lab: Lab, cfg: RunConfig, schema: string): Promise<TrialRes
     return { sessions: reports, invariant, verdict, why, events }
   } catch (e) {
     sessions.forEach((s) => s.abandon(abortSignal.aborted ? 'the run was aborted' : 'the run failed'))
-    await endAll(true)
+    await killAll()
     throw e
   } finally {
     abortSignal.removeEventListener('abort', onAbort)
@@ -290,7 +300,7 @@ async function evaluate(control: Sql, cfg: RunConfig, user: string): Promise<Inv
   const inv = cfg.scenario.invariant
   const description = inv.description(cfg.params)
   try {
-    const rows = await inv.query(control, { user, params: cfg.params })
+    const rows = await inv.query(control, { user, params: cfg.params, n: cfg.n })
     return { description, observed: inv.observed(rows), held: inv.holds(rows, cfg.params) }
   } catch (e) {
     if (isConnectionLoss(e)) throw e

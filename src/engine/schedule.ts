@@ -10,6 +10,8 @@ export const POLL_MS = 2
 export interface BlockProbe {
   /** The pids among `pids` that are waiting for another session of this run. */
   blocked(pids: number[]): Promise<Set<number>>
+  /** The backends `pid` waits for right now (pg_blocking_pids). */
+  blockers?(pid: number): Promise<number[]>
 }
 
 export interface Entry {
@@ -94,9 +96,28 @@ export async function runPermutation(sessions: readonly Session[], order: readon
       if (pending.length) continue
       return
     }
-    // Every remaining entry belongs to a waiting session: wait until one of them moves (each step is bounded).
+    // Every remaining entry belongs to a waiting session. If they wait for each other, PostgreSQL's deadlock
+    // detector ends it (40P01); if every waiter waits only for sessions that have run all their steps (and
+    // still hold a lock, e.g. a session-level advisory lock), nothing can ever move: refuse the permutation.
+    await refuseIfStuck(sessions, probe)
     await Promise.race(inFlight)
   }
+}
+
+async function refuseIfStuck(sessions: readonly Session[], probe: BlockProbe): Promise<void> {
+  const busy = sessions.filter((s) => s.busy)
+  if (!probe.blockers || !busy.length || !busy.every((s) => s.current!.blocked)) return
+  const byPid = new Map(sessions.map((s) => [s.pid, s]))
+  const stuck: string[] = []
+  for (const s of busy) {
+    const by = (await probe.blockers(s.pid)).map((p) => byPid.get(p))
+    if (!s.busy) return // it moved meanwhile
+    if (!by.length || by.some((b) => !b || !b.finished)) return
+    stuck.push(`${s.name}.${s.current!.name} waits for ${by.map((b) => b!.name).join(', ')}`)
+  }
+  throw new UsageError(
+    `the permutation cannot finish: ${stuck.join('; ')}, which ran all ${stuck.length > 1 ? 'their' : 'its'} steps and still hold${stuck.length > 1 ? '' : 's'} the lock: put the waiting step before the end of the session it waits for`,
+  )
 }
 
 async function settleOrBlocked(s: Session, probe: BlockProbe): Promise<void> {

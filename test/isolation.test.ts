@@ -1,0 +1,220 @@
+// The isolation-levels article's scenarios, the anomaly x level matrix, and explicit permutations, against a
+// real server (DATABASE_URL, else embedded PostgreSQL 18).
+import assert from 'node:assert/strict'
+import { after, before, test } from 'node:test'
+import type { Lab } from '../src/engine/run.js'
+import { run } from '../src/engine/run.js'
+import { endQuietly } from '../src/db/connect.js'
+import { UsageError } from '../src/errors.js'
+import { cellOf } from '../src/commands/matrix.js'
+import { DOCUMENTED, LEVELS, MATRIX_IDS } from '../scenarios/index.js'
+import { defineScenario, expectBy } from '../src/scenario.js'
+import type { SessionReport } from '../src/engine/types.js'
+import { count, openLab, race, runScenario, useServer, type TestServer } from './helpers.js'
+
+let server: TestServer
+let lab: Lab
+before(async () => {
+  server = await useServer()
+  lab = await openLab(server.url)
+})
+after(async () => {
+  await endQuietly(lab?.control)
+  await server?.stop()
+})
+
+const s = (o: Partial<SessionReport>): SessionReport =>
+  ({ name: 't1', pid: 1, outcome: 'committed', waitedMs: 0, ms: 1, retries: 0, errors: [], ...o }) as SessionReport
+
+test('matrix cells (pure): what happened against what is documented, SQLSTATE included', () => {
+  const prevented = { verdict: 'prevented' as const, sessions: [s({}), s({ outcome: 'failed', sqlstate: '40001', errors: ['40001'] })] }
+  assert.deepEqual(cellOf(prevented, { verdict: 'prevented', sqlstate: '40001' }), {
+    happened: 'prevented 40001',
+    verdict: 'prevented',
+    sqlstate: '40001',
+    documented: 'prevented 40001',
+    deviation: false,
+  })
+  const deadlock = { verdict: 'prevented' as const, sessions: [s({ outcome: 'failed', sqlstate: '40P01', errors: ['40P01'] })] }
+  assert.equal(cellOf(deadlock, { verdict: 'prevented', sqlstate: '40001' }).deviation, true, 'another SQLSTATE is a deviation')
+  assert.equal(cellOf({ verdict: 'anomaly', sessions: [] }, { verdict: 'anomaly' }).deviation, false)
+  assert.equal(cellOf({ verdict: 'clean', sessions: [] }, { verdict: 'anomaly' }).deviation, true)
+  assert.equal(cellOf({ verdict: 'anomaly', sessions: [] }, { verdict: 'clean' }).deviation, true)
+  assert.equal(cellOf({ verdict: 'unknown', sessions: [] }, { verdict: 'unknown' as never }).deviation, true, 'unknown never passes')
+  const retried = { verdict: 'prevented' as const, sessions: [s({ retries: 1, errors: ['40001'] })] }
+  assert.equal(cellOf(retried, { verdict: 'prevented', sqlstate: '40001' }).happened, 'prevented 40001')
+})
+
+test('the documented expectations follow the manual: Table 13.1 and 13.2', () => {
+  const at = (id: string, l: (typeof LEVELS)[number]) => DOCUMENTED[id][l].verdict
+  for (const l of LEVELS) assert.notEqual(at('dirty-read', l), 'anomaly', 'no dirty read at any level')
+  assert.equal(at('non-repeatable-read', 'read committed'), 'anomaly')
+  assert.equal(at('phantom', 'repeatable read'), 'clean', 'phantom: "allowed, but not in PG" at RR')
+  assert.equal(at('write-skew', 'repeatable read'), 'anomaly', 'serialization anomaly possible at RR')
+  for (const id of MATRIX_IDS) assert.notEqual(at(id, 'serializable'), 'anomaly', `${id}: nothing is possible at SERIALIZABLE`)
+})
+
+test('every cell of the matrix behaves as documented', async () => {
+  const deviations: string[] = []
+  for (const id of MATRIX_IDS) {
+    for (const level of LEVELS) {
+      const [t] = (await runScenario(lab, id, { params: { isolation: level } })).trials
+      const cell = cellOf(t, DOCUMENTED[id][level])
+      if (cell.deviation) deviations.push(`${id} at ${level}: ${cell.happened}, documented ${cell.documented} (${t.why}; ${t.invariant.observed})`)
+    }
+  }
+  assert.deepEqual(deviations, [])
+})
+
+test('the anomalies show the article numbers', async () => {
+  const obs = async (id: string, isolation: string) => (await runScenario(lab, id, { params: { isolation } })).trials[0].invariant.observed
+  assert.match(await obs('non-repeatable-read', 'read committed'), /read 100 then 50/)
+  assert.match(await obs('phantom', 'read committed'), /counted 3 then 4/)
+  assert.match(await obs('phantom', 'repeatable read'), /counted 3 then 3/)
+  assert.match(await obs('lost-update', 'read committed'), /^balance 70,.*should be 120/)
+  assert.match(await obs('write-skew', 'repeatable read'), /^0 on call/)
+  assert.match(await obs('dirty-read', 'read uncommitted'), /T2 read 100, committed 100/)
+  assert.match(await obs('lost-update-version', 'read committed'), /t2 -30 \(attempt 2\)/)
+})
+
+test('serializable-retry: money conserved, every transfer applied, 40001 retried and counted', async () => {
+  const [t] = (await runScenario(lab, 'serializable-retry', { n: 6 })).trials
+  assert.equal(t.invariant.held, true, t.invariant.observed)
+  assert.match(t.invariant.observed, /total 300 of 300, 6 transfers applied, 0 accounts off/)
+  assert.ok(t.sessions.every((x) => x.outcome === 'committed'), t.sessions.map((x) => x.outcome).join())
+  assert.ok(t.sessions.some((x) => x.retries > 0 && x.errors.every((e) => e === '40001')))
+  assert.equal(t.verdict, 'prevented')
+  const [rc] = (await runScenario(lab, 'serializable-retry', { params: { isolation: 'read committed' } })).trials
+  assert.equal(rc.verdict, 'serialized')
+  assert.ok(rc.sessions.every((x) => x.retries === 0))
+})
+
+test('serializable-retry: without retries the losers are reported, and money is still conserved', async () => {
+  const [t] = (await runScenario(lab, 'serializable-retry', { params: { retries: 0 } })).trials
+  assert.equal(t.invariant.held, true)
+  assert.ok(count(t.sessions, (x) => x.outcome === 'failed' && x.sqlstate === '40001') >= 1)
+})
+
+test('skip-locked: every job once, nobody waits; --no-skip-locked queues the workers', async () => {
+  const [t] = (await runScenario(lab, 'skip-locked', { n: 5 })).trials
+  assert.equal(t.verdict, 'clean', t.why)
+  assert.match(t.invariant.observed, /5 processed, 5 distinct, 0 still pending/)
+  assert.ok(t.sessions.every((x) => x.waitedMs === 0))
+  const [q] = (await runScenario(lab, 'skip-locked', { n: 5, params: { skipLocked: false } })).trials
+  assert.equal(q.verdict, 'serialized')
+  assert.equal(q.invariant.held, true)
+  assert.ok(count(q.sessions, (x) => x.waitedMs > 0) >= 3, 'the workers queued behind one another')
+})
+
+test('row-deadlock: 40P01 for one, the other commits; the fixed order has none', async () => {
+  const [t] = (await runScenario(lab, 'row-deadlock')).trials
+  assert.equal(count(t.sessions, (x) => x.sqlstate === '40P01'), 1)
+  assert.equal(count(t.sessions, (x) => x.outcome === 'committed'), 1)
+  assert.equal(t.invariant.held, true)
+  const [o] = (await runScenario(lab, 'row-deadlock', { params: { ordered: true } })).trials
+  assert.equal(o.verdict, 'serialized')
+  assert.ok(o.sessions.every((x) => x.outcome === 'committed'))
+})
+
+test('pool-isolation-leak: the session form leaks SERIALIZABLE to the next borrower; per transaction and DISCARD ALL do not', async () => {
+  const [leak] = (await runScenario(lab, 'pool-isolation-leak')).trials
+  assert.equal(leak.verdict, 'anomaly')
+  assert.match(leak.invariant.observed, /B ran at serializable, a fresh connection gets read committed/)
+  for (const form of ['transaction', 'discard']) {
+    const [ok] = (await runScenario(lab, 'pool-isolation-leak', { params: { form } })).trials
+    assert.equal(ok.verdict, 'clean', form)
+  }
+})
+
+test('a permutation that deadlocks ends as 40P01 detected by PostgreSQL, not a hang', async () => {
+  const permutation = 't1.begin t2.begin t2.first t1.first t2.second t1.second t2.commit t1.commit'
+  const started = Date.now()
+  const [t] = (await runScenario(lab, 'row-deadlock', { schedule: 'permutation', permutation, stepTimeoutMs: 8000 })).trials
+  assert.ok(Date.now() - started < 8000, 'well within the step timeout')
+  assert.equal(count(t.sessions, (x) => x.sqlstate === '40P01'), 1)
+  assert.ok(t.events.some((e) => e.kind === 'wait'), 'waits shown')
+})
+
+test('a blocked step is deferred and the permutation goes on with the other session (isolationtester rule)', async () => {
+  const permutation = 't1.begin t1.read t2.begin t2.read t2.update t2.commit t1.update t1.commit'
+  const [t] = (await runScenario(lab, 'lost-update-for-update', { schedule: 'permutation', permutation })).trials
+  assert.equal(t.verdict, 'serialized')
+  const order = t.events.filter((e) => e.kind === 'ok').map((e) => `${e.session}.${e.step}`)
+  assert.ok(t.events.some((e) => e.session === 't2' && e.step === 'read' && e.kind === 'wait'), 't2.read shown waiting')
+  assert.ok(order.indexOf('t1.update') < order.indexOf('t2.read'), 't1 went on while t2.read waited')
+  assert.ok(order.indexOf('t1.commit') < order.indexOf('t2.update'), "t2's deferred steps ran after t1 committed")
+  assert.match(t.invariant.observed, /^balance 120/)
+})
+
+test('a permutation that can never finish is refused with a clear message, not left to time out', async () => {
+  // s1 takes a session-level advisory lock and has no steps left; s2 waits for it: nothing can ever move.
+  const stuck = defineScenario({
+    id: 'stuck',
+    title: 'stuck',
+    source: 'test',
+    story: [],
+    params: {},
+    defaultN: 2,
+    isolation: () => 'read committed',
+    setup: [],
+    sessions: () => ({
+      s1: { steps: { lock: 'select pg_advisory_lock(4242)', done: 'select 1' } },
+      s2: { steps: { lock: 'select pg_advisory_lock(4242)', done: 'select 1' } },
+    }),
+    invariant: { description: () => 'x', query: (sql) => sql`select 1`, observed: () => '', holds: () => true },
+    expect: expectBy({ lockstep: ['clean'] }),
+  })
+  const started = Date.now()
+  await assert.rejects(
+    run(lab, {
+      scenario: stuck,
+      params: {},
+      n: 2,
+      schedule: 'permutation',
+      permutation: 's1.lock s1.done s2.lock s2.done',
+      windowMs: 0,
+      trials: 1,
+      stepTimeoutMs: 20_000,
+      connectTimeoutMs: 5000,
+      keep: false,
+    }),
+    (e: Error) => e instanceof UsageError && /cannot finish: s2\.lock waits for s1/.test(e.message),
+  )
+  assert.ok(Date.now() - started < 5000, 'refused at once, not after the step timeout')
+  const left = await lab.control`select count(*)::int as n from pg_stat_activity where application_name like 'race stuck%'`
+  assert.equal(left[0].n, 0, 'no session left behind')
+})
+
+test('CLI: unknown step or session in --schedule, and a bad --isolation, are exit 2 with one line', async () => {
+  for (const args of [
+    ['run', 'write-skew', '--schedule', 't1.begin t2.begin t1.check t2.check t1.nope t1.commit t2.off t2.commit'],
+    ['run', 'write-skew', '--schedule', 't1.begin t3.begin'],
+    ['run', 'write-skew', '--isolation', 'snapshot'],
+    ['run', 'skip-locked', '--isolation', 'read uncommitted'],
+    ['matrix', 'broken'],
+  ]) {
+    const r = await race(args, { url: server.url })
+    assert.equal(r.code, 2, `${args.join(' ')}: ${r.stderr}`)
+    assert.equal(r.stderr.trim().split('\n').length, 1, r.stderr)
+    assert.doesNotMatch(r.stderr, /at .*\.js/, 'no stack trace')
+  }
+})
+
+test('CLI: race show prints the default interleaving like a spec', async () => {
+  const r = await race(['show', 'lost-update'])
+  assert.equal(r.code, 0)
+  assert.match(r.stdout, /permutation t1\.begin t1\.read t2\.begin t2\.read t1\.update t1\.commit t2\.update t2\.commit/)
+  assert.match(r.stdout, /session t2\n  step begin +\{ begin isolation level read committed \}/)
+  assert.match(r.stdout, /^ {2}T1 +T2$/m)
+})
+
+test('CLI: race matrix --json: one grid, every cell as documented, exit 0', async () => {
+  const r = await race(['matrix', '--json'], { url: server.url, timeoutMs: 120_000 })
+  assert.equal(r.code, 0, r.stderr)
+  const doc = JSON.parse(r.stdout)
+  assert.equal(doc.cells, MATRIX_IDS.length * 3)
+  assert.equal(doc.deviations, 0)
+  assert.deepEqual(doc.levels, ['read committed', 'repeatable read', 'serializable'])
+  assert.equal(doc.rows[0].cells['read committed'].documented.verdict, 'clean')
+  assert.equal(doc.rows.find((x: { scenario: string }) => x.scenario === 'lost-update').cells['repeatable read'].happened, 'prevented 40001')
+})
