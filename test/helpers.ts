@@ -3,6 +3,8 @@
 import { spawn } from 'node:child_process'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
+import { after, before } from 'node:test'
+import { endQuietly } from '../src/db/connect.js'
 import { startEmbedded } from '../src/db/embedded.js'
 import { resolveTarget } from '../src/db/target.js'
 import { Lab, run, type RunConfig, type RunOutput } from '../src/engine/run.js'
@@ -81,4 +83,18 @@ export async function runScenario(
 
 export function count<T>(xs: readonly T[], pred: (x: T) => boolean): number {
   return xs.filter(pred).length
+}
+
+/** For a test file: one server (and control connection) for all its tests, stopped after them. */
+export function useLab(): { readonly server: TestServer; readonly lab: Lab } {
+  const ctx = {} as { server: TestServer; lab: Lab }
+  before(async () => {
+    ctx.server = await useServer()
+    ctx.lab = await openLab(ctx.server.url)
+  })
+  after(async () => {
+    await endQuietly(ctx.lab?.control)
+    await ctx.server?.stop()
+  })
+  return ctx
 }

@@ -1,27 +1,16 @@
 // The isolation-levels article's scenarios, the anomaly x level matrix, and explicit permutations, against a
 // real server (DATABASE_URL, else embedded PostgreSQL 18).
 import assert from 'node:assert/strict'
-import { after, before, test } from 'node:test'
-import type { Lab } from '../src/engine/run.js'
+import { test } from 'node:test'
 import { run } from '../src/engine/run.js'
-import { endQuietly } from '../src/db/connect.js'
 import { UsageError } from '../src/errors.js'
 import { cellOf } from '../src/commands/matrix.js'
 import { DOCUMENTED, LEVELS, MATRIX_IDS } from '../scenarios/index.js'
 import { defineScenario, expectBy } from '../src/scenario.js'
 import type { SessionReport } from '../src/engine/types.js'
-import { count, openLab, race, runScenario, useServer, type TestServer } from './helpers.js'
+import { count, race, runScenario, useLab } from './helpers.js'
 
-let server: TestServer
-let lab: Lab
-before(async () => {
-  server = await useServer()
-  lab = await openLab(server.url)
-})
-after(async () => {
-  await endQuietly(lab?.control)
-  await server?.stop()
-})
+const ctx = useLab()
 
 const s = (o: Partial<SessionReport>): SessionReport =>
   ({ name: 't1', pid: 1, outcome: 'committed', waitedMs: 0, ms: 1, retries: 0, errors: [], ...o }) as SessionReport
@@ -58,7 +47,7 @@ test('every cell of the matrix behaves as documented', async () => {
   const deviations: string[] = []
   for (const id of MATRIX_IDS) {
     for (const level of LEVELS) {
-      const [t] = (await runScenario(lab, id, { params: { isolation: level } })).trials
+      const [t] = (await runScenario(ctx.lab, id, { params: { isolation: level } })).trials
       const cell = cellOf(t, DOCUMENTED[id][level])
       if (cell.deviation) deviations.push(`${id} at ${level}: ${cell.happened}, documented ${cell.documented} (${t.why}; ${t.invariant.observed})`)
     }
@@ -67,7 +56,7 @@ test('every cell of the matrix behaves as documented', async () => {
 })
 
 test('the anomalies show the article numbers', async () => {
-  const obs = async (id: string, isolation: string) => (await runScenario(lab, id, { params: { isolation } })).trials[0].invariant.observed
+  const obs = async (id: string, isolation: string) => (await runScenario(ctx.lab, id, { params: { isolation } })).trials[0].invariant.observed
   assert.match(await obs('non-repeatable-read', 'read committed'), /read 100 then 50/)
   assert.match(await obs('phantom', 'read committed'), /counted 3 then 4/)
   assert.match(await obs('phantom', 'repeatable read'), /counted 3 then 3/)
@@ -78,50 +67,50 @@ test('the anomalies show the article numbers', async () => {
 })
 
 test('serializable-retry: money conserved, every transfer applied, 40001 retried and counted', async () => {
-  const [t] = (await runScenario(lab, 'serializable-retry', { n: 6 })).trials
+  const [t] = (await runScenario(ctx.lab, 'serializable-retry', { n: 6 })).trials
   assert.equal(t.invariant.held, true, t.invariant.observed)
   assert.match(t.invariant.observed, /total 300 of 300, 6 transfers applied, 0 accounts off/)
   assert.ok(t.sessions.every((x) => x.outcome === 'committed'), t.sessions.map((x) => x.outcome).join())
   assert.ok(t.sessions.some((x) => x.retries > 0 && x.errors.every((e) => e === '40001')))
   assert.equal(t.verdict, 'prevented')
-  const [rc] = (await runScenario(lab, 'serializable-retry', { params: { isolation: 'read committed' } })).trials
+  const [rc] = (await runScenario(ctx.lab, 'serializable-retry', { params: { isolation: 'read committed' } })).trials
   assert.equal(rc.verdict, 'serialized')
   assert.ok(rc.sessions.every((x) => x.retries === 0))
 })
 
 test('serializable-retry: without retries the losers are reported, and money is still conserved', async () => {
-  const [t] = (await runScenario(lab, 'serializable-retry', { params: { retries: 0 } })).trials
+  const [t] = (await runScenario(ctx.lab, 'serializable-retry', { params: { retries: 0 } })).trials
   assert.equal(t.invariant.held, true)
   assert.ok(count(t.sessions, (x) => x.outcome === 'failed' && x.sqlstate === '40001') >= 1)
 })
 
 test('skip-locked: every job once, nobody waits; --no-skip-locked queues the workers', async () => {
-  const [t] = (await runScenario(lab, 'skip-locked', { n: 5 })).trials
+  const [t] = (await runScenario(ctx.lab, 'skip-locked', { n: 5 })).trials
   assert.equal(t.verdict, 'clean', t.why)
   assert.match(t.invariant.observed, /5 processed, 5 distinct, 0 still pending/)
   assert.ok(t.sessions.every((x) => x.waitedMs === 0))
-  const [q] = (await runScenario(lab, 'skip-locked', { n: 5, params: { skipLocked: false } })).trials
+  const [q] = (await runScenario(ctx.lab, 'skip-locked', { n: 5, params: { skipLocked: false } })).trials
   assert.equal(q.verdict, 'serialized')
   assert.equal(q.invariant.held, true)
   assert.ok(count(q.sessions, (x) => x.waitedMs > 0) >= 3, 'the workers queued behind one another')
 })
 
 test('row-deadlock: 40P01 for one, the other commits; the fixed order has none', async () => {
-  const [t] = (await runScenario(lab, 'row-deadlock')).trials
+  const [t] = (await runScenario(ctx.lab, 'row-deadlock')).trials
   assert.equal(count(t.sessions, (x) => x.sqlstate === '40P01'), 1)
   assert.equal(count(t.sessions, (x) => x.outcome === 'committed'), 1)
   assert.equal(t.invariant.held, true)
-  const [o] = (await runScenario(lab, 'row-deadlock', { params: { ordered: true } })).trials
+  const [o] = (await runScenario(ctx.lab, 'row-deadlock', { params: { ordered: true } })).trials
   assert.equal(o.verdict, 'serialized')
   assert.ok(o.sessions.every((x) => x.outcome === 'committed'))
 })
 
 test('pool-isolation-leak: the session form leaks SERIALIZABLE to the next borrower; per transaction and DISCARD ALL do not', async () => {
-  const [leak] = (await runScenario(lab, 'pool-isolation-leak')).trials
+  const [leak] = (await runScenario(ctx.lab, 'pool-isolation-leak')).trials
   assert.equal(leak.verdict, 'anomaly')
   assert.match(leak.invariant.observed, /B ran at serializable, a fresh connection gets read committed/)
   for (const form of ['transaction', 'discard']) {
-    const [ok] = (await runScenario(lab, 'pool-isolation-leak', { params: { form } })).trials
+    const [ok] = (await runScenario(ctx.lab, 'pool-isolation-leak', { params: { form } })).trials
     assert.equal(ok.verdict, 'clean', form)
   }
 })
@@ -129,7 +118,7 @@ test('pool-isolation-leak: the session form leaks SERIALIZABLE to the next borro
 test('a permutation that deadlocks ends as 40P01 detected by PostgreSQL, not a hang', async () => {
   const permutation = 't1.begin t2.begin t2.first t1.first t2.second t1.second t2.commit t1.commit'
   const started = Date.now()
-  const [t] = (await runScenario(lab, 'row-deadlock', { schedule: 'permutation', permutation, stepTimeoutMs: 8000 })).trials
+  const [t] = (await runScenario(ctx.lab, 'row-deadlock', { schedule: 'permutation', permutation, stepTimeoutMs: 8000 })).trials
   assert.ok(Date.now() - started < 8000, 'well within the step timeout')
   assert.equal(count(t.sessions, (x) => x.sqlstate === '40P01'), 1)
   assert.ok(t.events.some((e) => e.kind === 'wait'), 'waits shown')
@@ -137,7 +126,7 @@ test('a permutation that deadlocks ends as 40P01 detected by PostgreSQL, not a h
 
 test('a blocked step is deferred and the permutation goes on with the other session (isolationtester rule)', async () => {
   const permutation = 't1.begin t1.read t2.begin t2.read t2.update t2.commit t1.update t1.commit'
-  const [t] = (await runScenario(lab, 'lost-update-for-update', { schedule: 'permutation', permutation })).trials
+  const [t] = (await runScenario(ctx.lab, 'lost-update-for-update', { schedule: 'permutation', permutation })).trials
   assert.equal(t.verdict, 'serialized')
   const order = t.events.filter((e) => e.kind === 'ok').map((e) => `${e.session}.${e.step}`)
   assert.ok(t.events.some((e) => e.session === 't2' && e.step === 'read' && e.kind === 'wait'), 't2.read shown waiting')
@@ -166,7 +155,7 @@ test('a permutation that can never finish is refused with a clear message, not l
   })
   const started = Date.now()
   await assert.rejects(
-    run(lab, {
+    run(ctx.lab, {
       scenario: stuck,
       params: {},
       n: 2,
@@ -181,7 +170,7 @@ test('a permutation that can never finish is refused with a clear message, not l
     (e: Error) => e instanceof UsageError && /cannot finish: s2\.lock waits for s1/.test(e.message),
   )
   assert.ok(Date.now() - started < 5000, 'refused at once, not after the step timeout')
-  const left = await lab.control`select count(*)::int as n from pg_stat_activity where application_name like 'race stuck%'`
+  const left = await ctx.lab.control`select count(*)::int as n from pg_stat_activity where application_name like 'race stuck%'`
   assert.equal(left[0].n, 0, 'no session left behind')
 })
 
@@ -193,7 +182,7 @@ test('CLI: unknown step or session in --schedule, and a bad --isolation, are exi
     ['run', 'skip-locked', '--isolation', 'read uncommitted'],
     ['matrix', 'broken'],
   ]) {
-    const r = await race(args, { url: server.url })
+    const r = await race(args, { url: ctx.server.url })
     assert.equal(r.code, 2, `${args.join(' ')}: ${r.stderr}`)
     assert.equal(r.stderr.trim().split('\n').length, 1, r.stderr)
     assert.doesNotMatch(r.stderr, /at .*\.js/, 'no stack trace')
@@ -209,7 +198,7 @@ test('CLI: race show prints the default interleaving like a spec', async () => {
 })
 
 test('CLI: race matrix --json: one grid, every cell as documented, exit 0', async () => {
-  const r = await race(['matrix', '--json'], { url: server.url, timeoutMs: 120_000 })
+  const r = await race(['matrix', '--json'], { url: ctx.server.url, timeoutMs: 120_000 })
   assert.equal(r.code, 0, r.stderr)
   const doc = JSON.parse(r.stdout)
   assert.equal(doc.cells, MATRIX_IDS.length * 3)

@@ -1,12 +1,10 @@
 // Issue 3: the rest of the advisory-lock article. Every scenario's documented outcome on a real server,
 // race key against fixed vectors, race locks round trips, and --hold seen from another connection.
 import assert from 'node:assert/strict'
-import { after, before, test } from 'node:test'
+import { test } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises'
 import postgres from 'postgres'
-import type { Lab } from '../src/engine/run.js'
 import type { SessionReport, TrialResult } from '../src/engine/types.js'
-import { endQuietly } from '../src/db/connect.js'
 import { keyView } from '../src/commands/key.js'
 import { advisoryLocks } from '../src/commands/locks.js'
 import { parsePermutation } from '../src/engine/schedule.js'
@@ -14,18 +12,9 @@ import { timeline } from '../src/report/timeline.js'
 import { UsageError } from '../src/errors.js'
 import { scenarios } from '../scenarios/index.js'
 import { defaultParams } from '../src/scenario.js'
-import { count, openLab, race, runScenario, useServer, type TestServer } from './helpers.js'
+import { count, race, runScenario, useLab } from './helpers.js'
 
-let server: TestServer
-let lab: Lab
-before(async () => {
-  server = await useServer()
-  lab = await openLab(server.url)
-})
-after(async () => {
-  await endQuietly(lab?.control)
-  await server?.stop()
-})
+const ctx = useLab()
 
 const by = (t: TrialResult, name: string): SessionReport => t.sessions.find((s) => s.name === name)!
 
@@ -66,16 +55,16 @@ test('race key CLI: decimal, --sql, --json; an empty id is bad input (exit 2)', 
 test('race locks: negative, positive and two-int keys round trip through pg_locks; waiting rows first', async () => {
   const neg = keyView('setup_request', '1').key
   const pos = keyView('setup_request', '42').key
-  const a = postgres(server.url, { max: 1, onnotice: () => {} })
-  const b = postgres(server.url, { max: 1, onnotice: () => {} })
+  const a = postgres(ctx.server.url, { max: 1, onnotice: () => {} })
+  const b = postgres(ctx.server.url, { max: 1, onnotice: () => {} })
   try {
     await a`select pg_advisory_lock(${neg}::bigint), pg_advisory_lock(${pos}::bigint), pg_advisory_lock(-5, 7)`
     const [{ pid: bpid }] = await b`select pg_backend_pid() as pid`
     const waiting = b`select pg_advisory_lock(${pos}::bigint)`.execute()
-    let rows = await advisoryLocks(lab.control)
+    let rows = await advisoryLocks(ctx.lab.control)
     for (let i = 0; i < 200 && !rows.some((r) => !r.granted && r.pid === bpid); i++) {
       await sleep(10)
-      rows = await advisoryLocks(lab.control)
+      rows = await advisoryLocks(ctx.lab.control)
     }
     const [{ pid: apid }] = await a`select pg_backend_pid() as pid`
     const mine = rows.filter((r) => r.pid === apid || r.pid === bpid)
@@ -87,7 +76,7 @@ test('race locks: negative, positive and two-int keys round trip through pg_lock
     assert.equal(rows[0].key, pos)
     assert.deepEqual(rows[0].waitingFor, [apid])
     // The CLI shows the same, as JSON.
-    const cli = await race(['locks', '--json'], { url: server.url })
+    const cli = await race(['locks', '--json'], { url: ctx.server.url })
     assert.equal(cli.code, 0, cli.stderr)
     const doc = JSON.parse(cli.stdout)
     assert.ok(doc.locks.some((r: { key: string }) => r.key === neg))
@@ -107,10 +96,10 @@ test('race locks refuses to look at a throwaway embedded server it would start i
 })
 
 test('race run --hold keeps the locks held, visible from another connection, then finishes', async () => {
-  const child = race(['run', 'try-advisory', '--hold', '4s', '--schedule', 'lockstep'], { url: server.url })
+  const child = race(['run', 'try-advisory', '--hold', '4s', '--schedule', 'lockstep'], { url: ctx.server.url })
   let seen = false
   for (let i = 0; i < 300 && !seen; i++) {
-    const rows = await advisoryLocks(lab.control)
+    const rows = await advisoryLocks(ctx.lab.control)
     seen = rows.some((r) => r.granted && /pg_try_advisory_xact_lock|insert/.test(r.query))
     if (!seen) await sleep(20)
   }
@@ -121,19 +110,19 @@ test('race run --hold keeps the locks held, visible from another connection, the
 })
 
 test('try-advisory: one committed, the rest busy at once (waited 0); busy does not mean the holder succeeds', async () => {
-  const [t] = (await runScenario(lab, 'try-advisory', { n: 5 })).trials
+  const [t] = (await runScenario(ctx.lab, 'try-advisory', { n: 5 })).trials
   assert.equal(t.verdict, 'clean')
   assert.equal(count(t.sessions, (s) => s.outcome === 'committed'), 1)
   const busy = t.sessions.filter((s) => s.reason?.startsWith('busy'))
   assert.equal(busy.length, 4)
   assert.ok(t.sessions.every((s) => s.waitedMs === 0))
-  const [f] = (await runScenario(lab, 'try-advisory', { params: { holderFails: true } })).trials
+  const [f] = (await runScenario(ctx.lab, 'try-advisory', { params: { holderFails: true } })).trials
   assert.equal(count(f.sessions, (s) => s.outcome === 'committed'), 0)
   assert.equal(f.invariant.observed, '0 pending')
 })
 
 test('lock-timeout: waiters fail with 55P03 after about lock_timeout, the retry after the rollback commits', async () => {
-  const [t] = (await runScenario(lab, 'lock-timeout')).trials
+  const [t] = (await runScenario(ctx.lab, 'lock-timeout')).trials
   assert.equal(t.verdict, 'prevented')
   for (const s of ['s1', 's2']) {
     assert.equal(by(t, s).sqlstate, '55P03')
@@ -146,21 +135,21 @@ test('lock-timeout: waiters fail with 55P03 after about lock_timeout, the retry 
 })
 
 test('session-lock: survives rollback, needs two unlocks, leaks to the next borrower; --xact does not', async () => {
-  const [t] = (await runScenario(lab, 'session-lock')).trials
+  const [t] = (await runScenario(ctx.lab, 'session-lock')).trials
   assert.equal(t.verdict, 'anomaly')
   assert.equal(t.invariant.observed, 'after rollback still taken, after one unlock still taken, next borrower holds 1')
   assert.equal(by(t, 'req2').pid, by(t, 'req1').pid, 'req2 borrowed the same backend')
   assert.notEqual(by(t, 'req3').pid, by(t, 'req1').pid)
   assert.ok(by(t, 'req3').waitedMs > 0, 'the third request was blocked by the leaked lock')
-  const [x] = (await runScenario(lab, 'session-lock', { params: { xact: true } })).trials
+  const [x] = (await runScenario(ctx.lab, 'session-lock', { params: { xact: true } })).trials
   assert.equal(x.verdict, 'clean')
   assert.equal(x.invariant.observed, 'after rollback free, after one unlock free, next borrower holds 0')
-  const r = await race(['run', 'session-lock', '--schedule', 'barrier'], { url: server.url })
+  const r = await race(['run', 'session-lock', '--schedule', 'barrier'], { url: ctx.server.url })
   assert.equal(r.code, 2)
 })
 
 test('parent-row: FOR UPDATE on users serializes, and the profile update waits behind it', async () => {
-  const [t] = (await runScenario(lab, 'parent-row')).trials
+  const [t] = (await runScenario(ctx.lab, 'parent-row')).trials
   assert.equal(t.verdict, 'serialized')
   assert.equal(t.invariant.observed, '1 pending')
   assert.ok(by(t, 'profile').waitedMs > 0, 'collateral wait')
@@ -169,7 +158,7 @@ test('parent-row: FOR UPDATE on users serializes, and the profile update waits b
 })
 
 test('other-users: different users never wait, one user is serialized, in one run', async () => {
-  const [t] = (await runScenario(lab, 'other-users', { n: 3 })).trials
+  const [t] = (await runScenario(ctx.lab, 'other-users', { n: 3 })).trials
   assert.equal(t.verdict, 'serialized')
   const d = t.sessions.filter((s) => s.name.startsWith('d'))
   const u = t.sessions.filter((s) => s.name.startsWith('u'))
@@ -181,29 +170,29 @@ test('other-users: different users never wait, one user is serialized, in one ru
 
 test('deadlock: opposite order fails s2 with 40P01 (deterministic victim), --ordered serializes', async () => {
   for (let i = 0; i < 3; i++) {
-    const [t] = (await runScenario(lab, 'deadlock')).trials
+    const [t] = (await runScenario(ctx.lab, 'deadlock')).trials
     assert.equal(t.verdict, 'prevented')
     assert.equal(by(t, 's2').sqlstate, '40P01')
     assert.equal(by(t, 's1').outcome, 'committed')
   }
-  const [o] = (await runScenario(lab, 'deadlock', { params: { ordered: true } })).trials
+  const [o] = (await runScenario(ctx.lab, 'deadlock', { params: { ordered: true } })).trials
   assert.equal(o.verdict, 'serialized')
   assert.ok(o.sessions.every((s) => s.outcome === 'committed'))
   assert.equal(o.invariant.observed, 'a=100 b=100')
 })
 
 test('limit-lock: the WHERE form locks thousands of keys for 100 rows; the subquery form exactly 100', async () => {
-  const [t] = (await runScenario(lab, 'limit-lock')).trials
+  const [t] = (await runScenario(ctx.lab, 'limit-lock')).trials
   assert.equal(t.verdict, 'anomaly')
   const m = /where: 100 rows, (\d+) locks; subquery: 100 rows, 100 locks/.exec(t.invariant.observed)
   assert.ok(m, t.invariant.observed)
   assert.ok(Number(m![1]) > 1000, `where form held ${m![1]} locks`)
-  const [s] = (await runScenario(lab, 'limit-lock', { params: { form: 'subquery' } })).trials
+  const [s] = (await runScenario(ctx.lab, 'limit-lock', { params: { form: 'subquery' } })).trials
   assert.equal(s.verdict, 'clean')
 })
 
 test('shared-lock: readers together, the writer alone, the late reader after the writer', async () => {
-  const [t] = (await runScenario(lab, 'shared-lock', { n: 3 })).trials
+  const [t] = (await runScenario(ctx.lab, 'shared-lock', { n: 3 })).trials
   assert.equal(t.verdict, 'serialized')
   assert.match(t.invariant.observed, /^0 reader events inside the writer; up to 3 readers together; entered: r1 r2 r3 w late$/)
   assert.ok(by(t, 'w').waitedMs > 0 && by(t, 'late').waitedMs > 0)
@@ -214,7 +203,7 @@ test('the timeline draws every issue-3 scenario: one column per session, every s
   const ids = ['try-advisory', 'lock-timeout', 'session-lock', 'parent-row', 'other-users', 'deadlock', 'limit-lock', 'shared-lock']
   for (const id of ids) {
     const s = scenarios.find((x) => x.id === id)!
-    const [t] = (await runScenario(lab, id, { params: defaultParams(s) })).trials
+    const [t] = (await runScenario(ctx.lab, id, { params: defaultParams(s) })).trials
     const text = timeline(t)
     const header = text.split('\n')[0]
     for (const x of t.sessions) assert.ok(header.includes(x.name), `${id}: column ${x.name}`)

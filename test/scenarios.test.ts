@@ -1,40 +1,29 @@
 // Every scenario's documented outcome, against a real server (DATABASE_URL, else embedded PostgreSQL 18).
 import assert from 'node:assert/strict'
-import { after, before, test } from 'node:test'
-import type { Lab } from '../src/engine/run.js'
-import { endQuietly } from '../src/db/connect.js'
+import { test } from 'node:test'
 import { scenarios } from '../scenarios/index.js'
 import { defaultParams } from '../src/scenario.js'
-import { count, openLab, runScenario, useServer, type TestServer } from './helpers.js'
+import { count, runScenario, useLab } from './helpers.js'
 
-let server: TestServer
-let lab: Lab
-before(async () => {
-  server = await useServer()
-  lab = await openLab(server.url)
-})
-after(async () => {
-  await endQuietly(lab?.control)
-  await server?.stop()
-})
+const ctx = useLab()
 
 const outcomes = (t: { sessions: { outcome: string }[] }) => t.sessions.map((s) => s.outcome).sort().join(',')
 
 test('broken: lockstep violates, two pending, both committed (§1)', async () => {
-  const [t] = (await runScenario(lab, 'broken')).trials
+  const [t] = (await runScenario(ctx.lab, 'broken')).trials
   assert.equal(t.verdict, 'anomaly')
   assert.equal(t.invariant.observed, '2 pending')
   assert.equal(outcomes(t), 'committed,committed')
 })
 
 test('for-update: FOR UPDATE locks nothing that does not exist: still violated (§2)', async () => {
-  const [t] = (await runScenario(lab, 'for-update')).trials
+  const [t] = (await runScenario(ctx.lab, 'for-update')).trials
   assert.equal(t.verdict, 'anomaly')
   assert.ok(t.sessions.every((s) => s.waitedMs === 0), 'nobody waited: no row was locked')
 })
 
 test('advisory: n=2 gives 1 committed + 1 rejected, the second having waited (§4)', async () => {
-  const [t] = (await runScenario(lab, 'advisory')).trials
+  const [t] = (await runScenario(ctx.lab, 'advisory')).trials
   assert.equal(t.verdict, 'serialized')
   assert.equal(outcomes(t), 'committed,rejected')
   assert.ok(t.sessions[1].waitedMs > 0)
@@ -42,7 +31,7 @@ test('advisory: n=2 gives 1 committed + 1 rejected, the second having waited (§
 
 test('advisory: n=5 with max-pending 3 gives exactly 3 committed and 2 rejected, lockstep and barrier', async () => {
   for (const schedule of ['lockstep', 'barrier'] as const) {
-    const [t] = (await runScenario(lab, 'advisory', { n: 5, params: { maxPending: 3 }, schedule })).trials
+    const [t] = (await runScenario(ctx.lab, 'advisory', { n: 5, params: { maxPending: 3 }, schedule })).trials
     assert.equal(count(t.sessions, (s) => s.outcome === 'committed'), 3, schedule)
     assert.equal(count(t.sessions, (s) => s.outcome === 'rejected'), 2, schedule)
     assert.equal(t.invariant.held, true)
@@ -51,7 +40,7 @@ test('advisory: n=5 with max-pending 3 gives exactly 3 committed and 2 rejected,
 })
 
 test('unique-index: the loser fails with 23505 unique_violation (§5)', async () => {
-  const [t] = (await runScenario(lab, 'unique-index')).trials
+  const [t] = (await runScenario(ctx.lab, 'unique-index')).trials
   assert.equal(t.verdict, 'prevented')
   const loser = t.sessions.find((s) => s.outcome === 'failed')!
   assert.equal(loser.sqlstate, '23505')
@@ -59,35 +48,35 @@ test('unique-index: the loser fails with 23505 unique_violation (§5)', async ()
 })
 
 test('serializable: the loser fails with 40001; with retries it is rejected by the rule (§5.1)', async () => {
-  const [t] = (await runScenario(lab, 'serializable')).trials
+  const [t] = (await runScenario(ctx.lab, 'serializable')).trials
   assert.equal(t.verdict, 'prevented')
   assert.equal(t.sessions.find((s) => s.outcome === 'failed')?.sqlstate, '40001')
-  const [r] = (await runScenario(lab, 'serializable', { params: { retries: 3 } })).trials
+  const [r] = (await runScenario(ctx.lab, 'serializable', { params: { retries: 3 } })).trials
   assert.equal(outcomes(r), 'committed,rejected')
   assert.ok(r.sessions.some((s) => s.retries >= 1 && s.errors.includes('40001')))
   assert.equal(r.invariant.held, true)
 })
 
 test('repeatable-read: held with the guard, violated without it (§5.2)', async () => {
-  const [g] = (await runScenario(lab, 'repeatable-read')).trials
+  const [g] = (await runScenario(ctx.lab, 'repeatable-read')).trials
   assert.equal(g.verdict, 'serialized')
-  const [ng] = (await runScenario(lab, 'repeatable-read', { params: { guard: false } })).trials
+  const [ng] = (await runScenario(ctx.lab, 'repeatable-read', { params: { guard: false } })).trials
   assert.equal(ng.verdict, 'anomaly')
 })
 
 test('lockstep is deterministic: broken violated in 20 of 20 trials', async () => {
-  const out = await runScenario(lab, 'broken', { trials: 20 })
+  const out = await runScenario(ctx.lab, 'broken', { trials: 20 })
   assert.equal(count(out.trials, (t) => t.verdict === 'anomaly'), 20)
 })
 
 test('advisory holds in 20 of 20 barrier trials with a 50ms window', async () => {
-  const out = await runScenario(lab, 'advisory', { trials: 20, schedule: 'barrier', windowMs: 50 })
+  const out = await runScenario(ctx.lab, 'advisory', { trials: 20, schedule: 'barrier', windowMs: 50 })
   assert.equal(count(out.trials, (t) => t.invariant.held === true), 20)
   assert.ok(out.trials.every((t) => t.verdict === 'serialized'), out.trials.map((t) => t.verdict).join(','))
 })
 
 test('broken with a 300ms window violates under the barrier, as the article measured (§1)', async () => {
-  const out = await runScenario(lab, 'broken', { trials: 3, schedule: 'barrier', windowMs: 300 })
+  const out = await runScenario(ctx.lab, 'broken', { trials: 3, schedule: 'barrier', windowMs: 300 })
   assert.equal(count(out.trials, (t) => t.verdict === 'anomaly'), 3)
 })
 
@@ -96,7 +85,7 @@ test('every scenario and check case holds when its sessions run one after anothe
     for (const k of [{ params: {} as Record<string, never>, n: s.defaultN }, ...(s.checks ?? [])]) {
       const params = defaultParams(s, k.params)
       const n = k.n ?? s.defaultN
-      const [t] = (await runScenario(lab, s.id, { schedule: 'serial', n, params })).trials
+      const [t] = (await runScenario(ctx.lab, s.id, { schedule: 'serial', n, params })).trials
       // A race holds serially; a leak that is no race (session-lock, limit-lock) documents its serial verdict.
       const expected = s.expect({ params, schedule: 'serial', n, windowMs: 0 })
       assert.ok(expected.includes(t.verdict), `${s.id} serially: ${t.verdict} (${t.why}), expected ${expected.join('|')}`)
@@ -106,7 +95,7 @@ test('every scenario and check case holds when its sessions run one after anothe
 })
 
 test('the run schema is gone after a run', async () => {
-  const out = await runScenario(lab, 'advisory')
-  const rows = await lab.control`select 1 from pg_namespace where nspname = ${out.schema}`
+  const out = await runScenario(ctx.lab, 'advisory')
+  const rows = await ctx.lab.control`select 1 from pg_namespace where nspname = ${out.schema}`
   assert.equal(rows.length, 0)
 })

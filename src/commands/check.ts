@@ -1,12 +1,11 @@
 // race check [ids...]: every scenario (and its documented variants) in lockstep, one summary table.
 // Exit 0 only if every one behaved as documented: the CI smoke check.
 import { scenarios } from '../../scenarios/index.js'
-import { run } from '../engine/run.js'
 import { exitCode, summarize } from '../judge/index.js'
 import { c, verdictColor } from '../report/color.js'
 import { plainTable } from '../report/table.js'
 import type { Params, Scenario } from '../scenario.js'
-import { findScenario, parseBounds, withLab } from './common.js'
+import { findScenario, parseBounds, runOnce, withLab } from './common.js'
 import { outcomeText } from '../report/table.js'
 
 interface Case {
@@ -34,20 +33,9 @@ export async function checkCommand(ids: string[], o: Record<string, any>): Promi
     const rows = []
     for (const k of cases) {
       if (!o.json && process.stderr.isTTY) process.stderr.write(`\r\x1b[2Kchecking ${k.scenario.id} (${k.label})...`)
-      const out = await run(lab, {
-        scenario: k.scenario,
-        params: k.params,
-        n: k.n,
-        schedule: 'lockstep',
-        windowMs: 0,
-        trials: 1,
-        stepTimeoutMs: bounds.stepTimeoutMs,
-        connectTimeoutMs: bounds.connectTimeoutMs,
-        keep: false,
-      })
+      const t = await runOnce(lab, bounds, k.scenario, k.params, k.n)
       const expected = k.scenario.expect({ params: k.params, schedule: 'lockstep', n: k.n, windowMs: 0 })
-      const summary = summarize(out.trials, expected)
-      rows.push({ k, t: out.trials[0], summary })
+      rows.push({ k, t, summary: summarize([t], expected) })
     }
     if (!o.json && process.stderr.isTTY) process.stderr.write('\r\x1b[2K')
     const codes = rows.map((r) => exitCode(r.summary))

@@ -4,7 +4,8 @@ import { startEmbedded } from '../db/embedded.js'
 import { resolveTarget, type Target } from '../db/target.js'
 import { RunError, UsageError } from '../errors.js'
 import { abort, describeStuck } from '../lifecycle.js'
-import { Lab } from '../engine/run.js'
+import { Lab, run } from '../engine/run.js'
+import type { TrialResult } from '../engine/types.js'
 import { parseDuration, parseWhole, closest, formatDuration } from '../parse.js'
 import type { Params, Scenario } from '../scenario.js'
 import { scenarios } from '../../scenarios/index.js'
@@ -121,4 +122,20 @@ export async function withLab<T>(databaseUrl: string | undefined, bounds: Bounds
 function stuckNote(): string {
   const s = describeStuck()
   return s ? `: ${s}` : ''
+}
+
+/** One deterministic trial (race check, race matrix): lockstep, no window, nothing kept. */
+export async function runOnce(lab: Lab, bounds: Bounds, scenario: Scenario, params: Params, n: number): Promise<TrialResult> {
+  const out = await run(lab, {
+    scenario,
+    params,
+    n,
+    schedule: 'lockstep',
+    windowMs: 0,
+    trials: 1,
+    stepTimeoutMs: bounds.stepTimeoutMs,
+    connectTimeoutMs: bounds.connectTimeoutMs,
+    keep: false,
+  })
+  return out.trials[0]
 }

@@ -1,14 +1,13 @@
 // race matrix [ids...]: every anomaly scenario at READ COMMITTED, REPEATABLE READ and SERIALIZABLE with its
 // default interleaving, one grid: what happened next to what PostgreSQL documents. Exit 1 on any deviation.
 import { DOCUMENTED, LEVELS, MATRIX_IDS, type Documented } from '../../scenarios/index.js'
-import { run } from '../engine/run.js'
 import type { TrialResult } from '../engine/types.js'
 import { isPrevention } from '../db/sqlstate.js'
 import { UsageError } from '../errors.js'
 import { c } from '../report/color.js'
 import { plainTable } from '../report/table.js'
 import { defaultParams } from '../scenario.js'
-import { findScenario, parseBounds, withLab } from './common.js'
+import { findScenario, parseBounds, runOnce, withLab } from './common.js'
 
 export interface Cell {
   /** What happened: anomaly, prevented 40001, serialized, clean, unknown. */
@@ -49,18 +48,7 @@ export async function matrixCommand(ids: string[], o: Record<string, any>): Prom
       for (const level of LEVELS) {
         if (!o.json && process.stderr.isTTY) process.stderr.write(`\r\x1b[2Kmatrix ${++done}/${rowsIds.length * LEVELS.length}: ${id} at ${level}...`)
         const params = defaultParams(scenario, { isolation: level })
-        const out = await run(lab, {
-          scenario,
-          params,
-          n: scenario.defaultN,
-          schedule: 'lockstep',
-          windowMs: 0,
-          trials: 1,
-          stepTimeoutMs: bounds.stepTimeoutMs,
-          connectTimeoutMs: bounds.connectTimeoutMs,
-          keep: false,
-        })
-        const t = out.trials[0]
+        const t = await runOnce(lab, bounds, scenario, params, scenario.defaultN)
         const doc = DOCUMENTED[id][level]
         cells.push({ level, cell: cellOf(t, doc), t, doc })
       }
