@@ -71,7 +71,9 @@ Exit codes: 0 as documented, 1 a deviation, 2 bad input, 3 could not run or deci
   p.command('list')
     .description('every scenario, one line each')
     .option('--json', 'print JSON')
+    .option('--no-color', 'no colours')
     .action((o) => setExit(listCommand(o)))
+    .addHelpText('after', '\nExamples:\n  $ race list\n  $ race list --json | jq -r \'.[].id\'')
 
   p.command('show')
     .description("a scenario's story, schema, steps, race point and documented outcome")

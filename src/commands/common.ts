@@ -7,7 +7,7 @@ import { abort, describeStuck } from '../lifecycle.js'
 import { Lab, run } from '../engine/run.js'
 import type { TrialResult } from '../engine/types.js'
 import { parseDuration, parseWhole, closest, formatDuration } from '../parse.js'
-import type { Params, Scenario } from '../scenario.js'
+import type { ParamSpec, Params, Scenario } from '../scenario.js'
 import { scenarios } from '../../scenarios/index.js'
 
 export interface Bounds {
@@ -44,14 +44,29 @@ export function findScenario(id: string): Scenario {
 
 /** Every flag any scenario declares, for commander; which apply is checked once the scenario is known. */
 export function addScenarioParamOptions(cmd: Command): Command {
-  const seen = new Set<string>()
+  const byFlag = new Map<string, { p: ParamSpec; ids: string[]; defaults: Set<string>; uses: string[]; descs: Set<string> }>()
   for (const s of scenarios) {
     for (const p of Object.values(s.params)) {
-      if (seen.has(p.flag)) continue
-      seen.add(p.flag)
-      cmd.option(p.flag, `${p.description} (${s.id}${p.kind === 'boolean' ? '' : `; default ${p.kind === 'duration' ? p.default + 'ms' : p.default}`})`)
+      const e = byFlag.get(p.flag) ?? { p, ids: [], defaults: new Set<string>(), uses: [], descs: new Set<string>() }
+      e.ids.push(s.id)
+      e.descs.add(p.description)
+      e.uses.push(`${s.id}: ${p.choices ? p.choices.join('|') : p.description}`)
+      if (p.kind !== 'boolean') e.defaults.add(p.kind === 'duration' ? formatDuration(Number(p.default)) : String(p.default))
+      byFlag.set(p.flag, e)
     }
   }
+  cmd.optionsGroup('Scenario options (race show <scenario> lists its own):')
+  for (const [flag, { p, ids, defaults, uses, descs }] of byFlag) {
+    const def = defaults.size === 1 ? `; default ${[...defaults][0]}` : ''
+    if (descs.size > 1 && ids.length <= 3) {
+      // One flag, different meanings per scenario (e.g. --form): say each.
+      cmd.option(flag, `${uses.join('; ')}${def ? ` (${def.slice(2)})` : ''}`)
+      continue
+    }
+    const who = ids.length <= 3 ? ids.join(', ') : `${ids.length} scenarios, e.g. ${ids.slice(0, 2).join(', ')}`
+    cmd.option(flag, `${p.description} (${who}${def})`)
+  }
+  cmd.optionsGroup('Options:')
   return cmd
 }
 
