@@ -3,7 +3,8 @@
 // inputs) up to max-tries and counted as pgbench counts them; any other error is a failure, counted by SQLSTATE.
 import { performance } from 'node:perf_hooks'
 import type { Sql } from 'postgres'
-import { connect, endQuietly } from '../db/connect.js'
+import { connect, connectError, endQuietly } from '../db/connect.js'
+import { RunError } from '../errors.js'
 import { conditionName, isConnectionLoss } from '../db/sqlstate.js'
 import type { Target } from '../db/target.js'
 import { abortSignal } from '../lifecycle.js'
@@ -209,6 +210,13 @@ export async function runCell(cfg: CellConfig): Promise<CellStats> {
       mix: Object.fromEntries(kinds.map((k, i) => [k, st.mix[i]])),
       anomalies: st.anomalies,
     }
+  } catch (e) {
+    if (abortSignal.aborted) throw abortSignal.reason
+    if (e instanceof RunError) throw e
+    const err = e as { code?: string; message?: string }
+    if (err.code === '53300') throw new RunError(`the server refused a bench connection: too many connections (53300): use fewer --clients`)
+    if (clients.length < cfg.clients) throw connectError(e, cfg.target)
+    throw new RunError(`a bench client failed (${err.code ?? 'no code'}${conditionName(err.code) ? ' ' + conditionName(err.code) : ''}): ${err.message ?? e}`)
   } finally {
     abortSignal.removeEventListener('abort', destroyAll)
     await Promise.all(clients.map((c) => c.close()))

@@ -400,7 +400,7 @@ export class WireClient {
   /** Ends the session politely, then for sure. */
   async close(): Promise<void> {
     if (this.closed) return
-    this.closed = true
+    this.lost(wireError('CONNECTION_ENDED', 'the connection was closed by race'))
     const s = this.socket
     await new Promise<void>((resolve) => {
       const t = setTimeout(() => (s.destroy(), resolve()), 500)
@@ -409,8 +409,9 @@ export class WireClient {
     })
   }
 
+  /** Ends the connection now; whatever is in flight rejects with CONNECTION_DESTROYED. */
   destroy(): void {
-    this.closed = true
+    this.lost(wireError('CONNECTION_DESTROYED', 'the connection was ended by race'))
     this.socket?.destroy()
   }
 }
