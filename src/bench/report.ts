@@ -153,6 +153,8 @@ export function text(r: BenchReport): string {
     `vs RC: TPS / READ COMMITTED TPS of the same row group; article: the isolation article's published ratio (SERIALIZABLE: its SSI column).`,
     `article P50/P99 (not per contention): RC 2/12 ms, RR 2/18 ms, SSI 2/25 ms, 2PL 3/150 ms.`,
   ]
+  const pair = r.cells.filter((x) => x.pgbench && x.pgbench.tps > 0)
+  if (pair.length) lines.push(yardstick(pair))
   if (r.cells.some((x) => x.pgbench?.error)) {
     lines.push(c.yellow('!: pgbench reported errors: ' + [...new Set(r.cells.map((x) => x.pgbench?.error).filter(Boolean))].join('; ')))
   }
@@ -160,6 +162,14 @@ export function text(r: BenchReport): string {
     lines.push('anomalies: advisory checks that saw more than one pending request: the lock did not serialize (REPEATABLE READ: the snapshot predates the lock, article §5.2).')
   }
   return lines.join('\n')
+}
+
+/** race/pgbench over all cells: the sum of TPS (weights busy cells) and the geometric mean of the cell ratios. */
+export function yardstick(cells: CellResult[]): string {
+  const ratios = cells.map((x) => x.race.tps / x.pgbench!.tps)
+  const geo = Math.exp(ratios.reduce((a, x) => a + Math.log(x), 0) / ratios.length)
+  const sum = cells.reduce((a, x) => a + x.race.tps, 0) / cells.reduce((a, x) => a + x.pgbench!.tps, 0)
+  return `race/pgbench over ${cells.length} cells: ${sum.toFixed(2)} by total TPS, ${geo.toFixed(2)} geometric mean (cells ${Math.min(...ratios).toFixed(2)}-${Math.max(...ratios).toFixed(2)}: one cell is one noisy sample)`
 }
 
 // ---------- HTML: one file, inline SVG, no scripts, no network ----------

@@ -194,23 +194,25 @@ export async function benchCommand(o: Record<string, any>, cmd: Command): Promis
         for (const cell of p.cells) {
           n++
           const label = `cell ${n}/${nCells}: ${groupLabel({ ...cell, workload: cell.workload.id })} ${shortLevel(cell.level)}`
-          await cell.workload.reset(lab.control)
-          progress.phase(`${label} race`, b.warmupMs + b.durationMs)
-          const race = await runCell({
-            workload: cell.workload,
-            level: cell.level,
-            clients: b.clients,
-            durationMs: b.durationMs,
-            warmupMs: b.warmupMs,
-            maxTries: b.maxTries,
-            target: lab.target,
-            schema,
-            connectTimeoutMs: bounds.connectTimeoutMs,
-            statementTimeoutMs: bounds.stepTimeoutMs,
-            driver: b.driver,
-          })
-          let pg: CellResult['pgbench'] = null
-          if (pgbench) {
+          const runRace = async () => {
+            await cell.workload.reset(lab.control)
+            progress.phase(`${label} race`, b.warmupMs + b.durationMs)
+            return runCell({
+              workload: cell.workload,
+              level: cell.level,
+              clients: b.clients,
+              durationMs: b.durationMs,
+              warmupMs: b.warmupMs,
+              maxTries: b.maxTries,
+              target: lab.target,
+              schema,
+              connectTimeoutMs: bounds.connectTimeoutMs,
+              statementTimeoutMs: bounds.stepTimeoutMs,
+              driver: b.driver,
+            })
+          }
+          const runPg = async (): Promise<CellResult['pgbench']> => {
+            if (!pgbench) return null
             await cell.workload.reset(lab.control)
             progress.phase(`${label} pgbench`, pgDurationS * 1000)
             const r = await runPgbench({
@@ -224,7 +226,18 @@ export async function benchCommand(o: Record<string, any>, cmd: Command): Promis
               statementTimeoutMs: bounds.stepTimeoutMs,
               scripts: cell.workload.pgbench(),
             })
-            pg = { ...r, durationS: pgDurationS }
+            return { ...r, durationS: pgDurationS }
+          }
+          // Interleaved, and who goes first alternates from cell to cell, so that a drift of the machine
+          // (other load, checkpoints, WAL flushes) does not always favour the same side.
+          let race: Awaited<ReturnType<typeof runCell>>
+          let pg: CellResult['pgbench']
+          if (n % 2 === 1 || !pgbench) {
+            race = await runRace()
+            pg = await runPg()
+          } else {
+            pg = await runPg()
+            race = await runRace()
           }
           cells.push({
             workload: cell.workload.id,
