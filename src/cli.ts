@@ -12,6 +12,7 @@ import { checkCommand } from './commands/check.js'
 import { keyCommand } from './commands/key.js'
 import { locksCommand } from './commands/locks.js'
 import { matrixCommand } from './commands/matrix.js'
+import { benchCommand } from './commands/bench.js'
 
 const { version } = createRequire(import.meta.url)('../../package.json') as { version: string }
 
@@ -63,6 +64,7 @@ Examples:
   $ race run advisory --n 5 --max-pending 3    3 committed, 2 rejected, invariant HELD
   $ race check --database-url $DATABASE_URL    CI: this database behaves as documented
   $ race matrix                                the anomaly x isolation-level grid
+  $ race bench --vs-pgbench                    isolation cost on this server, next to pgbench
 
 With no --database-url, DATABASE_URL or PG* variables, race starts a throwaway PostgreSQL 18.
 Exit codes: 0 as documented, 1 a deviation, 2 bad input, 3 could not run or decide.`,
@@ -169,6 +171,41 @@ Examples:
   $ race matrix
   $ race matrix write-skew lost-update
   $ race matrix --database-url $DATABASE_URL --json     CI: exit 1 on any deviation`,
+    )
+
+  const bench = p
+    .command('bench')
+    .description("throughput and latency by isolation level and contention, beside the isolation article's published ratios (and pgbench)")
+    .option('--workload <list>', 'oltp (80% point reads, 15% read-modify-write, 5% range sums) and/or advisory (check-then-insert under pg_advisory_xact_lock, advisory article §4)', 'oltp')
+    .option('--isolation <levels>', 'one or more of read-committed, repeatable-read, serializable (rc, rr, ser), comma-separated', 'rc,rr,serializable')
+    .option('--hot <percents>', 'oltp: percent of accesses that go to the hot rows, one cell each', '1,10,50')
+    .option('--hot-rows <n>', 'oltp: size of the hot set', '100')
+    .option('--rows <n>', 'oltp: rows in the accounts table', '100000')
+    .option('--users <k>', 'advisory: users the requests are spread over (fewer = more contention)', '100')
+    .option('--clients <n>', 'concurrent clients, one connection (backend) each', '8')
+    .option('--duration <duration>', 'measured time per cell', '10s')
+    .option('--warmup <duration>', 'unmeasured time before each cell', '1s')
+    .option('--max-tries <n>', 'tries per transaction on 40001/40P01, retried as a whole (pgbench --max-tries)', '10')
+    .option('--lock-timeout <duration>', "advisory: lock_timeout set with set_config(..., true), as in the article", '2s')
+    .option('--vs-pgbench', 'also run each cell through pgbench (same script, clients, duration, level) and print race/pgbench')
+    .option('--html <file>', 'also write a self-contained HTML page with the charts')
+    .option('--driver <driver>', "race's load connections: wire (its own minimal protocol client) or postgres.js", 'wire')
+  addTargetOptions(bench)
+  bench
+    .action(async (o, cmd) => setExit(await benchCommand(o, cmd)))
+    .addHelpText(
+      'after',
+      `
+Each cell runs --clients connections for --duration after --warmup; 40001/40P01 are retried as a whole up to
+--max-tries and counted (like pgbench); other errors are failures, counted by SQLSTATE. --step-timeout is each
+statement's statement_timeout. Everything happens in a schema race_bench_<hex>, dropped at the end.
+
+Examples:
+  $ race bench
+  $ race bench --workload oltp --hot 1,10,50 --duration 5s --vs-pgbench
+  $ race bench --workload advisory --users 20 --isolation rc,serializable
+  $ race bench --isolation rc,rr --clients 16 --html bench.html
+  $ race bench --database-url postgres://app@db:5432/app --json`,
     )
 
   p.hook('preAction', (_p, action) => setColor(action.opts().color !== false))

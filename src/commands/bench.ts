@@ -1,0 +1,291 @@
+// race bench: throughput and latency by isolation level and contention on the user's own server, beside the
+// isolation article's published ratios, and (--vs-pgbench) beside pgbench running the same transactions.
+import { randomBytes } from 'node:crypto'
+import fs from 'node:fs'
+import type { Command } from 'commander'
+import { UsageError, RunError } from '../errors.js'
+import { onCleanup } from '../lifecycle.js'
+import { parseDuration, parseWhole } from '../parse.js'
+import { advisory, articleRatio, oltp, ARTICLE, type Workload } from '../bench/workloads.js'
+import { runCell, type Driver } from '../bench/runner.js'
+import { findPgbench, runPgbench, type Pgbench } from '../bench/pgbench.js'
+import { groupLabel, html, Progress, shortLevel, text, type BenchReport, type CellResult } from '../bench/report.js'
+import { parseBounds, withLab } from './common.js'
+
+export const LEVELS = ['read committed', 'repeatable read', 'serializable'] as const
+const LEVEL_NAMES: Record<string, (typeof LEVELS)[number]> = {
+  rc: 'read committed',
+  'read committed': 'read committed',
+  rr: 'repeatable read',
+  'repeatable read': 'repeatable read',
+  s: 'serializable',
+  ser: 'serializable',
+  serializable: 'serializable',
+}
+export const WORKLOADS = ['oltp', 'advisory'] as const
+
+function list(raw: string): string[] {
+  return String(raw)
+    .split(',')
+    .map((x) => x.trim())
+    .filter(Boolean)
+}
+
+export function parseLevels(raw: string): string[] {
+  const out: string[] = []
+  for (const item of list(raw)) {
+    const key = item.toLowerCase().replace(/[\s_-]+/g, ' ')
+    if (key === 'read uncommitted' || key === 'ru') {
+      throw new UsageError(`--isolation '${item}': PostgreSQL runs READ UNCOMMITTED as READ COMMITTED; use read-committed, repeatable-read or serializable`)
+    }
+    const level = LEVEL_NAMES[key]
+    if (!level) throw new UsageError(`--isolation '${item}' is not an isolation level: use read-committed, repeatable-read, serializable (or rc, rr, ser), comma-separated`)
+    if (!out.includes(level)) out.push(level)
+  }
+  if (!out.length) throw new UsageError('--isolation is empty: give one or more of read-committed, repeatable-read, serializable')
+  // Always in the order RC, RR, SERIALIZABLE so the ratios read the same way.
+  return LEVELS.filter((l) => out.includes(l))
+}
+
+export function parseHot(raw: string): number[] {
+  const out: number[] = []
+  for (const item of list(raw)) {
+    if (!/^\d+(\.\d{1,2})?$/.test(item)) throw new UsageError(`--hot takes percentages from 0 to 100, comma-separated (e.g. --hot 1,10,50), got '${item}'`)
+    const v = Number(item)
+    if (v > 100) throw new UsageError(`--hot ${item}: a percentage of accesses is at most 100 (e.g. --hot 1,10,50)`)
+    if (!out.includes(v)) out.push(v)
+  }
+  if (!out.length) throw new UsageError('--hot is empty: give percentages like --hot 1,10,50')
+  return out
+}
+
+export function parseWorkloads(raw: string): ('oltp' | 'advisory')[] {
+  const out: ('oltp' | 'advisory')[] = []
+  for (const item of list(raw)) {
+    const w = item.toLowerCase()
+    if (!(WORKLOADS as readonly string[]).includes(w)) throw new UsageError(`--workload '${item}' does not exist: use oltp, advisory, or oltp,advisory`)
+    if (!out.includes(w as 'oltp')) out.push(w as 'oltp' | 'advisory')
+  }
+  if (!out.length) throw new UsageError('--workload is empty: use oltp, advisory, or oltp,advisory')
+  return out
+}
+
+export interface BenchOptions {
+  workloads: ('oltp' | 'advisory')[]
+  levels: string[]
+  hot: number[]
+  hotRows: number
+  rows: number
+  users: number
+  clients: number
+  durationMs: number
+  warmupMs: number
+  maxTries: number
+  lockTimeoutMs: number
+  driver: Driver
+  vsPgbench: boolean
+  html?: string
+  json: boolean
+}
+
+export function parseBenchOptions(o: Record<string, any>, cmd: Command): BenchOptions {
+  const given = (k: string) => cmd.getOptionValueSource(k) === 'cli'
+  const workloads = parseWorkloads(o.workload)
+  if (!workloads.includes('oltp')) {
+    for (const [k, f] of [['hot', '--hot'], ['hotRows', '--hot-rows'], ['rows', '--rows']] as const) {
+      if (given(k)) throw new UsageError(`${f} applies to the oltp workload only: add --workload oltp,advisory or leave ${f} out`)
+    }
+  }
+  if (!workloads.includes('advisory') && given('users')) throw new UsageError('--users applies to the advisory workload only: add --workload advisory')
+  const hotRows = parseWhole('--hot-rows', o.hotRows, 1, 10_000_000)
+  const rows = parseWhole('--rows', o.rows, 1, 100_000_000)
+  if (rows < hotRows + 100) throw new UsageError(`--rows ${rows} must be at least --hot-rows + 100 (${hotRows + 100}): the cold rows and a range sum need room`)
+  const driver = String(o.driver)
+  if (driver !== 'wire' && driver !== 'postgres.js') throw new UsageError(`--driver takes wire or postgres.js, got '${o.driver}'`)
+  const html = o.html === undefined ? undefined : String(o.html)
+  if (html !== undefined && !html.trim()) throw new UsageError('--html needs a file name, e.g. --html bench.html')
+  return {
+    workloads,
+    levels: parseLevels(o.isolation),
+    hot: parseHot(o.hot),
+    hotRows,
+    rows,
+    users: parseWhole('--users', o.users, 1, 10_000_000),
+    clients: parseWhole('--clients', o.clients, 1, 1000),
+    durationMs: parseDuration('--duration', o.duration),
+    warmupMs: parseDuration('--warmup', o.warmup, { allowZero: true }),
+    maxTries: parseWhole('--max-tries', o.maxTries, 1, 1000),
+    lockTimeoutMs: parseDuration('--lock-timeout', o.lockTimeout),
+    driver,
+    vsPgbench: Boolean(o.vsPgbench),
+    html,
+    json: Boolean(o.json),
+  }
+}
+
+interface Plan {
+  workload: Workload
+  hot: number | null
+  users: number | null
+  level: string
+}
+
+function plan(b: BenchOptions): { workload: Workload; cells: Plan[] }[] {
+  const out: { workload: Workload; cells: Plan[] }[] = []
+  for (const w of b.workloads) {
+    if (w === 'oltp') {
+      // One accounts table for every hot percentage: the workload object only decides where accesses go.
+      const shared = oltp({ hot: b.hot[0], hotRows: b.hotRows, rows: b.rows })
+      const cells: Plan[] = []
+      for (const hot of b.hot) {
+        const wl = oltp({ hot, hotRows: b.hotRows, rows: b.rows })
+        for (const level of b.levels) cells.push({ workload: wl, hot, users: null, level })
+      }
+      out.push({ workload: shared, cells })
+    } else {
+      const wl = advisory({ users: b.users, lockTimeoutMs: b.lockTimeoutMs })
+      out.push({ workload: wl, cells: b.levels.map((level) => ({ workload: wl, hot: null, users: b.users, level })) })
+    }
+  }
+  return out
+}
+
+export async function benchCommand(o: Record<string, any>, cmd: Command): Promise<number> {
+  const b = parseBenchOptions(o, cmd)
+  const bounds = parseBounds(o)
+  const pgbench: Pgbench | null = b.vsPgbench ? findPgbench() : null
+  const pgDurationS = Math.max(1, Math.round(b.durationMs / 1000))
+  const plans = plan(b)
+  const nCells = plans.reduce((a, p) => a + p.cells.length, 0)
+  const cellMs = b.warmupMs + b.durationMs + (pgbench ? pgDurationS * 1000 : 0)
+  // Unless the user bounded the run, allow every cell plus setup and a margin.
+  if (cmd.getOptionValueSource('runTimeout') !== 'cli') bounds.runTimeoutMs = Math.max(bounds.runTimeoutMs, nCells * (cellMs + 15_000) + 60_000)
+  if (b.html) {
+    try {
+      fs.writeFileSync(b.html, '') // fail before the run, not after it
+    } catch (e) {
+      throw new UsageError(`--html ${b.html}: cannot write there (${(e as NodeJS.ErrnoException).code ?? (e as Error).message})`)
+    }
+  }
+
+  return withLab(o.databaseUrl, bounds, async (lab, target) => {
+    const room = await lab.room()
+    if (b.clients > room.free) {
+      throw new UsageError(`--clients ${b.clients} needs ${b.clients} connections, but the server has room for ${Math.max(0, room.free)} more (max_connections ${room.max}): use --clients ${Math.max(1, room.free)} or fewer`)
+    }
+    const schema = `race_bench_${randomBytes(4).toString('hex')}`
+    try {
+      await lab.control.unsafe(`create schema "${schema}"`)
+    } catch (e) {
+      throw new RunError(`could not create the bench schema ${schema}: ${(e as Error).message}`)
+    }
+    const drop = async () => {
+      if (o.keep) return
+      await lab.control.unsafe(`drop schema if exists "${schema}" cascade`)
+    }
+    const release = onCleanup(`schema ${schema}`, drop)
+    const progress = new Progress(nCells * cellMs)
+    const cells: CellResult[] = []
+    try {
+      await lab.control.unsafe(`set search_path to "${schema}"`)
+      let n = 0
+      for (const p of plans) {
+        await p.workload.setup(lab.control)
+        for (const cell of p.cells) {
+          n++
+          const label = `cell ${n}/${nCells}: ${groupLabel({ ...cell, workload: cell.workload.id })} ${shortLevel(cell.level)}`
+          const runRace = async () => {
+            await cell.workload.reset(lab.control)
+            progress.phase(`${label} race`, b.warmupMs + b.durationMs)
+            return runCell({
+              workload: cell.workload,
+              level: cell.level,
+              clients: b.clients,
+              durationMs: b.durationMs,
+              warmupMs: b.warmupMs,
+              maxTries: b.maxTries,
+              target: lab.target,
+              schema,
+              connectTimeoutMs: bounds.connectTimeoutMs,
+              statementTimeoutMs: bounds.stepTimeoutMs,
+              driver: b.driver,
+            })
+          }
+          const runPg = async (): Promise<CellResult['pgbench']> => {
+            if (!pgbench) return null
+            await cell.workload.reset(lab.control)
+            progress.phase(`${label} pgbench`, pgDurationS * 1000)
+            const r = await runPgbench({
+              pgbench,
+              target: lab.target,
+              schema,
+              level: cell.level,
+              clients: b.clients,
+              durationS: pgDurationS,
+              maxTries: b.maxTries,
+              statementTimeoutMs: bounds.stepTimeoutMs,
+              scripts: cell.workload.pgbench(),
+            })
+            return { ...r, durationS: pgDurationS }
+          }
+          // Interleaved, and who goes first alternates from cell to cell, so that a drift of the machine
+          // (other load, checkpoints, WAL flushes) does not always favour the same side.
+          let race: Awaited<ReturnType<typeof runCell>>
+          let pg: CellResult['pgbench']
+          if (n % 2 === 1 || !pgbench) {
+            race = await runRace()
+            pg = await runPg()
+          } else {
+            pg = await runPg()
+            race = await runRace()
+          }
+          cells.push({
+            workload: cell.workload.id,
+            hot: cell.hot,
+            users: cell.users,
+            isolation: cell.level,
+            race,
+            pgbench: pg,
+            vsRc: null,
+            article: articleRatio(cell.workload.id, cell.hot, cell.level),
+            racePerPgbench: pg && pg.tps > 0 ? race.tps / pg.tps : null,
+          })
+        }
+      }
+    } finally {
+      progress.end()
+      release()
+      await drop()
+    }
+    for (const x of cells) {
+      const rc = cells.find((y) => groupLabel(y) === groupLabel(x) && y.isolation === 'read committed')
+      x.vsRc = rc && rc.race.tps > 0 ? x.race.tps / rc.race.tps : null
+    }
+    const report: BenchReport = {
+      command: 'bench',
+      server: { version: lab.server.version },
+      target: target.label,
+      config: {
+        workloads: b.workloads,
+        isolation: b.levels,
+        hot: b.hot,
+        hotRows: b.hotRows,
+        rows: b.rows,
+        users: b.users,
+        clients: b.clients,
+        durationMs: b.durationMs,
+        warmupMs: b.warmupMs,
+        maxTries: b.maxTries,
+        statementTimeoutMs: bounds.stepTimeoutMs,
+        driver: b.driver,
+        pgbench: pgbench ? { bin: pgbench.bin, version: pgbench.version } : null,
+      },
+      article: ARTICLE,
+      cells,
+      ...(o.keep ? { schema } : {}),
+    }
+    if (b.html) fs.writeFileSync(b.html, html(report))
+    process.stdout.write(b.json ? JSON.stringify(report, null, 2) + '\n' : text(report) + '\n' + (b.html ? `wrote ${b.html}\n` : '') + (o.keep ? `kept schema ${schema}\n` : ''))
+    return 0
+  })
+}
