@@ -47,6 +47,15 @@ test('the exit code survives the embedded server: a deviation exits 1', async ()
   assert.equal(r.code, 1, r.stderr)
 })
 
+/** The race process that made a server folder (its marker file), so concurrent runs are never confused. */
+function ownerOf(dir: string): number | undefined {
+  try {
+    return JSON.parse(fs.readFileSync(path.join(os.tmpdir(), dir, 'race-owner.json'), 'utf8')).pid
+  } catch {
+    return undefined
+  }
+}
+
 /** Backends of a postmaster that are running a statement: their process title ends with the command tag. */
 function busyBackends(postmaster: number): number {
   let n = 0
@@ -75,7 +84,7 @@ async function startRacing(): Promise<{ child: ChildProcess; dir: string; postma
   const child = spawn(process.execPath, [BIN, 'run', 'broken', '--window', '20s', '--step-timeout', '30s'], { env, stdio: 'ignore' })
   const exited = new Promise<number | null>((r) => child.on('exit', (code, sig) => r(code ?? (sig ? -1 : null))))
   for (let i = 0; i < 600; i++) {
-    const dir = ourDirs().find((d) => !before.has(d))
+    const dir = ourDirs().find((d) => !before.has(d) && ownerOf(d) === child.pid)
     const pidFile = dir && path.join(os.tmpdir(), dir, 'data', 'postmaster.pid')
     if (pidFile && fs.existsSync(pidFile)) {
       const postmaster = Number(fs.readFileSync(pidFile, 'utf8').split('\n')[0])
