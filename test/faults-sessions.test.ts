@@ -8,8 +8,9 @@
 import assert from 'node:assert/strict'
 import { after, before, test } from 'node:test'
 import type { Sql } from 'postgres'
-import { advisoryKey } from '../src/scenario.js'
-import { useServer, type TestServer } from './helpers.js'
+import { run } from '../src/engine/run.js'
+import { advisoryKey, defineScenario } from '../src/scenario.js'
+import { openLab, useServer, type TestServer } from './helpers.js'
 import { backendsOf, noCrash, outside, raceSchemas, session, terminate, type Backend } from './faultkit.js'
 import { spawnRace, until } from './procs.js'
 
@@ -128,4 +129,92 @@ test('killed while running a step: lost in it; the others commit and the violati
   assert.equal(doc.verdict, 'anomaly')
   assert.equal(r.code, 0, 'broken with a window is documented as violated: decided on what committed')
   assert.deepEqual((await raceSchemas(sql)).filter((s) => !schemasBefore.includes(s)), [])
+})
+
+// During commit: an in-process run of a test-only scenario, since no shipped scenario's COMMIT can be made to
+// wait. Its foreign key is checked at COMMIT (initially deferred), so an outside FOR UPDATE on the parent row
+// holds s1 inside its COMMIT; s1's gate (an advisory key the test holds) keeps it from getting there before
+// the row is locked. No guard for postgres.js's nextWrite TypeError here: node:test would fail this test on it.
+const GATE = '-7212100000000000001'
+const commitScenario = defineScenario({
+  id: 'fault-commit',
+  title: 'test only: a COMMIT that waits for a deferred foreign-key check',
+  source: 'issue 6',
+  story: [],
+  params: {},
+  defaultN: 2,
+  isolation: () => 'read committed',
+  setup: [
+    'create table fault_parent (id int primary key)',
+    'insert into fault_parent values (1)',
+    'create table fault_child (who text not null, parent_id int not null references fault_parent deferrable initially deferred)',
+  ],
+  sessions: () => ({
+    s1: {
+      steps: {
+        begin: 'begin',
+        insert: { sql: 'insert into fault_child', run: (q, ctx) => q`insert into fault_child values (${ctx.session}, 1)` },
+        gate: `select pg_advisory_xact_lock(${GATE})`,
+        commit: 'commit',
+      },
+    },
+    s2: {
+      steps: {
+        begin: 'begin',
+        insert: { sql: 'insert into fault_child', run: (q, ctx) => q`insert into fault_child values (${ctx.session}, 1)` },
+        commit: 'commit',
+      },
+    },
+  }),
+  invariant: {
+    description: () => 'at most one child row',
+    query: (q) => q`select coalesce(string_agg(who, ',' order by who), '') as who, count(*)::int as n from fault_child`,
+    observed: (rows) => `children: ${rows[0].who}`,
+    holds: (rows) => Number(rows[0].n) <= 1,
+  },
+  expect: () => [],
+})
+
+test('killed during COMMIT: lost in commit, its transaction did not commit, the other commits, unknown', async () => {
+  const holder = outside(server.url, 'race-test holder')
+  const rowLock = outside(server.url, 'race-test row lock')
+  const lab = await openLab(server.url)
+  try {
+    await holder`select pg_advisory_lock(${GATE}::bigint)`
+    const running = run(lab, {
+      scenario: commitScenario,
+      params: {},
+      n: 2,
+      schedule: 'permutation',
+      permutation: 's1.begin s1.insert s1.gate s1.commit s2.begin s2.insert s2.commit',
+      windowMs: 0,
+      trials: 1,
+      stepTimeoutMs: 30_000,
+      connectTimeoutMs: 5000,
+      keep: false,
+    })
+    const mine = async () => (await sql`select pid, state, query, wait_event_type as wt, wait_event as we from pg_stat_activity where application_name = 'race fault-commit s1'`)[0]
+    await until('s1 at its gate', async () => (await mine())?.we === 'advisory')
+    const [{ nspname }] = await sql`select n.nspname from pg_class c join pg_namespace n on n.oid = c.relnamespace where c.relname = 'fault_parent'`
+    await rowLock.unsafe('begin')
+    await rowLock.unsafe(`select 1 from "${nspname}".fault_parent where id = 1 for update`)
+    await holder`select pg_advisory_unlock(${GATE}::bigint)`
+    const victim = await until('s1 waiting inside COMMIT', async () => {
+      const b = await mine()
+      return b?.query === 'commit' && b.wt === 'Lock' ? b : undefined
+    })
+    await terminate(sql, Number(victim.pid))
+    await rowLock.unsafe('rollback')
+    const out = await running
+    const [t] = out.trials
+    const s1 = t.sessions.find((s) => s.name === 's1')!
+    assert.equal(s1.pid, Number(victim.pid))
+    assert.deepEqual([s1.outcome, s1.step], ['lost', 'commit'])
+    assert.equal(t.sessions.find((s) => s.name === 's2')!.outcome, 'committed')
+    assert.equal(t.invariant.observed, 'children: s2', "s1's transaction was not committed")
+    assert.equal(t.verdict, 'unknown')
+    assert.deepEqual((await sql`select 1 from pg_namespace where nspname = ${out.schema}`).length, 0, 'schema dropped')
+  } finally {
+    await Promise.all([holder.end({ timeout: 1 }), rowLock.end({ timeout: 1 }), lab.control.end({ timeout: 1 })])
+  }
 })
