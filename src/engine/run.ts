@@ -148,22 +148,32 @@ export async function run(lab: Lab, cfg: RunConfig): Promise<RunOutput> {
   return { schema, server: lab.server, trials }
 }
 
+/**
+ * Runs cleanup on the control connection or, if control is gone (the server ended it, or the socket broke as
+ * the statement was sent), on a fresh connection: killing our backends and dropping our schema must not
+ * depend on the connection whose loss may be the very fault being cleaned up after.
+ */
+async function onControlOrFresh<T>(lab: Lab, fn: (sql: Sql) => PromiseLike<T>): Promise<T> {
+  try {
+    return await fn(lab.control)
+  } catch (e) {
+    if (!isConnectionLoss(e)) throw e
+  }
+  const fresh = connect(lab.target, { connectTimeoutMs: lab.connectTimeoutMs, applicationName: 'race cleanup' })
+  try {
+    return await fn(fresh)
+  } finally {
+    await endQuietly(fresh, 0)
+  }
+}
+
 /** Drops the run's schema on the control connection, or on a fresh one if control is gone. */
 async function dropSchemaSafely(lab: Lab, schema: string): Promise<void> {
   const stmt = `drop schema if exists "${schema}" cascade`
   try {
-    await lab.control.unsafe(stmt)
-    return
-  } catch {
-    /* control is gone: try a fresh connection below */
-  }
-  const fresh = connect(lab.target, { connectTimeoutMs: lab.connectTimeoutMs, applicationName: 'race cleanup' })
-  try {
-    await fresh.unsafe(stmt)
+    await onControlOrFresh(lab, (sql) => sql.unsafe(stmt))
   } catch (e) {
     throw new Error(`schema ${schema} was left behind (${(e as Error).message}): drop it with: ${stmt}`)
-  } finally {
-    await endQuietly(fresh, 0)
   }
 }
 
@@ -234,11 +244,12 @@ async function trial(lab: Lab, cfg: RunConfig, schema: string): Promise<TrialRes
     await endAll(true)
     const mine = [...new Set(pids.filter((p) => p > 0))]
     if (!mine.length) return
-    const kill =
+    const kill = onControlOrFresh(lab, (sql) =>
       lab.server.versionNum >= 140000
-        ? control`select pg_terminate_backend(pid, 2000) from unnest(${mine}::int[]) as pid`
-        : control`select pg_terminate_backend(pid) from unnest(${mine}::int[]) as pid`
-    await Promise.race([kill.then(() => {}, () => {}), new Promise((r) => setTimeout(r, 2500))])
+        ? sql`select pg_terminate_backend(pid, 2000) from unnest(${mine}::int[]) as pid`
+        : sql`select pg_terminate_backend(pid) from unnest(${mine}::int[]) as pid`,
+    )
+    await Promise.race([kill.then(() => {}, () => {}), new Promise((r) => setTimeout(r, 2500 + lab.connectTimeoutMs))])
   }
   // If the run is aborted (Ctrl-C, run timeout), end this trial's backends so nothing waits on them.
   const onAbort = () => void killAll()
