@@ -41,7 +41,7 @@ async function finish(code: number, message?: string): Promise<never> {
 
 function describe(err: unknown): { code: number; message: string } {
   if (err instanceof UsageError || err instanceof RunError) return { code: err.exitCode, message: err.message }
-  if (err instanceof Interrupted) return { code: err.exitCode, message: `${err.message}: stopped, cleaned up` }
+  if (err instanceof Interrupted) return { code: err.exitCode, message: `${err.message}: stopped, ${err.leftover ?? 'cleaned up'}` }
   const e = err as Error
   if (process.env.RACE_DEBUG) process.stderr.write(`${e?.stack ?? e}\n`)
   return { code: 3, message: `internal error: ${e?.message ?? e} (RACE_DEBUG=1 shows the stack; please report it)` }

@@ -94,7 +94,7 @@ export async function startRacing(args = ['run', 'broken', '--window', '20s', '-
   const child = spawn(process.execPath, [BIN, ...args], { env, stdio: ['ignore', 'ignore', 'pipe'] })
   let err = ''
   child.stderr!.on('data', (d) => (err += d))
-  const exited = new Promise<number | null>((r) => child.on('exit', (code, sig) => r(code ?? (sig ? -1 : null))))
+  const exited = new Promise<number | null>((r) => child.on('close', (code, sig) => r(code ?? (sig ? -1 : null))))
   for (let i = 0; i < 600; i++) {
     const dir = ourDirs().find((d) => !before.has(d))
     const pidFile = dir && path.join(os.tmpdir(), dir, 'data', 'postmaster.pid')

@@ -6,7 +6,7 @@ import type { Sql } from 'postgres'
 import { connect, connectError, endQuietly } from '../db/connect.js'
 import { conditionName, isConnectionLoss } from '../db/sqlstate.js'
 import type { Target } from '../db/target.js'
-import { RunError, UsageError } from '../errors.js'
+import { Interrupted, RunError, UsageError } from '../errors.js'
 import { judge } from '../judge/index.js'
 import { abortSignal, onCleanup, setStuckDescriber, whenAborted } from '../lifecycle.js'
 import type { Params, Scenario, Schedule } from '../scenario.js'
@@ -122,10 +122,12 @@ export async function run(lab: Lab, cfg: RunConfig): Promise<RunOutput> {
   }
   const dropSchema = async () => {
     if (cfg.keep) return
-    await dropSchemaSafely(lab, schema)
+    const left = await dropSchemaSafely(lab, schema)
+    if (left) throw new Error(left.note)
   }
   const release = onCleanup(`schema ${schema}`, dropSchema)
   const trials: TrialResult[] = []
+  let failure: unknown
   try {
     for (let k = 0; k < cfg.trials; k++) {
       if (abortSignal.aborted) throw abortSignal.reason
@@ -137,15 +139,37 @@ export async function run(lab: Lab, cfg: RunConfig): Promise<RunOutput> {
       cfg.onTrial?.(k + 1, result)
     }
   } catch (e) {
-    if (!abortSignal.aborted && isConnectionLoss(e)) {
-      throw new RunError(`lost the control connection to ${target.label} (${(e as { code?: string }).code}): the server went away or ended it`)
-    }
-    throw e
+    failure = e
   } finally {
     release()
-    await dropSchema()
   }
-  return { schema, server: lab.server, trials }
+  // Cleanup never hides the failure it follows: what it could not do is added to that failure's one line.
+  const left = cfg.keep ? undefined : await dropSchemaSafely(lab, schema)
+  if (failure === undefined) {
+    if (left) throw new RunError(left.note)
+    return { schema, server: lab.server, trials }
+  }
+  if (!abortSignal.aborted && isConnectionLoss(failure)) {
+    const code = (failure as { code?: string }).code
+    if (left?.serverGone) {
+      throw new RunError(`the server went away mid-run (lost the control connection to ${target.label}: ${code}${conditionName(code) ? ' ' + conditionName(code) : ''}, and it refuses new ones)${lab.target.kind === 'embedded' ? '' : `; ${left.note}`}`)
+    }
+    throw new RunError(`lost the control connection to ${target.label} mid-run (${code}${conditionName(code) ? ' ' + conditionName(code) : ''}): something ended it; ${left ? left.note : "the run's sessions were ended and its schema dropped on a fresh connection"}`)
+  }
+  throw left ? withNote(abortSignal.aborted ? abortSignal.reason : failure, left.note) : failure
+}
+
+/** Adds what cleanup left behind to the error the user will see (one line). */
+function withNote(err: unknown, note: string): unknown {
+  if (err instanceof Interrupted) {
+    err.leftover = note
+    return err
+  }
+  if (err instanceof RunError || err instanceof UsageError) {
+    err.message = `${err.message}; ${note}`
+    return err
+  }
+  return new RunError(`${(err as Error)?.message ?? err}; ${note}`)
 }
 
 /**
@@ -167,13 +191,19 @@ async function onControlOrFresh<T>(lab: Lab, fn: (sql: Sql) => PromiseLike<T>): 
   }
 }
 
-/** Drops the run's schema on the control connection, or on a fresh one if control is gone. */
-async function dropSchemaSafely(lab: Lab, schema: string): Promise<void> {
+/**
+ * Drops the run's schema on the control connection, or on a fresh one if control is gone. Returns what was
+ * left behind (with the statement to drop it), and whether the server itself seems gone, or nothing.
+ */
+async function dropSchemaSafely(lab: Lab, schema: string): Promise<{ note: string; serverGone: boolean } | undefined> {
   const stmt = `drop schema if exists "${schema}" cascade`
   try {
     await onControlOrFresh(lab, (sql) => sql.unsafe(stmt))
+    return undefined
   } catch (e) {
-    throw new Error(`schema ${schema} was left behind (${(e as Error).message}): drop it with: ${stmt}`)
+    const code = (e as { code?: string }).code
+    const serverGone = isConnectionLoss(e) || code === 'CONNECT_TIMEOUT'
+    return { note: `schema ${schema} was left behind (${code ?? (e as Error).message}): drop it with: ${stmt}`, serverGone }
   }
 }
 
