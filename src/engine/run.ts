@@ -56,6 +56,8 @@ export class Lab {
     readonly control: Sql,
     readonly server: ServerInfo,
     readonly connectTimeoutMs: number,
+    /** The control connection's backend, to cancel a statement of ours that an outside lock holds up. */
+    readonly controlPid = 0,
   ) {}
 
   static async open(target: Target, connectTimeoutMs: number): Promise<Lab> {
@@ -63,10 +65,10 @@ export class Lab {
     const release = onCleanup('control connection', () => endQuietly(control, 1))
     try {
       const [row] = await Promise.race([
-        control`select current_setting('server_version') as version, current_setting('server_version_num')::int as num`,
+        control`select current_setting('server_version') as version, current_setting('server_version_num')::int as num, pg_backend_pid() as pid`,
         whenAborted(),
       ])
-      return new Lab(target, control, { version: String(row.version).split(' ')[0], versionNum: Number(row.num) }, connectTimeoutMs)
+      return new Lab(target, control, { version: String(row.version).split(' ')[0], versionNum: Number(row.num) }, connectTimeoutMs, Number(row.pid))
     } catch (e) {
       release()
       await endQuietly(control, 0)
@@ -111,14 +113,15 @@ export async function run(lab: Lab, cfg: RunConfig): Promise<RunOutput> {
   }
   const schema = newSchemaName(cfg.scenario.id)
   const q = `"${schema}"`
-  try {
-    await control.unsafe(`create schema ${q}`)
-  } catch (e) {
-    const code = (e as { code?: string }).code
-    if (code === '42501') {
-      throw new RunError(`this role may not create a schema in this database (42501 insufficient_privilege): grant it CREATE on the database, or use another role`)
-    }
-    throw new RunError(`could not create the run's schema ${schema}: ${(e as Error).message}`)
+  // Statements on control before the race (create schema, setup) end early on Ctrl-C or --run-timeout; the
+  // one in flight (held up by an outside lock, say) is then cancelled before cleanup uses the connection.
+  let inFlight: { settled: boolean; done: Promise<void> } | undefined
+  const onControl = (text: string) => {
+    const p = control.unsafe(text)
+    const f = { settled: false, done: Promise.resolve() }
+    f.done = p.then(() => void (f.settled = true), () => void (f.settled = true))
+    inFlight = f
+    return Promise.race([p, whenAborted()])
   }
   const dropSchema = async () => {
     if (cfg.keep) return
@@ -129,11 +132,21 @@ export async function run(lab: Lab, cfg: RunConfig): Promise<RunOutput> {
   const trials: TrialResult[] = []
   let failure: unknown
   try {
+    try {
+      await onControl(`create schema ${q}`)
+    } catch (e) {
+      const code = (e as { code?: string }).code
+      if (abortSignal.aborted || isConnectionLoss(e)) throw e
+      if (code === '42501') {
+        throw new RunError(`this role may not create a schema in this database (42501 insufficient_privilege): grant it CREATE on the database, or use another role`)
+      }
+      throw new RunError(`could not create the run's schema ${schema}: ${(e as Error).message}`)
+    }
     for (let k = 0; k < cfg.trials; k++) {
       if (abortSignal.aborted) throw abortSignal.reason
-      if (k > 0) await control.unsafe(`drop schema ${q} cascade; create schema ${q}`)
-      await control.unsafe(`set search_path to ${q}`)
-      for (const stmt of cfg.scenario.setup) await control.unsafe(stmt)
+      if (k > 0) await onControl(`drop schema ${q} cascade; create schema ${q}`)
+      await onControl(`set search_path to ${q}`)
+      for (const stmt of cfg.scenario.setup) await onControl(stmt)
       const result = await trial(lab, cfg, schema)
       trials.push(result)
       cfg.onTrial?.(k + 1, result)
@@ -143,6 +156,7 @@ export async function run(lab: Lab, cfg: RunConfig): Promise<RunOutput> {
   } finally {
     release()
   }
+  if (inFlight && !inFlight.settled) await cancelControl(lab, inFlight.done)
   // Cleanup never hides the failure it follows: what it could not do is added to that failure's one line.
   const left = cfg.keep ? undefined : await dropSchemaSafely(lab, schema)
   if (failure === undefined) {
@@ -191,14 +205,33 @@ async function onControlOrFresh<T>(lab: Lab, fn: (sql: Sql) => PromiseLike<T>): 
   }
 }
 
+/** Cancels the control connection's statement in flight, from a fresh connection; waits (bounded) for it to end. */
+async function cancelControl(lab: Lab, done: Promise<void>): Promise<void> {
+  if (lab.controlPid > 0) {
+    const fresh = connect(lab.target, { connectTimeoutMs: lab.connectTimeoutMs, applicationName: 'race cleanup' })
+    try {
+      await fresh`select pg_cancel_backend(${lab.controlPid})`
+    } catch {
+      /* the server may be gone too: cleanup below says what was left */
+    } finally {
+      await endQuietly(fresh, 0)
+    }
+  }
+  await Promise.race([done, new Promise((r) => setTimeout(r, 2000))])
+}
+
 /**
  * Drops the run's schema on the control connection, or on a fresh one if control is gone. Returns what was
  * left behind (with the statement to drop it), and whether the server itself seems gone, or nothing.
  */
+/** How long the final drop waits for a lock on the run's objects before naming the leftover instead. */
+export const DROP_LOCK_TIMEOUT_MS = 5000
+
 async function dropSchemaSafely(lab: Lab, schema: string): Promise<{ note: string; serverGone: boolean } | undefined> {
   const stmt = `drop schema if exists "${schema}" cascade`
   try {
-    await onControlOrFresh(lab, (sql) => sql.unsafe(stmt))
+    // Bounded: a lock someone else holds on one of our tables must not hold the drop (and race) forever.
+    await onControlOrFresh(lab, (sql) => sql.unsafe(`set lock_timeout = '${DROP_LOCK_TIMEOUT_MS}ms'; ${stmt}`))
     return undefined
   } catch (e) {
     const code = (e as { code?: string }).code
