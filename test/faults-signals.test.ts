@@ -69,7 +69,7 @@ for (const [sig, code] of [['SIGINT', 130], ['SIGTERM', 143]] as const) {
     try {
       // --hold keeps the race's locks held before the first commit, and says which backends hold them: the
       // first session has inserted, so its lock on setup_requests names the run's schema.
-      const child = spawnRace(['run', 'advisory', '--hold', '2s'], server.url)
+      const child = spawnRace(['run', 'advisory', '--hold', '2s', '--lock-timeout', '30s'], server.url)
       const pids = await until('the hold', () => {
         const m = /backends ([\d, ]+)\)/.exec(child.stderr())
         return m ? m[1].split(', ').map(Number) : undefined

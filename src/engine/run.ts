@@ -324,7 +324,7 @@ async function trial(lab: Lab, cfg: RunConfig, schema: string): Promise<TrialRes
       if (abortSignal.aborted) throw abortSignal.reason
       const code = (e as { code?: string }).code
       if (code === '53300') {
-        throw new RunError(`the server refused a connection: too many connections (53300 too_many_connections): use a smaller --n`)
+        throw new RunError(`the server refused a connection: ${(e as Error).message} (53300 too_many_connections): use a smaller --n, or raise the limit`)
       }
       throw connectError(e, lab.target)
     }
