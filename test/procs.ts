@@ -75,6 +75,15 @@ export function clientPorts(pid: number): Set<number> {
   return ports
 }
 
+/** The folder was made by this race process (embedded.ts marks each folder with its owner's pid). */
+function ownedBy(dir: string, pid: number): boolean {
+  try {
+    return JSON.parse(fs.readFileSync(path.join(os.tmpdir(), dir, 'race-owner.json'), 'utf8')).pid === pid
+  } catch {
+    return false
+  }
+}
+
 export interface Racing {
   child: ChildProcess
   dir: string
@@ -96,7 +105,7 @@ export async function startRacing(args = ['run', 'broken', '--window', '20s', '-
   child.stderr!.on('data', (d) => (err += d))
   const exited = new Promise<number | null>((r) => child.on('close', (code, sig) => r(code ?? (sig ? -1 : null))))
   for (let i = 0; i < 600; i++) {
-    const dir = ourDirs().find((d) => !before.has(d))
+    const dir = ourDirs().find((d) => !before.has(d) && ownedBy(d, child.pid!))
     const pidFile = dir && path.join(os.tmpdir(), dir, 'data', 'postmaster.pid')
     if (pidFile && fs.existsSync(pidFile)) {
       const postmaster = Number(fs.readFileSync(pidFile, 'utf8').split('\n')[0])

@@ -57,18 +57,47 @@ export class Lab {
     readonly server: ServerInfo,
     readonly connectTimeoutMs: number,
     /** The control connection's backend, to cancel a statement of ours that an outside lock holds up. */
-    readonly controlPid = 0,
+    readonly controlPid: number,
+    private readonly lost: Promise<never>,
   ) {}
 
+  /**
+   * Set when the control connection closes. postgres.js (max 1) would silently reconnect on the next query,
+   * to a backend without the run's search_path: so a closed control ends the run instead (see whenLost).
+   */
+  controlLost = false
+
+  /** Rejects (CONNECTION_CLOSED) when the control connection closes; race every wait on control with it. */
+  whenLost(): Promise<never> {
+    return this.lost
+  }
+
+  /** Throws CONNECTION_CLOSED if the control connection has closed (never send on a reconnected one). */
+  checkControl(): void {
+    if (this.controlLost) throw Object.assign(new Error('the control connection closed'), { code: 'CONNECTION_CLOSED' })
+  }
+
   static async open(target: Target, connectTimeoutMs: number): Promise<Lab> {
-    const control = connect(target, { connectTimeoutMs, applicationName: 'race control' })
+    let reject: (e: Error) => void = () => {}
+    let lab: Lab | undefined
+    const lost = new Promise<never>((_, r) => (reject = r))
+    lost.catch(() => {}) // observed by whoever races it
+    const control = connect(target, {
+      connectTimeoutMs,
+      applicationName: 'race control',
+      onclose: () => {
+        if (lab) lab.controlLost = true
+        reject(Object.assign(new Error('the control connection closed'), { code: 'CONNECTION_CLOSED' }))
+      },
+    })
     const release = onCleanup('control connection', () => endQuietly(control, 1))
     try {
       const [row] = await Promise.race([
         control`select current_setting('server_version') as version, current_setting('server_version_num')::int as num, pg_backend_pid() as pid`,
         whenAborted(),
       ])
-      return new Lab(target, control, { version: String(row.version).split(' ')[0], versionNum: Number(row.num) }, connectTimeoutMs, Number(row.pid))
+      lab = new Lab(target, control, { version: String(row.version).split(' ')[0], versionNum: Number(row.num) }, connectTimeoutMs, Number(row.pid), lost)
+      return lab
     } catch (e) {
       release()
       await endQuietly(control, 0)
@@ -117,11 +146,12 @@ export async function run(lab: Lab, cfg: RunConfig): Promise<RunOutput> {
   // one in flight (held up by an outside lock, say) is then cancelled before cleanup uses the connection.
   let inFlight: { settled: boolean; done: Promise<void> } | undefined
   const onControl = (text: string) => {
+    lab.checkControl()
     const p = control.unsafe(text)
     const f = { settled: false, done: Promise.resolve() }
     f.done = p.then(() => void (f.settled = true), () => void (f.settled = true))
     inFlight = f
-    return Promise.race([p, whenAborted()])
+    return Promise.race([p, whenAborted(), lab.whenLost()])
   }
   const dropSchema = async () => {
     if (cfg.keep) return
@@ -192,10 +222,12 @@ function withNote(err: unknown, note: string): unknown {
  * depend on the connection whose loss may be the very fault being cleaned up after.
  */
 async function onControlOrFresh<T>(lab: Lab, fn: (sql: Sql) => PromiseLike<T>): Promise<T> {
-  try {
-    return await fn(lab.control)
-  } catch (e) {
-    if (!isConnectionLoss(e)) throw e
+  if (!lab.controlLost) {
+    try {
+      return await fn(lab.control)
+    } catch (e) {
+      if (!isConnectionLoss(e)) throw e
+    }
   }
   const fresh = connect(lab.target, { connectTimeoutMs: lab.connectTimeoutMs, applicationName: 'race cleanup' })
   try {
@@ -346,10 +378,11 @@ async function trial(lab: Lab, cfg: RunConfig, schema: string): Promise<TrialRes
         await runPermutation(sessions, order, probe, before)
       }
     }
-    await Promise.race([schedule(), whenAborted()])
+    await Promise.race([schedule(), whenAborted(), lab.whenLost()])
     await endAll(false)
 
-    const invariant = await evaluate(control, cfg, user)
+    lab.checkControl()
+    const invariant = await Promise.race([evaluate(control, cfg, user), lab.whenLost()])
     const reports = sessions.map((s) => s.report())
     const { verdict, why } = judge(reports, invariant)
     return { sessions: reports, invariant, verdict, why, events }
