@@ -30,11 +30,32 @@ function isPostgresJsNextWriteBug(err: unknown): boolean {
   )
 }
 
+/**
+ * postgres.js 3.4.9 fetches array types right after login in an async function whose promise nobody holds
+ * (connection.js ReadyForQuery: `return fetchArrayTypes()`). When race ends a connection that is still in
+ * that phase (its run failed while others were connecting, e.g. 53300), the fetch rejects with
+ * CONNECTION_DESTROYED as an unhandled rejection. race asked for that ending, so exactly this is ignored.
+ */
+function isPostgresJsDestroyedFetch(err: unknown): boolean {
+  return (
+    err instanceof Error &&
+    (err as { code?: string }).code === 'CONNECTION_DESTROYED' &&
+    /at Object\.terminate .*postgres[\\/]src[\\/]connection\.js/.test(err.stack ?? '')
+  )
+}
+
 let finishing = false
 async function finish(code: number, message?: string): Promise<never> {
   if (finishing) return new Promise<never>(() => {})
   finishing = true
   const errors = await cleanupAll()
+  // A signal that arrived while the command was already finishing (its last reply and the signal came in the
+  // same turn of the event loop) still decides the exit code: the user asked to stop.
+  const late = !message && abortSignal.reason instanceof Interrupted ? abortSignal.reason : undefined
+  return late ? finish2(late.exitCode, describe(late).message, errors) : finish2(code, message, errors)
+}
+
+function finish2(code: number, message: string | undefined, errors: Error[]): never {
   if (message) process.stderr.write(`race: ${message}\n`)
   for (const e of errors) process.stderr.write(`race: ${e.message}\n`)
   process.exit(errors.length && code === 0 ? 3 : code)
@@ -42,7 +63,7 @@ async function finish(code: number, message?: string): Promise<never> {
 
 function describe(err: unknown): { code: number; message: string } {
   if (err instanceof UsageError || err instanceof RunError) return { code: err.exitCode, message: err.message }
-  if (err instanceof Interrupted) return { code: err.exitCode, message: `${err.message}: stopped, cleaned up` }
+  if (err instanceof Interrupted) return { code: err.exitCode, message: `${err.message}: stopped, ${err.leftover ?? 'cleaned up'}` }
   const e = err as Error
   if (process.env.RACE_DEBUG) process.stderr.write(`${e?.stack ?? e}\n`)
   return { code: 3, message: `internal error: ${e?.message ?? e} (RACE_DEBUG=1 shows the stack; please report it)` }
@@ -225,6 +246,7 @@ async function main(): Promise<void> {
     void finish(3, d.message)
   })
   process.on('unhandledRejection', (err) => {
+    if (isPostgresJsDestroyedFetch(err)) return
     const d = describe(err)
     void finish(3, d.message)
   })

@@ -12,6 +12,8 @@ export class RunError extends Error {
 
 /** Ctrl-C or SIGTERM: cleanup ran; exit 128 + signal number. */
 export class Interrupted extends Error {
+  /** What cleanup could not undo (e.g. a schema on a server that went away), for the user to finish. */
+  leftover?: string
   constructor(readonly signal: NodeJS.Signals) {
     super(`interrupted by ${signal}`)
   }

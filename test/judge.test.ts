@@ -74,3 +74,12 @@ test('no documented expectation (custom permutation): decided verdicts pass, unk
   assert.equal(summarize([{ verdict: 'anomaly' }], []).matched, true)
   assert.equal(summarize([{ verdict: 'unknown' }], []).matched, false)
 })
+
+test('a lost session: a violation among what committed is an anomaly; a hold proves nothing (unknown)', () => {
+  const lost = s({ name: 's2', outcome: 'lost', step: 'insert', reason: 'connection lost (CONNECTION_CLOSED)' })
+  assert.equal(judge([s({}), lost], { held: false }).verdict, 'anomaly')
+  const held = judge([s({}), lost], { held: true })
+  assert.equal(held.verdict, 'unknown')
+  assert.match(held.why, /s2 \(in step insert\) lost its connection/)
+  assert.equal(exitCode(summarize([held], ['serialized'])), 3)
+})

@@ -10,7 +10,9 @@ export interface Target {
 }
 
 export function maskUrl(url: string): string {
-  return url.replace(/^([a-z][a-z0-9+.-]*:\/\/[^:/?#@]*:)[^@/?#]*@/i, '$1***@')
+  const masked = url.replace(/^([a-z][a-z0-9+.-]*:\/\/[^:/?#@]*:)[^@/?#]*@/i, '$1***@')
+  // Not in the usual shape (e.g. 'postgres//u:secret@h'): mask from the first ':' to the last '@'.
+  return /^[a-z][a-z0-9+.-]*:\/\//i.test(url) ? masked : url.replace(/:.*@/, ':***@')
 }
 
 /** Validates a PostgreSQL URL; the error names what is wrong and shows the expected shape. */

@@ -6,7 +6,7 @@ import type { Sql } from 'postgres'
 import { connect, connectError, endQuietly } from '../db/connect.js'
 import { conditionName, isConnectionLoss } from '../db/sqlstate.js'
 import type { Target } from '../db/target.js'
-import { RunError, UsageError } from '../errors.js'
+import { Interrupted, RunError, UsageError } from '../errors.js'
 import { judge } from '../judge/index.js'
 import { abortSignal, onCleanup, setStuckDescriber, whenAborted } from '../lifecycle.js'
 import type { Params, Scenario, Schedule } from '../scenario.js'
@@ -56,17 +56,48 @@ export class Lab {
     readonly control: Sql,
     readonly server: ServerInfo,
     readonly connectTimeoutMs: number,
+    /** The control connection's backend, to cancel a statement of ours that an outside lock holds up. */
+    readonly controlPid: number,
+    private readonly lost: Promise<never>,
   ) {}
 
+  /**
+   * Set when the control connection closes. postgres.js (max 1) would silently reconnect on the next query,
+   * to a backend without the run's search_path: so a closed control ends the run instead (see whenLost).
+   */
+  controlLost = false
+
+  /** Rejects (CONNECTION_CLOSED) when the control connection closes; race every wait on control with it. */
+  whenLost(): Promise<never> {
+    return this.lost
+  }
+
+  /** Throws CONNECTION_CLOSED if the control connection has closed (never send on a reconnected one). */
+  checkControl(): void {
+    if (this.controlLost) throw Object.assign(new Error('the control connection closed'), { code: 'CONNECTION_CLOSED' })
+  }
+
   static async open(target: Target, connectTimeoutMs: number): Promise<Lab> {
-    const control = connect(target, { connectTimeoutMs, applicationName: 'race control' })
+    let reject: (e: Error) => void = () => {}
+    let lab: Lab | undefined
+    const lost = new Promise<never>((_, r) => (reject = r))
+    lost.catch(() => {}) // observed by whoever races it
+    const control = connect(target, {
+      connectTimeoutMs,
+      applicationName: 'race control',
+      onclose: () => {
+        if (lab) lab.controlLost = true
+        reject(Object.assign(new Error('the control connection closed'), { code: 'CONNECTION_CLOSED' }))
+      },
+    })
     const release = onCleanup('control connection', () => endQuietly(control, 1))
     try {
       const [row] = await Promise.race([
-        control`select current_setting('server_version') as version, current_setting('server_version_num')::int as num`,
+        control`select current_setting('server_version') as version, current_setting('server_version_num')::int as num, pg_backend_pid() as pid`,
         whenAborted(),
       ])
-      return new Lab(target, control, { version: String(row.version).split(' ')[0], versionNum: Number(row.num) }, connectTimeoutMs)
+      lab = new Lab(target, control, { version: String(row.version).split(' ')[0], versionNum: Number(row.num) }, connectTimeoutMs, Number(row.pid), lost)
+      return lab
     } catch (e) {
       release()
       await endQuietly(control, 0)
@@ -111,59 +142,133 @@ export async function run(lab: Lab, cfg: RunConfig): Promise<RunOutput> {
   }
   const schema = newSchemaName(cfg.scenario.id)
   const q = `"${schema}"`
-  try {
-    await control.unsafe(`create schema ${q}`)
-  } catch (e) {
-    const code = (e as { code?: string }).code
-    if (code === '42501') {
-      throw new RunError(`this role may not create a schema in this database (42501 insufficient_privilege): grant it CREATE on the database, or use another role`)
-    }
-    throw new RunError(`could not create the run's schema ${schema}: ${(e as Error).message}`)
+  // Statements on control before the race (create schema, setup) end early on Ctrl-C or --run-timeout; the
+  // one in flight (held up by an outside lock, say) is then cancelled before cleanup uses the connection.
+  let inFlight: { settled: boolean; done: Promise<void> } | undefined
+  const onControl = (text: string) => {
+    lab.checkControl()
+    const p = control.unsafe(text)
+    const f = { settled: false, done: Promise.resolve() }
+    f.done = p.then(() => void (f.settled = true), () => void (f.settled = true))
+    inFlight = f
+    return Promise.race([p, whenAborted(), lab.whenLost()])
   }
   const dropSchema = async () => {
     if (cfg.keep) return
-    await dropSchemaSafely(lab, schema)
+    const left = await dropSchemaSafely(lab, schema)
+    if (left) throw new Error(left.note)
   }
   const release = onCleanup(`schema ${schema}`, dropSchema)
   const trials: TrialResult[] = []
+  let failure: unknown
   try {
+    try {
+      await onControl(`create schema ${q}`)
+    } catch (e) {
+      const code = (e as { code?: string }).code
+      if (abortSignal.aborted || isConnectionLoss(e)) throw e
+      if (code === '42501') {
+        throw new RunError(`this role may not create a schema in this database (42501 insufficient_privilege): grant it CREATE on the database, or use another role`)
+      }
+      throw new RunError(`could not create the run's schema ${schema}: ${(e as Error).message}`)
+    }
     for (let k = 0; k < cfg.trials; k++) {
       if (abortSignal.aborted) throw abortSignal.reason
-      if (k > 0) await control.unsafe(`drop schema ${q} cascade; create schema ${q}`)
-      await control.unsafe(`set search_path to ${q}`)
-      for (const stmt of cfg.scenario.setup) await control.unsafe(stmt)
+      if (k > 0) await onControl(`drop schema ${q} cascade; create schema ${q}`)
+      await onControl(`set search_path to ${q}`)
+      for (const stmt of cfg.scenario.setup) await onControl(stmt)
       const result = await trial(lab, cfg, schema)
       trials.push(result)
       cfg.onTrial?.(k + 1, result)
     }
   } catch (e) {
-    if (!abortSignal.aborted && isConnectionLoss(e)) {
-      throw new RunError(`lost the control connection to ${target.label} (${(e as { code?: string }).code}): the server went away or ended it`)
-    }
-    throw e
+    failure = e
   } finally {
     release()
-    await dropSchema()
   }
-  return { schema, server: lab.server, trials }
+  if (inFlight && !inFlight.settled) await cancelControl(lab, inFlight.done)
+  // Cleanup never hides the failure it follows: what it could not do is added to that failure's one line.
+  const left = cfg.keep ? undefined : await dropSchemaSafely(lab, schema)
+  if (failure === undefined) {
+    if (left) throw new RunError(left.note)
+    return { schema, server: lab.server, trials }
+  }
+  if (!abortSignal.aborted && isConnectionLoss(failure)) {
+    const code = (failure as { code?: string }).code
+    if (left?.serverGone) {
+      throw new RunError(`the server went away mid-run (lost the control connection to ${target.label}: ${code}${conditionName(code) ? ' ' + conditionName(code) : ''}, and it refuses new ones)${lab.target.kind === 'embedded' ? '' : `; ${left.note}`}`)
+    }
+    throw new RunError(`lost the control connection to ${target.label} mid-run (${code}${conditionName(code) ? ' ' + conditionName(code) : ''}): something ended it; ${left ? left.note : "the run's sessions were ended and its schema dropped on a fresh connection"}`)
+  }
+  throw left ? withNote(abortSignal.aborted ? abortSignal.reason : failure, left.note) : failure
 }
 
-/** Drops the run's schema on the control connection, or on a fresh one if control is gone. */
-async function dropSchemaSafely(lab: Lab, schema: string): Promise<void> {
-  const stmt = `drop schema if exists "${schema}" cascade`
-  try {
-    await lab.control.unsafe(stmt)
-    return
-  } catch {
-    /* control is gone: try a fresh connection below */
+/** Adds what cleanup left behind to the error the user will see (one line). */
+function withNote(err: unknown, note: string): unknown {
+  if (err instanceof Interrupted) {
+    err.leftover = note
+    return err
+  }
+  if (err instanceof RunError || err instanceof UsageError) {
+    err.message = `${err.message}; ${note}`
+    return err
+  }
+  return new RunError(`${(err as Error)?.message ?? err}; ${note}`)
+}
+
+/**
+ * Runs cleanup on the control connection or, if control is gone (the server ended it, or the socket broke as
+ * the statement was sent), on a fresh connection: killing our backends and dropping our schema must not
+ * depend on the connection whose loss may be the very fault being cleaned up after.
+ */
+async function onControlOrFresh<T>(lab: Lab, fn: (sql: Sql) => PromiseLike<T>): Promise<T> {
+  if (!lab.controlLost) {
+    try {
+      return await fn(lab.control)
+    } catch (e) {
+      if (!isConnectionLoss(e)) throw e
+    }
   }
   const fresh = connect(lab.target, { connectTimeoutMs: lab.connectTimeoutMs, applicationName: 'race cleanup' })
   try {
-    await fresh.unsafe(stmt)
-  } catch (e) {
-    throw new Error(`schema ${schema} was left behind (${(e as Error).message}): drop it with: ${stmt}`)
+    return await fn(fresh)
   } finally {
     await endQuietly(fresh, 0)
+  }
+}
+
+/** Cancels the control connection's statement in flight, from a fresh connection; waits (bounded) for it to end. */
+async function cancelControl(lab: Lab, done: Promise<void>): Promise<void> {
+  if (lab.controlPid > 0) {
+    const fresh = connect(lab.target, { connectTimeoutMs: lab.connectTimeoutMs, applicationName: 'race cleanup' })
+    try {
+      await fresh`select pg_cancel_backend(${lab.controlPid})`
+    } catch {
+      /* the server may be gone too: cleanup below says what was left */
+    } finally {
+      await endQuietly(fresh, 0)
+    }
+  }
+  await Promise.race([done, new Promise((r) => setTimeout(r, 2000))])
+}
+
+/**
+ * Drops the run's schema on the control connection, or on a fresh one if control is gone. Returns what was
+ * left behind (with the statement to drop it), and whether the server itself seems gone, or nothing.
+ */
+/** How long the final drop waits for a lock on the run's objects before naming the leftover instead. */
+export const DROP_LOCK_TIMEOUT_MS = 5000
+
+async function dropSchemaSafely(lab: Lab, schema: string): Promise<{ note: string; serverGone: boolean } | undefined> {
+  const stmt = `drop schema if exists "${schema}" cascade`
+  try {
+    // Bounded: a lock someone else holds on one of our tables must not hold the drop (and race) forever.
+    await onControlOrFresh(lab, (sql) => sql.unsafe(`set lock_timeout = '${DROP_LOCK_TIMEOUT_MS}ms'; ${stmt}`))
+    return undefined
+  } catch (e) {
+    const code = (e as { code?: string }).code
+    const serverGone = isConnectionLoss(e) || code === 'CONNECT_TIMEOUT'
+    return { note: `schema ${schema} was left behind (${code ?? (e as Error).message}): drop it with: ${stmt}`, serverGone }
   }
 }
 
@@ -234,11 +339,12 @@ async function trial(lab: Lab, cfg: RunConfig, schema: string): Promise<TrialRes
     await endAll(true)
     const mine = [...new Set(pids.filter((p) => p > 0))]
     if (!mine.length) return
-    const kill =
+    const kill = onControlOrFresh(lab, (sql) =>
       lab.server.versionNum >= 140000
-        ? control`select pg_terminate_backend(pid, 2000) from unnest(${mine}::int[]) as pid`
-        : control`select pg_terminate_backend(pid) from unnest(${mine}::int[]) as pid`
-    await Promise.race([kill.then(() => {}, () => {}), new Promise((r) => setTimeout(r, 2500))])
+        ? sql`select pg_terminate_backend(pid, 2000) from unnest(${mine}::int[]) as pid`
+        : sql`select pg_terminate_backend(pid) from unnest(${mine}::int[]) as pid`,
+    )
+    await Promise.race([kill.then(() => {}, () => {}), new Promise((r) => setTimeout(r, 2500 + lab.connectTimeoutMs))])
   }
   // If the run is aborted (Ctrl-C, run timeout), end this trial's backends so nothing waits on them.
   const onAbort = () => void killAll()
@@ -250,7 +356,7 @@ async function trial(lab: Lab, cfg: RunConfig, schema: string): Promise<TrialRes
       if (abortSignal.aborted) throw abortSignal.reason
       const code = (e as { code?: string }).code
       if (code === '53300') {
-        throw new RunError(`the server refused a connection: too many connections (53300 too_many_connections): use a smaller --n`)
+        throw new RunError(`the server refused a connection: ${(e as Error).message} (53300 too_many_connections): use a smaller --n, or raise the limit`)
       }
       throw connectError(e, lab.target)
     }
@@ -272,10 +378,11 @@ async function trial(lab: Lab, cfg: RunConfig, schema: string): Promise<TrialRes
         await runPermutation(sessions, order, probe, before)
       }
     }
-    await Promise.race([schedule(), whenAborted()])
+    await Promise.race([schedule(), whenAborted(), lab.whenLost()])
     await endAll(false)
 
-    const invariant = await evaluate(control, cfg, user)
+    lab.checkControl()
+    const invariant = await Promise.race([evaluate(control, cfg, user), lab.whenLost()])
     const reports = sessions.map((s) => s.report())
     const { verdict, why } = judge(reports, invariant)
     return { sessions: reports, invariant, verdict, why, events }

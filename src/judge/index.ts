@@ -16,6 +16,13 @@ export function judge(sessions: readonly Judged[], invariant: Pick<InvariantRepo
   }
   if (invariant.held === null) return { verdict: 'unknown', why: `the invariant could not be evaluated${invariant.error ? `: ${invariant.error}` : ''}` }
   if (!invariant.held) return { verdict: 'anomaly', why: 'the invariant was violated' }
+  // A violation among what committed is a fact; a hold is not, when a session never got to its end: what it
+  // would have written might have broken the invariant. So a lost session leaves a held invariant undecided.
+  const lost = sessions.filter((s) => s.outcome === 'lost')
+  if (lost.length) {
+    const which = lost.map((s) => `${s.name}${s.step ? ` (in step ${s.step})` : ''}`).join(', ')
+    return { verdict: 'unknown', why: `held on what committed, but ${which} lost ${lost.length > 1 ? 'their connections' : 'its connection'}: the race did not run to its end` }
+  }
   const odd = sessions.find((s) => s.outcome === 'failed' && !isPrevention(code(s.sqlstate)))
   if (odd) {
     return {
@@ -29,8 +36,6 @@ export function judge(sessions: readonly Judged[], invariant: Pick<InvariantRepo
     return { verdict: 'prevented', why: `held: PostgreSQL raised ${code} ${conditionName(code) ?? ''}`.trim() }
   }
   if (sessions.some((s) => s.waitedMs > 0)) return { verdict: 'serialized', why: 'held: sessions waited for each other' }
-  const lost = sessions.filter((s) => s.outcome === 'lost')
-  if (lost.length) return { verdict: 'clean', why: `held on what committed (${lost.map((s) => s.name).join(', ')} lost)` }
   return { verdict: 'clean', why: 'held: no session was seen waiting or failing' }
 }
 

@@ -1,0 +1,158 @@
+// Watching processes instead of sleeping: race's embedded servers (by their marked folders), a postmaster's
+// busy backends (by process title), and which server backends belong to one race child (by its sockets).
+import { spawn, type ChildProcess } from 'node:child_process'
+import fs from 'node:fs'
+import os from 'node:os'
+import path from 'node:path'
+import { setTimeout as sleep } from 'node:timers/promises'
+import { DIR_PREFIX } from '../src/db/embedded.js'
+import { BIN } from './helpers.js'
+
+export function ourDirs(): string[] {
+  return fs.readdirSync(os.tmpdir()).filter((d) => d.startsWith(DIR_PREFIX))
+}
+
+export function alive(pid: number): boolean {
+  try {
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8')
+    if (stat.slice(stat.lastIndexOf(')') + 2).startsWith('Z')) return false
+  } catch {
+    return false
+  }
+  try {
+    process.kill(pid, 0)
+    return true
+  } catch {
+    return false
+  }
+}
+
+/** Backends of a postmaster that are running a statement: their process title ends with the command tag. */
+export function busyBackends(postmaster: number): number {
+  let n = 0
+  for (const pid of fs.readdirSync('/proc').filter((d) => /^\d+$/.test(d))) {
+    try {
+      const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8')
+      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1])
+      if (ppid !== postmaster) continue
+      const title = fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').replace(/\0/g, ' ').trim()
+      if (/^postgres: postgres postgres .* SELECT$/.test(title)) n++
+    } catch {
+      /* the process went away while we looked */
+    }
+  }
+  return n
+}
+
+/** The local TCP ports of a process's sockets: pg_stat_activity.client_port tells which backends are its own. */
+export function clientPorts(pid: number): Set<number> {
+  const inodes = new Set<string>()
+  try {
+    for (const fd of fs.readdirSync(`/proc/${pid}/fd`)) {
+      try {
+        const m = /^socket:\[(\d+)\]$/.exec(fs.readlinkSync(`/proc/${pid}/fd/${fd}`))
+        if (m) inodes.add(m[1])
+      } catch {
+        /* closed meanwhile */
+      }
+    }
+  } catch {
+    return new Set()
+  }
+  const ports = new Set<number>()
+  for (const f of ['/proc/net/tcp', '/proc/net/tcp6']) {
+    let text = ''
+    try {
+      text = fs.readFileSync(f, 'utf8')
+    } catch {
+      continue
+    }
+    for (const line of text.split('\n').slice(1)) {
+      const cols = line.trim().split(/\s+/)
+      if (cols.length > 9 && inodes.has(cols[9])) ports.add(parseInt(cols[1].split(':')[1], 16))
+    }
+  }
+  return ports
+}
+
+/** The folder was made by this race process (embedded.ts marks each folder with its owner's pid). */
+function ownedBy(dir: string, pid: number): boolean {
+  try {
+    return JSON.parse(fs.readFileSync(path.join(os.tmpdir(), dir, 'race-owner.json'), 'utf8')).pid === pid
+  } catch {
+    return false
+  }
+}
+
+export interface Racing {
+  child: ChildProcess
+  dir: string
+  postmaster: number
+  exited: Promise<number | null>
+  stderr: () => string
+}
+
+/**
+ * Starts race on the embedded default (args default: broken with a 20s window), and waits (by looking at the
+ * server's backends, not by sleeping a guessed time) until `busy` backends run a statement: the race is under way.
+ */
+export async function startRacing(args = ['run', 'broken', '--window', '20s', '--step-timeout', '30s'], busy = 2): Promise<Racing> {
+  const before = new Set(ourDirs())
+  const env: NodeJS.ProcessEnv = { ...process.env, NO_COLOR: '1' }
+  delete env.DATABASE_URL
+  const child = spawn(process.execPath, [BIN, ...args], { env, stdio: ['ignore', 'ignore', 'pipe'] })
+  let err = ''
+  child.stderr!.on('data', (d) => (err += d))
+  const exited = new Promise<number | null>((r) => child.on('close', (code, sig) => r(code ?? (sig ? -1 : null))))
+  for (let i = 0; i < 600; i++) {
+    const dir = ourDirs().find((d) => !before.has(d) && ownedBy(d, child.pid!))
+    const pidFile = dir && path.join(os.tmpdir(), dir, 'data', 'postmaster.pid')
+    if (pidFile && fs.existsSync(pidFile)) {
+      const postmaster = Number(fs.readFileSync(pidFile, 'utf8').split('\n')[0])
+      if (postmaster && busyBackends(postmaster) >= busy) {
+        return { child, dir: path.join(os.tmpdir(), dir!), postmaster, exited, stderr: () => err }
+      }
+    }
+    await sleep(25)
+  }
+  child.kill('SIGKILL')
+  throw new Error('race never got to the race')
+}
+
+/** Polls `probe` (a database or /proc observation, never a guessed delay) until it returns a value; bounded. */
+export async function until<T>(what: string, probe: () => Promise<T | undefined | false> | T | undefined | false, timeoutMs = 20_000): Promise<T> {
+  const t0 = Date.now()
+  for (;;) {
+    const v = await probe()
+    if (v !== undefined && v !== false) return v as T
+    if (Date.now() - t0 > timeoutMs) throw new Error(`gave up waiting for ${what} after ${timeoutMs}ms`)
+    await sleep(10)
+  }
+}
+
+export interface Child {
+  child: ChildProcess
+  /** Resolves when race exits: its code (or -1 for a signal), stdout and stderr. */
+  done: Promise<{ code: number | null; stdout: string; stderr: string }>
+  stderr(): string
+}
+
+/** Starts bin/race against `url` without waiting for it (the test acts on the server meanwhile). */
+export function spawnRace(args: string[], url?: string, timeoutMs = 60_000): Child {
+  const env: NodeJS.ProcessEnv = { ...process.env, NO_COLOR: '1' }
+  for (const k of ['DATABASE_URL', 'PGHOST', 'PGDATABASE', 'PGUSER', 'PGPORT', 'PGPASSWORD']) delete env[k]
+  if (url) env.DATABASE_URL = url
+  const child = spawn(process.execPath, [BIN, ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] })
+  let stdout = ''
+  let stderr = ''
+  child.stdout!.on('data', (d) => (stdout += d))
+  child.stderr!.on('data', (d) => (stderr += d))
+  const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs)
+  const done = new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) =>
+    child.on('close', (code, sig) => {
+      clearTimeout(timer)
+      resolve({ code: code ?? (sig ? -1 : null), stdout, stderr })
+    }),
+  )
+  return { child, done, stderr: () => stderr }
+}
