@@ -1,34 +1,12 @@
 // The real CLI as a user runs it: bad input, unreachable servers, --json, --keep, timeouts and cleanup.
 import assert from 'node:assert/strict'
-import { after, before, test } from 'node:test'
-import postgres from 'postgres'
+import { test } from 'node:test'
 import { advisoryKey } from '../src/scenario.js'
-import { race, useServer, type TestServer } from './helpers.js'
+import { race } from './helpers.js'
+import { oneCleanLine, outside, raceSchemas as raceSchemasOf, useOutside } from './faultkit.js'
 
-let server: TestServer
-before(async () => {
-  server = await useServer()
-})
-after(async () => {
-  await server?.stop()
-})
-
-async function raceSchemas(): Promise<string[]> {
-  const sql = postgres(server.url, { max: 1, onnotice: () => {} })
-  try {
-    const rows = await sql`select nspname from pg_namespace where nspname like 'race\\_%'`
-    return rows.map((r) => String(r.nspname))
-  } finally {
-    await sql.end({ timeout: 1 })
-  }
-}
-
-function oneCleanLine(stderr: string): void {
-  const lines = stderr.trim().split('\n')
-  assert.equal(lines.length, 1, `one line, got: ${stderr}`)
-  assert.match(lines[0], /^race: /)
-  assert.doesNotMatch(stderr, /\n\s+at |Error:|TypeError/, 'no stack trace')
-}
+const ctx = useOutside()
+const raceSchemas = () => raceSchemasOf(ctx.sql)
 
 const BAD: [string[], RegExp][] = [
   [['run', 'advisroy'], /unknown scenario 'advisroy': did you mean 'advisory'/],
@@ -70,7 +48,7 @@ const BAD: [string[], RegExp][] = [
 
 test('bad input: one line naming the problem, exit 2, no stack trace, no password', async () => {
   for (const [args, msg] of BAD) {
-    const r = await race(args, { url: server.url })
+    const r = await race(args, { url: ctx.server.url })
     assert.equal(r.code, 2, `${args.join(' ')} → ${r.code}: ${r.stderr}`)
     assert.match(r.stderr, msg, args.join(' '))
     oneCleanLine(r.stderr)
@@ -93,7 +71,7 @@ test('an unreachable server or a failed login: one line, password masked, exit 3
   assert.match(r.stderr, /could not connect to postgres:\/\/u:\*\*\*@127\.0\.0\.1:1\/db: connection refused/)
   oneCleanLine(r.stderr)
   assert.ok(Date.now() - t0 < 5000)
-  const bad = new URL(server.url)
+  const bad = new URL(ctx.server.url)
   bad.username = 'no_such_role_race'
   bad.password = 'secret'
   const login = await race(['run', 'advisory', '--database-url', bad.toString()])
@@ -104,13 +82,13 @@ test('an unreachable server or a failed login: one line, password masked, exit 3
 })
 
 test('--n above what the server allows is refused up front with the number that fits', async () => {
-  const r = await race(['run', 'advisory', '--n', '10000'], { url: server.url })
+  const r = await race(['run', 'advisory', '--n', '10000'], { url: ctx.server.url })
   assert.equal(r.code, 2)
   assert.match(r.stderr, /has room for \d+ more .* use --n \d+ or fewer/)
 })
 
 test('--json: the documented document', async () => {
-  const r = await race(['run', 'advisory', '--n', '5', '--max-pending', '3', '--json'], { url: server.url })
+  const r = await race(['run', 'advisory', '--n', '5', '--max-pending', '3', '--json'], { url: ctx.server.url })
   assert.equal(r.code, 0, r.stderr)
   const doc = JSON.parse(r.stdout)
   for (const k of ['scenario', 'server', 'target', 'params', 'schedule', 'isolation', 'sessions', 'invariant', 'verdict', 'expected', 'matched', 'trials', 'violations']) {
@@ -131,13 +109,13 @@ test('--json: the documented document', async () => {
 })
 
 test('--json with trials and a failing session: sqlstate and condition, rate of violations', async () => {
-  const u = await race(['run', 'unique-index', '--schedule', 'lockstep', '--json'], { url: server.url })
+  const u = await race(['run', 'unique-index', '--schedule', 'lockstep', '--json'], { url: ctx.server.url })
   const doc = JSON.parse(u.stdout)
   const loser = doc.sessions.find((s: { outcome: string }) => s.outcome === 'failed')
   assert.equal(loser.sqlstate, '23505')
   assert.equal(loser.condition, 'unique_violation')
   assert.equal(doc.verdict, 'prevented')
-  const b = await race(['run', 'broken', '--schedule', 'lockstep', '--trials', '5', '--json'], { url: server.url })
+  const b = await race(['run', 'broken', '--schedule', 'lockstep', '--trials', '5', '--json'], { url: ctx.server.url })
   const bd = JSON.parse(b.stdout)
   assert.equal(bd.trials, 5)
   assert.equal(bd.violations, 5)
@@ -145,7 +123,7 @@ test('--json with trials and a failing session: sqlstate and condition, rate of 
 })
 
 test('race check --json: every scenario as documented', async () => {
-  const r = await race(['check', '--json'], { url: server.url })
+  const r = await race(['check', '--json'], { url: ctx.server.url })
   assert.equal(r.code, 0, r.stdout)
   const doc = JSON.parse(r.stdout)
   assert.ok(doc.results.length >= 6)
@@ -153,31 +131,29 @@ test('race check --json: every scenario as documented', async () => {
 })
 
 test('--expect turns the question around: advisory asked to violate is a deviation (exit 1)', async () => {
-  const r = await race(['run', 'advisory', '--schedule', 'lockstep', '--expect', 'violated'], { url: server.url })
+  const r = await race(['run', 'advisory', '--schedule', 'lockstep', '--expect', 'violated'], { url: ctx.server.url })
   assert.equal(r.code, 1)
   assert.match(r.stdout, /DEVIATION/)
 })
 
 test('--keep leaves the schema and names it; without it nothing is left', async () => {
   const before = await raceSchemas()
-  const r = await race(['run', 'broken', '--keep'], { url: server.url })
+  const r = await race(['run', 'broken', '--keep'], { url: ctx.server.url })
   assert.equal(r.code, 0)
   const name = /schema (race_broken_[0-9a-f]+) kept/.exec(r.stdout)?.[1]
   assert.ok(name, r.stdout)
   assert.ok((await raceSchemas()).includes(name!))
-  const sql = postgres(server.url, { max: 1, onnotice: () => {} })
-  await sql.unsafe(`drop schema "${name}" cascade`)
-  await sql.end({ timeout: 1 })
+  await ctx.sql.unsafe(`drop schema "${name}" cascade`)
   assert.deepEqual((await raceSchemas()).filter((s) => !before.includes(s)), [])
 })
 
 test('a step that never returns: cancelled at --step-timeout, exit 3 naming session, step and blocking pid; schema dropped', async () => {
   const user = '5f0c6d7e-2a1b-4c3d-8e9f-0a1b2c3d4e5f'
-  const holder = postgres(server.url, { max: 1, onnotice: () => {} })
+  const holder = outside(ctx.server.url, 'race-test holder')
   const before = await raceSchemas()
   try {
     const [{ pid }] = await holder`select pg_backend_pid() as pid, pg_advisory_lock(${String(advisoryKey('setup_request', user))}::bigint)`
-    const r = await race(['run', 'advisory', '--user', user, '--step-timeout', '1s', '--lock-timeout', '30s'], { url: server.url })
+    const r = await race(['run', 'advisory', '--user', user, '--step-timeout', '1s', '--lock-timeout', '30s'], { url: ctx.server.url })
     assert.equal(r.code, 3, r.stdout + r.stderr)
     assert.match(r.stdout, /timeout in lock/)
     assert.match(r.stderr, new RegExp(`s\\d timed out in step lock .*waiting for pid ${pid}`))
@@ -189,11 +165,11 @@ test('a step that never returns: cancelled at --step-timeout, exit 3 naming sess
 
 test('a whole-run timeout mid-run: exit 3 naming what was stuck; schema dropped', async () => {
   const user = '6f0c6d7e-2a1b-4c3d-8e9f-0a1b2c3d4e5f'
-  const holder = postgres(server.url, { max: 1, onnotice: () => {} })
+  const holder = outside(ctx.server.url, 'race-test holder')
   const before = await raceSchemas()
   try {
     await holder`select pg_advisory_lock(${String(advisoryKey('setup_request', user))}::bigint)`
-    const r = await race(['run', 'advisory', '--user', user, '--run-timeout', '1500ms', '--lock-timeout', '30s'], { url: server.url })
+    const r = await race(['run', 'advisory', '--user', user, '--run-timeout', '1500ms', '--lock-timeout', '30s'], { url: ctx.server.url })
     assert.equal(r.code, 3, r.stdout + r.stderr)
     assert.match(r.stderr, /did not finish within --run-timeout 1.5s: s\d \(pid \d+\) in step lock/)
     assert.deepEqual((await raceSchemas()).filter((s) => !before.includes(s)), [])

@@ -1,7 +1,9 @@
 // What the fault tests share: an outside connection to act on the server, the backends of one race child,
 // race's leftovers, and the checks every fault must pass (one clean line, no stack trace, nothing left).
 import assert from 'node:assert/strict'
+import { after, before } from 'node:test'
 import postgres, { type Sql } from 'postgres'
+import { useServer, type TestServer } from './helpers.js'
 import { clientPorts, type Child } from './procs.js'
 
 export function outside(url: string, name = 'race-test outside'): Sql {
@@ -50,10 +52,24 @@ export function oneCleanLine(stderr: string, re?: RegExp): void {
   const lines = stderr.trim().split('\n')
   assert.equal(lines.length, 1, `one line, got: ${stderr}`)
   assert.match(lines[0], /^race: /)
-  assert.doesNotMatch(stderr, /\n\s+at |TypeError|internal error/, 'no stack trace, no crash')
+  assert.doesNotMatch(stderr, /\n\s+at |Error:|TypeError|internal error/, 'no stack trace, no crash')
   if (re) assert.match(lines[0], re)
 }
 
 export function noCrash(stderr: string): void {
   assert.doesNotMatch(stderr, /\n\s+at |TypeError|internal error|Uncaught/, `no crash: ${stderr}`)
+}
+
+/** For a test file: one server, and one outside connection to it (the test's own hands), closed after. */
+export function useOutside(): { readonly server: TestServer; readonly sql: Sql } {
+  const ctx = {} as { server: TestServer; sql: Sql }
+  before(async () => {
+    ctx.server = await useServer()
+    ctx.sql = outside(ctx.server.url)
+  })
+  after(async () => {
+    await ctx.sql?.end({ timeout: 1 })
+    await ctx.server?.stop()
+  })
+  return ctx
 }

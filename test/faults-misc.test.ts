@@ -3,22 +3,12 @@
 // embedded server and on the machine's PostgreSQL 15).
 import assert from 'node:assert/strict'
 import { randomBytes } from 'node:crypto'
-import { after, before, test } from 'node:test'
-import type { Sql } from 'postgres'
-import { race, useServer, type TestServer } from './helpers.js'
-import { oneCleanLine, outside, raceSchemas } from './faultkit.js'
+import { test } from 'node:test'
+import { race } from './helpers.js'
+import { oneCleanLine, raceSchemas, useOutside } from './faultkit.js'
 import { spawnRace } from './procs.js'
 
-let server: TestServer
-let sql: Sql
-before(async () => {
-  server = await useServer()
-  sql = outside(server.url)
-})
-after(async () => {
-  await sql?.end({ timeout: 1 })
-  await server?.stop()
-})
+const ctx = useOutside()
 
 interface Doc {
   sessions: { outcome: string; pid: number }[]
@@ -28,13 +18,13 @@ interface Doc {
 }
 
 test('two race runs at once on one database and scenario: independent, correct results in their own schemas', async () => {
-  const schemasBefore = await raceSchemas(sql)
+  const schemasBefore = await raceSchemas(ctx.sql)
   for (const [args, committed, observed, verdict] of [
     [['run', 'advisory', '--n', '5', '--max-pending', '3', '--schedule', 'lockstep'], 3, '3 pending', 'serialized'],
     [['run', 'broken', '--schedule', 'lockstep'], 2, '2 pending', 'anomaly'],
   ] as const) {
-    const a = spawnRace([...args, '--json', '--keep'], server.url)
-    const b = spawnRace([...args, '--json', '--keep'], server.url)
+    const a = spawnRace([...args, '--json', '--keep'], ctx.server.url)
+    const b = spawnRace([...args, '--json', '--keep'], ctx.server.url)
     const [ra, rb] = await Promise.all([a.done, b.done])
     const docs = [ra, rb].map((r) => {
       assert.equal(r.code, 0, r.stdout + r.stderr)
@@ -49,42 +39,42 @@ test('two race runs at once on one database and scenario: independent, correct r
     assert.notEqual(docs[0].schema, docs[1].schema, 'each run has its own schema')
     const pids = docs.flatMap((d) => d.sessions.map((s) => s.pid))
     assert.equal(new Set(pids).size, pids.length, 'no backend shared between the runs')
-    for (const d of docs) await sql.unsafe(`drop schema "${d.schema}" cascade`)
+    for (const d of docs) await ctx.sql.unsafe(`drop schema "${d.schema}" cascade`)
   }
-  assert.deepEqual((await raceSchemas(sql)).filter((s) => !schemasBefore.includes(s)), [])
+  assert.deepEqual((await raceSchemas(ctx.sql)).filter((s) => !schemasBefore.includes(s)), [])
 })
 
 /** A login role with a password (the embedded server wants scram), dropped after `fn` whatever happens. */
 async function withRole(opts: string, grantCreate: boolean, fn: (url: string, role: string) => Promise<void>): Promise<void> {
   const role = `race_fault_${randomBytes(4).toString('hex')}`
   const password = `pw-${randomBytes(6).toString('hex')}`
-  const [{ db }] = await sql`select current_database() as db`
-  await sql.unsafe(`create role ${role} login password '${password}' ${opts}`)
-  if (grantCreate) await sql.unsafe(`grant create on database "${db}" to ${role}`)
+  const [{ db }] = await ctx.sql`select current_database() as db`
+  await ctx.sql.unsafe(`create role ${role} login password '${password}' ${opts}`)
+  if (grantCreate) await ctx.sql.unsafe(`grant create on database "${db}" to ${role}`)
   try {
-    const u = new URL(server.url)
+    const u = new URL(ctx.server.url)
     u.username = role
     u.password = password
     await fn(u.toString(), role)
   } finally {
-    await sql`select pg_terminate_backend(pid, 5000) from pg_stat_activity where usename = ${role}`
-    if (grantCreate) await sql.unsafe(`revoke create on database "${db}" from ${role}`)
-    await sql.unsafe(`drop role ${role}`)
+    await ctx.sql`select pg_terminate_backend(pid, 5000) from pg_stat_activity where usename = ${role}`
+    if (grantCreate) await ctx.sql.unsafe(`revoke create on database "${db}" from ${role}`)
+    await ctx.sql.unsafe(`drop role ${role}`)
   }
 }
 
 test("the server's too_many_connections (53300) reached anyway: one line, exit 3, no hang, nothing left", async () => {
   // --n 3 fits max_connections, but the role may open only 2 connections: control + s1, and s2 is refused.
   await withRole('connection limit 2', true, async (url, role) => {
-    const schemasBefore = await raceSchemas(sql)
+    const schemasBefore = await raceSchemas(ctx.sql)
     const t0 = Date.now()
     const r = await race(['run', 'advisory', '--n', '3', '--database-url', url])
     assert.equal(r.code, 3, r.stdout + r.stderr)
     oneCleanLine(r.stderr, /refused a connection: too many connections for role "race_fault_[0-9a-f]+" \(53300 too_many_connections\)/)
     assert.ok(Date.now() - t0 < 10_000, 'no hang')
     assert.doesNotMatch(r.stderr, /pw-/, 'password masked')
-    assert.deepEqual((await raceSchemas(sql)).filter((s) => !schemasBefore.includes(s)), [])
-    const left = await sql`select pid from pg_stat_activity where usename = ${role}`
+    assert.deepEqual((await raceSchemas(ctx.sql)).filter((s) => !schemasBefore.includes(s)), [])
+    const left = await ctx.sql`select pid from pg_stat_activity where usename = ${role}`
     assert.equal(left.length, 0, 'no backend left')
   })
 })

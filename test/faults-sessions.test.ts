@@ -6,24 +6,14 @@
 // never silently reconnected it); the other sessions finish; the verdict is decided on what committed when
 // the invariant was violated, unknown (exit 3) when it held; race never crashes; no schema is left.
 import assert from 'node:assert/strict'
-import { after, before, test } from 'node:test'
-import type { Sql } from 'postgres'
+import { test } from 'node:test'
 import { run } from '../src/engine/run.js'
 import { advisoryKey, defineScenario } from '../src/scenario.js'
-import { openLab, useServer, type TestServer } from './helpers.js'
-import { backendsOf, noCrash, outside, raceSchemas, session, terminate, type Backend } from './faultkit.js'
+import { openLab } from './helpers.js'
+import { backendsOf, noCrash, raceSchemas, session, terminate, type Backend, outside, useOutside } from './faultkit.js'
 import { spawnRace, until } from './procs.js'
 
-let server: TestServer
-let sql: Sql
-before(async () => {
-  server = await useServer()
-  sql = outside(server.url)
-})
-after(async () => {
-  await sql?.end({ timeout: 1 })
-  await server?.stop()
-})
+const ctx = useOutside()
 
 interface Doc {
   sessions: { name: string; pid: number; outcome: string; step: string | null; reason: string | null }[]
@@ -39,18 +29,18 @@ interface Doc {
  */
 async function killAdvisorySession(user: string, extra: string[], ready: (bs: Backend[]) => Backend | undefined) {
   const key = String(advisoryKey('setup_request', user))
-  const holder = outside(server.url, 'race-test holder')
-  const schemasBefore = await raceSchemas(sql)
+  const holder = outside(ctx.server.url, 'race-test holder')
+  const schemasBefore = await raceSchemas(ctx.sql)
   try {
     await holder`select pg_advisory_lock(${key}::bigint)`
-    const child = spawnRace(['run', 'advisory', '--user', user, '--lock-timeout', '30s', '--step-timeout', '30s', '--json', ...extra], server.url)
-    const victim = await until('the phase to reach', async () => ready(await backendsOf(sql, child)))
-    await terminate(sql, victim.pid)
+    const child = spawnRace(['run', 'advisory', '--user', user, '--lock-timeout', '30s', '--step-timeout', '30s', '--json', ...extra], ctx.server.url)
+    const victim = await until('the phase to reach', async () => ready(await backendsOf(ctx.sql, child)))
+    await terminate(ctx.sql, victim.pid)
     await holder`select pg_advisory_unlock(${key}::bigint)`
     const r = await child.done
     noCrash(r.stderr)
     const doc = JSON.parse(r.stdout) as Doc
-    assert.deepEqual((await raceSchemas(sql)).filter((s) => !schemasBefore.includes(s)), [], 'no schema left')
+    assert.deepEqual((await raceSchemas(ctx.sql)).filter((s) => !schemasBefore.includes(s)), [], 'no schema left')
     return { r, doc, victim }
   } finally {
     await holder.end({ timeout: 1 })
@@ -110,14 +100,14 @@ test('killed idle in transaction between steps: the next step is never sent (no 
 test('killed while running a step: lost in it; the others commit and the violation is decided on what committed', async () => {
   // broken with 3 sessions and a window: all three sleep in the window (check done, insert not yet); s3 is
   // killed mid-statement, s1 and s2 go on and both insert: 2 pending among what committed, an anomaly.
-  const schemasBefore = await raceSchemas(sql)
-  const child = spawnRace(['run', 'broken', '--n', '3', '--window', '3s', '--json'], server.url)
+  const schemasBefore = await raceSchemas(ctx.sql)
+  const child = spawnRace(['run', 'broken', '--n', '3', '--window', '3s', '--json'], ctx.server.url)
   const victim = await until('three sessions in the window', async () => {
-    const bs = await backendsOf(sql, child)
+    const bs = await backendsOf(ctx.sql, child)
     const sleeping = ['s1', 's2', 's3'].map((n) => session(bs, n)).filter((b) => b?.state === 'active' && /pg_sleep/.test(b.query))
     return sleeping.length === 3 ? session(bs, 's3') : undefined
   })
-  await terminate(sql, victim.pid)
+  await terminate(ctx.sql, victim.pid)
   const r = await child.done
   noCrash(r.stderr)
   const doc = JSON.parse(r.stdout) as Doc
@@ -128,7 +118,7 @@ test('killed while running a step: lost in it; the others commit and the violati
   assert.equal(doc.invariant.observed, '2 pending')
   assert.equal(doc.verdict, 'anomaly')
   assert.equal(r.code, 0, 'broken with a window is documented as violated: decided on what committed')
-  assert.deepEqual((await raceSchemas(sql)).filter((s) => !schemasBefore.includes(s)), [])
+  assert.deepEqual((await raceSchemas(ctx.sql)).filter((s) => !schemasBefore.includes(s)), [])
 })
 
 // During commit: an in-process run of a test-only scenario, since no shipped scenario's COMMIT can be made to
@@ -176,9 +166,9 @@ const commitScenario = defineScenario({
 })
 
 test('killed during COMMIT: lost in commit, its transaction did not commit, the other commits, unknown', async () => {
-  const holder = outside(server.url, 'race-test holder')
-  const rowLock = outside(server.url, 'race-test row lock')
-  const lab = await openLab(server.url)
+  const holder = outside(ctx.server.url, 'race-test holder')
+  const rowLock = outside(ctx.server.url, 'race-test row lock')
+  const lab = await openLab(ctx.server.url)
   try {
     await holder`select pg_advisory_lock(${GATE}::bigint)`
     const running = run(lab, {
@@ -193,9 +183,9 @@ test('killed during COMMIT: lost in commit, its transaction did not commit, the 
       connectTimeoutMs: 5000,
       keep: false,
     })
-    const mine = async () => (await sql`select pid, state, query, wait_event_type as wt, wait_event as we from pg_stat_activity where application_name = 'race fault-commit s1'`)[0]
+    const mine = async () => (await ctx.sql`select pid, state, query, wait_event_type as wt, wait_event as we from pg_stat_activity where application_name = 'race fault-commit s1'`)[0]
     await until('s1 at its gate', async () => (await mine())?.we === 'advisory')
-    const [{ nspname }] = await sql`select n.nspname from pg_class c join pg_namespace n on n.oid = c.relnamespace where c.relname = 'fault_parent'`
+    const [{ nspname }] = await ctx.sql`select n.nspname from pg_class c join pg_namespace n on n.oid = c.relnamespace where c.relname = 'fault_parent'`
     await rowLock.unsafe('begin')
     await rowLock.unsafe(`select 1 from "${nspname}".fault_parent where id = 1 for update`)
     await holder`select pg_advisory_unlock(${GATE}::bigint)`
@@ -203,7 +193,7 @@ test('killed during COMMIT: lost in commit, its transaction did not commit, the 
       const b = await mine()
       return b?.query === 'commit' && b.wt === 'Lock' ? b : undefined
     })
-    await terminate(sql, Number(victim.pid))
+    await terminate(ctx.sql, Number(victim.pid))
     await rowLock.unsafe('rollback')
     const out = await running
     const [t] = out.trials
@@ -213,7 +203,7 @@ test('killed during COMMIT: lost in commit, its transaction did not commit, the 
     assert.equal(t.sessions.find((s) => s.name === 's2')!.outcome, 'committed')
     assert.equal(t.invariant.observed, 'children: s2', "s1's transaction was not committed")
     assert.equal(t.verdict, 'unknown')
-    assert.deepEqual((await sql`select 1 from pg_namespace where nspname = ${out.schema}`).length, 0, 'schema dropped')
+    assert.deepEqual((await ctx.sql`select 1 from pg_namespace where nspname = ${out.schema}`).length, 0, 'schema dropped')
   } finally {
     await Promise.all([holder.end({ timeout: 1 }), rowLock.end({ timeout: 1 }), lab.control.end({ timeout: 1 })])
   }
