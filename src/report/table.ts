@@ -4,11 +4,13 @@ import type { Summary } from '../judge/index.js'
 import type { SessionReport, TrialResult } from '../engine/types.js'
 import { c, outcomeColor, verdictColor } from './color.js'
 
-export function plainTable(head: string[]): Table.Table {
+/** Borders without colour codes; `widths` (null = natural) wraps long cells at word boundaries. */
+export function plainTable(head: string[], widths?: (number | null)[]): Table.Table {
   return new Table({
     head: head.map((h) => c.bold(h)),
     style: { head: [], border: [], 'padding-left': 1, 'padding-right': 1 },
     chars: { mid: '', 'left-mid': '', 'mid-mid': '', 'right-mid': '' },
+    ...(widths ? { colWidths: widths, wordWrap: true } : {}),
   })
 }
 
