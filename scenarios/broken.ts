@@ -1,12 +1,12 @@
-// broken (advisory §1): check-then-insert in one READ COMMITTED transaction. Both sessions see no pending
-// request and both insert: two pending rows for one user. Documented: violated.
-import { defineScenario, expectBy, replicate } from '../src/scenario.js'
-import { checkExists, insertUnlessFound, invariant, table } from './_fixtures/setup-requests.js'
+// broken (advisory-locks §1): check-then-insert in one READ COMMITTED transaction. Every session sees no
+// pending request and every one inserts: the user has n pending requests.
+import { defineScenario, replicate } from '../src/scenario.js'
+import { checkThenInsert, invariant, racesThrough, table } from './_fixtures/setup-requests.js'
 
 export default defineScenario({
   id: 'broken',
   title: 'check-then-insert in one READ COMMITTED transaction (TOCTOU)',
-  source: 'advisory-lock article §1',
+  source: { article: 'advisory-locks', section: '1' },
   story: [
     'Rule: one pending setup request per user; a second request gets 409.',
     'Each session checks for a pending request, finds none, and inserts one.',
@@ -14,13 +14,12 @@ export default defineScenario({
     'A transaction around check and insert does not help: both commit, and the user has two pending requests.',
   ],
   params: {},
-  defaultN: 2,
-  isolation: () => 'read committed',
+  sessionCount: { default: 2 },
+  isolation: 'read committed',
   setup: [table],
-  sessions: (_p, n) => replicate(n, {
-    steps: { begin: 'begin', check: checkExists(), insert: insertUnlessFound, commit: 'commit' },
-    racePoint: 'check',
-  }),
-  invariant,
-  expect: expectBy({ lockstep: ['anomaly'] }),
+  sessions: ({ n }) => replicate(n, { steps: checkThenInsert(), racePoint: 'check' }),
+  invariant: invariant(),
+  documented: {
+    postgres: racesThrough("READ COMMITTED: no check sees another session's uncommitted insert, so every session inserts"),
+  },
 })

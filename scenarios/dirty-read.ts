@@ -1,13 +1,16 @@
-// dirty-read (isolation article, ダーティリード): T1 sets a balance to 0 and rolls back; T2 reads it in
+// dirty-read (isolation-levels article, dirty read): T1 sets a balance to 0 and rolls back; T2 reads it in
 // between. PostgreSQL never shows uncommitted data, not even at READ UNCOMMITTED: T2 reads the committed 100
-// at every level, without waiting. Documented: clean at every level.
-import { defineScenario } from '../src/scenario.js'
-import { begin, expectDocumented, isolationParam, level, otherLevels, readsTable, recordRead } from './_fixtures/isolation.js'
+// at every level, without waiting.
+import { clean, defineScenario, levelParam, step } from '../src/scenario.js'
+import { begin, isolationParam, readsTable, recordRead, otherLevels } from './_fixtures/isolation.js'
+
+const WHO = { t1: 'rejected: T1 changes its mind', t2: 'committed' }
+const NEVER = (why: string) => clean(`dirty read not possible: ${why}`, WHO)
 
 export default defineScenario({
   id: 'dirty-read',
   title: 'dirty read: PostgreSQL never shows uncommitted data, not even at READ UNCOMMITTED',
-  source: 'isolation-levels article, ダーティリード',
+  source: { article: 'isolation-levels', section: 'Anomalies: dirty read' },
   story: [
     'T1 sets account 1 (balance 100) to 0 and has not committed; T2 reads the balance; T1 rolls back.',
     'The article: T2 reads 0, a state that never existed, and it lists READ UNCOMMITTED as allowing it.',
@@ -15,22 +18,32 @@ export default defineScenario({
     'The read is kept in the reads table by the same statement; the invariant compares it with the committed balance.',
   ],
   params: isolationParam('read committed', ['read uncommitted']),
-  defaultN: 2,
-  nRange: [2, 2],
-  isolation: level,
+  sessionCount: { default: 2, min: 2, max: 2 },
+  isolation: levelParam,
   setup: [`create table accounts (id int primary key, balance int not null)`, `insert into accounts values (1, 100)`, readsTable],
-  sessions: (p) => ({
-    t1: { steps: { begin: begin(p), update: 'update accounts set balance = 0 where id = 1', rollback: 'rollback' } },
-    t2: { steps: { begin: begin(p), read: recordRead('read', 'select balance as value from accounts where id = 1'), commit: 'commit' } },
+  sessions: ({ params }) => ({
+    t1: { steps: { begin: begin(params), update: 'update accounts set balance = 0 where id = 1', rollback: step('rollback', { rejectIf: () => 'T1 changes its mind' }) } },
+    t2: { steps: { begin: begin(params), read: recordRead('read', 'select balance as value from accounts where id = 1'), commit: 'commit' } },
   }),
+  permutation: 't1.begin t1.update t2.begin t2.read t1.rollback t2.commit',
   defaultSchedule: 'lockstep',
-  lockstep: () => 't1.begin t1.update t2.begin t2.read t1.rollback t2.commit',
   invariant: {
-    description: () => 'T2 read only committed data: its read equals the committed balance',
-    query: (sql) => sql`select (select value::int from reads where session = 't2') as read, (select balance from accounts where id = 1) as committed`,
-    observed: ([r]) => `T2 read ${r?.read ?? 'nothing'}, committed ${r?.committed}`,
-    holds: ([r]) => r?.read === null || r?.read === undefined || Number(r.read) === Number(r.committed),
+    description: 'T2 read only committed data: its read equals the committed balance',
+    sql: `select read = committed as held, read, committed
+  from (select (select value::int from reads where session = 't2') as read, (select balance from accounts where id = 1) as committed) x`,
+    observed: (r) => `T2 read ${r.read ?? 'nothing'}, committed ${r.committed}`,
   },
-  expect: expectDocumented('dirty-read'),
-  checks: [{ label: 'read uncommitted', params: { isolation: 'read uncommitted' } }, ...otherLevels()],
+  documented: {
+    postgres: {
+      // Table 13.1: dirty read "Allowed, but not in PG" at READ UNCOMMITTED, not possible above.
+      levels: {
+        'read uncommitted': NEVER('PostgreSQL runs READ UNCOMMITTED as READ COMMITTED (13.2)'),
+        'read committed': NEVER('a statement sees only committed rows (13.2.1)'),
+        'repeatable read': NEVER('one snapshot of committed rows (13.2.2)'),
+        serializable: NEVER('one snapshot of committed rows'),
+      },
+      serial: clean('T1 rolled back before T2 began', WHO),
+    },
+  },
+  checks: otherLevels('read committed', ['read uncommitted']),
 })

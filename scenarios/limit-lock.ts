@@ -1,50 +1,43 @@
-// limit-lock (advisory §9): a lock function in the same query level as LIMIT can lock more keys than rows
-// returned. Measured (postgres-facts.md): the article's own SELECT-list example locks exactly the limit,
-// because the select list is evaluated after Limit; the danger is the lock in WHERE of a query that sorts
-// before it limits ("grab a job"): 100 rows, thousands of locks. The safe form fixes the rows in a subquery
-// and locks in the outer query: 100 rows, 100 locks. Invariant: locks held = rows returned, for every form.
-import { defineScenario, expectBy, type Params, type SessionSpec, type StepDef } from '../src/scenario.js'
-import { heldByMe, key, observations, observe } from './_fixtures/locks.js'
+// limit-lock (advisory-locks §9): a lock function in the same query level as LIMIT can lock more keys than
+// rows returned. Measured: the article's own SELECT-list example locks exactly the limit, because the select
+// list is evaluated after Limit; the danger is the lock in WHERE of a query that sorts before it limits
+// ("grab a job"): 100 rows, thousands of locks. The safe form fixes the rows in a subquery and locks in the
+// outer query: 100 rows, 100 locks. Invariant: locks held = rows returned, for every form.
+import { advisoryKey, anomaly, clean, defineScenario, type Params, type SessionSpec, type Variant } from '../src/scenario.js'
+import { heldByMe, observations, observe } from './_fixtures/locks.js'
 
 const foo = `create table foo as select id, (id * 7919) % 1000 as v from generate_series(1, 20000) as id`
 
-/** Keys are base + id: the trial's own key range, so no other run's (or application's) keys are touched. */
-const base = (ctx: { user: string }) => `${(BigInt(key('limit-lock', ctx)) >> 16n) << 16n}::bigint`
-
-const FORMS: Record<string, { sql: string; run: (b: string) => string }> = {
-  where: {
-    sql: `select id from foo where id > 12345 and pg_try_advisory_xact_lock(:base + id) order by v limit 100`,
-    run: (b) => `select id from foo where id > 12345 and pg_try_advisory_xact_lock(${b} + id) order by v limit 100`,
-  },
-  subquery: {
-    sql: `select q.id, pg_try_advisory_xact_lock(:base + q.id) from (select id from foo where id > 12345 order by v limit 100) q`,
-    run: (b) =>
-      `select q.id, pg_try_advisory_xact_lock(${b} + q.id) as locked from (select id from foo where id > 12345 order by v limit 100) q`,
-  },
+/** The queries, each counted by an outer count(*) (which changes nothing: the inner query runs whole). */
+const FORMS: Record<string, string> = {
+  where: `select id from foo where id > 12345 and pg_try_advisory_xact_lock(:base + id) order by v limit 100`,
+  subquery: `select q.id, pg_try_advisory_xact_lock(:base + q.id) as locked from (select id from foo where id > 12345 order by v limit 100) q`,
 }
 
 function grab(form: string): SessionSpec {
-  const f = FORMS[form]
-  const grabStep: StepDef = { sql: f.sql, run: (sql, ctx) => f.run(base(ctx)) }
   return {
     steps: {
       begin: 'begin',
-      grab: grabStep,
-      rows: observe('rows returned', (ctx) => String(ctx.prior.grab.length), ':rows returned by grab', 'rows'),
-      locks: observe('locks held', () => heldByMe, `(${heldByMe})`, 'locks'),
+      grab: `with g as (${FORMS[form]}) select count(*)::int as rows from g`,
+      rows: observe('rows returned', ':grab.rows::bigint', 'rows'),
+      locks: observe('locks held', heldByMe, 'locks'),
       commit: 'commit',
     },
   }
 }
 
-function forms(p: Params): string[] {
-  return p.form === 'both' ? ['where', 'subquery'] : [String(p.form)]
-}
+const forms = (p: Params): string[] => (p.form === 'both' ? ['where', 'subquery'] : [String(p.form)])
+
+// Not a race: one session shows it just as well, so every schedule documents the same.
+const outcome = (v: Variant) =>
+  v.params.form === 'subquery'
+    ? clean('the subquery fixes the 100 rows first: 100 locks', { committed: 1 })
+    : anomaly('the sort needs every row first, so the lock function runs for every row that passes id > 12345', { committed: forms(v.params).length })
 
 export default defineScenario({
   id: 'limit-lock',
   title: 'a lock function beside LIMIT locks more keys than rows it returns',
-  source: 'advisory-lock article §9 (the measured dangerous form)',
+  source: { article: 'advisory-locks', section: '9' },
   story: [
     'foo has 20,000 rows; a worker grabs 100 with pg_try_advisory_xact_lock in WHERE, ORDER BY v LIMIT 100.',
     'The sort needs every row first, so the lock function runs for every row that passes id > 12345: 100 rows come back, about 7,655 keys are locked (pg_locks).',
@@ -61,26 +54,22 @@ export default defineScenario({
       default: 'both',
     },
   },
-  defaultN: 2,
-  nRange: [2, 2],
-  isolation: () => 'read committed',
+  sessionCount: { default: 2, min: 1, max: 2 },
+  isolation: 'read committed',
   setup: [foo, observations],
-  sessions: (p) => Object.fromEntries(forms(p).map((f) => [f, grab(f)])),
+  // Keys are base + id: the trial's own key range, so no other run's (or application's) keys are touched.
+  binds: { base: { describe: "sha256('limit-lock:' || user), first 8 bytes, low 16 bits cleared", value: (ctx) => (advisoryKey('limit-lock', ctx.user) >> 16n) << 16n } },
+  sessions: ({ params }) => Object.fromEntries(forms(params).map((f) => [f, grab(f)])),
   // One form after the other: they use the same key range.
-  lockstep: (p) => forms(p).map((f) => `${f}.begin ${f}.grab ${f}.rows ${f}.locks ${f}.commit`).join(' '),
+  permutation: ({ params }) => forms(params).map((f) => `${f}.begin ${f}.grab ${f}.rows ${f}.locks ${f}.commit`).join(' '),
   defaultSchedule: 'lockstep',
   invariant: {
-    description: () => 'every form holds exactly as many advisory locks as rows it returned',
-    query: (sql) =>
-      sql`select session, max(n) filter (where what = 'rows returned')::int as rows, max(n) filter (where what = 'locks held')::int as locks
-          from observations group by session order by session desc`,
-    observed: (rows) => rows.map((r) => `${r.session}: ${r.rows} rows, ${r.locks} locks`).join('; '),
-    holds: (rows) => rows.length > 0 && rows.every((r) => r.rows === r.locks),
+    description: 'every form holds exactly as many advisory locks as rows it returned',
+    sql: `select bool_and(rows = locks) as held, string_agg(session || ': ' || rows || ' rows, ' || locks || ' locks', '; ' order by session desc) as forms
+  from (select session, max(n) filter (where what = 'rows returned') as rows, max(n) filter (where what = 'locks held') as locks
+          from observations group by session) o`,
+    observed: (r) => String(r.forms ?? 'nothing recorded'),
   },
-  // Not a race: one session is enough, so serial runs show the same.
-  expect: (ctx) => {
-    const v = ctx.params.form === 'subquery' ? 'clean' : 'anomaly'
-    return expectBy({ lockstep: [v], barrier: [v], serial: [v] })(ctx)
-  },
+  documented: { postgres: { lockstep: outcome, serial: outcome, barrier: outcome } },
   checks: [{ label: 'subquery', params: { form: 'subquery' } }],
 })

@@ -1,28 +1,27 @@
-// lost-update-for-update (isolation article, fix 2): SELECT ... FOR UPDATE before the read-modify-write.
+// lost-update-for-update (isolation-levels article, fix 2): SELECT ... FOR UPDATE before the read-modify-write.
 // READ COMMITTED: T2's SELECT FOR UPDATE waits for T1 and then returns 150; balance 120 (held, serialized).
 // REPEATABLE READ and SERIALIZABLE: the waiting SELECT FOR UPDATE fails with 40001 (held, prevented).
-import { defineScenario } from '../src/scenario.js'
-import { expectDocumented, isolationParam, level, otherLevels } from './_fixtures/isolation.js'
-import { invariant, readModifyWrite, tables } from './_fixtures/lost-update.js'
+import { serialized, defineScenario, levelParam } from '../src/scenario.js'
+import { isolationParam, otherLevels } from './_fixtures/isolation.js'
+import { BOTH, documented, invariant, readModifyWrite, tables } from './_fixtures/lost-update.js'
 
 export default defineScenario({
   id: 'lost-update-for-update',
   title: 'lost update fixed with SELECT ... FOR UPDATE (pessimistic)',
-  source: 'isolation-levels article, 更新の消失 / FIX Option 2',
+  source: { article: 'isolation-levels', section: 'Application patterns: read-modify-write and its fixes' },
   story: [
     "The article's read-modify-write, but the read takes the row lock: select balance ... for update.",
     "The article's interleaving: T2's read now waits until T1 commits, then returns 150, and T2 writes 120.",
     'At REPEATABLE READ and SERIALIZABLE the waiting read fails with 40001 instead: the application must retry.',
   ],
   params: isolationParam(),
-  defaultN: 2,
-  nRange: [2, 2],
-  isolation: level,
+  sessionCount: { default: 2, min: 2, max: 2 },
+  isolation: levelParam,
   setup: tables,
-  sessions: (p) => ({ t1: readModifyWrite(p, 't1', true), t2: readModifyWrite(p, 't2', true) }),
+  sessions: ({ params: p }) => ({ t1: readModifyWrite(p, 't1', true), t2: readModifyWrite(p, 't2', true) }),
   defaultSchedule: 'lockstep',
-  lockstep: () => 't1.begin t1.read t2.begin t2.read t1.update t1.commit t2.update t2.commit',
+  permutation: 't1.begin t1.read t2.begin t2.read t1.update t1.commit t2.update t2.commit',
   invariant,
-  expect: expectDocumented('lost-update-for-update'),
+  documented: { postgres: documented(serialized('FOR UPDATE waits, then returns the new row version (13.2.1)', BOTH)) },
   checks: otherLevels(),
 })

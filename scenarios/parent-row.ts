@@ -1,18 +1,16 @@
-// parent-row (advisory §2): locking the user's existing row (SELECT ... FROM users ... FOR UPDATE) before the
-// check serializes check-then-insert: held, the second request waits and gets 409. The price: an unrelated
-// profile update of the same user waits behind those locks too (the collateral wait, shown in `waited`).
-import { defineScenario, expectBy, type SessionSpec } from '../src/scenario.js'
-import { checkExists, insertUnlessFound, invariant, table } from './_fixtures/setup-requests.js'
+// parent-row (advisory-locks §2): locking the user's existing row (SELECT ... FROM users ... FOR UPDATE)
+// before the check serializes check-then-insert: held, the second request waits and gets 409. The price: an
+// unrelated profile update of the same user waits behind those locks too (the collateral wait, in `waited`).
+import { defineScenario, serialized, clean, type SessionSpec, type Variant } from '../src/scenario.js'
+import { EXISTS, checkExists, insertUnlessFound, invariant, table } from './_fixtures/setup-requests.js'
 
 const users = `create table users (id uuid primary key, name text not null default '')`
 
 const request: SessionSpec = {
   steps: {
     begin: 'begin',
-    lock: {
-      sql: `select 1 from users where id = :user for update -- the parent row always exists`,
-      run: (sql, ctx) => sql`select 1 as locked from users where id = ${ctx.user} for update`,
-    },
+    // The parent row always exists, so it can be locked.
+    lock: 'select 1 as locked from users where id = :user for update',
     check: checkExists(),
     insert: insertUnlessFound,
     commit: 'commit',
@@ -20,10 +18,12 @@ const request: SessionSpec = {
   racePoint: 'check',
 }
 
+const who = (v: Variant) => ({ profile: 'committed', committed: 1, ...(v.n > 1 ? { [`rejected: ${EXISTS}`]: v.n - 1 } : {}) })
+
 export default defineScenario({
   id: 'parent-row',
-  title: "FOR UPDATE on the parent users row serializes, and makes profile edits wait",
-  source: 'advisory-lock article §2',
+  title: 'FOR UPDATE on the parent users row serializes, and makes profile edits wait',
+  source: { article: 'advisory-locks', section: '2' },
   story: [
     'The user row always exists, so it can be locked: every request first runs SELECT ... FROM users WHERE id = :user FOR UPDATE.',
     'The second request waits there until the first commits, then checks, sees its row and gets 409: held.',
@@ -31,17 +31,16 @@ export default defineScenario({
     "That collateral wait is the profile session's `waited` column; an advisory key on 'setup_request' would not touch it (§2).",
   ],
   params: {},
-  defaultN: 2,
-  nRange: [1, 50],
-  isolation: () => 'read committed',
+  sessionCount: { default: 2, min: 1, max: 50 },
+  isolation: 'read committed',
   setup: [table, users],
-  sessions: (p, n) => {
+  sessions: ({ n }) => {
     const out: Record<string, SessionSpec> = {
       profile: {
         steps: {
-          signup: { sql: 'insert into users (id) values (:user) -- before the race: the user exists', run: (sql, ctx) => sql`insert into users (id) values (${ctx.user})` },
+          signup: 'insert into users (id) values (:user)',
           begin: 'begin',
-          update: { sql: `update users set name = 'new name' where id = :user`, run: (sql, ctx) => sql`update users set name = 'new name' where id = ${ctx.user}` },
+          update: `update users set name = 'new name' where id = :user`,
           commit: 'commit',
         },
       },
@@ -49,7 +48,7 @@ export default defineScenario({
     for (let i = 1; i <= n; i++) out[`s${i}`] = request
     return out
   },
-  lockstep: (p, n) => {
+  permutation: ({ n }) => {
     const s = Array.from({ length: n }, (_, i) => `s${i + 1}`)
     return [
       'profile.signup',
@@ -61,7 +60,12 @@ export default defineScenario({
       'profile.commit',
     ].join(' ')
   },
-  invariant,
-  expect: expectBy({ lockstep: ['serialized'] }),
+  invariant: invariant(),
+  documented: {
+    postgres: {
+      lockstep: (v) => serialized('the requests and the profile update wait for the user row, one after another', who(v)),
+      serial: (v) => clean('one after another nobody waits', who(v)),
+    },
+  },
   checks: [{ label: 'n=4', n: 4 }],
 })

@@ -1,14 +1,16 @@
-// predicate-delete: T1 archives the 'done' items, then deletes the 'done' items; T2 inserts a 'done' item and
-// commits in between. READ COMMITTED: the DELETE (a new snapshot) removes T2's item, which was never archived:
-// it is gone (violated). REPEATABLE READ and SERIALIZABLE: the DELETE sees T1's snapshot, T2's item survives
-// for the next run (held, nobody waited).
-import { defineScenario } from '../src/scenario.js'
-import { begin, expectDocumented, isolationParam, level, otherLevels } from './_fixtures/isolation.js'
+// predicate-delete (isolation-levels article, phantom read): t1 archives the 'done' items, then deletes the
+// 'done' items; t2 inserts a 'done' item and commits in between. READ COMMITTED: the DELETE (a new snapshot)
+// removes t2's item, which was never archived: it is gone (violated). REPEATABLE READ and SERIALIZABLE: the
+// DELETE sees t1's snapshot, and t2's item survives for the next run (held, nobody waited).
+import { anomaly, clean, defineScenario, levelParam } from '../src/scenario.js'
+import { begin, isolationParam, otherLevels } from './_fixtures/isolation.js'
+
+const BOTH = { t1: 'committed', t2: 'committed' }
 
 export default defineScenario({
   id: 'predicate-delete',
-  title: "predicate DELETE racing with an insert that matches it (archive, then purge)",
-  source: 'isolation-levels article, ファントムリード (a range-based invariant)',
+  title: 'predicate DELETE racing with an insert that matches it (archive, then purge)',
+  source: { article: 'isolation-levels', section: 'Anomalies: phantom read' },
   story: [
     "A purge job: copy the 'done' items to archive, then delete the 'done' items, in one transaction.",
     "T2 inserts a new 'done' item and commits between the copy and the delete.",
@@ -17,9 +19,8 @@ export default defineScenario({
     'A trigger logs every inserted id, so the invariant can ask: is every item in items or in archive?',
   ],
   params: isolationParam(),
-  defaultN: 2,
-  nRange: [2, 2],
-  isolation: level,
+  sessionCount: { default: 2, min: 2, max: 2 },
+  isolation: levelParam,
   setup: [
     `create table items (id int primary key, status text not null)`,
     `create table archive (id int primary key, status text not null)`,
@@ -28,27 +29,34 @@ export default defineScenario({
     `create trigger items_logged after insert on items for each row execute function log_item()`,
     `insert into items values (1, 'done'), (2, 'pending')`,
   ],
-  sessions: (p) => ({
+  sessions: ({ params }) => ({
     t1: {
       steps: {
-        begin: begin(p),
+        begin: begin(params),
         archive: `insert into archive select * from items where status = 'done'`,
         purge: `delete from items where status = 'done'`,
         commit: 'commit',
       },
     },
-    t2: { steps: { begin: begin(p), insert: `insert into items values (3, 'done')`, commit: 'commit' } },
+    t2: { steps: { begin: begin(params), insert: `insert into items values (3, 'done')`, commit: 'commit' } },
   }),
+  permutation: 't1.begin t1.archive t2.begin t2.insert t2.commit t1.purge t1.commit',
   defaultSchedule: 'lockstep',
-  lockstep: () => 't1.begin t1.archive t2.begin t2.insert t2.commit t1.purge t1.commit',
   invariant: {
-    description: () => 'every item ever inserted is in items or in archive',
-    query: (sql) =>
-      sql`select count(*)::int as lost, coalesce(string_agg(l.id::text, ', '), '') as ids from items_log l
-          where not exists (select 1 from items i where i.id = l.id) and not exists (select 1 from archive a where a.id = l.id)`,
-    observed: ([r]) => (Number(r.lost) ? `item ${r.ids} in neither` : 'every item kept'),
-    holds: ([r]) => Number(r.lost) === 0,
+    description: 'every item ever inserted is in items or in archive',
+    sql: `select count(*) = 0 as held, count(*)::int as lost, coalesce(string_agg(l.id::text, ', '), '') as ids from items_log l
+  where not exists (select 1 from items i where i.id = l.id) and not exists (select 1 from archive a where a.id = l.id)`,
+    observed: (r) => (Number(r.lost) ? `item ${r.ids} in neither` : 'every item kept'),
   },
-  expect: expectDocumented('predicate-delete'),
+  documented: {
+    postgres: {
+      levels: {
+        'read committed': anomaly('the DELETE finds rows committed after the copy (13.2.1)', BOTH),
+        'repeatable read': clean('the DELETE sees only the transaction snapshot (13.2.2)', BOTH),
+        serializable: clean('the DELETE sees only the transaction snapshot; no cycle', BOTH),
+      },
+      serial: clean('t1 purged before t2 inserted', BOTH),
+    },
+  },
   checks: otherLevels(),
 })

@@ -1,16 +1,16 @@
-// predicate-read (isolation article, ファントム x 書き込みスキュー): each transaction sums an account's ledger
-// (a predicate read), finds 100, and inserts a withdrawal that matches the other's predicate. READ COMMITTED
-// and REPEATABLE READ: the account ends at -50 (violated): RR's snapshot stops phantoms in reads, not this.
-// SERIALIZABLE: SSI's predicate lock catches the insert; T2 fails with 40001 (held, prevented).
-import { defineScenario } from '../src/scenario.js'
-import { begin, expectDocumented, isolationParam, level, otherLevels } from './_fixtures/isolation.js'
+// predicate-read (isolation-levels article, phantom read x write skew): each transaction sums an account's
+// ledger (a predicate read), finds 100, and inserts a withdrawal that matches the other's predicate. READ
+// COMMITTED and REPEATABLE READ: the account ends at -50 (violated): RR's snapshot stops phantoms in reads,
+// not this. SERIALIZABLE: SSI's predicate lock catches the insert; t2 fails with 40001 (held, prevented).
+import { anomaly, clean, defineScenario, levelParam, prevented, step } from '../src/scenario.js'
+import { SER_SSI, begin, isolationParam, otherLevels } from './_fixtures/isolation.js'
 
-const AMOUNT: Record<string, number> = { t1: 80, t2: 70 }
+const BOTH = { t1: 'committed', t2: 'committed' }
 
 export default defineScenario({
   id: 'predicate-read',
   title: 'predicate read racing with an insert that matches it (no overdraft on a ledger)',
-  source: 'isolation-levels article, ファントムリード / 書き込みスキュー',
+  source: { article: 'isolation-levels', section: 'Anomalies: write skew' },
   story: [
     'A ledger: account 1 has one entry of +100; the rule is that its sum never goes below 0.',
     'T1 sums the entries (100) and inserts -80; T2 summed 100 too and inserts -70: the sum is -50.',
@@ -18,35 +18,38 @@ export default defineScenario({
     'READ COMMITTED and REPEATABLE READ: violated. SERIALIZABLE: the predicate lock sees it, 40001 for T2.',
   ],
   params: isolationParam(),
-  defaultN: 2,
-  nRange: [2, 2],
-  isolation: level,
+  sessionCount: { default: 2, min: 2, max: 2 },
+  isolation: levelParam,
   setup: [`create table entries (id serial primary key, account int not null, amount int not null)`, `insert into entries (account, amount) values (1, 100)`],
-  sessions: (p) => {
-    const withdraw = (session: string) => ({
+  sessions: ({ params }) => {
+    const withdraw = (amount: number) => ({
       steps: {
-        begin: begin(p),
+        begin: begin(params),
         sum: 'select coalesce(sum(amount), 0)::int as balance from entries where account = 1',
-        withdraw: {
-          sql: `-- if balance < ${AMOUNT[session]}: insufficient funds (409)\ninsert into entries (account, amount) values (1, -${AMOUNT[session]})`,
-          run: (sql: import('postgres').Sql, ctx: import('../src/scenario.js').StepCtx) =>
-            Number(ctx.prior.sum[0].balance) < AMOUNT[session]
-              ? ctx.reject('insufficient funds')
-              : sql.unsafe(`insert into entries (account, amount) values (1, -${AMOUNT[session]})`),
-        },
+        withdraw: step(`insert into entries (account, amount) values (1, -${amount})`, {
+          rejectIf: ({ prior }) => prior.sum.balance < amount && 'insufficient funds',
+        }),
         commit: 'commit',
       },
     })
-    return { t1: withdraw('t1'), t2: withdraw('t2') }
+    return { t1: withdraw(80), t2: withdraw(70) }
   },
+  permutation: 't1.begin t1.sum t2.begin t2.sum t1.withdraw t1.commit t2.withdraw t2.commit',
   defaultSchedule: 'lockstep',
-  lockstep: () => 't1.begin t1.sum t2.begin t2.sum t1.withdraw t1.commit t2.withdraw t2.commit',
   invariant: {
-    description: () => 'the ledger of account 1 never sums below 0',
-    query: (sql) => sql`select coalesce(sum(amount), 0)::int as balance, count(*)::int as entries from entries where account = 1`,
-    observed: ([r]) => `sum ${r.balance} over ${r.entries} entries`,
-    holds: ([r]) => Number(r.balance) >= 0,
+    description: 'the ledger of account 1 never sums below 0',
+    sql: `select coalesce(sum(amount), 0) >= 0 as held, coalesce(sum(amount), 0)::int as balance, count(*)::int as entries from entries where account = 1`,
+    observed: (r) => `sum ${r.balance} over ${r.entries} entries`,
   },
-  expect: expectDocumented('predicate-read'),
+  documented: {
+    postgres: {
+      levels: {
+        'read committed': anomaly('serialization anomaly possible', BOTH),
+        'repeatable read': anomaly('serialization anomaly possible (13.2.2)', BOTH),
+        serializable: prevented(SER_SSI, { t1: 'committed', t2: '40001' }),
+      },
+      serial: clean('t2 sums 20 and is refused', { t1: 'committed', t2: 'rejected: insufficient funds' }),
+    },
+  },
   checks: otherLevels(),
 })

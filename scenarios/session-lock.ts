@@ -1,71 +1,26 @@
-// session-lock (advisory §3.2, §6): pg_advisory_lock taken inside a transaction survives its ROLLBACK, two
-// takes need two unlocks, and a pooled connection handed back with one lock still taken leaks it: the next,
-// unrelated borrower of that connection "holds" a lock it never asked for, and a third request waits for it
-// until the pool resets the connection. Not a race but a leak: violated in every schedule, serial included.
-// --xact (the fix): pg_advisory_xact_lock, gone with the ROLLBACK: held, nobody waits.
-import { defineScenario, expectBy, type Params, type SessionSpec } from '../src/scenario.js'
-import { heldByMe, key, lockStep, observations, observe, probe } from './_fixtures/locks.js'
+// session-lock (advisory-locks §3.2, §6): pg_advisory_lock taken inside a transaction survives its ROLLBACK,
+// two takes need two unlocks, and a pooled connection handed back with one lock still taken leaks it: the
+// next, unrelated borrower of that connection "holds" a lock it never asked for, and a third request waits
+// for it until the pool resets the connection. Not a race but a leak: violated in every schedule, serial
+// included. --xact (the fix): pg_advisory_xact_lock, gone with the ROLLBACK: held, nobody waits.
+import { anomaly, clean, defineScenario, keyBind, type Variant } from '../src/scenario.js'
+import { heldByMe, observations, observe, probe } from './_fixtures/locks.js'
 
-const NS = 'setup_request'
-
-function sessions(p: Params): Record<string, SessionSpec> {
-  const fn = p.xact ? 'pg_advisory_xact_lock' : 'pg_advisory_lock'
-  return {
-    req1: {
-      steps: {
-        begin: 'begin',
-        lock: lockStep(fn, NS),
-        again: lockStep(fn, NS),
-        rollback: 'rollback',
-        unlock: {
-          sql: `select pg_advisory_unlock(:key) -- one unlock; the second is forgotten, the connection goes back to the pool`,
-          run: (sql, ctx) => `select pg_advisory_unlock(${key(NS, ctx)}::bigint) as released`,
-        },
-      },
-    },
-    other: {
-      steps: {
-        afterRollback: probe('free after rollback', NS),
-        afterUnlock: probe('free after one unlock', NS),
-      },
-    },
-    req2: {
-      shares: 'req1',
-      steps: {
-        begin: 'begin',
-        mine: observe('locks held by next borrower', () => heldByMe, `(${heldByMe}) -- this request took none`, 'held'),
-        commit: 'commit',
-      },
-    },
-    req3: {
-      steps: {
-        begin: 'begin',
-        lock: lockStep('pg_advisory_xact_lock', NS),
-        commit: 'commit',
-      },
-    },
-    pool: {
-      shares: 'req1',
-      steps: {
-        reset: {
-          sql: 'select pg_advisory_unlock_all() -- the pool finally resets the connection (part of DISCARD ALL)',
-          run: () => 'select pg_advisory_unlock_all()',
-        },
-      },
-    },
-  }
-}
+const leak = (v: Variant) =>
+  v.params.xact
+    ? clean('pg_advisory_xact_lock ends with its transaction: the next borrower holds nothing, nobody waits', { committed: 5 })
+    : anomaly('session-level locks ignore ROLLBACK and outlive the borrower: the next borrower of the connection holds one', { committed: 5 })
 
 export default defineScenario({
   id: 'session-lock',
   title: 'pg_advisory_lock survives ROLLBACK and leaks through a connection pool',
-  source: 'advisory-lock article §3.2, §6',
+  source: { article: 'advisory-locks', section: '6' },
   story: [
     'req1 borrows a pooled connection, begins, takes pg_advisory_lock(key) twice, and rolls back.',
     "After the ROLLBACK another connection's pg_try_advisory_lock(key) is still false: session locks ignore transactions.",
     'req1 unlocks once (true) and hands the connection back to the pool; the key is still taken: two takes need two unlocks.',
-    "req2, an unrelated request, borrows the same connection (same backend pid): pg_locks shows it holding a lock it never took.",
-    "req3, on its own connection, asks for the key and waits, until the pool resets the connection (pg_advisory_unlock_all, part of DISCARD ALL).",
+    'req2, an unrelated request, borrows the same connection (same backend pid): pg_locks shows it holding a lock it never took.',
+    'req3, on its own connection, asks for the key and waits, until the pool resets the connection (pg_advisory_unlock_all, part of DISCARD ALL).',
     '--xact takes pg_advisory_xact_lock instead: the ROLLBACK releases it, the next borrower holds nothing, req3 does not wait.',
   ],
   params: {
@@ -76,32 +31,48 @@ export default defineScenario({
       default: false,
     },
   },
-  defaultN: 5,
-  nRange: [5, 5],
-  isolation: () => 'read committed',
+  sessionCount: { default: 5, min: 5, max: 5 },
+  isolation: 'read committed',
   setup: [observations],
-  sessions: (p) => sessions(p),
-  lockstep: () =>
+  binds: { key: keyBind('setup_request') },
+  sessions: ({ params }) => {
+    const take = `select ${params.xact ? 'pg_advisory_xact_lock' : 'pg_advisory_lock'}(:key)`
+    return {
+      req1: {
+        steps: {
+          begin: 'begin',
+          lock: take,
+          again: take,
+          rollback: 'rollback',
+          // One unlock; the second is forgotten, and the connection goes back to the pool.
+          unlock: 'select pg_advisory_unlock(:key) as released',
+        },
+      },
+      other: { steps: { afterRollback: probe('free after rollback'), afterUnlock: probe('free after one unlock') } },
+      // The next borrower of req1's connection: it takes no lock, and looks at what its backend holds.
+      req2: { shares: 'req1', steps: { begin: 'begin', mine: observe('locks held by next borrower', heldByMe, 'held'), commit: 'commit' } },
+      req3: { steps: { begin: 'begin', lock: 'select pg_advisory_xact_lock(:key)', commit: 'commit' } },
+      // The pool finally resets the connection (pg_advisory_unlock_all is part of DISCARD ALL).
+      pool: { shares: 'req1', steps: { reset: 'select pg_advisory_unlock_all()' } },
+    }
+  },
+  permutation:
     'req1.begin req1.lock req1.again req1.rollback other.afterRollback req1.unlock other.afterUnlock ' +
     'req2.begin req2.mine req2.commit req3.begin req3.lock pool.reset req3.commit',
   defaultSchedule: 'lockstep',
   invariant: {
-    description: () => "a lock taken in a transaction is gone when it ends, and no borrower holds a lock it didn't take",
-    query: (sql) => sql`select what, n::int from observations order by seq`,
-    observed: (rows) => {
-      const o = Object.fromEntries(rows.map((r) => [r.what, Number(r.n)]))
-      const taken = (v: number | undefined) => (v === 1 ? 'free' : v === 0 ? 'still taken' : '?')
-      return `after rollback ${taken(o['free after rollback'])}, after one unlock ${taken(o['free after one unlock'])}, next borrower holds ${o['locks held by next borrower'] ?? '?'}`
-    },
-    holds: (rows) => {
-      const o = Object.fromEntries(rows.map((r) => [r.what, Number(r.n)]))
-      return o['free after rollback'] === 1 && o['locks held by next borrower'] === 0
+    description: "a lock taken in a transaction is gone when it ends, and no borrower holds a lock it didn't take",
+    sql: `select after_rollback = 1 and next_holds = 0 as held, after_rollback, after_unlock, next_holds
+  from (select max(n) filter (where what = 'free after rollback') as after_rollback,
+               max(n) filter (where what = 'free after one unlock') as after_unlock,
+               max(n) filter (where what = 'locks held by next borrower') as next_holds
+          from observations) o`,
+    observed: (r) => {
+      const taken = (v: unknown) => (v === null || v === undefined ? '?' : Number(v) === 1 ? 'free' : 'still taken')
+      return `after rollback ${taken(r.after_rollback)}, after one unlock ${taken(r.after_unlock)}, next borrower holds ${r.next_holds ?? '?'}`
     },
   },
   // A leak, not a race: one session after another shows it just the same.
-  expect: (ctx) => {
-    const v = ctx.params.xact ? 'clean' : 'anomaly'
-    return expectBy({ lockstep: [v], barrier: [], serial: [v] })(ctx)
-  },
+  documented: { postgres: { lockstep: leak, serial: leak } },
   checks: [{ label: 'xact', params: { xact: true } }],
 })

@@ -1,42 +1,34 @@
-// try-advisory (advisory §4.1): pg_try_advisory_xact_lock never waits. The session that gets the key goes on;
-// every other one is answered `busy` at once (rejected, waited 0 ms) and told to retry. Held: one pending.
-// --holder-fails: the holder rolls back after the busy answers were given: nobody succeeded, 0 pending.
-import { defineScenario, expectBy, replicate, type Params, type Step } from '../src/scenario.js'
-import { invariant, table } from './_fixtures/setup-requests.js'
-import { key } from './_fixtures/locks.js'
+// try-advisory (advisory-locks §4.1): pg_try_advisory_xact_lock never waits. The session that gets the key
+// goes on; every other one is answered `busy` at once (rejected, waited 0 ms) and told to retry. Held: one
+// pending. --holder-fails: the holder rolls back after the busy answers were given: nobody succeeded.
+import { clean, defineScenario, replicate, step, type Params, type Step, type Variant } from '../src/scenario.js'
+import { EXISTS, binds, invariant, table } from './_fixtures/setup-requests.js'
+
+const BUSY = 'busy: retry later (the holder may still fail)'
+const FAILED = 'holder failed after others were told busy'
 
 function steps(p: Params): Record<string, Step> {
   return {
     begin: 'begin',
     isolation: 'set transaction isolation level read committed',
-    try: {
-      sql: `select pg_try_advisory_xact_lock(:key) -- key = sha256('setup_request:' || :user)[0:8]`,
-      run: (sql, ctx) => `select pg_try_advisory_xact_lock(${key('setup_request', ctx)}::bigint) as acquired`,
-    },
-    check: {
-      sql: `-- if not acquired: rollback, 409 busy (retry later)\nselect count(*) from setup_requests where user_id = :user and status = 'pending'`,
-      run: (sql, ctx) =>
-        ctx.prior.try[0]?.acquired !== true
-          ? ctx.reject('busy: retry later (the holder may still fail)')
-          : sql`select count(*)::int as pending from setup_requests where user_id = ${ctx.user} and status = 'pending'`,
-    },
-    insert: {
-      sql: `-- if pending >= 1: rollback, 409\ninsert into setup_requests (user_id, status) values (:user, 'pending')`,
-      run: (sql, ctx) =>
-        Number(ctx.prior.check[0]?.pending) >= 1
-          ? ctx.reject('pending request exists')
-          : sql`insert into setup_requests (user_id, status) values (${ctx.user}, 'pending')`,
-    },
-    commit: p.holderFails
-      ? { sql: `rollback -- --holder-fails: the holder's request fails after all`, run: (sql, ctx) => ctx.reject('holder failed after others were told busy') }
-      : 'commit',
+    try: 'select pg_try_advisory_xact_lock(:key) as acquired',
+    check: step(`select count(*)::int as pending from setup_requests where user_id = :user and status = 'pending'`, {
+      rejectIf: ({ prior }) => !prior.try.acquired && 'busy: retry later (the holder may still fail)',
+    }),
+    insert: step(`insert into setup_requests (user_id, status) values (:user, 'pending')`, {
+      rejectIf: ({ prior }) => prior.check.pending >= 1 && 'pending request exists',
+    }),
+    commit: p.holderFails ? step('rollback', { rejectIf: () => 'holder failed after others were told busy' }) : 'commit',
   }
 }
+
+/** The holder's end: committed, or (--holder-fails) told no by its own application. */
+const holder = (v: Variant) => (v.params.holderFails ? `rejected: ${FAILED}` : 'committed')
 
 export default defineScenario({
   id: 'try-advisory',
   title: 'pg_try_advisory_xact_lock: busy at once instead of waiting',
-  source: 'advisory-lock article §4.1',
+  source: { article: 'advisory-locks', section: '4.1' },
   story: [
     'Every request tries the same advisory key for its user with pg_try_advisory_xact_lock: it never waits.',
     'The first gets true and goes on to check and insert; every other one gets false and answers 409 busy at once (waited 0 ms).',
@@ -51,12 +43,26 @@ export default defineScenario({
       default: false,
     },
   },
-  defaultN: 2,
-  isolation: () => 'read committed',
+  sessionCount: { default: 2 },
+  isolation: 'read committed',
   setup: [table],
-  sessions: (p, n) => replicate(n, { steps: steps(p), racePoint: 'check' }),
-  invariant,
-  expect: expectBy({ lockstep: ['clean'], barrier: ['clean'] }),
+  binds,
+  sessions: ({ params, n }) => replicate(n, { steps: steps(params), racePoint: 'check' }),
+  invariant: invariant(),
+  documented: {
+    postgres: {
+      lockstep: (v) => clean('the first try gets the key; every other try answers false at once, nobody waits', v.n > 1 ? { [holder(v)]: 1, [`rejected: ${BUSY}`]: v.n - 1 } : { [holder(v)]: 1 }),
+      serial: (v) =>
+        v.params.holderFails
+          ? clean('each one in turn gets the key and then fails', { [`rejected: ${FAILED}`]: v.n })
+          : clean('each one in turn gets the key; its check sees the first request', v.n > 1 ? { committed: 1, [`rejected: ${EXISTS}`]: v.n - 1 } : { committed: 1 }),
+      // Free-running: a try after the holder's commit gets the key and is then told no by the check.
+      barrier: (v) =>
+        v.params.holderFails
+          ? clean('whoever held the key failed; the others were busy', { [`rejected: ${FAILED}`]: [1, v.n], [`rejected: ${BUSY}`]: [0, v.n - 1] })
+          : clean('one gets through; the others were busy or saw its request', { committed: 1, [`rejected: ${BUSY}`]: [0, v.n - 1], [`rejected: ${EXISTS}`]: [0, v.n - 1] }),
+    },
+  },
   checks: [
     { label: 'n=5', n: 5 },
     { label: 'holder fails', params: { holderFails: true } },

@@ -4,15 +4,16 @@ import { createRequire } from 'node:module'
 import { Interrupted, RunError, UsageError } from './errors.js'
 import { abortSignal, cleanupAll, installSignalHandlers } from './lifecycle.js'
 import { setColor } from './report/color.js'
-import { addScenarioParamOptions, addTargetOptions } from './commands/common.js'
-import { listCommand } from './commands/list.js'
-import { showCommand } from './commands/show.js'
-import { runCommand } from './commands/run.js'
-import { checkCommand } from './commands/check.js'
-import { keyCommand } from './commands/key.js'
-import { locksCommand } from './commands/locks.js'
-import { matrixCommand } from './commands/matrix.js'
-import { benchCommand } from './commands/bench.js'
+import { registerBench } from './commands/bench.js'
+import { registerCheck } from './commands/check.js'
+import { registerKey } from './commands/key.js'
+import { registerList } from './commands/list.js'
+import { registerLocks } from './commands/locks.js'
+import { registerMatrix } from './commands/matrix.js'
+import { registerRun } from './commands/run.js'
+import { registerShow } from './commands/show.js'
+import { scenarios } from './registry.js'
+import type { Scenario } from './scenario.js'
 
 const { version } = createRequire(import.meta.url)('../../package.json') as { version: string }
 
@@ -69,7 +70,7 @@ function describe(err: unknown): { code: number; message: string } {
   return { code: 3, message: `internal error: ${e?.message ?? e} (RACE_DEBUG=1 shows the stack; please report it)` }
 }
 
-function program(): Command {
+function program(all: readonly Scenario[]): Command {
   const p = new Command('race')
     .description('A race laboratory for PostgreSQL: make a concurrency bug happen on purpose, then watch the fix hold.')
     .version(version)
@@ -90,145 +91,15 @@ Examples:
 With no --database-url, DATABASE_URL or PG* variables, race starts a throwaway PostgreSQL 18.
 Exit codes: 0 as documented, 1 a deviation, 2 bad input, 3 could not run or decide.`,
     )
-
-  p.command('list')
-    .description('every scenario, one line each')
-    .option('--json', 'print JSON')
-    .option('--no-color', 'no colours')
-    .action((o) => setExit(listCommand(o)))
-    .addHelpText('after', '\nExamples:\n  $ race list\n  $ race list --json | jq -r \'.[].id\'')
-
-  p.command('show')
-    .description("a scenario's story, schema, steps, race point and documented outcome")
-    .argument('<scenario>', 'scenario id (race list)')
-    .option('--json', 'print JSON')
-    .option('--no-color', 'no colours')
-    .action((id, o) => setExit(showCommand(id, o)))
-    .addHelpText('after', '\nExamples:\n  $ race show advisory\n  $ race show repeatable-read --json')
-
-  const run = p
-    .command('run')
-    .description('run one scenario over N real connections and judge the invariant')
-    .argument('<scenario>', 'scenario id (race list)')
-    .option('--n <n>', 'number of sessions (connections); default per scenario, usually 2')
-    .option(
-      '--schedule <schedule>',
-      'barrier (default: all begin, then run free), lockstep (step k of every session before step k+1), serial, or a permutation "s1.begin s2.begin s1.check ..."',
-    )
-    .option('--window <duration>', "sleep at the scenario's race point (between check and write), e.g. 300ms")
-    .option('--trials <k>', 'repeat the race K times and report the rate', '1')
-    .option('--timeline', 'draw the interleaving: one column per session, ms since the barrier')
-    .option('--expect <held|violated>', 'exit 0 when the invariant held (or was violated), whatever the documentation says')
-    .option('--user <uuid>', 'act for this user (fixes the advisory keys, e.g. to watch them with race locks); default a fresh uuid per trial')
-    .option('--hold <duration>', "keep the race's locks held (before the first commit) this long, for race locks in another terminal")
-  addScenarioParamOptions(run)
-  addTargetOptions(run)
-  run
-    .action(async (id, o, cmd) => setExit(await runCommand(id, o, cmd)))
-    .addHelpText(
-      'after',
-      `
-Examples:
-  $ race run broken --n 2 --timeline
-  $ race run broken --schedule lockstep --trials 20
-  $ race run advisory --n 5 --max-pending 3
-  $ race run advisory --n 50 --max-pending 3 --trials 200
-  $ race run serializable --retries 3 --timeline
-  $ race run repeatable-read --no-guard
-  $ race run unique-index --window 300ms --json
-  $ race run deadlock --ordered --timeline
-  $ race run shared-lock --hold 30s             then, in another terminal: race locks --watch
-  $ race run write-skew --isolation serializable --timeline
-  $ race run lost-update --schedule "t1.begin t2.begin t1.read t2.read t1.update t2.update t1.commit t2.commit"
-  $ race run skip-locked --n 8 --no-skip-locked`,
-    )
-
-  const check = p
-    .command('check')
-    .description('every scenario in lockstep against one database: exit 0 only if all behave as documented')
-    .argument('[scenarios...]', 'scenario ids (default: all)')
-  addTargetOptions(check)
-  check
-    .action(async (ids, o) => setExit(await checkCommand(ids, o)))
-    .addHelpText('after', '\nExamples:\n  $ race check\n  $ race check --database-url postgres://app@db:5432/app --json\n  $ race check advisory unique-index')
-
-  p.command('key')
-    .description('the advisory key of namespace:id, as the article derives it (sha256, first 8 bytes, big-endian, signed)')
-    .argument('<namespace>', "what the key is for, e.g. setup_request")
-    .argument('<id>', 'the resource, e.g. a user id')
-    .option('--sql', 'print the matching SELECT pg_advisory_xact_lock(...)')
-    .option('--json', 'print JSON (the key as a string, and how pg_locks shows it)')
-    .action((ns, id, o) => setExit(keyCommand(ns, id, o)))
-    .addHelpText('after', '\nExamples:\n  $ race key setup_request 42                  7844923485908670055\n  $ race key setup_request 1 --sql\n  $ race key account 3fa85f64-5717-4562-b3fc-2c963f66afa6 --json')
-
-  const locks = p
-    .command('locks')
-    .description('advisory locks held or awaited in a database right now (pg_locks joined with pg_stat_activity), waiting first')
-    .option('--watch', 'redraw every --interval until Ctrl-C (or --run-timeout)')
-    .option('--interval <duration>', 'with --watch: how often to redraw (default 1s)')
-  addTargetOptions(locks)
-  locks
-    .action(async (o) => setExit(await locksCommand(o)))
-    .addHelpText(
-      'after',
-      '\nExamples:\n  $ race locks --database-url postgres://app@db:5432/app\n  $ race locks --watch --interval 500ms\n  $ race run deadlock --hold 20s      (its output says how to point race locks at it)',
-    )
-
-  const matrix = p
-    .command('matrix')
-    .description('every isolation anomaly at READ COMMITTED, REPEATABLE READ and SERIALIZABLE: one grid, what happened next to what PostgreSQL documents; exit 1 on any deviation')
-    .argument('[anomalies...]', 'rows to run (default: all anomalies of the matrix)')
-  addTargetOptions(matrix)
-  matrix
-    .action(async (ids, o) => setExit(await matrixCommand(ids, o)))
-    .addHelpText(
-      'after',
-      `
-Each anomaly runs with its default interleaving (race show <anomaly> prints it) at each level.
-A cell reads: anomaly (the invariant was violated), prevented <SQLSTATE> (PostgreSQL raised it and the
-invariant held), serialized (held because a session waited), clean (held, nobody waited or failed).
-
-Examples:
-  $ race matrix
-  $ race matrix write-skew lost-update
-  $ race matrix --database-url $DATABASE_URL --json     CI: exit 1 on any deviation`,
-    )
-
-  const bench = p
-    .command('bench')
-    .description("throughput and latency by isolation level and contention, beside the isolation article's published ratios (and pgbench)")
-    .option('--workload <list>', 'oltp (80% point reads, 15% read-modify-write, 5% range sums) and/or advisory (check-then-insert under pg_advisory_xact_lock, advisory article §4)', 'oltp')
-    .option('--isolation <levels>', 'one or more of read-committed, repeatable-read, serializable (rc, rr, ser), comma-separated', 'rc,rr,serializable')
-    .option('--hot <percents>', 'oltp: percent of accesses that go to the hot rows, one cell each', '1,10,50')
-    .option('--hot-rows <n>', 'oltp: size of the hot set', '100')
-    .option('--rows <n>', 'oltp: rows in the accounts table', '100000')
-    .option('--users <k>', 'advisory: users the requests are spread over (fewer = more contention)', '100')
-    .option('--clients <n>', 'concurrent clients, one connection (backend) each', '8')
-    .option('--duration <duration>', 'measured time per cell', '10s')
-    .option('--warmup <duration>', 'unmeasured time before each cell', '1s')
-    .option('--max-tries <n>', 'tries per transaction on 40001/40P01, retried as a whole (pgbench --max-tries)', '10')
-    .option('--lock-timeout <duration>', "advisory: lock_timeout set with set_config(..., true), as in the article", '2s')
-    .option('--vs-pgbench', 'also run each cell through pgbench (same script, clients, duration, level) and print race/pgbench')
-    .option('--html <file>', 'also write a self-contained HTML page with the charts')
-    .option('--driver <driver>', "race's load connections: wire (its own minimal protocol client) or postgres.js", 'wire')
-  addTargetOptions(bench)
-  bench
-    .action(async (o, cmd) => setExit(await benchCommand(o, cmd)))
-    .addHelpText(
-      'after',
-      `
-Each cell runs --clients connections for --duration after --warmup; 40001/40P01 are retried as a whole up to
---max-tries and counted (like pgbench); other errors are failures, counted by SQLSTATE. --step-timeout is each
-statement's statement_timeout. Everything happens in a schema race_bench_<hex>, dropped at the end.
-
-Examples:
-  $ race bench
-  $ race bench --workload oltp --hot 1,10,50 --duration 5s --vs-pgbench
-  $ race bench --workload advisory --users 20 --isolation rc,serializable
-  $ race bench --isolation rc,rr --clients 16 --html bench.html
-  $ race bench --database-url postgres://app@db:5432/app --json`,
-    )
-
+  // Each command declares its own options, typed, in its own file.
+  registerList(p, setExit)
+  registerShow(p, all, setExit)
+  registerRun(p, all, setExit)
+  registerCheck(p, setExit)
+  registerKey(p, setExit)
+  registerLocks(p, setExit)
+  registerMatrix(p, setExit)
+  registerBench(p, setExit)
   p.hook('preAction', (_p, action) => setColor(action.opts().color !== false))
   return p
 }
@@ -251,7 +122,7 @@ async function main(): Promise<void> {
     void finish(3, d.message)
   })
   try {
-    await program().parseAsync(process.argv)
+    await program(await scenarios()).parseAsync(process.argv)
     if (abortSignal.aborted) throw abortSignal.reason
     await finish(exitWith)
   } catch (err) {

@@ -1,66 +1,30 @@
-// The contract between the engine and scenarios/: a scenario is data plus a few small functions.
+// The contract between race and a scenario: one file that is the whole truth. What runs (SQL with named
+// binds), what `race show` prints (the same SQL), the application's decisions beside it (small functions,
+// shown as their own source), and what the database is documented to do, session by session.
 // Scenario modules import only this file; they never open connections (only the engine does).
 import { createHash } from 'node:crypto'
-import type { Sql } from 'postgres'
 
-export type Row = Record<string, unknown>
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- rows are whatever the SQL returns
+export type Row = Record<string, any>
 export type Rows = Row[]
 
-/** How a whole run ended (DESIGN.md "Words"). */
+/** How a whole run ended. */
 export type Verdict = 'anomaly' | 'prevented' | 'serialized' | 'clean' | 'unknown'
 /**
- * barrier: all begin, then run free. lockstep: step k of every session before step k+1 (or the scenario's own
- * deterministic interleaving). serial: one session after another. permutation: an explicit order from the user.
+ * barrier: all begin, then run free. lockstep: the scenario's own deterministic interleaving (or step k of
+ * every session before step k+1). serial: one session after another. permutation: an order from the user.
  */
 export type Schedule = 'barrier' | 'lockstep' | 'serial' | 'permutation'
 
-/** What a step function may hand back: rows (or a query that yields them), SQL to run, or the application's "no". */
-export type StepResult = PromiseLike<Rows> | Rows | Reject | string
+/** The database engines race can drive. */
+export type Engine = 'postgres'
+export const ENGINES: readonly Engine[] = ['postgres']
 
-export interface Reject {
-  readonly reject: string
-}
+export const LEVELS = ['read committed', 'repeatable read', 'serializable'] as const
+export type Level = 'read uncommitted' | (typeof LEVELS)[number]
 
 export type ParamValue = number | boolean | string
 export type Params = Record<string, ParamValue>
-
-export interface StepCtx {
-  /** 's1', 's2', ... */
-  readonly session: string
-  /** 0-based index of the session. */
-  readonly index: number
-  /** The user every session of this trial acts for (a fresh uuid per trial, so keys never collide across runs). */
-  readonly user: string
-  readonly params: Params
-  /** Rows returned by this session's earlier steps, by step name. */
-  readonly prior: Record<string, Rows>
-  /** The application's own rule says no (the article's 409): the session rolls back and ends `rejected`. */
-  reject(reason: string): Reject
-}
-
-export interface StepDef {
-  /** The SQL as a reader should see it (race show, timeline). Run as-is when `run` is absent. */
-  sql: string
-  /** Runs the step with bound parameters, or decides to reject. */
-  run?: (sql: Sql, ctx: StepCtx) => StepResult
-}
-export type Step = string | StepDef
-
-export interface SessionSpec {
-  /** Steps in order. The first one is the session's `begin`; with the barrier schedule, sessions wait after it. */
-  steps: Record<string, Step>
-  /** The step after which `--window` sleeps (between check and write). */
-  racePoint?: string
-  /** Startup parameters of this session's connection (e.g. default_transaction_isolation). */
-  connection?: Record<string, string>
-  /** On serialization_failure, retry the whole transaction up to this many times (exponential backoff, jitter). */
-  retries?: number
-  /**
-   * The name of an earlier session whose connection (backend) this one borrows, as the next borrower of a
-   * pooled connection does: same pid, same session-level state. Such runs need a step-by-step schedule.
-   */
-  shares?: string
-}
 
 export interface ParamSpec {
   /** Commander flag, e.g. '--max-pending <n>' or '--no-guard'. */
@@ -69,24 +33,148 @@ export interface ParamSpec {
   kind: 'whole' | 'duration' | 'boolean' | 'choice'
   default: ParamValue
   min?: number
+  max?: number
   /** For kind 'choice': the accepted values (e.g. isolation levels). */
   choices?: readonly string[]
+  /**
+   * A duration that bounds a wait in the scenario's own SQL (a lock_timeout kept as a safety net): `--hold`
+   * extends it by the hold, so that holding the race still leaves every waiter waiting and every outcome as it
+   * would be without the hold. Not for a timeout that is the story itself (lock-timeout).
+   */
+  holdExtends?: boolean
+}
+
+/** Which variant of a scenario runs: its params, how many sessions, on which engine. */
+export interface Variant {
+  params: Params
+  n: number
+  engine: Engine
+}
+
+/** What the application has seen when it decides: rows of this session's earlier steps. */
+export interface Seen {
+  session: string
+  params: Params
+  n: number
+  /** The first row of each earlier step, by step name (undefined at run time when it returned none). */
+  prior: Record<string, Row>
+  /** Every row of each earlier step. */
+  rows: Record<string, Rows>
+}
+
+/** A value computed for a named bind (`:key`), with how it is computed, for `race show`. */
+export interface Bind {
+  describe: string
+  value: (ctx: BindCtx) => ParamValue | bigint
+}
+
+export interface BindCtx {
+  /** The user every session of this trial acts for (a fresh uuid per trial, so keys never collide across runs). */
+  user: string
+  session: string
+  /** 0-based index of the session. */
+  index: number
+  params: Params
+  n: number
+}
+
+/**
+ * A step: SQL with named binds, run exactly as written. Binds are `:user`, `:session`, `:n`, `:attempt`,
+ * any param (`:maxPending`), a bind the scenario or session declares (`:key`), or a column of an earlier step
+ * of the same session (`:check.pending`). They are sent as bind parameters, never spliced into the text.
+ */
+export interface StepDef {
+  sql: string
+  /**
+   * The application's own rule, decided before the SQL runs: a reason says no (the article's 409), and the
+   * session rolls back and ends `rejected`. Shown by `race show` as its own source.
+   */
+  rejectIf?: (seen: Seen) => string | false | null | undefined | 0
+  /**
+   * The application's retry loop, decided after the SQL ran (e.g. an optimistic UPDATE matched 0 rows): a
+   * reason rolls back and runs the whole transaction again, up to the session's `retry.max` times; when no try
+   * is left the session ends `rejected` with this reason.
+   */
+  retryIf?: (seen: Seen & { result: Rows & { count?: number } }) => string | false | null | undefined | 0
+}
+export type Step = string | StepDef
+
+export interface SessionSpec {
+  /** Steps in order. With the barrier schedule, sessions wait after the first one (their `begin`). */
+  steps: Record<string, Step>
+  /** The step after which `--window` sleeps (between check and write). */
+  racePoint?: string
+  /** Startup parameters of this session's connection (e.g. default_transaction_isolation). */
+  connection?: Record<string, string>
+  /**
+   * The application's retry loop around the whole transaction: on one of these SQLSTATEs (or a step's
+   * `retryIf`), roll back and run every step again, at most `max` more times; `backoff` waits an exponential
+   * backoff with full jitter first (the isolation article's pattern).
+   */
+  retry?: { max: number; on?: readonly string[]; backoff?: boolean }
+  /**
+   * The name of an earlier session whose connection (backend) this one borrows, as the next borrower of a
+   * pooled connection does: same pid, same session-level state. Such runs need a step-by-step schedule.
+   */
+  shares?: string
+  /** Binds only this session has (e.g. a different user per session). */
+  binds?: Record<string, Bind>
 }
 
 export interface Invariant {
-  description: (params: Params) => string
-  /** Runs on the control connection after every session has ended. */
-  query: (sql: Sql, ctx: { user: string; params: Params; n: number }) => PromiseLike<Rows>
-  /** A short observed value, e.g. '3 pending'. */
-  observed: (rows: Rows) => string
-  holds: (rows: Rows, params: Params) => boolean
+  description: string | ((params: Params) => string)
+  /**
+   * SQL (with binds) run on the control connection after every session has ended. Its first row has a
+   * boolean column `held`: true held, false violated, NULL could not be decided (a read that is missing).
+   */
+  sql: string
+  /** A short observed value from the same row, e.g. '3 pending'. Default: its other columns as k=v. */
+  observed?: (row: Row) => string
 }
 
-export interface ExpectCtx {
-  params: Params
+/** One label per session: 'committed', 'rejected', 'rejected: <reason>', a SQLSTATE (failed with it), 'failed', 'lost', 'timeout'. */
+export type Label = string
+/**
+ * Who ends how: by session name (`{ t1: 'committed', t2: '40001' }`), or counts by label for replicated
+ * sessions (`{ committed: 3, rejected: 2 }`, a count may be a range `[2, 5]`). Together they cover every session.
+ */
+export type Who = Record<string, Label | number | readonly [number, number]>
+
+/** One documented outcome of a run: the verdict and who ends how. */
+export interface Documented {
+  verdict: Exclude<Verdict, 'unknown'>
+  who: Who
+  /** Where the documentation says so, in a few words. */
+  why: string
+}
+
+export interface DocCtx extends Variant {
   schedule: Schedule
-  n: number
   windowMs: number
+}
+
+/** A documented outcome, several legitimate ones (any may happen), or a function of the variant. */
+export type DocEntry = Documented | readonly Documented[] | ((v: DocCtx) => Documented | readonly Documented[])
+
+/**
+ * What one engine is documented to do. `lockstep` is the scenario's deterministic interleaving; a `levels`
+ * table documents it per isolation level instead (and makes the scenario a row of `race matrix`). `serial`
+ * is one session after another. `barrier` (all start together, run free) defaults to lockstep or serial
+ * (the race may or may not overlap); `window` (a sleep at the race point) defaults to lockstep.
+ */
+export interface EngineDoc {
+  lockstep?: DocEntry
+  levels?: Partial<Record<Level, DocEntry>>
+  serial: DocEntry
+  barrier?: DocEntry
+  window?: DocEntry
+}
+
+/** Which section of which article a scenario shows. */
+export interface Source {
+  article: 'advisory-locks' | 'isolation-levels'
+  /** The section's number (advisory-locks) or heading (isolation-levels), e.g. '4.1' or 'Write skew'. */
+  section: string
 }
 
 /** A named configuration `race check` runs, besides the defaults. */
@@ -99,75 +187,72 @@ export interface CheckCase {
 export interface Scenario {
   id: string
   title: string
-  /** Which section of which article this comes from, e.g. 'advisory §4'. */
-  source: string
+  source: Source
   /** What happens, in a few lines, for `race show`. */
   story: string[]
   params: Record<string, ParamSpec>
-  /** Default number of sessions for --n. */
-  defaultN: number
-  /** Allowed --n, inclusive (default 1 .. 10000). Two-session anomalies fix it at [2, 2]. */
-  nRange?: [number, number]
-  /** Human-readable isolation level the sessions run at. */
-  isolation: (params: Params) => string
-  /** Run on the control connection inside the run's own schema before each trial. */
-  setup: string[]
-  /** The sessions by name, in order. `replicate(n, spec)` makes s1..sN from one template. */
-  sessions: (params: Params, n: number) => Record<string, SessionSpec>
+  /** Number of sessions: the default for --n, and the allowed range (a fixed count when min = max). */
+  sessionCount: { default: number; min?: number; max?: number }
   /**
-   * The deterministic interleaving `--schedule lockstep` runs, written as PostgreSQL's isolation tests
-   * write permutations ("s1.read s2.read s1.write ..."). Without it, lockstep is round-robin by step.
-   * A step marked `(wait)`, e.g. "s1.lock(wait)", is awaited even when seen blocked: for waits that end by
-   * themselves (lock_timeout, deadlock detection) and must end before the next step is launched.
+   * The isolation level the documentation assumes, per session when they differ (null: no assumption). Each
+   * session's real level is read from the server and compared with it.
    */
-  lockstep?: (params: Params, n: number) => string
+  isolation: Level | ((v: Variant) => Level | Record<string, Level | null>)
+  /** Run on the control connection inside the run's own schema before each trial. */
+  setup: readonly string[] | ((v: Variant) => readonly string[])
+  /** Binds every session may use, e.g. `:key`. */
+  binds?: Record<string, Bind>
+  /** The sessions by name, in order. `replicate(n, spec)` makes s1..sN from one template. */
+  sessions: (v: Variant) => Record<string, SessionSpec>
+  /**
+   * The deterministic interleaving `--schedule lockstep` runs, written as PostgreSQL's isolation tests write
+   * permutations ("s1.read s2.read s1.write ..."). Without it, lockstep is round-robin by step. A step marked
+   * `(wait)`, e.g. "s1.lock(wait)", is awaited even when seen blocked: for waits that end by themselves
+   * (lock_timeout, deadlock detection) and must end before the next step is launched.
+   */
+  permutation?: string | ((v: Variant) => string)
   /** The schedule `race run` uses when --schedule is not given (default barrier). */
   defaultSchedule?: Schedule
   invariant: Invariant
-  /** The verdict(s) PostgreSQL is documented to give. Several when the interleaving decides. */
-  expect: (ctx: ExpectCtx) => Verdict[]
+  /** What each engine is documented to do. An engine without an entry does not run this scenario. */
+  documented: Partial<Record<Engine, EngineDoc>>
   checks?: CheckCase[]
 }
 
-export function defineScenario(s: Scenario): Scenario {
-  return s
+/** Identity, for type checking: `export default defineScenario({...})`. */
+export function defineScenario(scenario: Scenario): Scenario {
+  return scenario
 }
 
-/** One session template replicated as s1..sN (the N-way races of the design card). */
+/** A step with the application's decision beside its SQL. */
+export function step(sql: string, o: Omit<StepDef, 'sql'> = {}): StepDef {
+  return { sql, ...o }
+}
+
+/** One session template replicated as s1..sN (the N-way races). */
 export function replicate(n: number, spec: SessionSpec): Record<string, SessionSpec> {
   return Object.fromEntries(Array.from({ length: n }, (_, i) => [`s${i + 1}`, spec]))
 }
 
+export const anomaly = (why: string, who: Who): Documented => ({ verdict: 'anomaly', who, why })
+export const prevented = (why: string, who: Who): Documented => ({ verdict: 'prevented', who, why })
+export const serialized = (why: string, who: Who): Documented => ({ verdict: 'serialized', who, why })
+export const clean = (why: string, who: Who): Documented => ({ verdict: 'clean', who, why })
+
 /** Defaults of a scenario's params, overridden by `over`. */
-export function defaultParams(s: Scenario, over: Params = {}): Params {
+export function defaultParams(s: Pick<Scenario, 'params'>, over: Params = {}): Params {
   return { ...Object.fromEntries(Object.entries(s.params).map(([k, p]) => [k, p.default])), ...over }
 }
 
-/** §8.1: first 8 bytes of sha256("namespace:id"), big-endian, signed. */
+/** advisory-locks §8.1: first 8 bytes of sha256("namespace:id"), big-endian, signed. */
 export function advisoryKey(namespace: string, id: string): bigint {
   return createHash('sha256').update(`${namespace}:${id}`).digest().readBigInt64BE(0)
 }
 
-export function isReject(x: unknown): x is Reject {
-  return typeof x === 'object' && x !== null && typeof (x as Reject).reject === 'string'
+/** The bind `:key` of the advisory-locks article: the trial user's key in a namespace (§8.1). */
+export function keyBind(namespace: string, who: (ctx: BindCtx) => string = (ctx) => ctx.user): Bind {
+  return { describe: `sha256('${namespace}:' || user), first 8 bytes, signed`, value: (ctx) => advisoryKey(namespace, who(ctx)) }
 }
 
-/**
- * The usual shape of an expectation: what lockstep gives; barrier adds `clean` (the sessions may happen not
- * to overlap) unless said otherwise; a --window makes the race as certain as lockstep; serial (one session
- * after another) must hold with nobody waiting; an explicit permutation has no documented verdict.
- */
-export function expectBy(o: { lockstep: Verdict[]; barrier?: Verdict[]; window?: Verdict[]; serial?: Verdict[] }): (ctx: ExpectCtx) => Verdict[] {
-  return ({ schedule, windowMs }) => {
-    switch (schedule) {
-      case 'lockstep':
-        return o.lockstep
-      case 'serial':
-        return o.serial ?? ['clean']
-      case 'permutation':
-        return []
-      default:
-        return windowMs > 0 ? (o.window ?? o.lockstep) : (o.barrier ?? [...new Set<Verdict>([...o.lockstep, 'clean'])])
-    }
-  }
-}
+/** The isolation level of a variant's `isolation` param (the isolation-levels family). */
+export const levelParam = (v: { params: Params }): Level => String(v.params.isolation) as Level

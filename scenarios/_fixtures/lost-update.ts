@@ -1,8 +1,8 @@
-// The lost-update family of the isolation-levels article (更新の消失 and its three fixes): one account, a
-// deposit of 50 (T1) and a withdrawal of 30 (T2). Each session records the delta it applied in `applied`
+// The lost-update family of the isolation-levels article (lost update and its three fixes): one account, a
+// deposit of 50 (t1) and a withdrawal of 30 (t2). Each session records the delta it applied in `applied`
 // by the same statement that changes the balance, so the invariant is a real query: balance = 100 + deltas.
-import type { Invariant, Params, SessionSpec, StepDef } from '../../src/scenario.js'
-import { begin } from './isolation.js'
+import { clean, prevented, type DocEntry, type EngineDoc, type Invariant, type Params, type SessionSpec, type Step } from '../../src/scenario.js'
+import { RR_UPDATE, begin } from './isolation.js'
 
 export const tables = [
   `create table accounts (id int primary key, balance int not null, version int not null default 1)`,
@@ -10,74 +10,65 @@ export const tables = [
   `create table applied (session text primary key, delta int not null, attempts int not null default 1)`,
 ]
 
-export const DELTA: Record<string, number> = { t1: 50, t2: -30 }
+const DELTA: Record<string, number> = { t1: 50, t2: -30 }
 const signed = (d: number) => (d >= 0 ? `+ ${d}` : `- ${-d}`)
 
-/** UPDATE ... SET <set> plus the ledger row, in one statement; yields the new balance. */
-function apply(sql: import('postgres').Sql, session: string, set: string, where = 'id = 1', attempts = 1) {
-  return sql.unsafe(
-    `with u as (update accounts set ${set} where ${where} returning balance, version),
-          a as (insert into applied (session, delta, attempts) select $1, $2, $3 from u)
-     select balance, version from u`,
-    [session, DELTA[session], attempts],
-  )
+/** UPDATE accounts SET <set> WHERE <where>, and the ledger row in applied, in one statement; yields the new balance. */
+function apply(session: string, set: string, where = 'id = 1'): string {
+  return `with u as (update accounts set ${set} where ${where} returning balance, version),
+     a as (insert into applied (session, delta, attempts) select :session, ${DELTA[session]}, :attempt::int from u)
+select balance, version from u`
 }
 
 /** The article's broken read-modify-write: the application computes the new balance from its read. */
 export function readModifyWrite(p: Params, session: string, forUpdate = false): SessionSpec {
-  const d = DELTA[session]
-  const read = `select balance from accounts where id = 1${forUpdate ? ' for update' : ''}`
-  const update: StepDef = {
-    sql: `update accounts set balance = :read ${signed(d)} where id = 1  -- computed by the application; ledger row in applied`,
-    run: (sql, ctx) => apply(sql, session, `balance = ${Number(ctx.prior.read[0].balance) + d}`),
+  return {
+    steps: {
+      begin: begin(p),
+      read: `select balance from accounts where id = 1${forUpdate ? ' for update' : ''}`,
+      update: apply(session, `balance = :read.balance ${signed(DELTA[session])}`),
+      commit: 'commit',
+    },
   }
-  return { steps: { begin: begin(p), read, update, commit: 'commit' } }
 }
 
 /** Fix 1: the arithmetic in the UPDATE itself. */
 export function atomic(p: Params, session: string): SessionSpec {
-  const d = DELTA[session]
-  const update: StepDef = {
-    sql: `update accounts set balance = balance ${signed(d)} where id = 1  -- ledger row in applied`,
-    run: (sql) => apply(sql, session, `balance = balance ${signed(d)}`),
-  }
-  return { steps: { begin: begin(p), update, commit: 'commit' } }
+  return { steps: { begin: begin(p), update: apply(session, `balance = balance ${signed(DELTA[session])}`), commit: 'commit' } }
 }
 
-/** Fix 3: optimistic version column; on 0 rows the article rolls back and starts again, up to max tries. */
+/** Fix 3: optimistic version column; on 0 rows the article rolls back and starts again, up to --max-tries attempts. */
 export function versioned(p: Params, session: string): SessionSpec {
-  const d = DELTA[session]
-  const tries = Number(p.maxTries)
-  const update: StepDef = {
-    sql:
-      `update accounts set balance = :balance ${signed(d)}, version = version + 1 where id = 1 and version = :version\n` +
-      `-- 0 rows: rollback; begin; read again; update again (at most --max-tries ${tries} attempts, else give up)`,
-    run: async (sql, ctx) => {
-      let row = ctx.prior.read[0]
-      for (let attempt = 1; attempt <= tries; attempt++) {
-        const done = await apply(sql, session, `balance = ${Number(row.balance) + d}, version = version + 1`, `id = 1 and version = ${Number(row.version)}`, attempt)
-        if (done.length === 1) return [{ ...done[0], attempts: attempt }]
-        if (attempt === tries) break
-        await sql.unsafe('rollback')
-        await sql.unsafe(begin(p))
-        ;[row] = await sql.unsafe('select balance, version from accounts where id = 1')
-      }
-      return [{ gave_up: tries }]
-    },
+  const update: Step = {
+    sql: apply(session, `balance = :read.balance ${signed(DELTA[session])}, version = version + 1`, 'id = 1 and version = :read.version'),
+    retryIf: ({ result }) => result.length === 0 && 'the version changed on every try: OptimisticLockError',
   }
-  const commit: StepDef = {
-    sql: '-- after --max-tries attempts without a match: rollback, OptimisticLockError\ncommit',
-    run: (_sql, ctx) => (ctx.prior.update[0]?.gave_up ? ctx.reject(`version changed on all ${tries} attempts: OptimisticLockError`) : 'commit'),
+  return {
+    steps: { begin: begin(p), read: 'select balance, version from accounts where id = 1', update, commit: 'commit' },
+    retry: { max: Number(p.maxTries) - 1 },
   }
-  return { steps: { begin: begin(p), read: 'select balance, version from accounts where id = 1', update, commit } }
 }
 
 export const invariant: Invariant = {
-  description: () => 'no update is lost: balance = 100 + every committed delta',
-  query: (sql) =>
-    sql`select balance, (select coalesce(sum(delta), 0)::int from applied) as deltas,
-               (select coalesce(string_agg(session || ' ' || delta || case when attempts > 1 then ' (attempt ' || attempts || ')' else '' end, ', ' order by session), 'none') from applied) as committed
-        from accounts where id = 1`,
-  observed: ([r]) => `balance ${r.balance}, committed ${r.committed}: should be ${100 + Number(r.deltas)}`,
-  holds: ([r]) => Number(r.balance) === 100 + Number(r.deltas),
+  description: 'no update is lost: balance = 100 + every committed delta',
+  sql: `select balance = 100 + deltas as held, balance, deltas, committed
+  from (select (select balance from accounts where id = 1) as balance,
+               (select coalesce(sum(delta), 0)::int from applied) as deltas,
+               (select coalesce(string_agg(session || ' ' || delta || case when attempts > 1 then ' (attempt ' || attempts || ')' else '' end, ', ' order by session), 'none') from applied) as committed) x`,
+  observed: (r) => `balance ${r.balance}, committed ${r.committed}: should be ${100 + Number(r.deltas)}`,
+}
+
+export const BOTH = { t1: 'committed', t2: 'committed' }
+const T2_FAILS = { t1: 'committed', t2: '40001' }
+
+/** What PostgreSQL documents for the family: at READ COMMITTED `rc`; above it, the first updater wins (13.2.2). */
+export function documented(rc: DocEntry): EngineDoc {
+  return {
+    levels: {
+      'read committed': rc,
+      'repeatable read': prevented(RR_UPDATE, T2_FAILS),
+      serializable: prevented(RR_UPDATE, T2_FAILS),
+    },
+    serial: clean('t2 reads what t1 committed', BOTH),
+  }
 }

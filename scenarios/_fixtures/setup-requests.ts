@@ -1,6 +1,7 @@
-// The check-then-insert family of the advisory-lock article (§1-§5): one table, one invariant, the steps
-// its variants share. Each scenario differs from `broken` only where the article's code differs.
-import { advisoryKey, type Invariant, type Params, type Step, type StepDef } from '../../src/scenario.js'
+// The check-then-insert family of the advisory-locks article (§1-§5): one table, one invariant, the steps
+// its variants share, and the outcomes they document. Each scenario differs from `broken` only where the
+// article's code differs.
+import { anomaly, clean, keyBind, step, type Bind, type EngineDoc, type Invariant, type Params, type Step, type Variant, type Who } from '../../src/scenario.js'
 
 export const table = `create table setup_requests (
   id         uuid        primary key default gen_random_uuid(),
@@ -13,50 +14,40 @@ export const table = `create table setup_requests (
 export const partialUniqueIndex = `create unique index setup_requests_one_pending_per_user
   on setup_requests (user_id) where status = 'pending'`
 
+/** The application's answer when the check finds a pending request (the article's 409). */
+export const EXISTS = 'pending request exists'
+/** The same, with a --max-pending limit (§4's max_pending). */
+export const LIMIT = 'pending limit reached'
+
 /** §1: "is there a pending request?"; §2 adds FOR UPDATE, which locks no row that does not exist yet. */
-export function checkExists(forUpdate = false): StepDef {
-  const tail = forUpdate ? ' for update' : ''
-  return {
-    sql: `select 1 from setup_requests where user_id = :user and status = 'pending'${tail}`,
-    run: (sql, ctx) =>
-      sql`select 1 as found from setup_requests where user_id = ${ctx.user} and status = 'pending' ${forUpdate ? sql`for update` : sql``}`,
-  }
+export function checkExists(forUpdate = false): string {
+  return `select 1 as found from setup_requests where user_id = :user and status = 'pending'${forUpdate ? ' for update' : ''}`
 }
 
 /** §1: insert unless the check found one (then the application answers 409). */
-export const insertUnlessFound: StepDef = {
-  sql: `-- if the check found a pending request: rollback, 409\ninsert into setup_requests (user_id, status) values (:user, 'pending')`,
-  run: (sql, ctx) =>
-    ctx.prior.check.length > 0
-      ? ctx.reject('pending request exists')
-      : sql`insert into setup_requests (user_id, status) values (${ctx.user}, 'pending')`,
+export const insertUnlessFound = step(`insert into setup_requests (user_id, status) values (:user, 'pending')`, {
+  rejectIf: ({ prior }) => prior.check && 'pending request exists',
+})
+
+/** The steps of §1 (and §2 with FOR UPDATE): begin, check, insert, commit. */
+export function checkThenInsert(begin = 'begin', forUpdate = false): Record<string, Step> {
+  return { begin, check: checkExists(forUpdate), insert: insertUnlessFound, commit: 'commit' }
 }
+
+/** `:key`: the user's advisory key in the setup_request namespace (§8.1). */
+export const binds: Record<string, Bind> = { key: keyBind('setup_request') }
 
 /** §4: the advisory-lock version, with max_pending and lock_timeout; `guard` is its SET TRANSACTION line (§5.2). */
 export function advisorySteps(p: Params, guard = true): Record<string, Step> {
   return {
     begin: 'begin',
     ...(guard ? { isolation: 'set transaction isolation level read committed' } : {}),
-    timeout: {
-      sql: `select set_config('lock_timeout', '${p.lockTimeout}ms', true)`,
-      run: (sql, ctx) => sql`select set_config('lock_timeout', ${`${ctx.params.lockTimeout}ms`}, true)`,
-    },
-    lock: {
-      sql: `select pg_advisory_xact_lock(:key) -- key = sha256('setup_request:' || :user)[0:8]`,
-      run: (sql, ctx) => sql`select pg_advisory_xact_lock(${String(advisoryKey('setup_request', ctx.user))}::bigint)`,
-    },
-    check: {
-      sql: `select count(*) from setup_requests where user_id = :user and status = 'pending'`,
-      run: (sql, ctx) =>
-        sql`select count(*)::int as pending from setup_requests where user_id = ${ctx.user} and status = 'pending'`,
-    },
-    insert: {
-      sql: `-- if pending >= max_pending: rollback, 409\ninsert into setup_requests (user_id, status) values (:user, 'pending')`,
-      run: (sql, ctx) =>
-        Number(ctx.prior.check[0]?.pending) >= Number(ctx.params.maxPending ?? 1)
-          ? ctx.reject('pending limit reached')
-          : sql`insert into setup_requests (user_id, status) values (${ctx.user}, 'pending')`,
-    },
+    timeout: `select set_config('lock_timeout', '${p.lockTimeout}ms', true)`,
+    lock: 'select pg_advisory_xact_lock(:key)',
+    check: `select count(*)::int as pending from setup_requests where user_id = :user and status = 'pending'`,
+    insert: step(`insert into setup_requests (user_id, status) values (:user, 'pending')`, {
+      rejectIf: ({ prior, params }) => prior.check.pending >= (params.maxPending ?? 1) && 'pending limit reached',
+    }),
     commit: 'commit',
   }
 }
@@ -74,14 +65,37 @@ export const advisoryParams = {
     description: 'lock_timeout for the advisory lock, set with set_config(..., true)',
     kind: 'duration',
     default: 2000,
+    holdExtends: true,
   },
 } as const
 
-/** At most max-pending (1 unless the scenario takes --max-pending) pending requests for the user. */
-export const invariant: Invariant = {
-  description: (p) => `at most ${p.maxPending ?? 1} pending request${Number(p.maxPending ?? 1) === 1 ? '' : 's'} for the user`,
-  query: (sql, ctx) =>
-    sql`select count(*)::int as pending from setup_requests where user_id = ${ctx.user} and status = 'pending'`,
-  observed: (rows) => `${rows[0]?.pending} pending`,
-  holds: (rows, p) => Number(rows[0]?.pending) <= Number(p.maxPending ?? 1),
+/** At most `max` pending requests for the user (`max` is SQL: 1, or :maxPending). */
+export function invariant(max: '1' | ':maxPending' = '1'): Invariant {
+  return {
+    description: (p) => `at most ${p.maxPending ?? 1} pending request${Number(p.maxPending ?? 1) === 1 ? '' : 's'} for the user`,
+    sql: `select count(*) <= ${max} as held, count(*)::int as pending from setup_requests where user_id = :user and status = 'pending'`,
+    observed: (r) => `${r.pending} pending`,
+  }
+}
+
+/** n requests one after another (or serialized by a lock): the first `max` commit, the rest are told no. */
+export function oneByOne(v: Variant, max: number, reason: string): Who {
+  const committed = Math.min(v.n, max)
+  return v.n > committed ? { committed, [`rejected: ${reason}`]: v.n - committed } : { committed }
+}
+
+/**
+ * What the unguarded check-then-insert (broken, for-update) is documented to do: in lockstep every check runs
+ * before any insert, so every session inserts; free-running sessions may or may not overlap.
+ */
+export function racesThrough(race: string): EngineDoc {
+  const alone = clean('one request alone', { committed: 1 })
+  return {
+    lockstep: ({ n }) => (n > 1 ? anomaly(race, { committed: n }) : alone),
+    serial: (v) => clean('each check sees the requests committed before it', oneByOne(v, 1, EXISTS)),
+    barrier: (v) =>
+      v.n > 1
+        ? [anomaly(race, { committed: [2, v.n], [`rejected: ${EXISTS}`]: [0, v.n - 2] }), clean('the sessions happened not to overlap', oneByOne(v, 1, EXISTS))]
+        : alone,
+  }
 }

@@ -1,16 +1,14 @@
 // race bench: throughput and latency by isolation level and contention on the user's own server, beside the
 // isolation article's published ratios, and (--vs-pgbench) beside pgbench running the same transactions.
-import { randomBytes } from 'node:crypto'
 import fs from 'node:fs'
 import type { Command } from 'commander'
-import { UsageError, RunError } from '../errors.js'
-import { onCleanup } from '../lifecycle.js'
+import { RunError, UsageError } from '../errors.js'
 import { parseDuration, parseWhole } from '../parse.js'
 import { advisory, articleRatio, oltp, ARTICLE, type Workload } from '../bench/workloads.js'
 import { runCell, type Driver } from '../bench/runner.js'
 import { findPgbench, runPgbench, type Pgbench } from '../bench/pgbench.js'
 import { groupLabel, html, Progress, shortLevel, text, type BenchReport, type CellResult } from '../bench/report.js'
-import { parseBounds, withLab } from './common.js'
+import { addTargetOptions, parseBounds, withLab, type TargetOptions } from './common.js'
 
 export const LEVELS = ['read committed', 'repeatable read', 'serializable'] as const
 const LEVEL_NAMES: Record<string, (typeof LEVELS)[number]> = {
@@ -88,7 +86,25 @@ export interface BenchOptions {
   json: boolean
 }
 
-export function parseBenchOptions(o: Record<string, any>, cmd: Command): BenchOptions {
+export interface BenchCliOptions extends TargetOptions {
+  workload: string
+  isolation: string
+  hot: string
+  hotRows: string
+  rows: string
+  users: string
+  clients: string
+  duration: string
+  warmup: string
+  maxTries: string
+  lockTimeout: string
+  vsPgbench?: boolean
+  html?: string
+  driver: string
+  keep?: boolean
+}
+
+export function parseBenchOptions(o: BenchCliOptions, cmd: Command): BenchOptions {
   const given = (k: string) => cmd.getOptionValueSource(k) === 'cli'
   const workloads = parseWorkloads(o.workload)
   if (!workloads.includes('oltp')) {
@@ -150,7 +166,7 @@ function plan(b: BenchOptions): { workload: Workload; cells: Plan[] }[] {
   return out
 }
 
-export async function benchCommand(o: Record<string, any>, cmd: Command): Promise<number> {
+export async function benchCommand(o: BenchCliOptions, cmd: Command): Promise<number> {
   const b = parseBenchOptions(o, cmd)
   const bounds = parseBounds(o)
   const pgbench: Pgbench | null = b.vsPgbench ? findPgbench() : null
@@ -173,19 +189,11 @@ export async function benchCommand(o: Record<string, any>, cmd: Command): Promis
     if (b.clients > room.free) {
       throw new UsageError(`--clients ${b.clients} needs ${b.clients} connections, but the server has room for ${Math.max(0, room.free)} more (max_connections ${room.max}): use --clients ${Math.max(1, room.free)} or fewer`)
     }
-    const schema = `race_bench_${randomBytes(4).toString('hex')}`
-    try {
-      await lab.control.unsafe(`create schema "${schema}"`)
-    } catch (e) {
-      throw new RunError(`could not create the bench schema ${schema}: ${(e as Error).message}`)
-    }
-    const drop = async () => {
-      if (o.keep) return
-      await lab.control.unsafe(`drop schema if exists "${schema}" cascade`)
-    }
-    const release = onCleanup(`schema ${schema}`, drop)
+    const run = await lab.createSchema('bench', Boolean(o.keep))
+    const schema = run.name
     const progress = new Progress(nCells * cellMs)
     const cells: CellResult[] = []
+    let failure: unknown
     try {
       await lab.control.unsafe(`set search_path to "${schema}"`)
       let n = 0
@@ -252,11 +260,19 @@ export async function benchCommand(o: Record<string, any>, cmd: Command): Promis
           })
         }
       }
+    } catch (e) {
+      failure = e
     } finally {
       progress.end()
-      release()
-      await drop()
+      run.release()
     }
+    // Cleanup never hides the failure it follows: what it could not drop is added to that failure's line.
+    const left = await run.drop()
+    if (failure !== undefined) {
+      if (left && failure instanceof Error) failure.message = `${failure.message}; ${left.note}`
+      throw failure
+    }
+    if (left) throw new RunError(left.note)
     for (const x of cells) {
       const rc = cells.find((y) => groupLabel(y) === groupLabel(x) && y.isolation === 'read committed')
       x.vsRc = rc && rc.race.tps > 0 ? x.race.tps / rc.race.tps : null
@@ -288,4 +304,41 @@ export async function benchCommand(o: Record<string, any>, cmd: Command): Promis
     process.stdout.write(b.json ? JSON.stringify(report, null, 2) + '\n' : text(report) + '\n' + (b.html ? `wrote ${b.html}\n` : '') + (o.keep ? `kept schema ${schema}\n` : ''))
     return 0
   })
+}
+
+export function registerBench(program: Command, exit: (code: number) => void): Command {
+  const cmd = program
+    .command('bench')
+    .description("throughput and latency by isolation level and contention, beside the isolation article's published ratios (and pgbench)")
+    .option('--workload <list>', 'oltp (80% point reads, 15% read-modify-write, 5% range sums) and/or advisory (check-then-insert under pg_advisory_xact_lock, advisory-locks article §4)', 'oltp')
+    .option('--isolation <levels>', 'one or more of read-committed, repeatable-read, serializable (rc, rr, ser), comma-separated', 'rc,rr,serializable')
+    .option('--hot <percents>', 'oltp: percent of accesses that go to the hot rows, one cell each', '1,10,50')
+    .option('--hot-rows <n>', 'oltp: size of the hot set', '100')
+    .option('--rows <n>', 'oltp: rows in the accounts table', '100000')
+    .option('--users <k>', 'advisory: users the requests are spread over (fewer = more contention)', '100')
+    .option('--clients <n>', 'concurrent clients, one connection (backend) each', '8')
+    .option('--duration <duration>', 'measured time per cell', '10s')
+    .option('--warmup <duration>', 'unmeasured time before each cell', '1s')
+    .option('--max-tries <n>', 'tries per transaction on 40001/40P01, retried as a whole (pgbench --max-tries)', '10')
+    .option('--lock-timeout <duration>', 'advisory: lock_timeout set with set_config(..., true), as in the article', '2s')
+    .option('--vs-pgbench', 'also run each cell through pgbench (same script, clients, duration, level) and print race/pgbench')
+    .option('--html <file>', 'also write a self-contained HTML page with the charts')
+    .option('--driver <driver>', "race's load connections: wire (its own minimal protocol client) or postgres.js", 'wire')
+  addTargetOptions(cmd)
+  cmd.action(async (o: BenchCliOptions, self: Command) => exit(await benchCommand(o, self)))
+  cmd.addHelpText(
+    'after',
+    `
+Each cell runs --clients connections for --duration after --warmup; 40001/40P01 are retried as a whole up to
+--max-tries and counted (like pgbench); other errors are failures, counted by SQLSTATE. --step-timeout is each
+statement's statement_timeout. Everything happens in a schema race_bench_<hex>, dropped at the end.
+
+Examples:
+  $ race bench
+  $ race bench --workload oltp --hot 1,10,50 --duration 5s --vs-pgbench
+  $ race bench --workload advisory --users 20 --isolation rc,serializable
+  $ race bench --isolation rc,rr --clients 16 --html bench.html
+  $ race bench --database-url postgres://app@db:5432/app --json`,
+  )
+  return cmd
 }

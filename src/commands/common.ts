@@ -1,14 +1,17 @@
-// What run and check share: where the database is, bounds on every wait, and parsing of scenario flags.
+// What the commands share: where the database is, bounds on every wait, scenario flags, and one trial judged
+// against its documentation.
 import type { Command } from 'commander'
 import { startEmbedded } from '../db/embedded.js'
+import { Lab } from '../db/lab.js'
 import { resolveTarget, type Target } from '../db/target.js'
+import { run } from '../engine/run.js'
+import type { TrialFacts } from '../engine/types.js'
 import { RunError, UsageError } from '../errors.js'
+import { compare, judge, type Comparison } from '../judge/index.js'
 import { abort, describeStuck } from '../lifecycle.js'
-import { Lab, run } from '../engine/run.js'
-import type { TrialResult } from '../engine/types.js'
-import { parseDuration, parseWhole, closest, formatDuration } from '../parse.js'
-import type { ParamSpec, Params, Scenario } from '../scenario.js'
-import { scenarios } from '../../scenarios/index.js'
+import { parseDuration, parseWhole, formatDuration } from '../parse.js'
+import { documentedFor, plan, type Plan } from '../plan.js'
+import type { Documented, ParamSpec, Params, Scenario, Schedule, Verdict } from '../scenario.js'
 
 export interface Bounds {
   connectTimeoutMs: number
@@ -16,34 +19,35 @@ export interface Bounds {
   runTimeoutMs: number
 }
 
-export function addTargetOptions(cmd: Command): Command {
-  return cmd
-    .option('--database-url <url>', 'a server you already have (else DATABASE_URL, else PG* variables, else embedded PostgreSQL 18)')
-    .option('--connect-timeout <duration>', 'give up connecting after this long', '5s')
-    .option('--step-timeout <duration>', 'cancel a step that has not finished after this long', '10s')
-    .option('--run-timeout <duration>', 'give up on the whole command after this long', '5m')
-    .option('--keep', 'keep the run schema (prints its name) instead of dropping it')
-    .option('--json', 'print one JSON document instead of tables')
-    .option('--no-color', 'no colours, even on a terminal')
+/** The options every command that connects takes. */
+export interface TargetOptions {
+  databaseUrl?: string
+  connectTimeout: string
+  stepTimeout: string
+  runTimeout: string
+  json?: boolean
+  color: boolean
 }
 
-export function parseBounds(o: Record<string, string>): Bounds {
+export function addTargetOptions(cmd: Command, o: { keep?: boolean; stepTimeout?: boolean } = {}): Command {
+  cmd.option('--database-url <url>', 'a server you already have (else DATABASE_URL, else PG* variables, else embedded PostgreSQL 18)')
+  cmd.option('--connect-timeout <duration>', 'give up connecting after this long', '5s')
+  if (o.stepTimeout !== false) cmd.option('--step-timeout <duration>', 'cancel a step that has not finished after this long', '10s')
+  cmd.option('--run-timeout <duration>', 'give up on the whole command after this long', '5m')
+  if (o.keep !== false) cmd.option('--keep', 'keep the run schema (prints its name) instead of dropping it')
+  return cmd.option('--json', 'print one JSON document instead of tables').option('--no-color', 'no colours, even on a terminal')
+}
+
+export function parseBounds(o: Pick<TargetOptions, 'connectTimeout' | 'runTimeout'> & { stepTimeout?: string }): Bounds {
   return {
     connectTimeoutMs: parseDuration('--connect-timeout', o.connectTimeout),
-    stepTimeoutMs: parseDuration('--step-timeout', o.stepTimeout),
+    stepTimeoutMs: parseDuration('--step-timeout', o.stepTimeout ?? '10s'),
     runTimeoutMs: parseDuration('--run-timeout', o.runTimeout),
   }
 }
 
-export function findScenario(id: string): Scenario {
-  const s = scenarios.find((x) => x.id === id)
-  if (s) return s
-  const near = closest(id, scenarios.map((x) => x.id))
-  throw new UsageError(`unknown scenario '${id}'${near ? `: did you mean '${near}'?` : ''} (race list shows them all)`)
-}
-
 /** Every flag any scenario declares, for commander; which apply is checked once the scenario is known. */
-export function addScenarioParamOptions(cmd: Command): Command {
+export function addScenarioParamOptions(cmd: Command, scenarios: readonly Scenario[]): Command {
   const byFlag = new Map<string, { p: ParamSpec; ids: string[]; defaults: Set<string>; uses: string[]; descs: Set<string> }>()
   for (const s of scenarios) {
     for (const p of Object.values(s.params)) {
@@ -70,7 +74,8 @@ export function addScenarioParamOptions(cmd: Command): Command {
   return cmd
 }
 
-export function scenarioParams(s: Scenario, cmd: Command, opts: Record<string, unknown>): Params {
+/** The scenario's params from the command line (defaults for the rest); another scenario's flag is bad input. */
+export function scenarioParams(s: Scenario, cmd: Command, opts: Record<string, unknown>, all: readonly Scenario[]): Params {
   const params: Params = {}
   for (const [key, p] of Object.entries(s.params)) {
     const raw = opts[key]
@@ -78,16 +83,16 @@ export function scenarioParams(s: Scenario, cmd: Command, opts: Record<string, u
     const flag = p.flag.split(' ')[0]
     if (!given || raw === undefined) params[key] = p.default
     else if (p.kind === 'boolean') params[key] = Boolean(raw)
-    else if (p.kind === 'whole') params[key] = parseWhole(flag, String(raw), p.min ?? 0, 1_000_000)
+    else if (p.kind === 'whole') params[key] = parseWhole(flag, String(raw), p.min ?? 0, p.max ?? 1_000_000)
     else if (p.kind === 'choice') params[key] = parseChoice(flag, String(raw), p.choices ?? [])
     else params[key] = parseDuration(flag, String(raw))
   }
   // A flag of another scenario is a mistake worth saying, not a silent no-op.
-  for (const other of scenarios) {
+  for (const other of all) {
     for (const [key, p] of Object.entries(other.params)) {
       if (key in s.params) continue
       if (cmd.getOptionValueSource(key) === 'cli') {
-        const users = scenarios.filter((x) => key in x.params).map((x) => x.id)
+        const users = all.filter((x) => key in x.params).map((x) => x.id)
         throw new UsageError(`${p.flag.split(' ')[0]} does not apply to ${s.id}; it applies to ${users.join(', ')}`)
       }
     }
@@ -128,6 +133,7 @@ export async function withLab<T>(databaseUrl: string | undefined, bounds: Bounds
       target = { kind: 'embedded', url: server.url, label: 'embedded' }
     }
     const lab = await Lab.open(target, bounds.connectTimeoutMs)
+    if (lab.reaped.length && process.stderr.isTTY) process.stderr.write(`removed ${lab.reaped.length} schema(s) left by race runs that were killed: ${lab.reaped.join(', ')}\n`)
     return await fn(lab, target)
   } finally {
     clearTimeout(timer)
@@ -139,18 +145,36 @@ function stuckNote(): string {
   return s ? `: ${s}` : ''
 }
 
-/** One deterministic trial (race check, race matrix): lockstep, no window, nothing kept. */
-export async function runOnce(lab: Lab, bounds: Bounds, scenario: Scenario, params: Params, n: number): Promise<TrialResult> {
+/** A trial judged: its verdict, and how it compares with what is documented. */
+export interface Trial extends TrialFacts {
+  verdict: Verdict
+  why: string
+  comparison: Comparison
+}
+
+export function judgeTrial(facts: TrialFacts, docs: readonly Documented[], p: Plan): Trial {
+  const { verdict, why } = judge(facts.sessions, facts.invariant)
+  return { ...facts, verdict, why, comparison: compare(verdict, facts.sessions, docs, p.isolation) }
+}
+
+/** One deterministic trial (race check, race matrix): lockstep, no window, nothing kept, judged. */
+export async function runOnce(lab: Lab, bounds: Bounds, scenario: Scenario, params: Params, n: number): Promise<{ trial: Trial; docs: Documented[]; plan: Plan; ms: number }> {
+  const variant = { params, n, engine: 'postgres' as const }
+  const p = plan(scenario, variant)
+  const docs = documentedFor(scenario, { ...variant, schedule: 'lockstep', windowMs: 0 })
+  const started = performance.now()
   const out = await run(lab, {
-    scenario,
-    params,
-    n,
+    plan: p,
     schedule: 'lockstep',
-    windowMs: 0,
     trials: 1,
     stepTimeoutMs: bounds.stepTimeoutMs,
     connectTimeoutMs: bounds.connectTimeoutMs,
     keep: false,
   })
-  return out.trials[0]
+  return { trial: judgeTrial(out.trials[0], docs, p), docs, plan: p, ms: Math.round(performance.now() - started) }
+}
+
+/** The documented outcomes for a schedule (see plan.documentedFor). */
+export function docsFor(scenario: Scenario, p: Plan, schedule: Schedule, windowMs: number): Documented[] {
+  return documentedFor(scenario, { ...p.variant, schedule, windowMs })
 }

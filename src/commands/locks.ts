@@ -1,4 +1,5 @@
 // race locks: the advisory locks held or awaited in this database right now (§11), waiting rows first.
+import type { Command } from 'commander'
 import type { Sql } from 'postgres'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { UsageError } from '../errors.js'
@@ -7,7 +8,27 @@ import { whenAborted } from '../lifecycle.js'
 import { parseDuration } from '../parse.js'
 import { c } from '../report/color.js'
 import { fmtMs, plainTable } from '../report/table.js'
-import { parseBounds, withLab } from './common.js'
+import { addTargetOptions, parseBounds, withLab, type TargetOptions } from './common.js'
+
+export interface LocksOptions extends TargetOptions {
+  watch?: boolean
+  interval?: string
+}
+
+export function registerLocks(program: Command, exit: (code: number) => void): Command {
+  const cmd = program
+    .command('locks')
+    .description('advisory locks held or awaited in a database right now (pg_locks joined with pg_stat_activity), waiting first')
+    .option('--watch', 'redraw every --interval until Ctrl-C (or --run-timeout)')
+    .option('--interval <duration>', 'with --watch: how often to redraw (default 1s)')
+  addTargetOptions(cmd, { keep: false, stepTimeout: false })
+  cmd.action(async (o: LocksOptions) => exit(await locksCommand(o)))
+  cmd.addHelpText(
+    'after',
+    '\nExamples:\n  $ race locks --database-url postgres://app@db:5432/app\n  $ race locks --watch --interval 500ms\n  $ race run deadlock --hold 20s      (its output says how to point race locks at it)',
+  )
+  return cmd
+}
 
 export interface LockRow {
   pid: number
@@ -75,7 +96,7 @@ export function locksTable(rows: readonly LockRow[]): string {
   return `${t.toString()}\n${rows.length - waiting} held, ${waiting} waiting`
 }
 
-export async function locksCommand(o: Record<string, any>): Promise<number> {
+export async function locksCommand(o: LocksOptions): Promise<number> {
   const target = resolveTarget(o.databaseUrl)
   if (target.kind === 'embedded') {
     throw new UsageError(

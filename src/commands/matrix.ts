@@ -1,63 +1,89 @@
-// race matrix [ids...]: every anomaly scenario at READ COMMITTED, REPEATABLE READ and SERIALIZABLE with its
-// default interleaving, one grid: what happened next to what PostgreSQL documents. Exit 1 on any deviation.
-import { DOCUMENTED, LEVELS, MATRIX_IDS, type Documented } from '../../scenarios/index.js'
-import type { TrialResult } from '../engine/types.js'
-import { isPrevention } from '../db/sqlstate.js'
+// race matrix [ids...]: every scenario that documents its outcome per isolation level (the anomalies), at
+// READ COMMITTED, REPEATABLE READ and SERIALIZABLE with its own interleaving, one grid: what happened next to
+// what is documented, compared in full (verdict, who ended how, which SQLSTATE). Exit 1 on any deviation.
+import type { Command } from 'commander'
 import { UsageError } from '../errors.js'
+import { exitCode, summarize, worstExit } from '../judge/index.js'
+import { isMatrixRow } from '../plan.js'
+import { findScenario, scenarios } from '../registry.js'
 import { c } from '../report/color.js'
 import { plainTable } from '../report/table.js'
-import { defaultParams } from '../scenario.js'
-import { findScenario, parseBounds, runOnce, withLab } from './common.js'
+import { LEVELS, defaultParams, type Documented, type Level, type Scenario, type Verdict } from '../scenario.js'
+import { addTargetOptions, parseBounds, runOnce, withLab, type TargetOptions, type Trial } from './common.js'
 
 export interface Cell {
   /** What happened: anomaly, prevented 40001, serialized, clean, unknown. */
   happened: string
-  verdict: TrialResult['verdict']
-  sqlstate?: string
-  /** What PostgreSQL documents, in the same words. */
+  verdict: Verdict
+  /** What is documented, in the same words. */
   documented: string
   deviation: boolean
+  /** What differs, when it deviates. */
+  deviations: string[]
 }
 
-const words = (verdict: string, sqlstate?: string) => (verdict === 'prevented' && sqlstate ? `prevented ${sqlstate}` : verdict)
+export function registerMatrix(program: Command, exit: (code: number) => void): Command {
+  const cmd = program
+    .command('matrix')
+    .description('every isolation anomaly at READ COMMITTED, REPEATABLE READ and SERIALIZABLE: one grid, what happened next to what PostgreSQL documents; exit 1 on any deviation')
+    .argument('[anomalies...]', 'rows to run (default: every scenario that documents each level)')
+  addTargetOptions(cmd, { keep: false })
+  cmd.action(async (ids: string[], o: TargetOptions) => exit(await matrixCommand(ids, o)))
+  cmd.addHelpText(
+    'after',
+    `
+Each anomaly runs with its default interleaving (race show <anomaly> prints it) at each level.
+A cell reads: anomaly (the invariant was violated), prevented <SQLSTATE> (the server raised it and the
+invariant held), serialized (held because a session waited), clean (held, nobody waited or failed).
+A cell deviates when the verdict, any session's ending, or a SQLSTATE differs from the documentation.
 
-/** Pure: one trial against what is documented. A prevention by another SQLSTATE than documented is a deviation too. */
-export function cellOf(t: Pick<TrialResult, 'verdict' | 'sessions'>, doc: Pick<Documented, 'verdict' | 'sqlstate'>): Cell {
-  const sqlstate = t.verdict === 'prevented' ? t.sessions.flatMap((s) => s.errors).find(isPrevention) : undefined
-  const deviation = t.verdict === 'unknown' || t.verdict !== doc.verdict || (doc.sqlstate !== undefined && sqlstate !== doc.sqlstate)
-  return { happened: words(t.verdict, sqlstate), verdict: t.verdict, sqlstate, documented: words(doc.verdict, doc.sqlstate), deviation }
+Examples:
+  $ race matrix
+  $ race matrix write-skew lost-update
+  $ race matrix --database-url $DATABASE_URL --json     CI: exit 1 on any deviation`,
+  )
+  return cmd
 }
 
-export function matrixIds(ids: string[]): string[] {
+/** The SQLSTATEs a trial's failed sessions ended with, or a documented outcome names. */
+const failedWith = (labels: string[]) => [...new Set(labels.filter((l) => /^[0-9A-Z]{5}$/.test(l)))].sort()
+const words = (verdict: string, states: string[]) => (verdict === 'prevented' && states.length ? `prevented ${states.join(' ')}` : verdict)
+
+/** Pure: one judged trial as a cell, next to its documented outcome. */
+export function cellOf(t: Pick<Trial, 'verdict' | 'sessions' | 'comparison'>, docs: readonly Documented[]): Cell {
+  const happened = words(t.verdict, failedWith(t.sessions.flatMap((s) => s.errors)))
+  const documented = docs.map((d) => words(d.verdict, failedWith(Object.entries(d.who).flatMap(([k, v]) => (typeof v === 'string' ? [v] : [k]))))).join(' | ')
+  return { happened, verdict: t.verdict, documented, deviation: !t.comparison.matched, deviations: t.comparison.deviations }
+}
+
+export async function matrixRows(ids: string[]): Promise<Scenario[]> {
+  const all = (await scenarios()).filter((s) => isMatrixRow(s))
   for (const id of ids) {
-    findScenario(id)
-    if (!DOCUMENTED[id]) throw new UsageError(`${id} is not an anomaly of the matrix; its rows are ${MATRIX_IDS.join(', ')}`)
+    await findScenario(id)
+    if (!all.some((s) => s.id === id)) throw new UsageError(`${id} is not an anomaly of the matrix; its rows are ${all.map((s) => s.id).join(', ')}`)
   }
-  return ids.length ? ids : MATRIX_IDS
+  return ids.length ? all.filter((s) => ids.includes(s.id)) : all
 }
 
-export async function matrixCommand(ids: string[], o: Record<string, any>): Promise<number> {
-  const rowsIds = matrixIds(ids)
+export async function matrixCommand(ids: string[], o: TargetOptions): Promise<number> {
+  const rowsOf = await matrixRows(ids)
   const bounds = parseBounds(o)
   return withLab(o.databaseUrl, bounds, async (lab, target) => {
-    const rows: { id: string; title: string; cells: { level: string; cell: Cell; t: TrialResult; doc: Documented }[] }[] = []
+    const rows: { scenario: Scenario; cells: { level: Level; cell: Cell; t: Trial; docs: Documented[] }[] }[] = []
     let done = 0
-    for (const id of rowsIds) {
-      const scenario = findScenario(id)
+    for (const scenario of rowsOf) {
       const cells = []
       for (const level of LEVELS) {
-        if (!o.json && process.stderr.isTTY) process.stderr.write(`\r\x1b[2Kmatrix ${++done}/${rowsIds.length * LEVELS.length}: ${id} at ${level}...`)
-        const params = defaultParams(scenario, { isolation: level })
-        const t = await runOnce(lab, bounds, scenario, params, scenario.defaultN)
-        const doc = DOCUMENTED[id][level]
-        cells.push({ level, cell: cellOf(t, doc), t, doc })
+        if (!o.json && process.stderr.isTTY) process.stderr.write(`\r\x1b[2Kmatrix ${++done}/${rowsOf.length * LEVELS.length}: ${scenario.id} at ${level}...`)
+        const { trial, docs } = await runOnce(lab, bounds, scenario, defaultParams(scenario, { isolation: level }), scenario.sessionCount.default)
+        cells.push({ level, cell: cellOf(trial, docs), t: trial, docs })
       }
-      rows.push({ id, title: scenario.title, cells })
+      rows.push({ scenario, cells })
     }
     if (!o.json && process.stderr.isTTY) process.stderr.write('\r\x1b[2K')
     const all = rows.flatMap((r) => r.cells)
     const deviations = all.filter((x) => x.cell.deviation).length
-    const code = all.some((x) => x.cell.verdict === 'unknown') ? 3 : deviations ? 1 : 0
+    const code = worstExit(all.map((x) => exitCode(summarize([x.t], x.docs))))
     if (o.json) {
       const doc = {
         server: { version: lab.server.version },
@@ -65,17 +91,18 @@ export async function matrixCommand(ids: string[], o: Record<string, any>): Prom
         schedule: 'lockstep',
         levels: LEVELS,
         rows: rows.map((r) => ({
-          scenario: r.id,
-          title: r.title,
+          scenario: r.scenario.id,
+          title: r.scenario.title,
           cells: Object.fromEntries(
-            r.cells.map(({ level, cell, t, doc }) => [
+            r.cells.map(({ level, cell, t, docs }) => [
               level,
               {
                 happened: cell.happened,
                 verdict: cell.verdict,
-                sqlstate: cell.sqlstate ?? null,
-                documented: { verdict: doc.verdict, sqlstate: doc.sqlstate ?? null, why: doc.why },
+                documented: docs,
                 deviation: cell.deviation,
+                deviations: cell.deviations,
+                sessions: t.sessions,
                 invariant: t.invariant,
                 why: t.why,
               },
@@ -94,16 +121,17 @@ export async function matrixCommand(ids: string[], o: Record<string, any>): Prom
   })
 }
 
-function render(rows: { id: string; cells: { cell: Cell }[] }[], where: string): string {
+function render(rows: { scenario: Scenario; cells: { level: Level; cell: Cell }[] }[], where: string): string {
   const table = plainTable(['anomaly', ...LEVELS.map((l) => l.toUpperCase())])
-  for (const r of rows) table.push([c.bold(r.id), ...r.cells.map(({ cell }) => cellText(cell))])
-  const cells = rows.flatMap((r) => r.cells)
-  const bad = cells.filter((x) => x.cell.deviation).length
+  for (const r of rows) table.push([c.bold(r.scenario.id), ...r.cells.map(({ cell }) => cellText(cell))])
+  const cells = rows.flatMap((r) => r.cells.map((x) => ({ ...x, id: r.scenario.id })))
+  const bad = cells.filter((x) => x.cell.deviation)
   return [
     `${c.bold('race matrix')}  ·  ${where}  ·  each anomaly's default interleaving (lockstep)`,
     table.toString(),
     c.dim('each cell: what happened / what PostgreSQL documents (manual, "Transaction Isolation")'),
-    bad ? c.red.bold(`${bad} of ${cells.length} cells deviate from the documentation`) : c.green(`all ${cells.length} cells as documented`),
+    ...bad.flatMap((x) => [c.red(`${x.id} at ${x.level}:`), ...x.cell.deviations.map((d) => c.red(`  ${d}`))]),
+    bad.length ? c.red.bold(`${bad.length} of ${cells.length} cells deviate from the documentation`) : c.green(`all ${cells.length} cells as documented`),
   ].join('\n')
 }
 

@@ -1,27 +1,77 @@
 // race run <scenario>: one scenario, N sessions, one schedule, K trials; the table, timeline or JSON.
 import type { Command } from 'commander'
 import { run } from '../engine/run.js'
-import { exitCode, summarize, type ExpectOverride } from '../judge/index.js'
 import { UsageError } from '../errors.js'
-import { parseDuration, parseWhole, formatDuration } from '../parse.js'
-import type { Params, Scenario, Schedule } from '../scenario.js'
-import { stepsOf } from '../engine/session.js'
-import { parsePermutation } from '../engine/schedule.js'
+import { exitCode, summarize, type ExpectOverride } from '../judge/index.js'
+import { formatDuration, parseDuration, parseWhole } from '../parse.js'
+import { orderFor, plan, sessionCount, type Plan } from '../plan.js'
+import { findScenario, scenarios } from '../registry.js'
 import { c } from '../report/color.js'
 import { toJson, type RunView } from '../report/json.js'
-import { invariantLine, sessionsTable, trialsTable, verdictLine } from '../report/table.js'
+import { deviationLines, invariantLine, isolationLine, sessionsTable, trialsTable, verdictLine } from '../report/table.js'
 import { timeline } from '../report/timeline.js'
-import { describeParams, findScenario, parseBounds, scenarioParams, withLab } from './common.js'
+import type { Params, Scenario, Schedule } from '../scenario.js'
+import { addScenarioParamOptions, addTargetOptions, describeParams, docsFor, judgeTrial, parseBounds, scenarioParams, withLab, type TargetOptions, type Trial } from './common.js'
 
 export const SCHEDULES: readonly Schedule[] = ['barrier', 'lockstep', 'serial']
 
-/** A schedule name, or a permutation ("s1.begin s2.begin ..."), checked against the scenario's sessions. */
-export function parseSchedule(raw: string, scenario: Scenario, params: Params, n: number, windowMs: number): { schedule: Schedule; permutation?: string } {
+export interface RunOptions extends TargetOptions {
+  n?: string
+  schedule?: string
+  window?: string
+  trials: string
+  timeline?: boolean
+  expect?: string
+  user?: string
+  hold?: string
+  keep?: boolean
+  [param: string]: unknown
+}
+
+export function registerRun(program: Command, all: readonly Scenario[], exit: (code: number) => void): Command {
+  const cmd = program
+    .command('run')
+    .description('run one scenario over N real connections and judge the invariant')
+    .argument('<scenario>', 'scenario id (race list)')
+    .option('--n <n>', 'number of sessions (connections); default per scenario, usually 2')
+    .option(
+      '--schedule <schedule>',
+      'barrier (default: all begin, then run free), lockstep (step k of every session before step k+1), serial, or a permutation "s1.begin s2.begin s1.check ..."',
+    )
+    .option('--window <duration>', "sleep at the scenario's race point (between check and write), e.g. 300ms")
+    .option('--trials <k>', 'repeat the race K times and report the rate', '1')
+    .option('--timeline', 'draw the interleaving: one column per session, ms since the barrier')
+    .option('--expect <held|violated>', 'exit 0 when the invariant held (or was violated), whatever the documentation says')
+    .option('--user <uuid>', 'act for this user (fixes the advisory keys, e.g. to watch them with race locks); default a fresh uuid per trial')
+    .option('--hold <duration>', "keep the race's locks held (before the first commit) this long, for race locks in another terminal")
+  addScenarioParamOptions(cmd, all)
+  addTargetOptions(cmd)
+  cmd.action(async (id: string, o: RunOptions, self: Command) => exit(await runCommand(id, o, self)))
+  cmd.addHelpText(
+    'after',
+    `
+Examples:
+  $ race run broken --n 2 --timeline
+  $ race run broken --schedule lockstep --trials 20
+  $ race run advisory --n 5 --max-pending 3
+  $ race run advisory --n 50 --max-pending 3 --trials 200
+  $ race run serializable --retries 3 --timeline
+  $ race run repeatable-read --no-guard
+  $ race run unique-index --window 300ms --json
+  $ race run deadlock --ordered --timeline
+  $ race run write-skew --isolation serializable --timeline
+  $ race run lost-update --schedule "t1.begin t2.begin t1.read t2.read t1.update t2.update t1.commit t2.commit"
+  $ race run skip-locked --n 8 --no-skip-locked`,
+  )
+  return cmd
+}
+
+/** A schedule name, or a permutation ("s1.begin s2.begin ..."), checked against the plan's sessions. */
+export function parseSchedule(raw: string, p: Plan): { schedule: Schedule; permutation?: string } {
   const v = String(raw).trim()
   if ((SCHEDULES as readonly string[]).includes(v)) return { schedule: v as Schedule }
   if (v.includes('.')) {
-    const sessions = Object.entries(scenario.sessions(params, n)).map(([name, spec]) => ({ name, steps: stepsOf(spec, windowMs) }))
-    parsePermutation(v, sessions)
+    orderFor(p, 'permutation', v)
     return { schedule: 'permutation', permutation: v }
   }
   throw new UsageError(
@@ -41,16 +91,23 @@ export function parseExpect(raw: string | undefined): ExpectOverride {
   throw new UsageError(`--expect takes held or violated, got '${raw}'`)
 }
 
-export async function runCommand(id: string, o: Record<string, any>, cmd: Command): Promise<number> {
-  const scenario = findScenario(id)
-  const params = scenarioParams(scenario, cmd, o)
-  const [nMin, nMax] = scenario.nRange ?? [1, 10_000]
-  if (o.n !== undefined && nMin === nMax && String(o.n).trim() !== String(nMin)) {
-    throw new UsageError(`${scenario.id} has exactly ${nMin} sessions; leave out --n`)
+/** --hold extends the scenario's own wait bounds (lock_timeout kept as a safety net) by the hold. */
+export function extendForHold(s: Scenario, params: Params, holdMs: number): Params {
+  if (!holdMs) return params
+  const out = { ...params }
+  for (const [k, p] of Object.entries(s.params)) if (p.holdExtends) out[k] = Number(out[k]) + holdMs
+  return out
+}
+
+export async function runCommand(id: string, o: RunOptions, cmd: Command): Promise<number> {
+  const scenario = await findScenario(id)
+  const given = scenarioParams(scenario, cmd, o, await scenarios())
+  const count = sessionCount(scenario)
+  if (o.n !== undefined && count.min === count.max && String(o.n).trim() !== String(count.min)) {
+    throw new UsageError(`${scenario.id} has exactly ${count.min} sessions; leave out --n`)
   }
-  const n = o.n === undefined ? scenario.defaultN : parseWhole('--n', o.n, nMin, nMax)
+  const n = o.n === undefined ? count.default : parseWhole('--n', o.n, count.min, count.max)
   const windowMs = o.window === undefined ? 0 : parseDuration('--window', o.window, { allowZero: true })
-  const { schedule, permutation } = parseSchedule(o.schedule ?? scenario.defaultSchedule ?? 'barrier', scenario, params, n, windowMs)
   const trials = parseWhole('--trials', o.trials, 1, 100_000)
   const override = parseExpect(o.expect)
   const bounds = parseBounds(o)
@@ -61,17 +118,19 @@ export async function runCommand(id: string, o: Record<string, any>, cmd: Comman
     throw new UsageError(`--hold ${o.hold} does not fit in --run-timeout ${o.runTimeout}: give --run-timeout ${formatDuration(holdMs + 60_000)} or a shorter --hold`)
   }
   if (holdMs && trials > 1) throw new UsageError(`--hold holds one race: leave out --trials`)
+  const params = extendForHold(scenario, given, holdMs)
+  const p = plan(scenario, { params, n, engine: 'postgres' }, windowMs)
+  const { schedule, permutation } = parseSchedule(o.schedule ?? scenario.defaultSchedule ?? 'barrier', p)
+  const docs = docsFor(scenario, p, schedule, windowMs)
   const progress = !o.json && process.stderr.isTTY && trials > 1
   let violations = 0
 
   return withLab(o.databaseUrl, bounds, async (lab, target) => {
+    const judged: Trial[] = []
     const out = await run(lab, {
-      scenario,
-      params,
-      n,
+      plan: p,
       schedule,
       permutation,
-      windowMs,
       trials,
       stepTimeoutMs: bounds.stepTimeoutMs,
       connectTimeoutMs: bounds.connectTimeoutMs,
@@ -80,58 +139,44 @@ export async function runCommand(id: string, o: Record<string, any>, cmd: Comman
       holdMs,
       onHold: (pids, ms) => {
         const url = target.kind === 'embedded' ? ` --database-url '${lab.target.url}'` : o.databaseUrl ? ` --database-url '<the same URL>'` : ''
-        process.stderr.write(
-          `holding for ${formatDuration(ms)} (backends ${pids.join(', ')}); in another terminal:\n  race locks${url}\n`,
-        )
+        process.stderr.write(`holding for ${formatDuration(ms)} (backends ${pids.join(', ')}); in another terminal:\n  race locks${url}\n`)
       },
-      onTrial: (done, r) => {
-        if (r.verdict === 'anomaly') violations++
+      onTrial: (done, facts) => {
+        const t = judgeTrial(facts, docs, p)
+        judged.push(t)
+        if (t.verdict === 'anomaly') violations++
         if (progress) process.stderr.write(`\r\x1b[2Ktrial ${done}/${trials}  violated ${violations}`)
       },
     })
     if (progress) process.stderr.write('\r\x1b[2K')
-    const expected = scenario.expect({ params, schedule, n, windowMs })
-    const summary = summarize(out.trials, expected, override)
-    const representative = out.trials.find((t) => t.verdict === summary.verdict) ?? out.trials[out.trials.length - 1]
-    const result: RunView = {
-      scenario,
-      params,
-      n,
-      schedule,
-      windowMs,
-      isolation: scenario.isolation(params),
-      target: target.label,
-      out,
-      summary,
-      representative,
-    }
+    const summary = summarize(judged, docs, override)
+    const representative =
+      judged.find((t) => !t.comparison.matched && !override) ?? judged.find((t) => t.verdict === summary.verdict) ?? judged[judged.length - 1]
+    const view: RunView = { scenario, params, given, n, schedule, windowMs, holdMs, plan: p, target: target.label, schema: out.schema, server: out.server, trials: judged, summary, docs, representative }
     const code = exitCode(summary)
-    if (o.json) process.stdout.write(JSON.stringify(toJson(result, { timeline: Boolean(o.timeline), exitCode: code, kept: Boolean(o.keep) }), null, 2) + '\n')
-    else process.stdout.write(render(result, Boolean(o.timeline), Boolean(o.keep)) + '\n')
-    if (code === 3) process.stderr.write(`race: could not decide: ${representative.why}\n`)
+    if (o.json) process.stdout.write(JSON.stringify(toJson(view, { timeline: Boolean(o.timeline), exitCode: code, kept: Boolean(o.keep) }), null, 2) + '\n')
+    else process.stdout.write(render(view, Boolean(o.timeline), Boolean(o.keep)) + '\n')
+    if (code === 3) process.stderr.write(`race: could not decide: ${representative.verdict === 'unknown' ? representative.why : (representative.comparison.deviations[0] ?? representative.why)}\n`)
     return code
   })
 }
 
 function render(r: RunView, withTimeline: boolean, kept: boolean): string {
-  const { scenario, out, summary, representative: t } = r
-  const where = r.target === 'embedded' ? 'embedded' : r.target
+  const { scenario, summary, representative: t } = r
   const head = [
     c.bold(`race run ${scenario.id}`),
-    `PostgreSQL ${out.server.version} (${where})`,
+    `PostgreSQL ${r.server.version} (${r.target})`,
     `${t.sessions.length} session${t.sessions.length === 1 ? '' : 's'}`,
     `${r.schedule}${r.windowMs ? ` window ${formatDuration(r.windowMs)}` : ''}`,
-    r.isolation,
   ].join('  ·  ')
   const lines = [head]
-  const p = describeParams(scenario, r.params)
-  if (p) lines.push(c.dim(p))
+  const ps = describeParams(scenario, r.params)
+  if (ps) lines.push(c.dim(ps + (r.holdMs ? ` (lock timeouts extended by --hold ${formatDuration(r.holdMs)})` : '')))
+  lines.push(isolationLine(t, r.plan.isolation))
   lines.push('')
   if (withTimeline) lines.push(timeline(t), '')
-  if (summary.trials > 1) {
-    lines.push(trialsTable(out.trials, summary), '', c.dim(`one ${t.verdict} trial:`))
-  }
-  lines.push(sessionsTable(t), invariantLine(t), verdictLine(summary, summary.trials === 1 ? t.why : undefined))
-  if (kept) lines.push(c.dim(`schema ${out.schema} kept (--keep): drop schema "${out.schema}" cascade`))
+  if (summary.trials > 1) lines.push(trialsTable(r.trials, summary), '', c.dim(`one ${t.comparison.matched ? t.verdict : 'deviating'} trial:`))
+  lines.push(sessionsTable(t), invariantLine(t), verdictLine(summary, summary.trials === 1 ? t.why : undefined), ...deviationLines(summary))
+  if (kept) lines.push(c.dim(`schema ${r.schema} kept (--keep): drop schema "${r.schema}" cascade`))
   return lines.join('\n')
 }

@@ -1,111 +1,200 @@
-// race show <scenario>: the story, the schema, the steps as a spec, the race point and the expectation.
-import type { Step } from '../scenario.js'
+// race show <scenario>: the story, the schema, every session's steps (the SQL exactly as it runs, and the
+// application's decisions beside it as their own source), the interleaving, the invariant and what is
+// documented, for the defaults or the params given.
+import type { Command } from 'commander'
+import { UsageError } from '../errors.js'
+import { describeDoc } from '../judge/index.js'
+import { parseWhole } from '../parse.js'
+import { tokenize } from '../permutation.js'
+import { BUILTIN_BINDS, documentedFor, plan, sessionCount, type Plan, type PlannedSession } from '../plan.js'
+import { bindNames } from '../binds.js'
+import { findScenario, scenarios, sourceText } from '../registry.js'
 import { c } from '../report/color.js'
-import { describeParams, findScenario } from './common.js'
+import type { Documented, Schedule, StepDef } from '../scenario.js'
+import { addScenarioParamOptions, describeParams, scenarioParams } from './common.js'
 
-function stepSql(step: Step): string {
-  return typeof step === 'string' ? step : step.sql
+export interface ShowOptions {
+  n?: string
+  json?: boolean
+  color: boolean
+  [param: string]: unknown
 }
 
-export function showCommand(id: string, o: { json?: boolean }): number {
-  const s = findScenario(id)
-  const params = Object.fromEntries(Object.entries(s.params).map(([k, p]) => [k, p.default]))
-  const sessions = Object.entries(s.sessions(params, s.defaultN))
-  const replicated = sessions.every(([, x]) => x === sessions[0][1])
-  const shown = replicated ? [sessions[0]] : sessions
-  const lockstep = s.lockstep?.(params, s.defaultN)
-  const expect = {
-    lockstep: s.expect({ params, schedule: 'lockstep', n: s.defaultN, windowMs: 0 }),
-    barrier: s.expect({ params, schedule: 'barrier', n: s.defaultN, windowMs: 0 }),
-    barrierWithWindow: s.expect({ params, schedule: 'barrier', n: s.defaultN, windowMs: 100 }),
-  }
+export function registerShow(program: Command, all: readonly import('../scenario.js').Scenario[], exit: (code: number) => void): Command {
+  const cmd = program
+    .command('show')
+    .description("a scenario's story, schema, steps (the SQL as it runs), interleaving and documented outcome")
+    .argument('<scenario>', 'scenario id (race list)')
+    .option('--n <n>', 'show it for this many sessions')
+    .option('--json', 'print JSON')
+    .option('--no-color', 'no colours')
+  addScenarioParamOptions(cmd, all)
+  cmd.action(async (id: string, o: ShowOptions, self: Command) => exit(await showCommand(id, o, self)))
+  cmd.addHelpText('after', '\nExamples:\n  $ race show advisory\n  $ race show write-skew --isolation serializable\n  $ race show repeatable-read --no-guard --json')
+  return cmd
+}
+
+/** Application code, shown as its own source: what runs is what is shown. */
+export function codeOf(f: (...a: never[]) => unknown): string {
+  return String(f).replace(/\s+/g, ' ').trim()
+}
+
+/** The steps of a session as data: SQL, and the application's decisions as source. */
+function stepsJson(s: PlannedSession) {
+  return s.steps.map((st) => ({
+    name: st.name,
+    sql: st.def.sql,
+    ...(st.def.rejectIf ? { rejectIf: codeOf(st.def.rejectIf) } : {}),
+    ...(st.def.retryIf ? { retryIf: codeOf(st.def.retryIf) } : {}),
+  }))
+}
+
+const SCHEDULES: [Schedule, number, string][] = [
+  ['lockstep', 0, 'lockstep'],
+  ['serial', 0, 'serial'],
+  ['barrier', 0, 'barrier'],
+  ['barrier', 100, 'barrier with --window'],
+]
+
+function docs(p: Plan): { schedule: string; documented: Documented[] }[] {
+  return SCHEDULES.map(([schedule, windowMs, label]) => ({ schedule: label, documented: documentedFor(p.scenario, { ...p.variant, schedule, windowMs }) }))
+}
+
+export async function showCommand(id: string, o: ShowOptions, cmd: Command): Promise<number> {
+  const s = await findScenario(id)
+  const params = scenarioParams(s, cmd, o, await scenarios())
+  const count = sessionCount(s)
+  const n = o.n === undefined ? count.default : parseWhole('--n', o.n, count.min, count.max)
+  const p = plan(s, { params, n, engine: 'postgres' })
+  const replicated = p.sessions.length > 1 && p.sessions.every((x) => x.spec === p.sessions[0].spec)
+  const shown = replicated ? [p.sessions[0]] : p.sessions
+  const binds = usedBinds(p)
+  const documented = docs(p)
   if (o.json) {
-    const specs = sessions.map(([name, x]) => ({
-      name,
-      steps: Object.entries(x.steps).map(([step, st]) => ({ name: step, sql: stepSql(st) })),
-      racePoint: x.racePoint,
-      connection: x.connection ?? {},
-      shares: x.shares ?? null,
-      retries: x.retries,
-    }))
     const out = {
       id: s.id,
       title: s.title,
-      source: s.source,
+      source: sourceText(s.source),
       story: s.story,
-      params: s.params,
-      isolation: s.isolation(params),
-      setup: s.setup,
+      params,
+      n,
+      isolation: p.isolation,
+      setup: p.setup,
       replicated,
-      sessions: specs,
-      lockstep: lockstep ?? null,
-      invariant: s.invariant.description(params),
-      expected: expect,
+      sessions: p.sessions.map((x) => ({
+        name: x.name,
+        steps: stepsJson(x),
+        racePoint: x.spec.racePoint ?? null,
+        connection: x.spec.connection ?? {},
+        shares: x.spec.shares ?? null,
+        retry: x.spec.retry ?? null,
+      })),
+      binds,
+      permutation: p.permutation ?? null,
+      invariant: { description: typeof s.invariant.description === 'function' ? s.invariant.description(params) : s.invariant.description, sql: s.invariant.sql },
+      documented,
       checks: s.checks ?? [],
     }
     process.stdout.write(JSON.stringify(out, null, 2) + '\n')
     return 0
   }
   const lines: string[] = []
-  lines.push(`${c.bold(s.id)}: ${s.title}`, c.dim(`from the ${s.source}`), '')
+  lines.push(`${c.bold(s.id)}: ${s.title}`, c.dim(`from the ${sourceText(s.source)}`), '')
   for (const l of s.story) lines.push(`  ${l}`)
-  lines.push('', c.bold('setup') + c.dim(' (in the run\'s own schema, before each trial)'))
-  for (const stmt of s.setup) lines.push(indent(stmt.trim() + ';'))
-  for (const [name, spec] of shown) {
-    const conn = Object.entries(spec.connection ?? {})
-    const title = replicated ? `session` + c.dim(` (replicated as s1..sN; default --n ${s.defaultN})`) : `session ${name}`
+  lines.push('', c.bold('setup') + c.dim(" (in the run's own schema, before each trial)"))
+  for (const stmt of p.setup) lines.push(indent(stmt.trim() + ';', 2))
+  for (const sess of shown) {
+    const conn = Object.entries(sess.spec.connection ?? {})
+    const title = replicated ? `session` + c.dim(` (replicated as s1..sN; --n ${n})`) : `session ${sess.name}`
     lines.push('', c.bold(title))
     if (conn.length) lines.push(c.dim(`  connection: ${conn.map(([k, v]) => `${k}='${v}'`).join(', ')}`))
-    if (spec.shares) lines.push(c.dim(`  connection: ${spec.shares}'s, borrowed from the pool after it (same backend)`))
-    for (const [step, st] of Object.entries(spec.steps)) {
-      const sql = stepSql(st).split('\n')
-      lines.push(`  step ${c.cyan(step.padEnd(9))} { ${sql[0]}${sql.length > 1 ? '' : ' }'}`)
-      for (let i = 1; i < sql.length; i++) lines.push(`${' '.repeat(17)}${sql[i]}${i === sql.length - 1 ? ' }' : ''}`)
-      if (step === spec.racePoint) lines.push(c.dim(`  -- race point: --window sleeps here, between check and write`))
+    if (sess.spec.shares) lines.push(c.dim(`  connection: ${sess.spec.shares}'s, borrowed from the pool after it (same backend)`))
+    for (const st of sess.steps) {
+      lines.push(...stepLines(st.name, st.def))
+      if (st.name === sess.spec.racePoint) lines.push(c.dim(`  -- race point: --window sleeps here, between check and write`))
     }
-    if (spec.retries !== undefined) lines.push(c.dim(`  on 40001: retry the whole transaction (--retries)`))
+    const retry = sess.spec.retry
+    if (retry?.max) {
+      lines.push(c.dim(`  application: on ${retry.on?.length ? retry.on.join(', ') : "a step's retryIf"}, roll back and run the whole transaction again, at most ${retry.max} more time(s)${retry.backoff ? ' (exponential backoff with full jitter)' : ''}`))
+    }
   }
-  lines.push('', `${c.bold('isolation')}  ${s.isolation(params)}`)
-  if (lockstep) {
-    lines.push(`${c.bold('lockstep')}   permutation ${lockstep}`)
+  if (binds.length) {
+    lines.push('', c.bold('binds') + c.dim(' (sent as bind parameters)'))
+    for (const b of binds) lines.push(`  :${b.name.padEnd(10)} ${b.describe}`)
+  }
+  const levels = [...new Set(Object.values(p.isolation).map((l) => l ?? 'not assumed'))]
+  lines.push('', `${c.bold('isolation')}  ${levels.join(', ')} ${c.dim("(documented for; each session's real level is read from the server)")}`)
+  if (p.permutation) {
     const by = (s.defaultSchedule ?? 'barrier') === 'lockstep' ? 'race run uses it by default' : 'race run --schedule lockstep uses it'
+    lines.push(`${c.bold('lockstep')}   permutation ${p.permutation}`)
     lines.push('', c.bold('interleaving') + c.dim(` (${by}; --schedule "t1.begin ..." runs another)`))
-    lines.push(...drawPermutation(lockstep, sessions))
+    lines.push(...drawPermutation(p.permutation, p.sessions))
   }
-  lines.push('', `${c.bold('invariant')}  ${s.invariant.description(params)}`)
-  const p = describeParams(s, params)
-  if (p) lines.push(`${c.bold('params')}     ${p}`)
-  lines.push(
-    `${c.bold('expected')}   lockstep: ${expect.lockstep.join(' | ')}; barrier: ${expect.barrier.join(' | ')}; barrier with --window: ${expect.barrierWithWindow.join(' | ')}`,
-  )
+  const desc = typeof s.invariant.description === 'function' ? s.invariant.description(params) : s.invariant.description
+  lines.push('', `${c.bold('invariant')}  ${desc}`, indent(s.invariant.sql, 11))
+  const ps = describeParams(s, params)
+  if (ps) lines.push(`${c.bold('params')}     ${ps}`)
+  lines.push('', c.bold('documented') + c.dim(' (how each session ends; any one of several alternatives may happen)'))
+  for (const d of documented) lines.push(`  ${d.schedule}: ${d.documented.map((x) => `${describeDoc(x)} ${c.dim(`(${x.why})`)}`).join('\n    | ')}`)
   for (const k of s.checks ?? []) {
-    const kp = { ...params, ...(k.params ?? {}) }
-    lines.push(`           ${k.label}: lockstep: ${s.expect({ params: kp, schedule: 'lockstep', n: k.n ?? s.defaultN, windowMs: 0 }).join(' | ')}`)
+    const v = { params: { ...params, ...(k.params ?? {}) }, n: k.n ?? s.sessionCount.default, engine: 'postgres' as const }
+    lines.push(`  check ${k.label}: ${documentedFor(s, { ...v, schedule: 'lockstep', windowMs: 0 }).map(describeDoc).join(' | ')}`)
   }
   process.stdout.write(lines.join('\n') + '\n')
   return 0
 }
 
-/** The permutation drawn as the articles draw it: one row per step, one column per session. */
-export function drawPermutation(text: string, sessions: readonly [string, { steps: Record<string, Step> }][]): string[] {
-  const names = sessions.map(([n]) => n)
-  const width = names.length <= 2 ? 52 : 34
-  const cut = (x: string) => (x.length > width - 2 ? x.slice(0, width - 3) + '…' : x)
-  const out = ['  ' + names.map((n) => c.bold(n.toUpperCase().padEnd(width))).join('').trimEnd()]
-  for (const tok of text.trim().split(/\s+/)) {
-    const [session, step] = [tok.slice(0, tok.indexOf('.')), tok.slice(tok.indexOf('.') + 1)]
-    const col = names.indexOf(session)
-    const spec = sessions[col]?.[1].steps[step]
-    const sql = spec === undefined ? '' : stepSql(spec).split('\n').find((l) => !l.startsWith('--')) ?? ''
-    const cell = cut(`${step.padEnd(8)} ${sql}`)
-    out.push('  ' + ' '.repeat(width * Math.max(0, col)) + c.cyan(cell.slice(0, step.length)) + cell.slice(step.length))
+function stepLines(name: string, def: StepDef): string[] {
+  const sql = def.sql.split('\n')
+  const out = [`  step ${c.cyan(name.padEnd(9))} { ${sql[0]}${sql.length > 1 ? '' : ' }'}`]
+  for (let i = 1; i < sql.length; i++) out.push(`${' '.repeat(19)}${sql[i]}${i === sql.length - 1 ? ' }' : ''}`)
+  if (def.rejectIf) out.push(c.yellow(`${' '.repeat(17)}application, before it: ${codeOf(def.rejectIf)}  (a reason: roll back, rejected)`))
+  if (def.retryIf) out.push(c.yellow(`${' '.repeat(17)}application, after it: ${codeOf(def.retryIf)}  (a reason: roll back, try again)`))
+  return out
+}
+
+/** Every bind the plan's SQL uses, with how its value is made. */
+function usedBinds(p: Plan): { name: string; describe: string }[] {
+  const names = new Set<string>()
+  for (const s of p.sessions) for (const st of s.steps) for (const b of bindNames(st.def.sql)) names.add(b)
+  for (const b of bindNames(p.scenario.invariant.sql)) names.add(b)
+  for (const stmt of p.setup) for (const b of bindNames(stmt)) names.add(b)
+  const out: { name: string; describe: string }[] = []
+  for (const name of names) {
+    const dot = name.indexOf('.')
+    if (dot >= 0) {
+      out.push({ name, describe: `column ${name.slice(dot + 1)} of this session's step ${name.slice(0, dot)}` })
+      continue
+    }
+    const own = p.sessions.map((s) => s.spec.binds?.[name]).find(Boolean)
+    const bind = own ?? p.scenario.binds?.[name]
+    if (bind) out.push({ name, describe: bind.describe + (own && p.sessions.some((s) => !s.spec.binds?.[name]) ? ' (for the sessions that declare it)' : '') })
+    else if (BUILTIN_BINDS[name]) out.push({ name, describe: BUILTIN_BINDS[name] })
+    else if (name in p.variant.params) out.push({ name, describe: `the --${name.replace(/[A-Z]/g, (m) => '-' + m.toLowerCase())} param (${p.variant.params[name]})` })
+    else throw new UsageError(`${p.scenario.id}: unknown bind :${name}`)
   }
   return out
 }
 
-function indent(sql: string): string {
+/** The permutation drawn as the articles draw it: one row per step, one column per session. */
+export function drawPermutation(text: string, sessions: readonly PlannedSession[]): string[] {
+  const names = sessions.map((s) => s.name)
+  const width = names.length <= 2 ? 52 : 34
+  const cut = (x: string) => (x.length > width - 2 ? x.slice(0, width - 3) + '…' : x)
+  const out = ['  ' + names.map((n) => c.bold(n.toUpperCase().padEnd(width))).join('').trimEnd()]
+  for (const tok of tokenize(text)) {
+    const col = names.indexOf(tok.session)
+    const def = sessions[col]?.steps.find((x) => x.name === tok.step)?.def
+    const sql = def ? (def.sql.split('\n').find((l) => !l.trim().startsWith('--')) ?? '') : ''
+    const cell = cut(`${(tok.step + (tok.await ? '(wait)' : '')).padEnd(8)} ${sql}`)
+    out.push('  ' + ' '.repeat(width * Math.max(0, col)) + c.cyan(cell.slice(0, tok.step.length)) + cell.slice(tok.step.length))
+  }
+  return out
+}
+
+function indent(sql: string, by: number): string {
   return sql
     .split('\n')
-    .map((l) => '  ' + l)
+    .map((l) => ' '.repeat(by) + l)
     .join('\n')
 }

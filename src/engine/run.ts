@@ -1,27 +1,27 @@
-// A run: its own schema on the target, K trials of N sessions under one schedule, each judged; the schema
-// is dropped and every connection ended whatever happens.
-import { randomBytes, randomUUID } from 'node:crypto'
+// A run: its own schema on the target, K trials of N sessions under one schedule. The engine records facts
+// (who did what, what the invariant query said); the commands judge them. The schema is dropped and every
+// connection ended whatever happens.
+import { randomUUID } from 'node:crypto'
 import { performance } from 'node:perf_hooks'
 import type { Sql } from 'postgres'
-import { connect, connectError, endQuietly } from '../db/connect.js'
+import { parseBinds } from '../binds.js'
+import { connectError } from '../db/connect.js'
+import type { Lab, RunSchema, ServerInfo } from '../db/lab.js'
 import { conditionName, isConnectionLoss } from '../db/sqlstate.js'
-import type { Target } from '../db/target.js'
 import { Interrupted, RunError, UsageError } from '../errors.js'
-import { judge } from '../judge/index.js'
-import { abortSignal, onCleanup, setStuckDescriber, whenAborted } from '../lifecycle.js'
-import type { Params, Scenario, Schedule } from '../scenario.js'
-import { lockstepOrder, parsePermutation, runBarrier, runPermutation, serialOrder, type BlockProbe, type Entry } from './schedule.js'
+import { abortSignal, setStuckDescriber, whenAborted } from '../lifecycle.js'
+import { orderFor, type Plan } from '../plan.js'
+import type { Entry } from '../permutation.js'
+import type { BindCtx, Row, Schedule } from '../scenario.js'
+import { runBarrier, runPermutation, type BlockProbe } from './schedule.js'
 import { Session } from './session.js'
-import type { InvariantReport, TimelineEvent, TrialResult } from './types.js'
+import type { InvariantReport, TimelineEvent, TrialFacts } from './types.js'
 
 export interface RunConfig {
-  scenario: Scenario
-  params: Params
-  n: number
+  plan: Plan
   schedule: Schedule
   /** With schedule 'permutation': the order, as text ("s1.begin s2.begin ..."). */
   permutation?: string
-  windowMs: number
   trials: number
   stepTimeoutMs: number
   connectTimeoutMs: number
@@ -35,170 +35,83 @@ export interface RunConfig {
   holdMs?: number
   /** Called when the hold starts, with the backends of the trial. */
   onHold?: (pids: number[], ms: number) => void
-  onTrial?: (done: number, result: TrialResult) => void
-}
-
-export interface ServerInfo {
-  version: string
-  versionNum: number
+  onTrial?: (done: number, facts: TrialFacts) => void
 }
 
 export interface RunOutput {
   schema: string
   server: ServerInfo
-  trials: TrialResult[]
-}
-
-/** An open connection to the target for one command: control work, server facts, cleanup. */
-export class Lab {
-  private constructor(
-    readonly target: Target,
-    readonly control: Sql,
-    readonly server: ServerInfo,
-    readonly connectTimeoutMs: number,
-    /** The control connection's backend, to cancel a statement of ours that an outside lock holds up. */
-    readonly controlPid: number,
-    private readonly lost: Promise<never>,
-  ) {}
-
-  /**
-   * Set when the control connection closes. postgres.js (max 1) would silently reconnect on the next query,
-   * to a backend without the run's search_path: so a closed control ends the run instead (see whenLost).
-   */
-  controlLost = false
-
-  /** Rejects (CONNECTION_CLOSED) when the control connection closes; race every wait on control with it. */
-  whenLost(): Promise<never> {
-    return this.lost
-  }
-
-  /** Throws CONNECTION_CLOSED if the control connection has closed (never send on a reconnected one). */
-  checkControl(): void {
-    if (this.controlLost) throw Object.assign(new Error('the control connection closed'), { code: 'CONNECTION_CLOSED' })
-  }
-
-  static async open(target: Target, connectTimeoutMs: number): Promise<Lab> {
-    let reject: (e: Error) => void = () => {}
-    let lab: Lab | undefined
-    const lost = new Promise<never>((_, r) => (reject = r))
-    lost.catch(() => {}) // observed by whoever races it
-    const control = connect(target, {
-      connectTimeoutMs,
-      applicationName: 'race control',
-      onclose: () => {
-        if (lab) lab.controlLost = true
-        reject(Object.assign(new Error('the control connection closed'), { code: 'CONNECTION_CLOSED' }))
-      },
-    })
-    const release = onCleanup('control connection', () => endQuietly(control, 1))
-    try {
-      const [row] = await Promise.race([
-        control`select current_setting('server_version') as version, current_setting('server_version_num')::int as num, pg_backend_pid() as pid`,
-        whenAborted(),
-      ])
-      lab = new Lab(target, control, { version: String(row.version).split(' ')[0], versionNum: Number(row.num) }, connectTimeoutMs, Number(row.pid), lost)
-      return lab
-    } catch (e) {
-      release()
-      await endQuietly(control, 0)
-      if (abortSignal.aborted) throw e
-      throw connectError(e, target)
-    }
-  }
-
-  /** Connections this role can still open, for refusing an impossible --n before trying. */
-  async room(): Promise<{ free: number; max: number }> {
-    const [r] = await this.control`
-      select current_setting('max_connections')::int as max,
-             current_setting('superuser_reserved_connections')::int
-             + coalesce(nullif(current_setting('reserved_connections', true), ''), '0')::int as reserved,
-             (select count(*)::int from pg_stat_activity where backend_type = 'client backend') as used`
-    return { free: Number(r.max) - Number(r.reserved) - Number(r.used), max: Number(r.max) }
-  }
-}
-
-function newSchemaName(id: string): string {
-  return `race_${id.replace(/[^a-z0-9]/g, '_')}_${randomBytes(4).toString('hex')}`
+  trials: TrialFacts[]
 }
 
 export async function run(lab: Lab, cfg: RunConfig): Promise<RunOutput> {
   const { control, target } = lab
+  const { plan } = cfg
+  const scenario = plan.scenario
+  const n = plan.variant.n
   const room = await lab.room()
-  if (cfg.n > room.free) {
+  if (n > room.free) {
     throw new UsageError(
-      `--n ${cfg.n} needs ${cfg.n} connections, but the server has room for ${Math.max(0, room.free)} more (max_connections ${room.max}): use --n ${Math.max(1, room.free)} or fewer`,
+      `--n ${n} needs ${n} connections, but the server has room for ${Math.max(0, room.free)} more (max_connections ${room.max}): use --n ${Math.max(1, room.free)} or fewer`,
     )
   }
-  const specs = Object.entries(cfg.scenario.sessions(cfg.params, cfg.n))
-  const sharing = specs.filter(([, x]) => x.shares)
-  for (const [name, x] of sharing) {
-    const at = specs.findIndex(([m]) => m === x.shares)
-    if (at < 0 || at >= specs.findIndex(([m]) => m === name)) throw new Error(`${cfg.scenario.id}: session ${name} shares '${x.shares}', which is not an earlier session`)
-  }
+  const sharing = plan.sessions.filter((x) => x.spec.shares)
   if (sharing.length && cfg.schedule === 'barrier') {
     throw new UsageError(
-      `${cfg.scenario.id}: sessions ${sharing.map(([n, x]) => `${n} and ${x.shares}`).join(', ')} take turns on one pooled connection, which a barrier cannot start together: use --schedule lockstep, serial or a permutation`,
+      `${scenario.id}: sessions ${sharing.map((x) => `${x.name} and ${x.spec.shares}`).join(', ')} take turns on one pooled connection, which a barrier cannot start together: use --schedule lockstep, serial or a permutation`,
     )
   }
-  const schema = newSchemaName(cfg.scenario.id)
-  const q = `"${schema}"`
+  // Bad permutations are refused before any schema or connection exists.
+  const order = cfg.schedule === 'barrier' ? [] : orderFor(plan, cfg.schedule, cfg.permutation)
   // Statements on control before the race (create schema, setup) end early on Ctrl-C or --run-timeout; the
   // one in flight (held up by an outside lock, say) is then cancelled before cleanup uses the connection.
   let inFlight: { settled: boolean; done: Promise<void> } | undefined
-  const onControl = (text: string) => {
+  const onControl = (text: string, args: unknown[] = []) => {
     lab.checkControl()
-    const p = control.unsafe(text)
+    const p = args.length ? control.unsafe(text, args as never[]) : control.unsafe(text)
     const f = { settled: false, done: Promise.resolve() }
     f.done = p.then(() => void (f.settled = true), () => void (f.settled = true))
     inFlight = f
     return Promise.race([p, whenAborted(), lab.whenLost()])
   }
-  const dropSchema = async () => {
-    if (cfg.keep) return
-    const left = await dropSchemaSafely(lab, schema)
-    if (left) throw new Error(left.note)
-  }
-  const release = onCleanup(`schema ${schema}`, dropSchema)
-  const trials: TrialResult[] = []
+  let schema: RunSchema | undefined
+  const trials: TrialFacts[] = []
   let failure: unknown
   try {
-    try {
-      await onControl(`create schema ${q}`)
-    } catch (e) {
-      const code = (e as { code?: string }).code
-      if (abortSignal.aborted || isConnectionLoss(e)) throw e
-      if (code === '42501') {
-        throw new RunError(`this role may not create a schema in this database (42501 insufficient_privilege): grant it CREATE on the database, or use another role`)
-      }
-      throw new RunError(`could not create the run's schema ${schema}: ${(e as Error).message}`)
-    }
+    schema = await lab.createSchema(scenario.id, cfg.keep, onControl)
+    const q = schema.quoted
     for (let k = 0; k < cfg.trials; k++) {
       if (abortSignal.aborted) throw abortSignal.reason
-      if (k > 0) await onControl(`drop schema ${q} cascade; create schema ${q}`)
+      if (k > 0) await onControl(`drop schema ${q} cascade; ${lab.createSchemaSql(schema.name, cfg.keep)}`)
       await onControl(`set search_path to ${q}`)
-      for (const stmt of cfg.scenario.setup) await onControl(stmt)
-      const result = await trial(lab, cfg, schema)
-      trials.push(result)
-      cfg.onTrial?.(k + 1, result)
+      const user = cfg.user ?? randomUUID()
+      for (const stmt of plan.setup) {
+        const { text, names } = parseBinds(stmt)
+        await onControl(text, values(names, cfg, user, 'setup'))
+      }
+      const facts = await trial(lab, cfg, schema.name, order, user)
+      trials.push(facts)
+      cfg.onTrial?.(k + 1, facts)
     }
   } catch (e) {
     failure = e
   } finally {
-    release()
+    schema?.release()
   }
-  if (inFlight && !inFlight.settled) await cancelControl(lab, inFlight.done)
+  if (inFlight && !inFlight.settled) await lab.cancelControl(inFlight.done)
   // Cleanup never hides the failure it follows: what it could not do is added to that failure's one line.
-  const left = cfg.keep ? undefined : await dropSchemaSafely(lab, schema)
-  if (failure === undefined) {
+  const left = await schema?.drop()
+  if (failure === undefined && schema) {
     if (left) throw new RunError(left.note)
-    return { schema, server: lab.server, trials }
+    return { schema: schema.name, server: lab.server, trials }
   }
   if (!abortSignal.aborted && isConnectionLoss(failure)) {
     const code = (failure as { code?: string }).code
+    const name = `${code}${conditionName(code) ? ' ' + conditionName(code) : ''}`
     if (left?.serverGone) {
-      throw new RunError(`the server went away mid-run (lost the control connection to ${target.label}: ${code}${conditionName(code) ? ' ' + conditionName(code) : ''}, and it refuses new ones)${lab.target.kind === 'embedded' ? '' : `; ${left.note}`}`)
+      throw new RunError(`the server went away mid-run (lost the control connection to ${target.label}: ${name}, and it refuses new ones)${lab.target.kind === 'embedded' ? '' : `; ${left.note}`}`)
     }
-    throw new RunError(`lost the control connection to ${target.label} mid-run (${code}${conditionName(code) ? ' ' + conditionName(code) : ''}): something ended it; ${left ? left.note : "the run's sessions were ended and its schema dropped on a fresh connection"}`)
+    throw new RunError(`lost the control connection to ${target.label} mid-run (${name}): something ended it; ${left ? left.note : "the run's sessions were ended and its schema dropped on a fresh connection"}`)
   }
   throw left ? withNote(abortSignal.aborted ? abortSignal.reason : failure, left.note) : failure
 }
@@ -216,77 +129,36 @@ function withNote(err: unknown, note: string): unknown {
   return new RunError(`${(err as Error)?.message ?? err}; ${note}`)
 }
 
-/**
- * Runs cleanup on the control connection or, if control is gone (the server ended it, or the socket broke as
- * the statement was sent), on a fresh connection: killing our backends and dropping our schema must not
- * depend on the connection whose loss may be the very fault being cleaned up after.
- */
-async function onControlOrFresh<T>(lab: Lab, fn: (sql: Sql) => PromiseLike<T>): Promise<T> {
-  if (!lab.controlLost) {
-    try {
-      return await fn(lab.control)
-    } catch (e) {
-      if (!isConnectionLoss(e)) throw e
-    }
-  }
-  const fresh = connect(lab.target, { connectTimeoutMs: lab.connectTimeoutMs, applicationName: 'race cleanup' })
-  try {
-    return await fn(fresh)
-  } finally {
-    await endQuietly(fresh, 0)
-  }
+/** Values of the binds of setup and invariant SQL (no session: only the user, n, params and scenario binds). */
+function values(names: string[], cfg: RunConfig, user: string, where: string): unknown[] {
+  const { params, n } = cfg.plan.variant
+  const ctx: BindCtx = { user, session: where, index: -1, params, n }
+  return names.map((name) => {
+    const bind = cfg.plan.scenario.binds?.[name]
+    if (bind) return bind.value(ctx)
+    if (name === 'user') return user
+    if (name === 'n') return n
+    if (name in params) return params[name]
+    throw new UsageError(`${cfg.plan.scenario.id}: the ${where} SQL uses :${name}, which has no value there`)
+  })
 }
 
-/** Cancels the control connection's statement in flight, from a fresh connection; waits (bounded) for it to end. */
-async function cancelControl(lab: Lab, done: Promise<void>): Promise<void> {
-  if (lab.controlPid > 0) {
-    const fresh = connect(lab.target, { connectTimeoutMs: lab.connectTimeoutMs, applicationName: 'race cleanup' })
-    try {
-      await fresh`select pg_cancel_backend(${lab.controlPid})`
-    } catch {
-      /* the server may be gone too: cleanup below says what was left */
-    } finally {
-      await endQuietly(fresh, 0)
-    }
-  }
-  await Promise.race([done, new Promise((r) => setTimeout(r, 2000))])
-}
-
-/**
- * Drops the run's schema on the control connection, or on a fresh one if control is gone. Returns what was
- * left behind (with the statement to drop it), and whether the server itself seems gone, or nothing.
- */
-/** How long the final drop waits for a lock on the run's objects before naming the leftover instead. */
-export const DROP_LOCK_TIMEOUT_MS = 5000
-
-async function dropSchemaSafely(lab: Lab, schema: string): Promise<{ note: string; serverGone: boolean } | undefined> {
-  const stmt = `drop schema if exists "${schema}" cascade`
-  try {
-    // Bounded: a lock someone else holds on one of our tables must not hold the drop (and race) forever.
-    await onControlOrFresh(lab, (sql) => sql.unsafe(`set lock_timeout = '${DROP_LOCK_TIMEOUT_MS}ms'; ${stmt}`))
-    return undefined
-  } catch (e) {
-    const code = (e as { code?: string }).code
-    const serverGone = isConnectionLoss(e) || code === 'CONNECT_TIMEOUT'
-    return { note: `schema ${schema} was left behind (${code ?? (e as Error).message}): drop it with: ${stmt}`, serverGone }
-  }
-}
-
-async function trial(lab: Lab, cfg: RunConfig, schema: string): Promise<TrialResult> {
+async function trial(lab: Lab, cfg: RunConfig, schema: string, order: Entry[], user: string): Promise<TrialFacts> {
   const { control } = lab
-  const user = cfg.user ?? randomUUID()
+  const { plan } = cfg
   const events: TimelineEvent[] = []
   let t0 = performance.now()
   const now = () => performance.now() - t0
-  const specs = Object.entries(cfg.scenario.sessions(cfg.params, cfg.n))
   const sessions: Session[] = []
   let pids: number[] = []
   const env = {
     target: lab.target,
     schema,
-    scenarioId: cfg.scenario.id,
+    scenarioId: plan.scenario.id,
     user,
-    params: cfg.params,
+    params: plan.variant.params,
+    n: plan.variant.n,
+    binds: plan.scenario.binds ?? {},
     // A step that waits through the hold must not be given up because of it.
     stepTimeoutMs: cfg.stepTimeoutMs + (cfg.holdMs ?? 0),
     connectTimeoutMs: cfg.connectTimeoutMs,
@@ -301,7 +173,7 @@ async function trial(lab: Lab, cfg: RunConfig, schema: string): Promise<TrialRes
       return (r.b as number[]) ?? []
     },
   }
-  specs.forEach(([name, spec], i) => sessions.push(new Session(i, name, spec, env, cfg.windowMs)))
+  plan.sessions.forEach((p, i) => sessions.push(new Session(i, p, env)))
   for (const s of sessions) if (s.shares) s.lender = sessions.find((x) => x.name === s.shares)
   let held: Promise<void> | undefined
   const before = async (s: Session, step: number) => {
@@ -312,7 +184,6 @@ async function trial(lab: Lab, cfg: RunConfig, schema: string): Promise<TrialRes
     })()
     await held
   }
-  const order = cfg.schedule === 'barrier' ? [] : orderFor(cfg, sessions)
   setStuckDescriber(() =>
     sessions
       .filter((s) => s.busy)
@@ -339,7 +210,7 @@ async function trial(lab: Lab, cfg: RunConfig, schema: string): Promise<TrialRes
     await endAll(true)
     const mine = [...new Set(pids.filter((p) => p > 0))]
     if (!mine.length) return
-    const kill = onControlOrFresh(lab, (sql) =>
+    const kill = lab.onControlOrFresh((sql) =>
       lab.server.versionNum >= 140000
         ? sql`select pg_terminate_backend(pid, 2000) from unnest(${mine}::int[]) as pid`
         : sql`select pg_terminate_backend(pid) from unnest(${mine}::int[]) as pid`,
@@ -383,9 +254,7 @@ async function trial(lab: Lab, cfg: RunConfig, schema: string): Promise<TrialRes
 
     lab.checkControl()
     const invariant = await Promise.race([evaluate(control, cfg, user), lab.whenLost()])
-    const reports = sessions.map((s) => s.report())
-    const { verdict, why } = judge(reports, invariant)
-    return { sessions: reports, invariant, verdict, why, events }
+    return { sessions: sessions.map((s) => s.report()), invariant, events }
   } catch (e) {
     sessions.forEach((s) => s.abandon(abortSignal.aborted ? 'the run was aborted' : 'the run failed'))
     await killAll()
@@ -395,23 +264,29 @@ async function trial(lab: Lab, cfg: RunConfig, schema: string): Promise<TrialRes
   }
 }
 
-/** The step order of a non-barrier schedule; bad permutations are refused before any connection opens. */
-export function orderFor(cfg: Pick<RunConfig, 'schedule' | 'permutation' | 'scenario' | 'params' | 'n'>, sessions: readonly Session[]): Entry[] {
-  if (cfg.schedule === 'serial') return serialOrder(sessions)
-  if (cfg.schedule === 'permutation') return parsePermutation(cfg.permutation ?? '', sessions)
-  const own = cfg.scenario.lockstep?.(cfg.params, cfg.n)
-  return own ? parsePermutation(own, sessions) : lockstepOrder(sessions)
-}
-
+/** The invariant's SQL on the control connection: `held` true, false, or NULL (could not be decided). */
 async function evaluate(control: Sql, cfg: RunConfig, user: string): Promise<InvariantReport> {
-  const inv = cfg.scenario.invariant
-  const description = inv.description(cfg.params)
+  const inv = cfg.plan.scenario.invariant
+  const description = typeof inv.description === 'function' ? inv.description(cfg.plan.variant.params) : inv.description
   try {
-    const rows = await inv.query(control, { user, params: cfg.params, n: cfg.n })
-    return { description, observed: inv.observed(rows), held: inv.holds(rows, cfg.params) }
+    const { text, names } = parseBinds(inv.sql)
+    const rows = await control.unsafe(text, values(names, cfg, user, 'invariant') as never[])
+    const row = rows[0] as Row | undefined
+    if (!row) return { description, observed: 'no row', held: null, error: 'the invariant query returned no row' }
+    const observed = inv.observed ? inv.observed(row) : defaultObserved(row)
+    const held = typeof row.held === 'boolean' ? row.held : null
+    return held === null ? { description, observed, held, error: 'the invariant said NULL: something it needs is missing' } : { description, observed, held }
   } catch (e) {
     if (isConnectionLoss(e)) throw e
+    if (e instanceof UsageError) throw e
     const code = (e as { code?: string }).code
     return { description, observed: '?', held: null, error: `${code ?? ''} ${conditionName(code) ?? ''} ${(e as Error).message}`.trim() }
   }
+}
+
+function defaultObserved(row: Row): string {
+  return Object.entries(row)
+    .filter(([k]) => k !== 'held')
+    .map(([k, v]) => `${k}=${v === null ? 'null' : String(v)}`)
+    .join(' ')
 }

@@ -2,6 +2,7 @@
 // from time: a step is either done, or seen waiting for another session of this run.
 import { setTimeout as sleep } from 'node:timers/promises'
 import { UsageError } from '../errors.js'
+import type { Entry } from '../permutation.js'
 import type { Session } from './session.js'
 
 /** How often the control connection asks who is blocked while a step runs (isolationtester: 10 ms; a wait shorter than this can go unseen). */
@@ -14,61 +15,8 @@ export interface BlockProbe {
   blockers?(pid: number): Promise<number[]>
 }
 
-export interface Entry {
-  session: number
-  step: number
-  /** `s1.lock(wait)`: wait for the step to end even if it is seen blocked (its wait ends by itself). */
-  await?: boolean
-}
-
 /** Called before a step is launched (the engine's --hold gate). */
 export type BeforeStep = (s: Session, step: number) => Promise<void>
-
-/** Lockstep: step k of every session before step k+1 of any, as a permutation. */
-export function lockstepOrder(sessions: readonly Session[]): Entry[] {
-  const out: Entry[] = []
-  const longest = Math.max(...sessions.map((s) => s.steps.length))
-  for (let k = 0; k < longest; k++) {
-    sessions.forEach((s, i) => {
-      if (k < s.steps.length) out.push({ session: i, step: k })
-    })
-  }
-  return out
-}
-
-/** Serial: every step of s1, then every step of s2, ...: the invariant must hold here, or the scenario is wrong. */
-export function serialOrder(sessions: readonly Session[]): Entry[] {
-  return sessions.flatMap((s, i) => s.steps.map((_, k) => ({ session: i, step: k })))
-}
-
-/**
- * Parses a permutation as PostgreSQL's isolation tests write it: "s1.begin s2.begin s1.check ...". Every step
- * of every session must appear exactly once, in the session's own order; anything else is bad input.
- */
-export function parsePermutation(text: string, sessions: readonly { name: string; steps: readonly { name: string }[] }[]): Entry[] {
-  const tokens = text.trim().split(/[\s,]+/).filter(Boolean)
-  if (!tokens.length) throw new UsageError(`the permutation is empty: list steps like "s1.begin s2.begin s1.check ..."`)
-  const next = sessions.map(() => 0)
-  const out: Entry[] = []
-  const names = sessions.map((s) => s.name)
-  for (const tok of tokens) {
-    const w = /^(.*)\(wait\)$/.exec(tok)
-    const m = /^([^.]+)\.(.+)$/.exec(w ? w[1] : tok)
-    if (!m) throw new UsageError(`'${tok}' in the permutation is not session.step (for example s1.${sessions[0]?.steps[0]?.name ?? 'begin'})`)
-    const si = names.indexOf(m[1])
-    if (si < 0) throw new UsageError(`the permutation names session '${m[1]}', but this run has ${names.join(', ')}`)
-    const steps = sessions[si].steps.map((x) => x.name)
-    const k = steps.indexOf(m[2])
-    if (k < 0) throw new UsageError(`session ${m[1]} has no step '${m[2]}': its steps are ${steps.join(' ')}`)
-    if (k < next[si]) throw new UsageError(`${tok} appears twice in the permutation (each step runs once)`)
-    if (k > next[si]) throw new UsageError(`${tok} comes before ${m[1]}.${steps[next[si]]}: a session's steps run in its own order`)
-    next[si]++
-    out.push({ session: si, step: k, ...(w ? { await: true } : {}) })
-  }
-  const missing = sessions.flatMap((s, i) => s.steps.slice(next[i]).map((x) => `${s.name}.${x.name}`))
-  if (missing.length) throw new UsageError(`the permutation leaves out ${missing.join(' ')}: every step of every session must appear once`)
-  return out
-}
 
 /**
  * Runs a permutation. Each entry starts when its session is free and runs until it completes or is seen

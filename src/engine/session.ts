@@ -1,17 +1,15 @@
 // One session: a dedicated connection (one backend pid) that runs its steps. Every step ends in a recorded
 // fact, never in a thrown error: SQL errors, rejections, lost connections and timeouts are outcomes.
+// The SQL a step shows is the SQL it sends: named binds become bind parameters, nothing else changes.
 import { setTimeout as sleep } from 'node:timers/promises'
 import type { Sql } from 'postgres'
+import { parseBinds } from '../binds.js'
 import { connect, endQuietly } from '../db/connect.js'
 import { conditionName, isConnectionLoss } from '../db/sqlstate.js'
 import type { Target } from '../db/target.js'
-import { isReject, type Params, type Rows, type SessionSpec, type Step, type StepCtx } from '../scenario.js'
+import type { PlannedSession, PlannedStep } from '../plan.js'
+import type { Bind, BindCtx, Params, Row, Rows, Seen, SessionSpec, StepDef } from '../scenario.js'
 import type { EventKind, Outcome, SessionReport, TimelineEvent } from './types.js'
-
-export interface NamedStep {
-  name: string
-  step: Step
-}
 
 export interface SessionEnv {
   target: Target
@@ -19,6 +17,9 @@ export interface SessionEnv {
   scenarioId: string
   user: string
   params: Params
+  n: number
+  /** Binds the scenario declares for every session. */
+  binds: Record<string, Bind>
   stepTimeoutMs: number
   connectTimeoutMs: number
   /** Records an event; the clock is the run's. */
@@ -31,16 +32,13 @@ export interface SessionEnv {
 }
 
 class StepTimeout extends Error {}
+/** A step's SQL names a bind that has no value here: the scenario is wrong, not the database. */
+class BindError extends Error {}
 
-/** A session's steps in order; with --window, a pg_sleep step named 'window' right after the race point. */
-export function stepsOf(spec: SessionSpec, windowMs: number): NamedStep[] {
-  const steps = Object.entries(spec.steps).map(([name, step]) => ({ name, step }))
-  if (windowMs > 0 && spec.racePoint) {
-    const at = steps.findIndex((s) => s.name === spec.racePoint)
-    steps.splice(at + 1, 0, { name: 'window', step: `select pg_sleep(${windowMs / 1000})` })
-  }
-  return steps
-}
+type QueryResult = Rows & { command?: string; count?: number }
+
+/** Command tags after which a transaction's isolation level can still change (no snapshot taken yet). */
+const NOT_FIXING = new Set(['BEGIN', 'START TRANSACTION', 'SET', 'SHOW', 'RESET', 'SAVEPOINT', 'RELEASE', 'COMMIT', 'ROLLBACK', 'DISCARD'])
 
 export class Session {
   readonly name: string
@@ -50,9 +48,9 @@ export class Session {
   /** The session whose connection this one borrows (SessionSpec.shares), if any. */
   lender?: Session
   private opened?: Promise<void>
-  readonly steps: NamedStep[]
-  private readonly prior: Record<string, Rows> = {}
-  private readonly retryLimit: number
+  readonly steps: PlannedStep[]
+  private readonly spec: SessionSpec
+  private rows: Record<string, Rows> = {}
 
   outcome?: Outcome
   reason?: string
@@ -62,6 +60,11 @@ export class Session {
   retries = 0
   readonly errors: string[] = []
   blockedBy?: number[]
+  /** The level read with SHOW transaction_isolation before the statement that fixed it. */
+  isolation?: string
+  private levelFixed = false
+  private inTx = false
+  commitTag?: string
   private startedAt = 0
   private endedAt?: number
 
@@ -70,18 +73,14 @@ export class Session {
 
   constructor(
     readonly index: number,
-    name: string,
-    spec: SessionSpec,
+    planned: PlannedSession,
     private readonly env: SessionEnv,
-    windowMs: number,
   ) {
-    this.name = name
-    this.steps = stepsOf(spec, windowMs)
-    this.retryLimit = spec.retries ?? 0
-    this.connection = spec.connection ?? {}
-    this.shares = spec.shares
+    this.name = planned.name
+    this.spec = planned.spec
+    this.steps = planned.steps
+    this.shares = planned.spec.shares
   }
-  private readonly connection: Record<string, string>
   readonly shares?: string
 
   private get closedByServer(): boolean {
@@ -112,7 +111,7 @@ export class Session {
       connectTimeoutMs: this.env.connectTimeoutMs,
       applicationName: `race ${this.env.scenarioId} ${this.name}`,
       schema: this.env.schema,
-      params: this.connection,
+      params: this.spec.connection ?? {},
       onclose: () => {
         this.closedFlag = true
       },
@@ -161,40 +160,57 @@ export class Session {
     this.env.record({ session: this.name, step, kind, detail })
   }
 
-  private ctx(): StepCtx {
-    return {
-      session: this.name,
-      index: this.index,
-      user: this.env.user,
-      params: this.env.params,
-      prior: this.prior,
-      reject: (reason: string) => ({ reject: reason }),
-    }
+  private seen(): Seen {
+    const prior: Record<string, Row> = {}
+    for (const [k, v] of Object.entries(this.rows)) if (v[0]) prior[k] = v[0]
+    return { session: this.name, params: this.env.params, n: this.env.n, prior, rows: this.rows }
   }
 
   private async runStep(i: number): Promise<void> {
-    const { name, step } = this.steps[i]
+    const { name, def } = this.steps[i]
     try {
-      const res = await this.exec(step)
-      this.noteWoke()
-      if (isReject(res)) {
-        this.record(name, 'reject', res.reject)
+      const reject = def.rejectIf?.(this.seen())
+      if (reject) {
+        this.record(name, 'reject', String(reject))
         await this.rollback()
-        return this.end('rejected', name, { reason: res.reject })
+        return this.end('rejected', name, { reason: String(reject) })
       }
-      this.prior[name] = res
+      const res = await this.exec(def)
+      this.noteWoke()
+      this.rows[name] = res
+      const tag = res.command ?? ''
+      if (tag === 'BEGIN' || tag === 'START TRANSACTION') this.inTx = true
+      if (tag === 'COMMIT' || tag === 'ROLLBACK') {
+        this.inTx = false
+        this.commitTag = tag
+      }
+      if (!NOT_FIXING.has(tag)) this.levelFixed = true
       this.record(name, 'ok', summarize(res))
-      if (i === this.steps.length - 1) this.end('committed', name)
+      const again = def.retryIf?.({ ...this.seen(), result: res })
+      if (again) return this.retry(String(again), name)
+      if (i === this.steps.length - 1) this.finish(name, tag)
     } catch (err) {
       this.noteWoke()
-      await this.fail(name, i, err)
+      await this.fail(name, err)
     }
   }
 
-  private async fail(name: string, i: number, err: unknown): Promise<void> {
+  /** The last step ran without an error: committed only if nothing is left open and a COMMIT said COMMIT. */
+  private finish(name: string, tag: string): void {
+    if (tag === 'ROLLBACK') return this.end('failed', name, { reason: 'COMMIT answered ROLLBACK: the transaction had failed' })
+    if (this.inTx) return this.end('failed', name, { reason: 'the session ended with its transaction still open (no commit step)' })
+    this.end('committed', name)
+  }
+
+  private async fail(name: string, err: unknown): Promise<void> {
     if (err instanceof StepTimeout) {
       this.record(name, 'timeout', err.message)
       return this.end('timeout', name, { reason: err.message })
+    }
+    if (err instanceof BindError) {
+      this.record(name, 'error', err.message)
+      await this.rollback()
+      return this.end('failed', name, { reason: err.message })
     }
     const code = (err as { code?: string })?.code
     if (this.closedByServer || isConnectionLoss(err)) {
@@ -205,7 +221,8 @@ export class Session {
       this.errors.push(code)
       this.record(name, 'error', `${code} ${conditionName(code) ?? ''}`.trim())
       await this.rollback()
-      if (code === '40001' && this.retries < this.retryLimit) return this.retry(i)
+      const retry = this.spec.retry
+      if (retry?.on?.includes(code) && this.retries < retry.max) return this.again(retry.backoff ?? false, name)
       return this.end('failed', name, { sqlstate: code, reason: (err as Error).message })
     }
     // Not a server error and not a lost connection: report it as the session's failure, honestly.
@@ -214,28 +231,80 @@ export class Session {
     return this.end('failed', name, { reason: (err as Error)?.message ?? String(err) })
   }
 
-  /** §5.1's retry loop: the whole transaction again, after exponential backoff with full jitter. */
-  private async retry(from: number): Promise<void> {
+  /** A step's retryIf said the transaction must run again (or, with no try left, that the application gives up). */
+  private async retry(reason: string, name: string): Promise<void> {
+    await this.rollback()
+    if (this.retries < (this.spec.retry?.max ?? 0)) return this.again(this.spec.retry?.backoff ?? false, name)
+    this.record(name, 'reject', reason)
+    return this.end('rejected', name, { reason })
+  }
+
+  /** The application's retry loop: the whole transaction again, each step exactly as the first time. */
+  private async again(backoff: boolean, from: string): Promise<void> {
     this.retries++
-    const backoff = Math.random() * Math.min(1000, 10 * 2 ** this.retries)
-    this.record(this.steps[from].name, 'retry', `attempt ${this.retries + 1} after ${Math.round(backoff)}ms`)
-    await sleep(backoff)
-    // The whole transaction again, each step exactly as the first time (a further 40001 retries again, bounded).
+    const ms = backoff ? Math.random() * Math.min(1000, 10 * 2 ** this.retries) : 0
+    this.record(from, 'retry', `attempt ${this.retries + 1}${backoff ? ` after ${Math.round(ms)}ms` : ''}`)
+    if (ms) await sleep(ms)
+    this.rows = {}
     for (let i = 0; i < this.steps.length && !this.finished; i++) await this.runStep(i)
   }
 
-  private async exec(step: Step): Promise<Rows | { reject: string }> {
+  /** The value of every named bind of `sql`, in parameter order. */
+  private values(names: string[]): unknown[] {
+    const ctx: BindCtx = { user: this.env.user, session: this.name, index: this.index, params: this.env.params, n: this.env.n }
+    return names.map((name) => {
+      const dot = name.indexOf('.')
+      if (dot >= 0) {
+        const [step, col] = [name.slice(0, dot), name.slice(dot + 1)]
+        const row = this.rows[step]?.[0]
+        if (!row || !(col in row)) throw new BindError(`bind :${name} has no value (step ${step} returned no such row or column)`)
+        return row[col]
+      }
+      const bind = this.spec.binds?.[name] ?? this.env.binds[name]
+      if (bind) return bind.value(ctx)
+      switch (name) {
+        case 'user':
+          return this.env.user
+        case 'session':
+          return this.name
+        case 'index':
+          return this.index
+        case 'n':
+          return this.env.n
+        case 'attempt':
+          return this.retries + 1
+      }
+      if (name in this.env.params) return this.env.params[name]
+      throw new BindError(`unknown bind :${name}`)
+    })
+  }
+
+  private async exec(def: StepDef): Promise<QueryResult> {
     if (this.closedByServer) throw Object.assign(new Error('connection closed by the server'), { code: 'CONNECTION_CLOSED' })
-    let r =
-      typeof step === 'string' ? this.sql.unsafe(step) : step.run ? step.run(this.sql, this.ctx()) : this.sql.unsafe(step.sql)
-    if (isReject(r)) return r
-    if (typeof r === 'string') r = this.sql.unsafe(r)
-    const query = Promise.resolve(r as PromiseLike<Rows>)
+    const { text, names } = parseBinds(def.sql)
+    const args = this.values(names)
+    // Until a statement has fixed the transaction's isolation level, ask the server for it right before each
+    // step. SHOW takes no snapshot (SET TRANSACTION may still follow) and is sent in the same pipeline.
+    let show: Promise<void> | undefined
+    if (!this.levelFixed) {
+      const q = this.sql.unsafe('show transaction_isolation')
+      q.execute()
+      show = q.then(
+        (r) => void (this.isolation = String(r[0]?.transaction_isolation ?? '')),
+        () => {},
+      )
+    }
+    const q = (names.length ? this.sql.unsafe(text, args as never[]) : this.sql.unsafe(text)) as unknown as PromiseLike<QueryResult> & { execute(): unknown }
+    q.execute()
+    const query = Promise.resolve(q)
     let timer: NodeJS.Timeout | undefined
     const timeout = new Promise<'timeout'>((resolve) => (timer = setTimeout(() => resolve('timeout'), this.env.stepTimeoutMs)))
     try {
       const first = await Promise.race([query, timeout])
-      if (first !== 'timeout') return first
+      if (first !== 'timeout') {
+        await show
+        return first
+      }
     } finally {
       clearTimeout(timer)
     }
@@ -251,7 +320,9 @@ export class Session {
   private async rollback(): Promise<void> {
     if (this.closedByServer) return
     try {
-      await Promise.race([this.sql.unsafe('rollback'), sleep(2000)])
+      const r = (await Promise.race([this.sql.unsafe('rollback'), sleep(2000)])) as QueryResult | undefined
+      if (r?.command) this.commitTag = r.command
+      this.inTx = false
     } catch {
       /* a lost connection rolls back by itself */
     }
@@ -289,6 +360,8 @@ export class Session {
       sqlstate: this.sqlstate ?? null,
       condition: conditionName(this.sqlstate) ?? null,
       step: this.endStep ?? null,
+      isolation: this.isolation ?? null,
+      commitTag: this.commitTag ?? null,
       waitedMs: round(this.waitedMs),
       ms: round((this.endedAt ?? this.env.now()) - this.startedAt),
       retries: this.retries,
@@ -303,7 +376,7 @@ function round(ms: number): number {
 }
 
 /** A step's result in a few characters: `pending=0`, `0 rows`, `INSERT 1`. */
-export function summarize(rows: Rows & { command?: string; count?: number }): string {
+export function summarize(rows: QueryResult): string {
   const cmd = rows.command
   if (cmd && cmd !== 'SELECT') return `${cmd} ${rows.count ?? ''}`.trim()
   if (rows.length === 1) {

@@ -1,5 +1,4 @@
 // Facts the engine records; judge/ and report/ read them and never touch the database.
-import type { Verdict } from '../scenario.js'
 
 export type Outcome = 'committed' | 'rejected' | 'failed' | 'lost' | 'timeout'
 
@@ -12,6 +11,8 @@ export interface TimelineEvent {
   step: string
   kind: EventKind
   detail?: string
+  /** The step is set-up (begin, SET ..., set_config): shown only with --timeline all. */
+  setup?: boolean
 }
 
 export interface SessionReport {
@@ -24,6 +25,10 @@ export interface SessionReport {
   condition: string | null
   /** The step the session ended in (failed, lost, timeout) or was rejected at. */
   step: string | null
+  /** The isolation level the session's transaction ran at, read from the server (SHOW transaction_isolation). */
+  isolation: string | null
+  /** The command tag of the session's COMMIT (or ROLLBACK): COMMIT of a failed transaction answers ROLLBACK. */
+  commitTag: string | null
   /** Time spent in steps that were seen blocked by another session. */
   waitedMs: number
   /** From the barrier to the session's end. */
@@ -38,16 +43,14 @@ export interface SessionReport {
 export interface InvariantReport {
   description: string
   observed: string
-  /** null: could not be evaluated. */
+  /** null: could not be decided (the query failed, or it said NULL: something it needs is missing). */
   held: boolean | null
   error?: string
 }
 
-export interface TrialResult {
+/** What one trial did: facts only. The commands judge them. */
+export interface TrialFacts {
   sessions: SessionReport[]
   invariant: InvariantReport
-  verdict: Verdict
-  /** Why the verdict is what it is, in a few words. */
-  why: string
   events: TimelineEvent[]
 }

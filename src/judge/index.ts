@@ -1,20 +1,18 @@
-// Pure judgement: outcomes and the invariant in, verdict out; verdicts against the documented expectation.
+// Pure judgement: facts in, verdicts out; a run against its documented outcome, session by session. Never
+// touches the database, so every rule here is tested with hand-made facts.
 import { conditionName, isPrevention } from '../db/sqlstate.js'
-import type { Verdict } from '../scenario.js'
-import type { InvariantReport, SessionReport, TrialResult } from '../engine/types.js'
+import type { Documented, Level, Verdict, Who } from '../scenario.js'
+import type { InvariantReport, SessionReport } from '../engine/types.js'
 
 type Judged = Pick<SessionReport, 'name' | 'outcome' | 'sqlstate' | 'errors' | 'waitedMs' | 'step' | 'reason'>
 
-function code(x: string | null | undefined): string | undefined {
-  return x ?? undefined
-}
-
+/** The verdict of one trial from what the sessions did and whether the invariant held. */
 export function judge(sessions: readonly Judged[], invariant: Pick<InvariantReport, 'held' | 'error'>): { verdict: Verdict; why: string } {
   const timedOut = sessions.find((s) => s.outcome === 'timeout')
   if (timedOut) {
     return { verdict: 'unknown', why: `${timedOut.name} timed out in step ${timedOut.step ?? '?'}${timedOut.reason ? ` (${timedOut.reason})` : ''}` }
   }
-  if (invariant.held === null) return { verdict: 'unknown', why: `the invariant could not be evaluated${invariant.error ? `: ${invariant.error}` : ''}` }
+  if (invariant.held === null) return { verdict: 'unknown', why: `the invariant could not be decided${invariant.error ? `: ${invariant.error}` : ''}` }
   if (!invariant.held) return { verdict: 'anomaly', why: 'the invariant was violated' }
   // A violation among what committed is a fact; a hold is not, when a session never got to its end: what it
   // would have written might have broken the invariant. So a lost session leaves a held invariant undecided.
@@ -23,23 +21,138 @@ export function judge(sessions: readonly Judged[], invariant: Pick<InvariantRepo
     const which = lost.map((s) => `${s.name}${s.step ? ` (in step ${s.step})` : ''}`).join(', ')
     return { verdict: 'unknown', why: `held on what committed, but ${which} lost ${lost.length > 1 ? 'their connections' : 'its connection'}: the race did not run to its end` }
   }
-  const odd = sessions.find((s) => s.outcome === 'failed' && !isPrevention(code(s.sqlstate)))
+  const odd = sessions.find((s) => s.outcome === 'failed' && !isPrevention(s.sqlstate ?? undefined))
   if (odd) {
+    const code = odd.sqlstate ?? undefined
     return {
       verdict: 'unknown',
-      why: `${odd.name} failed with ${odd.sqlstate ?? 'an error'}${conditionName(code(odd.sqlstate)) ? ' ' + conditionName(code(odd.sqlstate)) : ''}, which no scenario expects`,
+      why: `${odd.name} failed with ${code ?? odd.reason ?? 'an error'}${conditionName(code) ? ' ' + conditionName(code) : ''}, which no scenario expects`,
     }
   }
   const preventer = sessions.find((s) => s.errors.some(isPrevention))
   if (preventer) {
     const code = preventer.errors.find(isPrevention)!
-    return { verdict: 'prevented', why: `held: PostgreSQL raised ${code} ${conditionName(code) ?? ''}`.trim() }
+    return { verdict: 'prevented', why: `held: the server raised ${code} ${conditionName(code) ?? ''}`.trim() }
   }
   if (sessions.some((s) => s.waitedMs > 0)) return { verdict: 'serialized', why: 'held: sessions waited for each other' }
   return { verdict: 'clean', why: 'held: no session was seen waiting or failing' }
 }
 
+/** How a session ended, in the words documented outcomes use: committed, rejected: <reason>, a SQLSTATE, failed, lost, timeout. */
+export function labelOf(s: Pick<SessionReport, 'outcome' | 'sqlstate' | 'reason'>): string {
+  if (s.outcome === 'rejected') return `rejected: ${s.reason ?? ''}`
+  if (s.outcome === 'failed') return s.sqlstate ?? 'failed'
+  return s.outcome
+}
+
+/** Does an observed label satisfy a documented one? 'rejected' takes any reason; 'failed' any failure. */
+export function labelMatches(documented: string, s: Pick<SessionReport, 'outcome' | 'sqlstate' | 'reason'>): boolean {
+  const got = labelOf(s)
+  if (documented === got) return true
+  if (documented === 'rejected') return s.outcome === 'rejected'
+  if (documented === 'failed') return s.outcome === 'failed'
+  return false
+}
+
+function isCount(v: Who[string]): v is number | readonly [number, number] {
+  return typeof v !== 'string'
+}
+
+function range(v: number | readonly [number, number]): [number, number] {
+  return typeof v === 'number' ? [v, v] : [v[0], v[1]]
+}
+
+function countText(v: number | readonly [number, number]): string {
+  const [lo, hi] = range(v)
+  return lo === hi ? String(lo) : `${lo}-${hi}`
+}
+
+/** A documented outcome in a few words: "prevented: t1 committed, t2 40001" or "serialized: 3 committed, 2 rejected". */
+export function describeDoc(d: Pick<Documented, 'verdict' | 'who'>): string {
+  const parts = Object.entries(d.who).map(([k, v]) => (isCount(v) ? `${countText(v)} ${k}` : `${k} ${v}`))
+  return `${d.verdict}${parts.length ? `: ${parts.join(', ')}` : ''}`
+}
+
+type Compared = Pick<SessionReport, 'name' | 'outcome' | 'sqlstate' | 'reason' | 'isolation'> & Partial<Pick<SessionReport, 'step'>>
+
+/** Every way a trial differs from one documented outcome (empty: it matches), e.g. "s2: documented 40P01, got 55P03". */
+export function differences(verdict: Verdict, sessions: readonly Compared[], doc: Documented): string[] {
+  const out: string[] = []
+  if (verdict !== doc.verdict) out.push(`verdict: documented ${doc.verdict}, got ${verdict}`)
+  const byName = new Map(sessions.map((s) => [s.name, s]))
+  const named = new Set<string>()
+  for (const [k, v] of Object.entries(doc.who)) {
+    if (isCount(v)) continue
+    named.add(k)
+    const s = byName.get(k)
+    if (!s) out.push(`${k}: documented ${v}, but the run has no session ${k}`)
+    else if (!labelMatches(v, s)) out.push(`${k}: documented ${v}, got ${labelOf(s)}`)
+  }
+  const rest = sessions.filter((s) => !named.has(s.name))
+  const counts = Object.entries(doc.who).filter((e): e is [string, number | readonly [number, number]] => isCount(e[1]))
+  const claimed = new Set<string>()
+  for (const [label, v] of counts) {
+    const hits = rest.filter((s) => labelMatches(label, s))
+    hits.forEach((s) => claimed.add(s.name))
+    const [lo, hi] = range(v)
+    if (hits.length < lo || hits.length > hi) out.push(`${label}: documented ${countText(v)}, got ${hits.length}`)
+  }
+  const unclaimed = rest.filter((s) => !claimed.has(s.name))
+  if (unclaimed.length) {
+    const tally = new Map<string, string[]>()
+    for (const s of unclaimed) tally.set(labelOf(s), [...(tally.get(labelOf(s)) ?? []), s.name])
+    for (const [label, who] of tally) out.push(`${label}: documented 0, got ${who.length} (${who.join(', ')})`)
+  }
+  return out
+}
+
+/** Sessions that ran at another isolation level than the one documented (read from the server, not the scenario). */
+export function isolationDifferences(sessions: readonly Compared[], documented: Record<string, Level | null>): string[] {
+  const out: string[] = []
+  for (const s of sessions) {
+    const want = documented[s.name]
+    if (!want || !s.isolation || s.isolation === want) continue
+    out.push(`${s.name}: ran at ${s.isolation}, documented for ${want}`)
+  }
+  return out
+}
+
+export interface Comparison {
+  matched: boolean
+  /** The differences from the closest documented outcome (empty when matched). */
+  deviations: string[]
+  /** A session was lost or gave up: the run is no evidence either way (exit 3, not a deviation). */
+  undecided?: boolean
+}
+
+/** A trial against its documented outcomes: it matches when it equals any one of them, at the documented levels. */
+export function compare(verdict: Verdict, sessions: readonly Compared[], docs: readonly Documented[], levels: Record<string, Level | null>): Comparison {
+  const iso = isolationDifferences(sessions, levels)
+  if (verdict === 'unknown') return { matched: false, deviations: [...iso], undecided: true }
+  // A session that lost its connection or timed out did not end the way any documentation describes, and not
+  // because of the database's semantics: the run cannot be compared (the verdict may still be a fact).
+  const cut = sessions.filter((s) => s.outcome === 'lost' || s.outcome === 'timeout')
+  if (cut.length) {
+    const what = cut.map((s) => `${s.name} ${s.outcome === 'lost' ? 'lost its connection' : 'timed out'}${s.step ? ` in step ${s.step}` : ''}`).join(', ')
+    return { matched: false, deviations: [`${what}: the run cannot be compared with its documentation`, ...iso], undecided: true }
+  }
+  if (!docs.length) return { matched: iso.length === 0, deviations: iso }
+  let best: string[] | undefined
+  for (const d of docs) {
+    const diff = differences(verdict, sessions, d)
+    if (!best || diff.length < best.length) best = diff
+    if (!diff.length) break
+  }
+  const deviations = [...iso, ...(best ?? [])]
+  return { matched: deviations.length === 0, deviations }
+}
+
 export type ExpectOverride = 'held' | 'violated' | undefined
+
+export interface JudgedTrial {
+  verdict: Verdict
+  comparison: Comparison
+}
 
 export interface Summary {
   /** The most significant verdict across trials: anomaly > unknown > prevented > serialized > clean. */
@@ -48,39 +161,47 @@ export interface Summary {
   trials: number
   violations: number
   unknowns: number
+  /** What was expected, in words: the documented outcomes, or the --expect override. */
   expected: string[]
   matched: boolean
+  /** Trials that did not match their documentation. */
+  deviating: number
+  /** The first deviating trial's differences. */
+  deviations: string[]
 }
 
 const ORDER: Verdict[] = ['anomaly', 'unknown', 'prevented', 'serialized', 'clean']
 
-export function summarize(trials: readonly Pick<TrialResult, 'verdict'>[], expected: readonly Verdict[], override?: ExpectOverride): Summary {
+export function summarize(trials: readonly JudgedTrial[], docs: readonly Documented[], override?: ExpectOverride): Summary {
   const tally: Partial<Record<Verdict, number>> = {}
   for (const t of trials) tally[t.verdict] = (tally[t.verdict] ?? 0) + 1
   const verdict = ORDER.find((v) => tally[v]) ?? 'unknown'
   const violations = tally.anomaly ?? 0
-  const unknowns = tally.unknown ?? 0
+  const unknowns = trials.filter((t) => t.verdict === 'unknown' || t.comparison.undecided).length
+  const deviatingTrials = trials.filter((t) => !t.comparison.matched)
   let matched: boolean
-  let exp: string[]
+  let expected: string[]
   if (override === 'held') {
-    exp = ['held']
+    expected = ['held']
     matched = trials.length > 0 && violations === 0 && unknowns === 0
   } else if (override === 'violated') {
-    exp = ['violated']
+    expected = ['violated']
     matched = violations > 0
-  } else if (expected.length === 0) {
-    // Nothing is documented for this schedule (a custom permutation): report what happened, pass if decided.
-    exp = ['(not documented: use --expect held|violated)']
-    matched = trials.length > 0 && unknowns === 0
   } else {
-    exp = [...expected]
-    matched = trials.length > 0 && trials.every((t) => t.verdict !== 'unknown' && expected.includes(t.verdict))
+    expected = docs.length ? docs.map(describeDoc) : ['(not documented: use --expect held|violated)']
+    matched = trials.length > 0 && unknowns === 0 && deviatingTrials.length === 0
   }
-  return { verdict, tally, trials: trials.length, violations, unknowns, expected: exp, matched }
+  const first = override ? [] : (deviatingTrials[0]?.comparison.deviations ?? [])
+  return { verdict, tally, trials: trials.length, violations, unknowns, expected, matched, deviating: override ? 0 : deviatingTrials.length, deviations: first }
 }
 
 /** 0 as documented (or as --expect asked), 1 a deviation, 3 could not decide. */
-export function exitCode(s: Summary): 0 | 1 | 3 {
+export function exitCode(s: Pick<Summary, 'matched' | 'unknowns'>): 0 | 1 | 3 {
   if (s.matched) return 0
   return s.unknowns > 0 ? 3 : 1
+}
+
+/** The exit code of several results (check, matrix): 3 if any could not be decided, else 1 if any deviated. */
+export function worstExit(codes: readonly number[]): 0 | 1 | 3 {
+  return codes.includes(3) ? 3 : codes.includes(1) ? 1 : 0
 }

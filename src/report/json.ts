@@ -1,22 +1,31 @@
 // The --json document: one stable shape, documented in the README. Times in milliseconds.
-import type { RunOutput } from '../engine/run.js'
-import type { TrialResult } from '../engine/types.js'
+import type { Trial } from '../commands/common.js'
+import type { ServerInfo } from '../db/lab.js'
 import type { Summary } from '../judge/index.js'
-import type { Params, Scenario, Schedule } from '../scenario.js'
+import type { Plan } from '../plan.js'
+import { sourceText } from '../registry.js'
+import type { Documented, Params, Scenario, Schedule } from '../scenario.js'
 
 /** Everything a report of one `race run` needs. */
 export interface RunView {
   scenario: Scenario
+  /** The params the run used (lock timeouts extended by --hold). */
   params: Params
+  /** The params as given (before --hold). */
+  given: Params
   n: number
   schedule: Schedule
   windowMs: number
-  isolation: string
+  holdMs: number
+  plan: Plan
   target: string
-  out: RunOutput
+  schema: string
+  server: ServerInfo
+  trials: Trial[]
   summary: Summary
-  /** The trial shown in full: the first whose verdict is the summary's. */
-  representative: TrialResult
+  docs: Documented[]
+  /** The trial shown in full: the first that deviates, else the first whose verdict is the summary's. */
+  representative: Trial
 }
 
 export function toJson(r: RunView, o: { timeline: boolean; exitCode: number; kept: boolean }) {
@@ -24,25 +33,32 @@ export function toJson(r: RunView, o: { timeline: boolean; exitCode: number; kep
   return {
     scenario: r.scenario.id,
     title: r.scenario.title,
-    server: { version: r.out.server.version },
+    source: sourceText(r.scenario.source),
+    server: { version: r.server.version },
     target: r.target,
     params: r.params,
     n: r.n,
     schedule: r.schedule,
     windowMs: r.windowMs,
-    isolation: r.isolation,
+    holdMs: r.holdMs,
+    /** The level each session is documented at; each session's own `isolation` is what the server said. */
+    isolation: r.plan.isolation,
     sessions: t.sessions,
     invariant: t.invariant,
     verdict: r.summary.verdict,
     why: t.why,
+    documented: r.docs,
     expected: r.summary.expected,
     matched: r.summary.matched,
+    deviations: r.summary.deviations,
     trials: r.summary.trials,
     violations: r.summary.violations,
+    deviating: r.summary.deviating,
     verdicts: r.summary.tally,
-    ...(r.summary.trials > 1 ? { trialVerdicts: r.out.trials.map((x) => x.verdict) } : {}),
+    ...(r.summary.trials > 1 ? { trialVerdicts: r.trials.map((x) => x.verdict) } : {}),
     ...(o.timeline ? { timeline: t.events } : {}),
-    schema: o.kept ? r.out.schema : undefined,
+    schema: r.schema,
+    kept: o.kept,
     exitCode: o.exitCode,
   }
 }

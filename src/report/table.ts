@@ -1,7 +1,8 @@
-// The results table (one row per session), the invariant, the verdict against the expectation.
+// The results table (one row per session), the invariant, the verdict against the documented outcome.
 import Table from 'cli-table3'
 import type { Summary } from '../judge/index.js'
-import type { SessionReport, TrialResult } from '../engine/types.js'
+import type { SessionReport, TrialFacts } from '../engine/types.js'
+import type { Level, Verdict } from '../scenario.js'
 import { c, outcomeColor, verdictColor } from './color.js'
 
 /** Borders without colour codes; `widths` (null = natural) wraps long cells at word boundaries. */
@@ -16,13 +17,13 @@ export function plainTable(head: string[], widths?: (number | null)[]): Table.Ta
 
 export function outcomeText(s: SessionReport): string {
   if (s.outcome === 'rejected') return `rejected: ${s.reason}`
-  if (s.outcome === 'failed') return `failed in ${s.step}`
+  if (s.outcome === 'failed') return `failed in ${s.step}${s.sqlstate ? '' : `: ${s.reason ?? ''}`}`
   if (s.outcome === 'lost') return `lost in ${s.step}`
   if (s.outcome === 'timeout') return `timeout in ${s.step}`
   return s.retries ? `committed after ${s.retries} retr${s.retries === 1 ? 'y' : 'ies'}` : 'committed'
 }
 
-export function sessionsTable(t: TrialResult): string {
+export function sessionsTable(t: TrialFacts): string {
   const table = plainTable(['session', 'pid', 'outcome', 'sqlstate', 'waited', 'total'])
   for (const s of t.sessions) {
     const state = s.sqlstate ? `${s.sqlstate} ${s.condition ?? ''}`.trim() : s.errors.length ? `(${s.errors.join(', ')} retried)` : ''
@@ -35,7 +36,20 @@ export function fmtMs(ms: number): string {
   return ms >= 1000 ? `${(ms / 1000).toFixed(2)} s` : `${ms < 10 ? ms.toFixed(1) : Math.round(ms)} ms`
 }
 
-export function invariantLine(t: TrialResult): string {
+/**
+ * The levels the sessions really ran at (SHOW transaction_isolation, read in each session), and a warning
+ * when the server gave a session another level than the scenario is documented for.
+ */
+export function isolationLine(t: TrialFacts, documented: Record<string, Level | null>): string {
+  const seen = new Map<string, string[]>()
+  for (const s of t.sessions) seen.set(s.isolation ?? '?', [...(seen.get(s.isolation ?? '?') ?? []), s.name])
+  const ran = seen.size === 1 ? [...seen.keys()][0] : [...seen].map(([l, who]) => `${who.join(', ')}: ${l}`).join('; ')
+  const off = t.sessions.filter((s) => documented[s.name] && s.isolation && s.isolation !== documented[s.name])
+  const note = off.length ? c.red(`  documented for ${[...new Set(off.map((s) => documented[s.name]))].join(', ')}: the server overrode it`) : ''
+  return `${c.dim('isolation')}  ${ran} ${c.dim('(read from each session)')}${note}`
+}
+
+export function invariantLine(t: TrialFacts): string {
   const inv = t.invariant
   const state = inv.held === null ? verdictColor('unknown') : verdictColor(inv.held ? 'HELD' : 'VIOLATED')
   return `invariant  ${inv.description}: observed ${inv.observed}  ${state}${inv.error ? `  (${inv.error})` : ''}`
@@ -43,11 +57,18 @@ export function invariantLine(t: TrialResult): string {
 
 export function verdictLine(s: Summary, why?: string): string {
   const m = verdictColor(s.matched ? 'MATCH' : 'DEVIATION')
-  return `verdict    ${verdictColor(s.verdict)}${why ? ` (${why})` : ''}   expected ${s.expected.join(' | ')}  ${m}`
+  return `verdict    ${verdictColor(s.verdict)}${why ? ` (${why})` : ''}\nexpected   ${s.expected.join(' | ')}  ${m}`
+}
+
+/** What differs from the documentation, one line each (nothing when it matched). */
+export function deviationLines(s: Summary): string[] {
+  if (s.matched || !s.deviations.length) return []
+  const which = s.trials > 1 ? ` (${s.deviating} of ${s.trials} trials deviate; the first:)` : ''
+  return [c.red(`deviation${which}`), ...s.deviations.map((d) => c.red(`  ${d}`))]
 }
 
 /** For --trials: how often each verdict and each outcome happened. */
-export function trialsTable(trials: readonly TrialResult[], s: Summary): string {
+export function trialsTable(trials: readonly (TrialFacts & { verdict: Verdict })[], s: Summary): string {
   const outcomes = new Map<string, number>()
   for (const t of trials) {
     for (const r of t.sessions) {

@@ -1,5 +1,5 @@
 // The interleaving drawn the way the articles draw it: one row per event, one column per session.
-import type { TimelineEvent, TrialResult } from '../engine/types.js'
+import type { TimelineEvent, TrialFacts } from '../engine/types.js'
 import { c } from './color.js'
 
 const WIDTH = 34
@@ -47,7 +47,7 @@ function pad(s: string, w: number): string {
 }
 
 /** One column per session; for many sessions the columns narrow (and wrap into blocks past 8). */
-export function timeline(t: TrialResult): string {
+export function timeline(t: TrialFacts): string {
   const names = t.sessions.map((s) => s.name)
   const events = compact(t.events)
   const blocks: string[][] = []

@@ -5,8 +5,8 @@ import assert from 'node:assert/strict'
 import fs from 'node:fs'
 import { test } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises'
-import { race } from './helpers.js'
-import { alive, ourDirs, startRacing } from './procs.js'
+import { race } from '../support/server.js'
+import { alive, ourDirs, startRacing } from '../support/procs.js'
 
 test('the README command works with no database configured, and leaves nothing behind', async () => {
   const before = ourDirs()

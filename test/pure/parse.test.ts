@@ -1,11 +1,10 @@
-// Input parsing: durations, whole numbers, URLs (masked), schedules and permutations.
+// Input parsing: durations, whole numbers, URLs (masked), names; advisory keys.
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
-import { UsageError } from '../src/errors.js'
-import { checkUrl, maskUrl, resolveTarget } from '../src/db/target.js'
-import { parseDuration, parseWhole, closest } from '../src/parse.js'
-import { parsePermutation } from '../src/engine/schedule.js'
-import { advisoryKey } from '../src/scenario.js'
+import { UsageError } from '../../src/errors.js'
+import { checkUrl, maskUrl, resolveTarget } from '../../src/db/target.js'
+import { parseDuration, parseWhole, closest } from '../../src/parse.js'
+import { advisoryKey } from '../../src/scenario.js'
 
 test('durations: ms, s, m, bare milliseconds; nonsense is a UsageError', () => {
   assert.equal(parseDuration('--window', '300ms'), 300)
@@ -33,25 +32,6 @@ test('URLs: passwords are masked; wrong schemes and ports are refused', () => {
   assert.equal(resolveTarget(undefined, {}).kind, 'embedded')
   assert.equal(resolveTarget(undefined, { DATABASE_URL: 'postgres://a:b@h/d' }).label, 'postgres://a:***@h/d')
   assert.equal(resolveTarget(undefined, { PGHOST: 'h', PGPASSWORD: 'zzz' }).kind, 'env')
-})
-
-test('permutations: every step once, in each session order', () => {
-  const sessions = [
-    { name: 's1', steps: [{ name: 'begin' }, { name: 'check' }, { name: 'commit' }] },
-    { name: 's2', steps: [{ name: 'begin' }, { name: 'check' }, { name: 'commit' }] },
-  ]
-  const ok = parsePermutation('s1.begin s2.begin s1.check s2.check s1.commit s2.commit', sessions)
-  assert.deepEqual(ok.map((e) => `${e.session}.${e.step}`), ['0.0', '1.0', '0.1', '1.1', '0.2', '1.2'])
-  const bad = [
-    's1.begin s3.begin',
-    's1.begin s1.nope',
-    's1.check s1.begin',
-    's1.begin s1.begin',
-    's1.begin s2.begin s1.check s2.check s1.commit',
-    'begin',
-    '',
-  ]
-  for (const b of bad) assert.throws(() => parsePermutation(b, sessions), UsageError, b)
 })
 
 test('closest id for typos', () => {

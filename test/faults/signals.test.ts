@@ -4,8 +4,8 @@
 // the lock released. What must hold: exit 130 / 143, one line, the run's schema dropped, no backend left.
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
-import { backendsOf, oneCleanLine, raceSchemas, outside, useOutside } from './faultkit.js'
-import { spawnRace, until, type Child } from './procs.js'
+import { backendsOf, leftBy, oneCleanLine, outside, useOutside } from '../support/faults.js'
+import { spawnRace, until, type Child } from '../support/procs.js'
 
 const ctx = useOutside()
 
@@ -19,12 +19,12 @@ async function controlWaitingOn(child: Child, relation: string): Promise<number>
   })
 }
 
-async function finishes(child: Child, code: number, pids: number[], schemasBefore: string[]) {
+async function finishes(child: Child, code: number, pids: number[]) {
   const r = await child.done
   assert.equal(r.code, code, r.stdout + r.stderr)
   // --hold's notice (three lines, before the signal) is not an error line.
   oneCleanLine(r.stderr.replace(/^holding for [^\n]*\n  race locks\n/, ''), /interrupted by SIG(INT|TERM): stopped, cleaned up/)
-  assert.deepEqual((await raceSchemas(ctx.sql)).filter((s) => !schemasBefore.includes(s)), [], 'schema dropped')
+  assert.deepEqual(await leftBy(ctx.sql, child), [], 'schema dropped')
   const left = await ctx.sql`select pid from pg_stat_activity where pid = any(${pids}::int[])`
   assert.deepEqual(left.map((x) => x.pid), [], 'no backend left')
 }
@@ -33,7 +33,6 @@ for (const [sig, code] of [['SIGINT', 130], ['SIGTERM', 143]] as const) {
   test(`${sig} during setup (creating the run's schema, held up by a lock on pg_namespace): exit ${code}, nothing left`, async () => {
     // The lock lasts from here to the signal: it only holds up schema creation in this database, briefly.
     const blocker = outside(ctx.server.url, 'race-test pg_namespace')
-    const schemasBefore = await raceSchemas(ctx.sql)
     try {
       await blocker.unsafe('begin')
       await blocker.unsafe('lock table pg_catalog.pg_namespace in share row exclusive mode')
@@ -46,14 +45,13 @@ for (const [sig, code] of [['SIGINT', 130], ['SIGTERM', 143]] as const) {
         return rows.length === 0
       })
       await blocker.unsafe('rollback')
-      await finishes(child, code, [control], schemasBefore)
+      await finishes(child, code, [control])
     } finally {
       await blocker.end({ timeout: 1 })
     }
   })
 
   test(`${sig} during teardown (dropping the schema, held up by a lock on its table): exit ${code}, schema dropped`, async () => {
-    const schemasBefore = await raceSchemas(ctx.sql)
     const reader = outside(ctx.server.url, 'race-test reader')
     try {
       // --hold keeps the race's locks held before the first commit, and says which backends hold them: the
@@ -71,7 +69,7 @@ for (const [sig, code] of [['SIGINT', 130], ['SIGTERM', 143]] as const) {
       const control = await controlWaitingOn(child, `"${nspname}".setup_requests`)
       child.child.kill(sig)
       await reader.unsafe('rollback')
-      await finishes(child, code, [...pids, control], schemasBefore)
+      await finishes(child, code, [...pids, control])
     } finally {
       await reader.end({ timeout: 1 })
     }

@@ -6,12 +6,12 @@ import os from 'node:os'
 import path from 'node:path'
 import { after, before, test } from 'node:test'
 import type { Sql } from 'postgres'
-import { connect, endQuietly } from '../src/db/connect.js'
-import { resolveTarget, type Target } from '../src/db/target.js'
-import { runCell } from '../src/bench/runner.js'
-import { BEGIN, COMMIT, oltp, type Workload } from '../src/bench/workloads.js'
-import { findPgbench } from '../src/bench/pgbench.js'
-import { race, useServer, type TestServer } from './helpers.js'
+import { connect, endQuietly } from '../../src/db/connect.js'
+import { resolveTarget, type Target } from '../../src/db/target.js'
+import { runCell } from '../../src/bench/runner.js'
+import { BEGIN, COMMIT, oltp, type Workload } from '../../src/bench/workloads.js'
+import { findPgbench } from '../../src/bench/pgbench.js'
+import { race, useServer, type TestServer } from '../support/server.js'
 
 let server: TestServer
 let target: Target

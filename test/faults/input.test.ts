@@ -5,8 +5,8 @@
 import assert from 'node:assert/strict'
 import net from 'node:net'
 import { after, before, test } from 'node:test'
-import { race } from './helpers.js'
-import { oneCleanLine } from './faultkit.js'
+import { race } from '../support/server.js'
+import { oneCleanLine } from '../support/faults.js'
 
 let listener: net.Server
 let connections = 0

@@ -4,9 +4,9 @@
 import assert from 'node:assert/strict'
 import { randomBytes } from 'node:crypto'
 import { test } from 'node:test'
-import { race } from './helpers.js'
-import { oneCleanLine, raceSchemas, useOutside } from './faultkit.js'
-import { spawnRace } from './procs.js'
+import { race } from '../support/server.js'
+import { leftBy, oneCleanLine, useOutside } from '../support/faults.js'
+import { spawnRace } from '../support/procs.js'
 
 const ctx = useOutside()
 
@@ -14,11 +14,11 @@ interface Doc {
   sessions: { outcome: string; pid: number }[]
   invariant: { observed: string }
   verdict: string
+  matched: boolean
   schema?: string
 }
 
 test('two race runs at once on one database and scenario: independent, correct results in their own schemas', async () => {
-  const schemasBefore = await raceSchemas(ctx.sql)
   for (const [args, committed, observed, verdict] of [
     [['run', 'advisory', '--n', '5', '--max-pending', '3', '--schedule', 'lockstep'], 3, '3 pending', 'serialized'],
     [['run', 'broken', '--schedule', 'lockstep'], 2, '2 pending', 'anomaly'],
@@ -35,13 +35,14 @@ test('two race runs at once on one database and scenario: independent, correct r
       assert.equal(d.sessions.filter((s) => s.outcome === 'committed').length, committed)
       assert.equal(d.invariant.observed, observed)
       assert.equal(d.verdict, verdict)
+      assert.equal(d.matched, true, 'the whole documented outcome')
     }
     assert.notEqual(docs[0].schema, docs[1].schema, 'each run has its own schema')
     const pids = docs.flatMap((d) => d.sessions.map((s) => s.pid))
     assert.equal(new Set(pids).size, pids.length, 'no backend shared between the runs')
     for (const d of docs) await ctx.sql.unsafe(`drop schema "${d.schema}" cascade`)
+    assert.deepEqual([...(await leftBy(ctx.sql, a)), ...(await leftBy(ctx.sql, b))], [])
   }
-  assert.deepEqual((await raceSchemas(ctx.sql)).filter((s) => !schemasBefore.includes(s)), [])
 })
 
 /** A login role with a password (the embedded server wants scram), dropped after `fn` whatever happens. */
@@ -66,14 +67,13 @@ async function withRole(opts: string, grantCreate: boolean, fn: (url: string, ro
 test("the server's too_many_connections (53300) reached anyway: one line, exit 3, no hang, nothing left", async () => {
   // --n 3 fits max_connections, but the role may open only 2 connections: control + s1, and s2 is refused.
   await withRole('connection limit 2', true, async (url, role) => {
-    const schemasBefore = await raceSchemas(ctx.sql)
     const t0 = Date.now()
     const r = await race(['run', 'advisory', '--n', '3', '--database-url', url])
     assert.equal(r.code, 3, r.stdout + r.stderr)
     oneCleanLine(r.stderr, /refused a connection: too many connections for role "race_fault_[0-9a-f]+" \(53300 too_many_connections\)/)
     assert.ok(Date.now() - t0 < 10_000, 'no hang')
     assert.doesNotMatch(r.stderr, /pw-/, 'password masked')
-    assert.deepEqual((await raceSchemas(ctx.sql)).filter((s) => !schemasBefore.includes(s)), [])
+    assert.deepEqual(await leftBy(ctx.sql, r.pid), [])
     const left = await ctx.sql`select pid from pg_stat_activity where usename = ${role}`
     assert.equal(left.length, 0, 'no backend left')
   })

@@ -2,54 +2,41 @@
 // real server (DATABASE_URL, else embedded PostgreSQL 18).
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
-import { run } from '../src/engine/run.js'
-import { UsageError } from '../src/errors.js'
-import { cellOf } from '../src/commands/matrix.js'
-import { DOCUMENTED, LEVELS, MATRIX_IDS } from '../scenarios/index.js'
-import { defineScenario, expectBy } from '../src/scenario.js'
-import type { SessionReport } from '../src/engine/types.js'
-import { count, race, runScenario, useLab } from './helpers.js'
+import { run } from '../../src/engine/run.js'
+import { UsageError } from '../../src/errors.js'
+import { cellOf } from '../../src/commands/matrix.js'
+import { matrixRows } from '../../src/commands/matrix.js'
+import { plan } from '../../src/plan.js'
+import { clean, defineScenario } from '../../src/scenario.js'
+import type { SessionReport } from '../../src/engine/types.js'
+import { count, race, runScenario, useLab } from '../support/server.js'
 
 const ctx = useLab()
 
 const s = (o: Partial<SessionReport>): SessionReport =>
-  ({ name: 't1', pid: 1, outcome: 'committed', waitedMs: 0, ms: 1, retries: 0, errors: [], ...o }) as SessionReport
+  ({ name: 't1', pid: 1, outcome: 'committed', waitedMs: 0, ms: 1, retries: 0, errors: [], isolation: null, commitTag: null, ...o }) as SessionReport
+const ok = { matched: true, deviations: [] }
 
-test('matrix cells (pure): what happened against what is documented, SQLSTATE included', () => {
-  const prevented = { verdict: 'prevented' as const, sessions: [s({}), s({ outcome: 'failed', sqlstate: '40001', errors: ['40001'] })] }
-  assert.deepEqual(cellOf(prevented, { verdict: 'prevented', sqlstate: '40001' }), {
-    happened: 'prevented 40001',
-    verdict: 'prevented',
-    sqlstate: '40001',
-    documented: 'prevented 40001',
-    deviation: false,
-  })
-  const deadlock = { verdict: 'prevented' as const, sessions: [s({ outcome: 'failed', sqlstate: '40P01', errors: ['40P01'] })] }
-  assert.equal(cellOf(deadlock, { verdict: 'prevented', sqlstate: '40001' }).deviation, true, 'another SQLSTATE is a deviation')
-  assert.equal(cellOf({ verdict: 'anomaly', sessions: [] }, { verdict: 'anomaly' }).deviation, false)
-  assert.equal(cellOf({ verdict: 'clean', sessions: [] }, { verdict: 'anomaly' }).deviation, true)
-  assert.equal(cellOf({ verdict: 'anomaly', sessions: [] }, { verdict: 'clean' }).deviation, true)
-  assert.equal(cellOf({ verdict: 'unknown', sessions: [] }, { verdict: 'unknown' as never }).deviation, true, 'unknown never passes')
-  const retried = { verdict: 'prevented' as const, sessions: [s({ retries: 1, errors: ['40001'] })] }
-  assert.equal(cellOf(retried, { verdict: 'prevented', sqlstate: '40001' }).happened, 'prevented 40001')
+test('matrix cells (pure): the SQLSTATE a session failed with is in the cell; the comparison decides the deviation', () => {
+  const docs = [{ verdict: 'prevented' as const, who: { t1: 'committed', t2: '40001' }, why: 'x' }]
+  const prevented = { verdict: 'prevented' as const, sessions: [s({}), s({ name: 't2', outcome: 'failed', sqlstate: '40001', errors: ['40001'] })], comparison: ok }
+  assert.deepEqual(cellOf(prevented, docs), { happened: 'prevented 40001', verdict: 'prevented', documented: 'prevented 40001', deviation: false, deviations: [] })
+  const bad = { matched: false, deviations: ['t2: documented 40001, got 40P01'] }
+  const deadlock = { verdict: 'prevented' as const, sessions: [s({ name: 't2', outcome: 'failed', sqlstate: '40P01', errors: ['40P01'] })], comparison: bad }
+  assert.deepEqual(cellOf(deadlock, docs).deviations, ['t2: documented 40001, got 40P01'])
+  assert.equal(cellOf(deadlock, docs).happened, 'prevented 40P01')
+  const retried = { verdict: 'prevented' as const, sessions: [s({ retries: 1, errors: ['40001'] })], comparison: ok }
+  assert.equal(cellOf(retried, docs).happened, 'prevented 40001')
+  assert.equal(cellOf({ verdict: 'clean', sessions: [], comparison: ok }, [{ verdict: 'clean', who: {}, why: '' }]).documented, 'clean')
 })
 
-test('the documented expectations follow the manual: Table 13.1 and 13.2', () => {
-  const at = (id: string, l: (typeof LEVELS)[number]) => DOCUMENTED[id][l].verdict
-  for (const l of LEVELS) assert.notEqual(at('dirty-read', l), 'anomaly', 'no dirty read at any level')
-  assert.equal(at('non-repeatable-read', 'read committed'), 'anomaly')
-  assert.equal(at('phantom', 'repeatable read'), 'clean', 'phantom: "allowed, but not in PG" at RR')
-  assert.equal(at('write-skew', 'repeatable read'), 'anomaly', 'serialization anomaly possible at RR')
-  for (const id of MATRIX_IDS) assert.notEqual(at(id, 'serializable'), 'anomaly', `${id}: nothing is possible at SERIALIZABLE`)
-})
-
-test('every cell of the matrix behaves as documented', async () => {
+test('every cell of the matrix behaves exactly as documented', async () => {
   const deviations: string[] = []
-  for (const id of MATRIX_IDS) {
-    for (const level of LEVELS) {
-      const [t] = (await runScenario(ctx.lab, id, { params: { isolation: level } })).trials
-      const cell = cellOf(t, DOCUMENTED[id][level])
-      if (cell.deviation) deviations.push(`${id} at ${level}: ${cell.happened}, documented ${cell.documented} (${t.why}; ${t.invariant.observed})`)
+  for (const scenario of await matrixRows([])) {
+    for (const level of ['read committed', 'repeatable read', 'serializable']) {
+      const [t] = (await runScenario(ctx.lab, scenario, { params: { isolation: level } })).trials
+      if (!t.comparison.matched) deviations.push(`${scenario.id} at ${level}: ${t.comparison.deviations.join('; ')} (${t.why}; ${t.invariant.observed})`)
+      assert.ok(t.sessions.every((x) => x.isolation === level), `${scenario.id}: every session ran at ${level}`)
     }
   }
   assert.deepEqual(deviations, [])
@@ -140,28 +127,25 @@ test('a permutation that can never finish is refused with a clear message, not l
   const stuck = defineScenario({
     id: 'stuck',
     title: 'stuck',
-    source: 'test',
+    source: { article: 'advisory-locks', section: '3.2' },
     story: [],
     params: {},
-    defaultN: 2,
-    isolation: () => 'read committed',
+    sessionCount: { default: 2 },
+    isolation: 'read committed',
     setup: [],
     sessions: () => ({
       s1: { steps: { lock: 'select pg_advisory_lock(4242)', done: 'select 1' } },
       s2: { steps: { lock: 'select pg_advisory_lock(4242)', done: 'select 1' } },
     }),
-    invariant: { description: () => 'x', query: (sql) => sql`select 1`, observed: () => '', holds: () => true },
-    expect: expectBy({ lockstep: ['clean'] }),
+    invariant: { description: 'x', sql: 'select true as held' },
+    documented: { postgres: { lockstep: clean('x', { committed: 2 }), serial: clean('x', { committed: 2 }) } },
   })
   const started = Date.now()
   await assert.rejects(
     run(ctx.lab, {
-      scenario: stuck,
-      params: {},
-      n: 2,
+      plan: plan(stuck, { params: {}, n: 2, engine: 'postgres' }),
       schedule: 'permutation',
       permutation: 's1.lock s1.done s2.lock s2.done',
-      windowMs: 0,
       trials: 1,
       stepTimeoutMs: 20_000,
       connectTimeoutMs: 5000,
@@ -181,6 +165,7 @@ test('CLI: unknown step or session in --schedule, and a bad --isolation, are exi
     ['run', 'write-skew', '--isolation', 'snapshot'],
     ['run', 'skip-locked', '--isolation', 'read uncommitted'],
     ['matrix', 'broken'],
+    ['show', 'write-skew', '--isolation', 'snapshot'],
   ]) {
     const r = await race(args, { url: ctx.server.url })
     assert.equal(r.code, 2, `${args.join(' ')}: ${r.stderr}`)
@@ -195,15 +180,20 @@ test('CLI: race show prints the default interleaving like a spec', async () => {
   assert.match(r.stdout, /permutation t1\.begin t1\.read t2\.begin t2\.read t1\.update t1\.commit t2\.update t2\.commit/)
   assert.match(r.stdout, /session t2\n  step begin +\{ begin isolation level read committed \}/)
   assert.match(r.stdout, /^ {2}T1 +T2$/m)
+  assert.match(r.stdout, /documented/)
+  const ser = await race(['show', 'write-skew', '--isolation', 'serializable'])
+  assert.match(ser.stdout, /step begin +\{ begin isolation level serializable \}/)
+  assert.match(ser.stdout, /lockstep: prevented: t1 committed, t2 40001/)
 })
 
 test('CLI: race matrix --json: one grid, every cell as documented, exit 0', async () => {
   const r = await race(['matrix', '--json'], { url: ctx.server.url, timeoutMs: 120_000 })
   assert.equal(r.code, 0, r.stderr)
   const doc = JSON.parse(r.stdout)
-  assert.equal(doc.cells, MATRIX_IDS.length * 3)
+  assert.equal(doc.cells, (await matrixRows([])).length * 3)
   assert.equal(doc.deviations, 0)
   assert.deepEqual(doc.levels, ['read committed', 'repeatable read', 'serializable'])
-  assert.equal(doc.rows[0].cells['read committed'].documented.verdict, 'clean')
-  assert.equal(doc.rows.find((x: { scenario: string }) => x.scenario === 'lost-update').cells['repeatable read'].happened, 'prevented 40001')
+  const lost = doc.rows.find((x: { scenario: string }) => x.scenario === 'lost-update').cells['repeatable read']
+  assert.equal(lost.happened, 'prevented 40001')
+  assert.deepEqual(lost.documented[0].who, { t1: 'committed', t2: '40001' })
 })

@@ -1,12 +1,12 @@
 // The real CLI as a user runs it: bad input, unreachable servers, --json, --keep, timeouts and cleanup.
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
-import { advisoryKey } from '../src/scenario.js'
-import { race } from './helpers.js'
-import { oneCleanLine, outside, raceSchemas as raceSchemasOf, useOutside } from './faultkit.js'
+import { advisoryKey } from '../../src/scenario.js'
+import { checkCases } from '../../src/commands/check.js'
+import { race } from '../support/server.js'
+import { leftBy, oneCleanLine, outside, useOutside } from '../support/faults.js'
 
 const ctx = useOutside()
-const raceSchemas = () => raceSchemasOf(ctx.sql)
 
 const BAD: [string[], RegExp][] = [
   [['run', 'advisroy'], /unknown scenario 'advisroy': did you mean 'advisory'/],
@@ -97,7 +97,10 @@ test('--json: the documented document', async () => {
   assert.equal(doc.scenario, 'advisory')
   assert.match(doc.server.version, /^\d+/)
   assert.equal(doc.sessions.length, 5)
-  for (const s of doc.sessions) for (const k of ['name', 'pid', 'outcome', 'sqlstate', 'condition', 'waitedMs', 'ms']) assert.ok(k in s, k)
+  for (const s of doc.sessions) for (const k of ['name', 'pid', 'outcome', 'sqlstate', 'condition', 'isolation', 'commitTag', 'waitedMs', 'ms']) assert.ok(k in s, k)
+  // Read from the server, not taken from the scenario: each session's level, and how its COMMIT was answered.
+  assert.ok(doc.sessions.every((s: { isolation: string }) => s.isolation === 'read committed'))
+  assert.deepEqual(doc.sessions.map((s: { commitTag: string }) => s.commitTag).sort(), ['COMMIT', 'COMMIT', 'COMMIT', 'ROLLBACK', 'ROLLBACK'])
   assert.equal(new Set(doc.sessions.map((s: { pid: number }) => s.pid)).size, 5)
   assert.equal(doc.sessions.filter((s: { outcome: string }) => s.outcome === 'committed').length, 3)
   assert.equal(doc.sessions.filter((s: { outcome: string }) => s.outcome === 'rejected').length, 2)
@@ -122,12 +125,20 @@ test('--json with trials and a failing session: sqlstate and condition, rate of 
   assert.equal(bd.verdict, 'anomaly')
 })
 
-test('race check --json: every scenario as documented', async () => {
-  const r = await race(['check', '--json'], { url: ctx.server.url })
+test('race check --json: every case of every scenario as documented, each with its duration', async () => {
+  const r = await race(['check', '--json'], { url: ctx.server.url, timeoutMs: 120_000 })
   assert.equal(r.code, 0, r.stdout)
   const doc = JSON.parse(r.stdout)
-  assert.ok(doc.results.length >= 6)
-  assert.ok(doc.results.every((x: { matched: boolean }) => x.matched))
+  const cases = await checkCases([])
+  assert.deepEqual(
+    doc.results.map((x: { scenario: string; case: string }) => `${x.scenario} ${x.case}`),
+    cases.map((k) => `${k.scenario.id} ${k.label}`),
+  )
+  for (const x of doc.results) {
+    assert.equal(x.matched, true, `${x.scenario} ${x.case}: ${x.deviations.join('; ')}`)
+    assert.deepEqual(x.deviations, [])
+    assert.ok(x.documented.length >= 1 && typeof x.ms === 'number')
+  }
 })
 
 test('--expect turns the question around: advisory asked to violate is a deviation (exit 1)', async () => {
@@ -137,27 +148,29 @@ test('--expect turns the question around: advisory asked to violate is a deviati
 })
 
 test('--keep leaves the schema and names it; without it nothing is left', async () => {
-  const before = await raceSchemas()
   const r = await race(['run', 'broken', '--keep'], { url: ctx.server.url })
   assert.equal(r.code, 0)
   const name = /schema (race_broken_[0-9a-f]+) kept/.exec(r.stdout)?.[1]
   assert.ok(name, r.stdout)
-  assert.ok((await raceSchemas()).includes(name!))
+  assert.deepEqual(await leftBy(ctx.sql, r.pid), [name])
+  // A kept schema is marked so: the next run does not reap it.
+  const next = await race(['run', 'broken', '--schedule', 'lockstep'], { url: ctx.server.url })
+  assert.equal(next.code, 0, next.stderr)
+  assert.deepEqual(await leftBy(ctx.sql, r.pid), [name], 'the next run left the kept schema alone')
+  assert.deepEqual(await leftBy(ctx.sql, next.pid), [], 'and dropped its own')
   await ctx.sql.unsafe(`drop schema "${name}" cascade`)
-  assert.deepEqual((await raceSchemas()).filter((s) => !before.includes(s)), [])
 })
 
 test('a step that never returns: cancelled at --step-timeout, exit 3 naming session, step and blocking pid; schema dropped', async () => {
   const user = '5f0c6d7e-2a1b-4c3d-8e9f-0a1b2c3d4e5f'
   const holder = outside(ctx.server.url, 'race-test holder')
-  const before = await raceSchemas()
   try {
     const [{ pid }] = await holder`select pg_backend_pid() as pid, pg_advisory_lock(${String(advisoryKey('setup_request', user))}::bigint)`
     const r = await race(['run', 'advisory', '--user', user, '--step-timeout', '1s', '--lock-timeout', '30s'], { url: ctx.server.url })
     assert.equal(r.code, 3, r.stdout + r.stderr)
     assert.match(r.stdout, /timeout in lock/)
     assert.match(r.stderr, new RegExp(`s\\d timed out in step lock .*waiting for pid ${pid}`))
-    assert.deepEqual((await raceSchemas()).filter((s) => !before.includes(s)), [])
+    assert.deepEqual(await leftBy(ctx.sql, r.pid), [])
   } finally {
     await holder.end({ timeout: 1 })
   }
@@ -166,13 +179,12 @@ test('a step that never returns: cancelled at --step-timeout, exit 3 naming sess
 test('a whole-run timeout mid-run: exit 3 naming what was stuck; schema dropped', async () => {
   const user = '6f0c6d7e-2a1b-4c3d-8e9f-0a1b2c3d4e5f'
   const holder = outside(ctx.server.url, 'race-test holder')
-  const before = await raceSchemas()
   try {
     await holder`select pg_advisory_lock(${String(advisoryKey('setup_request', user))}::bigint)`
     const r = await race(['run', 'advisory', '--user', user, '--run-timeout', '1500ms', '--lock-timeout', '30s'], { url: ctx.server.url })
     assert.equal(r.code, 3, r.stdout + r.stderr)
     assert.match(r.stderr, /did not finish within --run-timeout 1.5s: s\d \(pid \d+\) in step lock/)
-    assert.deepEqual((await raceSchemas()).filter((s) => !before.includes(s)), [])
+    assert.deepEqual(await leftBy(ctx.sql, r.pid), [])
   } finally {
     await holder.end({ timeout: 1 })
   }

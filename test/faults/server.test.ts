@@ -5,10 +5,10 @@ import { execFileSync, spawnSync } from 'node:child_process'
 import fs from 'node:fs'
 import path from 'node:path'
 import { test } from 'node:test'
-import { startEmbedded } from '../src/db/embedded.js'
-import { advisoryKey } from '../src/scenario.js'
-import { backendsOf, oneCleanLine, raceSchemas, session, terminate, outside, useOutside } from './faultkit.js'
-import { alive, ourDirs, spawnRace, startRacing, until } from './procs.js'
+import { startEmbedded } from '../../src/db/embedded.js'
+import { advisoryKey } from '../../src/scenario.js'
+import { backendsOf, leftBy, oneCleanLine, session, terminate, outside, useOutside } from '../support/faults.js'
+import { alive, ourDirs, spawnRace, startRacing, until } from '../support/procs.js'
 
 const ctx = useOutside()
 
@@ -16,7 +16,6 @@ test('the control connection killed mid-run: exit 3, one line; sessions ended; t
   const user = '44444444-2a1b-4c3d-8e9f-0a1b2c3d4e5f'
   const key = String(advisoryKey('setup_request', user))
   const holder = outside(ctx.server.url, 'race-test holder')
-  const schemasBefore = await raceSchemas(ctx.sql)
   try {
     await holder`select pg_advisory_lock(${key}::bigint)`
     const child = spawnRace(['run', 'advisory', '--user', user, '--lock-timeout', '30s', '--step-timeout', '30s'], ctx.server.url)
@@ -33,7 +32,7 @@ test('the control connection killed mid-run: exit 3, one line; sessions ended; t
     // Still holding the key: the sessions' backends would wait for it forever had race not ended them.
     const left = await ctx.sql`select pid from pg_stat_activity where pid = any(${bs.map((b) => b.pid)}::int[])`
     assert.deepEqual(left.map((x) => x.pid), [], 'no backend of the run is left')
-    assert.deepEqual((await raceSchemas(ctx.sql)).filter((s) => !schemasBefore.includes(s)), [], 'schema dropped')
+    assert.deepEqual(await leftBy(ctx.sql, child), [], 'schema dropped')
   } finally {
     await holder.end({ timeout: 1 })
   }

@@ -5,8 +5,8 @@ import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
-import { DIR_PREFIX } from '../src/db/embedded.js'
-import { BIN } from './helpers.js'
+import { DIR_PREFIX } from '../../src/db/embedded.js'
+import { BIN } from './server.js'
 
 export function ourDirs(): string[] {
   return fs.readdirSync(os.tmpdir()).filter((d) => d.startsWith(DIR_PREFIX))

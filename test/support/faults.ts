@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict'
 import { after, before } from 'node:test'
 import postgres, { type Sql } from 'postgres'
-import { useServer, type TestServer } from './helpers.js'
+import { schemasOf, useServer, type TestServer } from './server.js'
 import { clientPorts, type Child } from './procs.js'
 
 export function outside(url: string, name = 'race-test outside'): Sql {
@@ -42,9 +42,9 @@ export async function terminate(sql: Sql, pid: number): Promise<void> {
   assert.equal(r.ok, true, `pg_terminate_backend(${pid})`)
 }
 
-export async function raceSchemas(sql: Sql): Promise<string[]> {
-  const rows = await sql`select nspname from pg_namespace where nspname like 'race\\_%'`
-  return rows.map((r) => String(r.nspname))
+/** The schemas one race child left behind (found by the owner mark on each; never another run's). */
+export async function leftBy(sql: Sql, child: Child | number): Promise<string[]> {
+  return schemasOf(sql, typeof child === 'number' ? child : child.child.pid!)
 }
 
 /** Exactly one line from race on stderr, naming the problem; never a stack trace or a crash. */

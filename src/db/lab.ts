@@ -1,0 +1,251 @@
+// The Lab: one command's control connection to the target, the server's facts, and the schemas race creates
+// there. Every schema is marked with its owner (this run's control backend), so that the next run can drop
+// what a killed run left, and never a schema whose run is still alive.
+import { randomBytes } from 'node:crypto'
+import os from 'node:os'
+import type { Sql } from 'postgres'
+import { RunError } from '../errors.js'
+import { abortSignal, onCleanup, whenAborted } from '../lifecycle.js'
+import { connect, connectError, endQuietly } from './connect.js'
+import { conditionName, isConnectionLoss } from './sqlstate.js'
+import type { Target } from './target.js'
+
+export interface ServerInfo {
+  version: string
+  versionNum: number
+}
+
+/** How long the final drop waits for a lock on the run's objects before naming the leftover instead. */
+export const DROP_LOCK_TIMEOUT_MS = 5000
+
+/** What race writes on every schema it creates (COMMENT ON SCHEMA), after the 'race:' prefix. */
+export interface SchemaMark {
+  /** The race process (informational: it may run on another machine). */
+  pid: number
+  host: string
+  /** The control connection's backend and its start: while that backend lives, the run lives. */
+  backend: number
+  backendStart: string
+  /** --keep: left on purpose; never reaped. */
+  keep: boolean
+}
+
+export class Lab {
+  private constructor(
+    readonly target: Target,
+    readonly control: Sql,
+    readonly server: ServerInfo,
+    readonly connectTimeoutMs: number,
+    /** The control connection's backend, to cancel a statement of ours that an outside lock holds up. */
+    readonly controlPid: number,
+    private readonly controlStart: string,
+    private readonly lost: Promise<never>,
+  ) {}
+
+  /**
+   * Set when the control connection closes. postgres.js (max 1) would silently reconnect on the next query,
+   * to a backend without the run's search_path: so a closed control ends the run instead (see whenLost).
+   */
+  controlLost = false
+
+  /** Schemas a killed run left, dropped when this Lab opened. */
+  reaped: string[] = []
+
+  /** Rejects (CONNECTION_CLOSED) when the control connection closes; race every wait on control with it. */
+  whenLost(): Promise<never> {
+    return this.lost
+  }
+
+  /** Throws CONNECTION_CLOSED if the control connection has closed (never send on a reconnected one). */
+  checkControl(): void {
+    if (this.controlLost) throw Object.assign(new Error('the control connection closed'), { code: 'CONNECTION_CLOSED' })
+  }
+
+  static async open(target: Target, connectTimeoutMs: number): Promise<Lab> {
+    let reject: (e: Error) => void = () => {}
+    let lab: Lab | undefined
+    const lost = new Promise<never>((_, r) => (reject = r))
+    lost.catch(() => {}) // observed by whoever races it
+    const control = connect(target, {
+      connectTimeoutMs,
+      applicationName: 'race control',
+      onclose: () => {
+        if (lab) lab.controlLost = true
+        reject(Object.assign(new Error('the control connection closed'), { code: 'CONNECTION_CLOSED' }))
+      },
+    })
+    const release = onCleanup('control connection', () => endQuietly(control, 1))
+    try {
+      const [row] = await Promise.race([
+        control`select current_setting('server_version') as version, current_setting('server_version_num')::int as num, pg_backend_pid() as pid,
+                       (select backend_start::text from pg_stat_activity where pid = pg_backend_pid()) as started`,
+        whenAborted(),
+      ])
+      lab = new Lab(target, control, { version: String(row.version).split(' ')[0], versionNum: Number(row.num) }, connectTimeoutMs, Number(row.pid), String(row.started), lost)
+    } catch (e) {
+      release()
+      await endQuietly(control, 0)
+      if (abortSignal.aborted) throw e
+      throw connectError(e, target)
+    }
+    await lab.reap()
+    return lab
+  }
+
+  /** Connections this role can still open, for refusing an impossible --n before trying. */
+  async room(): Promise<{ free: number; max: number }> {
+    const [r] = await this.control`
+      select current_setting('max_connections')::int as max,
+             current_setting('superuser_reserved_connections')::int
+             + coalesce(nullif(current_setting('reserved_connections', true), ''), '0')::int as reserved,
+             (select count(*)::int from pg_stat_activity where backend_type = 'client backend') as used`
+    return { free: Number(r.max) - Number(r.reserved) - Number(r.used), max: Number(r.max) }
+  }
+
+  /** The mark of a schema this Lab creates. */
+  mark(keep: boolean): SchemaMark {
+    return { pid: process.pid, host: os.hostname(), backend: this.controlPid, backendStart: this.controlStart, keep }
+  }
+
+  /** `create schema` and its mark, as one statement list (one implicit transaction: never one without the other). */
+  createSchemaSql(schema: string, keep: boolean): string {
+    return `create schema "${schema}"; comment on schema "${schema}" is ${literal('race:' + JSON.stringify(this.mark(keep)))}`
+  }
+
+  /**
+   * Drops the schemas of this role that a race run marked and whose run is gone (its control backend no longer
+   * exists). Never one marked --keep, never one whose control backend still lives, never another role's.
+   */
+  async reap(): Promise<void> {
+    let rows: { nspname: string }[]
+    try {
+      rows = (await this.control`
+        select n.nspname
+          from pg_namespace n
+          join pg_description d on d.objoid = n.oid and d.classoid = 'pg_namespace'::regclass
+         where n.nspname like 'race\\_%'
+           and n.nspowner = (select oid from pg_roles where rolname = current_user)
+           and d.description ~ '^race:\\{.*\\}$'
+           and not coalesce((substr(d.description, 6)::jsonb ->> 'keep')::boolean, false)
+           and not exists (select 1 from pg_stat_activity a
+                            where a.pid = (substr(d.description, 6)::jsonb ->> 'backend')::int
+                              and a.backend_start::text = substr(d.description, 6)::jsonb ->> 'backendStart')`) as unknown as { nspname: string }[]
+    } catch {
+      return // a mark that is not ours to read, or no rights: leave everything alone
+    }
+    for (const { nspname } of rows) {
+      try {
+        await this.control.unsafe(`set lock_timeout = '${DROP_LOCK_TIMEOUT_MS}ms'; drop schema if exists "${nspname}" cascade; reset lock_timeout`)
+        this.reaped.push(nspname)
+      } catch {
+        /* another run reaped it first, or it is busy: the next run tries again */
+      }
+    }
+  }
+
+  /**
+   * Creates a marked schema `race_<label>_<hex>` and registers its removal with the lifecycle (also on Ctrl-C
+   * and errors). `onControl` runs the statement (so a caller can make it cancellable).
+   */
+  async createSchema(label: string, keep: boolean, run: (text: string) => Promise<unknown> = (t) => this.control.unsafe(t)): Promise<RunSchema> {
+    const name = `race_${label.replace(/[^a-z0-9]/g, '_')}_${randomBytes(4).toString('hex')}`
+    const schema = new RunSchema(this, name, keep)
+    try {
+      await run(this.createSchemaSql(name, keep))
+    } catch (e) {
+      schema.release()
+      const code = (e as { code?: string }).code
+      if (abortSignal.aborted || isConnectionLoss(e)) throw e
+      if (code === '42501') {
+        throw new RunError(`this role may not create a schema in this database (42501 insufficient_privilege): grant it CREATE on the database, or use another role`)
+      }
+      throw new RunError(`could not create the run's schema ${name}: ${(e as Error).message}`)
+    }
+    return schema
+  }
+
+  /**
+   * Runs `fn` on the control connection or, if control is gone (the server ended it, or the socket broke as
+   * the statement was sent), on a fresh connection: killing our backends and dropping our schema must not
+   * depend on the connection whose loss may be the very fault being cleaned up after.
+   */
+  async onControlOrFresh<T>(fn: (sql: Sql) => PromiseLike<T>): Promise<T> {
+    if (!this.controlLost) {
+      try {
+        return await fn(this.control)
+      } catch (e) {
+        if (!isConnectionLoss(e)) throw e
+      }
+    }
+    const fresh = connect(this.target, { connectTimeoutMs: this.connectTimeoutMs, applicationName: 'race cleanup' })
+    try {
+      return await fn(fresh)
+    } finally {
+      await endQuietly(fresh, 0)
+    }
+  }
+
+  /** Cancels the control connection's statement in flight, from a fresh connection; waits (bounded) for it to end. */
+  async cancelControl(done: Promise<void>): Promise<void> {
+    if (this.controlPid > 0) {
+      const fresh = connect(this.target, { connectTimeoutMs: this.connectTimeoutMs, applicationName: 'race cleanup' })
+      try {
+        await fresh`select pg_cancel_backend(${this.controlPid})`
+      } catch {
+        /* the server may be gone too: cleanup below says what was left */
+      } finally {
+        await endQuietly(fresh, 0)
+      }
+    }
+    await Promise.race([done, new Promise((r) => setTimeout(r, 2000))])
+  }
+
+  /** Ends the control connection. */
+  async close(): Promise<void> {
+    await endQuietly(this.control, 1)
+  }
+}
+
+/** A schema this Lab created: dropped at the end (unless kept), also on Ctrl-C and errors. */
+export class RunSchema {
+  private readonly unregister: () => void
+  constructor(
+    private readonly lab: Lab,
+    readonly name: string,
+    readonly keep: boolean,
+  ) {
+    this.unregister = onCleanup(`schema ${name}`, async () => {
+      const left = await this.drop()
+      if (left) throw new Error(left.note)
+    })
+  }
+
+  get quoted(): string {
+    return `"${this.name}"`
+  }
+
+  /** Stops the lifecycle from dropping it (the caller drops it itself). */
+  release(): void {
+    this.unregister()
+  }
+
+  /** Drops it (bounded) unless kept; returns what was left behind, with the statement to drop it. */
+  async drop(): Promise<{ note: string; serverGone: boolean } | undefined> {
+    if (this.keep) return undefined
+    const stmt = `drop schema if exists "${this.name}" cascade`
+    try {
+      // Bounded: a lock someone else holds on one of our tables must not hold the drop (and race) forever.
+      await this.lab.onControlOrFresh((sql) => sql.unsafe(`set lock_timeout = '${DROP_LOCK_TIMEOUT_MS}ms'; ${stmt}; reset lock_timeout`))
+      return undefined
+    } catch (e) {
+      const code = (e as { code?: string }).code
+      const serverGone = isConnectionLoss(e) || code === 'CONNECT_TIMEOUT'
+      return { note: `schema ${this.name} was left behind (${code ?? (e as Error).message}${conditionName(code) ? ' ' + conditionName(code) : ''}): drop it with: ${stmt}`, serverGone }
+    }
+  }
+}
+
+/** A SQL string literal. */
+export function literal(s: string): string {
+  return `'${s.replace(/'/g, "''")}'`
+}

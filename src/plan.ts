@@ -1,0 +1,186 @@
+// A scenario resolved for one variant: its sessions and steps (with the --window sleep), the order a schedule
+// runs them in, the isolation level each session is documented at, and the documented outcomes. Pure.
+import { bindNames } from './binds.js'
+import { UsageError } from './errors.js'
+import { lockstepOrder, parsePermutation, serialOrder, type Entry } from './permutation.js'
+import type { DocCtx, DocEntry, Documented, Level, Params, Scenario, Schedule, SessionSpec, Step, StepDef, Variant } from './scenario.js'
+
+export interface PlannedStep {
+  name: string
+  def: StepDef
+  /** The --window sleep race inserts after the race point (not part of the scenario). */
+  window?: boolean
+}
+
+export interface PlannedSession {
+  name: string
+  spec: SessionSpec
+  steps: PlannedStep[]
+}
+
+export interface Plan {
+  scenario: Scenario
+  variant: Variant
+  windowMs: number
+  setup: readonly string[]
+  sessions: PlannedSession[]
+  /** The scenario's own interleaving, if it has one. */
+  permutation?: string
+  /** The level each session is documented at (null: the scenario assumes none). */
+  isolation: Record<string, Level | null>
+}
+
+export const BUILTIN_BINDS: Record<string, string> = {
+  user: 'the user this trial acts for (a fresh uuid per trial)',
+  session: "this session's name",
+  index: "this session's 0-based position",
+  n: 'the number of sessions (--n)',
+  attempt: 'which try of the transaction this is (1, then 2 after a retry)',
+}
+
+export function asDef(step: Step): StepDef {
+  return typeof step === 'string' ? { sql: step } : step
+}
+
+/** A session's steps in order; with --window, a pg_sleep step named 'window' right after the race point. */
+export function stepsOf(spec: SessionSpec, windowMs: number): PlannedStep[] {
+  const steps: PlannedStep[] = Object.entries(spec.steps).map(([name, step]) => ({ name, def: asDef(step) }))
+  if (windowMs > 0 && spec.racePoint) {
+    const at = steps.findIndex((s) => s.name === spec.racePoint)
+    steps.splice(at + 1, 0, { name: 'window', def: { sql: `select pg_sleep(${windowMs / 1000})` }, window: true })
+  }
+  return steps
+}
+
+export function plan(scenario: Scenario, variant: Variant, windowMs = 0): Plan {
+  const sessions = Object.entries(scenario.sessions(variant)).map(([name, spec]) => ({ name, spec, steps: stepsOf(spec, windowMs) }))
+  const setup = typeof scenario.setup === 'function' ? scenario.setup(variant) : scenario.setup
+  const permutation = typeof scenario.permutation === 'function' ? scenario.permutation(variant) : scenario.permutation
+  const iso = typeof scenario.isolation === 'function' ? scenario.isolation(variant) : scenario.isolation
+  const isolation = Object.fromEntries(sessions.map((s) => [s.name, typeof iso === 'string' ? iso : (iso[s.name] ?? null)]))
+  return { scenario, variant, windowMs, setup, sessions, permutation, isolation }
+}
+
+/** The step order of a non-barrier schedule; bad permutations are refused (UsageError) before any connection opens. */
+export function orderFor(p: Plan, schedule: Exclude<Schedule, 'barrier'>, permutation?: string): Entry[] {
+  const named = p.sessions.map((s) => ({ name: s.name, steps: s.steps }))
+  if (schedule === 'serial') return serialOrder(named)
+  if (schedule === 'permutation') return parsePermutation(permutation ?? '', named)
+  return p.permutation ? parsePermutation(p.permutation, named) : lockstepOrder(named)
+}
+
+function resolve(entry: DocEntry | undefined, ctx: DocCtx): Documented[] {
+  if (entry === undefined) return []
+  const v = typeof entry === 'function' ? entry(ctx) : entry
+  return Array.isArray(v) ? [...(v as readonly Documented[])] : [v as Documented]
+}
+
+/**
+ * The outcomes the scenario documents for this variant and schedule; [] when nothing is documented (an
+ * explicit permutation). Several: any of them may legitimately happen.
+ */
+export function documentedFor(scenario: Scenario, ctx: DocCtx): Documented[] {
+  const doc = scenario.documented[ctx.engine]
+  if (!doc) throw new UsageError(`${scenario.id} does not run on ${ctx.engine}`)
+  const lockstep = () => {
+    if (!doc.levels) return resolve(doc.lockstep, ctx)
+    const level = String(ctx.params.isolation) as Level
+    const entry = doc.levels[level]
+    if (entry === undefined) throw new UsageError(`${scenario.id} documents no outcome at ${level}`)
+    return resolve(entry, ctx)
+  }
+  switch (ctx.schedule) {
+    case 'permutation':
+      return []
+    case 'serial':
+      return resolve(doc.serial, ctx)
+    case 'lockstep':
+      return lockstep()
+    default:
+      if (ctx.windowMs > 0) return doc.window ? resolve(doc.window, ctx) : lockstep()
+      if (doc.barrier) return resolve(doc.barrier, ctx)
+      return dedupe([...lockstep(), ...resolve(doc.serial, ctx)])
+  }
+}
+
+function dedupe(docs: Documented[]): Documented[] {
+  const seen = new Set<string>()
+  return docs.filter((d) => {
+    const k = JSON.stringify([d.verdict, d.who])
+    if (seen.has(k)) return false
+    seen.add(k)
+    return true
+  })
+}
+
+/** The scenarios whose documentation is a per-level table for this engine: the rows of `race matrix`. */
+export function isMatrixRow(s: Scenario, engine: Variant['engine'] = 'postgres'): boolean {
+  return Boolean(s.documented[engine]?.levels)
+}
+
+export function sessionCount(s: Scenario): { default: number; min: number; max: number } {
+  return { default: s.sessionCount.default, min: s.sessionCount.min ?? 1, max: s.sessionCount.max ?? 10_000 }
+}
+
+/** Problems with a scenario's declaration, for a variant: empty when it is sound. Pure; used by tests and by the loader of user files. */
+export function checkScenario(s: Scenario, params: Params, n: number, engine: Variant['engine'] = 'postgres'): string[] {
+  const problems: string[] = []
+  if (!/^[a-z0-9]+(-[a-z0-9]+)*$/.test(s.id)) problems.push(`id '${s.id}' is not kebab-case`)
+  const doc = s.documented[engine]
+  if (!doc) return [...problems, `documents nothing for ${engine}`]
+  if (!doc.lockstep && !doc.levels) problems.push('documents neither a lockstep outcome nor a levels table')
+  let p: Plan
+  try {
+    p = plan(s, { params, n, engine })
+  } catch (e) {
+    return [...problems, `its sessions cannot be built: ${(e as Error).message}`]
+  }
+  const names = p.sessions.map((x) => x.name)
+  for (const sess of p.sessions) {
+    if (!sess.steps.length) problems.push(`session ${sess.name} has no steps`)
+    if (sess.spec.racePoint && !sess.steps.some((x) => x.name === sess.spec.racePoint)) problems.push(`session ${sess.name}: race point '${sess.spec.racePoint}' is not one of its steps`)
+    if (sess.spec.shares && !names.slice(0, names.indexOf(sess.name)).includes(sess.spec.shares)) problems.push(`session ${sess.name} shares '${sess.spec.shares}', which is not an earlier session`)
+    const known = new Set([...Object.keys(BUILTIN_BINDS), ...Object.keys(params), ...Object.keys(s.binds ?? {}), ...Object.keys(sess.spec.binds ?? {})])
+    sess.steps.forEach((st, k) => {
+      for (const b of bindNames(st.def.sql)) {
+        const dot = b.indexOf('.')
+        if (dot >= 0) {
+          const from = b.slice(0, dot)
+          if (!sess.steps.slice(0, k).some((x) => x.name === from)) problems.push(`session ${sess.name} step ${st.name}: :${b} names no earlier step of the session`)
+        } else if (!known.has(b)) problems.push(`session ${sess.name} step ${st.name}: unknown bind :${b}`)
+      }
+    })
+  }
+  for (const b of bindNames(s.invariant.sql)) {
+    if (b.includes('.') || !(b in BUILTIN_BINDS || b in params || b in (s.binds ?? {}))) problems.push(`invariant: unknown bind :${b}`)
+  }
+  if (p.permutation) {
+    try {
+      orderFor(p, 'lockstep')
+    } catch (e) {
+      problems.push(`its permutation: ${(e as Error).message}`)
+    }
+  }
+  // Every documented outcome names every session, or counts the ones it does not name.
+  const schedules: [Schedule, number][] = [['lockstep', 0], ['serial', 0], ['barrier', 0], ['barrier', 100]]
+  for (const [schedule, windowMs] of schedules) {
+    let docs: Documented[]
+    try {
+      docs = documentedFor(s, { params, n, engine, schedule, windowMs })
+    } catch (e) {
+      problems.push(`${schedule}: ${(e as Error).message}`)
+      continue
+    }
+    if (!docs.length) problems.push(`documents no outcome for ${schedule}${windowMs ? ' with --window' : ''}`)
+    for (const d of docs) {
+      const named = Object.entries(d.who).filter(([, v]) => typeof v === 'string').map(([k]) => k)
+      const counted = Object.entries(d.who).filter(([, v]) => typeof v !== 'string')
+      for (const k of named) if (!names.includes(k)) problems.push(`${schedule}: documents session '${k}', which this variant does not have`)
+      const rest = names.length - named.length
+      const lo = counted.reduce((a, [, v]) => a + (typeof v === 'number' ? v : (v as readonly number[])[0]), 0)
+      const hi = counted.reduce((a, [, v]) => a + (typeof v === 'number' ? v : (v as readonly number[])[1]), 0)
+      if (rest < lo || rest > hi) problems.push(`${schedule}: documents ${named.length} session(s) by name and ${lo === hi ? lo : `${lo}-${hi}`} by count, but ${names.length} sessions run`)
+    }
+  }
+  return problems
+}

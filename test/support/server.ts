@@ -1,0 +1,129 @@
+// Test support: a real server for every test (DATABASE_URL when set, else a throwaway embedded PostgreSQL 18),
+// the real CLI as a child process, and the engine in-process with the same judge the commands use.
+import { spawn } from 'node:child_process'
+import path from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { after, before } from 'node:test'
+import type { Sql } from 'postgres'
+import { judgeTrial, type Trial } from '../../src/commands/common.js'
+import { startEmbedded } from '../../src/db/embedded.js'
+import { Lab } from '../../src/db/lab.js'
+import { resolveTarget } from '../../src/db/target.js'
+import { run, type RunConfig } from '../../src/engine/run.js'
+import { documentedFor, plan, type Plan } from '../../src/plan.js'
+import { findScenario } from '../../src/registry.js'
+import { defaultParams, type Documented, type Params, type Scenario, type Schedule } from '../../src/scenario.js'
+
+export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..', '..')
+export const BIN = path.join(ROOT, 'bin', 'race')
+
+export interface TestServer {
+  url: string
+  embedded: boolean
+  stop(): Promise<void>
+}
+
+export async function useServer(): Promise<TestServer> {
+  const url = process.env.DATABASE_URL
+  if (url) return { url, embedded: false, stop: async () => {} }
+  const s = await startEmbedded()
+  return { url: s.url, embedded: true, stop: () => s.stop() }
+}
+
+export interface CliResult {
+  code: number | null
+  stdout: string
+  stderr: string
+  /** The race process: its schemas are marked with this pid. */
+  pid: number
+}
+
+/** Runs bin/race with args; env replaces the database variables so a test chooses its target. */
+export function race(args: string[], o: { url?: string; env?: NodeJS.ProcessEnv; timeoutMs?: number; cwd?: string; bin?: string } = {}): Promise<CliResult> {
+  const env: NodeJS.ProcessEnv = { ...process.env, NO_COLOR: '1' }
+  delete env.DATABASE_URL
+  for (const k of ['PGHOST', 'PGDATABASE', 'PGUSER', 'PGPORT', 'PGPASSWORD']) delete env[k]
+  if (o.url) env.DATABASE_URL = o.url
+  Object.assign(env, o.env ?? {})
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [o.bin ?? BIN, ...args], { env, cwd: o.cwd, stdio: ['ignore', 'pipe', 'pipe'] })
+    let stdout = ''
+    let stderr = ''
+    child.stdout.on('data', (d) => (stdout += d))
+    child.stderr.on('data', (d) => (stderr += d))
+    const timer = setTimeout(() => child.kill('SIGKILL'), o.timeoutMs ?? 60_000)
+    child.on('error', reject)
+    child.on('close', (code) => {
+      clearTimeout(timer)
+      resolve({ code, stdout, stderr, pid: child.pid ?? 0 })
+    })
+  })
+}
+
+export async function openLab(url: string): Promise<Lab> {
+  return Lab.open(resolveTarget(url), 5000)
+}
+
+export interface Ran {
+  plan: Plan
+  docs: Documented[]
+  trials: Trial[]
+  schema: string
+}
+
+/** Runs a scenario in-process (lockstep unless told), and judges every trial as race run does. */
+export async function runScenario(
+  lab: Lab,
+  id: string | Scenario,
+  o: Partial<Omit<RunConfig, 'plan' | 'schedule'>> & { params?: Params; n?: number; schedule?: Schedule; windowMs?: number } = {},
+): Promise<Ran> {
+  const scenario = typeof id === 'string' ? await findScenario(id) : id
+  const variant = { params: defaultParams(scenario, o.params), n: o.n ?? scenario.sessionCount.default, engine: 'postgres' as const }
+  const p = plan(scenario, variant, o.windowMs ?? 0)
+  const schedule = o.schedule ?? 'lockstep'
+  const docs = documentedFor(scenario, { ...variant, schedule, windowMs: o.windowMs ?? 0 })
+  const out = await run(lab, {
+    plan: p,
+    schedule,
+    permutation: o.permutation,
+    trials: o.trials ?? 1,
+    stepTimeoutMs: o.stepTimeoutMs ?? 10_000,
+    connectTimeoutMs: o.connectTimeoutMs ?? 5000,
+    keep: o.keep ?? false,
+    user: o.user,
+    holdMs: o.holdMs,
+  })
+  return { plan: p, docs, trials: out.trials.map((f) => judgeTrial(f, docs, p)), schema: out.schema }
+}
+
+export function count<T>(xs: readonly T[], pred: (x: T) => boolean): number {
+  return xs.filter(pred).length
+}
+
+/** For a test file: one server (and control connection) for all its tests, stopped after them. */
+export function useLab(): { readonly server: TestServer; readonly lab: Lab } {
+  const ctx = {} as { server: TestServer; lab: Lab }
+  before(async () => {
+    ctx.server = await useServer()
+    ctx.lab = await openLab(ctx.server.url)
+  })
+  after(async () => {
+    await ctx.lab?.close()
+    await ctx.server?.stop()
+  })
+  return ctx
+}
+
+/** The schemas race process `pid` created and left on this server (found by the mark race writes on each). */
+export async function schemasOf(sql: Sql, pid: number): Promise<string[]> {
+  const rows = await sql`
+    select n.nspname from pg_namespace n join pg_description d on d.objoid = n.oid and d.classoid = 'pg_namespace'::regclass
+     where n.nspname like 'race\\_%' and d.description ~ '^race:\\{' and (substr(d.description, 6)::jsonb ->> 'pid')::int = ${pid}`
+  return rows.map((r) => String(r.nspname))
+}
+
+/** Whether a schema exists (a test checks only schemas it knows are its own). */
+export async function schemaExists(sql: Sql, name: string): Promise<boolean> {
+  const rows = await sql`select 1 from pg_namespace where nspname = ${name}`
+  return rows.length > 0
+}
