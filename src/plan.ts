@@ -184,3 +184,9 @@ export function checkScenario(s: Scenario, params: Params, n: number, engine: Va
   }
   return problems
 }
+
+/** Refuses (exit 2, one line) a scenario whose declaration is unsound for this variant, naming the first problem. */
+export function assertSound(s: Scenario, params: Params, n: number, engine: Variant['engine'] = 'postgres'): void {
+  const problems = checkScenario(s, params, n, engine)
+  if (problems.length) throw new UsageError(`scenario ${s.id} is not sound: ${problems[0]}${problems.length > 1 ? ` (and ${problems.length - 1} more)` : ''}`)
+}

@@ -2,6 +2,7 @@
 // Exit 0 only if every one behaved exactly as documented: the CI smoke check.
 import type { Command } from 'commander'
 import { describeDoc, exitCode, summarize, worstExit } from '../judge/index.js'
+import { assertSound } from '../plan.js'
 import { defaultParams, type Params, type Scenario } from '../scenario.js'
 import { findScenario, scenarios } from '../registry.js'
 import { c, verdictColor } from '../report/color.js'
@@ -48,6 +49,7 @@ export async function checkCases(ids: string[]): Promise<Case[]> {
 
 export async function checkCommand(ids: string[], o: TargetOptions): Promise<number> {
   const cases = await checkCases(ids)
+  for (const k of cases) assertSound(k.scenario, k.params, k.n)
   const bounds = parseBounds(o)
   return withLab(o.databaseUrl, bounds, async (lab, target) => {
     const rows = []

@@ -4,7 +4,7 @@ import { run } from '../engine/run.js'
 import { UsageError } from '../errors.js'
 import { exitCode, summarize, type ExpectOverride } from '../judge/index.js'
 import { formatDuration, parseDuration, parseWhole } from '../parse.js'
-import { orderFor, plan, sessionCount, type Plan } from '../plan.js'
+import { assertSound, orderFor, plan, sessionCount, type Plan } from '../plan.js'
 import { findScenario, scenarios } from '../registry.js'
 import { c } from '../report/color.js'
 import { toJson, type RunView } from '../report/json.js'
@@ -119,6 +119,7 @@ export async function runCommand(id: string, o: RunOptions, cmd: Command): Promi
   }
   if (holdMs && trials > 1) throw new UsageError(`--hold holds one race: leave out --trials`)
   const params = extendForHold(scenario, given, holdMs)
+  assertSound(scenario, params, n)
   const p = plan(scenario, { params, n, engine: 'postgres' }, windowMs)
   const { schedule, permutation } = parseSchedule(o.schedule ?? scenario.defaultSchedule ?? 'barrier', p)
   const docs = docsFor(scenario, p, schedule, windowMs)

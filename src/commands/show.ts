@@ -6,7 +6,7 @@ import { UsageError } from '../errors.js'
 import { describeDoc } from '../judge/index.js'
 import { parseWhole } from '../parse.js'
 import { tokenize } from '../permutation.js'
-import { BUILTIN_BINDS, documentedFor, plan, sessionCount, type Plan, type PlannedSession } from '../plan.js'
+import { BUILTIN_BINDS, assertSound, documentedFor, plan, sessionCount, type Plan, type PlannedSession } from '../plan.js'
 import { bindNames } from '../binds.js'
 import { findScenario, scenarios, sourceText } from '../registry.js'
 import { c } from '../report/color.js'
@@ -65,6 +65,7 @@ export async function showCommand(id: string, o: ShowOptions, cmd: Command): Pro
   const params = scenarioParams(s, cmd, o, await scenarios())
   const count = sessionCount(s)
   const n = o.n === undefined ? count.default : parseWhole('--n', o.n, count.min, count.max)
+  assertSound(s, params, n)
   const p = plan(s, { params, n, engine: 'postgres' })
   const replicated = p.sessions.length > 1 && p.sessions.every((x) => x.spec === p.sessions[0].spec)
   const shown = replicated ? [p.sessions[0]] : p.sessions
@@ -176,19 +177,50 @@ function usedBinds(p: Plan): { name: string; describe: string }[] {
   return out
 }
 
-/** The permutation drawn as the articles draw it: one row per step, one column per session. */
-export function drawPermutation(text: string, sessions: readonly PlannedSession[]): string[] {
+/** The terminal's width (COLUMNS, else the terminal, else 80). */
+export function columns(): number {
+  const env = Number(process.env.COLUMNS)
+  return env > 0 ? env : process.stdout.columns || 80
+}
+
+/**
+ * The permutation drawn as the articles draw it: one row per step, one column per session, when the whole
+ * first line of every step's SQL fits the width; otherwise one row per step with the session named in front.
+ * The SQL is never cut: the part that differs between sessions may be at its end.
+ */
+export function drawPermutation(text: string, sessions: readonly PlannedSession[], width = columns()): string[] {
   const names = sessions.map((s) => s.name)
-  const width = names.length <= 2 ? 52 : 34
-  const cut = (x: string) => (x.length > width - 2 ? x.slice(0, width - 3) + '…' : x)
-  const out = ['  ' + names.map((n) => c.bold(n.toUpperCase().padEnd(width))).join('').trimEnd()]
-  for (const tok of tokenize(text)) {
-    const col = names.indexOf(tok.session)
-    const def = sessions[col]?.steps.find((x) => x.name === tok.step)?.def
+  const rows = tokenize(text).map((tok) => {
+    const def = sessions[names.indexOf(tok.session)]?.steps.find((x) => x.name === tok.step)?.def
     const sql = def ? (def.sql.split('\n').find((l) => !l.trim().startsWith('--')) ?? '') : ''
-    const cell = cut(`${(tok.step + (tok.await ? '(wait)' : '')).padEnd(8)} ${sql}`)
-    out.push('  ' + ' '.repeat(width * Math.max(0, col)) + c.cyan(cell.slice(0, tok.step.length)) + cell.slice(tok.step.length))
+    return { col: names.indexOf(tok.session), step: tok.step + (tok.await ? '(wait)' : ''), sql: sql.trim() + (def && def.sql.trim().includes('\n') ? ' …' : '') }
+  })
+  const stepW = Math.max(...rows.map((r) => r.step.length))
+  const cellW = Math.max(...rows.map((r) => stepW + 1 + r.sql.length), ...names.map((n) => n.length)) + 2
+  if (2 + cellW * names.length <= width) {
+    const out = ['  ' + names.map((n) => c.bold(n.toUpperCase().padEnd(cellW))).join('').trimEnd()]
+    for (const r of rows) out.push('  ' + ' '.repeat(cellW * Math.max(0, r.col)) + c.cyan(r.step.padEnd(stepW)) + ' ' + r.sql)
+    return out
   }
+  const nameW = Math.max(...names.map((n) => n.length))
+  const lead = 2 + nameW + 2 + stepW + 1
+  return rows.map((r) => {
+    const head = `  ${c.bold(names[r.col].padEnd(nameW))}  ${c.cyan(r.step.padEnd(stepW))} `
+    return head + wrap(r.sql, Math.max(20, width - lead)).join('\n' + ' '.repeat(lead))
+  })
+}
+
+/** Splits text at spaces into lines of at most `w` characters (a longer word stays whole). */
+export function wrap(text: string, w: number): string[] {
+  const out: string[] = []
+  let line = ''
+  for (const word of text.split(' ')) {
+    if (line && line.length + 1 + word.length > w) {
+      out.push(line)
+      line = word
+    } else line = line ? `${line} ${word}` : word
+  }
+  out.push(line)
   return out
 }
 

@@ -69,8 +69,24 @@ function countText(v: number | readonly [number, number]): string {
 
 /** A documented outcome in a few words: "prevented: t1 committed, t2 40001" or "serialized: 3 committed, 2 rejected". */
 export function describeDoc(d: Pick<Documented, 'verdict' | 'who'>): string {
-  const parts = Object.entries(d.who).map(([k, v]) => (isCount(v) ? `${countText(v)} ${k}` : `${k} ${v}`))
-  return `${d.verdict}${parts.length ? `: ${parts.join(', ')}` : ''}`
+  return `${d.verdict}${whoText(d.who)}`
+}
+
+function whoText(who: Who): string {
+  const parts = Object.entries(who)
+    .filter(([, v]) => !(isCount(v) && range(v)[1] === 0))
+    .map(([k, v]) => (isCount(v) ? `${countText(v)} ${k}` : `${k} ${v}`))
+  return parts.length ? `: ${parts.join(', ')}` : ''
+}
+
+/** Several documented outcomes, those with the same endings together: "serialized | clean: 3 committed, 2 rejected". */
+export function describeDocs(docs: readonly Pick<Documented, 'verdict' | 'who'>[]): string[] {
+  const groups = new Map<string, string[]>()
+  for (const d of docs) {
+    const k = whoText(d.who)
+    groups.set(k, [...(groups.get(k) ?? []), d.verdict])
+  }
+  return [...groups].map(([who, verdicts]) => `${verdicts.join(' | ')}${who}`)
 }
 
 type Compared = Pick<SessionReport, 'name' | 'outcome' | 'sqlstate' | 'reason' | 'isolation'> & Partial<Pick<SessionReport, 'step'>>
@@ -188,7 +204,7 @@ export function summarize(trials: readonly JudgedTrial[], docs: readonly Documen
     expected = ['violated']
     matched = violations > 0
   } else {
-    expected = docs.length ? docs.map(describeDoc) : ['(not documented: use --expect held|violated)']
+    expected = docs.length ? describeDocs(docs) : ['(not documented: use --expect held|violated)']
     matched = trials.length > 0 && unknowns === 0 && deviatingTrials.length === 0
   }
   const first = override ? [] : (deviatingTrials[0]?.comparison.deviations ?? [])

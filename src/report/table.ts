@@ -57,7 +57,7 @@ export function invariantLine(t: TrialFacts): string {
 
 export function verdictLine(s: Summary, why?: string): string {
   const m = verdictColor(s.matched ? 'MATCH' : 'DEVIATION')
-  return `verdict    ${verdictColor(s.verdict)}${why ? ` (${why})` : ''}\nexpected   ${s.expected.join(' | ')}  ${m}`
+  return `verdict    ${verdictColor(s.verdict)}${why ? ` (${why})` : ''}\nexpected   ${s.expected.join('; or ')}  ${m}`
 }
 
 /** What differs from the documentation, one line each (nothing when it matched). */

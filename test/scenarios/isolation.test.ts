@@ -175,11 +175,15 @@ test('CLI: unknown step or session in --schedule, and a bad --isolation, are exi
 })
 
 test('CLI: race show prints the default interleaving like a spec', async () => {
-  const r = await race(['show', 'lost-update'])
+  const r = await race(['show', 'lost-update'], { env: { COLUMNS: '160' } })
   assert.equal(r.code, 0)
   assert.match(r.stdout, /permutation t1\.begin t1\.read t2\.begin t2\.read t1\.update t1\.commit t2\.update t2\.commit/)
   assert.match(r.stdout, /session t2\n  step begin +\{ begin isolation level read committed \}/)
   assert.match(r.stdout, /^ {2}T1 +T2$/m)
+  // Narrower than the two columns need: one row per step, the session in front, the SQL whole.
+  const narrow = await race(['show', 'write-skew'], { env: { COLUMNS: '80' } })
+  assert.match(narrow.stdout, /^ {2}t1 {2}off {4}update doctors set on_call = false where id = 1$/m)
+  assert.match(narrow.stdout, /^ {2}t2 {2}off {4}update doctors set on_call = false where id = 2$/m)
   assert.match(r.stdout, /documented/)
   const ser = await race(['show', 'write-skew', '--isolation', 'serializable'])
   assert.match(ser.stdout, /step begin +\{ begin isolation level serializable \}/)
