@@ -175,7 +175,7 @@ test('CLI: unknown step or session in --schedule, and a bad --isolation, are exi
 })
 
 test('CLI: race show prints the default interleaving like a spec', async () => {
-  const r = await race(['show', 'lost-update'], { env: { COLUMNS: '160' } })
+  const r = await race(['show', 'lost-update'], { env: { COLUMNS: '260' } })
   assert.equal(r.code, 0)
   assert.match(r.stdout, /permutation t1\.begin t1\.read t2\.begin t2\.read t1\.update t1\.commit t2\.update t2\.commit/)
   assert.match(r.stdout, /session t2\n  step begin +\{ begin isolation level read committed \}/)
