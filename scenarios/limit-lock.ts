@@ -71,5 +71,7 @@ export default defineScenario({
     observed: (r) => String(r.forms ?? 'nothing recorded'),
   },
   documented: { postgres: { lockstep: outcome, serial: outcome, barrier: outcome } },
+  // Transaction-level locks only: unchanged through a transaction pooler (advisory-locks §6).
+  pooled: { modes: ['transaction', 'session'] },
   checks: [{ label: 'subquery', params: { form: 'subquery' } }],
 })

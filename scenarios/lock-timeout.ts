@@ -85,5 +85,7 @@ export default defineScenario({
       },
     },
   },
+  // Transaction-level locks only: unchanged through a transaction pooler (advisory-locks §6).
+  pooled: { modes: ['transaction', 'session'] },
   checks: [{ label: 'n=4', n: 4 }],
 })

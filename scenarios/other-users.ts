@@ -61,5 +61,7 @@ export default defineScenario({
       serial: (v) => clean('one after another nobody waits', who(v)),
     },
   },
+  // Transaction-level locks only: unchanged through a transaction pooler (advisory-locks §6).
+  pooled: { modes: ['transaction', 'session'] },
   checks: [{ label: 'n=4', n: 4 }],
 })

@@ -44,11 +44,33 @@ export interface ParamSpec {
   holdExtends?: boolean
 }
 
-/** Which variant of a scenario runs: its params, how many sessions, on which engine. */
+/** How a connection pooler lends server connections: per transaction, per client session, or per statement. */
+export type PoolMode = 'transaction' | 'session' | 'statement'
+export const POOL_MODES: readonly PoolMode[] = ['transaction', 'session', 'statement']
+
+/**
+ * The connection pooler between the sessions and the server: each session is then a client of the pooler, and
+ * its statements run on whichever server connection (backend) the pooler lends it. Absent: every session has a
+ * backend of its own.
+ */
+export interface Pool {
+  /** pgbouncer: the PgBouncer race starts itself (--pooler pgbouncer); external: one the user runs (--pooled). */
+  kind: 'pgbouncer' | 'external'
+  /** external: assumed transaction (sessions may share server connections). */
+  mode: PoolMode
+  /** Server connections the pool may open; null when unknown (external). */
+  size: number | null
+  /** PgBouncer's server_reset_query_always: the reset query runs after every transaction, in every mode. */
+  resetAlways: boolean
+}
+
+/** Which variant of a scenario runs: its params, how many sessions, on which engine, through which pooler. */
 export interface Variant {
   params: Params
   n: number
   engine: Engine
+  /** The pooler the sessions go through (absent: direct). */
+  pool?: Pool
 }
 
 /** What the application has seen when it decides: rows of this session's earlier steps. */
@@ -182,6 +204,16 @@ export interface CheckCase {
   label: string
   n?: number
   params?: Params
+  /** Only through a pooler (race check --pooler), with this pool (the rest from the scenario's `pooled`). */
+  pool?: Partial<Pick<Pool, 'mode' | 'size' | 'resetAlways'>>
+}
+
+/** What a scenario documents through a connection pooler (Scenario.pooled). */
+export interface Pooled {
+  /** The pool size its documentation assumes (default: one server connection per session). */
+  size?: number
+  /** The pool modes it documents (default: transaction). Through another mode the run is not documented. */
+  modes?: readonly PoolMode[]
 }
 
 export interface Scenario {
@@ -217,6 +249,11 @@ export interface Scenario {
   /** What each engine is documented to do. An engine without an entry does not run this scenario. */
   documented: Partial<Record<Engine, EngineDoc>>
   checks?: CheckCase[]
+  /**
+   * Documented through a connection pooler too (race run/check --pooler): `sessions`, `isolation`,
+   * `permutation` and `documented` then see `pool` in the variant. Absent: not documented through a pooler.
+   */
+  pooled?: Pooled
 }
 
 /** Identity, for type checking: `export default defineScenario({...})`. */

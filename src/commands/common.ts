@@ -7,7 +7,7 @@ import { resolveTarget, type Target } from '../db/target.js'
 import { run } from '../engine/run.js'
 import type { TrialFacts } from '../engine/types.js'
 import { RunError, UsageError } from '../errors.js'
-import { compare, judge, type Comparison } from '../judge/index.js'
+import { compare, documentedCodes, judge, type Comparison } from '../judge/index.js'
 import { abort, describeStuck } from '../lifecycle.js'
 import { parseDuration, parseWhole, formatDuration } from '../parse.js'
 import { documentedFor, plan, type Plan } from '../plan.js'
@@ -153,7 +153,7 @@ export interface Trial extends TrialFacts {
 }
 
 export function judgeTrial(facts: TrialFacts, docs: readonly Documented[], p: Plan): Trial {
-  const { verdict, why } = judge(facts.sessions, facts.invariant)
+  const { verdict, why } = judge(facts.sessions, facts.invariant, documentedCodes(docs))
   return { ...facts, verdict, why, comparison: compare(verdict, facts.sessions, docs, p.isolation) }
 }
 

@@ -8,14 +8,15 @@ import { assertSound, orderFor, plan, sessionCount, type Plan } from '../plan.js
 import { findScenario, scenarios } from '../registry.js'
 import { c } from '../report/color.js'
 import { toJson, type RunView } from '../report/json.js'
-import { deviationLines, invariantLine, isolationLine, sessionsTable, trialsTable, verdictLine } from '../report/table.js'
+import { backendLines, deviationLines, invariantLine, isolationLine, sessionsTable, trialsTable, verdictLine } from '../report/table.js'
 import { timeline } from '../report/timeline.js'
 import type { Params, Scenario, Schedule } from '../scenario.js'
 import { addScenarioParamOptions, addTargetOptions, describeParams, docsFor, judgeTrial, parseBounds, scenarioParams, withLab, type TargetOptions, type Trial } from './common.js'
+import { addPoolerOptions, parsePool, poolerFor, sizePool, type PoolerOptions } from './pooler.js'
 
 export const SCHEDULES: readonly Schedule[] = ['barrier', 'lockstep', 'serial']
 
-export interface RunOptions extends TargetOptions {
+export interface RunOptions extends TargetOptions, PoolerOptions {
   n?: string
   schedule?: string
   window?: string
@@ -46,6 +47,7 @@ export function registerRun(program: Command, all: readonly Scenario[], exit: (c
     .option('--hold <duration>', "keep the race's locks held (before the first commit) this long, for race locks in another terminal")
   addScenarioParamOptions(cmd, all)
   addTargetOptions(cmd)
+  addPoolerOptions(cmd)
   cmd.action(async (id: string, o: RunOptions, self: Command) => exit(await runCommand(id, o, self)))
   cmd.addHelpText(
     'after',
@@ -61,7 +63,9 @@ Examples:
   $ race run deadlock --ordered --timeline
   $ race run write-skew --isolation serializable --timeline
   $ race run lost-update --schedule "t1.begin t2.begin t1.read t2.read t1.update t2.update t1.commit t2.commit"
-  $ race run skip-locked --n 8 --no-skip-locked`,
+  $ race run skip-locked --n 8 --no-skip-locked
+  $ race run session-lock --pooler pgbouncer --timeline
+  $ race run advisory --pooler pgbouncer --n 5 --max-pending 3`,
   )
   return cmd
 }
@@ -119,9 +123,16 @@ export async function runCommand(id: string, o: RunOptions, cmd: Command): Promi
   }
   if (holdMs && trials > 1) throw new UsageError(`--hold holds one race: leave out --trials`)
   const params = extendForHold(scenario, given, holdMs)
-  assertSound(scenario, params, n)
-  const p = plan(scenario, { params, n, engine: 'postgres' }, windowMs)
+  const asked = parsePool(o, cmd)
+  const pool = asked && sizePool(asked, scenario, plan(scenario, { params, n, engine: 'postgres', pool: asked }).sessions.length)
+  assertSound(scenario, params, n, 'postgres', pool)
+  const p = plan(scenario, { params, n, engine: 'postgres', ...(pool ? { pool } : {}) }, windowMs)
   const { schedule, permutation } = parseSchedule(o.schedule ?? scenario.defaultSchedule ?? 'barrier', p)
+  if (pool?.size && schedule === 'barrier' && pool.mode !== 'statement' && pool.size < p.sessions.length) {
+    throw new UsageError(
+      `--schedule barrier holds all ${p.sessions.length} sessions' transactions open at once, which needs --pool-size ${p.sessions.length} or more (got ${pool.size}): raise it, or use --schedule lockstep`,
+    )
+  }
   const docs = docsFor(scenario, p, schedule, windowMs)
   const progress = !o.json && process.stderr.isTTY && trials > 1
   let violations = 0
@@ -138,6 +149,7 @@ export async function runCommand(id: string, o: RunOptions, cmd: Command): Promi
       keep: Boolean(o.keep),
       user,
       holdMs,
+      ...(pool ? { pooler: poolerFor(pool, lab, bounds.connectTimeoutMs) } : {}),
       onHold: (pids, ms) => {
         const url = target.kind === 'embedded' ? ` --database-url '${lab.target.url}'` : o.databaseUrl ? ` --database-url '<the same URL>'` : ''
         process.stderr.write(`holding for ${formatDuration(ms)} (backends ${pids.join(', ')}); in another terminal:\n  race locks${url}\n`)
@@ -153,7 +165,7 @@ export async function runCommand(id: string, o: RunOptions, cmd: Command): Promi
     const summary = summarize(judged, docs, override)
     const representative =
       judged.find((t) => !t.comparison.matched && !override) ?? judged.find((t) => t.verdict === summary.verdict) ?? judged[judged.length - 1]
-    const view: RunView = { scenario, params, given, n, schedule, windowMs, holdMs, plan: p, target: target.label, schema: out.schema, server: out.server, trials: judged, summary, docs, representative }
+    const view: RunView = { scenario, params, given, n, schedule, windowMs, holdMs, plan: p, target: target.label, schema: out.schema, server: out.server, trials: judged, summary, docs, representative, pooled: out.pooled }
     const code = exitCode(summary)
     if (o.json) process.stdout.write(JSON.stringify(toJson(view, { timeline: Boolean(o.timeline), exitCode: code, kept: Boolean(o.keep) }), null, 2) + '\n')
     else process.stdout.write(render(view, Boolean(o.timeline), Boolean(o.keep)) + '\n')
@@ -173,11 +185,12 @@ function render(r: RunView, withTimeline: boolean, kept: boolean): string {
   const lines = [head]
   const ps = describeParams(scenario, r.params)
   if (ps) lines.push(c.dim(ps + (r.holdMs ? ` (lock timeouts extended by --hold ${formatDuration(r.holdMs)})` : '')))
+  if (r.pooled) lines.push(`${c.dim('pooler')}     ${r.pooled}; each session is a client of it, the control connection goes direct`)
   lines.push(isolationLine(t, r.plan.isolation))
   lines.push('')
   if (withTimeline) lines.push(timeline(t), '')
   if (summary.trials > 1) lines.push(trialsTable(r.trials, summary), '', c.dim(`one ${t.comparison.matched ? t.verdict : 'deviating'} trial:`))
-  lines.push(sessionsTable(t), invariantLine(t), verdictLine(summary, summary.trials === 1 ? t.why : undefined), ...deviationLines(summary))
+  lines.push(sessionsTable(t), ...backendLines(t), invariantLine(t), verdictLine(summary, summary.trials === 1 ? t.why : undefined), ...deviationLines(summary))
   if (kept) lines.push(c.dim(`schema ${r.schema} kept (--keep): drop schema "${r.schema}" cascade`))
   return lines.join('\n')
 }

@@ -12,6 +12,10 @@ export interface ConnectOptions {
   /** Extra startup parameters (GUCs), e.g. default_transaction_isolation. */
   params?: Record<string, string>
   onclose?: () => void
+  /** false: unnamed statements only (a transaction-mode pooler lends another server connection per transaction). */
+  prepare?: boolean
+  /** false: no query of postgres.js's own after login (its array types), so the first statement sent is race's. */
+  fetchTypes?: boolean
 }
 
 export function connect(target: Target, o: ConnectOptions): Sql {
@@ -27,6 +31,8 @@ export function connect(target: Target, o: ConnectOptions): Sql {
       ...(o.params ?? {}),
     },
     onclose: o.onclose,
+    ...(o.prepare === false ? { prepare: false } : {}),
+    ...(o.fetchTypes === false ? { fetch_types: false } : {}),
   }
   return target.url ? postgres(target.url, options) : postgres(options)
 }

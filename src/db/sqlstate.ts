@@ -6,6 +6,7 @@ const NAMES: Record<string, string> = {
   '23P01': 'exclusion_violation',
   '25001': 'active_sql_transaction',
   '25P02': 'in_failed_sql_transaction',
+  '26000': 'invalid_sql_statement_name',
   '28000': 'invalid_authorization_specification',
   '28P01': 'invalid_password',
   '3D000': 'invalid_catalog_name',
@@ -23,6 +24,7 @@ const NAMES: Record<string, string> = {
   '57P02': 'crash_shutdown',
   '57P03': 'cannot_connect_now',
   '08006': 'connection_failure',
+  '08P01': 'protocol_violation',
   '0A000': 'feature_not_supported',
 }
 

@@ -15,7 +15,14 @@ import type { Entry } from '../permutation.js'
 import type { BindCtx, Row, Schedule } from '../scenario.js'
 import { runBarrier, runPermutation, type BlockProbe } from './schedule.js'
 import { Session } from './session.js'
-import type { InvariantReport, TimelineEvent, TrialFacts } from './types.js'
+import type { InvariantReport, PoolRoute, TimelineEvent, TrialFacts } from './types.js'
+
+/** Sessions through a connection pooler: opened once the run's schema exists (the pool sets its search_path). */
+export interface Pooler {
+  /** The pool's server connections (null: unknown, a pooler the user runs). */
+  size: number | null
+  open(schema: string): Promise<PoolRoute>
+}
 
 export interface RunConfig {
   plan: Plan
@@ -36,12 +43,16 @@ export interface RunConfig {
   /** Called when the hold starts, with the backends of the trial. */
   onHold?: (pids: number[], ms: number) => void
   onTrial?: (done: number, facts: TrialFacts) => void
+  /** Route every session through this pooler (the control connection stays direct). */
+  pooler?: Pooler
 }
 
 export interface RunOutput {
   schema: string
   server: ServerInfo
   trials: TrialFacts[]
+  /** The pooler the sessions went through, described. */
+  pooled?: string
 }
 
 export async function run(lab: Lab, cfg: RunConfig): Promise<RunOutput> {
@@ -50,9 +61,13 @@ export async function run(lab: Lab, cfg: RunConfig): Promise<RunOutput> {
   const scenario = plan.scenario
   const n = plan.variant.n
   const room = await lab.room()
-  if (n > room.free) {
+  // Through a pooler the server sees the pool's connections, not one per session.
+  const need = cfg.pooler?.size ?? n
+  if (need > room.free) {
     throw new UsageError(
-      `--n ${n} needs ${n} connections, but the server has room for ${Math.max(0, room.free)} more (max_connections ${room.max}): use --n ${Math.max(1, room.free)} or fewer`,
+      cfg.pooler
+        ? `the pool needs ${need} connections, but the server has room for ${Math.max(0, room.free)} more (max_connections ${room.max}): use --pool-size ${Math.max(1, room.free)} or fewer`
+        : `--n ${n} needs ${n} connections, but the server has room for ${Math.max(0, room.free)} more (max_connections ${room.max}): use --n ${Math.max(1, room.free)} or fewer`,
     )
   }
   const sharing = plan.sessions.filter((x) => x.spec.shares)
@@ -75,10 +90,12 @@ export async function run(lab: Lab, cfg: RunConfig): Promise<RunOutput> {
     return Promise.race([p, whenAborted(), lab.whenLost()])
   }
   let schema: RunSchema | undefined
+  let route: PoolRoute | undefined
   const trials: TrialFacts[] = []
   let failure: unknown
   try {
     schema = await lab.createSchema(scenario.id, cfg.keep, onControl)
+    if (cfg.pooler) route = await Promise.race([cfg.pooler.open(schema.name), whenAborted()])
     const q = schema.quoted
     for (let k = 0; k < cfg.trials; k++) {
       if (abortSignal.aborted) throw abortSignal.reason
@@ -89,7 +106,7 @@ export async function run(lab: Lab, cfg: RunConfig): Promise<RunOutput> {
         const { text, names } = parseBinds(stmt)
         await onControl(text, values(names, cfg, user, 'setup'))
       }
-      const facts = await trial(lab, cfg, schema.name, order, user)
+      const facts = await trial(lab, cfg, schema.name, order, user, route)
       trials.push(facts)
       cfg.onTrial?.(k + 1, facts)
     }
@@ -97,13 +114,15 @@ export async function run(lab: Lab, cfg: RunConfig): Promise<RunOutput> {
     failure = e
   } finally {
     schema?.release()
+    // The pool first: its server connections may hold what the sessions left (a leaked lock).
+    await route?.close().catch(() => {})
   }
   if (inFlight && !inFlight.settled) await lab.cancelControl(inFlight.done)
   // Cleanup never hides the failure it follows: what it could not do is added to that failure's one line.
   const left = await schema?.drop()
   if (failure === undefined && schema) {
     if (left) throw new RunError(left.note)
-    return { schema: schema.name, server: lab.server, trials }
+    return { schema: schema.name, server: lab.server, trials, ...(route ? { pooled: route.describe } : {}) }
   }
   if (!abortSignal.aborted && isConnectionLoss(failure)) {
     const code = (failure as { code?: string }).code
@@ -143,7 +162,7 @@ function values(names: string[], cfg: RunConfig, user: string, where: string): u
   })
 }
 
-async function trial(lab: Lab, cfg: RunConfig, schema: string, order: Entry[], user: string): Promise<TrialFacts> {
+async function trial(lab: Lab, cfg: RunConfig, schema: string, order: Entry[], user: string, route?: PoolRoute): Promise<TrialFacts> {
   const { control } = lab
   const { plan } = cfg
   const events: TimelineEvent[] = []
@@ -163,9 +182,15 @@ async function trial(lab: Lab, cfg: RunConfig, schema: string, order: Entry[], u
     stepTimeoutMs: cfg.stepTimeoutMs + (cfg.holdMs ?? 0),
     connectTimeoutMs: cfg.connectTimeoutMs,
     now,
-    record: (e: Omit<TimelineEvent, 't'>) => events.push({ t: Math.round(now() * 10) / 10, ...e }),
+    record: (e: Omit<TimelineEvent, 't'>) => {
+      const ev = { t: Math.round(now() * 10) / 10, ...e }
+      events.push(ev)
+      return ev
+    },
+    pool: route,
     cancel: async (pid: number, terminate: boolean) => {
-      if (!pids.includes(pid)) return // only ever signal this run's own backends
+      // Only ever signal this run's own backends (through a pooler: its pool's).
+      if (!(route ? (await route.backends()).includes(pid) : pids.includes(pid))) return
       await (terminate ? control`select pg_terminate_backend(${pid})` : control`select pg_cancel_backend(${pid})`)
     },
     blockers: async (pid: number) => {
@@ -190,14 +215,36 @@ async function trial(lab: Lab, cfg: RunConfig, schema: string, order: Entry[], u
       .map((s) => `${s.name} (pid ${s.pid}) in step ${s.current!.name}${s.current!.blocked ? ' (waiting)' : ''}`)
       .join(', '),
   )
-  const probe: BlockProbe = {
-    blocked: async (ask) => {
-      const rows = await control`
-        select pid from unnest(${ask}::int[]) as pid where pg_isolation_test_session_is_blocked(pid, ${pids}::int[])`
-      return new Set(rows.map((r) => Number(r.pid)))
-    },
-    blockers: env.blockers,
-  }
+  const probe: BlockProbe = route
+    ? {
+        // Through a pooler a session has no backend of its own: the pooler says which server connection its
+        // step in flight runs on, before and after asking the server whether that backend waits for one of
+        // the pool's. A session counts as blocked only if its step and its server connection stayed the same.
+        // No `blockers`: a backend may be blocked by a server connection no session is using (a leaked lock).
+        blocked: async (ask) => {
+          const cur = new Map(ask.map((s) => [s, s.current]))
+          const before = await route.links()
+          const linked = ask.filter((s) => before.has(s.appName))
+          for (const s of linked) s.linkedTo(cur.get(s), before.get(s.appName)!)
+          if (!linked.length) return new Set()
+          const pool = await route.backends()
+          const rows = await control`
+            select pid from unnest(${linked.map((s) => before.get(s.appName)!)}::int[]) as pid
+             where pg_isolation_test_session_is_blocked(pid, ${pool}::int[])`
+          const blocked = new Set(rows.map((r) => Number(r.pid)))
+          const after = await route.links()
+          return new Set(linked.filter((s) => s.current === cur.get(s) && blocked.has(before.get(s.appName)!) && after.get(s.appName) === before.get(s.appName)))
+        },
+      }
+    : {
+        blocked: async (ask) => {
+          const rows = await control`
+            select pid from unnest(${ask.map((s) => s.pid)}::int[]) as pid where pg_isolation_test_session_is_blocked(pid, ${pids}::int[])`
+          const got = new Set(rows.map((r) => Number(r.pid)))
+          return new Set(ask.filter((s) => got.has(s.pid)))
+        },
+        blockers: env.blockers,
+      }
   const endAll = async (now: boolean) => {
     await Promise.all(sessions.map((s) => (now ? s.destroy() : s.close())))
   }
@@ -208,7 +255,7 @@ async function trial(lab: Lab, cfg: RunConfig, schema: string, order: Entry[], u
    */
   const killAll = async () => {
     await endAll(true)
-    const mine = [...new Set(pids.filter((p) => p > 0))]
+    const mine = [...new Set((route ? await route.backends().catch(() => []) : pids).filter((p) => p > 0))]
     if (!mine.length) return
     const kill = lab.onControlOrFresh((sql) =>
       lab.server.versionNum >= 140000
@@ -233,7 +280,7 @@ async function trial(lab: Lab, cfg: RunConfig, schema: string, order: Entry[], u
     }
     pids = sessions.map((s) => s.pid)
     const own = sessions.filter((s) => !s.lender).map((s) => s.pid)
-    if (new Set(own).size !== own.length) throw new RunError(`two sessions share a backend (pids ${pids.join(', ')}): is a pooler in between?`)
+    if (!route && new Set(own).size !== own.length) throw new RunError(`two sessions share a backend (pids ${pids.join(', ')}): is a pooler in between? Say so with --pooled`)
 
     const schedule = async () => {
       if (cfg.schedule === 'barrier') {
@@ -254,6 +301,8 @@ async function trial(lab: Lab, cfg: RunConfig, schema: string, order: Entry[], u
 
     lab.checkControl()
     const invariant = await Promise.race([evaluate(control, cfg, user), lab.whenLost()])
+    // What the trial left on the pool's server connections (a leaked lock, a SET) must not reach the next.
+    if (route) await Promise.race([route.recycle(), whenAborted()])
     return { sessions: sessions.map((s) => s.report()), invariant, events }
   } catch (e) {
     sessions.forEach((s) => s.abandon(abortSignal.aborted ? 'the run was aborted' : 'the run failed'))

@@ -9,8 +9,8 @@ import type { Session } from './session.js'
 export const POLL_MS = 2
 
 export interface BlockProbe {
-  /** The pids among `pids` that are waiting for another session of this run. */
-  blocked(pids: number[]): Promise<Set<number>>
+  /** The sessions among `ask` whose step in flight waits for another session (or a backend) of this run. */
+  blocked(ask: readonly Session[]): Promise<Set<Session>>
   /** The backends `pid` waits for right now (pg_blocking_pids). */
   blockers?(pid: number): Promise<number[]>
 }
@@ -74,9 +74,9 @@ async function settleOrBlocked(s: Session, probe: BlockProbe): Promise<void> {
   done.then(() => (finished = true))
   await Promise.race([done, sleep(0)])
   while (!finished) {
-    const blocked = await probe.blocked([s.pid])
+    const blocked = await probe.blocked([s])
     if (finished) return
-    if (blocked.has(s.pid)) {
+    if (blocked.has(s)) {
       s.markBlocked()
       return
     }
@@ -103,7 +103,7 @@ export async function runBarrier(sessions: readonly Session[], probe: BlockProbe
     if (done) break
     const running = sessions.filter((s) => s.busy && !s.current!.blocked)
     if (!running.length) continue
-    const blocked = await probe.blocked(running.map((s) => s.pid))
-    for (const s of running) if (blocked.has(s.pid)) s.markBlocked()
+    const blocked = await probe.blocked(running)
+    for (const s of running) if (blocked.has(s)) s.markBlocked()
   }
 }

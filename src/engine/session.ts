@@ -9,7 +9,7 @@ import { conditionName, isConnectionLoss } from '../db/sqlstate.js'
 import type { Target } from '../db/target.js'
 import type { PlannedSession, PlannedStep } from '../plan.js'
 import type { Bind, BindCtx, Params, Row, Rows, Seen, SessionSpec, StepDef } from '../scenario.js'
-import type { EventKind, Outcome, SessionReport, TimelineEvent } from './types.js'
+import type { EventKind, Outcome, PoolRoute, SessionReport, StepBackend, TimelineEvent } from './types.js'
 
 export interface SessionEnv {
   target: Target
@@ -22,13 +22,21 @@ export interface SessionEnv {
   binds: Record<string, Bind>
   stepTimeoutMs: number
   connectTimeoutMs: number
-  /** Records an event; the clock is the run's. */
-  record(e: Omit<TimelineEvent, 't'>): void
+  /** Records an event (and returns it); the clock is the run's. */
+  record(e: Omit<TimelineEvent, 't'>): TimelineEvent | void
   now(): number
   /** From the control connection: cancel (then, if that is not enough, terminate) this backend's query. */
   cancel(pid: number, terminate: boolean): Promise<void>
   /** Backends this one waits for right now. */
   blockers(pid: number): Promise<number[]>
+  /**
+   * Through a pooler: each session is a client of it, with no backend of its own. A client keeps the server
+   * connection it was lent until its transaction ends (transaction mode), so the backend of a transaction is
+   * asked from the pooler while it is open; an autocommit statement's backend is known only if the pooler was
+   * seen lending it one while it ran (linkedTo). Nothing is sent in a pipeline: two statements of one client
+   * may land on two server connections.
+   */
+  pool?: PoolRoute
 }
 
 class StepTimeout extends Error {}
@@ -71,6 +79,16 @@ export class Session {
   /** The step in flight, if any. */
   current?: { name: string; startedAt: number; blocked: boolean; done: Promise<void> }
 
+  /** The application_name that names this client in the server's (and a pooler's) views. */
+  readonly appName: string
+  /** Through a pooler: the backend of the open transaction, the step in flight, and that step's events. */
+  private txBackend?: number
+  private stepBackend?: number
+  private stepEvents: TimelineEvent[] = []
+  /** Through a pooler: where each step ran. */
+  private readonly stepBackends: StepBackend[] = []
+  private sent = false
+
   constructor(
     readonly index: number,
     planned: PlannedSession,
@@ -80,6 +98,7 @@ export class Session {
     this.spec = planned.spec
     this.steps = planned.steps
     this.shares = planned.spec.shares
+    this.appName = `race ${env.scenarioId} ${this.name}${env.pool ? ` ${env.pool.tag}` : ''}`
   }
   readonly shares?: string
 
@@ -95,7 +114,7 @@ export class Session {
   }
 
   open(): Promise<void> {
-    this.opened ??= this.lender ? this.borrow(this.lender) : this.connect()
+    this.opened ??= this.lender ? this.borrow(this.lender) : this.env.pool ? this.client(this.env.pool) : this.connect()
     return this.opened
   }
 
@@ -106,10 +125,62 @@ export class Session {
     this.pid = lender.pid
   }
 
+  /**
+   * A client of the pooler. It connects with its first statement, not before: in session mode a client holds a
+   * server connection from its first statement until it disconnects, and a pool smaller than the number of
+   * sessions must not fill up before the schedule starts. No search_path startup parameter (PgBouncer 1.18
+   * refuses it): the pool sets every server connection's. No named prepared statements (unnamed only).
+   */
+  private async client(pool: PoolRoute): Promise<void> {
+    this.sql = connect(pool.target, {
+      connectTimeoutMs: this.env.connectTimeoutMs,
+      applicationName: this.appName,
+      params: this.spec.connection ?? {},
+      prepare: false,
+      // Nothing but the steps goes through the pool: a link the pooler shows while a step runs is the step's.
+      fetchTypes: false,
+      onclose: () => {
+        this.closedFlag = true
+      },
+    })
+  }
+
+  /** Through a pooler: the pooler says the step in flight `cur` runs on `backend` (it lent this client that server connection). */
+  linkedTo(cur: Session['current'], backend: number): void {
+    if (cur && this.current === cur && this.stepBackend === undefined) this.setStepBackend(backend)
+  }
+
+  private setStepBackend(backend: number): void {
+    this.stepBackend = backend
+    this.pid = backend
+    for (const ev of this.stepEvents) ev.backend = backend
+  }
+
+  /** A step starts: inside a transaction its backend is the transaction's. */
+  private beginStep(): void {
+    this.stepEvents = []
+    this.stepBackend = undefined
+    if (this.env.pool && this.inTx && this.txBackend !== undefined) this.setStepBackend(this.txBackend)
+  }
+
+  /**
+   * Through a pooler, after a step: if the pooler still lends this client a server connection (an open
+   * transaction, or session mode), the step ran on it. In transaction mode an autocommit statement's connection
+   * is handed back with its result, so its backend stays unknown unless the probe saw it while it ran.
+   */
+  private async afterStep(pool: PoolRoute, tag: string): Promise<void> {
+    if (tag === 'COMMIT' || tag === 'ROLLBACK') this.txBackend = undefined
+    if (this.stepBackend !== undefined && (!this.inTx || this.txBackend !== undefined)) return
+    const b = (await pool.links().catch(() => new Map<string, number>())).get(this.appName)
+    if (b === undefined) return
+    if (this.stepBackend === undefined) this.setStepBackend(b)
+    if (this.inTx) this.txBackend = b
+  }
+
   private async connect(): Promise<void> {
     this.sql = connect(this.env.target, {
       connectTimeoutMs: this.env.connectTimeoutMs,
-      applicationName: `race ${this.env.scenarioId} ${this.name}`,
+      applicationName: this.appName,
       schema: this.env.schema,
       params: this.spec.connection ?? {},
       onclose: () => {
@@ -130,8 +201,11 @@ export class Session {
     const { name } = this.steps[i]
     const cur = { name, startedAt: this.env.now(), blocked: false, done: Promise.resolve() }
     this.current = cur
+    this.beginStep()
     this.record(name, 'run')
-    cur.done = this.runStep(i).finally(() => {
+    // Through a pooler, a client that has run all its steps disconnects, as a request does when it is done: in
+    // session mode that hands its server connection back to the pool (which resets it).
+    cur.done = this.runStep(i).then(() => (this.env.pool && this.finished && !this.lender ? this.close() : undefined)).finally(() => {
       this.noteWoke()
       this.current = undefined
     })
@@ -157,7 +231,11 @@ export class Session {
   }
 
   private record(step: string, kind: EventKind, detail?: string): void {
-    this.env.record({ session: this.name, step, kind, detail })
+    const ev = this.env.record({ session: this.name, step, kind, detail })
+    if (ev && this.env.pool) {
+      if (this.stepBackend !== undefined) ev.backend = this.stepBackend
+      this.stepEvents.push(ev)
+    }
   }
 
   private seen(): Seen {
@@ -167,6 +245,17 @@ export class Session {
   }
 
   private async runStep(i: number): Promise<void> {
+    const { name } = this.steps[i]
+    this.sent = false
+    try {
+      await this.runStep1(i)
+    } finally {
+      // A step the application decided against (rejectIf) sent nothing: it ran on no backend.
+      if (this.env.pool && this.sent) this.stepBackends.push({ step: name, backend: this.stepBackend ?? null })
+    }
+  }
+
+  private async runStep1(i: number): Promise<void> {
     const { name, def } = this.steps[i]
     try {
       const reject = def.rejectIf?.(this.seen())
@@ -186,6 +275,7 @@ export class Session {
       }
       if (!NOT_FIXING.has(tag)) this.levelFixed = true
       this.record(name, 'ok', summarize(res))
+      if (this.env.pool) await this.afterStep(this.env.pool, tag)
       const again = def.retryIf?.({ ...this.seen(), result: res })
       if (again) return this.retry(String(again), name)
       if (i === this.steps.length - 1) this.finish(name, tag)
@@ -246,7 +336,10 @@ export class Session {
     this.record(from, 'retry', `attempt ${this.retries + 1}${backoff ? ` after ${Math.round(ms)}ms` : ''}`)
     if (ms) await sleep(ms)
     this.rows = {}
-    for (let i = 0; i < this.steps.length && !this.finished; i++) await this.runStep(i)
+    for (let i = 0; i < this.steps.length && !this.finished; i++) {
+      this.beginStep()
+      await this.runStep(i)
+    }
   }
 
   /** The value of every named bind of `sql`, in parameter order. */
@@ -283,10 +376,19 @@ export class Session {
     if (this.closedByServer) throw Object.assign(new Error('connection closed by the server'), { code: 'CONNECTION_CLOSED' })
     const { text, names } = parseBinds(def.sql)
     const args = this.values(names)
+    this.sent = true
     // Until a statement has fixed the transaction's isolation level, ask the server for it right before each
     // step. SHOW takes no snapshot (SET TRANSACTION may still follow) and is sent in the same pipeline.
     let show: Promise<void> | undefined
-    if (!this.levelFixed) {
+    if (!this.levelFixed && this.env.pool) {
+      // Through a pooler only inside a transaction (the step's server connection), and never pipelined.
+      if (this.inTx) {
+        await this.sql.unsafe('show transaction_isolation').then(
+          (r) => void (this.isolation = String(r[0]?.transaction_isolation ?? '')),
+          () => {},
+        )
+      }
+    } else if (!this.levelFixed) {
       const q = this.sql.unsafe('show transaction_isolation')
       q.execute()
       show = q.then(
@@ -309,12 +411,20 @@ export class Session {
       clearTimeout(timer)
     }
     // Give up on this step: note who blocks it, cancel it, and if cancel is not enough, end the backend.
-    this.blockedBy = await this.env.blockers(this.pid).catch(() => [])
-    await this.env.cancel(this.pid, false).catch(() => {})
+    const pool = this.env.pool
+    const backend = pool ? (await pool.links().catch(() => new Map<string, number>())).get(this.appName) : this.pid
+    if (backend === undefined) {
+      // Lent no server connection: it waits in the pooler's queue. Ending the client ends the wait.
+      this.blockedBy = []
+      await endQuietly(this.sql, 0)
+      throw new StepTimeout(`no result within ${this.env.stepTimeoutMs}ms, waiting for a server connection from the pool (${pool!.describe})`)
+    }
+    this.blockedBy = await this.env.blockers(backend).catch(() => [])
+    await this.env.cancel(backend, false).catch(() => {})
     const settled = await Promise.race([query.then(() => true, () => true), sleep(2000).then(() => false)])
-    if (!settled) await this.env.cancel(this.pid, true).catch(() => {})
+    if (!settled) await this.env.cancel(backend, true).catch(() => {})
     const by = this.blockedBy.length ? `, waiting for pid ${this.blockedBy.join(', ')}` : ''
-    throw new StepTimeout(`no result within ${this.env.stepTimeoutMs}ms${by}`)
+    throw new StepTimeout(`no result within ${this.env.stepTimeoutMs}ms${pool ? ` on backend ${backend}` : ''}${by}`)
   }
 
   private async rollback(): Promise<void> {
@@ -323,6 +433,7 @@ export class Session {
       const r = (await Promise.race([this.sql.unsafe('rollback'), sleep(2000)])) as QueryResult | undefined
       if (r?.command) this.commitTag = r.command
       this.inTx = false
+      this.txBackend = undefined
     } catch {
       /* a lost connection rolls back by itself */
     }
@@ -367,6 +478,7 @@ export class Session {
       retries: this.retries,
       errors: [...this.errors],
       ...(this.outcome === 'timeout' ? { blockedBy: this.blockedBy ?? [] } : {}),
+      ...(this.env.pool ? { steps: [...this.stepBackends] } : {}),
     }
   }
 }

@@ -1,4 +1,5 @@
 // Facts the engine records; judge/ and report/ read them and never touch the database.
+import type { Target } from '../db/target.js'
 
 export type Outcome = 'committed' | 'rejected' | 'failed' | 'lost' | 'timeout'
 
@@ -13,6 +14,34 @@ export interface TimelineEvent {
   detail?: string
   /** The step is set-up (begin, SET ..., set_config): shown only with --timeline all. */
   setup?: boolean
+  /** Through a pooler: the server backend that ran the step, when known (see SessionReport.steps). */
+  backend?: number
+}
+
+/** Through a pooler: the backend a step ran on (null: an autocommit statement race did not see linked). */
+export interface StepBackend {
+  step: string
+  backend: number | null
+}
+
+/**
+ * Sessions through a connection pooler: each is a client of the pooler, and its statements run on whatever
+ * server connection the pooler lends it. What the engine needs to know where each step ran.
+ */
+export interface PoolRoute {
+  /** Where the sessions connect. */
+  target: Target
+  /** Added to each session's application_name, so the pooler's and the server's views name this run's clients. */
+  tag: string
+  /** e.g. 'PgBouncer 1.18.0, transaction mode, pool size 2'. */
+  describe: string
+  /** The backend each of this run's clients (by application_name) is linked to right now. */
+  links(): Promise<Map<string, number>>
+  /** The server backends this run's clients may have used: the pool's, for block detection and for ending them. */
+  backends(): Promise<number[]>
+  /** Between trials and at the end: nothing of a trial's session state (a leaked lock, a SET) may outlive it. */
+  recycle(): Promise<void>
+  close(): Promise<void>
 }
 
 export interface SessionReport {
@@ -38,6 +67,8 @@ export interface SessionReport {
   errors: string[]
   /** For timeout: the backends this session was waiting for when it was given up. */
   blockedBy?: number[]
+  /** Through a pooler: where each step ran (pid is then the backend of its last known step). */
+  steps?: StepBackend[]
 }
 
 export interface InvariantReport {

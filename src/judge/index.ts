@@ -6,8 +6,13 @@ import type { InvariantReport, SessionReport } from '../engine/types.js'
 
 type Judged = Pick<SessionReport, 'name' | 'outcome' | 'sqlstate' | 'errors' | 'waitedMs' | 'step' | 'reason'>
 
-/** The verdict of one trial from what the sessions did and whether the invariant held. */
-export function judge(sessions: readonly Judged[], invariant: Pick<InvariantReport, 'held' | 'error'>): { verdict: Verdict; why: string } {
+/**
+ * The verdict of one trial from what the sessions did and whether the invariant held. `documented`: SQLSTATEs
+ * the scenario documents as a session's ending (e.g. 26000 for a prepared statement that is not on this
+ * backend); such an error is not one "no scenario expects", and, like 23/40/55P03, it is the server refusing.
+ */
+export function judge(sessions: readonly Judged[], invariant: Pick<InvariantReport, 'held' | 'error'>, documented: ReadonlySet<string> = new Set()): { verdict: Verdict; why: string } {
+  const refused = (code: string | undefined) => isPrevention(code) || (code !== undefined && documented.has(code))
   const timedOut = sessions.find((s) => s.outcome === 'timeout')
   if (timedOut) {
     return { verdict: 'unknown', why: `${timedOut.name} timed out in step ${timedOut.step ?? '?'}${timedOut.reason ? ` (${timedOut.reason})` : ''}` }
@@ -21,7 +26,7 @@ export function judge(sessions: readonly Judged[], invariant: Pick<InvariantRepo
     const which = lost.map((s) => `${s.name}${s.step ? ` (in step ${s.step})` : ''}`).join(', ')
     return { verdict: 'unknown', why: `held on what committed, but ${which} lost ${lost.length > 1 ? 'their connections' : 'its connection'}: the race did not run to its end` }
   }
-  const odd = sessions.find((s) => s.outcome === 'failed' && !isPrevention(s.sqlstate ?? undefined))
+  const odd = sessions.find((s) => s.outcome === 'failed' && !refused(s.sqlstate ?? undefined))
   if (odd) {
     const code = odd.sqlstate ?? undefined
     return {
@@ -29,13 +34,20 @@ export function judge(sessions: readonly Judged[], invariant: Pick<InvariantRepo
       why: `${odd.name} failed with ${code ?? odd.reason ?? 'an error'}${conditionName(code) ? ' ' + conditionName(code) : ''}, which no scenario expects`,
     }
   }
-  const preventer = sessions.find((s) => s.errors.some(isPrevention))
+  const preventer = sessions.find((s) => s.errors.some(refused))
   if (preventer) {
-    const code = preventer.errors.find(isPrevention)!
+    const code = preventer.errors.find(refused)!
     return { verdict: 'prevented', why: `held: the server raised ${code} ${conditionName(code) ?? ''}`.trim() }
   }
   if (sessions.some((s) => s.waitedMs > 0)) return { verdict: 'serialized', why: 'held: sessions waited for each other' }
   return { verdict: 'clean', why: 'held: no session was seen waiting or failing' }
+}
+
+/** The SQLSTATEs documented outcomes name as a session's ending (for judge). */
+export function documentedCodes(docs: readonly Pick<Documented, 'who'>[]): Set<string> {
+  const out = new Set<string>()
+  for (const d of docs) for (const [k, v] of Object.entries(d.who)) for (const x of [k, v]) if (typeof x === 'string' && /^[0-9A-Z]{5}$/.test(x)) out.add(x)
+  return out
 }
 
 /** How a session ended, in the words documented outcomes use: committed, rejected: <reason>, a SQLSTATE, failed, lost, timeout. */

@@ -24,12 +24,45 @@ export function outcomeText(s: SessionReport): string {
 }
 
 export function sessionsTable(t: TrialFacts): string {
-  const table = plainTable(['session', 'pid', 'outcome', 'sqlstate', 'waited', 'total'])
+  // Through a pooler a session is a client with no backend of its own: the column lists the backends it ran on.
+  const pooled = t.sessions.some((s) => s.steps)
+  const table = plainTable(['session', pooled ? 'backends' : 'pid', 'outcome', 'sqlstate', 'waited', 'total'])
   for (const s of t.sessions) {
     const state = s.sqlstate ? `${s.sqlstate} ${s.condition ?? ''}`.trim() : s.errors.length ? `(${s.errors.join(', ')} retried)` : ''
-    table.push([s.name, s.pid, outcomeColor(outcomeText(s)), state, `${fmtMs(s.waitedMs)}`, `${fmtMs(s.ms)}`])
+    table.push([s.name, s.steps ? backendsOf(s).join(', ') || '?' : s.pid, outcomeColor(outcomeText(s)), state, `${fmtMs(s.waitedMs)}`, `${fmtMs(s.ms)}`])
   }
   return table.toString()
+}
+
+/** The distinct backends a pooled session's steps ran on, in order. */
+function backendsOf(s: SessionReport): number[] {
+  return [...new Set((s.steps ?? []).map((x) => x.backend).filter((b): b is number => b !== null))]
+}
+
+/**
+ * Through a pooler: which server backend ran each client's steps, and whose backend it was before ("s2 ran on
+ * backend 4711, the one s1 used"). Steps race did not see on a backend (autocommit statements, which the pooler
+ * lends a server connection only while they run) are counted, never guessed.
+ */
+export function backendLines(t: TrialFacts): string[] {
+  if (!t.sessions.some((s) => s.steps)) return []
+  const firstUser = new Map<number, string>()
+  const lines: string[] = []
+  for (const s of t.sessions) {
+    const steps = s.steps ?? []
+    const parts: string[] = []
+    for (const b of backendsOf(s)) {
+      const which = steps.filter((x) => x.backend === b).map((x) => x.step)
+      const prior = firstUser.get(b)
+      parts.push(`backend ${b} (${which.join(', ')})${prior ? `, the one ${prior} used` : ''}`)
+      if (!prior) firstUser.set(b, s.name)
+    }
+    const unseen = steps.filter((x) => x.backend === null).map((x) => x.step)
+    if (unseen.length) parts.push(`${unseen.join(', ')} on a backend not seen (autocommit: the pooler lent one only while it ran)`)
+    if (!steps.length) parts.push('ran no step')
+    lines.push(`${lines.length ? '           ' : c.dim('backends') + '   '}${s.name} ran on ${parts.join('; ')}`)
+  }
+  return lines
 }
 
 export function fmtMs(ms: number): string {

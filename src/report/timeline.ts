@@ -59,7 +59,9 @@ export function timeline(t: TrialFacts): string {
     for (const e of events) {
       const col = block.indexOf(e.session)
       if (col < 0) continue
-      const cols = block.map((_, i) => (i === col ? pad(cell(e), width) : ' '.repeat(width)))
+      // Through a pooler: the backend that ran the step, when race knows it.
+      const text = e.backend !== undefined ? `${c.dim(String(e.backend))} ${cell(e)}` : cell(e)
+      const cols = block.map((_, i) => (i === col ? pad(text, width) : ' '.repeat(width)))
       out.push(pad(e.t.toFixed(1), 8) + cols.join(' ').trimEnd())
     }
     out.push('')
