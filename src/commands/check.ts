@@ -2,18 +2,22 @@
 // Exit 0 only if every one behaved exactly as documented: the CI smoke check.
 import type { Command } from 'commander'
 import { describeDoc, exitCode, summarize, worstExit } from '../judge/index.js'
-import { assertSound } from '../plan.js'
-import { defaultParams, type Params, type Scenario } from '../scenario.js'
+import { assertSound, documentedFor, plan } from '../plan.js'
+import { defaultParams, type CheckCase, type Params, type Pool, type Scenario } from '../scenario.js'
+import { UsageError } from '../errors.js'
 import { findScenario, scenarios } from '../registry.js'
 import { c, verdictColor } from '../report/color.js'
 import { plainTable } from '../report/table.js'
 import { addTargetOptions, parseBounds, runOnce, withLab, type TargetOptions } from './common.js'
+import { addPoolerOptions, parsePool, sizePool, type PoolerOptions } from './pooler.js'
 
 export interface Case {
   scenario: Scenario
   label: string
   n: number
   params: Params
+  /** Through this pool (race check --pooler). */
+  pool?: Pool
 }
 
 export function registerCheck(program: Command, exit: (code: number) => void): Command {
@@ -22,7 +26,8 @@ export function registerCheck(program: Command, exit: (code: number) => void): C
     .description('every scenario in lockstep against one database: exit 0 only if each behaves exactly as documented')
     .argument('[scenarios...]', 'scenario ids (default: all)')
   addTargetOptions(cmd, { keep: false })
-  cmd.action(async (ids: string[], o: TargetOptions) => exit(await checkCommand(ids, o)))
+  addPoolerOptions(cmd, { config: false })
+  cmd.action(async (ids: string[], o: TargetOptions & PoolerOptions, self: Command) => exit(await checkCommand(ids, o, self)))
   cmd.addHelpText(
     'after',
     `
@@ -32,30 +37,52 @@ with its reason, or failed with which SQLSTATE), and the isolation level each se
 Examples:
   $ race check
   $ race check --database-url postgres://app@db:5432/app --json
-  $ race check advisory unique-index`,
+  $ race check advisory unique-index
+  $ race check --pooler pgbouncer          the scenarios documented through a pooler, each through a PgBouncer of its own`,
   )
   return cmd
 }
 
-export async function checkCases(ids: string[]): Promise<Case[]> {
+/**
+ * The cases of `race check`: each scenario's defaults and its `checks`. Through a pooler (`through`): only the
+ * scenarios documented through one, each case through a pool of the scenario's size in transaction mode unless
+ * the case names its own pool, and only the cases with a documented outcome there.
+ */
+export async function checkCases(ids: string[], through?: Pool): Promise<Case[]> {
   const chosen = ids.length ? await Promise.all(ids.map(findScenario)) : await scenarios()
   const cases: Case[] = []
   for (const s of chosen) {
-    cases.push({ scenario: s, label: 'default', n: s.sessionCount.default, params: defaultParams(s) })
-    for (const k of s.checks ?? []) cases.push({ scenario: s, label: k.label, n: k.n ?? s.sessionCount.default, params: defaultParams(s, k.params) })
+    if (through && !s.pooled) {
+      if (ids.length) throw new UsageError(`${s.id} documents no outcome through a pooler (race check --pooler runs ${(await scenarios()).filter((x) => x.pooled).map((x) => x.id).join(', ')})`)
+      continue
+    }
+    const all: CheckCase[] = [{ label: 'default' }, ...(s.checks ?? [])]
+    for (const k of all) {
+      const n = k.n ?? s.sessionCount.default
+      const params = defaultParams(s, k.params)
+      if (!through) {
+        if (!k.pool) cases.push({ scenario: s, label: k.label, n, params })
+        continue
+      }
+      const asked: Pool = { ...through, mode: k.pool?.mode ?? through.mode, resetAlways: k.pool?.resetAlways ?? through.resetAlways, size: k.pool?.size ?? null }
+      const pool = sizePool({ ...asked, size: asked.size ?? 0 }, s, plan(s, { params, n, engine: 'postgres', pool: asked }).sessions.length)
+      if (!documentedFor(s, { params, n, engine: 'postgres', pool, schedule: 'lockstep', windowMs: 0 }).length) continue
+      cases.push({ scenario: s, label: k.label, n, params, pool })
+    }
   }
   return cases
 }
 
-export async function checkCommand(ids: string[], o: TargetOptions): Promise<number> {
-  const cases = await checkCases(ids)
-  for (const k of cases) assertSound(k.scenario, k.params, k.n)
+export async function checkCommand(ids: string[], o: TargetOptions & PoolerOptions, cmd?: Command): Promise<number> {
+  const through = cmd ? parsePool(o, cmd) : undefined
+  const cases = await checkCases(ids, through)
+  for (const k of cases) assertSound(k.scenario, k.params, k.n, 'postgres', k.pool)
   const bounds = parseBounds(o)
   return withLab(o.databaseUrl, bounds, async (lab, target) => {
     const rows = []
     for (const k of cases) {
       if (!o.json && process.stderr.isTTY) process.stderr.write(`\r\x1b[2Kchecking ${k.scenario.id} (${k.label})...`)
-      const { trial, docs, ms } = await runOnce(lab, bounds, k.scenario, k.params, k.n)
+      const { trial, docs, ms } = await runOnce(lab, bounds, k.scenario, k.params, k.n, k.pool)
       rows.push({ k, t: trial, docs, ms, summary: summarize([trial], docs) })
     }
     if (!o.json && process.stderr.isTTY) process.stderr.write('\r\x1b[2K')
@@ -68,6 +95,7 @@ export async function checkCommand(ids: string[], o: TargetOptions): Promise<num
         results: rows.map(({ k, t, summary, docs, ms }) => ({
           scenario: k.scenario.id,
           case: k.label,
+          ...(k.pool ? { pool: k.pool } : {}),
           sessions: t.sessions,
           params: k.params,
           invariant: t.invariant,
@@ -91,7 +119,7 @@ export async function checkCommand(ids: string[], o: TargetOptions): Promise<num
       const outcomes = tally(t.sessions.map((x) => x.outcome + (x.sqlstate ? ` ${x.sqlstate}` : '')))
       table.push([
         c.bold(k.scenario.id),
-        k.label,
+        k.pool ? `${k.label} · pool ${k.pool.size ?? '?'}` : k.label,
         t.sessions.length,
         outcomes,
         t.invariant.held === null ? verdictColor('unknown') : `${t.invariant.observed} ${t.invariant.held ? c.green('HELD') : c.red('VIOLATED')}`,
@@ -100,7 +128,8 @@ export async function checkCommand(ids: string[], o: TargetOptions): Promise<num
       ])
     }
     const bad = rows.filter((r) => !r.summary.matched)
-    const lines = [`${c.bold('race check')}  ·  PostgreSQL ${lab.server.version} (${target.label})  ·  lockstep`, table.toString()]
+    const via = through ? `  ·  each case through a PgBouncer of its own (transaction mode unless the case says otherwise)` : ''
+    const lines = [`${c.bold('race check')}  ·  PostgreSQL ${lab.server.version} (${target.label})  ·  lockstep${via}`, table.toString()]
     for (const r of bad) {
       lines.push(c.red(`${r.k.scenario.id} (${r.k.label}): documented ${r.docs.map(describeDoc).join(' | ')}`))
       for (const d of r.summary.deviations.length ? r.summary.deviations : [r.t.why]) lines.push(c.red(`  ${d}`))

@@ -2,6 +2,7 @@
 // against its documentation.
 import type { Command } from 'commander'
 import { startEmbedded } from '../db/embedded.js'
+import { reapPoolers } from '../db/pooler.js'
 import { Lab } from '../db/lab.js'
 import { resolveTarget, type Target } from '../db/target.js'
 import { run } from '../engine/run.js'
@@ -11,7 +12,8 @@ import { compare, documentedCodes, judge, type Comparison } from '../judge/index
 import { abort, describeStuck } from '../lifecycle.js'
 import { parseDuration, parseWhole, formatDuration } from '../parse.js'
 import { documentedFor, plan, type Plan } from '../plan.js'
-import type { Documented, ParamSpec, Params, Scenario, Schedule, Verdict } from '../scenario.js'
+import type { Documented, ParamSpec, Params, Pool, Scenario, Schedule, Verdict } from '../scenario.js'
+import { poolerFor } from './pooler.js'
 
 export interface Bounds {
   connectTimeoutMs: number
@@ -126,6 +128,8 @@ export async function withLab<T>(databaseUrl: string | undefined, bounds: Bounds
   )
   timer.unref()
   try {
+    // A PgBouncer a killed race left behind (its folder names its owner) goes first, whatever this command does.
+    await reapPoolers((line) => process.stderr.isTTY && process.stderr.write(`${line}\n`))
     if (target.kind === 'embedded') {
       if (process.stderr.isTTY) process.stderr.write('starting the embedded PostgreSQL 18...\r')
       const server = await startEmbedded()
@@ -158,8 +162,8 @@ export function judgeTrial(facts: TrialFacts, docs: readonly Documented[], p: Pl
 }
 
 /** One deterministic trial (race check, race matrix): lockstep, no window, nothing kept, judged. */
-export async function runOnce(lab: Lab, bounds: Bounds, scenario: Scenario, params: Params, n: number): Promise<{ trial: Trial; docs: Documented[]; plan: Plan; ms: number }> {
-  const variant = { params, n, engine: 'postgres' as const }
+export async function runOnce(lab: Lab, bounds: Bounds, scenario: Scenario, params: Params, n: number, pool?: Pool): Promise<{ trial: Trial; docs: Documented[]; plan: Plan; ms: number }> {
+  const variant = { params, n, engine: 'postgres' as const, ...(pool ? { pool } : {}) }
   const p = plan(scenario, variant)
   const docs = documentedFor(scenario, { ...variant, schedule: 'lockstep', windowMs: 0 })
   const started = performance.now()
@@ -170,6 +174,7 @@ export async function runOnce(lab: Lab, bounds: Bounds, scenario: Scenario, para
     stepTimeoutMs: bounds.stepTimeoutMs,
     connectTimeoutMs: bounds.connectTimeoutMs,
     keep: false,
+    ...(pool ? { pooler: poolerFor(pool, lab, bounds.connectTimeoutMs) } : {}),
   })
   return { trial: judgeTrial(out.trials[0], docs, p), docs, plan: p, ms: Math.round(performance.now() - started) }
 }

@@ -47,6 +47,7 @@ function backendsOf(s: SessionReport): number[] {
 export function backendLines(t: TrialFacts): string[] {
   if (!t.sessions.some((s) => s.steps)) return []
   const firstUser = new Map<number, string>()
+  const width = Math.max(...t.sessions.map((s) => s.name.length))
   const lines: string[] = []
   for (const s of t.sessions) {
     const steps = s.steps ?? []
@@ -54,13 +55,13 @@ export function backendLines(t: TrialFacts): string[] {
     for (const b of backendsOf(s)) {
       const which = steps.filter((x) => x.backend === b).map((x) => x.step)
       const prior = firstUser.get(b)
-      parts.push(`backend ${b} (${which.join(', ')})${prior ? `, the one ${prior} used` : ''}`)
+      parts.push(`${b}${prior ? `, the one ${prior} used` : ''}: ${which.join(', ')}`)
       if (!prior) firstUser.set(b, s.name)
     }
     const unseen = steps.filter((x) => x.backend === null).map((x) => x.step)
-    if (unseen.length) parts.push(`${unseen.join(', ')} on a backend not seen (autocommit: the pooler lent one only while it ran)`)
-    if (!steps.length) parts.push('ran no step')
-    lines.push(`${lines.length ? '           ' : c.dim('backends') + '   '}${s.name} ran on ${parts.join('; ')}`)
+    if (unseen.length) parts.push(`not seen: ${unseen.join(', ')} (autocommit: lent a server connection only while it ran)`)
+    if (!steps.length) parts.push('no statement sent')
+    lines.push(`${lines.length ? ' '.repeat(11) : c.dim('backends') + '   '}${s.name.padEnd(width)}  ${parts.join(' · ')}`)
   }
   return lines
 }
