@@ -21,6 +21,14 @@ export interface CellResult {
   article: number | null
   /** race TPS divided by pgbench TPS. */
   racePerPgbench: number | null
+  /** --pooler: the same load through a PgBouncer of race's own, with unnamed statements (null: not run). */
+  pooled?: CellStats | null
+  /** --pooler: the same load direct, with the same unnamed statements. */
+  unnamed?: CellStats | null
+  /** Pooled TPS / direct TPS with the same unnamed statements, measured side by side: the pooler's hop. */
+  pooledPerDirect?: number | null
+  /** Direct unnamed TPS / direct prepared TPS: what giving up named prepared statements costs. */
+  unnamedPerPrepared?: number | null
 }
 
 export interface BenchReport {
@@ -43,6 +51,8 @@ export interface BenchReport {
     pgbench: { bin: string; version: string } | null
   }
   article: typeof ARTICLE
+  /** --pooler: the PgBouncer each cell also ran through, described. */
+  pooler?: string
   cells: CellResult[]
   schema?: string
 }
@@ -155,6 +165,7 @@ export function text(r: BenchReport): string {
   ]
   const pair = r.cells.filter((x) => x.pgbench && x.pgbench.tps > 0)
   if (pair.length) lines.push(yardstick(pair))
+  if (r.pooler) lines.push('', ...poolerLines(r))
   if (r.cells.some((x) => x.pgbench?.error)) {
     lines.push(c.yellow('!: pgbench reported errors: ' + [...new Set(r.cells.map((x) => x.pgbench?.error).filter(Boolean))].join('; ')))
   }
@@ -162,6 +173,43 @@ export function text(r: BenchReport): string {
     lines.push('anomalies: advisory checks that saw more than one pending request: the lock did not serialize (REPEATABLE READ: the snapshot predates the lock, article §5.2).')
   }
   return lines.join('\n')
+}
+
+/**
+ * --pooler: each cell three ways, side by side (same clients, level and duration; the order alternates from
+ * cell to cell): direct with named prepared statements (the table above), direct with unnamed statements, and
+ * through the pooler with unnamed statements (PgBouncer 1.18 in transaction mode cannot keep named ones).
+ */
+export function poolerLines(r: BenchReport): string[] {
+  const t = plainTable(['workload', 'level', 'direct TPS', 'unnamed TPS', 'pooled TPS', 'pooled/unnamed', 'unnamed/direct', 'P50 ms d/u/p', 'pooled failures'])
+  const hops: number[] = []
+  const parses: number[] = []
+  for (const x of r.cells) {
+    const p = x.pooled
+    const u = x.unnamed
+    if (x.pooledPerDirect) hops.push(x.pooledPerDirect)
+    if (x.unnamedPerPrepared) parses.push(x.unnamedPerPrepared)
+    t.push([
+      groupLabel(x),
+      shortLevel(x.isolation),
+      int(x.race.tps),
+      u ? int(u.tps) : '-',
+      p ? int(p.tps) : '-',
+      ratio(x.pooledPerDirect ?? null),
+      ratio(x.unnamedPerPrepared ?? null),
+      `${ms(x.race.latencyMs.p50)} / ${u ? ms(u.latencyMs.p50) : '-'} / ${p ? ms(p.latencyMs.p50) : '-'}`,
+      p ? failuresText(p) : '-',
+    ])
+  }
+  const geo = (v: number[]) => Math.exp(v.reduce((a, x) => a + Math.log(x), 0) / v.length)
+  const span = (v: number[]) => `${geo(v).toFixed(2)} geometric mean over ${v.length} cell${v.length === 1 ? '' : 's'} (${Math.min(...v).toFixed(2)}-${Math.max(...v).toFixed(2)})`
+  return [
+    `${c.bold('through the pooler')}  ${r.pooler}, race's own, in front of the same server`,
+    t.toString(),
+    ...(hops.length ? [`pooled/unnamed (the pooler's hop, same statements): ${span(hops)}`] : []),
+    ...(parses.length ? [`unnamed/direct (parsing every statement instead of preparing it once): ${span(parses)}`] : []),
+    'each cell is one noisy sample on a shared machine; the ratios are measured side by side in this run.',
+  ]
 }
 
 /** race/pgbench over all cells: the sum of TPS (weights busy cells) and the geometric mean of the cell ratios. */

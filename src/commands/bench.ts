@@ -9,6 +9,10 @@ import { runCell, type Driver } from '../bench/runner.js'
 import { findPgbench, runPgbench, type Pgbench } from '../bench/pgbench.js'
 import { groupLabel, html, Progress, shortLevel, text, type BenchReport, type CellResult } from '../bench/report.js'
 import { addTargetOptions, parseBounds, withLab, type TargetOptions } from './common.js'
+import { addPoolerOptions, parsePool, type PoolerOptions } from './pooler.js'
+import { describePool, startPooler } from '../db/pooler.js'
+import type { CellStats } from '../bench/runner.js'
+import type { Pool } from '../scenario.js'
 
 export const LEVELS = ['read committed', 'repeatable read', 'serializable'] as const
 const LEVEL_NAMES: Record<string, (typeof LEVELS)[number]> = {
@@ -86,7 +90,7 @@ export interface BenchOptions {
   json: boolean
 }
 
-export interface BenchCliOptions extends TargetOptions {
+export interface BenchCliOptions extends TargetOptions, PoolerOptions {
   workload: string
   isolation: string
   hot: string
@@ -168,12 +172,13 @@ function plan(b: BenchOptions): { workload: Workload; cells: Plan[] }[] {
 
 export async function benchCommand(o: BenchCliOptions, cmd: Command): Promise<number> {
   const b = parseBenchOptions(o, cmd)
+  const pool: Pool | undefined = parsePool(o, cmd)
   const bounds = parseBounds(o)
   const pgbench: Pgbench | null = b.vsPgbench ? findPgbench() : null
   const pgDurationS = Math.max(1, Math.round(b.durationMs / 1000))
   const plans = plan(b)
   const nCells = plans.reduce((a, p) => a + p.cells.length, 0)
-  const cellMs = b.warmupMs + b.durationMs + (pgbench ? pgDurationS * 1000 : 0)
+  const cellMs = (b.warmupMs + b.durationMs) * (pool ? 3 : 1) + (pgbench ? pgDurationS * 1000 : 0)
   // Unless the user bounded the run, allow every cell plus setup and a margin.
   if (cmd.getOptionValueSource('runTimeout') !== 'cli') bounds.runTimeoutMs = Math.max(bounds.runTimeoutMs, nCells * (cellMs + 15_000) + 60_000)
   if (b.html) {
@@ -193,6 +198,7 @@ export async function benchCommand(o: BenchCliOptions, cmd: Command): Promise<nu
     const schema = run.name
     const progress = new Progress(nCells * cellMs)
     const cells: CellResult[] = []
+    let poolerText: string | undefined
     let failure: unknown
     try {
       await lab.control.unsafe(`set search_path to "${schema}"`)
@@ -219,6 +225,60 @@ export async function benchCommand(o: BenchCliOptions, cmd: Command): Promise<nu
               driver: b.driver,
             })
           }
+          // The same load through a PgBouncer of race's own (one per cell: its server connections start at
+          // this cell's level), beside the direct run: what the pooler costs.
+          let pooler: string | undefined
+          const runPooled = async (): Promise<CellStats | null> => {
+            if (!pool) return null
+            await cell.workload.reset(lab.control)
+            const size = pool.size || b.clients
+            const p = await startPooler({
+              target: lab.target,
+              config: { mode: pool.mode, size, resetAlways: pool.resetAlways },
+              setup: { schema, settings: { default_transaction_isolation: cell.level, statement_timeout: String(bounds.stepTimeoutMs) } },
+              connectTimeoutMs: bounds.connectTimeoutMs,
+            })
+            pooler = describePool(p.version, p.config)
+            try {
+              progress.phase(`${label} through PgBouncer`, b.warmupMs + b.durationMs)
+              return await runCell({
+                workload: cell.workload,
+                level: cell.level,
+                clients: b.clients,
+                durationMs: b.durationMs,
+                warmupMs: b.warmupMs,
+                maxTries: b.maxTries,
+                target: p.target,
+                schema,
+                connectTimeoutMs: bounds.connectTimeoutMs,
+                statementTimeoutMs: bounds.stepTimeoutMs,
+                driver: b.driver,
+                pooled: true,
+              })
+            } finally {
+              await p.stop()
+            }
+          }
+          // Direct again with the unnamed statements the pooled run must use: the pooler's hop alone.
+          const runUnnamed = async (): Promise<CellStats | null> => {
+            if (!pool) return null
+            await cell.workload.reset(lab.control)
+            progress.phase(`${label} direct, unnamed statements`, b.warmupMs + b.durationMs)
+            return runCell({
+              workload: cell.workload,
+              level: cell.level,
+              clients: b.clients,
+              durationMs: b.durationMs,
+              warmupMs: b.warmupMs,
+              maxTries: b.maxTries,
+              target: lab.target,
+              schema,
+              connectTimeoutMs: bounds.connectTimeoutMs,
+              statementTimeoutMs: bounds.stepTimeoutMs,
+              driver: b.driver,
+              unnamed: true,
+            })
+          }
           const runPg = async (): Promise<CellResult['pgbench']> => {
             if (!pgbench) return null
             await cell.workload.reset(lab.control)
@@ -240,13 +300,20 @@ export async function benchCommand(o: BenchCliOptions, cmd: Command): Promise<nu
           // (other load, checkpoints, WAL flushes) does not always favour the same side.
           let race: Awaited<ReturnType<typeof runCell>>
           let pg: CellResult['pgbench']
-          if (n % 2 === 1 || !pgbench) {
+          let pooled: CellStats | null
+          let unnamed: CellStats | null
+          if (n % 2 === 1 || (!pgbench && !pool)) {
             race = await runRace()
+            unnamed = await runUnnamed()
+            pooled = await runPooled()
             pg = await runPg()
           } else {
             pg = await runPg()
+            pooled = await runPooled()
+            unnamed = await runUnnamed()
             race = await runRace()
           }
+          if (pooler) poolerText = pooler
           cells.push({
             workload: cell.workload.id,
             hot: cell.hot,
@@ -257,6 +324,14 @@ export async function benchCommand(o: BenchCliOptions, cmd: Command): Promise<nu
             vsRc: null,
             article: articleRatio(cell.workload.id, cell.hot, cell.level),
             racePerPgbench: pg && pg.tps > 0 ? race.tps / pg.tps : null,
+            ...(pool
+              ? {
+                  pooled,
+                  unnamed,
+                  pooledPerDirect: pooled && unnamed && unnamed.tps > 0 ? pooled.tps / unnamed.tps : null,
+                  unnamedPerPrepared: unnamed && race.tps > 0 ? unnamed.tps / race.tps : null,
+                }
+              : {}),
           })
         }
       }
@@ -297,6 +372,7 @@ export async function benchCommand(o: BenchCliOptions, cmd: Command): Promise<nu
         pgbench: pgbench ? { bin: pgbench.bin, version: pgbench.version } : null,
       },
       article: ARTICLE,
+      ...(poolerText ? { pooler: poolerText } : {}),
       cells,
       ...(o.keep ? { schema } : {}),
     }
@@ -325,6 +401,7 @@ export function registerBench(program: Command, exit: (code: number) => void): C
     .option('--html <file>', 'also write a self-contained HTML page with the charts')
     .option('--driver <driver>', "race's load connections: wire (its own minimal protocol client) or postgres.js", 'wire')
   addTargetOptions(cmd)
+  addPoolerOptions(cmd, { pooled: false })
   cmd.action(async (o: BenchCliOptions, self: Command) => exit(await benchCommand(o, self)))
   cmd.addHelpText(
     'after',
@@ -338,7 +415,8 @@ Examples:
   $ race bench --workload oltp --hot 1,10,50 --duration 5s --vs-pgbench
   $ race bench --workload advisory --users 20 --isolation rc,serializable
   $ race bench --isolation rc,rr --clients 16 --html bench.html
-  $ race bench --database-url postgres://app@db:5432/app --json`,
+  $ race bench --database-url postgres://app@db:5432/app --json
+  $ race bench --pooler pgbouncer --workload oltp --hot 1 --isolation rc   TPS through PgBouncer vs direct, side by side`,
   )
   return cmd
 }

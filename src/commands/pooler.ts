@@ -17,14 +17,14 @@ export interface PoolerOptions {
   pooled?: boolean
 }
 
-export function addPoolerOptions(cmd: Command, o: { config?: boolean } = {}): Command {
+export function addPoolerOptions(cmd: Command, o: { config?: boolean; pooled?: boolean } = {}): Command {
   cmd.option('--pooler <pooler>', 'route every session through a PgBouncer race starts in front of the target (pgbouncer); the control connection stays direct')
   if (o.config !== false) {
     cmd.option('--pool-size <n>', "with --pooler: the pool's server connections (default: what the scenario documents, else one per session)")
     cmd.option('--pool-mode <mode>', 'with --pooler: transaction (default), session or statement')
     cmd.option('--reset-query-always', "with --pooler: run the pool's reset query after every transaction (server_reset_query_always)")
   }
-  cmd.option('--pooled', '--database-url is a pooler you run: sessions may share server connections (race finds the server behind it for its control connection)')
+  if (o.pooled !== false) cmd.option('--pooled', '--database-url is a pooler you run: sessions may share server connections (race finds the server behind it for its control connection)')
   return cmd
 }
 
