@@ -78,11 +78,11 @@ export async function checkCommand(ids: string[], o: TargetOptions & PoolerOptio
   const cases = await checkCases(ids, through)
   for (const k of cases) assertSound(k.scenario, k.params, k.n, 'postgres', k.pool)
   const bounds = parseBounds(o)
-  return withLab(o.databaseUrl, bounds, async (lab, target) => {
+  return withLab(o.databaseUrl, bounds, async (lab, target, via) => {
     const rows = []
     for (const k of cases) {
       if (!o.json && process.stderr.isTTY) process.stderr.write(`\r\x1b[2Kchecking ${k.scenario.id} (${k.label})...`)
-      const { trial, docs, ms } = await runOnce(lab, bounds, k.scenario, k.params, k.n, k.pool)
+      const { trial, docs, ms } = await runOnce(lab, bounds, k.scenario, k.params, k.n, k.pool, via)
       rows.push({ k, t: trial, docs, ms, summary: summarize([trial], docs) })
     }
     if (!o.json && process.stderr.isTTY) process.stderr.write('\r\x1b[2K')
@@ -128,8 +128,8 @@ export async function checkCommand(ids: string[], o: TargetOptions & PoolerOptio
       ])
     }
     const bad = rows.filter((r) => !r.summary.matched)
-    const via = through ? `  ·  each case through a PgBouncer of its own (transaction mode unless the case says otherwise)` : ''
-    const lines = [`${c.bold('race check')}  ·  PostgreSQL ${lab.server.version} (${target.label})  ·  lockstep${via}`, table.toString()]
+    const how = through?.kind === 'pgbouncer' ? `  ·  each case through a PgBouncer of its own (transaction mode unless the case says otherwise)` : through ? '  ·  through the pooler you run (--pooled)' : ''
+    const lines = [`${c.bold('race check')}  ·  PostgreSQL ${lab.server.version} (${target.label})  ·  lockstep${how}`, table.toString()]
     for (const r of bad) {
       lines.push(c.red(`${r.k.scenario.id} (${r.k.label}): documented ${r.docs.map(describeDoc).join(' | ')}`))
       for (const d of r.summary.deviations.length ? r.summary.deviations : [r.t.why]) lines.push(c.red(`  ${d}`))
@@ -137,7 +137,7 @@ export async function checkCommand(ids: string[], o: TargetOptions & PoolerOptio
     lines.push(bad.length ? c.red(`${bad.length} of ${rows.length} did not behave as documented`) : c.green(`all ${rows.length} behaved as documented`))
     process.stdout.write(lines.join('\n') + '\n')
     return code
-  })
+  }, { pooled: through?.kind === 'external' })
 }
 
 function tally(list: string[]): string {

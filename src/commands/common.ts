@@ -2,7 +2,7 @@
 // against its documentation.
 import type { Command } from 'commander'
 import { startEmbedded } from '../db/embedded.js'
-import { reapPoolers } from '../db/pooler.js'
+import { discoverDirect, reapPoolers } from '../db/pooler.js'
 import { Lab } from '../db/lab.js'
 import { resolveTarget, type Target } from '../db/target.js'
 import { run } from '../engine/run.js'
@@ -120,8 +120,14 @@ export function describeParams(s: Scenario, params: Params): string {
 }
 
 /** Opens the target (starting the embedded server when none is configured), runs fn, cleans up via lifecycle. */
-export async function withLab<T>(databaseUrl: string | undefined, bounds: Bounds, fn: (lab: Lab, target: Target) => Promise<T>): Promise<T> {
+export async function withLab<T>(
+  databaseUrl: string | undefined,
+  bounds: Bounds,
+  fn: (lab: Lab, target: Target, via?: Target) => Promise<T>,
+  o: { pooled?: boolean } = {},
+): Promise<T> {
   let target = resolveTarget(databaseUrl)
+  if (o.pooled && !target.url) throw new UsageError('--pooled says --database-url is a pooler you run: give its URL with --database-url (or DATABASE_URL)')
   const timer = setTimeout(
     () => abort(new RunError(`the command did not finish within --run-timeout ${bounds.runTimeoutMs / 1000}s${stuckNote()}`)),
     bounds.runTimeoutMs,
@@ -136,9 +142,13 @@ export async function withLab<T>(databaseUrl: string | undefined, bounds: Bounds
       if (process.stderr.isTTY) process.stderr.write('\x1b[2K')
       target = { kind: 'embedded', url: server.url, label: 'embedded' }
     }
+    // --pooled: the URL is the user's pooler (for the sessions); control goes to the server behind it.
+    const via = o.pooled ? target : undefined
+    if (via) target = await discoverDirect(via, bounds.connectTimeoutMs)
     const lab = await Lab.open(target, bounds.connectTimeoutMs)
+    if (via) target = { ...via, label: `${via.label} (a pooler; control direct to ${target.label})` }
     if (lab.reaped.length && process.stderr.isTTY) process.stderr.write(`removed ${lab.reaped.length} schema(s) left by race runs that were killed: ${lab.reaped.join(', ')}\n`)
-    return await fn(lab, target)
+    return await fn(lab, target, via)
   } finally {
     clearTimeout(timer)
   }
@@ -162,7 +172,7 @@ export function judgeTrial(facts: TrialFacts, docs: readonly Documented[], p: Pl
 }
 
 /** One deterministic trial (race check, race matrix): lockstep, no window, nothing kept, judged. */
-export async function runOnce(lab: Lab, bounds: Bounds, scenario: Scenario, params: Params, n: number, pool?: Pool): Promise<{ trial: Trial; docs: Documented[]; plan: Plan; ms: number }> {
+export async function runOnce(lab: Lab, bounds: Bounds, scenario: Scenario, params: Params, n: number, pool?: Pool, via?: Target): Promise<{ trial: Trial; docs: Documented[]; plan: Plan; ms: number }> {
   const variant = { params, n, engine: 'postgres' as const, ...(pool ? { pool } : {}) }
   const p = plan(scenario, variant)
   const docs = documentedFor(scenario, { ...variant, schedule: 'lockstep', windowMs: 0 })
@@ -174,7 +184,7 @@ export async function runOnce(lab: Lab, bounds: Bounds, scenario: Scenario, para
     stepTimeoutMs: bounds.stepTimeoutMs,
     connectTimeoutMs: bounds.connectTimeoutMs,
     keep: false,
-    ...(pool ? { pooler: poolerFor(pool, lab, bounds.connectTimeoutMs) } : {}),
+    ...(pool ? { pooler: poolerFor(pool, lab, bounds.connectTimeoutMs, via) } : {}),
   })
   return { trial: judgeTrial(out.trials[0], docs, p), docs, plan: p, ms: Math.round(performance.now() - started) }
 }

@@ -2,10 +2,12 @@
 // take through the pooler (race's own PgBouncer, started once the run's schema exists, or one the user runs).
 import type { Command } from 'commander'
 import type { Lab } from '../db/lab.js'
-import { describePool, startPooler } from '../db/pooler.js'
+import { connect, endQuietly } from '../db/connect.js'
+import { describePool, externalPool, startPooler } from '../db/pooler.js'
+import type { Target } from '../db/target.js'
 import type { Pooler } from '../engine/run.js'
 import type { PoolRoute } from '../engine/types.js'
-import { UsageError } from '../errors.js'
+import { RunError, UsageError } from '../errors.js'
 import { parseWhole } from '../parse.js'
 import { POOL_MODES, type Pool, type PoolMode, type Scenario } from '../scenario.js'
 
@@ -57,9 +59,54 @@ export function sizePool(pool: Pool, s: Scenario | undefined, sessions: number):
 }
 
 /** The engine's pooler for this pool. */
-export function poolerFor(pool: Pool, lab: Lab, connectTimeoutMs: number): Pooler {
+export function poolerFor(pool: Pool, lab: Lab, connectTimeoutMs: number, via?: Target): Pooler {
   if (pool.kind === 'pgbouncer') return ownPooler(pool, lab, connectTimeoutMs)
-  throw new UsageError('--pooled is not supported yet')
+  if (!via) throw new UsageError('--pooled needs --database-url (or DATABASE_URL) naming the pooler you run')
+  return externalPooler(via, lab, connectTimeoutMs)
+}
+
+/**
+ * --pooled: sessions through the pooler at --database-url, the control connection direct to the server behind
+ * it. race cannot configure that pooler: its sessions send search_path as a startup parameter, which the pooler
+ * must pass on (PgBouncer 1.18 refuses it; race says so in one line and stops). Which
+ * backend serves a client is read from the server (application_name carries the run's tag; not idle). At the
+ * end of each trial the backends this run's clients used are ended: the session state they may carry (a leaked
+ * lock, a SET) must not reach the pooler's other clients.
+ */
+export function externalPooler(via: Target, lab: Lab, connectTimeoutMs: number): Pooler {
+  return {
+    size: null,
+    async open(schema: string): Promise<PoolRoute> {
+      const tag = schema.slice(-8)
+      const ext = externalPool(via, tag)
+      const startup = { search_path: `"${schema}"` }
+      const probe = connect(via, { connectTimeoutMs, applicationName: `race probe ${tag}`, params: startup, prepare: false, fetchTypes: false })
+      try {
+        const [r] = await probe`select current_setting('search_path') as sp`
+        if (!String(r.sp).includes(schema)) throw new RunError(`the pooler at ${via.label} did not pass race's search_path to the server (it ignored the startup parameter): race's sessions need a pooler that passes search_path on; or let race start its own: --pooler pgbouncer`)
+      } catch (e) {
+        if (e instanceof RunError) throw e
+        const code = (e as { code?: string }).code
+        throw new RunError(`the pooler at ${via.label} refused race's session (${code ? `${code}: ` : ''}${(e as Error).message}): race's sessions need a pooler that passes search_path on as a startup parameter (PgBouncer 1.18 refuses it); or let race start its own: --pooler pgbouncer`)
+      } finally {
+        await endQuietly(probe, 0)
+      }
+      const end = async () => {
+        const pids = await ext.backends(lab.control)
+        if (pids.length) await lab.control`select pg_terminate_backend(pid) from unnest(${pids}::int[]) as pid`
+      }
+      return {
+        target: via,
+        tag,
+        startup,
+        describe: `the pooler at ${via.label} (--pooled: its mode and size are its own)`,
+        links: () => ext.links(lab.control),
+        backends: () => ext.backends(lab.control),
+        recycle: end,
+        close: () => end().catch(() => {}),
+      }
+    },
+  }
 }
 
 /** The engine's pooler: race's own PgBouncer, started once the run's schema exists, stopped at the end. */

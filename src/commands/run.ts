@@ -137,7 +137,7 @@ export async function runCommand(id: string, o: RunOptions, cmd: Command): Promi
   const progress = !o.json && process.stderr.isTTY && trials > 1
   let violations = 0
 
-  return withLab(o.databaseUrl, bounds, async (lab, target) => {
+  return withLab(o.databaseUrl, bounds, async (lab, target, via) => {
     const judged: Trial[] = []
     const out = await run(lab, {
       plan: p,
@@ -149,7 +149,7 @@ export async function runCommand(id: string, o: RunOptions, cmd: Command): Promi
       keep: Boolean(o.keep),
       user,
       holdMs,
-      ...(pool ? { pooler: poolerFor(pool, lab, bounds.connectTimeoutMs) } : {}),
+      ...(pool ? { pooler: poolerFor(pool, lab, bounds.connectTimeoutMs, via) } : {}),
       onHold: (pids, ms) => {
         const url = target.kind === 'embedded' ? ` --database-url '${lab.target.url}'` : o.databaseUrl ? ` --database-url '<the same URL>'` : ''
         process.stderr.write(`holding for ${formatDuration(ms)} (backends ${pids.join(', ')}); in another terminal:\n  race locks${url}\n`)
@@ -171,7 +171,7 @@ export async function runCommand(id: string, o: RunOptions, cmd: Command): Promi
     else process.stdout.write(render(view, Boolean(o.timeline), Boolean(o.keep)) + '\n')
     if (code === 3) process.stderr.write(`race: could not decide: ${representative.verdict === 'unknown' ? representative.why : (representative.comparison.deviations[0] ?? representative.why)}\n`)
     return code
-  })
+  }, { pooled: pool?.kind === 'external' })
 }
 
 function render(r: RunView, withTimeline: boolean, kept: boolean): string {

@@ -12,8 +12,9 @@ import { findScenario, scenarios, sourceText } from '../registry.js'
 import { c } from '../report/color.js'
 import type { Documented, Schedule, StepDef } from '../scenario.js'
 import { addScenarioParamOptions, describeParams, scenarioParams } from './common.js'
+import { addPoolerOptions, parsePool, sizePool, type PoolerOptions } from './pooler.js'
 
-export interface ShowOptions {
+export interface ShowOptions extends PoolerOptions {
   n?: string
   json?: boolean
   color: boolean
@@ -29,8 +30,12 @@ export function registerShow(program: Command, all: readonly import('../scenario
     .option('--json', 'print JSON')
     .option('--no-color', 'no colours')
   addScenarioParamOptions(cmd, all)
+  addPoolerOptions(cmd)
   cmd.action(async (id: string, o: ShowOptions, self: Command) => exit(await showCommand(id, o, self)))
-  cmd.addHelpText('after', '\nExamples:\n  $ race show advisory\n  $ race show write-skew --isolation serializable\n  $ race show repeatable-read --no-guard --json')
+  cmd.addHelpText(
+    'after',
+    '\nExamples:\n  $ race show advisory\n  $ race show write-skew --isolation serializable\n  $ race show repeatable-read --no-guard --json\n  $ race show session-lock --pooler pgbouncer   its clients through a real PgBouncer',
+  )
   return cmd
 }
 
@@ -65,8 +70,10 @@ export async function showCommand(id: string, o: ShowOptions, cmd: Command): Pro
   const params = scenarioParams(s, cmd, o, await scenarios())
   const count = sessionCount(s)
   const n = o.n === undefined ? count.default : parseWhole('--n', o.n, count.min, count.max)
-  assertSound(s, params, n)
-  const p = plan(s, { params, n, engine: 'postgres' })
+  const asked = parsePool(o, cmd)
+  const pool = asked && sizePool(asked, s, plan(s, { params, n, engine: 'postgres', pool: asked }).sessions.length)
+  assertSound(s, params, n, 'postgres', pool)
+  const p = plan(s, { params, n, engine: 'postgres', ...(pool ? { pool } : {}) })
   const replicated = p.sessions.length > 1 && p.sessions.every((x) => x.spec === p.sessions[0].spec)
   const shown = replicated ? [p.sessions[0]] : p.sessions
   const binds = usedBinds(p)
@@ -101,6 +108,10 @@ export async function showCommand(id: string, o: ShowOptions, cmd: Command): Pro
   }
   const lines: string[] = []
   lines.push(`${c.bold(s.id)}: ${s.title}`, c.dim(`from the ${sourceText(s.source)}`), '')
+  if (pool) {
+    const how = pool.kind === 'pgbouncer' ? `a PgBouncer race starts, ${pool.mode} mode, pool size ${pool.size}${pool.resetAlways ? ', reset query after every transaction' : ''}` : 'the pooler at --database-url (--pooled)'
+    lines.push(`  ${c.bold('through')} ${how}: each session is a client of it, lent a server connection per ${pool.mode === 'session' ? 'client' : pool.mode}.`, '')
+  } else if (s.pooled) lines.push(c.dim(`  (documented through a connection pooler too: race show ${s.id} --pooler pgbouncer)`), '')
   for (const l of s.story) lines.push(`  ${l}`)
   lines.push('', c.bold('setup') + c.dim(" (in the run's own schema, before each trial)"))
   for (const stmt of p.setup) lines.push(indent(stmt.trim() + ';', 2))
@@ -138,8 +149,11 @@ export async function showCommand(id: string, o: ShowOptions, cmd: Command): Pro
   lines.push('', c.bold('documented') + c.dim(' (how each session ends; any one of several alternatives may happen)'))
   for (const d of documented) lines.push(`  ${d.schedule}: ${d.documented.map((x) => `${describeDoc(x)} ${c.dim(`(${x.why})`)}`).join('\n    | ')}`)
   for (const k of s.checks ?? []) {
-    const v = { params: { ...params, ...(k.params ?? {}) }, n: k.n ?? s.sessionCount.default, engine: 'postgres' as const }
-    lines.push(`  check ${k.label}: ${documentedFor(s, { ...v, schedule: 'lockstep', windowMs: 0 }).map(describeDoc).join(' | ')}`)
+    if (k.pool && !pool) continue
+    const kp = pool && { ...pool, ...k.pool }
+    const v = { params: { ...params, ...(k.params ?? {}) }, n: k.n ?? s.sessionCount.default, engine: 'postgres' as const, ...(kp ? { pool: kp } : {}) }
+    const d = documentedFor(s, { ...v, schedule: 'lockstep', windowMs: 0 })
+    if (d.length) lines.push(`  check ${k.label}: ${d.map(describeDoc).join(' | ')}`)
   }
   process.stdout.write(lines.join('\n') + '\n')
   return 0

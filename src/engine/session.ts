@@ -135,7 +135,7 @@ export class Session {
     this.sql = connect(pool.target, {
       connectTimeoutMs: this.env.connectTimeoutMs,
       applicationName: this.appName,
-      params: this.spec.connection ?? {},
+      params: { ...(pool.startup ?? {}), ...(this.spec.connection ?? {}) },
       prepare: false,
       // Nothing but the steps goes through the pool: a link the pooler shows while a step runs is the step's.
       fetchTypes: false,

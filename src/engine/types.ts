@@ -33,6 +33,8 @@ export interface PoolRoute {
   target: Target
   /** Added to each session's application_name, so the pooler's and the server's views name this run's clients. */
   tag: string
+  /** Startup parameters every session sends (a pooler the user runs must pass search_path on). */
+  startup?: Record<string, string>
   /** e.g. 'PgBouncer 1.18.0, transaction mode, pool size 2'. */
   describe: string
   /** The backend each of this run's clients (by application_name) is linked to right now. */
