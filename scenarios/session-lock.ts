@@ -60,6 +60,9 @@ export default defineScenario({
     'req2, an unrelated request, borrows the same connection (same backend pid): pg_locks shows it holding a lock it never took.',
     'req3, on its own connection, asks for the key and waits, until the pool resets the connection (pg_advisory_unlock_all, part of DISCARD ALL).',
     '--xact takes pg_advisory_xact_lock instead: the ROLLBACK releases it, the next borrower holds nothing, req3 does not wait.',
+    'Through a real PgBouncer (--pooler pgbouncer, transaction mode, 2 server connections) three clients: s1 takes the lock twice, rolls back and unlocks once;',
+    "s2 is lent the same server connection and holds the lock; s3, lent the other one while s2's transaction runs, waits for it until its lock_timeout (55P03).",
+    'In session mode (--pool-mode session) s1 keeps its connection until it disconnects, and the reset query (DISCARD ALL) unlocks everything: no leak.',
   ],
   params: {
     xact: {

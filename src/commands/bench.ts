@@ -9,7 +9,7 @@ import { runCell, type Driver } from '../bench/runner.js'
 import { findPgbench, runPgbench, type Pgbench } from '../bench/pgbench.js'
 import { groupLabel, html, Progress, shortLevel, text, type BenchReport, type CellResult } from '../bench/report.js'
 import { addTargetOptions, parseBounds, withLab, type TargetOptions } from './common.js'
-import { addPoolerOptions, parsePool, type PoolerOptions } from './pooler.js'
+import { addPoolerOptions, parsePool, requirePooler, type PoolerOptions } from './pooler.js'
 import { describePool, startPooler } from '../db/pooler.js'
 import type { CellStats } from '../bench/runner.js'
 import type { Pool } from '../scenario.js'
@@ -173,6 +173,7 @@ function plan(b: BenchOptions): { workload: Workload; cells: Plan[] }[] {
 export async function benchCommand(o: BenchCliOptions, cmd: Command): Promise<number> {
   const b = parseBenchOptions(o, cmd)
   const pool: Pool | undefined = parsePool(o, cmd)
+  requirePooler(pool)
   const bounds = parseBounds(o)
   const pgbench: Pgbench | null = b.vsPgbench ? findPgbench() : null
   const pgDurationS = Math.max(1, Math.round(b.durationMs / 1000))

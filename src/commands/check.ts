@@ -9,7 +9,7 @@ import { findScenario, scenarios } from '../registry.js'
 import { c, verdictColor } from '../report/color.js'
 import { plainTable } from '../report/table.js'
 import { addTargetOptions, parseBounds, runOnce, withLab, type TargetOptions } from './common.js'
-import { addPoolerOptions, parsePool, sizePool, type PoolerOptions } from './pooler.js'
+import { addPoolerOptions, parsePool, requirePooler, sizePool, type PoolerOptions } from './pooler.js'
 
 export interface Case {
   scenario: Scenario
@@ -75,6 +75,7 @@ export async function checkCases(ids: string[], through?: Pool): Promise<Case[]>
 
 export async function checkCommand(ids: string[], o: TargetOptions & PoolerOptions, cmd?: Command): Promise<number> {
   const through = cmd ? parsePool(o, cmd) : undefined
+  requirePooler(through)
   const cases = await checkCases(ids, through)
   for (const k of cases) assertSound(k.scenario, k.params, k.n, 'postgres', k.pool)
   const bounds = parseBounds(o)

@@ -3,7 +3,7 @@
 import type { Command } from 'commander'
 import type { Lab } from '../db/lab.js'
 import { connect, endQuietly } from '../db/connect.js'
-import { describePool, externalPool, startPooler } from '../db/pooler.js'
+import { describePool, externalPool, findPgbouncer, startPooler } from '../db/pooler.js'
 import type { Target } from '../db/target.js'
 import type { Pooler } from '../engine/run.js'
 import type { PoolRoute } from '../engine/types.js'
@@ -50,6 +50,11 @@ export function parsePool(o: PoolerOptions, cmd: Command): Pool | undefined {
   }
   const size = o.poolSize === undefined ? 0 : parseWhole('--pool-size', String(o.poolSize), 1, 1000)
   return { kind: 'pgbouncer', mode, size, resetAlways: Boolean(o.resetQueryAlways) }
+}
+
+/** --pooler pgbouncer without PgBouncer installed: one line saying how to install it, exit 3, before any connection. */
+export function requirePooler(pool: Pool | undefined): void {
+  if (pool?.kind === 'pgbouncer') findPgbouncer()
 }
 
 /** The pool size: given, else what the scenario documents, else one server connection per session. */

@@ -12,7 +12,7 @@ import { backendLines, deviationLines, invariantLine, isolationLine, sessionsTab
 import { timeline } from '../report/timeline.js'
 import type { Params, Scenario, Schedule } from '../scenario.js'
 import { addScenarioParamOptions, addTargetOptions, describeParams, docsFor, judgeTrial, parseBounds, scenarioParams, withLab, type TargetOptions, type Trial } from './common.js'
-import { addPoolerOptions, parsePool, poolerFor, sizePool, type PoolerOptions } from './pooler.js'
+import { addPoolerOptions, parsePool, requirePooler, poolerFor, sizePool, type PoolerOptions } from './pooler.js'
 
 export const SCHEDULES: readonly Schedule[] = ['barrier', 'lockstep', 'serial']
 
@@ -124,6 +124,7 @@ export async function runCommand(id: string, o: RunOptions, cmd: Command): Promi
   if (holdMs && trials > 1) throw new UsageError(`--hold holds one race: leave out --trials`)
   const params = extendForHold(scenario, given, holdMs)
   const asked = parsePool(o, cmd)
+  requirePooler(asked)
   const pool = asked && sizePool(asked, scenario, plan(scenario, { params, n, engine: 'postgres', pool: asked }).sessions.length)
   assertSound(scenario, params, n, 'postgres', pool)
   const p = plan(scenario, { params, n, engine: 'postgres', ...(pool ? { pool } : {}) }, windowMs)

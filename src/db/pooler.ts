@@ -69,10 +69,13 @@ export interface Pooler {
 
 const INSTALL = 'install it (Debian, Ubuntu: apt-get install -y pgbouncer; macOS: brew install pgbouncer), or run without --pooler'
 
+/** Where pgbouncer usually is when it is not on PATH (Debian puts it in /usr/sbin). */
+export const PGBOUNCER_DIRS = ['/usr/sbin', '/usr/local/sbin', '/usr/bin', '/usr/local/bin', '/opt/homebrew/bin']
+
 /** The pgbouncer binary: RACE_PGBOUNCER, else PATH, else the usual sbin folders. Missing: one line, exit 3. */
-export function findPgbouncer(env: NodeJS.ProcessEnv = process.env): string {
+export function findPgbouncer(env: NodeJS.ProcessEnv = process.env, usual: readonly string[] = PGBOUNCER_DIRS): string {
   const explicit = env.RACE_PGBOUNCER
-  const dirs = [...(env.PATH ?? '').split(path.delimiter).filter(Boolean), '/usr/sbin', '/usr/local/sbin', '/usr/bin', '/usr/local/bin', '/opt/homebrew/bin']
+  const dirs = [...(env.PATH ?? '').split(path.delimiter).filter(Boolean), ...usual]
   const candidates = explicit ? [explicit] : dirs.map((d) => path.join(d, 'pgbouncer'))
   for (const c of candidates) {
     try {

@@ -204,7 +204,8 @@ async function trial(lab: Lab, cfg: RunConfig, schema: string, order: Entry[], u
   const before = async (s: Session, step: number) => {
     if (!cfg.holdMs || step !== s.steps.length - 1) return
     held ??= (async () => {
-      cfg.onHold?.([...new Set(pids)], cfg.holdMs!)
+      // Through a pooler: the pool's server connections (the sessions have none of their own).
+      cfg.onHold?.(route ? await route.backends().catch(() => []) : [...new Set(pids)], cfg.holdMs!)
       await Promise.race([new Promise((r) => setTimeout(r, cfg.holdMs)), whenAborted()])
     })()
     await held

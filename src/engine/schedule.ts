@@ -97,7 +97,10 @@ export async function runBarrier(sessions: readonly Session[], probe: BlockProbe
   }
   const all = Promise.all(sessions.filter((s) => !s.finished).map(runFree))
   let done = false
-  all.then(() => (done = true))
+  all.then(
+    () => (done = true),
+    () => (done = true), // its rejection (e.g. Ctrl-C during --hold) reaches the caller through the race below
+  )
   while (!done) {
     await Promise.race([all, sleep(POLL_MS)])
     if (done) break

@@ -12,7 +12,8 @@ import { resolveTarget } from '../../src/db/target.js'
 import { run, type RunConfig } from '../../src/engine/run.js'
 import { documentedFor, plan, type Plan } from '../../src/plan.js'
 import { findScenario } from '../../src/registry.js'
-import { defaultParams, type Documented, type Params, type Scenario, type Schedule } from '../../src/scenario.js'
+import { defaultParams, type Documented, type Params, type Pool, type Scenario, type Schedule } from '../../src/scenario.js'
+import { poolerFor } from '../../src/commands/pooler.js'
 
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..', '..')
 export const BIN = path.join(ROOT, 'bin', 'race')
@@ -75,10 +76,10 @@ export interface Ran {
 export async function runScenario(
   lab: Lab,
   id: string | Scenario,
-  o: Partial<Omit<RunConfig, 'plan' | 'schedule'>> & { params?: Params; n?: number; schedule?: Schedule; windowMs?: number } = {},
+  o: Partial<Omit<RunConfig, 'plan' | 'schedule'>> & { params?: Params; n?: number; schedule?: Schedule; windowMs?: number; pool?: Pool } = {},
 ): Promise<Ran> {
   const scenario = typeof id === 'string' ? await findScenario(id) : id
-  const variant = { params: defaultParams(scenario, o.params), n: o.n ?? scenario.sessionCount.default, engine: 'postgres' as const }
+  const variant = { params: defaultParams(scenario, o.params), n: o.n ?? scenario.sessionCount.default, engine: 'postgres' as const, ...(o.pool ? { pool: o.pool } : {}) }
   const p = plan(scenario, variant, o.windowMs ?? 0)
   const schedule = o.schedule ?? 'lockstep'
   const docs = documentedFor(scenario, { ...variant, schedule, windowMs: o.windowMs ?? 0 })
@@ -92,6 +93,7 @@ export async function runScenario(
     keep: o.keep ?? false,
     user: o.user,
     holdMs: o.holdMs,
+    ...(o.pool ? { pooler: poolerFor(o.pool, lab, 5000) } : {}),
   })
   return { plan: p, docs, trials: out.trials.map((f) => judgeTrial(f, docs, p)), schema: out.schema }
 }
