@@ -31,8 +31,8 @@ export default defineScenario({
   title: "a prepared statement belongs to a server connection: through a transaction pooler it is missing, or another client's",
   source: { article: 'advisory-locks', section: '6' },
   story: [
-    'c1 prepares add_request (SQL PREPARE: a named statement on the backend that runs it).',
-    'c2, another client, begins and executes add_request; then c1 executes its own add_request.',
+    'c1 prepares add_request (SQL PREPARE: a named statement on the backend that runs it) and commits.',
+    'c2, another client, begins and executes add_request; then c1 begins again and executes its own add_request.',
     'Each on its own connection: c2 has no such statement (26000 invalid_sql_statement_name), c1 runs its own.',
     "Through PgBouncer in transaction mode (--pooler pgbouncer): c2's transaction is lent the connection c1 prepared on,",
     "so c2 runs c1's statement; c1, lent another connection meanwhile, finds its own statement missing (26000).",
@@ -43,13 +43,17 @@ export default defineScenario({
   sessionCount: { default: 2, min: 2, max: 2 },
   isolation: 'read committed',
   setup: [`create table executions (prepared_by text not null, executed_by text not null)`],
+  // Each in a transaction, so that a pooler keeps the client on one server connection and race sees which.
   sessions: () => ({
-    c1: { steps: { prepare: PREPARE, run: `execute add_request('c1')` } },
+    c1: { steps: { begin: 'begin', prepare: PREPARE, commit: 'commit', again: 'begin', run: `execute add_request('c1')`, done: 'commit' } },
     c2: { steps: { begin: 'begin', run: `execute add_request('c2')`, commit: 'commit' } },
   }),
-  // c2's transaction is open when c1 runs, so a pool lends c1 another connection; a pool of one cannot, and
-  // c1 runs after c2 commits.
-  permutation: ({ pool }) => (pool?.size === 1 ? 'c1.prepare c2.begin c2.run c2.commit c1.run' : 'c1.prepare c2.begin c2.run c1.run c2.commit'),
+  // c2's transaction is open when c1 begins again, so a pool lends c1 another connection; a pool of one
+  // cannot, and c1 begins again after c2 commits.
+  permutation: ({ pool }) =>
+    pool?.size === 1
+      ? 'c1.begin c1.prepare c1.commit c2.begin c2.run c2.commit c1.again c1.run c1.done'
+      : 'c1.begin c1.prepare c1.commit c2.begin c2.run c1.again c1.run c2.commit c1.done',
   defaultSchedule: 'lockstep',
   invariant: {
     description: "every execution ran the executing client's own prepared statement",

@@ -64,6 +64,8 @@ export async function checkCases(ids: string[], through?: Pool): Promise<Case[]>
         if (!k.pool) cases.push({ scenario: s, label: k.label, n, params })
         continue
       }
+      // A pooler the user runs keeps its own mode and size: cases that configure one are race's own pooler's.
+      if (through.kind === 'external' && k.pool) continue
       const asked: Pool = { ...through, mode: k.pool?.mode ?? through.mode, resetAlways: k.pool?.resetAlways ?? through.resetAlways, size: k.pool?.size ?? null }
       const pool = sizePool({ ...asked, size: asked.size ?? 0 }, s, plan(s, { params, n, engine: 'postgres', pool: asked }).sessions.length)
       if (!documentedFor(s, { params, n, engine: 'postgres', pool, schedule: 'lockstep', windowMs: 0 }).length) continue

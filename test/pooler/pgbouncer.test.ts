@@ -108,6 +108,10 @@ test('prepared-statement through PgBouncer: c2 runs the statement c1 prepared; c
   assert.ok(t.comparison.matched, t.comparison.deviations.join('; '))
   assert.equal(by(t, 'c1').sqlstate, '26000')
   assert.equal(t.invariant.observed, "c2 ran c1's")
+  const [prepared] = backendsOf(by(t, 'c1'), ['prepare'])
+  assert.deepEqual(backendsOf(by(t, 'c2')), [prepared, prepared, prepared], 'c2 ran on the backend c1 prepared on')
+  const [ran] = backendsOf(by(t, 'c1'), ['run'])
+  assert.ok(ran && ran !== prepared, 'c1 ran on another one')
   const [direct] = (await runScenario(ctx.lab, 'prepared-statement')).trials
   assert.equal(direct.verdict, 'prevented')
   assert.equal(by(direct, 'c2').sqlstate, '26000')
