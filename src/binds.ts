@@ -47,32 +47,10 @@ export function parseBinds(sql: string): Parsed {
       i = k
       continue
     }
-    // 'string' (with '' escapes; E'...' also with backslash escapes)
-    if (ch === "'") {
-      const escapes = i > 0 && /[eE]/.test(sql[i - 1]) && (i < 2 || !IDENT.test(sql[i - 2]))
-      let k = i + 1
-      while (k < n) {
-        if (escapes && sql[k] === '\\') k += 2
-        else if (sql[k] === "'" && at(k + 1) === "'") k += 2
-        else if (sql[k] === "'") {
-          k++
-          break
-        } else k++
-      }
-      out += sql.slice(i, k)
-      i = k
-      continue
-    }
-    // "quoted identifier"
-    if (ch === '"') {
-      let k = i + 1
-      while (k < n) {
-        if (sql[k] === '"' && at(k + 1) === '"') k += 2
-        else if (sql[k] === '"') {
-          k++
-          break
-        } else k++
-      }
+    // 'string' (with '' escapes; E'...' also with backslash escapes) and "quoted identifier" (with "")
+    if (ch === "'" || ch === '"') {
+      const escapes = ch === "'" && i > 0 && /[eE]/.test(sql[i - 1]) && (i < 2 || !IDENT.test(sql[i - 2]))
+      const k = closingQuote(sql, i, escapes)
       out += sql.slice(i, k)
       i = k
       continue
@@ -111,6 +89,19 @@ export function parseBinds(sql: string): Parsed {
     i++
   }
   return { text: out, names }
+}
+
+/** The index just past the quote that closes the one at `i` (a doubled quote is part of the text). */
+function closingQuote(sql: string, i: number, backslashEscapes: boolean): number {
+  const q = sql[i]
+  let k = i + 1
+  while (k < sql.length) {
+    if (backslashEscapes && sql[k] === '\\') k += 2
+    else if (sql[k] === q && sql[k + 1] === q) k += 2
+    else if (sql[k] === q) return k + 1
+    else k++
+  }
+  return k
 }
 
 /** The bind names of `sql`, in order of first use. */
