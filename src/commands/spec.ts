@@ -39,8 +39,9 @@ export function registerSpec(program: Command, exit: (code: number) => void): Co
     'after',
     `
 Like libpq, race reads PGOPTIONS, PGDATESTYLE, PGTZ and PGAPPNAME (pg_regress runs isolation tests with
-PGDATESTYLE='Postgres, MDY', PGTZ=PST8PDT and PGAPPNAME=isolation/<test>), and PGISOLATIONTIMEOUT (seconds a
-step may take before it is cancelled; default 300). Each spec runs in a schema race creates and drops; a setup
+PGDATESTYLE='Postgres, MDY', PGTZ=PST8PDT and PGAPPNAME=isolation/<test>). A step is cancelled as the
+server's own isolationtester would cancel it: after twice PG_TEST_TIMEOUT_DEFAULT seconds on PostgreSQL 16 and
+later (default 360 s), after PGISOLATIONTIMEOUT seconds before (default 300 s). Each spec runs in a schema race creates and drops; a setup
 or teardown block that would change anything outside it is refused (exit 2) and rolled back.
 
 Examples:
@@ -74,10 +75,9 @@ export async function specCommand(files: string[], o: SpecOptions): Promise<numb
   }
   const bounds = parseBounds(o)
   const env = libpqEnv()
-  const timeout = process.env.PGISOLATIONTIMEOUT
-  const maxStepWaitMs = timeout !== undefined ? (Number.parseInt(timeout, 10) || 0) * 1000 : 300_000
   const streaming = o.results === undefined && o.expected === undefined
   return withLab(o.databaseUrl, bounds, async (lab) => {
+    const maxStepWaitMs = stepWait(lab.server.versionNum)
     const outcomes: Outcome[] = []
     for (const spec of specs) {
       const name = specName(spec.file)
@@ -145,6 +145,20 @@ export async function specCommand(files: string[], o: SpecOptions): Promise<numb
     process.stdout.write(failed ? c.red(`${failed} of ${outcomes.length} specs differ from ${o.expected}\n`) : c.green(`all ${outcomes.length} specs as expected\n`))
     return failed ? 1 : 0
   })
+}
+
+/**
+ * How long a step may run before isolationtester cancels it, as the isolationtester of the server's version
+ * reads it: PostgreSQL 16 and later take twice PG_TEST_TIMEOUT_DEFAULT seconds (default 360 s), earlier
+ * versions PGISOLATIONTIMEOUT seconds (default 300 s).
+ */
+export function stepWait(versionNum: number, env: NodeJS.ProcessEnv = process.env): number {
+  if (versionNum >= 160000) {
+    const v = env.PG_TEST_TIMEOUT_DEFAULT
+    return v !== undefined ? 2 * (Number.parseInt(v, 10) || 0) * 1000 : 360_000
+  }
+  const v = env.PGISOLATIONTIMEOUT
+  return v !== undefined ? (Number.parseInt(v, 10) || 0) * 1000 : 300_000
 }
 
 export { parseDuration }
