@@ -17,12 +17,15 @@ function lit(s: string): string {
 const KIND = `case c.relkind when 'r' then 'table' when 'p' then 'table' when 'i' then 'index' when 'I' then 'index' when 'S' then 'sequence'
   when 'v' then 'view' when 'm' then 'materialized view' when 'f' then 'foreign table' when 'c' then 'type' else 'relation' end`
 
-/** Namespaces the check leaves alone: race's schema, TOAST, and temporary schemas (they vanish with the session). */
+/** Namespaces the check leaves alone: race's schema (a SQL expression), TOAST, and temporary schemas (they vanish with the session). */
 function excluded(schema: string): string {
-  return `(select oid from pg_catalog.pg_namespace where nspname = ${lit(schema)} or nspname = 'pg_toast' or nspname ~ '^pg_(toast_)?temp_')`
+  return `(select oid from pg_catalog.pg_namespace where nspname = ${schema} or nspname = 'pg_toast' or nspname ~ '^pg_(toast_)?temp_')`
 }
 
-/** Rows (k: identity and version, d: what it is) of every catalog entry outside `schema`. */
+/** The schema's name as a SQL literal, for fingerprintSql and locksSql. */
+export const schemaLiteral = lit
+
+/** Rows (k: identity and version, d: what it is) of every catalog entry outside the schema (a SQL expression). */
 export function fingerprintSql(schema: string): string {
   const x = excluded(schema)
   const ns = (table: string, col: string, name: string, what: string) =>
@@ -59,13 +62,13 @@ export function fingerprintSql(schema: string): string {
     any('pg_largeobject_metadata', `format('large object %s', t.oid)`),
     any('pg_database', `format('database %I', t.datname)`),
     any('pg_tablespace', `format('tablespace %I', t.spcname)`),
-    `select 'pg_roles:' || md5(t::text), format('role %I', t.rolname) from pg_catalog.pg_roles t`,
-    `select 'pg_auth_members:' || md5(t::text), 'a role membership' from pg_catalog.pg_auth_members t`,
-    `select 'pg_db_role_setting:' || md5(t::text), 'a role or database setting' from pg_catalog.pg_db_role_setting t`,
+    `select 'pg_roles:' || t.oid || ':' || md5(t::text), format('role %I', t.rolname) from pg_catalog.pg_roles t`,
+    `select 'pg_auth_members:' || md5(t::text) || ':0', 'a role membership' from pg_catalog.pg_auth_members t`,
+    `select 'pg_db_role_setting:' || t.setdatabase || '/' || t.setrole || ':' || md5(t::text), 'a role or database setting' from pg_catalog.pg_db_role_setting t`,
   ].join('\n union all ')
 }
 
-/** What this transaction holds for writing outside `schema` (relation locks stronger than reading). */
+/** What this transaction holds for writing outside the schema (a SQL expression): relation locks stronger than reading. */
 export function locksSql(schema: string): string {
   return `select format('%s %s', case l.mode when 'RowExclusiveLock' then 'writes to' else 'locks or alters' end, l.relation::regclass) as d
     from pg_catalog.pg_locks l join pg_catalog.pg_class c on c.oid = l.relation
@@ -100,17 +103,24 @@ export function refusal(where: string, schema: string, changes: readonly string[
 /** SQLSTATE the in-SQL form raises (class RX: race). */
 export const GUARD_SQLSTATE = 'RX001'
 
+/** Marks around the spec's own block inside guardedSql, so `race show` can show the block itself. */
+export const BLOCK_BEGINS = '-- race: the spec block begins'
+export const BLOCK_ENDS = '-- race: the spec block ends'
+
 /**
- * One statement list that runs `block` the same way in a single implicit transaction (race run's setup):
- * REPEATABLE READ, fingerprint before, the block, then a check that raises GUARD_SQLSTATE (rolling all of it
- * back) with what it found.
+ * One statement list that runs `block` in a single implicit transaction (race run's setup): REPEATABLE READ,
+ * the schema noted (search_path is the run's schema here), a fingerprint, the block, then a check that raises
+ * GUARD_SQLSTATE (rolling all of it back) naming what it found.
  */
-export function guardedSql(schema: string, block: string, where: string): string {
-  const msg = lit(`${where} `)
-  const tail = lit(`, outside race's schema ${schema}: a spec may change only what it creates in its own schema (name objects without a schema); nothing was changed`)
+export function guardedSql(block: string, where: string): string {
+  const schema = `current_setting('race.guard_schema')`
+  const tail = `', outside race''s schema ' || ${schema} || ': a spec may change only what it creates in its own schema (name objects without a schema); nothing was changed'`
   return `set transaction isolation level repeatable read;
+select set_config('race.guard_schema', current_schema(), true);
 create temp table race_guard_before on commit drop as ${fingerprintSql(schema)};
+${BLOCK_BEGINS}
 ${block}
+${BLOCK_ENDS}
 ;
 do $race_guard$
 declare found text;
@@ -125,8 +135,15 @@ begin
          union all select d from (${locksSql(schema)}) l)
   select string_agg(d, ', ') into found from (select d from changes limit 3) s;
   if found is not null then
-    raise exception using errcode = '${GUARD_SQLSTATE}', message = ${msg} || found || ${tail};
+    raise exception using errcode = '${GUARD_SQLSTATE}', message = ${lit(where + ' ')} || found || ${tail};
   end if;
 end
 $race_guard$`
+}
+
+/** The spec's own block inside a guardedSql text (for race show); other text unchanged. */
+export function shownBlock(sql: string): string {
+  const a = sql.indexOf(BLOCK_BEGINS)
+  const b = sql.indexOf(BLOCK_ENDS)
+  return a >= 0 && b > a ? sql.slice(a + BLOCK_BEGINS.length, b).trim() : sql
 }

@@ -2,7 +2,7 @@
 // transaction race checks before committing (see guard.ts): what PQexec would return, or a refusal.
 import { UsageError } from '../errors.js'
 import { maintenanceOnly, transactionControl } from './files.js'
-import { diff, fingerprintSql, locksSql, refusal } from './guard.js'
+import { diff, fingerprintSql, locksSql, refusal, schemaLiteral } from './guard.js'
 import type { PgConn, PgResult } from './pgconn.js'
 
 async function rows(control: PgConn, sql: string): Promise<string[][]> {
@@ -17,7 +17,7 @@ export async function guardedBlock(control: PgConn, sql: string, schema: string,
     throw new UsageError(`${where} block runs '${own.split(/\s+/).slice(0, 3).join(' ')}': race runs each setup and teardown block in a transaction of its own, to check that it changes nothing outside race's schema: leave transaction control out of it`)
   }
   await control.exec('BEGIN ISOLATION LEVEL REPEATABLE READ')
-  const before = new Map((await rows(control, fingerprintSql(schema))).map(([k, d]) => [k, d]))
+  const before = new Map((await rows(control, fingerprintSql(schemaLiteral(schema)))).map(([k, d]) => [k, d]))
   const r = await control.exec(sql)
   const message = control.errorMessage
   if (r?.status === 'FATAL_ERROR' || control.txStatus !== 'T') {
@@ -26,8 +26,8 @@ export async function guardedBlock(control: PgConn, sql: string, schema: string,
     control.errorMessage = message
     return r
   }
-  const after = new Map((await rows(control, fingerprintSql(schema))).map(([k, d]) => [k, d]))
-  const changes = [...diff(before, after), ...(await rows(control, locksSql(schema))).map(([d]) => d)]
+  const after = new Map((await rows(control, fingerprintSql(schemaLiteral(schema)))).map(([k, d]) => [k, d]))
+  const changes = [...diff(before, after), ...(await rows(control, locksSql(schemaLiteral(schema)))).map(([d]) => d)]
   if (changes.length) {
     await control.exec('ROLLBACK')
     throw new UsageError(refusal(`${where} block`, schema, changes))
