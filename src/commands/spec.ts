@@ -109,7 +109,8 @@ export async function specCommand(files: string[], o: SpecOptions): Promise<numb
             params: [...env.params, ['search_path', schema.name]],
             appName: env.appName,
             maxStepWaitMs,
-            block: (control, sql, kind, index) => guardedBlock(control, sql, schema.name, kind === 'setup' ? `${spec.file}:${spec.setup[index].pos.line}: setup` : `${spec.file}:${spec.teardown!.pos.line}: teardown`),
+            block: (control, sql, kind, index) =>
+              guardedBlock(control, sql, schema.name, kind === 'setup' ? `${spec.file}:${spec.setup[index].pos.line}: setup block ${index + 1}` : `${spec.file}:${spec.teardown!.pos.line}: teardown block`),
             onBackends: (p) => (pids = p),
           },
           sink,

@@ -29,8 +29,8 @@ export function diffLines(a: string, b: string, aName: string, bName: string): D
       if (i < n && j < m && xs[i] === ys[j]) {
         ops.push([' ', xs[i++]])
         j++
-      } else if (j < m && (i === n || L[i][j + 1] >= L[i + 1][j])) ops.push(['+', ys[j++]])
-      else ops.push(['-', xs[i++]])
+      } else if (i < n && (j === m || L[i + 1][j] >= L[i][j + 1])) ops.push(['-', xs[i++]])
+      else ops.push(['+', ys[j++]])
     }
   } else {
     for (const l of xs) ops.push(['-', l])

@@ -14,7 +14,7 @@ async function rows(control: PgConn, sql: string): Promise<string[][]> {
 export async function guardedBlock(control: PgConn, sql: string, schema: string, where: string): Promise<PgResult | null> {
   const own = transactionControl(sql)
   if (own) {
-    throw new UsageError(`${where} block runs '${own.split(/\s+/).slice(0, 3).join(' ')}': race runs each setup and teardown block in a transaction of its own, to check that it changes nothing outside race's schema: leave transaction control out of it`)
+    throw new UsageError(`${where} runs '${own.split(/\s+/).slice(0, 3).join(' ')}': race runs each setup and teardown block in a transaction of its own, to check that it changes nothing outside race's schema: leave transaction control out of it`)
   }
   await control.exec('BEGIN ISOLATION LEVEL REPEATABLE READ')
   const before = new Map((await rows(control, fingerprintSql(schemaLiteral(schema)))).map(([k, d]) => [k, d]))
@@ -30,7 +30,7 @@ export async function guardedBlock(control: PgConn, sql: string, schema: string,
   const changes = [...diff(before, after), ...(await rows(control, locksSql(schemaLiteral(schema)))).map(([d]) => d)]
   if (changes.length) {
     await control.exec('ROLLBACK')
-    throw new UsageError(refusal(`${where} block`, schema, changes))
+    throw new UsageError(refusal(where, schema, changes))
   }
   await control.exec('COMMIT')
   control.errorMessage = message

@@ -147,5 +147,10 @@ export function qualifyPermutation(p: { sessions: readonly { name: string; steps
   if (!toks.length || toks.some((t) => t.includes('.')) || ['barrier', 'lockstep', 'serial'].includes(text)) return text
   const owners = (name: string) => p.sessions.filter((s) => s.steps.some((x) => x.name === name))
   if (!toks.every((t) => owners(t.replace(/\(.*\)$/, '')).length === 1)) return text
-  return toks.map((t) => `${owners(t.replace(/\(.*\)$/, ''))[0].name}.${t.replace(/\(\*\)$/, '')}`).join(' ')
+  const body = toks.map((t) => `${owners(t.replace(/\(.*\)$/, ''))[0].name}.${t.replace(/\(\*\)$/, '')}`)
+  // A spec session's setup and teardown blocks are steps here: first and last, as isolationtester runs them.
+  const named = new Set(toks)
+  const head = p.sessions.filter((s) => s.steps[0]?.name === 'setup' && !named.has('setup')).map((s) => `${s.name}.setup`)
+  const tail = p.sessions.filter((s) => s.steps.length > 1 && s.steps[s.steps.length - 1].name === 'teardown' && !named.has('teardown')).map((s) => `${s.name}.teardown`)
+  return [...head, ...body, ...tail].join(' ')
 }
