@@ -11,7 +11,7 @@
 import fs from 'node:fs'
 import path from 'node:path'
 import { startEmbedded } from '../src/db/embedded.js'
-import { conform, corpus, NATIVE, TESTER_15, TESTER_18 } from './compare.js'
+import { conform, corpus, NATIVE, TESTER_15, TESTER_18 } from '../test/support/conformance.js'
 
 async function main(): Promise<void> {
   const args = process.argv.slice(2)

@@ -6,7 +6,7 @@ import fs from 'node:fs'
 import path from 'node:path'
 import type { Command } from 'commander'
 import { UsageError } from '../errors.js'
-import { onCleanup } from '../lifecycle.js'
+import { onCleanup, whenAborted } from '../lifecycle.js'
 import { parseDuration, parseWhole } from '../parse.js'
 import { c } from '../report/color.js'
 import { diffLines } from '../spec/diff.js'
@@ -95,28 +95,33 @@ export async function specCommand(files: string[], o: SpecOptions): Promise<numb
         },
       }
       let pids: number[] = []
-      // On Ctrl-C or --run-timeout, end this spec's backends (a step may be waiting on a lock).
-      const release = onCleanup('spec sessions', async () => {
+      const terminate = async () => {
         if (pids.length) await lab.onControlOrFresh((sql) => sql`select pg_terminate_backend(pid) from unnest(${pids}::int[]) as pid where pid <> pg_backend_pid()`).catch(() => {})
-      })
-      let result: { exit: 0 | 1 }
+      }
+      // On Ctrl-C or --run-timeout, end this spec's backends (a step may be waiting on a lock), then drop the schema.
+      const release = onCleanup('spec sessions', terminate)
+      let result: { exit: 0 | 1 } | undefined
       try {
-        result = await runTester(
-          spec,
-          {
-            target: lab.target,
-            connectTimeoutMs: bounds.connectTimeoutMs,
-            params: [...env.params, ['search_path', schema.name]],
-            appName: env.appName,
-            maxStepWaitMs,
-            block: (control, sql, kind, index) =>
-              guardedBlock(control, sql, schema.name, kind === 'setup' ? `${spec.file}:${spec.setup[index].pos.line}: setup block ${index + 1}` : `${spec.file}:${spec.teardown!.pos.line}: teardown block`),
-            onBackends: (p) => (pids = p),
-          },
-          sink,
-        )
+        result = await Promise.race([
+          runTester(
+            spec,
+            {
+              target: lab.target,
+              connectTimeoutMs: bounds.connectTimeoutMs,
+              params: [...env.params, ['search_path', schema.name]],
+              appName: env.appName,
+              maxStepWaitMs,
+              block: (control, sql, kind, index) =>
+                guardedBlock(control, sql, schema.name, kind === 'setup' ? `${spec.file}:${spec.setup[index].pos.line}: setup block ${index + 1}` : `${spec.file}:${spec.teardown!.pos.line}: teardown block`),
+              onBackends: (p) => (pids = p),
+            },
+            sink,
+          ),
+          whenAborted(),
+        ])
       } finally {
         release()
+        if (!result) await terminate()
         schema.release()
         const left = await schema.drop()
         if (left) throw new UsageError(left.note)

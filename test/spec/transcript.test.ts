@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict'
 import path from 'node:path'
 import { test } from 'node:test'
-import { conform, corpus, NATIVE, testerFor } from '../../conformance/compare.js'
+import { conform, corpus, NATIVE, testerFor } from '../support/conformance.js'
 import { useLab } from '../support/server.js'
 
 const ctx = useLab()
