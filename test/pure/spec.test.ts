@@ -324,3 +324,22 @@ permutation ins2 ins1 ins1 c1
     assert.equal(idFromFile('my-race.mjs'), 'my-race')
   })
 })
+
+describe("README's Your own races", () => {
+  test('the spec it shows is examples/orders.spec, and the fix differs from it in the lines it names', async () => {
+    const fs = await import('node:fs')
+    const path = await import('node:path')
+    const { ROOT } = await import('../support/server.js')
+    const md = fs.readFileSync(path.join(ROOT, 'README.md'), 'utf8')
+    const at = md.indexOf('## Your own races')
+    assert.ok(at >= 0)
+    const blocks = [...md.slice(at).matchAll(/```[a-z]*\n([\s\S]*?)```/g)].map((m) => m[1])
+    const orders = fs.readFileSync(path.join(ROOT, 'examples', 'orders.spec'), 'utf8')
+    const fixed = fs.readFileSync(path.join(ROOT, 'examples', 'orders-fixed.spec'), 'utf8')
+    assert.equal(blocks[0], orders)
+    const added = fixed.split('\n').filter((l) => !orders.split('\n').includes(l) && !l.startsWith('#'))
+    assert.deepEqual(added, ['expect held', 'step lock { select pg_advisory_xact_lock(1) }'])
+    assert.ok(blocks[2].includes(added[0]) && blocks[2].includes(added[1]))
+    assert.doesNotThrow(() => parseSpec(orders, 'orders.spec'))
+  })
+})
