@@ -53,6 +53,7 @@ Examples:
 }
 
 interface Outcome {
+  file: string
   name: string
   text: string
   exit: 0 | 1
@@ -75,7 +76,7 @@ export async function specCommand(files: string[], o: SpecOptions): Promise<numb
   }
   const bounds = parseBounds(o)
   const env = libpqEnv()
-  const streaming = o.results === undefined && o.expected === undefined
+  const streaming = o.results === undefined && o.expected === undefined && !o.json
   return withLab(o.databaseUrl, bounds, async (lab) => {
     const maxStepWaitMs = stepWait(lab.server.versionNum)
     const outcomes: Outcome[] = []
@@ -126,10 +127,18 @@ export async function specCommand(files: string[], o: SpecOptions): Promise<numb
         const left = await schema.drop()
         if (left) throw new UsageError(left.note)
       }
-      outcomes.push({ name, text, exit: result.exit, ms: Math.round(performance.now() - started) })
+      outcomes.push({ file: spec.file, name, text, exit: result.exit, ms: Math.round(performance.now() - started) })
       if (o.results !== undefined) fs.writeFileSync(path.join(o.results, `${name}.out`), Buffer.from(text, 'latin1'))
     }
-    if (o.expected === undefined) return outcomes.some((x) => x.exit) ? 1 : 0
+    const json = (verdicts?: Record<string, boolean>) => {
+      const results = outcomes.map((x) => ({ spec: x.file, name: x.name, transcript: Buffer.from(x.text, 'latin1').toString('utf8'), exitCode: x.exit, ms: x.ms, ...(verdicts ? { matched: verdicts[x.name] } : {}) }))
+      process.stdout.write(JSON.stringify({ server: { version: lab.server.version }, target: lab.target.label, results }, null, 2) + '\n')
+    }
+    if (o.expected === undefined) {
+      if (o.json) json()
+      return outcomes.some((x) => x.exit) ? 1 : 0
+    }
+    const verdicts: Record<string, boolean> = {}
     let failed = 0
     const diffs: string[] = []
     for (const x of outcomes) {
@@ -139,13 +148,18 @@ export async function specCommand(files: string[], o: SpecOptions): Promise<numb
       if (!candidates.length) throw new UsageError(`--expected ${o.expected} has no ${x.name}.out`)
       const texts = candidates.map((f) => fs.readFileSync(f, 'latin1'))
       const ok = texts.includes(x.text)
+      verdicts[x.name] = ok
       if (!ok) {
         failed++
         // The closest expected file, as pg_regress shows the alternate with the fewest differing lines.
         const ranked = texts.map((t, i) => ({ i, d: diffLines(t, x.text, candidates[i], `${x.name} (race)`) })).sort((a, b) => a.d.changed - b.d.changed)
         diffs.push(ranked[0].d.text)
       }
-      process.stdout.write(`${x.name.padEnd(24)} ... ${ok ? c.green('ok') : c.red('FAILED')}  ${x.ms} ms\n`)
+      if (!o.json) process.stdout.write(`${x.name.padEnd(24)} ... ${ok ? c.green('ok') : c.red('FAILED')}  ${x.ms} ms\n`)
+    }
+    if (o.json) {
+      json(verdicts)
+      return failed ? 1 : 0
     }
     for (const d of diffs) process.stdout.write(Buffer.from(d, 'latin1'))
     process.stdout.write(failed ? c.red(`${failed} of ${outcomes.length} specs differ from ${o.expected}\n`) : c.green(`all ${outcomes.length} specs as expected\n`))
