@@ -6,7 +6,7 @@ import fs from 'node:fs'
 import path from 'node:path'
 import type { Command } from 'commander'
 import { UsageError } from '../errors.js'
-import { onCleanup, whenAborted } from '../lifecycle.js'
+import { abortSignal, onCleanup, whenAborted } from '../lifecycle.js'
 import { parseDuration, parseWhole } from '../parse.js'
 import { c } from '../report/color.js'
 import { diffLines } from '../spec/diff.js'
@@ -85,12 +85,15 @@ export async function specCommand(files: string[], o: SpecOptions): Promise<numb
       const started = performance.now()
       const schema = await lab.createSchema('spec', Boolean(o.keep))
       let text = ''
+      // Once the run is aborted (Ctrl-C, --run-timeout), the transcript ends: what the ended sessions still say is not part of it.
       const sink = {
         out: (s: string) => {
+          if (abortSignal.aborted) return
           text += s
           if (streaming) process.stdout.write(Buffer.from(s, 'latin1'))
         },
         err: (s: string) => {
+          if (abortSignal.aborted) return
           text += s
           if (streaming) process.stderr.write(Buffer.from(s, 'latin1'))
         },
