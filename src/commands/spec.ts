@@ -31,7 +31,7 @@ export function registerSpec(program: Command, exit: (code: number) => void): Co
     .option('--results <dir>', 'write each transcript to DIR/<name>.out instead of printing it')
     .option('--expected <dir>', 'compare each transcript with DIR/<name>.out (or <name>_1.out ...): ok or FAILED, and the differences')
     .option('--n <n>', 'sessions each template session (session s*) becomes (default 2)')
-  addTargetOptions(cmd)
+  addTargetOptions(cmd, { stepTimeout: false })
   const runTimeout = cmd.options.find((x) => x.long === '--run-timeout')
   if (runTimeout) runTimeout.default('30m')
   cmd.action(async (files: string[], o: SpecOptions) => exit(await specCommand(files, o)))
@@ -129,6 +129,7 @@ export async function specCommand(files: string[], o: SpecOptions): Promise<numb
         schema.release()
         const left = await schema.drop()
         if (left) throw new UsageError(left.note)
+        if (o.keep) process.stderr.write(`race: ${spec.file}: schema ${schema.name} kept (--keep): drop schema "${schema.name}" cascade\n`)
       }
       outcomes.push({ file: spec.file, name, text, exit: result.exit, ms: Math.round(performance.now() - started) })
       if (o.results !== undefined) fs.writeFileSync(path.join(o.results, `${name}.out`), Buffer.from(text, 'latin1'))
