@@ -12,6 +12,7 @@ import { registerLocks } from './commands/locks.js'
 import { registerMatrix } from './commands/matrix.js'
 import { registerRun } from './commands/run.js'
 import { registerShow } from './commands/show.js'
+import { registerSpec } from './commands/spec.js'
 import { scenarios } from './registry.js'
 import type { Scenario } from './scenario.js'
 
@@ -100,6 +101,7 @@ Exit codes: 0 as documented, 1 a deviation, 2 bad input, 3 could not run or deci
   registerLocks(p, setExit)
   registerMatrix(p, setExit)
   registerBench(p, setExit)
+  registerSpec(p, setExit)
   p.hook('preAction', (_p, action) => setColor(action.opts().color !== false))
   return p
 }

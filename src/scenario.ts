@@ -172,8 +172,9 @@ export interface EngineDoc {
 
 /** Which section of which article a scenario shows. */
 export interface Source {
-  article: 'advisory-locks' | 'isolation-levels'
-  /** The section's number (advisory-locks) or heading (isolation-levels), e.g. '4.1' or 'Write skew'. */
+  /** One of the two articles, or 'file': a user's own scenario (a spec file or a .mjs module). */
+  article: 'advisory-locks' | 'isolation-levels' | 'file'
+  /** The section's number (advisory-locks) or heading (isolation-levels), e.g. '4.1' or 'Write skew'; for 'file', the path. */
   section: string
 }
 
@@ -217,6 +218,13 @@ export interface Scenario {
   /** What each engine is documented to do. An engine without an entry does not run this scenario. */
   documented: Partial<Record<Engine, EngineDoc>>
   checks?: CheckCase[]
+  /**
+   * For a scenario that documents no per-session outcome (a spec file says only what its invariant does):
+   * 'held' or 'violated' is judged as `--expect` is (every trial held / some trial violated), and 'reported'
+   * (no expect line) reports what happened, exit 0 unless it could not be decided. Its `documented` entries
+   * are then empty: race claims nothing about who ends how.
+   */
+  expects?: 'held' | 'violated' | 'reported'
 }
 
 /** Identity, for type checking: `export default defineScenario({...})`. */

@@ -8,6 +8,7 @@ import { findScenario, scenarios } from '../registry.js'
 import { c, verdictColor } from '../report/color.js'
 import { plainTable } from '../report/table.js'
 import { addTargetOptions, parseBounds, runOnce, withLab, type TargetOptions } from './common.js'
+import { expectsOverride, specFailure } from '../spec/scenario.js'
 
 export interface Case {
   scenario: Scenario
@@ -20,7 +21,7 @@ export function registerCheck(program: Command, exit: (code: number) => void): C
   const cmd = program
     .command('check')
     .description('every scenario in lockstep against one database: exit 0 only if each behaves exactly as documented')
-    .argument('[scenarios...]', 'scenario ids (default: all)')
+    .argument('[scenarios...]', 'scenario ids (default: all), .spec files or .mjs modules')
   addTargetOptions(cmd, { keep: false })
   cmd.action(async (ids: string[], o: TargetOptions) => exit(await checkCommand(ids, o)))
   cmd.addHelpText(
@@ -55,8 +56,10 @@ export async function checkCommand(ids: string[], o: TargetOptions): Promise<num
     const rows = []
     for (const k of cases) {
       if (!o.json && process.stderr.isTTY) process.stderr.write(`\r\x1b[2Kchecking ${k.scenario.id} (${k.label})...`)
-      const { trial, docs, ms } = await runOnce(lab, bounds, k.scenario, k.params, k.n)
-      rows.push({ k, t: trial, docs, ms, summary: summarize([trial], docs) })
+      const { trial, docs, ms } = await runOnce(lab, bounds, k.scenario, k.params, k.n).catch((e) => {
+        throw specFailure(k.scenario, e)
+      })
+      rows.push({ k, t: trial, docs, ms, summary: summarize([trial], docs, expectsOverride(k.scenario)) })
     }
     if (!o.json && process.stderr.isTTY) process.stderr.write('\r\x1b[2K')
     const code = worstExit(rows.map((r) => exitCode(r.summary)))

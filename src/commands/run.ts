@@ -11,6 +11,7 @@ import { toJson, type RunView } from '../report/json.js'
 import { deviationLines, invariantLine, isolationLine, sessionsTable, trialsTable, verdictLine } from '../report/table.js'
 import { timeline } from '../report/timeline.js'
 import type { Params, Scenario, Schedule } from '../scenario.js'
+import { expectsOverride, qualifyPermutation, specFailure } from '../spec/scenario.js'
 import { addScenarioParamOptions, addTargetOptions, describeParams, docsFor, judgeTrial, parseBounds, scenarioParams, withLab, type TargetOptions, type Trial } from './common.js'
 
 export const SCHEDULES: readonly Schedule[] = ['barrier', 'lockstep', 'serial']
@@ -68,7 +69,7 @@ Examples:
 
 /** A schedule name, or a permutation ("s1.begin s2.begin ..."), checked against the plan's sessions. */
 export function parseSchedule(raw: string, p: Plan): { schedule: Schedule; permutation?: string } {
-  const v = String(raw).trim()
+  const v = qualifyPermutation(p, String(raw).trim())
   if ((SCHEDULES as readonly string[]).includes(v)) return { schedule: v as Schedule }
   if (v.includes('.')) {
     orderFor(p, 'permutation', v)
@@ -109,7 +110,7 @@ export async function runCommand(id: string, o: RunOptions, cmd: Command): Promi
   const n = o.n === undefined ? count.default : parseWhole('--n', o.n, count.min, count.max)
   const windowMs = o.window === undefined ? 0 : parseDuration('--window', o.window, { allowZero: true })
   const trials = parseWhole('--trials', o.trials, 1, 100_000)
-  const override = parseExpect(o.expect)
+  const override = parseExpect(o.expect) ?? expectsOverride(scenario)
   const bounds = parseBounds(o)
   const user = o.user === undefined ? undefined : parseUuid(o.user)
   const holdMs = o.hold === undefined ? 0 : parseDuration('--hold', o.hold)
@@ -148,6 +149,8 @@ export async function runCommand(id: string, o: RunOptions, cmd: Command): Promi
         if (t.verdict === 'anomaly') violations++
         if (progress) process.stderr.write(`\r\x1b[2Ktrial ${done}/${trials}  violated ${violations}`)
       },
+    }).catch((e) => {
+      throw specFailure(scenario, e)
     })
     if (progress) process.stderr.write('\r\x1b[2K')
     const summary = summarize(judged, docs, override)

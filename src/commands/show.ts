@@ -12,6 +12,7 @@ import { findScenario, scenarios, sourceText } from '../registry.js'
 import { c } from '../report/color.js'
 import type { Documented, Schedule, StepDef } from '../scenario.js'
 import { addScenarioParamOptions, describeParams, scenarioParams } from './common.js'
+import { shownBlock } from '../spec/guard.js'
 
 export interface ShowOptions {
   n?: string
@@ -103,7 +104,8 @@ export async function showCommand(id: string, o: ShowOptions, cmd: Command): Pro
   lines.push(`${c.bold(s.id)}: ${s.title}`, c.dim(`from the ${sourceText(s.source)}`), '')
   for (const l of s.story) lines.push(`  ${l}`)
   lines.push('', c.bold('setup') + c.dim(" (in the run's own schema, before each trial)"))
-  for (const stmt of p.setup) lines.push(indent(stmt.trim() + ';', 2))
+  for (const stmt of p.setup) lines.push(indent(shownBlock(stmt).trim().replace(/;?$/, ';'), 2))
+  if (s.expects) lines.push(c.dim("  (each block runs in one transaction that race rolls back, failing the run, if it changes anything outside the run's schema)"))
   for (const sess of shown) {
     const conn = Object.entries(sess.spec.connection ?? {})
     const title = replicated ? `session` + c.dim(` (replicated as s1..sN; --n ${n})`) : `session ${sess.name}`
@@ -135,8 +137,11 @@ export async function showCommand(id: string, o: ShowOptions, cmd: Command): Pro
   lines.push('', `${c.bold('invariant')}  ${desc}`, indent(s.invariant.sql, 11))
   const ps = describeParams(s, params)
   if (ps) lines.push(`${c.bold('params')}     ${ps}`)
-  lines.push('', c.bold('documented') + c.dim(' (how each session ends; any one of several alternatives may happen)'))
-  for (const d of documented) lines.push(`  ${d.schedule}: ${d.documented.map((x) => `${describeDoc(x)} ${c.dim(`(${x.why})`)}`).join('\n    | ')}`)
+  if (s.expects) {
+    const what = s.expects === 'reported' ? 'nothing: race run reports what happens (no expect line)' : `the invariant ${s.expects} (the spec's expect line; who ends how is not documented)`
+    lines.push('', `${c.bold('expected')}   ${what}`)
+  } else lines.push('', c.bold('documented') + c.dim(' (how each session ends; any one of several alternatives may happen)'))
+  if (!s.expects) for (const d of documented) lines.push(`  ${d.schedule}: ${d.documented.map((x) => `${describeDoc(x)} ${c.dim(`(${x.why})`)}`).join('\n    | ')}`)
   for (const k of s.checks ?? []) {
     const v = { params: { ...params, ...(k.params ?? {}) }, n: k.n ?? s.sessionCount.default, engine: 'postgres' as const }
     lines.push(`  check ${k.label}: ${documentedFor(s, { ...v, schedule: 'lockstep', windowMs: 0 }).map(describeDoc).join(' | ')}`)
