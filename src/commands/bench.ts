@@ -8,6 +8,7 @@ import { advisory, articleRatio, oltp, ARTICLE, type Workload } from '../bench/w
 import { runCell, type Driver } from '../bench/runner.js'
 import { findPgbench, runPgbench, type Pgbench } from '../bench/pgbench.js'
 import { groupLabel, html, Progress, shortLevel, text, type BenchReport, type CellResult } from '../bench/report.js'
+import type { Lab } from '../db/lab.js'
 import { addTargetOptions, parseBounds, withLab, type TargetOptions } from './common.js'
 
 export const LEVELS = ['read committed', 'repeatable read', 'serializable'] as const
@@ -184,7 +185,8 @@ export async function benchCommand(o: BenchCliOptions, cmd: Command): Promise<nu
     }
   }
 
-  return withLab(o.databaseUrl, bounds, async (lab, target) => {
+  return withLab(o.databaseUrl, bounds, async (driver, target) => {
+    const lab = driver as Lab
     const room = await lab.room()
     if (b.clients > room.free) {
       throw new UsageError(`--clients ${b.clients} needs ${b.clients} connections, but the server has room for ${Math.max(0, room.free)} more (max_connections ${room.max}): use --clients ${Math.max(1, room.free)} or fewer`)

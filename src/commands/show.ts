@@ -92,7 +92,7 @@ export async function showCommand(id: string, o: ShowOptions, cmd: Command): Pro
       })),
       binds,
       permutation: p.permutation ?? null,
-      invariant: { description: typeof s.invariant.description === 'function' ? s.invariant.description(params) : s.invariant.description, sql: s.invariant.sql },
+      invariant: { description: typeof s.invariant.description === 'function' ? s.invariant.description(params) : s.invariant.description, sql: p.invariantSql },
       documented,
       checks: s.checks ?? [],
     }
@@ -132,7 +132,7 @@ export async function showCommand(id: string, o: ShowOptions, cmd: Command): Pro
     lines.push(...drawPermutation(p.permutation, p.sessions))
   }
   const desc = typeof s.invariant.description === 'function' ? s.invariant.description(params) : s.invariant.description
-  lines.push('', `${c.bold('invariant')}  ${desc}`, indent(s.invariant.sql, 11))
+  lines.push('', `${c.bold('invariant')}  ${desc}`, indent(p.invariantSql, 11))
   const ps = describeParams(s, params)
   if (ps) lines.push(`${c.bold('params')}     ${ps}`)
   lines.push('', c.bold('documented') + c.dim(' (how each session ends; any one of several alternatives may happen)'))
@@ -158,7 +158,7 @@ function stepLines(name: string, def: StepDef): string[] {
 function usedBinds(p: Plan): { name: string; describe: string }[] {
   const names = new Set<string>()
   for (const s of p.sessions) for (const st of s.steps) for (const b of bindNames(st.def.sql)) names.add(b)
-  for (const b of bindNames(p.scenario.invariant.sql)) names.add(b)
+  for (const b of bindNames(p.invariantSql)) names.add(b)
   for (const stmt of p.setup) for (const b of bindNames(stmt)) names.add(b)
   const out: { name: string; describe: string }[] = []
   for (const name of names) {
