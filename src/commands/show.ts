@@ -11,10 +11,11 @@ import { bindNames } from '../binds.js'
 import { findScenario, scenarios, sourceText } from '../registry.js'
 import { c } from '../report/color.js'
 import type { Documented, Schedule, StepDef } from '../scenario.js'
-import { addScenarioParamOptions, describeParams, scenarioParams } from './common.js'
+import { addScenarioParamOptions, assertRunsOn, describeParams, engineFor, scenarioParams } from './common.js'
 
 export interface ShowOptions {
   n?: string
+  databaseUrl?: string
   json?: boolean
   color: boolean
   [param: string]: unknown
@@ -28,6 +29,7 @@ export function registerShow(program: Command, all: readonly import('../scenario
     .option('--n <n>', 'show it for this many sessions')
     .option('--json', 'print JSON')
     .option('--no-color', 'no colours')
+    .option('--database-url <url>', "show it for this URL's engine: a mysql:// URL shows the MySQL/MariaDB form and InnoDB's documented outcome (nothing connects)")
   addScenarioParamOptions(cmd, all)
   cmd.action(async (id: string, o: ShowOptions, self: Command) => exit(await showCommand(id, o, self)))
   cmd.addHelpText('after', '\nExamples:\n  $ race show advisory\n  $ race show write-skew --isolation serializable\n  $ race show repeatable-read --no-guard --json')
@@ -62,11 +64,13 @@ function docs(p: Plan): { schedule: string; documented: Documented[] }[] {
 
 export async function showCommand(id: string, o: ShowOptions, cmd: Command): Promise<number> {
   const s = await findScenario(id)
-  const params = scenarioParams(s, cmd, o, await scenarios())
+  const engine = engineFor(o.databaseUrl)
+  assertRunsOn(s, engine)
+  const params = scenarioParams(s, cmd, o, await scenarios(), engine)
   const count = sessionCount(s)
   const n = o.n === undefined ? count.default : parseWhole('--n', o.n, count.min, count.max)
-  assertSound(s, params, n)
-  const p = plan(s, { params, n, engine: 'postgres' })
+  assertSound(s, params, n, engine)
+  const p = plan(s, { params, n, engine })
   const replicated = p.sessions.length > 1 && p.sessions.every((x) => x.spec === p.sessions[0].spec)
   const shown = replicated ? [p.sessions[0]] : p.sessions
   const binds = usedBinds(p)
@@ -76,6 +80,7 @@ export async function showCommand(id: string, o: ShowOptions, cmd: Command): Pro
       id: s.id,
       title: s.title,
       source: sourceText(s.source),
+      ...(engine === 'mysql' ? { engine } : {}),
       story: s.story,
       params,
       n,
@@ -100,7 +105,7 @@ export async function showCommand(id: string, o: ShowOptions, cmd: Command): Pro
     return 0
   }
   const lines: string[] = []
-  lines.push(`${c.bold(s.id)}: ${s.title}`, c.dim(`from the ${sourceText(s.source)}`), '')
+  lines.push(`${c.bold(s.id)}: ${s.title}`, c.dim(`from the ${sourceText(s.source)}${engine === 'mysql' ? '; on MySQL/MariaDB (InnoDB)' : ''}`), '')
   for (const l of s.story) lines.push(`  ${l}`)
   lines.push('', c.bold('setup') + c.dim(" (in the run's own schema, before each trial)"))
   for (const stmt of p.setup) lines.push(indent(stmt.trim() + ';', 2))
@@ -138,7 +143,8 @@ export async function showCommand(id: string, o: ShowOptions, cmd: Command): Pro
   lines.push('', c.bold('documented') + c.dim(' (how each session ends; any one of several alternatives may happen)'))
   for (const d of documented) lines.push(`  ${d.schedule}: ${d.documented.map((x) => `${describeDoc(x)} ${c.dim(`(${x.why})`)}`).join('\n    | ')}`)
   for (const k of s.checks ?? []) {
-    const v = { params: { ...params, ...(k.params ?? {}) }, n: k.n ?? s.sessionCount.default, engine: 'postgres' as const }
+    if (k.engines && !k.engines.includes(engine)) continue
+    const v = { params: { ...params, ...(k.params ?? {}) }, n: k.n ?? s.sessionCount.default, engine }
     lines.push(`  check ${k.label}: ${documentedFor(s, { ...v, schedule: 'lockstep', windowMs: 0 }).map(describeDoc).join(' | ')}`)
   }
   process.stdout.write(lines.join('\n') + '\n')
