@@ -447,23 +447,26 @@ export class MysqlLab implements Driver {
       }
       const n = ++this.seq
       const token = `race watch ${this.controlId}.${n} `
+      // MariaDB shows every read-only transaction with trx_id 0 (in INNODB_TRX and as blocking_trx_id alike), so
+      // blockers are matched by id in JavaScript: 0 means "one of the read-only transactions".
       const blockers = this.mariadb
-        ? `(select group_concat(b.trx_mysql_thread_id) from information_schema.innodb_lock_waits w join information_schema.innodb_trx b on b.trx_id = w.blocking_trx_id where w.requesting_trx_id = t.trx_id)`
+        ? `(select group_concat(w.blocking_trx_id) from information_schema.innodb_lock_waits w where w.requesting_trx_id = t.trx_id and t.trx_id <> 0)`
         : `null`
       try {
         const reply = (await this.watch.query(
-          `start transaction with consistent snapshot; select /* ${token}*/ t.trx_mysql_thread_id as thread, t.trx_isolation_level as level, t.trx_state as state, t.trx_query as q, ${blockers} as blockers from information_schema.innodb_trx t; commit`,
+          `start transaction with consistent snapshot; select /* ${token}*/ t.trx_id as id, t.trx_mysql_thread_id as thread, t.trx_isolation_level as level, t.trx_state as state, t.trx_query as q, ${blockers} as blockers from information_schema.innodb_trx t; commit`,
         )) as unknown[]
         this.lastRead = performance.now()
-        const rows = reply[1] as { thread: number; level: string; state: string; q: string | null; blockers: string | null }[]
-        if (!rows.some((r) => r.q?.includes(token))) return undefined // a copy another reader's query made: stale
+        const rows = reply[1] as { id: number; thread: number; level: string; state: string; q: string | null; blockers: string | null }[]
+        const me = rows.find((r) => r.q?.includes(token))
+        if (!me) return undefined // a copy another reader's query made: stale
+        const byId = new Map<string, number[]>()
+        for (const r of rows) if (r !== me) byId.set(String(r.id), [...(byId.get(String(r.id)) ?? []), Number(r.thread)])
         const trx = new Map<number, TrxRow>()
         for (const r of rows) {
-          trx.set(Number(r.thread), {
-            level: String(r.level ?? '').toLowerCase(),
-            state: String(r.state ?? ''),
-            blockers: r.blockers ? String(r.blockers).split(',').map(Number) : [],
-          })
+          const ids = r.blockers ? String(r.blockers).split(',') : []
+          const threads = ids.flatMap((id) => byId.get(id) ?? []).filter((t) => t !== Number(r.thread))
+          trx.set(Number(r.thread), { level: String(r.level ?? '').toLowerCase(), state: String(r.state ?? ''), blockers: [...new Set(threads)] })
         }
         this.latest = { seq: n, trx }
         return this.latest
@@ -500,7 +503,7 @@ export class MysqlLab implements Driver {
       const state = String(r.state ?? '')
       // GET_LOCK waits ('User lock') and metadata/table lock waits are live in PROCESSLIST.
       if (state === 'User lock' || /^Waiting for .*lock/i.test(state)) out.add(Number(r.id))
-      else if (r.command === 'Query') running.push(Number(r.id))
+      else if (r.command === 'Query' || r.command === 'Execute') running.push(Number(r.id))
     }
     if (!running.length) return out
     if (!this.mariadb) {
