@@ -58,7 +58,7 @@ const words = (verdict: string, states: string[]) => (verdict === 'prevented' &&
 /** Pure: one judged trial as a cell, next to its documented outcome. */
 export function cellOf(t: Pick<Trial, 'verdict' | 'sessions' | 'comparison'>, docs: readonly Documented[]): Cell {
   const happened = words(t.verdict, failedWith(t.sessions.flatMap((s) => s.errors)))
-  const documented = docs.map((d) => words(d.verdict, failedWith(Object.entries(d.who).flatMap(([k, v]) => (typeof v === 'string' ? [v] : [k]))))).join(' | ')
+  const documented = [...new Set(docs.map((d) => words(d.verdict, failedWith(Object.entries(d.who).flatMap(([k, v]) => (typeof v === 'string' ? [v] : [k]))))))].join(' | ')
   return { happened, verdict: t.verdict, documented, deviation: !t.comparison.matched, deviations: t.comparison.deviations }
 }
 

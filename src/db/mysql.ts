@@ -447,10 +447,11 @@ export class MysqlLab implements Driver {
       }
       const n = ++this.seq
       const token = `race watch ${this.controlId}.${n} `
-      // MariaDB shows every read-only transaction with trx_id 0 (in INNODB_TRX and as blocking_trx_id alike), so
-      // blockers are matched by id in JavaScript: 0 means "one of the read-only transactions".
+      // MariaDB shows every read-only transaction with trx_id 0 (in INNODB_TRX and in INNODB_LOCK_WAITS alike): a
+      // wait is found by the lock it requests, and its blockers are matched by id in JavaScript, 0 meaning "one of
+      // the read-only transactions".
       const blockers = this.mariadb
-        ? `(select group_concat(w.blocking_trx_id) from information_schema.innodb_lock_waits w where w.requesting_trx_id = t.trx_id and t.trx_id <> 0)`
+        ? `(select group_concat(w.blocking_trx_id) from information_schema.innodb_lock_waits w where w.requested_lock_id = t.trx_requested_lock_id)`
         : `null`
       try {
         const reply = (await this.watch.query(
