@@ -73,9 +73,40 @@ export const advisoryParams = {
 export function invariant(max: '1' | ':maxPending' = '1'): Invariant {
   return {
     description: (p) => `at most ${p.maxPending ?? 1} pending request${Number(p.maxPending ?? 1) === 1 ? '' : 's'} for the user`,
-    sql: `select count(*) <= ${max} as held, count(*)::int as pending from setup_requests where user_id = :user and status = 'pending'`,
+    sql: ({ engine }) =>
+      engine === 'mysql' ? myInvariantSql(max) : `select count(*) <= ${max} as held, count(*)::int as pending from setup_requests where user_id = :user and status = 'pending'`,
     observed: (r) => `${r.pending} pending`,
   }
+}
+
+// ---- InnoDB forms (MySQL/MariaDB) ----
+
+/** setup_requests in MySQL's types; the run's database is fresh, so the table has no other rows. */
+export const myTable = `create table setup_requests (
+  id         bigint       auto_increment primary key,
+  user_id    char(36)     not null,
+  status     varchar(20)  not null check (status in ('pending', 'completed', 'cancelled')),
+  created_at timestamp(6) not null default current_timestamp(6)
+)`
+
+/**
+ * §5 in MySQL's form: MySQL has no partial index, but a unique index ignores rows with a NULL in it, so a generated
+ * column that is 1 while the request is pending (NULL otherwise), unique together with the user, makes "one pending
+ * request per user" a constraint. (MariaDB 10.11 refuses a generated column that returns user_id from a CASE:
+ * 1901, "cannot be used in the GENERATED ALWAYS AS clause"; a number is accepted.)
+ */
+export const myPendingUnique = `alter table setup_requests
+  add column pending tinyint as (if(status = 'pending', 1, null)) stored,
+  add unique key setup_requests_one_pending_per_user (user_id, pending)`
+
+/** The steps of §1 (and §2) on InnoDB, at READ COMMITTED as the article writes them. */
+export function myCheckThenInsert(forUpdate = false, level = 'read committed'): Record<string, Step> {
+  return { begin: `set transaction isolation level ${level}; start transaction`, check: checkExists(forUpdate), insert: insertUnlessFound, commit: 'commit' }
+}
+
+/** The invariant, MySQL's SQL. */
+export function myInvariantSql(max: '1' | ':maxPending' = '1'): string {
+  return `select count(*) <= ${max} as held, count(*) as pending from setup_requests where user_id = :user and status = 'pending'`
 }
 
 /** n requests one after another (or serialized by a lock): the first `max` commit, the rest are told no. */
