@@ -121,6 +121,11 @@ export interface SessionSpec {
   shares?: string
   /** Binds only this session has (e.g. a different user per session). */
   binds?: Record<string, Bind>
+  /**
+   * The application's `finally`: SQL it runs after the session was rejected or failed with a SQL error, after the
+   * rollback (MySQL's RELEASE_LOCK: a session-scoped lock outlives the transaction that took it).
+   */
+  release?: string
 }
 
 export interface Invariant {

@@ -1,7 +1,7 @@
 // The check-then-insert family of the advisory-locks article (§1-§5): one table, one invariant, the steps
 // its variants share, and the outcomes they document. Each scenario differs from `broken` only where the
 // article's code differs.
-import { anomaly, clean, keyBind, step, type Bind, type EngineDoc, type Invariant, type Params, type Step, type Variant, type Who } from '../../src/scenario.js'
+import { anomaly, clean, keyBind, step, type Bind, type EngineDoc, type Invariant, type Params, type SessionSpec, type Step, type Variant, type Who } from '../../src/scenario.js'
 
 export const table = `create table setup_requests (
   id         uuid        primary key default gen_random_uuid(),
@@ -34,8 +34,38 @@ export function checkThenInsert(begin = 'begin', forUpdate = false): Record<stri
   return { begin, check: checkExists(forUpdate), insert: insertUnlessFound, commit: 'commit' }
 }
 
-/** `:key`: the user's advisory key in the setup_request namespace (§8.1). */
-export const binds: Record<string, Bind> = { key: keyBind('setup_request') }
+/**
+ * `:key`: the user's advisory key in the setup_request namespace (§8.1). `:lock`: MySQL's GET_LOCK takes a name (up
+ * to 64 characters), not a number: the namespace and the user, as the article builds its key from.
+ */
+export const binds: Record<string, Bind> = {
+  key: keyBind('setup_request'),
+  lock: { describe: "'setup_request:' || user (a GET_LOCK name)", value: (ctx) => `setup_request:${ctx.user}` },
+}
+
+/**
+ * §4 on MySQL: GET_LOCK is the only advisory lock there, and it is session-scoped: COMMIT does not release it, so the
+ * application releases it after COMMIT, and in its finally when it says no (the session's `release`). GET_LOCK
+ * answers 0 when its timeout runs out (no error): the application then says busy.
+ */
+export function myAdvisory(p: Params, level = 'read committed'): SessionSpec {
+  return {
+    steps: {
+      begin: `set transaction isolation level ${level}; start transaction`,
+      lock: 'select get_lock(:lock, :lockTimeout / 1000) as got',
+      check: step(`select count(*) as pending from setup_requests where user_id = :user and status = 'pending'`, {
+        rejectIf: ({ prior }) => prior.lock.got !== 1 && 'busy: GET_LOCK timed out',
+      }),
+      insert: step(`insert into setup_requests (user_id, status) values (:user, 'pending')`, {
+        rejectIf: ({ prior, params }) => prior.check.pending >= (params.maxPending ?? 1) && 'pending limit reached',
+      }),
+      commit: 'commit',
+      unlock: 'select release_lock(:lock) as released',
+    },
+    racePoint: 'check',
+    release: 'select release_lock(:lock) as released',
+  }
+}
 
 /** §4: the advisory-lock version, with max_pending and lock_timeout; `guard` is its SET TRANSACTION line (§5.2). */
 export function advisorySteps(p: Params, guard = true): Record<string, Step> {

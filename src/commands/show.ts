@@ -119,6 +119,7 @@ export async function showCommand(id: string, o: ShowOptions, cmd: Command): Pro
       lines.push(...stepLines(st.name, st.def))
       if (st.name === sess.spec.racePoint) lines.push(c.dim(`  -- race point: --window sleeps here, between check and write`))
     }
+    if (sess.spec.release) lines.push(c.yellow(`  application, finally (after a rejection or an error): ${sess.spec.release}`))
     const retry = sess.spec.retry
     if (retry?.max) {
       lines.push(c.dim(`  application: on ${retry.on?.length ? retry.on.join(', ') : "a step's retryIf"}, roll back and run the whole transaction again, at most ${retry.max} more time(s)${retry.backoff ? ' (exponential backoff with full jitter)' : ''}`))

@@ -167,6 +167,7 @@ export class Session {
       if (reject) {
         this.record(name, 'reject', String(reject))
         await this.rollback()
+        await this.release()
         return this.end('rejected', name, { reason: String(reject) })
       }
       const res = await this.exec(def)
@@ -218,6 +219,7 @@ export class Session {
       const retry = this.spec.retry
       // A retry loop names SQLSTATEs ('40001'); a MySQL error is 'SQLSTATE/errno' ('40001/1213'), retried by its SQLSTATE.
       if ((retry?.on?.includes(code) || retry?.on?.includes(sqlstateOf(code))) && this.retries < retry!.max) return this.again(retry!.backoff ?? false, name)
+      await this.release()
       return this.end('failed', name, { sqlstate: code, reason: (err as Error).message })
     }
     // Not a server error and not a lost connection: report it as the session's failure, honestly.
@@ -231,7 +233,20 @@ export class Session {
     await this.rollback()
     if (this.retries < (this.spec.retry?.max ?? 0)) return this.again(this.spec.retry?.backoff ?? false, name)
     this.record(name, 'reject', reason)
+    await this.release()
     return this.end('rejected', name, { reason })
+  }
+
+  /** The application's finally (SessionSpec.release), after a rejection or a SQL error; its own failure changes nothing. */
+  private async release(): Promise<void> {
+    const sql = this.spec.release
+    if (!sql || this.closedByServer) return
+    try {
+      const res = await this.exec({ sql })
+      this.record('release', 'ok', summarize(res))
+    } catch (e) {
+      this.record('release', 'error', (e as { code?: string })?.code ?? (e as Error)?.message)
+    }
   }
 
   /** The application's retry loop: the whole transaction again, each step exactly as the first time. */
