@@ -141,6 +141,10 @@ export async function runCommand(id: string, o: RunOptions, cmd: Command): Promi
       user,
       holdMs,
       onHold: (pids, ms) => {
+        if (lab.engine === 'mysql') {
+          process.stderr.write(`holding for ${formatDuration(ms)} (threads ${pids.join(', ')}); in another client: select * from information_schema.innodb_lock_waits\n`)
+          return
+        }
         const url = target.kind === 'embedded' ? ` --database-url '${lab.target.url}'` : o.databaseUrl ? ` --database-url '<the same URL>'` : ''
         process.stderr.write(`holding for ${formatDuration(ms)} (backends ${pids.join(', ')}); in another terminal:\n  race locks${url}\n`)
       },
