@@ -5,7 +5,7 @@
 // a separate step of the same transaction (`keep`), which reads nothing. "Documented" means the MySQL Reference
 // Manual's InnoDB chapter ("Transaction Isolation Levels", "Consistent Nonlocking Reads", "Locking Reads", "InnoDB
 // Locking", "Locks Set by Different SQL Statements", "Deadlocks in InnoDB") and the MariaDB Knowledge Base.
-import { LEVELS, type Level, type Params, type Variant } from '../../src/scenario.js'
+import { LEVELS, type CheckCase, type EngineDoc, type Level, type Params, type Scenario, type Variant } from '../../src/scenario.js'
 
 /** The InnoDB levels: READ UNCOMMITTED too (it reads uncommitted rows; PostgreSQL's does not). */
 export const INNODB_LEVELS: readonly Level[] = ['read uncommitted', ...LEVELS]
@@ -51,3 +51,35 @@ export const DUPLICATE = '23000/1062'
 
 /** The level param of a variant, as a Level. */
 export const levelOf = (p: Params): Level => String(p.isolation) as Level
+
+/** A scenario's InnoDB form, kept apart from its PostgreSQL form (which stays exactly as it was written). */
+export interface InnodbForm {
+  setup?: Scenario['setup']
+  sessions: Scenario['sessions']
+  permutation?: Scenario['permutation']
+  /** The invariant's SQL on MySQL (its `held` is 1, 0 or NULL). */
+  invariantSql?: string
+  documented: EngineDoc
+  /** Cases race check runs on InnoDB only. */
+  checks?: CheckCase[]
+}
+
+/**
+ * The scenario `s` (its PostgreSQL form, untouched) with an InnoDB form: on a mysql:// target its sessions, setup,
+ * permutation and invariant SQL come from `my`, and `documented.mysql` is what InnoDB is documented to do.
+ */
+export function withInnodb(s: Scenario, my: InnodbForm): Scenario {
+  const mysql = (v: Variant) => v.engine === 'mysql'
+  const resolve = <T>(x: T | ((v: Variant) => T), v: Variant): T => (typeof x === 'function' ? (x as (v: Variant) => T)(v) : x)
+  return {
+    ...s,
+    setup: (v) => (mysql(v) && my.setup ? resolve(my.setup, v) : resolve(s.setup, v)),
+    sessions: (v) => (mysql(v) ? my.sessions(v) : s.sessions(v)),
+    ...(s.permutation || my.permutation
+      ? { permutation: (v: Variant) => (mysql(v) && my.permutation ? resolve(my.permutation, v) : resolve(s.permutation ?? '', v)) }
+      : {}),
+    invariant: { ...s.invariant, sql: (v) => (mysql(v) && my.invariantSql ? my.invariantSql : resolve(s.invariant.sql, v)) },
+    documented: { ...s.documented, mysql: my.documented },
+    checks: [...(s.checks ?? []), ...(my.checks ?? []).map((k) => ({ ...k, engines: ['mysql' as const] }))],
+  }
+}

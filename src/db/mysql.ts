@@ -171,6 +171,8 @@ export class MysqlLab implements Driver {
   /** Read numbers of the watch connection: a copy counts for a step only if it was sent after the step ended. */
   private seq = 0
   private lastRead = -Infinity
+  /** How long after the last read the next may go: WATCH_GAP_MS, longer (with jitter) after a stale copy. */
+  private gapMs = WATCH_GAP_MS
   private latest?: Snapshot
   private reading: Promise<unknown> = Promise.resolve()
   private release: () => void = () => {}
@@ -441,9 +443,9 @@ export class MysqlLab implements Driver {
   private snapshot(wait: boolean): Promise<Snapshot | undefined> {
     const next = this.reading.then(async () => {
       const gap = performance.now() - this.lastRead
-      if (gap < WATCH_GAP_MS) {
+      if (gap < this.gapMs) {
         if (!wait) return undefined
-        await sleep(WATCH_GAP_MS - gap)
+        await sleep(this.gapMs - gap)
       }
       const n = ++this.seq
       const token = `race watch ${this.controlId}.${n} `
@@ -460,7 +462,13 @@ export class MysqlLab implements Driver {
         this.lastRead = performance.now()
         const rows = reply[1] as { id: number; thread: number; level: string; state: string; q: string | null; blockers: string | null }[]
         const me = rows.find((r) => r.q?.includes(token))
-        if (!me) return undefined // a copy another reader's query made: stale
+        if (!me) {
+          // A copy another reader's query made: stale. Another reader polling at our pace would keep the cache
+          // from ever being idle for 0.1 s; waiting a random while longer lets one of us find a quiet moment.
+          this.gapMs = WATCH_GAP_MS + Math.random() * 300
+          return undefined
+        }
+        this.gapMs = WATCH_GAP_MS
         const byId = new Map<string, number[]>()
         for (const r of rows) if (r !== me) byId.set(String(r.id), [...(byId.get(String(r.id)) ?? []), Number(r.thread)])
         const trx = new Map<number, TrxRow>()
