@@ -94,6 +94,7 @@ export async function showCommand(id: string, o: ShowOptions, cmd: Command): Pro
         connection: x.spec.connection ?? {},
         shares: x.spec.shares ?? null,
         retry: x.spec.retry ?? null,
+        ...(x.spec.release ? { release: x.spec.release } : {}),
       })),
       binds,
       permutation: p.permutation ?? null,
