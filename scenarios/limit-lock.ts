@@ -72,4 +72,5 @@ export default defineScenario({
   },
   documented: { postgres: { lockstep: outcome, serial: outcome, barrier: outcome } },
   checks: [{ label: 'subquery', params: { form: 'subquery' } }],
+  unavailable: { mysql: "it needs pg_try_advisory_xact_lock per row of a query; MySQL's only advisory lock, GET_LOCK, is session-scoped and outlives the transaction" },
 })

@@ -62,4 +62,5 @@ export default defineScenario({
     },
   },
   checks: [{ label: 'n=4', n: 4 }],
+  unavailable: { mysql: 'not written for InnoDB yet: it needs GET_LOCK per user, as advisory does for one user' },
 })

@@ -4,6 +4,7 @@
 // first: no deadlock; the second waits (held, serialized) at READ COMMITTED, and fails with 40001 above it.
 import { clean, defineScenario, levelParam, prevented, serialized, type Params, type SessionSpec } from '../src/scenario.js'
 import { begin, isolationParam } from './_fixtures/isolation.js'
+import { DEADLOCK, M, myBegin, withInnodb } from './_fixtures/innodb.js'
 
 interface Leg {
   id: number
@@ -27,7 +28,7 @@ insert into transfers select :session, ${Math.abs(first.delta)} from u returning
 
 const BOTH = { t1: 'committed', t2: 'committed' }
 
-export default defineScenario({
+const scenario = defineScenario({
   id: 'row-deadlock',
   title: 'two transfers lock rows in opposite order: deadlock_detected (40P01); a fixed order has none',
   source: { article: 'isolation-levels', section: 'Lock internals: deadlock detection' },
@@ -80,4 +81,45 @@ export default defineScenario({
     { label: 'serializable', params: { isolation: 'serializable' } },
     { label: 'ordered, repeatable read', params: { ordered: true, isolation: 'repeatable read' } },
   ],
+})
+
+/** InnoDB: the ledger row is a step of its own (no writable CTE), right after the second UPDATE. */
+function myTransfer(p: Params, first: Leg, second: Leg): SessionSpec {
+  return {
+    steps: {
+      begin: myBegin(String(p.isolation)),
+      first: set(first),
+      second: set(second),
+      record: `insert into transfers values (:session, ${Math.abs(first.delta)})`,
+      commit: 'commit',
+    },
+  }
+}
+
+// InnoDB checks for a deadlock whenever a transaction waits (no deadlock_timeout) and rolls back the one with the
+// fewest undo records: here both wrote one row, so either may be chosen. --ordered: t2 just waits, at every level
+// (no 40001 at REPEATABLE READ: an UPDATE reads the newest committed row).
+export default withInnodb(scenario, {
+  setup: [
+    `create table accounts (id int primary key, balance int not null)`,
+    `insert into accounts values (1, 500), (2, 500)`,
+    `create table transfers (session varchar(10) primary key, amount int not null)`,
+  ],
+  sessions: ({ params }) => ({
+    t1: myTransfer(params, { id: 1, delta: -100 }, { id: 2, delta: 100 }),
+    t2: params.ordered ? myTransfer(params, { id: 1, delta: 50 }, { id: 2, delta: -50 }) : myTransfer(params, { id: 2, delta: -50 }, { id: 1, delta: 50 }),
+  }),
+  permutation: 't1.begin t2.begin t1.first t2.first t1.second t2.second t1.record t2.record t1.commit t2.commit',
+  invariantSql: `select total = 1000 and a1 = want1 as held, total, a1, want1, committed
+  from (select (select cast(sum(balance) as signed) from accounts) as total,
+               (select balance from accounts where id = 1) as a1,
+               500 - cast(coalesce((select sum(case session when 't1' then 100 else -50 end) from transfers), 0) as signed) as want1,
+               (select coalesce(group_concat(session order by session separator ', '), 'none') from transfers) as committed) x`,
+  documented: {
+    lockstep: (v) =>
+      v.params.ordered
+        ? serialized(`t2 waits for t1, then updates the committed rows (${M.LOCKING})`, BOTH)
+        : [prevented(M.DEADLOCK, { t1: 'committed', t2: DEADLOCK }), prevented(M.DEADLOCK, { t1: DEADLOCK, t2: 'committed' })],
+    serial: clean('one transfer after the other', BOTH),
+  },
 })

@@ -3,10 +3,11 @@
 // read/write dependency cycle and fails t2 with 40001: one doctor stays on call (held, prevented).
 import { anomaly, clean, defineScenario, levelParam, prevented, step } from '../src/scenario.js'
 import { SER_SSI, begin, isolationParam, otherLevels } from './_fixtures/isolation.js'
+import { DEADLOCK, M, myBegin, withInnodb } from './_fixtures/innodb.js'
 
 const BOTH = { t1: 'committed', t2: 'committed' }
 
-export default defineScenario({
+const scenario = defineScenario({
   id: 'write-skew',
   title: 'write skew: doctors on call, at least one must stay on call',
   source: { article: 'isolation-levels', section: 'Anomalies: write skew' },
@@ -55,4 +56,34 @@ export default defineScenario({
     },
   },
   checks: otherLevels(),
+})
+
+// InnoDB (MySQL/MariaDB): the same doctors. The article: "MySQL RR does not prevent write skew". InnoDB's
+// SERIALIZABLE is two-phase locking: both counts take shared locks, each UPDATE waits for the other's, a
+// deadlock, and InnoDB rolls one back (either: both are the same size).
+export default withInnodb(scenario, {
+  sessions: ({ params }) => {
+    const doctor = (id: number) => ({
+      steps: {
+        begin: myBegin(String(params.isolation)),
+        check: 'select count(*) as on_call from doctors where on_call',
+        off: step(`update doctors set on_call = false where id = ${id}`, {
+          rejectIf: ({ prior }) => prior.check.on_call < 2 && 'I am the last doctor on call',
+        }),
+        commit: 'commit',
+      },
+    })
+    return { t1: doctor(1), t2: doctor(2) }
+  },
+  invariantSql: `select count(*) >= 1 as held, count(*) as on_call from doctors where on_call`,
+  documented: {
+    levels: {
+      'read uncommitted': anomaly(M.RU, BOTH),
+      'read committed': anomaly(M.RC, BOTH),
+      'repeatable read': anomaly(`${M.RR}: each count reads its snapshot, each UPDATE a row the other never wrote`, BOTH),
+      serializable: [prevented(M.DEADLOCK, { t1: 'committed', t2: DEADLOCK }), prevented(M.DEADLOCK, { t1: DEADLOCK, t2: 'committed' })],
+    },
+    serial: clean('t2 counts one doctor on call and stays', { t1: 'committed', t2: 'rejected: I am the last doctor on call' }),
+  },
+  checks: [{ label: 'read uncommitted', params: { isolation: 'read uncommitted' } }],
 })

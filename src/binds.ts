@@ -3,17 +3,24 @@
 // literals, quoted identifiers, comments and dollar-quoted bodies; `::type` casts are left alone.
 
 export interface Parsed {
-  /** The SQL with $1, $2, ... in place of the binds (the same name is the same parameter). */
+  /** The SQL with $1, $2, ... in place of the binds (the same name is the same parameter), or one ? per use (MySQL). */
   text: string
-  /** Bind names in parameter order: `user`, `check.pending`, ... */
+  /** Bind names in parameter order: `user`, `check.pending`, ... (with ?, a name used twice is listed twice) */
   names: string[]
 }
+
+/**
+ * PostgreSQL's numbered parameters ($1: a name used twice is one parameter), or MySQL's `?` (one per use;
+ * there `\` escapes inside '...' strings and `identifiers` are quoted with backticks, so both are skipped).
+ */
+export type Placeholders = 'dollar' | 'question'
 
 const IDENT_START = /[A-Za-z_]/
 const IDENT = /[A-Za-z0-9_]/
 
 /** Finds every named bind of `sql`. Pure; never throws. */
-export function parseBinds(sql: string): Parsed {
+export function parseBinds(sql: string, style: Placeholders = 'dollar'): Parsed {
+  const mysql = style === 'question'
   const names: string[] = []
   let out = ''
   let i = 0
@@ -47,16 +54,24 @@ export function parseBinds(sql: string): Parsed {
       i = k
       continue
     }
-    // 'string' (with '' escapes; E'...' also with backslash escapes) and "quoted identifier" (with "")
+    // 'string' (with '' escapes; E'...' also with backslash escapes, as every MySQL string) and "quoted identifier" (with "")
     if (ch === "'" || ch === '"') {
-      const escapes = ch === "'" && i > 0 && /[eE]/.test(sql[i - 1]) && (i < 2 || !IDENT.test(sql[i - 2]))
+      const escapes = ch === "'" && (mysql || (i > 0 && /[eE]/.test(sql[i - 1]) && (i < 2 || !IDENT.test(sql[i - 2]))))
       const k = closingQuote(sql, i, escapes)
       out += sql.slice(i, k)
       i = k
       continue
     }
+    // `quoted identifier` (MySQL)
+    if (mysql && ch === '`') {
+      const end = sql.indexOf('`', i + 1)
+      const stop = end < 0 ? n : end + 1
+      out += sql.slice(i, stop)
+      i = stop
+      continue
+    }
     // $tag$ dollar-quoted body $tag$ (not $1, a positional parameter)
-    if (ch === '$' && (i === 0 || !IDENT.test(sql[i - 1]))) {
+    if (!mysql && ch === '$' && (i === 0 || !IDENT.test(sql[i - 1]))) {
       const m = /^\$([A-Za-z_][A-Za-z0-9_]*)?\$/.exec(sql.slice(i))
       if (m) {
         const tag = m[0]
@@ -76,6 +91,12 @@ export function parseBinds(sql: string): Parsed {
         while (k < n && IDENT.test(sql[k])) k++
       }
       const name = sql.slice(i + 1, k)
+      if (mysql) {
+        names.push(name)
+        out += '?'
+        i = k
+        continue
+      }
       let idx = names.indexOf(name)
       if (idx < 0) {
         names.push(name)

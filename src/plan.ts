@@ -28,6 +28,8 @@ export interface Plan {
   permutation?: string
   /** The level each session is documented at (null: the scenario assumes none). */
   isolation: Record<string, Level | null>
+  /** The invariant's SQL on this variant's engine. */
+  invariantSql: string
 }
 
 export const BUILTIN_BINDS: Record<string, string> = {
@@ -58,7 +60,20 @@ export function plan(scenario: Scenario, variant: Variant, windowMs = 0): Plan {
   const permutation = typeof scenario.permutation === 'function' ? scenario.permutation(variant) : scenario.permutation
   const iso = typeof scenario.isolation === 'function' ? scenario.isolation(variant) : scenario.isolation
   const isolation = Object.fromEntries(sessions.map((s) => [s.name, typeof iso === 'string' ? iso : (iso[s.name] ?? null)]))
-  return { scenario, variant, windowMs, setup, sessions, permutation, isolation }
+  return { scenario, variant, windowMs, setup, sessions, permutation, isolation, invariantSql: invariantSql(scenario, variant) }
+}
+
+/** The invariant's SQL for a variant (its engine's, when the scenario gives one per engine). */
+export function invariantSql(scenario: Scenario, variant: Variant): string {
+  const sql = scenario.invariant.sql
+  return typeof sql === 'function' ? sql(variant) : sql
+}
+
+/** Why a scenario does not run on an engine: its own one-line reason, or that nothing is documented there. */
+export function unavailableOn(scenario: Scenario, engine: Variant['engine']): string | undefined {
+  if (scenario.documented[engine]) return undefined
+  const why = scenario.unavailable?.[engine]
+  return why ?? `documents nothing for ${engine === 'mysql' ? 'MySQL/MariaDB (InnoDB)' : engine}`
 }
 
 /** The step order of a non-barrier schedule; bad permutations are refused (UsageError) before any connection opens. */
@@ -81,7 +96,7 @@ function resolve(entry: DocEntry | undefined, ctx: DocCtx): Documented[] {
  */
 export function documentedFor(scenario: Scenario, ctx: DocCtx): Documented[] {
   const doc = scenario.documented[ctx.engine]
-  if (!doc) throw new UsageError(`${scenario.id} does not run on ${ctx.engine}`)
+  if (!doc) throw new UsageError(`${scenario.id} does not run on ${ctx.engine}${scenario.unavailable?.[ctx.engine] ? `: ${scenario.unavailable[ctx.engine]}` : ''}`)
   const lockstep = () => {
     if (!doc.levels) return resolve(doc.lockstep, ctx)
     const level = String(ctx.params.isolation) as Level
@@ -151,7 +166,7 @@ export function checkScenario(s: Scenario, params: Params, n: number, engine: Va
       }
     })
   }
-  for (const b of bindNames(s.invariant.sql)) {
+  for (const b of bindNames(p.invariantSql)) {
     if (b.includes('.') || !(b in BUILTIN_BINDS || b in params || b in (s.binds ?? {}))) problems.push(`invariant: unknown bind :${b}`)
   }
   if (p.permutation) {

@@ -16,9 +16,9 @@ export type Verdict = 'anomaly' | 'prevented' | 'serialized' | 'clean' | 'unknow
  */
 export type Schedule = 'barrier' | 'lockstep' | 'serial' | 'permutation'
 
-/** The database engines race can drive. */
-export type Engine = 'postgres'
-export const ENGINES: readonly Engine[] = ['postgres']
+/** The database engines race can drive: PostgreSQL, and MySQL/MariaDB with InnoDB. */
+export type Engine = 'postgres' | 'mysql'
+export const ENGINES: readonly Engine[] = ['postgres', 'mysql']
 
 export const LEVELS = ['read committed', 'repeatable read', 'serializable'] as const
 export type Level = 'read uncommitted' | (typeof LEVELS)[number]
@@ -36,6 +36,8 @@ export interface ParamSpec {
   max?: number
   /** For kind 'choice': the accepted values (e.g. isolation levels). */
   choices?: readonly string[]
+  /** For kind 'choice': the accepted values on another engine, when they differ (READ UNCOMMITTED on InnoDB). */
+  choicesOn?: Partial<Record<Engine, readonly string[]>>
   /**
    * A duration that bounds a wait in the scenario's own SQL (a lock_timeout kept as a safety net): `--hold`
    * extends it by the hold, so that holding the race still leaves every waiter waiting and every outcome as it
@@ -119,6 +121,11 @@ export interface SessionSpec {
   shares?: string
   /** Binds only this session has (e.g. a different user per session). */
   binds?: Record<string, Bind>
+  /**
+   * The application's `finally`: SQL it runs after the session was rejected or failed with a SQL error, after the
+   * rollback (MySQL's RELEASE_LOCK: a session-scoped lock outlives the transaction that took it).
+   */
+  release?: string
 }
 
 export interface Invariant {
@@ -126,8 +133,9 @@ export interface Invariant {
   /**
    * SQL (with binds) run on the control connection after every session has ended. Its first row has a
    * boolean column `held`: true held, false violated, NULL could not be decided (a read that is missing).
+   * MySQL has no boolean type: there `held` is 1, 0 or NULL. A function gives each engine its own SQL.
    */
-  sql: string
+  sql: string | ((v: Variant) => string)
   /** A short observed value from the same row, e.g. '3 pending'. Default: its other columns as k=v. */
   observed?: (row: Row) => string
 }
@@ -183,6 +191,8 @@ export interface CheckCase {
   label: string
   n?: number
   params?: Params
+  /** Only on these engines (default: every engine the scenario documents). */
+  engines?: readonly Engine[]
 }
 
 export interface Scenario {
@@ -217,6 +227,8 @@ export interface Scenario {
   invariant: Invariant
   /** What each engine is documented to do. An engine without an entry does not run this scenario. */
   documented: Partial<Record<Engine, EngineDoc>>
+  /** Why the scenario cannot exist on an engine it does not document (one line, for race list and exit 2). */
+  unavailable?: Partial<Record<Engine, string>>
   checks?: CheckCase[]
   /**
    * For a scenario that documents no per-session outcome (a spec file says only what its invariant does):

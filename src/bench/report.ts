@@ -21,11 +21,16 @@ export interface CellResult {
   article: number | null
   /** race TPS divided by pgbench TPS. */
   racePerPgbench: number | null
+  /** MySQL/MariaDB --vs-slap: mariadb-slap on the same mix, and race TPS divided by its TPS. */
+  slap?: { tps: number; txns: number; seconds: number; error?: string } | null
+  racePerSlap?: number | null
 }
 
 export interface BenchReport {
   command: 'bench'
-  server: { version: string }
+  server: { version: string; product?: string }
+  /** 'mysql' on MySQL/MariaDB: SERIALIZABLE is two-phase locking, compared with the article's 2PL column. */
+  engine?: 'mysql'
   target: string
   config: {
     workloads: string[]
@@ -41,6 +46,7 @@ export interface BenchReport {
     statementTimeoutMs: number
     driver: string
     pgbench: { bin: string; version: string } | null
+    slap?: { bin: string; version: string } | null
   }
   article: typeof ARTICLE
   cells: CellResult[]
@@ -72,6 +78,8 @@ export function table(r: BenchReport): string {
   const head = ['workload', 'level', 'TPS', 'P50 ms', 'P95 ms', 'P99 ms', 'retries', 'failures', 'vs RC', 'article']
   if (withAdvisory) head.push('anomalies')
   if (withPg) head.push('pgbench TPS', 'race/pgbench')
+  const withSlap = r.cells.some((x) => x.slap)
+  if (withSlap) head.push('slap TPS', 'race/slap')
   const t = plainTable(head)
   for (const x of r.cells) {
     const s = x.race
@@ -92,6 +100,10 @@ export function table(r: BenchReport): string {
     if (withPg) {
       row.push(x.pgbench ? `${int(x.pgbench.tps)}${x.pgbench.error ? c.yellow(' !') : ''}` : '-')
       row.push(x.racePerPgbench === null ? '-' : x.racePerPgbench >= 0.9 ? c.green(ratio(x.racePerPgbench)) : c.yellow(ratio(x.racePerPgbench)))
+    }
+    if (withSlap) {
+      row.push(x.slap ? `${int(x.slap.tps)}${x.slap.error ? c.yellow(' !') : ''}` : '-')
+      row.push(x.racePerSlap == null ? '-' : ratio(x.racePerSlap))
     }
     t.push(row)
   }
@@ -141,20 +153,32 @@ export function mixLines(r: BenchReport): string[] {
 export function text(r: BenchReport): string {
   const cfg = r.config
   const lines = [
-    `${c.bold('race bench')}  PostgreSQL ${r.server.version} at ${r.target}`,
+    `${c.bold('race bench')}  ${r.server.product ?? 'PostgreSQL'} ${r.server.version} at ${r.target}`,
     `clients ${cfg.clients}, ${cfg.durationMs / 1000}s a cell after ${cfg.warmupMs / 1000}s warmup, max-tries ${cfg.maxTries}, driver ${cfg.driver}` +
-      (cfg.pgbench ? `; pgbench: ${cfg.pgbench.version}, -M prepared -j 1` : ''),
+      (cfg.pgbench ? `; pgbench: ${cfg.pgbench.version}, -M prepared -j 1` : '') +
+      (cfg.slap ? `; slap: ${cfg.slap.version}` : ''),
     '',
     table(r),
     '',
     bars(r),
     '',
     ...mixLines(r),
-    `vs RC: TPS / READ COMMITTED TPS of the same row group; article: the isolation article's published ratio (SERIALIZABLE: its SSI column).`,
+    r.engine === 'mysql'
+      ? `vs RC: TPS / READ COMMITTED TPS of the same row group; article: the isolation article's published ratio (SERIALIZABLE: its 2PL column, InnoDB's).`
+      : `vs RC: TPS / READ COMMITTED TPS of the same row group; article: the isolation article's published ratio (SERIALIZABLE: its SSI column).`,
     `article P50/P99 (not per contention): RC 2/12 ms, RR 2/18 ms, SSI 2/25 ms, 2PL 3/150 ms.`,
   ]
   const pair = r.cells.filter((x) => x.pgbench && x.pgbench.tps > 0)
   if (pair.length) lines.push(yardstick(pair))
+  const slapped = r.cells.filter((x) => x.slap && x.slap.tps > 0)
+  if (slapped.length) {
+    const rs = slapped.map((x) => x.race.tps / x.slap!.tps)
+    const geo = Math.exp(rs.reduce((a, x) => a + Math.log(x), 0) / rs.length)
+    const sum = slapped.reduce((a, x) => a + x.race.tps, 0) / slapped.reduce((a, x) => a + x.slap!.tps, 0)
+    lines.push(`race/slap over ${slapped.length} cells (slap runs no SERIALIZABLE cell: it stops at the first deadlock, with no retry):`)
+    lines.push(`  race/slap over ${slapped.length} cells: ${sum.toFixed(2)} by total TPS, ${geo.toFixed(2)} geometric mean (cells ${Math.min(...rs).toFixed(2)}-${Math.max(...rs).toFixed(2)}; slap's update adds in SQL, race's writes back what it read)`)
+  }
+  if (r.cells.some((x) => x.slap?.error)) lines.push(c.yellow('!: slap reported errors: ' + [...new Set(r.cells.map((x) => x.slap?.error).filter(Boolean))].join('; ')))
   if (r.cells.some((x) => x.pgbench?.error)) {
     lines.push(c.yellow('!: pgbench reported errors: ' + [...new Set(r.cells.map((x) => x.pgbench?.error).filter(Boolean))].join('; ')))
   }

@@ -8,7 +8,10 @@ import { advisory, articleRatio, oltp, ARTICLE, type Workload } from '../bench/w
 import { runCell, type Driver } from '../bench/runner.js'
 import { findPgbench, runPgbench, type Pgbench } from '../bench/pgbench.js'
 import { groupLabel, html, Progress, shortLevel, text, type BenchReport, type CellResult } from '../bench/report.js'
-import { addTargetOptions, parseBounds, withLab, type TargetOptions } from './common.js'
+import type { Lab } from '../db/lab.js'
+import type { MysqlLab } from '../db/mysql.js'
+import { MYSQL_OLTP, MysqlBenchClient, checkMysqlBench, findSlap, mysqlOltpSetup, runSlap, slapScript } from '../bench/innodb.js'
+import { addTargetOptions, engineFor, parseBounds, withLab, type TargetOptions } from './common.js'
 
 export const LEVELS = ['read committed', 'repeatable read', 'serializable'] as const
 const LEVEL_NAMES: Record<string, (typeof LEVELS)[number]> = {
@@ -99,6 +102,7 @@ export interface BenchCliOptions extends TargetOptions {
   maxTries: string
   lockTimeout: string
   vsPgbench?: boolean
+  vsSlap?: boolean
   html?: string
   driver: string
   keep?: boolean
@@ -169,6 +173,8 @@ function plan(b: BenchOptions): { workload: Workload; cells: Plan[] }[] {
 export async function benchCommand(o: BenchCliOptions, cmd: Command): Promise<number> {
   const b = parseBenchOptions(o, cmd)
   const bounds = parseBounds(o)
+  if (engineFor(o.databaseUrl) === 'mysql') return mysqlBench(o, b, bounds, cmd)
+  if (o.vsSlap) throw new UsageError('--vs-slap drives MySQL/MariaDB; on PostgreSQL use --vs-pgbench')
   const pgbench: Pgbench | null = b.vsPgbench ? findPgbench() : null
   const pgDurationS = Math.max(1, Math.round(b.durationMs / 1000))
   const plans = plan(b)
@@ -184,7 +190,8 @@ export async function benchCommand(o: BenchCliOptions, cmd: Command): Promise<nu
     }
   }
 
-  return withLab(o.databaseUrl, bounds, async (lab, target) => {
+  return withLab(o.databaseUrl, bounds, async (driver, target) => {
+    const lab = driver as Lab
     const room = await lab.room()
     if (b.clients > room.free) {
       throw new UsageError(`--clients ${b.clients} needs ${b.clients} connections, but the server has room for ${Math.max(0, room.free)} more (max_connections ${room.max}): use --clients ${Math.max(1, room.free)} or fewer`)
@@ -322,6 +329,7 @@ export function registerBench(program: Command, exit: (code: number) => void): C
     .option('--max-tries <n>', 'tries per transaction on 40001/40P01, retried as a whole (pgbench --max-tries)', '10')
     .option('--lock-timeout <duration>', 'advisory: lock_timeout set with set_config(..., true), as in the article', '2s')
     .option('--vs-pgbench', 'also run each cell through pgbench (same script, clients, duration, level) and print race/pgbench')
+    .option('--vs-slap', 'MySQL/MariaDB: also run each cell through mariadb-slap (same mix, clients, level) and print race/slap')
     .option('--html <file>', 'also write a self-contained HTML page with the charts')
     .option('--driver <driver>', "race's load connections: wire (its own minimal protocol client) or postgres.js", 'wire')
   addTargetOptions(cmd)
@@ -341,4 +349,119 @@ Examples:
   $ race bench --database-url postgres://app@db:5432/app --json`,
   )
   return cmd
+}
+
+/**
+ * race bench on MySQL/MariaDB: the oltp cells through race's MariaDB-connector clients, in a marked database of
+ * its own, each beside the article's 2PL column; --vs-slap runs mariadb-slap on the same mix after each cell.
+ */
+async function mysqlBench(o: BenchCliOptions, b: BenchOptions, bounds: ReturnType<typeof parseBounds>, cmd: Command): Promise<number> {
+  checkMysqlBench({ workloads: b.workloads, vsPgbench: b.vsPgbench, driverGiven: cmd.getOptionValueSource('driver') === 'cli' })
+  const slap = o.vsSlap ? findSlap() : null
+  const plans = plan(b)
+  const nCells = plans.reduce((a, p) => a + p.cells.length, 0)
+  const cellMs = b.warmupMs + b.durationMs * (slap ? 2 : 1)
+  if (cmd.getOptionValueSource('runTimeout') !== 'cli') bounds.runTimeoutMs = Math.max(bounds.runTimeoutMs, nCells * (cellMs + 30_000) + 60_000)
+  if (b.html) throw new UsageError('--html draws the PostgreSQL bench; on MySQL/MariaDB use --json')
+  return withLab(o.databaseUrl, bounds, async (driver, target) => {
+    const lab = driver as MysqlLab
+    const room = await lab.room()
+    if (b.clients > room.free) {
+      throw new UsageError(`--clients ${b.clients} needs ${b.clients} connections, but the server has room for ${Math.max(0, room.free)} more (max_connections ${room.max}): use --clients ${Math.max(1, room.free)} or fewer`)
+    }
+    const space = await lab.createSpace('bench', Boolean(o.keep))
+    const progress = new Progress(nCells * cellMs)
+    const cells: CellResult[] = []
+    let failure: unknown
+    try {
+      await lab.query(lab.useSql(space.name))
+      for (const stmt of mysqlOltpSetup(b.rows)) await lab.query(stmt)
+      let n = 0
+      for (const p of plans) {
+        for (const cell of p.cells) {
+          n++
+          const wl: Workload = { ...cell.workload, statements: MYSQL_OLTP }
+          progress.phase(`cell ${n}/${nCells}: ${groupLabel({ ...cell, workload: wl.id })} ${shortLevel(cell.level)} race`, b.warmupMs + b.durationMs)
+          const race = await runCell({
+            workload: wl,
+            level: cell.level,
+            clients: b.clients,
+            durationMs: b.durationMs,
+            warmupMs: b.warmupMs,
+            maxTries: b.maxTries,
+            target: lab.target,
+            schema: space.name,
+            connectTimeoutMs: bounds.connectTimeoutMs,
+            statementTimeoutMs: bounds.stepTimeoutMs,
+            driver: b.driver,
+            open: () => MysqlBenchClient.open(lab, space.name, cell.level, Math.max(1, Math.ceil(bounds.stepTimeoutMs / 1000))),
+          })
+          let s: CellResult['slap'] = null
+          // slap stops at the first error and never retries: at SERIALIZABLE the hot rows deadlock (a shared read lock
+          // upgraded to a write), so it has no SERIALIZABLE number to compare with.
+          if (slap && cell.level !== 'serializable') {
+            // As many transactions per client as race committed per client, so both run for about as long.
+            const txns = Math.max(100, Math.round((race.tps * (b.durationMs / 1000)) / b.clients))
+            progress.phase(`cell ${n}/${nCells}: slap`, b.durationMs)
+            s = await runSlap({ bin: slap.bin, lab, space: space.name, level: cell.level, clients: b.clients, script: slapScript(wl, txns), txns })
+          }
+          cells.push({
+            workload: wl.id,
+            hot: cell.hot,
+            users: cell.users,
+            isolation: cell.level,
+            race,
+            pgbench: null,
+            vsRc: null,
+            article: articleRatio(wl.id, cell.hot, cell.level, '2pl'),
+            racePerPgbench: null,
+            slap: s,
+            racePerSlap: s && s.tps > 0 ? race.tps / s.tps : null,
+          })
+        }
+      }
+    } catch (e) {
+      failure = e
+    } finally {
+      progress.end()
+      space.release()
+    }
+    const left = await space.drop()
+    if (failure !== undefined) {
+      if (left && failure instanceof Error) failure.message = `${failure.message}; ${left.note}`
+      throw failure
+    }
+    if (left) throw new RunError(left.note)
+    for (const x of cells) {
+      const rc = cells.find((y) => groupLabel(y) === groupLabel(x) && y.isolation === 'read committed')
+      x.vsRc = rc && rc.race.tps > 0 ? x.race.tps / rc.race.tps : null
+    }
+    const report: BenchReport = {
+      command: 'bench',
+      server: { version: lab.server.version, product: lab.server.product },
+      engine: 'mysql',
+      target: target.label,
+      config: {
+        workloads: b.workloads,
+        isolation: b.levels,
+        hot: b.hot,
+        hotRows: b.hotRows,
+        rows: b.rows,
+        users: b.users,
+        clients: b.clients,
+        durationMs: b.durationMs,
+        warmupMs: b.warmupMs,
+        maxTries: b.maxTries,
+        statementTimeoutMs: bounds.stepTimeoutMs,
+        driver: 'mariadb connector',
+        pgbench: null,
+        slap,
+      },
+      article: ARTICLE,
+      cells,
+      ...(o.keep ? { schema: space.name } : {}),
+    }
+    process.stdout.write(b.json ? JSON.stringify(report, null, 2) + '\n' : text(report) + '\n' + (o.keep ? `kept database ${space.name}\n` : ''))
+    return 0
+  })
 }

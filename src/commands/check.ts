@@ -3,11 +3,11 @@
 import type { Command } from 'commander'
 import { describeDoc, exitCode, summarize, worstExit } from '../judge/index.js'
 import { assertSound } from '../plan.js'
-import { defaultParams, type Params, type Scenario } from '../scenario.js'
+import { defaultParams, type Engine, type Params, type Scenario } from '../scenario.js'
 import { findScenario, scenarios } from '../registry.js'
 import { c, verdictColor } from '../report/color.js'
 import { plainTable } from '../report/table.js'
-import { addTargetOptions, parseBounds, runOnce, withLab, type TargetOptions } from './common.js'
+import { addTargetOptions, assertRunsOn, engineFor, parseBounds, runOnce, withLab, type TargetOptions } from './common.js'
 import { expectsOverride, specFailure } from '../spec/scenario.js'
 
 export interface Case {
@@ -38,19 +38,28 @@ Examples:
   return cmd
 }
 
-export async function checkCases(ids: string[]): Promise<Case[]> {
-  const chosen = ids.length ? await Promise.all(ids.map(findScenario)) : await scenarios()
+/**
+ * The cases race check runs on an engine: every scenario documented there (one named but not available there is
+ * bad input), its defaults and its check cases for that engine.
+ */
+export async function checkCases(ids: string[], engine: Engine = 'postgres'): Promise<Case[]> {
+  const chosen = ids.length ? await Promise.all(ids.map(findScenario)) : (await scenarios()).filter((s) => s.documented[engine])
+  for (const s of chosen) assertRunsOn(s, engine)
   const cases: Case[] = []
   for (const s of chosen) {
     cases.push({ scenario: s, label: 'default', n: s.sessionCount.default, params: defaultParams(s) })
-    for (const k of s.checks ?? []) cases.push({ scenario: s, label: k.label, n: k.n ?? s.sessionCount.default, params: defaultParams(s, k.params) })
+    for (const k of s.checks ?? []) {
+      if (k.engines && !k.engines.includes(engine)) continue
+      cases.push({ scenario: s, label: k.label, n: k.n ?? s.sessionCount.default, params: defaultParams(s, k.params) })
+    }
   }
   return cases
 }
 
 export async function checkCommand(ids: string[], o: TargetOptions): Promise<number> {
-  const cases = await checkCases(ids)
-  for (const k of cases) assertSound(k.scenario, k.params, k.n)
+  const engine = engineFor(o.databaseUrl)
+  const cases = await checkCases(ids, engine)
+  for (const k of cases) assertSound(k.scenario, k.params, k.n, engine)
   const bounds = parseBounds(o)
   return withLab(o.databaseUrl, bounds, async (lab, target) => {
     const rows = []
@@ -103,7 +112,7 @@ export async function checkCommand(ids: string[], o: TargetOptions): Promise<num
       ])
     }
     const bad = rows.filter((r) => !r.summary.matched)
-    const lines = [`${c.bold('race check')}  ·  PostgreSQL ${lab.server.version} (${target.label})  ·  lockstep`, table.toString()]
+    const lines = [`${c.bold('race check')}  ·  ${lab.server.product ?? 'PostgreSQL'} ${lab.server.version} (${target.label})  ·  lockstep`, table.toString()]
     for (const r of bad) {
       lines.push(c.red(`${r.k.scenario.id} (${r.k.label}): documented ${r.docs.map(describeDoc).join(' | ')}`))
       for (const d of r.summary.deviations.length ? r.summary.deviations : [r.t.why]) lines.push(c.red(`  ${d}`))

@@ -1,17 +1,18 @@
 // What the commands share: where the database is, bounds on every wait, scenario flags, and one trial judged
 // against its documentation.
 import type { Command } from 'commander'
+import type { Driver } from '../db/driver.js'
 import { startEmbedded } from '../db/embedded.js'
 import { Lab } from '../db/lab.js'
-import { resolveTarget, type Target } from '../db/target.js'
+import { engineOf, resolveTarget, type Target } from '../db/target.js'
 import { run } from '../engine/run.js'
 import type { TrialFacts } from '../engine/types.js'
 import { RunError, UsageError } from '../errors.js'
 import { compare, judge, type Comparison } from '../judge/index.js'
 import { abort, describeStuck } from '../lifecycle.js'
 import { parseDuration, parseWhole, formatDuration } from '../parse.js'
-import { documentedFor, plan, type Plan } from '../plan.js'
-import type { Documented, ParamSpec, Params, Scenario, Schedule, Verdict } from '../scenario.js'
+import { documentedFor, plan, unavailableOn, type Plan } from '../plan.js'
+import type { Documented, Engine, ParamSpec, Params, Scenario, Schedule, Verdict } from '../scenario.js'
 
 export interface Bounds {
   connectTimeoutMs: number
@@ -30,7 +31,7 @@ export interface TargetOptions {
 }
 
 export function addTargetOptions(cmd: Command, o: { keep?: boolean; stepTimeout?: boolean } = {}): Command {
-  cmd.option('--database-url <url>', 'a server you already have (else DATABASE_URL, else PG* variables, else embedded PostgreSQL 18)')
+  cmd.option('--database-url <url>', 'a server you already have: postgres://... or mysql://... (else DATABASE_URL, else PG* variables, else embedded PostgreSQL 18)')
   cmd.option('--connect-timeout <duration>', 'give up connecting after this long', '5s')
   if (o.stepTimeout !== false) cmd.option('--step-timeout <duration>', 'cancel a step that has not finished after this long', '10s')
   cmd.option('--run-timeout <duration>', 'give up on the whole command after this long', '5m')
@@ -75,7 +76,7 @@ export function addScenarioParamOptions(cmd: Command, scenarios: readonly Scenar
 }
 
 /** The scenario's params from the command line (defaults for the rest); another scenario's flag is bad input. */
-export function scenarioParams(s: Scenario, cmd: Command, opts: Record<string, unknown>, all: readonly Scenario[]): Params {
+export function scenarioParams(s: Scenario, cmd: Command, opts: Record<string, unknown>, all: readonly Scenario[], engine: Engine = 'postgres'): Params {
   const params: Params = {}
   for (const [key, p] of Object.entries(s.params)) {
     const raw = opts[key]
@@ -84,7 +85,7 @@ export function scenarioParams(s: Scenario, cmd: Command, opts: Record<string, u
     if (!given || raw === undefined) params[key] = p.default
     else if (p.kind === 'boolean') params[key] = Boolean(raw)
     else if (p.kind === 'whole') params[key] = parseWhole(flag, String(raw), p.min ?? 0, p.max ?? 1_000_000)
-    else if (p.kind === 'choice') params[key] = parseChoice(flag, String(raw), p.choices ?? [])
+    else if (p.kind === 'choice') params[key] = parseChoice(flag, String(raw), p.choicesOn?.[engine] ?? p.choices ?? [])
     else params[key] = parseDuration(flag, String(raw))
   }
   // A flag of another scenario is a mistake worth saying, not a silent no-op.
@@ -117,8 +118,28 @@ export function describeParams(s: Scenario, params: Params): string {
     .join(' ')
 }
 
+/** The engine the command will talk to, from --database-url / DATABASE_URL (no connection is made). */
+export function engineFor(databaseUrl: string | undefined): Engine {
+  return engineOf(resolveTarget(databaseUrl))
+}
+
+/** Refuses (exit 2) a scenario that cannot exist on the engine, with its one-line reason. */
+export function assertRunsOn(s: Scenario, engine: Engine): void {
+  const why = unavailableOn(s, engine)
+  if (why) throw new UsageError(`${s.id} is not available on ${engine === 'mysql' ? 'MySQL/MariaDB' : 'PostgreSQL'}: ${why}`)
+}
+
+/** Opens the target's driver: PostgreSQL (its Lab), or MySQL/MariaDB (loaded only when a mysql:// URL asks for it). */
+export async function openDriver(target: Target, connectTimeoutMs: number): Promise<Driver> {
+  if (engineOf(target) === 'mysql') {
+    const { MysqlLab } = await import('../db/mysql.js')
+    return MysqlLab.open(target, connectTimeoutMs)
+  }
+  return Lab.open(target, connectTimeoutMs)
+}
+
 /** Opens the target (starting the embedded server when none is configured), runs fn, cleans up via lifecycle. */
-export async function withLab<T>(databaseUrl: string | undefined, bounds: Bounds, fn: (lab: Lab, target: Target) => Promise<T>): Promise<T> {
+export async function withLab<T>(databaseUrl: string | undefined, bounds: Bounds, fn: (lab: Driver, target: Target) => Promise<T>): Promise<T> {
   let target = resolveTarget(databaseUrl)
   const timer = setTimeout(
     () => abort(new RunError(`the command did not finish within --run-timeout ${bounds.runTimeoutMs / 1000}s${stuckNote()}`)),
@@ -132,8 +153,10 @@ export async function withLab<T>(databaseUrl: string | undefined, bounds: Bounds
       if (process.stderr.isTTY) process.stderr.write('\x1b[2K')
       target = { kind: 'embedded', url: server.url, label: 'embedded' }
     }
-    const lab = await Lab.open(target, bounds.connectTimeoutMs)
-    if (lab.reaped.length && process.stderr.isTTY) process.stderr.write(`removed ${lab.reaped.length} schema(s) left by race runs that were killed: ${lab.reaped.join(', ')}\n`)
+    const lab = await openDriver(target, bounds.connectTimeoutMs)
+    if (lab.reaped.length && process.stderr.isTTY) {
+      process.stderr.write(`removed ${lab.reaped.length} ${lab.engine === 'mysql' ? 'database' : 'schema'}(s) left by race runs that were killed: ${lab.reaped.join(', ')}\n`)
+    }
     return await fn(lab, target)
   } finally {
     clearTimeout(timer)
@@ -158,8 +181,8 @@ export function judgeTrial(facts: TrialFacts, docs: readonly Documented[], p: Pl
 }
 
 /** One deterministic trial (race check, race matrix): lockstep, no window, nothing kept, judged. */
-export async function runOnce(lab: Lab, bounds: Bounds, scenario: Scenario, params: Params, n: number): Promise<{ trial: Trial; docs: Documented[]; plan: Plan; ms: number }> {
-  const variant = { params, n, engine: 'postgres' as const }
+export async function runOnce(lab: Driver, bounds: Bounds, scenario: Scenario, params: Params, n: number): Promise<{ trial: Trial; docs: Documented[]; plan: Plan; ms: number }> {
+  const variant = { params, n, engine: lab.engine }
   const p = plan(scenario, variant)
   const docs = documentedFor(scenario, { ...variant, schedule: 'lockstep', windowMs: 0 })
   const started = performance.now()

@@ -3,7 +3,8 @@ import type { Command } from 'commander'
 import type { Sql } from 'postgres'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { UsageError } from '../errors.js'
-import { resolveTarget } from '../db/target.js'
+import type { Lab } from '../db/lab.js'
+import { engineOf, resolveTarget } from '../db/target.js'
 import { whenAborted } from '../lifecycle.js'
 import { parseDuration } from '../parse.js'
 import { c } from '../report/color.js'
@@ -103,11 +104,15 @@ export async function locksCommand(o: LocksOptions): Promise<number> {
       `race locks looks at a server you name: give --database-url (or DATABASE_URL / PG*); race run --hold prints the URL of its embedded server`,
     )
   }
+  if (engineOf(target) !== 'postgres') {
+    throw new UsageError(`race locks reads PostgreSQL's pg_locks; ${target.label} is MySQL/MariaDB, whose user locks (GET_LOCK) have no such view here: give a postgres:// URL`)
+  }
   const intervalMs = parseDuration('--interval', o.interval ?? '1s')
   if (o.interval !== undefined && !o.watch) throw new UsageError(`--interval only applies with --watch: race locks --watch --interval ${o.interval}`)
   if (o.watch && o.json) throw new UsageError(`--watch redraws a table; for JSON run race locks --json once (or in a loop)`)
   const bounds = parseBounds(o)
-  return withLab(o.databaseUrl, bounds, async (lab) => {
+  return withLab(o.databaseUrl, bounds, async (driver) => {
+    const lab = driver as Lab
     if (!o.watch) {
       const rows = await advisoryLocks(lab.control)
       if (o.json) process.stdout.write(JSON.stringify({ server: { version: lab.server.version }, target: target.label, locks: rows }, null, 2) + '\n')

@@ -8,8 +8,14 @@ import { isMatrixRow } from '../plan.js'
 import { findScenario, scenarios } from '../registry.js'
 import { c } from '../report/color.js'
 import { plainTable } from '../report/table.js'
-import { LEVELS, defaultParams, type Documented, type Level, type Scenario, type Verdict } from '../scenario.js'
-import { addTargetOptions, parseBounds, runOnce, withLab, type TargetOptions, type Trial } from './common.js'
+import { isServerError } from '../db/sqlstate.js'
+import { LEVELS, defaultParams, type Documented, type Engine, type Level, type Scenario, type Verdict } from '../scenario.js'
+import { addTargetOptions, engineFor, parseBounds, runOnce, withLab, type TargetOptions, type Trial } from './common.js'
+
+/** The columns of the grid: PostgreSQL runs READ UNCOMMITTED as READ COMMITTED, InnoDB does not (it reads dirty). */
+export function matrixLevels(engine: Engine): readonly Level[] {
+  return engine === 'mysql' ? ['read uncommitted', ...LEVELS] : LEVELS
+}
 
 export interface Cell {
   /** What happened: anomaly, prevented 40001, serialized, clean, unknown. */
@@ -46,18 +52,18 @@ Examples:
 }
 
 /** The SQLSTATEs a trial's failed sessions ended with, or a documented outcome names. */
-const failedWith = (labels: string[]) => [...new Set(labels.filter((l) => /^[0-9A-Z]{5}$/.test(l)))].sort()
+const failedWith = (labels: string[]) => [...new Set(labels.filter((l) => isServerError(l)))].sort()
 const words = (verdict: string, states: string[]) => (verdict === 'prevented' && states.length ? `prevented ${states.join(' ')}` : verdict)
 
 /** Pure: one judged trial as a cell, next to its documented outcome. */
 export function cellOf(t: Pick<Trial, 'verdict' | 'sessions' | 'comparison'>, docs: readonly Documented[]): Cell {
   const happened = words(t.verdict, failedWith(t.sessions.flatMap((s) => s.errors)))
-  const documented = docs.map((d) => words(d.verdict, failedWith(Object.entries(d.who).flatMap(([k, v]) => (typeof v === 'string' ? [v] : [k]))))).join(' | ')
+  const documented = [...new Set(docs.map((d) => words(d.verdict, failedWith(Object.entries(d.who).flatMap(([k, v]) => (typeof v === 'string' ? [v] : [k]))))))].join(' | ')
   return { happened, verdict: t.verdict, documented, deviation: !t.comparison.matched, deviations: t.comparison.deviations }
 }
 
-export async function matrixRows(ids: string[]): Promise<Scenario[]> {
-  const all = (await scenarios()).filter((s) => isMatrixRow(s))
+export async function matrixRows(ids: string[], engine: Engine = 'postgres'): Promise<Scenario[]> {
+  const all = (await scenarios()).filter((s) => isMatrixRow(s, engine))
   for (const id of ids) {
     await findScenario(id)
     if (!all.some((s) => s.id === id)) throw new UsageError(`${id} is not an anomaly of the matrix; its rows are ${all.map((s) => s.id).join(', ')}`)
@@ -66,15 +72,17 @@ export async function matrixRows(ids: string[]): Promise<Scenario[]> {
 }
 
 export async function matrixCommand(ids: string[], o: TargetOptions): Promise<number> {
-  const rowsOf = await matrixRows(ids)
+  const engine = engineFor(o.databaseUrl)
+  const rowsOf = await matrixRows(ids, engine)
+  const levels = matrixLevels(engine)
   const bounds = parseBounds(o)
   return withLab(o.databaseUrl, bounds, async (lab, target) => {
     const rows: { scenario: Scenario; cells: { level: Level; cell: Cell; t: Trial; docs: Documented[] }[] }[] = []
     let done = 0
     for (const scenario of rowsOf) {
       const cells = []
-      for (const level of LEVELS) {
-        if (!o.json && process.stderr.isTTY) process.stderr.write(`\r\x1b[2Kmatrix ${++done}/${rowsOf.length * LEVELS.length}: ${scenario.id} at ${level}...`)
+      for (const level of levels) {
+        if (!o.json && process.stderr.isTTY) process.stderr.write(`\r\x1b[2Kmatrix ${++done}/${rowsOf.length * levels.length}: ${scenario.id} at ${level}...`)
         const { trial, docs } = await runOnce(lab, bounds, scenario, defaultParams(scenario, { isolation: level }), scenario.sessionCount.default)
         cells.push({ level, cell: cellOf(trial, docs), t: trial, docs })
       }
@@ -89,7 +97,7 @@ export async function matrixCommand(ids: string[], o: TargetOptions): Promise<nu
         server: { version: lab.server.version },
         target: target.label,
         schedule: 'lockstep',
-        levels: LEVELS,
+        levels,
         rows: rows.map((r) => ({
           scenario: r.scenario.id,
           title: r.scenario.title,
@@ -116,20 +124,24 @@ export async function matrixCommand(ids: string[], o: TargetOptions): Promise<nu
       process.stdout.write(JSON.stringify(doc, null, 2) + '\n')
       return code
     }
-    process.stdout.write(render(rows, `PostgreSQL ${lab.server.version} (${target.label})`) + '\n')
+    process.stdout.write(render(rows, `${lab.server.product ?? 'PostgreSQL'} ${lab.server.version} (${target.label})`, levels, engine) + '\n')
     return code
   })
 }
 
-function render(rows: { scenario: Scenario; cells: { level: Level; cell: Cell }[] }[], where: string): string {
-  const table = plainTable(['anomaly', ...LEVELS.map((l) => l.toUpperCase())])
+function render(rows: { scenario: Scenario; cells: { level: Level; cell: Cell }[] }[], where: string, levels: readonly Level[], engine: Engine): string {
+  const table = plainTable(['anomaly', ...levels.map((l) => l.toUpperCase())])
   for (const r of rows) table.push([c.bold(r.scenario.id), ...r.cells.map(({ cell }) => cellText(cell))])
   const cells = rows.flatMap((r) => r.cells.map((x) => ({ ...x, id: r.scenario.id })))
   const bad = cells.filter((x) => x.cell.deviation)
   return [
     `${c.bold('race matrix')}  ·  ${where}  ·  each anomaly's default interleaving (lockstep)`,
     table.toString(),
-    c.dim('each cell: what happened / what PostgreSQL documents (manual, "Transaction Isolation")'),
+    c.dim(
+      engine === 'mysql'
+        ? 'each cell: what happened / what InnoDB documents (MySQL manual "Transaction Isolation Levels", "Locking Reads"; MariaDB KB)'
+        : 'each cell: what happened / what PostgreSQL documents (manual, "Transaction Isolation")',
+    ),
     ...bad.flatMap((x) => [c.red(`${x.id} at ${x.level}:`), ...x.cell.deviations.map((d) => c.red(`  ${d}`))]),
     bad.length ? c.red.bold(`${bad.length} of ${cells.length} cells deviate from the documentation`) : c.green(`all ${cells.length} cells as documented`),
   ].join('\n')

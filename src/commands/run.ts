@@ -12,7 +12,7 @@ import { deviationLines, invariantLine, isolationLine, sessionsTable, trialsTabl
 import { timeline } from '../report/timeline.js'
 import type { Params, Scenario, Schedule } from '../scenario.js'
 import { expectsOverride, qualifyPermutation, specFailure } from '../spec/scenario.js'
-import { addScenarioParamOptions, addTargetOptions, describeParams, docsFor, judgeTrial, parseBounds, scenarioParams, withLab, type TargetOptions, type Trial } from './common.js'
+import { addScenarioParamOptions, addTargetOptions, assertRunsOn, describeParams, docsFor, engineFor, judgeTrial, parseBounds, scenarioParams, withLab, type TargetOptions, type Trial } from './common.js'
 
 export const SCHEDULES: readonly Schedule[] = ['barrier', 'lockstep', 'serial']
 
@@ -102,7 +102,9 @@ export function extendForHold(s: Scenario, params: Params, holdMs: number): Para
 
 export async function runCommand(id: string, o: RunOptions, cmd: Command): Promise<number> {
   const scenario = await findScenario(id)
-  const given = scenarioParams(scenario, cmd, o, await scenarios())
+  const engine = engineFor(o.databaseUrl)
+  assertRunsOn(scenario, engine)
+  const given = scenarioParams(scenario, cmd, o, await scenarios(), engine)
   const count = sessionCount(scenario)
   if (o.n !== undefined && count.min === count.max && String(o.n).trim() !== String(count.min)) {
     throw new UsageError(`${scenario.id} has exactly ${count.min} sessions; leave out --n`)
@@ -120,8 +122,8 @@ export async function runCommand(id: string, o: RunOptions, cmd: Command): Promi
   }
   if (holdMs && trials > 1) throw new UsageError(`--hold holds one race: leave out --trials`)
   const params = extendForHold(scenario, given, holdMs)
-  assertSound(scenario, params, n)
-  const p = plan(scenario, { params, n, engine: 'postgres' }, windowMs)
+  assertSound(scenario, params, n, engine)
+  const p = plan(scenario, { params, n, engine }, windowMs)
   const { schedule, permutation } = parseSchedule(o.schedule ?? scenario.defaultSchedule ?? 'barrier', p)
   const docs = docsFor(scenario, p, schedule, windowMs)
   const progress = !o.json && process.stderr.isTTY && trials > 1
@@ -140,6 +142,10 @@ export async function runCommand(id: string, o: RunOptions, cmd: Command): Promi
       user,
       holdMs,
       onHold: (pids, ms) => {
+        if (lab.engine === 'mysql') {
+          process.stderr.write(`holding for ${formatDuration(ms)} (threads ${pids.join(', ')}); in another client: select * from information_schema.innodb_lock_waits\n`)
+          return
+        }
         const url = target.kind === 'embedded' ? ` --database-url '${lab.target.url}'` : o.databaseUrl ? ` --database-url '<the same URL>'` : ''
         process.stderr.write(`holding for ${formatDuration(ms)} (backends ${pids.join(', ')}); in another terminal:\n  race locks${url}\n`)
       },
@@ -169,7 +175,7 @@ function render(r: RunView, withTimeline: boolean, kept: boolean): string {
   const { scenario, summary, representative: t } = r
   const head = [
     c.bold(`race run ${scenario.id}`),
-    `PostgreSQL ${r.server.version} (${r.target})`,
+    `${r.server.product ?? 'PostgreSQL'} ${r.server.version} (${r.target})`,
     `${t.sessions.length} session${t.sessions.length === 1 ? '' : 's'}`,
     `${r.schedule}${r.windowMs ? ` window ${formatDuration(r.windowMs)}` : ''}`,
   ].join('  ·  ')

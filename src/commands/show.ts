@@ -11,11 +11,12 @@ import { bindNames } from '../binds.js'
 import { findScenario, scenarios, sourceText } from '../registry.js'
 import { c } from '../report/color.js'
 import type { Documented, Schedule, StepDef } from '../scenario.js'
-import { addScenarioParamOptions, describeParams, scenarioParams } from './common.js'
+import { addScenarioParamOptions, assertRunsOn, describeParams, engineFor, scenarioParams } from './common.js'
 import { shownBlock } from '../spec/guard.js'
 
 export interface ShowOptions {
   n?: string
+  databaseUrl?: string
   json?: boolean
   color: boolean
   [param: string]: unknown
@@ -29,6 +30,7 @@ export function registerShow(program: Command, all: readonly import('../scenario
     .option('--n <n>', 'show it for this many sessions')
     .option('--json', 'print JSON')
     .option('--no-color', 'no colours')
+    .option('--database-url <url>', "show it for this URL's engine: a mysql:// URL shows the MySQL/MariaDB form and InnoDB's documented outcome (nothing connects)")
   addScenarioParamOptions(cmd, all)
   cmd.action(async (id: string, o: ShowOptions, self: Command) => exit(await showCommand(id, o, self)))
   cmd.addHelpText('after', '\nExamples:\n  $ race show advisory\n  $ race show write-skew --isolation serializable\n  $ race show repeatable-read --no-guard --json')
@@ -63,11 +65,13 @@ function docs(p: Plan): { schedule: string; documented: Documented[] }[] {
 
 export async function showCommand(id: string, o: ShowOptions, cmd: Command): Promise<number> {
   const s = await findScenario(id)
-  const params = scenarioParams(s, cmd, o, await scenarios())
+  const engine = engineFor(o.databaseUrl)
+  assertRunsOn(s, engine)
+  const params = scenarioParams(s, cmd, o, await scenarios(), engine)
   const count = sessionCount(s)
   const n = o.n === undefined ? count.default : parseWhole('--n', o.n, count.min, count.max)
-  assertSound(s, params, n)
-  const p = plan(s, { params, n, engine: 'postgres' })
+  assertSound(s, params, n, engine)
+  const p = plan(s, { params, n, engine })
   const replicated = p.sessions.length > 1 && p.sessions.every((x) => x.spec === p.sessions[0].spec)
   const shown = replicated ? [p.sessions[0]] : p.sessions
   const binds = usedBinds(p)
@@ -77,6 +81,7 @@ export async function showCommand(id: string, o: ShowOptions, cmd: Command): Pro
       id: s.id,
       title: s.title,
       source: sourceText(s.source),
+      ...(engine === 'mysql' ? { engine } : {}),
       story: s.story,
       params,
       n,
@@ -90,10 +95,11 @@ export async function showCommand(id: string, o: ShowOptions, cmd: Command): Pro
         connection: x.spec.connection ?? {},
         shares: x.spec.shares ?? null,
         retry: x.spec.retry ?? null,
+        ...(x.spec.release ? { release: x.spec.release } : {}),
       })),
       binds,
       permutation: p.permutation ?? null,
-      invariant: { description: typeof s.invariant.description === 'function' ? s.invariant.description(params) : s.invariant.description, sql: s.invariant.sql },
+      invariant: { description: typeof s.invariant.description === 'function' ? s.invariant.description(params) : s.invariant.description, sql: p.invariantSql },
       documented,
       checks: s.checks ?? [],
     }
@@ -101,7 +107,7 @@ export async function showCommand(id: string, o: ShowOptions, cmd: Command): Pro
     return 0
   }
   const lines: string[] = []
-  lines.push(`${c.bold(s.id)}: ${s.title}`, c.dim(`from the ${sourceText(s.source)}`), '')
+  lines.push(`${c.bold(s.id)}: ${s.title}`, c.dim(`from the ${sourceText(s.source)}${engine === 'mysql' ? '; on MySQL/MariaDB (InnoDB)' : ''}`), '')
   for (const l of s.story) lines.push(`  ${l}`)
   lines.push('', c.bold('setup') + c.dim(" (in the run's own schema, before each trial)"))
   for (const stmt of p.setup) lines.push(indent(shownBlock(stmt).trim().replace(/;?$/, ';'), 2))
@@ -116,6 +122,7 @@ export async function showCommand(id: string, o: ShowOptions, cmd: Command): Pro
       lines.push(...stepLines(st.name, st.def))
       if (st.name === sess.spec.racePoint) lines.push(c.dim(`  -- race point: --window sleeps here, between check and write`))
     }
+    if (sess.spec.release) lines.push(c.yellow(`  application, finally (after a rejection or an error): ${sess.spec.release}`))
     const retry = sess.spec.retry
     if (retry?.max) {
       lines.push(c.dim(`  application: on ${retry.on?.length ? retry.on.join(', ') : "a step's retryIf"}, roll back and run the whole transaction again, at most ${retry.max} more time(s)${retry.backoff ? ' (exponential backoff with full jitter)' : ''}`))
@@ -134,7 +141,7 @@ export async function showCommand(id: string, o: ShowOptions, cmd: Command): Pro
     lines.push(...drawPermutation(p.permutation, p.sessions))
   }
   const desc = typeof s.invariant.description === 'function' ? s.invariant.description(params) : s.invariant.description
-  lines.push('', `${c.bold('invariant')}  ${desc}`, indent(s.invariant.sql, 11))
+  lines.push('', `${c.bold('invariant')}  ${desc}`, indent(p.invariantSql, 11))
   const ps = describeParams(s, params)
   if (ps) lines.push(`${c.bold('params')}     ${ps}`)
   if (s.expects) {
@@ -143,7 +150,8 @@ export async function showCommand(id: string, o: ShowOptions, cmd: Command): Pro
   } else lines.push('', c.bold('documented') + c.dim(' (how each session ends; any one of several alternatives may happen)'))
   if (!s.expects) for (const d of documented) lines.push(`  ${d.schedule}: ${d.documented.map((x) => `${describeDoc(x)} ${c.dim(`(${x.why})`)}`).join('\n    | ')}`)
   for (const k of s.checks ?? []) {
-    const v = { params: { ...params, ...(k.params ?? {}) }, n: k.n ?? s.sessionCount.default, engine: 'postgres' as const }
+    if (k.engines && !k.engines.includes(engine)) continue
+    const v = { params: { ...params, ...(k.params ?? {}) }, n: k.n ?? s.sessionCount.default, engine }
     lines.push(`  check ${k.label}: ${documentedFor(s, { ...v, schedule: 'lockstep', windowMs: 0 }).map(describeDoc).join(' | ')}`)
   }
   process.stdout.write(lines.join('\n') + '\n')
@@ -163,7 +171,7 @@ function stepLines(name: string, def: StepDef): string[] {
 function usedBinds(p: Plan): { name: string; describe: string }[] {
   const names = new Set<string>()
   for (const s of p.sessions) for (const st of s.steps) for (const b of bindNames(st.def.sql)) names.add(b)
-  for (const b of bindNames(p.scenario.invariant.sql)) names.add(b)
+  for (const b of bindNames(p.invariantSql)) names.add(b)
   for (const stmt of p.setup) for (const b of bindNames(stmt)) names.add(b)
   const out: { name: string; describe: string }[] = []
   for (const name of names) {

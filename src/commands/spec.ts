@@ -2,6 +2,7 @@
 // schema of its own on the target (embedded PostgreSQL 18 by default) and prints the transcript
 // isolationtester prints; --results writes DIR/<name>.out, --expected compares with DIR/<name>.out (or an
 // alternate <name>_1.out ... as pg_regress accepts) and prints ok / FAILED and the differences.
+import { Lab } from '../db/lab.js'
 import fs from 'node:fs'
 import path from 'node:path'
 import type { Command } from 'commander'
@@ -77,7 +78,10 @@ export async function specCommand(files: string[], o: SpecOptions): Promise<numb
   const bounds = parseBounds(o)
   const env = libpqEnv()
   const streaming = o.results === undefined && o.expected === undefined && !o.json
-  return withLab(o.databaseUrl, bounds, async (lab) => {
+  return withLab(o.databaseUrl, bounds, async (driver) => {
+    // isolationtester's format is PostgreSQL's: its SQL, its messages, pg_isolation_test_session_is_blocked.
+    if (!(driver instanceof Lab)) throw new UsageError(`race spec runs on PostgreSQL: give a postgres:// URL (or none, for the embedded PostgreSQL 18)`)
+    const lab = driver
     const maxStepWaitMs = stepWait(lab.server.versionNum)
     const outcomes: Outcome[] = []
     for (const spec of specs) {

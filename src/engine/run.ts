@@ -3,10 +3,9 @@
 // connection ended whatever happens.
 import { randomUUID } from 'node:crypto'
 import { performance } from 'node:perf_hooks'
-import type { Sql } from 'postgres'
 import { parseBinds } from '../binds.js'
 import { connectError } from '../db/connect.js'
-import type { Lab, RunSchema, ServerInfo } from '../db/lab.js'
+import type { Driver, RunSpace, ServerInfo } from '../db/driver.js'
 import { conditionName, isConnectionLoss } from '../db/sqlstate.js'
 import { Interrupted, RunError, UsageError } from '../errors.js'
 import { abortSignal, setStuckDescriber, whenAborted } from '../lifecycle.js'
@@ -44,8 +43,8 @@ export interface RunOutput {
   trials: TrialFacts[]
 }
 
-export async function run(lab: Lab, cfg: RunConfig): Promise<RunOutput> {
-  const { control, target } = lab
+export async function run(lab: Driver, cfg: RunConfig): Promise<RunOutput> {
+  const { target } = lab
   const { plan } = cfg
   const scenario = plan.scenario
   const n = plan.variant.n
@@ -68,25 +67,24 @@ export async function run(lab: Lab, cfg: RunConfig): Promise<RunOutput> {
   let inFlight: { settled: boolean; done: Promise<void> } | undefined
   const onControl = (text: string, args: unknown[] = []) => {
     lab.checkControl()
-    const p = args.length ? control.unsafe(text, args as never[]) : control.unsafe(text)
+    const p = lab.query(text, args)
     const f = { settled: false, done: Promise.resolve() }
     f.done = p.then(() => void (f.settled = true), () => void (f.settled = true))
     inFlight = f
     return Promise.race([p, whenAborted(), lab.whenLost()])
   }
-  let schema: RunSchema | undefined
+  let schema: RunSpace | undefined
   const trials: TrialFacts[] = []
   let failure: unknown
   try {
-    schema = await lab.createSchema(scenario.id, cfg.keep, onControl)
-    const q = schema.quoted
+    schema = await lab.createSpace(scenario.id, cfg.keep, onControl)
     for (let k = 0; k < cfg.trials; k++) {
       if (abortSignal.aborted) throw abortSignal.reason
-      if (k > 0) await onControl(`drop schema ${q} cascade; ${lab.createSchemaSql(schema.name, cfg.keep)}`)
-      await onControl(`set search_path to ${q}`)
+      if (k > 0) await onControl(lab.recreateSql(schema.name, cfg.keep))
+      await onControl(lab.useSql(schema.name))
       const user = cfg.user ?? randomUUID()
       for (const stmt of plan.setup) {
-        const { text, names } = parseBinds(stmt)
+        const { text, names } = parseBinds(stmt, lab.placeholders)
         await onControl(text, values(names, cfg, user, 'setup'))
       }
       const facts = await trial(lab, cfg, schema.name, order, user)
@@ -143,8 +141,7 @@ function values(names: string[], cfg: RunConfig, user: string, where: string): u
   })
 }
 
-async function trial(lab: Lab, cfg: RunConfig, schema: string, order: Entry[], user: string): Promise<TrialFacts> {
-  const { control } = lab
+async function trial(lab: Driver, cfg: RunConfig, schema: string, order: Entry[], user: string): Promise<TrialFacts> {
   const { plan } = cfg
   const events: TimelineEvent[] = []
   let t0 = performance.now()
@@ -152,7 +149,8 @@ async function trial(lab: Lab, cfg: RunConfig, schema: string, order: Entry[], u
   const sessions: Session[] = []
   let pids: number[] = []
   const env = {
-    target: lab.target,
+    open: (o: Parameters<Driver['openSession']>[0]) => lab.openSession(o),
+    placeholders: lab.placeholders,
     schema,
     scenarioId: plan.scenario.id,
     user,
@@ -166,12 +164,9 @@ async function trial(lab: Lab, cfg: RunConfig, schema: string, order: Entry[], u
     record: (e: Omit<TimelineEvent, 't'>) => events.push({ t: Math.round(now() * 10) / 10, ...e }),
     cancel: async (pid: number, terminate: boolean) => {
       if (!pids.includes(pid)) return // only ever signal this run's own backends
-      await (terminate ? control`select pg_terminate_backend(${pid})` : control`select pg_cancel_backend(${pid})`)
+      await lab.cancel(pid, terminate)
     },
-    blockers: async (pid: number) => {
-      const [r] = await control`select pg_blocking_pids(${pid}) as b`
-      return (r.b as number[]) ?? []
-    },
+    blockers: (pid: number) => lab.blockers(pid),
   }
   plan.sessions.forEach((p, i) => sessions.push(new Session(i, p, env)))
   for (const s of sessions) if (s.shares) s.lender = sessions.find((x) => x.name === s.shares)
@@ -191,31 +186,22 @@ async function trial(lab: Lab, cfg: RunConfig, schema: string, order: Entry[], u
       .join(', '),
   )
   const probe: BlockProbe = {
-    blocked: async (ask) => {
-      const rows = await control`
-        select pid from unnest(${ask}::int[]) as pid where pg_isolation_test_session_is_blocked(pid, ${pids}::int[])`
-      return new Set(rows.map((r) => Number(r.pid)))
-    },
+    blocked: (ask) => lab.blocked(ask, pids),
     blockers: env.blockers,
   }
   const endAll = async (now: boolean) => {
     await Promise.all(sessions.map((s) => (now ? s.destroy() : s.close())))
   }
   /**
-   * Ends this trial's sessions for good: first our side of every socket (so postgres.js never writes to a
+   * Ends this trial's sessions for good: first our side of every socket (so the driver never writes to a
    * connection the server closed), then, from control, the backends themselves, waiting for them to exit
-   * (PostgreSQL 14+): a backend blocked on a lock does not notice its client is gone. Only our own pids.
+   * (a backend blocked on a lock does not notice its client is gone). Only our own pids.
    */
   const killAll = async () => {
     await endAll(true)
     const mine = [...new Set(pids.filter((p) => p > 0))]
     if (!mine.length) return
-    const kill = lab.onControlOrFresh((sql) =>
-      lab.server.versionNum >= 140000
-        ? sql`select pg_terminate_backend(pid, 2000) from unnest(${mine}::int[]) as pid`
-        : sql`select pg_terminate_backend(pid) from unnest(${mine}::int[]) as pid`,
-    )
-    await Promise.race([kill.then(() => {}, () => {}), new Promise((r) => setTimeout(r, 2500 + lab.connectTimeoutMs))])
+    await lab.terminate(mine)
   }
   // If the run is aborted (Ctrl-C, run timeout), end this trial's backends so nothing waits on them.
   const onAbort = () => void killAll()
@@ -229,7 +215,7 @@ async function trial(lab: Lab, cfg: RunConfig, schema: string, order: Entry[], u
       if (code === '53300') {
         throw new RunError(`the server refused a connection: ${(e as Error).message} (53300 too_many_connections): use a smaller --n, or raise the limit`)
       }
-      throw connectError(e, lab.target)
+      throw lab.engine === 'postgres' ? connectError(e, lab.target) : e
     }
     pids = sessions.map((s) => s.pid)
     const own = sessions.filter((s) => !s.lender).map((s) => s.pid)
@@ -253,7 +239,7 @@ async function trial(lab: Lab, cfg: RunConfig, schema: string, order: Entry[], u
     await endAll(false)
 
     lab.checkControl()
-    const invariant = await Promise.race([evaluate(control, cfg, user), lab.whenLost()])
+    const invariant = await Promise.race([evaluate(lab, cfg, user), lab.whenLost()])
     return { sessions: sessions.map((s) => s.report()), invariant, events }
   } catch (e) {
     sessions.forEach((s) => s.abandon(abortSignal.aborted ? 'the run was aborted' : 'the run failed'))
@@ -265,16 +251,17 @@ async function trial(lab: Lab, cfg: RunConfig, schema: string, order: Entry[], u
 }
 
 /** The invariant's SQL on the control connection: `held` true, false, or NULL (could not be decided). */
-async function evaluate(control: Sql, cfg: RunConfig, user: string): Promise<InvariantReport> {
+async function evaluate(lab: Driver, cfg: RunConfig, user: string): Promise<InvariantReport> {
   const inv = cfg.plan.scenario.invariant
   const description = typeof inv.description === 'function' ? inv.description(cfg.plan.variant.params) : inv.description
   try {
-    const { text, names } = parseBinds(inv.sql)
-    const rows = await control.unsafe(text, values(names, cfg, user, 'invariant') as never[])
+    const { text, names } = parseBinds(cfg.plan.invariantSql, lab.placeholders)
+    const rows = await lab.query(text, values(names, cfg, user, 'invariant'))
     const row = rows[0] as Row | undefined
     if (!row) return { description, observed: 'no row', held: null, error: 'the invariant query returned no row' }
     const observed = inv.observed ? inv.observed(row) : defaultObserved(row)
-    const held = typeof row.held === 'boolean' ? row.held : null
+    // MySQL has no boolean type: its `held` is 1 or 0 (NULL stays undecided).
+    const held = typeof row.held === 'boolean' ? row.held : lab.engine === 'mysql' && (row.held === 1 || row.held === 0) ? row.held === 1 : null
     return held === null ? { description, observed, held, error: 'the invariant said NULL: something it needs is missing' } : { description, observed, held }
   } catch (e) {
     if (isConnectionLoss(e)) throw e

@@ -55,12 +55,15 @@ export async function runPermutation(sessions: readonly Session[], order: readon
 async function refuseIfStuck(sessions: readonly Session[], probe: BlockProbe): Promise<void> {
   const busy = sessions.filter((s) => s.busy)
   if (!probe.blockers || !busy.length || !busy.every((s) => s.current!.blocked)) return
+  // Only sessions that had ended before the question was asked can be the reason: a blocker that ends while it is
+  // being asked about (its COMMIT in flight) releases its locks.
+  const endedBefore = new Set(sessions.filter((s) => s.finished))
   const byPid = new Map(sessions.map((s) => [s.pid, s]))
   const stuck: string[] = []
   for (const s of busy) {
     const by = (await probe.blockers(s.pid)).map((p) => byPid.get(p))
     if (!s.busy) return // it moved meanwhile
-    if (!by.length || by.some((b) => !b || !b.finished)) return
+    if (!by.length || by.some((b) => !b || !endedBefore.has(b))) return
     stuck.push(`${s.name}.${s.current!.name} waits for ${by.map((b) => b!.name).join(', ')}`)
   }
   throw new UsageError(

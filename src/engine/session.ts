@@ -2,17 +2,18 @@
 // fact, never in a thrown error: SQL errors, rejections, lost connections and timeouts are outcomes.
 // The SQL a step shows is the SQL it sends: named binds become bind parameters, nothing else changes.
 import { setTimeout as sleep } from 'node:timers/promises'
-import type { Sql } from 'postgres'
-import { parseBinds } from '../binds.js'
-import { connect, endQuietly } from '../db/connect.js'
-import { conditionName, isConnectionLoss } from '../db/sqlstate.js'
-import type { Target } from '../db/target.js'
+import { parseBinds, type Placeholders } from '../binds.js'
+import type { QueryResult, SessionConn, SessionOptions } from '../db/driver.js'
+import { conditionName, isConnectionLoss, isServerError, sqlstateOf } from '../db/sqlstate.js'
 import type { PlannedSession, PlannedStep } from '../plan.js'
 import type { Bind, BindCtx, Params, Row, Rows, Seen, SessionSpec, StepDef } from '../scenario.js'
 import type { EventKind, Outcome, SessionReport, TimelineEvent } from './types.js'
 
 export interface SessionEnv {
-  target: Target
+  /** Opens this session's own connection (the engine's driver). */
+  open(o: SessionOptions): Promise<SessionConn>
+  /** How named binds are sent: $1 (PostgreSQL) or ? (MySQL). */
+  placeholders: Placeholders
   schema: string
   scenarioId: string
   user: string
@@ -35,16 +36,13 @@ class StepTimeout extends Error {}
 /** A step's SQL names a bind that has no value here: the scenario is wrong, not the database. */
 class BindError extends Error {}
 
-type QueryResult = Rows & { command?: string; count?: number }
-
 /** Command tags after which a transaction's isolation level can still change (no snapshot taken yet). */
 const NOT_FIXING = new Set(['BEGIN', 'START TRANSACTION', 'SET', 'SHOW', 'RESET', 'SAVEPOINT', 'RELEASE', 'COMMIT', 'ROLLBACK', 'DISCARD'])
 
 export class Session {
   readonly name: string
   pid = 0
-  private sql!: Sql
-  private closedFlag = false
+  private conn!: SessionConn
   /** The session whose connection this one borrows (SessionSpec.shares), if any. */
   lender?: Session
   private opened?: Promise<void>
@@ -84,7 +82,7 @@ export class Session {
   readonly shares?: string
 
   private get closedByServer(): boolean {
-    return this.lender ? this.lender.closedByServer : this.closedFlag
+    return this.lender ? this.lender.closedByServer : Boolean(this.conn?.closed)
   }
 
   get finished(): boolean {
@@ -102,22 +100,18 @@ export class Session {
   /** The next borrower of a pooled connection: the lender's backend, with whatever it left behind. */
   private async borrow(lender: Session): Promise<void> {
     await lender.open()
-    this.sql = lender.sql
+    this.conn = lender.conn
     this.pid = lender.pid
   }
 
   private async connect(): Promise<void> {
-    this.sql = connect(this.env.target, {
+    this.conn = await this.env.open({
       connectTimeoutMs: this.env.connectTimeoutMs,
       applicationName: `race ${this.env.scenarioId} ${this.name}`,
-      schema: this.env.schema,
+      space: this.env.schema,
       params: this.spec.connection ?? {},
-      onclose: () => {
-        this.closedFlag = true
-      },
     })
-    const [row] = await this.sql`select pg_backend_pid() as pid`
-    this.pid = Number(row.pid)
+    this.pid = this.conn.pid
   }
 
   /** Starts the clock for `ms` (the barrier, or the first step of a step-by-step schedule). */
@@ -173,6 +167,7 @@ export class Session {
       if (reject) {
         this.record(name, 'reject', String(reject))
         await this.rollback()
+        await this.release()
         return this.end('rejected', name, { reason: String(reject) })
       }
       const res = await this.exec(def)
@@ -217,12 +212,14 @@ export class Session {
       this.record(name, 'lost', code)
       return this.end('lost', name, { reason: `connection lost (${code ?? 'closed'})` })
     }
-    if (typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code)) {
+    if (isServerError(code)) {
       this.errors.push(code)
       this.record(name, 'error', `${code} ${conditionName(code) ?? ''}`.trim())
       await this.rollback()
       const retry = this.spec.retry
-      if (retry?.on?.includes(code) && this.retries < retry.max) return this.again(retry.backoff ?? false, name)
+      // A retry loop names SQLSTATEs ('40001'); a MySQL error is 'SQLSTATE/errno' ('40001/1213'), retried by its SQLSTATE.
+      if ((retry?.on?.includes(code) || retry?.on?.includes(sqlstateOf(code))) && this.retries < retry!.max) return this.again(retry!.backoff ?? false, name)
+      await this.release()
       return this.end('failed', name, { sqlstate: code, reason: (err as Error).message })
     }
     // Not a server error and not a lost connection: report it as the session's failure, honestly.
@@ -236,7 +233,20 @@ export class Session {
     await this.rollback()
     if (this.retries < (this.spec.retry?.max ?? 0)) return this.again(this.spec.retry?.backoff ?? false, name)
     this.record(name, 'reject', reason)
+    await this.release()
     return this.end('rejected', name, { reason })
+  }
+
+  /** The application's finally (SessionSpec.release), after a rejection or a SQL error; its own failure changes nothing. */
+  private async release(): Promise<void> {
+    const sql = this.spec.release
+    if (!sql || this.closedByServer) return
+    try {
+      const res = await this.exec({ sql })
+      this.record('release', 'ok', summarize(res))
+    } catch (e) {
+      this.record('release', 'error', (e as { code?: string })?.code ?? (e as Error)?.message)
+    }
   }
 
   /** The application's retry loop: the whole transaction again, each step exactly as the first time. */
@@ -281,22 +291,15 @@ export class Session {
 
   private async exec(def: StepDef): Promise<QueryResult> {
     if (this.closedByServer) throw Object.assign(new Error('connection closed by the server'), { code: 'CONNECTION_CLOSED' })
-    const { text, names } = parseBinds(def.sql)
+    const { text, names } = parseBinds(def.sql, this.env.placeholders)
     const args = this.values(names)
-    // Until a statement has fixed the transaction's isolation level, ask the server for it right before each
-    // step. SHOW takes no snapshot (SET TRANSACTION may still follow) and is sent in the same pipeline.
-    let show: Promise<void> | undefined
-    if (!this.levelFixed) {
-      const q = this.sql.unsafe('show transaction_isolation')
-      q.execute()
-      show = q.then(
-        (r) => void (this.isolation = String(r[0]?.transaction_isolation ?? '')),
-        () => {},
-      )
-    }
-    const q = (names.length ? this.sql.unsafe(text, args as never[]) : this.sql.unsafe(text)) as unknown as PromiseLike<QueryResult> & { execute(): unknown }
-    q.execute()
-    const query = Promise.resolve(q)
+    // Until a statement has fixed the transaction's isolation level, ask the server for it with the step
+    // (PostgreSQL: SHOW in the same pipeline, before it; MySQL: from InnoDB's own record of the transaction).
+    const run = this.conn.step(text, args, !this.levelFixed)
+    const show = run.level?.then((level) => {
+      if (level !== undefined) this.isolation = level
+    })
+    const query = run.result
     let timer: NodeJS.Timeout | undefined
     const timeout = new Promise<'timeout'>((resolve) => (timer = setTimeout(() => resolve('timeout'), this.env.stepTimeoutMs)))
     try {
@@ -320,7 +323,7 @@ export class Session {
   private async rollback(): Promise<void> {
     if (this.closedByServer) return
     try {
-      const r = (await Promise.race([this.sql.unsafe('rollback'), sleep(2000)])) as QueryResult | undefined
+      const r = await this.conn.rollback()
       if (r?.command) this.commitTag = r.command
       this.inTx = false
     } catch {
@@ -343,12 +346,12 @@ export class Session {
   }
 
   async close(): Promise<void> {
-    if (!this.lender) await endQuietly(this.sql, 1)
+    if (!this.lender) await this.conn?.close()
   }
 
   /** Closes the socket now; used when the run is aborted. */
   async destroy(): Promise<void> {
-    if (!this.lender) await endQuietly(this.sql, 0)
+    if (!this.lender) await this.conn?.destroy()
   }
 
   report(): SessionReport {

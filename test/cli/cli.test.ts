@@ -33,7 +33,7 @@ const BAD: [string[], RegExp][] = [
   [['run', 'broken', '--max-pending', '3'], /--max-pending does not apply to broken/],
   [['run', 'advisory', '--expect', 'maybe'], /--expect takes held or violated/],
   [['run', 'advisory', '--user', "x'; drop table users; --"], /--user takes a uuid/],
-  [['run', 'advisory', '--database-url', 'mysql://u:secret@h/db'], /scheme 'mysql', not postgres/],
+  [['run', 'limit-lock', '--database-url', 'mysql://u:secret@h/db'], /limit-lock is not available on MySQL\/MariaDB/],
   [['run', 'advisory', '--database-url', 'postgres://u:secret@h:99999/db'], /not a valid URL/],
   [['run', 'advisory', '--database-url', 'postgres://u:secret@h:abc/db'], /not a valid URL/],
   [['run', 'advisory', '--database-url', ''], /is empty/],
