@@ -7,10 +7,10 @@ import { resolveTarget, type Target } from '../db/target.js'
 import { run } from '../engine/run.js'
 import type { TrialFacts } from '../engine/types.js'
 import { RunError, UsageError } from '../errors.js'
-import { compare, judge, type Comparison } from '../judge/index.js'
+import { compare, documentedCodes, judge, type Comparison } from '../judge/index.js'
 import { abort, describeStuck } from '../lifecycle.js'
 import { parseDuration, parseWhole, formatDuration } from '../parse.js'
-import { documentedFor, plan, type Plan } from '../plan.js'
+import { documentedFor, ownServerRefusal, plan, type Plan } from '../plan.js'
 import type { Documented, ParamSpec, Params, Scenario, Schedule, Verdict } from '../scenario.js'
 
 export interface Bounds {
@@ -107,6 +107,13 @@ export function parseChoice(flag: string, raw: string, choices: readonly string[
   throw new UsageError(`${flag} takes one of ${choices.map((x) => `"${x}"`).join(', ')}, got '${raw}'`)
 }
 
+/** "max_locks_per_transaction=10 max_connections=20": the settings of a scenario's own server. */
+export function ownSettings(s: Scenario): string {
+  return Object.entries(s.ownServer?.settings ?? {})
+    .map(([k, v]) => `${k}=${v}`)
+    .join(' ')
+}
+
 export function describeParams(s: Scenario, params: Params): string {
   return Object.entries(s.params)
     .map(([k, p]) => {
@@ -117,9 +124,14 @@ export function describeParams(s: Scenario, params: Params): string {
     .join(' ')
 }
 
-/** Opens the target (starting the embedded server when none is configured), runs fn, cleans up via lifecycle. */
-export async function withLab<T>(databaseUrl: string | undefined, bounds: Bounds, fn: (lab: Lab, target: Target) => Promise<T>): Promise<T> {
+/**
+ * Opens the target (starting the embedded server when none is configured), runs fn, cleans up via lifecycle.
+ * `own`: a scenario with a server of its own (Scenario.ownServer): the embedded server is started with its
+ * settings, and a server the user gave is refused (exit 2).
+ */
+export async function withLab<T>(databaseUrl: string | undefined, bounds: Bounds, fn: (lab: Lab, target: Target) => Promise<T>, own?: Scenario): Promise<T> {
   let target = resolveTarget(databaseUrl)
+  if (own?.ownServer && target.kind !== 'embedded') throw new UsageError(ownServerRefusal(own))
   const timer = setTimeout(
     () => abort(new RunError(`the command did not finish within --run-timeout ${bounds.runTimeoutMs / 1000}s${stuckNote()}`)),
     bounds.runTimeoutMs,
@@ -128,7 +140,7 @@ export async function withLab<T>(databaseUrl: string | undefined, bounds: Bounds
   try {
     if (target.kind === 'embedded') {
       if (process.stderr.isTTY) process.stderr.write('starting the embedded PostgreSQL 18...\r')
-      const server = await startEmbedded()
+      const server = await startEmbedded({ settings: own?.ownServer?.settings })
       if (process.stderr.isTTY) process.stderr.write('\x1b[2K')
       target = { kind: 'embedded', url: server.url, label: 'embedded' }
     }
@@ -153,7 +165,7 @@ export interface Trial extends TrialFacts {
 }
 
 export function judgeTrial(facts: TrialFacts, docs: readonly Documented[], p: Plan): Trial {
-  const { verdict, why } = judge(facts.sessions, facts.invariant)
+  const { verdict, why } = judge(facts.sessions, facts.invariant, documentedCodes(docs))
   return { ...facts, verdict, why, comparison: compare(verdict, facts.sessions, docs, p.isolation) }
 }
 

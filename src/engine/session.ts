@@ -5,6 +5,7 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import type { Sql } from 'postgres'
 import { parseBinds } from '../binds.js'
 import { connect, endQuietly } from '../db/connect.js'
+import type { ServerFatal } from '../db/fatal.js'
 import { conditionName, isConnectionLoss } from '../db/sqlstate.js'
 import type { Target } from '../db/target.js'
 import type { PlannedSession, PlannedStep } from '../plan.js'
@@ -32,6 +33,12 @@ export interface SessionEnv {
 }
 
 class StepTimeout extends Error {}
+/** The server ended the connection and said why (a FATAL with a SQLSTATE that is not a shutdown): the next step fails with it, as libpq reports it. */
+class ServerEnded extends Error {
+  constructor(readonly code: string, message: string) {
+    super(message)
+  }
+}
 /** A step's SQL names a bind that has no value here: the scenario is wrong, not the database. */
 class BindError extends Error {}
 
@@ -45,6 +52,8 @@ export class Session {
   pid = 0
   private sql!: Sql
   private closedFlag = false
+  /** The FATAL error the server sent as it closed this connection, if it said why. */
+  private fatal?: ServerFatal
   /** The session whose connection this one borrows (SessionSpec.shares), if any. */
   lender?: Session
   private opened?: Promise<void>
@@ -87,6 +96,15 @@ export class Session {
     return this.lender ? this.lender.closedByServer : this.closedFlag
   }
 
+  private get serverFatal(): ServerFatal | undefined {
+    return this.lender ? this.lender.serverFatal : this.fatal
+  }
+
+  /** Every row a step of this session returned (undefined if it never ran), for the invariant's `:session.step.column`. */
+  rowsOf(step: string): Rows | undefined {
+    return this.rows[step]
+  }
+
   get finished(): boolean {
     return this.outcome !== undefined
   }
@@ -114,6 +132,9 @@ export class Session {
       params: this.spec.connection ?? {},
       onclose: () => {
         this.closedFlag = true
+      },
+      onFatal: (e) => {
+        this.fatal = e
       },
     })
     const [row] = await this.sql`select pg_backend_pid() as pid`
@@ -175,6 +196,7 @@ export class Session {
         await this.rollback()
         return this.end('rejected', name, { reason: String(reject) })
       }
+      if (def.appWait) return await this.appWait(i, def.appWait)
       const res = await this.exec(def)
       this.noteWoke()
       this.rows[name] = res
@@ -195,6 +217,16 @@ export class Session {
     }
   }
 
+  /** Application code, not SQL: the client waits the param's milliseconds, holding whatever it holds. */
+  private async appWait(i: number, w: NonNullable<StepDef['appWait']>): Promise<void> {
+    const { name } = this.steps[i]
+    const ms = Number(this.env.params[w.param])
+    await sleep(ms)
+    this.rows[name] = []
+    this.record(name, 'ok', `waited ${ms} ms`)
+    if (i === this.steps.length - 1) this.finish(name, '')
+  }
+
   /** The last step ran without an error: committed only if nothing is left open and a COMMIT said COMMIT. */
   private finish(name: string, tag: string): void {
     if (tag === 'ROLLBACK') return this.end('failed', name, { reason: 'COMMIT answered ROLLBACK: the transaction had failed' })
@@ -213,7 +245,7 @@ export class Session {
       return this.end('failed', name, { reason: err.message })
     }
     const code = (err as { code?: string })?.code
-    if (this.closedByServer || isConnectionLoss(err)) {
+    if (!(err instanceof ServerEnded) && (this.closedByServer || isConnectionLoss(err))) {
       this.record(name, 'lost', code)
       return this.end('lost', name, { reason: `connection lost (${code ?? 'closed'})` })
     }
@@ -280,7 +312,11 @@ export class Session {
   }
 
   private async exec(def: StepDef): Promise<QueryResult> {
-    if (this.closedByServer) throw Object.assign(new Error('connection closed by the server'), { code: 'CONNECTION_CLOSED' })
+    if (this.closedByServer) {
+      const fatal = this.serverFatal
+      if (fatal && !isConnectionLoss(fatal)) throw new ServerEnded(fatal.code, fatal.message)
+      throw Object.assign(new Error('connection closed by the server'), { code: 'CONNECTION_CLOSED' })
+    }
     const { text, names } = parseBinds(def.sql)
     const args = this.values(names)
     // Until a statement has fixed the transaction's isolation level, ask the server for it right before each
