@@ -1,10 +1,23 @@
 // write-skew (isolation-levels article, write skew): two doctors on call; each sees two on call and goes off
 // call. READ COMMITTED and REPEATABLE READ: nobody is on call (violated). SERIALIZABLE: SSI sees the
 // read/write dependency cycle and fails t2 with 40001: one doctor stays on call (held, prevented).
-import { anomaly, clean, defineScenario, levelParam, prevented, step } from '../src/scenario.js'
-import { SER_SSI, begin, isolationParam, otherLevels } from './_fixtures/isolation.js'
+// --form for-update (common pitfall 2's fix): the check locks the rows it counts (SELECT ... FOR UPDATE), so
+// t2's check waits for t1; at READ COMMITTED it then counts one doctor on call and stays; at REPEATABLE READ
+// and SERIALIZABLE it fails with 40001 instead (t1 changed a row it locks after its snapshot).
+import { anomaly, clean, defineScenario, levelParam, prevented, serialized, step, type DocEntry, type Variant } from '../src/scenario.js'
+import { RR_UPDATE, SER_SSI, begin, isolationParam, otherLevels } from './_fixtures/isolation.js'
 
 const BOTH = { t1: 'committed', t2: 'committed' }
+const LAST = 'I am the last doctor on call'
+
+/** --form for-update: at every level t2's check waits for t1's row lock, and then the level decides. */
+const forUpdate = (v: Variant) => v.params.form === 'for-update'
+const locked = (plain: DocEntry): DocEntry => (v) =>
+  !forUpdate(v)
+    ? typeof plain === 'function' ? plain(v) : plain
+    : v.params.isolation === 'read committed'
+      ? serialized("t2's check waits for t1's lock, then re-reads the row t1 changed: one doctor on call, t2 stays (13.2.1)", { t1: 'committed', t2: `rejected: ${LAST}` })
+      : prevented(`t2's check waits for t1's lock; ${RR_UPDATE}`, { t1: 'committed', t2: '40001' })
 
 export default defineScenario({
   id: 'write-skew',
@@ -16,7 +29,16 @@ export default defineScenario({
     'Each transaction is right on its own; they read the same rows and write different ones.',
     'REPEATABLE READ does not help (PostgreSQL RR is snapshot isolation). SERIALIZABLE fails T2 with 40001.',
   ],
-  params: isolationParam(),
+  params: {
+    ...isolationParam(),
+    form: {
+      flag: '--form <form>',
+      description: 'the check: plain (count) or for-update (count the rows it locks with SELECT ... FOR UPDATE)',
+      kind: 'choice',
+      choices: ['plain', 'for-update'],
+      default: 'plain',
+    },
+  },
   sessionCount: { default: 2, min: 2, max: 2 },
   isolation: levelParam,
   setup: [
@@ -27,7 +49,10 @@ export default defineScenario({
     const doctor = (id: number) => ({
       steps: {
         begin: begin(params),
-        check: 'select count(*)::int as on_call from doctors where on_call',
+        check:
+          params.form === 'for-update'
+            ? 'select count(*)::int as on_call from (select id from doctors where on_call for update) d'
+            : 'select count(*)::int as on_call from doctors where on_call',
         off: step(`update doctors set on_call = false where id = ${id}`, {
           rejectIf: ({ prior }) => prior.check.on_call < 2 && 'I am the last doctor on call',
         }),
@@ -47,12 +72,17 @@ export default defineScenario({
     postgres: {
       // Table 13.1 serialization anomaly: possible at READ COMMITTED and REPEATABLE READ, not at SERIALIZABLE.
       levels: {
-        'read committed': anomaly('serialization anomaly possible', BOTH),
-        'repeatable read': anomaly('serialization anomaly possible: RR is snapshot isolation (13.2.2)', BOTH),
-        serializable: prevented(SER_SSI, { t1: 'committed', t2: '40001' }),
+        'read committed': locked(anomaly('serialization anomaly possible', BOTH)),
+        'repeatable read': locked(anomaly('serialization anomaly possible: RR is snapshot isolation (13.2.2)', BOTH)),
+        serializable: locked(prevented(SER_SSI, { t1: 'committed', t2: '40001' })),
       },
-      serial: clean('t2 counts one doctor on call and stays', { t1: 'committed', t2: 'rejected: I am the last doctor on call' }),
+      serial: clean('t2 counts one doctor on call and stays', { t1: 'committed', t2: `rejected: ${LAST}` }),
     },
   },
-  checks: otherLevels(),
+  checks: [
+    ...otherLevels(),
+    { label: 'for-update', params: { form: 'for-update' } },
+    { label: 'for-update, repeatable read', params: { form: 'for-update', isolation: 'repeatable read' } },
+    { label: 'for-update, serializable', params: { form: 'for-update', isolation: 'serializable' } },
+  ],
 })

@@ -101,8 +101,8 @@ export function scenarioParams(s: Scenario, cmd: Command, opts: Record<string, u
 }
 
 export function parseChoice(flag: string, raw: string, choices: readonly string[]): string {
-  const v = raw.trim().toLowerCase().replace(/[\s_-]+/g, ' ')
-  const hit = choices.find((x) => x === v)
+  const norm = (x: string) => x.trim().toLowerCase().replace(/[\s_-]+/g, ' ')
+  const hit = choices.find((x) => norm(x) === norm(raw))
   if (hit) return hit
   throw new UsageError(`${flag} takes one of ${choices.map((x) => `"${x}"`).join(', ')}, got '${raw}'`)
 }
