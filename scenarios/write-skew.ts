@@ -4,17 +4,22 @@
 // --form for-update (common pitfall 2's fix): the check locks the rows it counts (SELECT ... FOR UPDATE), so
 // t2's check waits for t1; at READ COMMITTED it then counts one doctor on call and stays; at REPEATABLE READ
 // and SERIALIZABLE it fails with 40001 instead (t1 changed a row it locks after its snapshot).
-import { anomaly, clean, defineScenario, levelParam, prevented, serialized, step, type DocEntry, type Variant } from '../src/scenario.js'
+import { anomaly, clean, defineScenario, levelParam, prevented, serialized, step, type DocEntry, type Documented, type Params } from '../src/scenario.js'
 import { RR_UPDATE, SER_SSI, begin, isolationParam, otherLevels } from './_fixtures/isolation.js'
 
 const BOTH = { t1: 'committed', t2: 'committed' }
 const LAST = 'I am the last doctor on call'
 
-/** --form for-update: at every level t2's check waits for t1's row lock, and then the level decides. */
-const forUpdate = (v: Variant) => v.params.form === 'for-update'
-const locked = (plain: DocEntry): DocEntry => (v) =>
-  !forUpdate(v)
-    ? typeof plain === 'function' ? plain(v) : plain
+/** The check; --form for-update locks the rows it counts (common pitfall 2's fix). */
+const check = (p: Params) =>
+  p.form === 'for-update'
+    ? 'select count(*)::int as on_call from (select id from doctors where on_call for update) d'
+    : 'select count(*)::int as on_call from doctors where on_call'
+
+/** What `plain` documents, or with --form for-update: t2's check waits for t1's row lock, and the level decides. */
+const orForUpdate = (plain: Documented): DocEntry => (v) =>
+  v.params.form !== 'for-update'
+    ? plain
     : v.params.isolation === 'read committed'
       ? serialized("t2's check waits for t1's lock, then re-reads the row t1 changed: one doctor on call, t2 stays (13.2.1)", { t1: 'committed', t2: `rejected: ${LAST}` })
       : prevented(`t2's check waits for t1's lock; ${RR_UPDATE}`, { t1: 'committed', t2: '40001' })
@@ -28,6 +33,7 @@ export default defineScenario({
     'T1 counts 2 on call and goes off call; T2 counted 2 as well and goes off call too: nobody is on call.',
     'Each transaction is right on its own; they read the same rows and write different ones.',
     'REPEATABLE READ does not help (PostgreSQL RR is snapshot isolation). SERIALIZABLE fails T2 with 40001.',
+    "--form for-update (pitfall 2's fix): the check locks the rows it counts, so T2's check waits for T1; at READ COMMITTED it then counts 1 and T2 stays; above it T2 gets 40001.",
   ],
   params: {
     ...isolationParam(),
@@ -49,10 +55,7 @@ export default defineScenario({
     const doctor = (id: number) => ({
       steps: {
         begin: begin(params),
-        check:
-          params.form === 'for-update'
-            ? 'select count(*)::int as on_call from (select id from doctors where on_call for update) d'
-            : 'select count(*)::int as on_call from doctors where on_call',
+        check: check(params),
         off: step(`update doctors set on_call = false where id = ${id}`, {
           rejectIf: ({ prior }) => prior.check.on_call < 2 && 'I am the last doctor on call',
         }),
@@ -72,11 +75,11 @@ export default defineScenario({
     postgres: {
       // Table 13.1 serialization anomaly: possible at READ COMMITTED and REPEATABLE READ, not at SERIALIZABLE.
       levels: {
-        'read committed': locked(anomaly('serialization anomaly possible', BOTH)),
-        'repeatable read': locked(anomaly('serialization anomaly possible: RR is snapshot isolation (13.2.2)', BOTH)),
-        serializable: locked(prevented(SER_SSI, { t1: 'committed', t2: '40001' })),
+        'read committed': orForUpdate(anomaly('serialization anomaly possible', BOTH)),
+        'repeatable read': orForUpdate(anomaly('serialization anomaly possible: RR is snapshot isolation (13.2.2)', BOTH)),
+        serializable: orForUpdate(prevented(SER_SSI, { t1: 'committed', t2: '40001' })),
       },
-      serial: clean('t2 counts one doctor on call and stays', { t1: 'committed', t2: `rejected: ${LAST}` }),
+      serial: clean('t2 counts one doctor on call and stays', { t1: 'committed', t2: 'rejected: I am the last doctor on call' }),
     },
   },
   checks: [
