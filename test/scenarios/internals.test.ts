@@ -52,7 +52,6 @@ test('vacuum-horizon --idle-timeout: the server ends the forgotten transaction (
   assert.equal(t.invariant.observed, '10 rows updated, 10 dead tuples; VACUUM after long ended left 0')
   const long = by(t, 'long')
   assert.deepEqual([long.outcome, long.sqlstate, long.step], ['failed', '25P03', 'commit'])
-  assert.ok(by(t, 'vac').waitedMs >= 200, `vac waited ${by(t, 'vac').waitedMs} ms for the server to end long`)
 })
 
 test('the 25P03 is what the server said: race run prints it with its condition name', async () => {
