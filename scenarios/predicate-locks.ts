@@ -28,6 +28,7 @@ function doctor(p: Params, id: number): SessionSpec {
 }
 
 const BOTH = { t1: 'committed', t2: 'committed' }
+const LAST = 'I am the last doctor on call'
 
 export default defineScenario({
   id: 'predicate-locks',
@@ -77,6 +78,13 @@ export default defineScenario({
           ? prevented(`${SER_SSI}: t2's update, after t1 committed`, { t1: 'committed', t2: '40001' })
           : anomaly('no predicate locks below SERIALIZABLE: both go off call (13.2.1, 13.2.2)', BOTH),
       serial: clean('t2 counts one doctor on call and stays', { t1: 'committed', t2: 'rejected: I am the last doctor on call' }),
+      // Free-running, either doctor may be the one SSI fails, or the one that comes second and stays.
+      barrier: (v) => {
+        const who = { committed: [1, 2], '40001': [0, 1], [`rejected: ${LAST}`]: [0, 1] } as const
+        const stays = clean('one read after the other committed: it counts one doctor on call and stays', who)
+        if (v.params.isolation === 'serializable') return [prevented(SER_SSI, who), stays]
+        return [anomaly('no predicate locks below SERIALIZABLE: both go off call', who), stays]
+      },
     },
   },
   checks: [

@@ -97,7 +97,8 @@ export function documentedFor(scenario: Scenario, ctx: DocCtx): Documented[] {
     case 'lockstep':
       return lockstep()
     default:
-      if (ctx.windowMs > 0) return doc.window ? resolve(doc.window, ctx) : lockstep()
+      // --window sleeps at a race point; where no session has one, the run is a plain barrier.
+      if (ctx.windowMs > 0 && Object.values(scenario.sessions(ctx)).some((x) => x.racePoint)) return doc.window ? resolve(doc.window, ctx) : lockstep()
       if (doc.barrier) return resolve(doc.barrier, ctx)
       return dedupe([...lockstep(), ...resolve(doc.serial, ctx)])
   }

@@ -39,12 +39,12 @@ export function codeOf(f: (...a: never[]) => unknown): string {
   return String(f).replace(/\s+/g, ' ').trim()
 }
 
-/** An application wait in words: "waits --api-ms (500ms) to call the external API, holding its transaction and locks". */
+/** An application wait in words: "waits --api-ms (500ms) to call the external API; a transaction still open ...". */
 export function appWaitText(p: Plan, w: NonNullable<StepDef['appWait']>): string {
   const spec = p.scenario.params[w.param]
   const flag = spec?.flag.split(' ')[0] ?? w.param
   const v = p.variant.params[w.param]
-  return `waits ${flag} (${spec?.kind === 'duration' ? formatDuration(Number(v)) : `${v} ms`}) to ${w.what}, holding what it holds (its transaction, its locks)`
+  return `waits ${flag} (${spec?.kind === 'duration' ? formatDuration(Number(v)) : `${v} ms`}) to ${w.what}; a transaction still open and its locks stay held meanwhile`
 }
 
 /** The steps of a session as data: SQL, and the application's decisions as source. */

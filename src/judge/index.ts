@@ -98,6 +98,10 @@ function whoText(who: Who, waited: Documented['waited'] = {}): string {
   const parts = Object.entries(who)
     .filter(([, v]) => !(isCount(v) && range(v)[1] === 0))
     .map(([k, v]) => (isCount(v) ? `${countText(v)} ${k}` : `${k} ${v}${k in waited ? ` after waiting at least ${ms(waited[k])}` : ''}`))
+  // Waits of sessions counted rather than named: "s2, s3 wait at least 200 ms".
+  const counted = new Map<number, string[]>()
+  for (const [k, v] of Object.entries(waited)) if (typeof who[k] !== 'string') counted.set(v, [...(counted.get(v) ?? []), k])
+  for (const [v, names] of counted) parts.push(`${names.join(', ')} ${names.length > 1 ? 'wait' : 'waits'} at least ${ms(v)}`)
   return parts.length ? `: ${parts.join(', ')}` : ''
 }
 
