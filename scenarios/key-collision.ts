@@ -49,11 +49,11 @@ export function search(user: string): Found {
 const pick = (describe: string, value: (f: Found, ctx: BindCtx) => string | number | bigint): Bind => ({ describe, value: (ctx) => value(search(ctx.user), ctx) })
 
 function request(who: 'a' | 'b', bits: string): SessionSpec {
-  const user = pick(`user ${who.toUpperCase()} of the colliding pair the search found`, (f) => f[who])
+  const user = pick("this session's user of the colliding pair the search found (a: user A, b: user B)", (f) => f[who])
   const key =
     bits === '32'
-      ? pick(`sha256('setup_request:' || user ${who.toUpperCase()}), first 4 bytes, signed (an int4)`, (f) => key32(f[who]))
-      : pick(`sha256('setup_request:' || user ${who.toUpperCase()}), first 8 bytes, signed (§8.1)`, (f) => advisoryKey('setup_request', f[who]))
+      ? pick("sha256('setup_request:' || this session's user), first 4 bytes, signed (an int4)", (f) => key32(f[who]))
+      : pick("sha256('setup_request:' || this session's user), first 8 bytes, signed (§8.1)", (f) => advisoryKey('setup_request', f[who]))
   const steps: SessionSpec['steps'] = {
     begin: 'begin',
     lock: bits === '32' ? 'select pg_advisory_xact_lock(:namespace, :key)' : 'select pg_advisory_xact_lock(:key)',
