@@ -43,7 +43,7 @@ export function judge(sessions: readonly Judged[], invariant: Pick<InvariantRepo
     const code = odd.sqlstate ?? undefined
     return {
       verdict: 'unknown',
-      why: `${odd.name} failed with ${code ?? odd.reason ?? 'an error'}${conditionName(code) ? ' ' + conditionName(code) : ''}, which no scenario expects`,
+      why: `${odd.name} failed with ${code ?? odd.reason ?? 'an error'}${conditionName(code) ? ' ' + conditionName(code) : ''}, which its documentation does not name`,
     }
   }
   const preventer = sessions.find((s) => s.errors.some(prevents))
