@@ -96,7 +96,7 @@ export default defineScenario({
     updates: { flag: '--updates <k>', description: 'rows the writer updates (dead tuples it leaves)', kind: 'whole', default: 10, min: 1, max: 100_000 },
     idleTimeout: {
       flag: '--idle-timeout <duration>',
-      description: "idle_in_transaction_session_timeout for the forgotten transaction's connection (default: none)",
+      description: "idle_in_transaction_session_timeout for the forgotten transaction's connection (0ms: none set)",
       kind: 'duration',
       default: 0,
     },
