@@ -2,7 +2,9 @@
 // opposite order. At every level PostgreSQL's deadlock detector (after deadlock_timeout) fails one with
 // deadlock_detected (40P01) and the other commits (held, prevented). --ordered: both update the lower id
 // first: no deadlock; the second waits (held, serialized) at READ COMMITTED, and fails with 40001 above it.
-import { clean, defineScenario, levelParam, prevented, serialized, type Params, type SessionSpec } from '../src/scenario.js'
+// Detection runs only after deadlock_timeout (--deadlock-timeout, default 1s as in PostgreSQL, set on both
+// connections): the victim's wait, shown in its waited column, is documented as at least that long.
+import { clean, defineScenario, levelParam, prevented, serialized, type Documented, type Params, type SessionSpec } from '../src/scenario.js'
 import { begin, isolationParam } from './_fixtures/isolation.js'
 import { DEADLOCK, M, myBegin, withInnodb } from './_fixtures/innodb.js'
 
@@ -16,6 +18,7 @@ const set = (l: Leg) => `update accounts set balance = balance ${l.delta >= 0 ? 
 /** One transfer as two UPDATEs; the second also writes the ledger row (in the same statement). */
 function transfer(p: Params, first: Leg, second: Leg): SessionSpec {
   return {
+    connection: { deadlock_timeout: `${p.deadlockTimeout}ms` },
     steps: {
       begin: begin(p),
       first: set(first),
@@ -35,12 +38,20 @@ const scenario = defineScenario({
   story: [
     'T1 moves 100 from account 1 to account 2; T2 moves 50 from account 2 to account 1.',
     "The article's interleaving: T1 updates 1, T2 updates 2, T1 updates 2 (waits for T2), T2 updates 1 (waits for T1).",
-    'After deadlock_timeout (1s by default) PostgreSQL finds the cycle and fails one with 40P01; the other commits.',
+    'After deadlock_timeout (--deadlock-timeout, 1s by default as in PostgreSQL) a waiter runs the check, finds the cycle and fails with 40P01; the other commits.',
+    'Usually t1, which began waiting a few ms first; on a busy machine t2 may check first: both are documented.',
+    "Its waited column shows how long it waited before 40P01: at least deadlock_timeout (the detector does not look sooner).",
     '--ordered: each transfer updates the lower account id first, so the second one just waits: no deadlock.',
   ],
   params: {
     ...isolationParam(),
     ordered: { flag: '--ordered', description: 'update the accounts in id order (the fix): no deadlock', kind: 'boolean', default: false },
+    deadlockTimeout: {
+      flag: '--deadlock-timeout <duration>',
+      description: 'deadlock_timeout of both sessions (set on their connections, which needs a superuser role)',
+      kind: 'duration',
+      default: 1000,
+    },
   },
   sessionCount: { default: 2, min: 2, max: 2 },
   isolation: levelParam,
@@ -67,9 +78,16 @@ const scenario = defineScenario({
   documented: {
     postgres: {
       lockstep: (v) => {
-        // t1 began waiting first, so its deadlock_timeout runs out first: it runs the check, finds the cycle
-        // and is the one cancelled (deadlock.c: the process that detects a hard deadlock aborts itself).
-        if (!v.params.ordered) return prevented('deadlock detected after deadlock_timeout: the waiter that checks first is cancelled', { t1: '40P01', t2: 'committed' })
+        // Whoever's deadlock_timeout runs out first runs the check, finds the cycle and is the one cancelled
+        // (deadlock.c: the process that detects a hard deadlock aborts itself). t1 began waiting first, a few
+        // ms before t2, so it usually is; on a busy machine the other may check first. Either way the victim
+        // waited at least deadlock_timeout.
+        if (!v.params.ordered) {
+          const ms = Number(v.params.deadlockTimeout)
+          const why = 'deadlock detected after deadlock_timeout: the waiter that checks first is cancelled'
+          const victim = (name: 't1' | 't2'): Documented => ({ ...prevented(why, { ...BOTH, [name]: '40P01' }), waited: { [name]: ms } })
+          return [victim('t1'), victim('t2')]
+        }
         if (v.params.isolation === 'read committed') return serialized('t2 waits for t1, then updates the new row versions (13.2.1)', BOTH)
         return prevented('t2 waited for a row t1 changed after t2\'s snapshot: 40001 (13.2.2)', { t1: 'committed', t2: '40001' })
       },

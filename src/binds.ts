@@ -1,4 +1,4 @@
-// Named binds in SQL (`:user`, `:check.pending`) turned into positional parameters ($1, $2, ...). The text a
+// Named binds in SQL (`:user`, `:check.pending`, `:s1.check.pending`) turned into positional parameters ($1, $2, ...). The text a
 // scenario shows is the text that runs: only the bind markers are replaced, and only outside string
 // literals, quoted identifiers, comments and dollar-quoted bodies; `::type` casts are left alone.
 
@@ -82,11 +82,11 @@ export function parseBinds(sql: string, style: Placeholders = 'dollar'): Parsed 
         continue
       }
     }
-    // :name or :step.column, but not ::cast and not a:b inside an identifier run
+    // :name, :step.column or (in an invariant) :session.step.column, but not ::cast and not a:b inside an identifier run
     if (ch === ':' && at(i + 1) !== ':' && at(i - 1) !== ':' && IDENT_START.test(at(i + 1))) {
       let k = i + 1
       while (k < n && IDENT.test(sql[k])) k++
-      if (sql[k] === '.' && IDENT_START.test(at(k + 1))) {
+      for (let dots = 0; dots < 2 && sql[k] === '.' && IDENT_START.test(at(k + 1)); dots++) {
         k++
         while (k < n && IDENT.test(sql[k])) k++
       }

@@ -112,7 +112,8 @@ export function documentedFor(scenario: Scenario, ctx: DocCtx): Documented[] {
     case 'lockstep':
       return lockstep()
     default:
-      if (ctx.windowMs > 0) return doc.window ? resolve(doc.window, ctx) : lockstep()
+      // --window sleeps at a race point; where no session has one, the run is a plain barrier.
+      if (ctx.windowMs > 0 && Object.values(scenario.sessions(ctx)).some((x) => x.racePoint)) return doc.window ? resolve(doc.window, ctx) : lockstep()
       if (doc.barrier) return resolve(doc.barrier, ctx)
       return dedupe([...lockstep(), ...resolve(doc.serial, ctx)])
   }
@@ -157,9 +158,13 @@ export function checkScenario(s: Scenario, params: Params, n: number, engine: Va
     if (sess.spec.shares && !names.slice(0, names.indexOf(sess.name)).includes(sess.spec.shares)) problems.push(`session ${sess.name} shares '${sess.spec.shares}', which is not an earlier session`)
     const known = new Set([...Object.keys(BUILTIN_BINDS), ...Object.keys(params), ...Object.keys(s.binds ?? {}), ...Object.keys(sess.spec.binds ?? {})])
     sess.steps.forEach((st, k) => {
+      const wait = st.def.appWait
+      if (wait && !(wait.param in params)) problems.push(`session ${sess.name} step ${st.name}: waits for param '${wait.param}', which the scenario does not declare`)
+      if (wait && st.def.sql.trim()) problems.push(`session ${sess.name} step ${st.name}: an application wait has no SQL`)
       for (const b of bindNames(st.def.sql)) {
         const dot = b.indexOf('.')
-        if (dot >= 0) {
+        if (b.split('.').length > 2) problems.push(`session ${sess.name} step ${st.name}: :${b} names another session's step, which only the invariant may read`)
+        else if (dot >= 0) {
           const from = b.slice(0, dot)
           if (!sess.steps.slice(0, k).some((x) => x.name === from)) problems.push(`session ${sess.name} step ${st.name}: :${b} names no earlier step of the session`)
         } else if (!known.has(b)) problems.push(`session ${sess.name} step ${st.name}: unknown bind :${b}`)
@@ -167,7 +172,12 @@ export function checkScenario(s: Scenario, params: Params, n: number, engine: Va
     })
   }
   for (const b of bindNames(p.invariantSql)) {
-    if (b.includes('.') || !(b in BUILTIN_BINDS || b in params || b in (s.binds ?? {}))) problems.push(`invariant: unknown bind :${b}`)
+    const parts = b.split('.')
+    if (parts.length === 3) {
+      const sess = p.sessions.find((x) => x.name === parts[0])
+      if (!sess) problems.push(`invariant: :${b} names no session ${parts[0]}`)
+      else if (!sess.steps.some((x) => x.name === parts[1])) problems.push(`invariant: :${b} names no step ${parts[1]} of session ${parts[0]}`)
+    } else if (b.includes('.') || !(b in BUILTIN_BINDS || b in params || b in (s.binds ?? {}))) problems.push(`invariant: unknown bind :${b}`)
   }
   if (p.permutation) {
     try {
@@ -191,6 +201,7 @@ export function checkScenario(s: Scenario, params: Params, n: number, engine: Va
       const named = Object.entries(d.who).filter(([, v]) => typeof v === 'string').map(([k]) => k)
       const counted = Object.entries(d.who).filter(([, v]) => typeof v !== 'string')
       for (const k of named) if (!names.includes(k)) problems.push(`${schedule}: documents session '${k}', which this variant does not have`)
+      for (const k of Object.keys(d.waited ?? {})) if (!names.includes(k)) problems.push(`${schedule}: documents a wait for session '${k}', which this variant does not have`)
       const rest = names.length - named.length
       const lo = counted.reduce((a, [, v]) => a + (typeof v === 'number' ? v : (v as readonly number[])[0]), 0)
       const hi = counted.reduce((a, [, v]) => a + (typeof v === 'number' ? v : (v as readonly number[])[1]), 0)
@@ -198,6 +209,11 @@ export function checkScenario(s: Scenario, params: Params, n: number, engine: Va
     }
   }
   return problems
+}
+
+/** The one line that refuses a scenario with its own server (OwnServer) on a server the user gave. */
+export function ownServerRefusal(s: Scenario): string {
+  return `${s.id} ${s.ownServer?.why ?? 'needs a server of its own'}, so it runs only on race's own embedded server: leave out --database-url (and unset DATABASE_URL and PG*)`
 }
 
 /** Refuses (exit 2, one line) a scenario whose declaration is unsound for this variant, naming the first problem. */

@@ -98,6 +98,12 @@ export interface StepDef {
    * is left the session ends `rejected` with this reason.
    */
   retryIf?: (seen: Seen & { result: Rows & { count?: number } }) => string | false | null | undefined | 0
+  /**
+   * Application code that is not SQL (its `sql` is empty): the client waits as long as the param `param` says
+   * (milliseconds), with its transaction and locks held, e.g. a slow external API call. It models what the
+   * application does and is never used to synchronise sessions; `race show` prints it as application code.
+   */
+  appWait?: { param: string; what: string }
 }
 export type Step = string | StepDef
 
@@ -139,6 +145,9 @@ export interface Invariant {
   /** A short observed value from the same row, e.g. '3 pending'. Default: its other columns as k=v. */
   observed?: (row: Row) => string
 }
+// Besides the binds of setup SQL, the invariant may name `:session.step.column`: that column of the first row
+// the session's step returned (NULL when it returned none or never ran). It is how a value only a session saw
+// (the count it reached before it rolled back, the locks it held before it failed) reaches the invariant.
 
 /** One label per session: 'committed', 'rejected', 'rejected: <reason>', a SQLSTATE (failed with it), 'failed', 'lost', 'timeout'. */
 export type Label = string
@@ -154,6 +163,8 @@ export interface Documented {
   who: Who
   /** Where the documentation says so, in a few words. */
   why: string
+  /** The least each named session is documented to wait, in ms (a deadlock victim waits deadlock_timeout first). */
+  waited?: Record<string, number>
 }
 
 export interface DocCtx extends Variant {
@@ -193,6 +204,18 @@ export interface CheckCase {
   params?: Params
   /** Only on these engines (default: every engine the scenario documents). */
   engines?: readonly Engine[]
+}
+
+/**
+ * A scenario that uses up something the whole server shares (its lock table): race runs it only on a server it
+ * starts for it (embedded, with these settings, small so that it is quick). A server you gave (--database-url,
+ * DATABASE_URL, PG*) is refused with exit 2: other people's transactions would fail there.
+ */
+export interface OwnServer {
+  /** What it uses up, for the refusal and `race show`, e.g. "fills the server's shared lock table". */
+  why: string
+  /** Server settings (postgres -c name=value). */
+  settings: Record<string, string>
 }
 
 export interface Scenario {
@@ -237,6 +260,8 @@ export interface Scenario {
    * are then empty: race claims nothing about who ends how.
    */
   expects?: 'held' | 'violated' | 'reported'
+  /** Runs only on a server race starts for it (see OwnServer). */
+  ownServer?: OwnServer
 }
 
 /** Identity, for type checking: `export default defineScenario({...})`. */
@@ -247,6 +272,11 @@ export function defineScenario(scenario: Scenario): Scenario {
 /** A step with the application's decision beside its SQL. */
 export function step(sql: string, o: Omit<StepDef, 'sql'> = {}): StepDef {
   return { sql, ...o }
+}
+
+/** Application code between SQL steps: the client waits `param` milliseconds (`what` it is doing), holding what it holds. */
+export function appWait(param: string, what: string, o: Pick<StepDef, 'rejectIf'> = {}): StepDef {
+  return { sql: '', appWait: { param, what }, ...o }
 }
 
 /** One session template replicated as s1..sN (the N-way races). */

@@ -1,13 +1,16 @@
 // race check [ids...]: every scenario (and its documented variants) in lockstep, one summary table.
 // Exit 0 only if every one behaved exactly as documented: the CI smoke check.
 import type { Command } from 'commander'
-import { describeDoc, exitCode, summarize, worstExit } from '../judge/index.js'
-import { assertSound } from '../plan.js'
-import { defaultParams, type Engine, type Params, type Scenario } from '../scenario.js'
+import { describeDoc, exitCode, summarize, worstExit, type Summary } from '../judge/index.js'
+import type { Driver } from '../db/driver.js'
+import { resolveTarget } from '../db/target.js'
+import { UsageError } from '../errors.js'
+import { assertSound, ownServerRefusal } from '../plan.js'
+import { defaultParams, type Documented, type Engine, type Params, type Scenario } from '../scenario.js'
 import { findScenario, scenarios } from '../registry.js'
 import { c, verdictColor } from '../report/color.js'
 import { plainTable } from '../report/table.js'
-import { addTargetOptions, assertRunsOn, engineFor, parseBounds, runOnce, withLab, type TargetOptions } from './common.js'
+import { addTargetOptions, assertRunsOn, engineFor, ownSettings, parseBounds, runOnce, withLab, type TargetOptions, type Trial } from './common.js'
 import { expectsOverride, specFailure } from '../spec/scenario.js'
 
 export interface Case {
@@ -61,14 +64,31 @@ export async function checkCommand(ids: string[], o: TargetOptions): Promise<num
   const cases = await checkCases(ids, engine)
   for (const k of cases) assertSound(k.scenario, k.params, k.n, engine)
   const bounds = parseBounds(o)
+  // A scenario with a server of its own (lock-limit) runs on an embedded server race starts for it; on a server
+  // the user gave it is left out (and asking for it by name is refused, exit 2).
+  let own = cases.filter((k) => k.scenario.ownServer)
+  let skipped: Case[] = []
+  if (own.length && resolveTarget(o.databaseUrl).kind !== 'embedded') {
+    const named = own.find((k) => ids.includes(k.scenario.id))
+    if (named) throw new UsageError(ownServerRefusal(named.scenario))
+    skipped = own
+    own = []
+  }
+  const shared = cases.filter((k) => !k.scenario.ownServer)
   return withLab(o.databaseUrl, bounds, async (lab, target) => {
-    const rows = []
-    for (const k of cases) {
+    const rows: { k: Case; t: Trial; docs: Documented[]; ms: number; summary: Summary }[] = []
+    const one = async (l: Driver, k: Case) => {
       if (!o.json && process.stderr.isTTY) process.stderr.write(`\r\x1b[2Kchecking ${k.scenario.id} (${k.label})...`)
-      const { trial, docs, ms } = await runOnce(lab, bounds, k.scenario, k.params, k.n).catch((e) => {
+      const { trial, docs, ms } = await runOnce(l, bounds, k.scenario, k.params, k.n).catch((e) => {
         throw specFailure(k.scenario, e)
       })
       rows.push({ k, t: trial, docs, ms, summary: summarize([trial], docs, expectsOverride(k.scenario)) })
+    }
+    for (const k of shared) await one(lab, k)
+    for (const s of [...new Set(own.map((k) => k.scenario))]) {
+      await withLab(undefined, bounds, async (ownLab) => {
+        for (const k of own.filter((x) => x.scenario === s)) await one(ownLab, k)
+      }, s)
     }
     if (!o.json && process.stderr.isTTY) process.stderr.write('\r\x1b[2K')
     const code = worstExit(rows.map((r) => exitCode(r.summary)))
@@ -91,6 +111,7 @@ export async function checkCommand(ids: string[], o: TargetOptions): Promise<num
           deviations: summary.deviations,
           ms,
         })),
+        skipped: skipped.map((k) => ({ scenario: k.scenario.id, case: k.label, why: ownServerRefusal(k.scenario) })),
         matched: code === 0,
         exitCode: code,
       }
@@ -117,6 +138,8 @@ export async function checkCommand(ids: string[], o: TargetOptions): Promise<num
       lines.push(c.red(`${r.k.scenario.id} (${r.k.label}): documented ${r.docs.map(describeDoc).join(' | ')}`))
       for (const d of r.summary.deviations.length ? r.summary.deviations : [r.t.why]) lines.push(c.red(`  ${d}`))
     }
+    for (const s of [...new Set(own.map((k) => k.scenario))]) lines.push(c.dim(`${s.id} ran on an embedded server of its own, started with ${ownSettings(s)} (it ${s.ownServer!.why})`))
+    for (const s of [...new Set(skipped.map((k) => k.scenario))]) lines.push(c.dim(`not run here: ${s.id} (it ${s.ownServer!.why}; it runs only on race's own embedded server: race check without --database-url runs it)`))
     lines.push(bad.length ? c.red(`${bad.length} of ${rows.length} did not behave as documented`) : c.green(`all ${rows.length} behaved as documented`))
     process.stdout.write(lines.join('\n') + '\n')
     return code

@@ -8,10 +8,10 @@ import { engineOf, resolveTarget, type Target } from '../db/target.js'
 import { run } from '../engine/run.js'
 import type { TrialFacts } from '../engine/types.js'
 import { RunError, UsageError } from '../errors.js'
-import { compare, judge, type Comparison } from '../judge/index.js'
+import { compare, documentedCodes, judge, type Comparison } from '../judge/index.js'
 import { abort, describeStuck } from '../lifecycle.js'
 import { parseDuration, parseWhole, formatDuration } from '../parse.js'
-import { documentedFor, plan, unavailableOn, type Plan } from '../plan.js'
+import { documentedFor, ownServerRefusal, plan, unavailableOn, type Plan } from '../plan.js'
 import type { Documented, Engine, ParamSpec, Params, Scenario, Schedule, Verdict } from '../scenario.js'
 
 export interface Bounds {
@@ -102,10 +102,17 @@ export function scenarioParams(s: Scenario, cmd: Command, opts: Record<string, u
 }
 
 export function parseChoice(flag: string, raw: string, choices: readonly string[]): string {
-  const v = raw.trim().toLowerCase().replace(/[\s_-]+/g, ' ')
-  const hit = choices.find((x) => x === v)
+  const norm = (x: string) => x.trim().toLowerCase().replace(/[\s_-]+/g, ' ')
+  const hit = choices.find((x) => norm(x) === norm(raw))
   if (hit) return hit
   throw new UsageError(`${flag} takes one of ${choices.map((x) => `"${x}"`).join(', ')}, got '${raw}'`)
+}
+
+/** "max_locks_per_transaction=10 max_connections=20": the settings of a scenario's own server. */
+export function ownSettings(s: Scenario): string {
+  return Object.entries(s.ownServer?.settings ?? {})
+    .map(([k, v]) => `${k}=${v}`)
+    .join(' ')
 }
 
 export function describeParams(s: Scenario, params: Params): string {
@@ -138,9 +145,14 @@ export async function openDriver(target: Target, connectTimeoutMs: number): Prom
   return Lab.open(target, connectTimeoutMs)
 }
 
-/** Opens the target (starting the embedded server when none is configured), runs fn, cleans up via lifecycle. */
-export async function withLab<T>(databaseUrl: string | undefined, bounds: Bounds, fn: (lab: Driver, target: Target) => Promise<T>): Promise<T> {
+/**
+ * Opens the target (starting the embedded server when none is configured), runs fn, cleans up via lifecycle.
+ * `own`: a scenario with a server of its own (Scenario.ownServer): the embedded server is started with its
+ * settings, and a server the user gave is refused (exit 2).
+ */
+export async function withLab<T>(databaseUrl: string | undefined, bounds: Bounds, fn: (lab: Driver, target: Target) => Promise<T>, own?: Scenario): Promise<T> {
   let target = resolveTarget(databaseUrl)
+  if (own?.ownServer && target.kind !== 'embedded') throw new UsageError(ownServerRefusal(own))
   const timer = setTimeout(
     () => abort(new RunError(`the command did not finish within --run-timeout ${bounds.runTimeoutMs / 1000}s${stuckNote()}`)),
     bounds.runTimeoutMs,
@@ -149,7 +161,7 @@ export async function withLab<T>(databaseUrl: string | undefined, bounds: Bounds
   try {
     if (target.kind === 'embedded') {
       if (process.stderr.isTTY) process.stderr.write('starting the embedded PostgreSQL 18...\r')
-      const server = await startEmbedded()
+      const server = await startEmbedded({ settings: own?.ownServer?.settings })
       if (process.stderr.isTTY) process.stderr.write('\x1b[2K')
       target = { kind: 'embedded', url: server.url, label: 'embedded' }
     }
@@ -176,7 +188,7 @@ export interface Trial extends TrialFacts {
 }
 
 export function judgeTrial(facts: TrialFacts, docs: readonly Documented[], p: Plan): Trial {
-  const { verdict, why } = judge(facts.sessions, facts.invariant)
+  const { verdict, why } = judge(facts.sessions, facts.invariant, documentedCodes(docs))
   return { ...facts, verdict, why, comparison: compare(verdict, facts.sessions, docs, p.isolation) }
 }
 

@@ -12,7 +12,7 @@ import { deviationLines, invariantLine, isolationLine, sessionsTable, trialsTabl
 import { timeline } from '../report/timeline.js'
 import type { Params, Scenario, Schedule } from '../scenario.js'
 import { expectsOverride, qualifyPermutation, specFailure } from '../spec/scenario.js'
-import { addScenarioParamOptions, addTargetOptions, assertRunsOn, describeParams, docsFor, engineFor, judgeTrial, parseBounds, scenarioParams, withLab, type TargetOptions, type Trial } from './common.js'
+import { addScenarioParamOptions, addTargetOptions, assertRunsOn, describeParams, docsFor, engineFor, judgeTrial, ownSettings, parseBounds, scenarioParams, withLab, type TargetOptions, type Trial } from './common.js'
 
 export const SCHEDULES: readonly Schedule[] = ['barrier', 'lockstep', 'serial']
 
@@ -168,7 +168,7 @@ export async function runCommand(id: string, o: RunOptions, cmd: Command): Promi
     else process.stdout.write(render(view, Boolean(o.timeline), Boolean(o.keep)) + '\n')
     if (code === 3) process.stderr.write(`race: could not decide: ${representative.verdict === 'unknown' ? representative.why : (representative.comparison.deviations[0] ?? representative.why)}\n`)
     return code
-  })
+  }, scenario)
 }
 
 function render(r: RunView, withTimeline: boolean, kept: boolean): string {
@@ -182,6 +182,7 @@ function render(r: RunView, withTimeline: boolean, kept: boolean): string {
   const lines = [head]
   const ps = describeParams(scenario, r.params)
   if (ps) lines.push(c.dim(ps + (r.holdMs ? ` (lock timeouts extended by --hold ${formatDuration(r.holdMs)})` : '')))
+  if (scenario.ownServer) lines.push(c.dim(`a server of its own, started with ${ownSettings(scenario)} (it ${scenario.ownServer.why})`))
   lines.push(isolationLine(t, r.plan.isolation))
   lines.push('')
   if (withTimeline) lines.push(timeline(t), '')

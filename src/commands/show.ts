@@ -4,14 +4,14 @@
 import type { Command } from 'commander'
 import { UsageError } from '../errors.js'
 import { describeDoc } from '../judge/index.js'
-import { parseWhole } from '../parse.js'
+import { formatDuration, parseWhole } from '../parse.js'
 import { tokenize } from '../permutation.js'
 import { BUILTIN_BINDS, assertSound, documentedFor, plan, sessionCount, type Plan, type PlannedSession } from '../plan.js'
 import { bindNames } from '../binds.js'
 import { findScenario, scenarios, sourceText } from '../registry.js'
 import { c } from '../report/color.js'
 import type { Documented, Schedule, StepDef } from '../scenario.js'
-import { addScenarioParamOptions, assertRunsOn, describeParams, engineFor, scenarioParams } from './common.js'
+import { addScenarioParamOptions, assertRunsOn, describeParams, engineFor, ownSettings, scenarioParams } from './common.js'
 import { shownBlock } from '../spec/guard.js'
 
 export interface ShowOptions {
@@ -42,11 +42,20 @@ export function codeOf(f: (...a: never[]) => unknown): string {
   return String(f).replace(/\s+/g, ' ').trim()
 }
 
+/** An application wait in words: "waits --api-ms (500ms) to call the external API; a transaction still open ...". */
+export function appWaitText(p: Plan, w: NonNullable<StepDef['appWait']>): string {
+  const spec = p.scenario.params[w.param]
+  const flag = spec?.flag.split(' ')[0] ?? w.param
+  const v = p.variant.params[w.param]
+  return `waits ${flag} (${spec?.kind === 'duration' ? formatDuration(Number(v)) : `${v} ms`}) to ${w.what}; a transaction still open and its locks stay held meanwhile`
+}
+
 /** The steps of a session as data: SQL, and the application's decisions as source. */
-function stepsJson(s: PlannedSession) {
+function stepsJson(p: Plan, s: PlannedSession) {
   return s.steps.map((st) => ({
     name: st.name,
     sql: st.def.sql,
+    ...(st.def.appWait ? { application: appWaitText(p, st.def.appWait) } : {}),
     ...(st.def.rejectIf ? { rejectIf: codeOf(st.def.rejectIf) } : {}),
     ...(st.def.retryIf ? { retryIf: codeOf(st.def.retryIf) } : {}),
   }))
@@ -90,7 +99,7 @@ export async function showCommand(id: string, o: ShowOptions, cmd: Command): Pro
       replicated,
       sessions: p.sessions.map((x) => ({
         name: x.name,
-        steps: stepsJson(x),
+        steps: stepsJson(p, x),
         racePoint: x.spec.racePoint ?? null,
         connection: x.spec.connection ?? {},
         shares: x.spec.shares ?? null,
@@ -99,6 +108,7 @@ export async function showCommand(id: string, o: ShowOptions, cmd: Command): Pro
       })),
       binds,
       permutation: p.permutation ?? null,
+      ownServer: s.ownServer ?? null,
       invariant: { description: typeof s.invariant.description === 'function' ? s.invariant.description(params) : s.invariant.description, sql: p.invariantSql },
       documented,
       checks: s.checks ?? [],
@@ -119,7 +129,7 @@ export async function showCommand(id: string, o: ShowOptions, cmd: Command): Pro
     if (conn.length) lines.push(c.dim(`  connection: ${conn.map(([k, v]) => `${k}='${v}'`).join(', ')}`))
     if (sess.spec.shares) lines.push(c.dim(`  connection: ${sess.spec.shares}'s, borrowed from the pool after it (same backend)`))
     for (const st of sess.steps) {
-      lines.push(...stepLines(st.name, st.def))
+      lines.push(...stepLines(st.name, st.def, p))
       if (st.name === sess.spec.racePoint) lines.push(c.dim(`  -- race point: --window sleeps here, between check and write`))
     }
     if (sess.spec.release) lines.push(c.yellow(`  application, finally (after a rejection or an error): ${sess.spec.release}`))
@@ -132,6 +142,7 @@ export async function showCommand(id: string, o: ShowOptions, cmd: Command): Pro
     lines.push('', c.bold('binds') + c.dim(' (sent as bind parameters)'))
     for (const b of binds) lines.push(`  :${b.name.padEnd(10)} ${b.describe}`)
   }
+  if (s.ownServer) lines.push('', `${c.bold('server')}     its own: race starts an embedded server with ${ownSettings(s)} (it ${s.ownServer.why}); --database-url is refused`)
   const levels = [...new Set(Object.values(p.isolation).map((l) => l ?? 'not assumed'))]
   lines.push('', `${c.bold('isolation')}  ${levels.join(', ')} ${c.dim("(documented for; each session's real level is read from the server)")}`)
   if (p.permutation) {
@@ -158,7 +169,12 @@ export async function showCommand(id: string, o: ShowOptions, cmd: Command): Pro
   return 0
 }
 
-function stepLines(name: string, def: StepDef): string[] {
+function stepLines(name: string, def: StepDef, p: Plan): string[] {
+  if (def.appWait) {
+    const out = [`  step ${c.cyan(name.padEnd(9))} ${c.yellow(`application, not SQL: ${appWaitText(p, def.appWait)}`)}`]
+    if (def.rejectIf) out.push(c.yellow(`${' '.repeat(17)}application, before it: ${codeOf(def.rejectIf)}  (a reason: roll back, rejected)`))
+    return out
+  }
   const sql = def.sql.split('\n')
   const out = [`  step ${c.cyan(name.padEnd(9))} { ${sql[0]}${sql.length > 1 ? '' : ' }'}`]
   for (let i = 1; i < sql.length; i++) out.push(`${' '.repeat(19)}${sql[i]}${i === sql.length - 1 ? ' }' : ''}`)
@@ -175,9 +191,13 @@ function usedBinds(p: Plan): { name: string; describe: string }[] {
   for (const stmt of p.setup) for (const b of bindNames(stmt)) names.add(b)
   const out: { name: string; describe: string }[] = []
   for (const name of names) {
-    const dot = name.indexOf('.')
-    if (dot >= 0) {
-      out.push({ name, describe: `column ${name.slice(dot + 1)} of this session's step ${name.slice(0, dot)}` })
+    const parts = name.split('.')
+    if (parts.length === 3) {
+      out.push({ name, describe: `column ${parts[2]} of the first row session ${parts[0]}'s step ${parts[1]} returned (NULL if none)` })
+      continue
+    }
+    if (parts.length === 2) {
+      out.push({ name, describe: `column ${parts[1]} of this session's step ${parts[0]}` })
       continue
     }
     const own = p.sessions.map((s) => s.spec.binds?.[name]).find(Boolean)
@@ -205,7 +225,7 @@ export function drawPermutation(text: string, sessions: readonly PlannedSession[
   const names = sessions.map((s) => s.name)
   const rows = tokenize(text).map((tok) => {
     const def = sessions[names.indexOf(tok.session)]?.steps.find((x) => x.name === tok.step)?.def
-    const sql = def ? (def.sql.split('\n').find((l) => !l.trim().startsWith('--')) ?? '') : ''
+    const sql = def?.appWait ? `(application waits :${def.appWait.param})` : def ? (def.sql.split('\n').find((l) => !l.trim().startsWith('--')) ?? '') : ''
     return { col: names.indexOf(tok.session), step: tok.step + (tok.await ? '(wait)' : ''), sql: sql.trim() + (def && def.sql.trim().includes('\n') ? ' …' : '') }
   })
   const stepW = Math.max(...rows.map((r) => r.step.length))

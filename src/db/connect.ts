@@ -2,6 +2,7 @@
 // one for control. Every connection is bounded by connect_timeout and never prints notices.
 import postgres, { type Sql } from 'postgres'
 import { RunError } from '../errors.js'
+import { canReadFatals, fatalSocket, type ServerFatal } from './fatal.js'
 import { conditionName } from './sqlstate.js'
 import type { Target } from './target.js'
 
@@ -12,6 +13,8 @@ export interface ConnectOptions {
   /** Extra startup parameters (GUCs), e.g. default_transaction_isolation. */
   params?: Record<string, string>
   onclose?: () => void
+  /** Called with the SQLSTATE of the FATAL error the server sends as it ends the connection (see fatal.ts). */
+  onFatal?: (e: ServerFatal) => void
 }
 
 export function connect(target: Target, o: ConnectOptions): Sql {
@@ -28,7 +31,10 @@ export function connect(target: Target, o: ConnectOptions): Sql {
     },
     onclose: o.onclose,
   }
-  return target.url ? postgres(target.url, options) : postgres(options)
+  const make = (extra: postgres.Options<{}> = {}) => (target.url ? postgres(target.url, { ...options, ...extra }) : postgres({ ...options, ...extra }))
+  const sql = make()
+  if (!o.onFatal || !canReadFatals(sql.options as never)) return sql
+  return make({ socket: fatalSocket(o.onFatal) } as postgres.Options<{}>)
 }
 
 /** One line for a failure to connect or log in; the password never appears. */

@@ -54,6 +54,8 @@ export interface SessionConn {
   readonly pid: number
   /** The server ended it or its socket broke: nothing more may be sent on it. */
   readonly closed: boolean
+  /** Why the server ended it, when it said so (PostgreSQL's last FATAL ErrorResponse; see db/fatal.ts). */
+  readonly fatal?: { code: string; message: string }
   /**
    * Sends one step's SQL (binds already in the engine's placeholder style) with its values. `readLevel`: also
    * read the isolation level the transaction runs at, without changing what the transaction does.

@@ -5,12 +5,15 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import type { Sql } from 'postgres'
 import { connect, endQuietly } from './connect.js'
 import type { QueryResult, SessionConn, SessionOptions, StepRun } from './driver.js'
+import type { ServerFatal } from './fatal.js'
 import type { Target } from './target.js'
 
 export class PgSession implements SessionConn {
   pid = 0
   private closedFlag = false
   private sql!: Sql
+  /** The FATAL error the server sent as it closed this connection, if it said why. */
+  fatal?: ServerFatal
 
   get closed(): boolean {
     return this.closedFlag
@@ -25,6 +28,9 @@ export class PgSession implements SessionConn {
       params: o.params,
       onclose: () => {
         s.closedFlag = true
+      },
+      onFatal: (e) => {
+        s.fatal = e
       },
     })
     const [row] = await s.sql`select pg_backend_pid() as pid`

@@ -9,9 +9,9 @@ import type { Driver, RunSpace, ServerInfo } from '../db/driver.js'
 import { conditionName, isConnectionLoss } from '../db/sqlstate.js'
 import { Interrupted, RunError, UsageError } from '../errors.js'
 import { abortSignal, setStuckDescriber, whenAborted } from '../lifecycle.js'
-import { orderFor, type Plan } from '../plan.js'
+import { orderFor, ownServerRefusal, type Plan } from '../plan.js'
 import type { Entry } from '../permutation.js'
-import type { BindCtx, Row, Schedule } from '../scenario.js'
+import type { BindCtx, Row, Rows, Schedule } from '../scenario.js'
 import { runBarrier, runPermutation, type BlockProbe } from './schedule.js'
 import { Session } from './session.js'
 import type { InvariantReport, TimelineEvent, TrialFacts } from './types.js'
@@ -48,6 +48,7 @@ export async function run(lab: Driver, cfg: RunConfig): Promise<RunOutput> {
   const { plan } = cfg
   const scenario = plan.scenario
   const n = plan.variant.n
+  if (scenario.ownServer && lab.target.kind !== 'embedded') throw new UsageError(ownServerRefusal(scenario))
   const room = await lab.room()
   if (n > room.free) {
     throw new UsageError(
@@ -127,11 +128,19 @@ function withNote(err: unknown, note: string): unknown {
   return new RunError(`${(err as Error)?.message ?? err}; ${note}`)
 }
 
-/** Values of the binds of setup and invariant SQL (no session: only the user, n, params and scenario binds). */
-function values(names: string[], cfg: RunConfig, user: string, where: string): unknown[] {
+/** What a session's step returned, for the invariant's `:session.step.column` binds. */
+type SeenBy = (session: string, step: string) => Rows | undefined
+
+/**
+ * Values of the binds of setup and invariant SQL (no session: the user, n, params and scenario binds); the
+ * invariant's `:session.step.column` is that column of the first row the step returned, NULL if none.
+ */
+function values(names: string[], cfg: RunConfig, user: string, where: string, seen?: SeenBy): unknown[] {
   const { params, n } = cfg.plan.variant
   const ctx: BindCtx = { user, session: where, index: -1, params, n }
   return names.map((name) => {
+    const parts = name.split('.')
+    if (parts.length === 3 && seen) return seen(parts[0], parts[1])?.[0]?.[parts[2]] ?? null
     const bind = cfg.plan.scenario.binds?.[name]
     if (bind) return bind.value(ctx)
     if (name === 'user') return user
@@ -239,7 +248,8 @@ async function trial(lab: Driver, cfg: RunConfig, schema: string, order: Entry[]
     await endAll(false)
 
     lab.checkControl()
-    const invariant = await Promise.race([evaluate(lab, cfg, user), lab.whenLost()])
+    const seen: SeenBy = (name, step) => sessions.find((s) => s.name === name)?.rowsOf(step)
+    const invariant = await Promise.race([evaluate(lab, cfg, user, seen), lab.whenLost()])
     return { sessions: sessions.map((s) => s.report()), invariant, events }
   } catch (e) {
     sessions.forEach((s) => s.abandon(abortSignal.aborted ? 'the run was aborted' : 'the run failed'))
@@ -251,12 +261,12 @@ async function trial(lab: Driver, cfg: RunConfig, schema: string, order: Entry[]
 }
 
 /** The invariant's SQL on the control connection: `held` true, false, or NULL (could not be decided). */
-async function evaluate(lab: Driver, cfg: RunConfig, user: string): Promise<InvariantReport> {
+async function evaluate(lab: Driver, cfg: RunConfig, user: string, seen: SeenBy): Promise<InvariantReport> {
   const inv = cfg.plan.scenario.invariant
   const description = typeof inv.description === 'function' ? inv.description(cfg.plan.variant.params) : inv.description
   try {
     const { text, names } = parseBinds(cfg.plan.invariantSql, lab.placeholders)
-    const rows = await lab.query(text, values(names, cfg, user, 'invariant'))
+    const rows = await lab.query(text, values(names, cfg, user, 'invariant', seen))
     const row = rows[0] as Row | undefined
     if (!row) return { description, observed: 'no row', held: null, error: 'the invariant query returned no row' }
     const observed = inv.observed ? inv.observed(row) : defaultObserved(row)

@@ -35,6 +35,7 @@ export async function runPermutation(sessions: readonly Session[], order: readon
       const done = s.start(e.step)
       await settleOrBlocked(s, probe)
       if (e.await) await done
+      await settleWoken(sessions, probe)
       continue
     }
     // Drop entries of finished sessions; if nothing is left, wait for the last steps in flight.
@@ -69,6 +70,28 @@ async function refuseIfStuck(sessions: readonly Session[], probe: BlockProbe): P
   throw new UsageError(
     `the permutation cannot finish: ${stuck.join('; ')}, which ran all ${stuck.length > 1 ? 'their' : 'its'} steps and still hold${stuck.length > 1 ? '' : 's'} the lock: put the waiting step before the end of the session it waits for`,
   )
+}
+
+/**
+ * After a step, a session that was waiting and is no longer blocked (the step released its lock) runs until its
+ * step completes or blocks again before the next entry starts, as isolationtester does: otherwise the next entry
+ * could overtake a wake-up that is a few milliseconds from done.
+ */
+async function settleWoken(sessions: readonly Session[], probe: BlockProbe): Promise<void> {
+  const waiting = sessions.filter((x) => x.busy && x.current!.blocked)
+  if (!waiting.length) return
+  const still = await probe.blocked(waiting.map((x) => x.pid))
+  for (const x of waiting) {
+    if (still.has(x.pid) || !x.busy) continue
+    const done = x.current!.done
+    let finished = false
+    done.then(() => (finished = true))
+    while (!finished) {
+      await Promise.race([done, sleep(POLL_MS)])
+      if (finished) break
+      if ((await probe.blocked([x.pid])).has(x.pid)) break
+    }
+  }
 }
 
 async function settleOrBlocked(s: Session, probe: BlockProbe): Promise<void> {

@@ -33,6 +33,12 @@ export interface SessionEnv {
 }
 
 class StepTimeout extends Error {}
+/** The server ended the connection and said why (a FATAL with a SQLSTATE that is not a shutdown): the next step fails with it, as libpq reports it. */
+class ServerEnded extends Error {
+  constructor(readonly code: string, message: string) {
+    super(message)
+  }
+}
 /** A step's SQL names a bind that has no value here: the scenario is wrong, not the database. */
 class BindError extends Error {}
 
@@ -83,6 +89,15 @@ export class Session {
 
   private get closedByServer(): boolean {
     return this.lender ? this.lender.closedByServer : Boolean(this.conn?.closed)
+  }
+
+  private get serverFatal(): { code: string; message: string } | undefined {
+    return this.lender ? this.lender.serverFatal : this.conn?.fatal
+  }
+
+  /** Every row a step of this session returned (undefined if it never ran), for the invariant's `:session.step.column`. */
+  rowsOf(step: string): Rows | undefined {
+    return this.rows[step]
   }
 
   get finished(): boolean {
@@ -170,6 +185,7 @@ export class Session {
         await this.release()
         return this.end('rejected', name, { reason: String(reject) })
       }
+      if (def.appWait) return await this.appWait(i, def.appWait)
       const res = await this.exec(def)
       this.noteWoke()
       this.rows[name] = res
@@ -190,6 +206,16 @@ export class Session {
     }
   }
 
+  /** Application code, not SQL: the client waits the param's milliseconds, holding whatever it holds. */
+  private async appWait(i: number, w: NonNullable<StepDef['appWait']>): Promise<void> {
+    const { name } = this.steps[i]
+    const ms = Number(this.env.params[w.param])
+    await sleep(ms)
+    this.rows[name] = []
+    this.record(name, 'ok', `waited ${ms} ms`)
+    if (i === this.steps.length - 1) this.finish(name, '')
+  }
+
   /** The last step ran without an error: committed only if nothing is left open and a COMMIT said COMMIT. */
   private finish(name: string, tag: string): void {
     if (tag === 'ROLLBACK') return this.end('failed', name, { reason: 'COMMIT answered ROLLBACK: the transaction had failed' })
@@ -208,7 +234,7 @@ export class Session {
       return this.end('failed', name, { reason: err.message })
     }
     const code = (err as { code?: string })?.code
-    if (this.closedByServer || isConnectionLoss(err)) {
+    if (!(err instanceof ServerEnded) && (this.closedByServer || isConnectionLoss(err))) {
       this.record(name, 'lost', code)
       return this.end('lost', name, { reason: `connection lost (${code ?? 'closed'})` })
     }
@@ -290,7 +316,11 @@ export class Session {
   }
 
   private async exec(def: StepDef): Promise<QueryResult> {
-    if (this.closedByServer) throw Object.assign(new Error('connection closed by the server'), { code: 'CONNECTION_CLOSED' })
+    if (this.closedByServer) {
+      const fatal = this.serverFatal
+      if (fatal && !isConnectionLoss(fatal)) throw new ServerEnded(fatal.code, fatal.message)
+      throw Object.assign(new Error('connection closed by the server'), { code: 'CONNECTION_CLOSED' })
+    }
     const { text, names } = parseBinds(def.sql, this.env.placeholders)
     const args = this.values(names)
     // Until a statement has fixed the transaction's isolation level, ask the server for it with the step

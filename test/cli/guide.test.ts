@@ -39,7 +39,7 @@ test('Writing a scenario: the guide works as written, in a fresh copy of the pro
     const [, , , show, run, check] = outputs
     assert.match(show, /^on-call: write skew/m)
     assert.match(run, /race run on-call .*\n[\s\S]*prevented[\s\S]*MATCH/)
-    assert.match(check, /all 3 behaved as documented/)
+    assert.match(check, /all 6 behaved as documented/)
   } finally {
     fs.rmSync(dir, { recursive: true, force: true })
   }

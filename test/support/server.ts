@@ -64,6 +64,22 @@ export async function openLab(url: string): Promise<Lab> {
   return Lab.open(resolveTarget(url), 5000)
 }
 
+/**
+ * A scenario with a server of its own (Scenario.ownServer): an embedded server started with its settings, whatever
+ * DATABASE_URL says (race never runs it elsewhere), and a Lab on it; `stop` ends both.
+ */
+export async function openOwnLab(s: Scenario): Promise<{ lab: Lab; stop: () => Promise<void> }> {
+  const server = await startEmbedded({ settings: s.ownServer?.settings })
+  const lab = await Lab.open({ kind: 'embedded', url: server.url, label: 'embedded' }, 5000)
+  return {
+    lab,
+    stop: async () => {
+      await lab.close()
+      await server.stop()
+    },
+  }
+}
+
 export interface Ran {
   plan: Plan
   docs: Documented[]
