@@ -116,6 +116,7 @@ export default defineScenario({
         : `users ${r.user_a} and ${r.user_b} (a 32-bit collision found after ${Number(r.hashes).toLocaleString('en-US')} hashes in ${r.search_ms} ms): ` +
           `${r.key_a === r.key_b ? `one ${r.bits}-bit key ${r.key_a}` : `${r.bits}-bit keys ${r.key_a} and ${r.key_b}`}; pending: A ${r.pa}, B ${r.pb}`,
   },
+  unavailable: { mysql: "it uses pg_advisory_xact_lock(int, int), PostgreSQL's two-int key; GET_LOCK takes a string name" },
   documented: {
     postgres: {
       lockstep: (v) =>

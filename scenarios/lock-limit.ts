@@ -74,6 +74,7 @@ export default defineScenario({
       `capacity ${r.capacity} by the manual (max_locks_per_transaction ${r.per_xact} × (max_connections ${r.conns} + max_prepared_transactions ${r.prepared})); ` +
       `the filler took ${r.taken ?? '?'} keys, then ${r.stopped_by ?? 'no error'}; after its rollback a key was ${r.after_got === true ? 'granted' : r.after_got === false ? 'busy' : 'not asked for'}`,
   },
+  unavailable: { mysql: "it fills PostgreSQL's shared lock table (max_locks_per_transaction), which InnoDB does not have" },
   documented: {
     postgres: {
       lockstep: anomaly('the shared lock table is full: the manual says the server then grants no lock at all (53200)', outcome('53200')),

@@ -93,6 +93,7 @@ select case when sum(n) < 8 then null else bool_and(ok) end as held,
   from per_read`,
     observed: (r) => `${r.off === 0 ? 'as the rules say' : `${r.off ?? '?'} reads differ from the rules`}: ${r.reads ?? 'nothing read'}`,
   },
+  unavailable: { mysql: "it reads PostgreSQL's row versions (ctid, xmin, xmax) and pg_current_snapshot(); InnoDB keeps old versions in its undo log" },
   documented: {
     postgres: {
       lockstep: clean('REPEATABLE READ reads its first snapshot throughout; READ COMMITTED takes a new snapshot per statement (13.2.1, 13.2.2)', {

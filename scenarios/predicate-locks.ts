@@ -71,6 +71,7 @@ export default defineScenario({
   from doctors where on_call`,
     observed: (r) => `${r.on_call} on call; SIReadLocks after the reads: t1 ${r.t1_n ?? '?'} (${r.t1_locks ?? '?'}), t2 ${r.t2_n ?? '?'} (${r.t2_locks ?? '?'})`,
   },
+  unavailable: { mysql: "it shows SSI's SIReadLock rows in pg_locks; InnoDB's SERIALIZABLE is two-phase locking (see gap-lock)" },
   documented: {
     postgres: {
       lockstep: (v) =>

@@ -155,6 +155,7 @@ export default defineScenario({
         : `${r.session} held the key ${r.held_ms} ms (lock_timeout ${r.lock_timeout_ms} ms); ${r.pending} pending` +
           (r.outbox ? `; outbox: ${r.outbox} recorded, ${r.sent} sent after COMMIT` : ''),
   },
+  unavailable: { mysql: 'it holds pg_advisory_xact_lock with lock_timeout; MySQL has no transaction-scoped advisory lock (GET_LOCK is session-scoped)' },
   documented: {
     postgres: {
       lockstep: (v) => documented(v, true),

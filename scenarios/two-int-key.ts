@@ -62,6 +62,7 @@ select case when (select count(*) from k where i is not null and o is not null) 
        (select string_agg(x.session || '+' || y.session, ', ' order by x.session, y.session) from k x join k y on x.session < y.session and x.i < y.o and y.i < x.o) as together`,
     observed: (r) => `pg_locks: ${r.pairs ?? 'nothing recorded'}; inside together: ${r.together ?? 'nobody'}`,
   },
+  unavailable: { mysql: "pg_advisory_xact_lock(int, int) is PostgreSQL's two-int key; GET_LOCK takes a string name" },
   documented: {
     postgres: {
       lockstep: serialized('c waits for a (same pair); b takes another lock (other namespace) and never waits', { a: 'committed', b: 'committed', c: 'committed' }),

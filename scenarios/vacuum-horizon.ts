@@ -130,6 +130,7 @@ select case when after1 is null then null when after1 = 0 then true when open1 >
       (r.after2 !== null ? `; after long ended, VACUUM left ${r.after2}` : '') +
       (r.holders1 && !r.open1 && r.after1 ? ` (${r.holders1} backends outside this run held old snapshots)` : ''),
   },
+  unavailable: { mysql: "VACUUM and dead tuples are PostgreSQL's; InnoDB purges old row versions from its undo log by itself" },
   documented: {
     postgres: {
       lockstep: documented,
