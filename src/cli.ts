@@ -4,6 +4,7 @@ import { createRequire } from 'node:module'
 import { Interrupted, RunError, UsageError } from './errors.js'
 import { abortSignal, cleanupAll, installSignalHandlers } from './lifecycle.js'
 import { setColor } from './report/color.js'
+import { columns, fitLines } from './report/width.js'
 import { registerBench } from './commands/bench.js'
 import { registerCheck } from './commands/check.js'
 import { registerKey } from './commands/key.js'
@@ -76,20 +77,27 @@ function program(all: readonly Scenario[]): Command {
     .version(version)
     .showSuggestionAfterError(true)
     .exitOverride()
-    .configureOutput({ outputError: (str, write) => write(str.replace(/^error: /, 'race: ')) })
+    .configureOutput({
+      outputError: (str, write) => write(str.replace(/^error: /, 'race: ')),
+      // Help (and its examples) fits the terminal, or 80 columns in a pipe, like every other output.
+      writeOut: (str) => process.stdout.write(fitLines(str.replace(/\n$/, '').split('\n'), columns(), 0).join('\n') + '\n'),
+    })
+    .configureHelp({ helpWidth: columns() })
     .addHelpText(
       'after',
       `
 Examples:
   $ race list
-  $ race run broken --n 2 --timeline           the race, drawn step by step
-  $ race run advisory --n 5 --max-pending 3    3 committed, 2 rejected, invariant HELD
-  $ race check --database-url $DATABASE_URL    CI: this database behaves as documented
-  $ race matrix                                the anomaly x isolation-level grid
-  $ race bench --vs-pgbench                    isolation cost on this server, next to pgbench
+  $ race run broken --n 2 --timeline          the race, drawn step by step
+  $ race run broken --step                    the same, one step per Enter
+  $ race run advisory --n 5 --max-pending 3   3 committed, 2 rejected: HELD
+  $ race check --database-url $DATABASE_URL   CI: behaves as documented
+  $ race matrix                               anomalies x isolation levels
+  $ race bench --vs-pgbench                   isolation cost, beside pgbench
 
-With no --database-url, DATABASE_URL or PG* variables, race starts a throwaway PostgreSQL 18.
-Exit codes: 0 as documented, 1 a deviation, 2 bad input, 3 could not run or decide.`,
+With no --database-url, DATABASE_URL or PG* variables, race starts a
+throwaway PostgreSQL 18.
+Exit codes: 0 as documented, 1 a deviation, 2 bad input, 3 could not run.`,
     )
   // Each command declares its own options, typed, in its own file.
   registerList(p, setExit)

@@ -329,9 +329,11 @@ export function registerBench(program: Command, exit: (code: number) => void): C
   cmd.addHelpText(
     'after',
     `
-Each cell runs --clients connections for --duration after --warmup; 40001/40P01 are retried as a whole up to
---max-tries and counted (like pgbench); other errors are failures, counted by SQLSTATE. --step-timeout is each
-statement's statement_timeout. Everything happens in a schema race_bench_<hex>, dropped at the end.
+Each cell runs --clients connections for --duration after --warmup;
+40001/40P01 are retried as a whole up to --max-tries and counted (like
+pgbench); other errors are failures, counted by SQLSTATE. --step-timeout is
+each statement's statement_timeout. Everything happens in a schema
+race_bench_<hex>, dropped at the end.
 
 Examples:
   $ race bench

@@ -6,7 +6,8 @@ import { assertSound } from '../plan.js'
 import { defaultParams, type Params, type Scenario } from '../scenario.js'
 import { findScenario, scenarios } from '../registry.js'
 import { c, verdictColor } from '../report/color.js'
-import { plainTable } from '../report/table.js'
+import { fitTable, type Col } from '../report/table.js'
+import { columns, hang, joinFit } from '../report/width.js'
 import { addTargetOptions, parseBounds, runOnce, withLab, type TargetOptions } from './common.js'
 
 export interface Case {
@@ -26,8 +27,9 @@ export function registerCheck(program: Command, exit: (code: number) => void): C
   cmd.addHelpText(
     'after',
     `
-Each case compares the whole documented outcome: the verdict, how every session ended (committed, rejected
-with its reason, or failed with which SQLSTATE), and the isolation level each session really ran at.
+Each case compares the whole documented outcome: the verdict, how every session
+ended (committed, rejected with its reason, or failed with which SQLSTATE), and
+the isolation level each session really ran at.
 
 Examples:
   $ race check
@@ -85,25 +87,24 @@ export async function checkCommand(ids: string[], o: TargetOptions): Promise<num
       process.stdout.write(JSON.stringify(doc, null, 2) + '\n')
       return code
     }
-    // Narrow enough for a terminal or a CI log: outcomes by kind (and SQLSTATE); what deviates is listed below.
-    const table = plainTable(['scenario', 'case', 'sessions', 'outcomes', 'invariant', 'verdict', ''], [null, 22, null, 30, 30, null, null])
-    for (const { k, t, summary } of rows) {
-      const outcomes = tally(t.sessions.map((x) => x.outcome + (x.sqlstate ? ` ${x.sqlstate}` : '')))
-      table.push([
-        c.bold(k.scenario.id),
-        k.label,
-        t.sessions.length,
-        outcomes,
-        t.invariant.held === null ? verdictColor('unknown') : `${t.invariant.observed} ${t.invariant.held ? c.green('HELD') : c.red('VIOLATED')}`,
-        verdictColor(t.verdict),
-        verdictColor(summary.matched ? 'MATCH' : 'DEVIATION'),
-      ])
-    }
+    // Fits the terminal or a CI log (80 columns when piped): the case and how its sessions ended stay whole; the
+    // invariant's observed value is what wraps first. What deviates is listed below the table.
+    const w = columns()
+    const body = rows.map(({ k, t, summary }) => [
+      c.bold(k.scenario.id) + (k.label === 'default' ? '' : c.dim(` · ${k.label}`)),
+      tally(t.sessions.map((x) => x.outcome + (x.sqlstate ? ` ${x.sqlstate}` : ''))) +
+        `\n${t.invariant.held === null ? verdictColor('unknown') : t.invariant.held ? c.green('HELD') : c.red('VIOLATED')} ${c.dim(t.invariant.observed)}`,
+      `${verdictColor(t.verdict)} ${verdictColor(summary.matched ? 'MATCH' : 'DEVIATION')}`,
+    ])
+    // How the sessions ended wraps; the invariant's observed value under it is what matters least here (race run
+    // shows it): it is cut at the column's edge, never its HELD or VIOLATED.
+    const cols: Col[] = [{ min: 16, shrink: 2 }, { min: 24, shrink: 2, overflow: (line) => (line === 0 ? 'wrap' : 'cut') }, { shrink: 0 }]
+    const table = fitTable(['case', 'outcomes / invariant', 'verdict'], body, cols, w)
     const bad = rows.filter((r) => !r.summary.matched)
-    const lines = [`${c.bold('race check')}  ·  PostgreSQL ${lab.server.version} (${target.label})  ·  lockstep`, table.toString()]
+    const lines = [...joinFit([c.bold('race check'), `PostgreSQL ${lab.server.version} (${target.label})`, 'lockstep'], '  ·  ', w, 2), table]
     for (const r of bad) {
-      lines.push(c.red(`${r.k.scenario.id} (${r.k.label}): documented ${r.docs.map(describeDoc).join(' | ')}`))
-      for (const d of r.summary.deviations.length ? r.summary.deviations : [r.t.why]) lines.push(c.red(`  ${d}`))
+      lines.push(...hang(c.red(`${r.k.scenario.id} (${r.k.label}): documented ${r.docs.map(describeDoc).join(' | ')}`), w, 2))
+      for (const d of r.summary.deviations.length ? r.summary.deviations : [r.t.why]) lines.push(...hang(c.red(`  ${d}`), w, 4))
     }
     lines.push(bad.length ? c.red(`${bad.length} of ${rows.length} did not behave as documented`) : c.green(`all ${rows.length} behaved as documented`))
     process.stdout.write(lines.join('\n') + '\n')

@@ -100,11 +100,16 @@ export function scenarioParams(s: Scenario, cmd: Command, opts: Record<string, u
   return params
 }
 
+/** The short names of isolation levels race bench takes too: --isolation rr means the same everywhere. */
+const LEVEL_ALIASES: Record<string, string> = { ru: 'read uncommitted', rc: 'read committed', rr: 'repeatable read', s: 'serializable', ser: 'serializable' }
+
 export function parseChoice(flag: string, raw: string, choices: readonly string[]): string {
-  const v = raw.trim().toLowerCase().replace(/[\s_-]+/g, ' ')
+  const typed = raw.trim().toLowerCase().replace(/[\s_-]+/g, ' ')
+  const v = LEVEL_ALIASES[typed] && choices.includes(LEVEL_ALIASES[typed]) ? LEVEL_ALIASES[typed] : typed
   const hit = choices.find((x) => x === v)
   if (hit) return hit
-  throw new UsageError(`${flag} takes one of ${choices.map((x) => `"${x}"`).join(', ')}, got '${raw}'`)
+  const short = Object.entries(LEVEL_ALIASES).filter(([k, l]) => choices.includes(l) && k !== 's').map(([k]) => k)
+  throw new UsageError(`${flag} takes one of ${choices.map((x) => `"${x}"`).join(', ')}${short.length ? ` (or ${short.join(', ')})` : ''}, got '${raw}'`)
 }
 
 export function describeParams(s: Scenario, params: Params): string {
@@ -120,11 +125,11 @@ export function describeParams(s: Scenario, params: Params): string {
 /** Opens the target (starting the embedded server when none is configured), runs fn, cleans up via lifecycle. */
 export async function withLab<T>(databaseUrl: string | undefined, bounds: Bounds, fn: (lab: Lab, target: Target) => Promise<T>): Promise<T> {
   let target = resolveTarget(databaseUrl)
-  const timer = setTimeout(
-    () => abort(new RunError(`the command did not finish within --run-timeout ${bounds.runTimeoutMs / 1000}s${stuckNote()}`)),
-    bounds.runTimeoutMs,
-  )
-  timer.unref()
+  // runTimeoutMs 0: no limit for the whole command (race locks --watch, until Ctrl-C).
+  const timer = bounds.runTimeoutMs
+    ? setTimeout(() => abort(new RunError(`the command did not finish within --run-timeout ${bounds.runTimeoutMs / 1000}s${stuckNote()}`)), bounds.runTimeoutMs)
+    : undefined
+  timer?.unref()
   try {
     if (target.kind === 'embedded') {
       if (process.stderr.isTTY) process.stderr.write('starting the embedded PostgreSQL 18...\r')

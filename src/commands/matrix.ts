@@ -7,7 +7,8 @@ import { exitCode, summarize, worstExit } from '../judge/index.js'
 import { isMatrixRow } from '../plan.js'
 import { findScenario, scenarios } from '../registry.js'
 import { c } from '../report/color.js'
-import { plainTable } from '../report/table.js'
+import { fitTable } from '../report/table.js'
+import { columns, hang, joinFit } from '../report/width.js'
 import { LEVELS, defaultParams, type Documented, type Level, type Scenario, type Verdict } from '../scenario.js'
 import { addTargetOptions, parseBounds, runOnce, withLab, type TargetOptions, type Trial } from './common.js'
 
@@ -32,15 +33,17 @@ export function registerMatrix(program: Command, exit: (code: number) => void): 
   cmd.addHelpText(
     'after',
     `
-Each anomaly runs with its default interleaving (race show <anomaly> prints it) at each level.
-A cell reads: anomaly (the invariant was violated), prevented <SQLSTATE> (the server raised it and the
-invariant held), serialized (held because a session waited), clean (held, nobody waited or failed).
-A cell deviates when the verdict, any session's ending, or a SQLSTATE differs from the documentation.
+Each anomaly runs with its default interleaving (race show <anomaly> prints it)
+at each level. A cell reads: anomaly (the invariant was violated), prevented
+<SQLSTATE> (the server raised it and the invariant held), serialized (held
+because a session waited), clean (held, nobody waited or failed). A cell
+deviates when the verdict, any session's ending, or a SQLSTATE differs from the
+documentation.
 
 Examples:
   $ race matrix
   $ race matrix write-skew lost-update
-  $ race matrix --database-url $DATABASE_URL --json     CI: exit 1 on any deviation`,
+  $ race matrix --database-url $DATABASE_URL --json   CI: exit 1 on a deviation`,
   )
   return cmd
 }
@@ -122,15 +125,16 @@ export async function matrixCommand(ids: string[], o: TargetOptions): Promise<nu
 }
 
 function render(rows: { scenario: Scenario; cells: { level: Level; cell: Cell }[] }[], where: string): string {
-  const table = plainTable(['anomaly', ...LEVELS.map((l) => l.toUpperCase())])
-  for (const r of rows) table.push([c.bold(r.scenario.id), ...r.cells.map(({ cell }) => cellText(cell))])
+  const w = columns()
+  const body = rows.map((r) => [c.bold(r.scenario.id), ...r.cells.map(({ cell }) => cellText(cell))])
+  const table = fitTable(['anomaly', ...LEVELS.map((l) => l.toUpperCase())], body, [{ shrink: 0 }, { min: 12 }, { min: 12 }, { min: 12 }], w)
   const cells = rows.flatMap((r) => r.cells.map((x) => ({ ...x, id: r.scenario.id })))
   const bad = cells.filter((x) => x.cell.deviation)
   return [
-    `${c.bold('race matrix')}  ·  ${where}  ·  each anomaly's default interleaving (lockstep)`,
-    table.toString(),
-    c.dim('each cell: what happened / what PostgreSQL documents (manual, "Transaction Isolation")'),
-    ...bad.flatMap((x) => [c.red(`${x.id} at ${x.level}:`), ...x.cell.deviations.map((d) => c.red(`  ${d}`))]),
+    ...joinFit([c.bold('race matrix'), where, "each anomaly's default interleaving (lockstep)"], '  ·  ', w, 2),
+    table,
+    ...hang(c.dim('each cell: what happened / what PostgreSQL documents (manual, "Transaction Isolation")'), w, 2),
+    ...bad.flatMap((x) => [c.red(`${x.id} at ${x.level}:`), ...x.cell.deviations.flatMap((d) => hang(c.red(`  ${d}`), w, 4))]),
     bad.length ? c.red.bold(`${bad.length} of ${cells.length} cells deviate from the documentation`) : c.green(`all ${cells.length} cells as documented`),
   ].join('\n')
 }

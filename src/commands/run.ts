@@ -10,6 +10,7 @@ import { c } from '../report/color.js'
 import { toJson, type RunView } from '../report/json.js'
 import { deviationLines, invariantLine, isolationLine, sessionsTable, trialsTable, verdictLine } from '../report/table.js'
 import { timeline } from '../report/timeline.js'
+import { columns, hang, joinFit } from '../report/width.js'
 import type { Params, Scenario, Schedule } from '../scenario.js'
 import { addScenarioParamOptions, addTargetOptions, describeParams, docsFor, judgeTrial, parseBounds, scenarioParams, withLab, type TargetOptions, type Trial } from './common.js'
 
@@ -20,7 +21,7 @@ export interface RunOptions extends TargetOptions {
   schedule?: string
   window?: string
   trials: string
-  timeline?: boolean
+  timeline?: boolean | string
   expect?: string
   user?: string
   hold?: string
@@ -40,7 +41,7 @@ export function registerRun(program: Command, all: readonly Scenario[], exit: (c
     )
     .option('--window <duration>', "sleep at the scenario's race point (between check and write), e.g. 300ms")
     .option('--trials <k>', 'repeat the race K times and report the rate', '1')
-    .option('--timeline', 'draw the interleaving: one column per session, ms since the barrier')
+    .option('--timeline [all]', 'draw the interleaving: one column per session, ms since the barrier (set-up steps such as BEGIN and SET only with --timeline all)')
     .option('--expect <held|violated>', 'exit 0 when the invariant held (or was violated), whatever the documentation says')
     .option('--user <uuid>', 'act for this user (fixes the advisory keys, e.g. to watch them with race locks); default a fresh uuid per trial')
     .option('--hold <duration>', "keep the race's locks held (before the first commit) this long, for race locks in another terminal")
@@ -60,7 +61,9 @@ Examples:
   $ race run unique-index --window 300ms --json
   $ race run deadlock --ordered --timeline
   $ race run write-skew --isolation serializable --timeline
-  $ race run lost-update --schedule "t1.begin t2.begin t1.read t2.read t1.update t2.update t1.commit t2.commit"
+  $ race run lost-update --isolation rr
+  $ race run lost-update --schedule "t1.begin t2.begin t1.read t2.read
+      t1.update t2.update t1.commit t2.commit"
   $ race run skip-locked --n 8 --no-skip-locked`,
   )
   return cmd
@@ -83,6 +86,14 @@ export function parseUuid(raw: string): string {
   const v = String(raw).trim().toLowerCase()
   if (/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/.test(v)) return v
   throw new UsageError(`--user takes a uuid like 5f0c6d7e-2a1b-4c3d-8e9f-0a1b2c3d4e5f, got '${raw}'`)
+}
+
+/** --timeline (the race) or --timeline all (set-up steps too); undefined: no timeline. */
+export function parseTimeline(raw: boolean | string | undefined): 'race' | 'all' | undefined {
+  if (raw === undefined || raw === false) return undefined
+  if (raw === true) return 'race'
+  if (String(raw).trim().toLowerCase() === 'all') return 'all'
+  throw new UsageError(`--timeline takes nothing or all (set-up steps too), got '${raw}'`)
 }
 
 export function parseExpect(raw: string | undefined): ExpectOverride {
@@ -113,6 +124,7 @@ export async function runCommand(id: string, o: RunOptions, cmd: Command): Promi
   const bounds = parseBounds(o)
   const user = o.user === undefined ? undefined : parseUuid(o.user)
   const holdMs = o.hold === undefined ? 0 : parseDuration('--hold', o.hold)
+  const drawn = parseTimeline(o.timeline)
   if (holdMs > 10 * 60_000) throw new UsageError(`--hold must be at most 10m, got '${o.hold}'`)
   if (holdMs && holdMs + 10_000 > bounds.runTimeoutMs) {
     throw new UsageError(`--hold ${o.hold} does not fit in --run-timeout ${o.runTimeout}: give --run-timeout ${formatDuration(holdMs + 60_000)} or a shorter --hold`)
@@ -155,29 +167,30 @@ export async function runCommand(id: string, o: RunOptions, cmd: Command): Promi
       judged.find((t) => !t.comparison.matched && !override) ?? judged.find((t) => t.verdict === summary.verdict) ?? judged[judged.length - 1]
     const view: RunView = { scenario, params, given, n, schedule, windowMs, holdMs, plan: p, target: target.label, schema: out.schema, server: out.server, trials: judged, summary, docs, representative }
     const code = exitCode(summary)
-    if (o.json) process.stdout.write(JSON.stringify(toJson(view, { timeline: Boolean(o.timeline), exitCode: code, kept: Boolean(o.keep) }), null, 2) + '\n')
-    else process.stdout.write(render(view, Boolean(o.timeline), Boolean(o.keep)) + '\n')
+    if (o.json) process.stdout.write(JSON.stringify(toJson(view, { timeline: drawn !== undefined, exitCode: code, kept: Boolean(o.keep) }), null, 2) + '\n')
+    else process.stdout.write(render(view, drawn, Boolean(o.keep)) + '\n')
     if (code === 3) process.stderr.write(`race: could not decide: ${representative.verdict === 'unknown' ? representative.why : (representative.comparison.deviations[0] ?? representative.why)}\n`)
     return code
   })
 }
 
-function render(r: RunView, withTimeline: boolean, kept: boolean): string {
+function render(r: RunView, drawn: 'race' | 'all' | undefined, kept: boolean): string {
+  const w = columns()
   const { scenario, summary, representative: t } = r
   const head = [
     c.bold(`race run ${scenario.id}`),
     `PostgreSQL ${r.server.version} (${r.target})`,
     `${t.sessions.length} session${t.sessions.length === 1 ? '' : 's'}`,
     `${r.schedule}${r.windowMs ? ` window ${formatDuration(r.windowMs)}` : ''}`,
-  ].join('  ·  ')
-  const lines = [head]
+  ]
+  const lines = joinFit(head, '  ·  ', w, 2)
   const ps = describeParams(scenario, r.params)
-  if (ps) lines.push(c.dim(ps + (r.holdMs ? ` (lock timeouts extended by --hold ${formatDuration(r.holdMs)})` : '')))
-  lines.push(isolationLine(t, r.plan.isolation))
+  if (ps) lines.push(...hang(c.dim(ps + (r.holdMs ? ` (lock timeouts extended by --hold ${formatDuration(r.holdMs)})` : '')), w, 2))
+  lines.push(isolationLine(t, r.plan.isolation, w))
   lines.push('')
-  if (withTimeline) lines.push(timeline(t), '')
-  if (summary.trials > 1) lines.push(trialsTable(r.trials, summary), '', c.dim(`one ${t.comparison.matched ? t.verdict : 'deviating'} trial:`))
-  lines.push(sessionsTable(t), invariantLine(t), verdictLine(summary, summary.trials === 1 ? t.why : undefined), ...deviationLines(summary))
-  if (kept) lines.push(c.dim(`schema ${r.schema} kept (--keep): drop schema "${r.schema}" cascade`))
+  if (drawn) lines.push(timeline(t, { all: drawn === 'all', width: w }), '')
+  if (summary.trials > 1) lines.push(trialsTable(r.trials, summary, w), '', c.dim(`one ${t.comparison.matched ? t.verdict : 'deviating'} trial:`))
+  lines.push(sessionsTable(t, w), invariantLine(t, w), verdictLine(summary, summary.trials === 1 ? t.why : undefined, w), ...deviationLines(summary, w))
+  if (kept) lines.push(...hang(c.dim(`schema ${r.schema} kept (--keep): drop schema "${r.schema}" cascade`), w, 2))
   return lines.join('\n')
 }
