@@ -10,6 +10,7 @@ import { c } from '../report/color.js'
 import { toJson, type RunView } from '../report/json.js'
 import { deviationLines, invariantLine, isolationLine, sessionsTable, trialsTable, verdictLine } from '../report/table.js'
 import { timeline } from '../report/timeline.js'
+import { requireTerminal, stepper } from './step.js'
 import { columns, hang, joinFit } from '../report/width.js'
 import type { Params, Scenario, Schedule } from '../scenario.js'
 import { addScenarioParamOptions, addTargetOptions, describeParams, docsFor, judgeTrial, parseBounds, scenarioParams, withLab, type TargetOptions, type Trial } from './common.js'
@@ -25,6 +26,7 @@ export interface RunOptions extends TargetOptions {
   expect?: string
   user?: string
   hold?: string
+  step?: boolean
   keep?: boolean
   [param: string]: unknown
 }
@@ -45,6 +47,7 @@ export function registerRun(program: Command, all: readonly Scenario[], exit: (c
     .option('--expect <held|violated>', 'exit 0 when the invariant held (or was violated), whatever the documentation says')
     .option('--user <uuid>', 'act for this user (fixes the advisory keys, e.g. to watch them with race locks); default a fresh uuid per trial')
     .option('--hold <duration>', "keep the race's locks held (before the first commit) this long, for race locks in another terminal")
+    .option('--step', 'presenter mode (a terminal): before each step show the sessions and the SQL; Enter runs it, b the story, q stops')
   addScenarioParamOptions(cmd, all)
   addTargetOptions(cmd)
   cmd.action(async (id: string, o: RunOptions, self: Command) => exit(await runCommand(id, o, self)))
@@ -53,6 +56,7 @@ export function registerRun(program: Command, all: readonly Scenario[], exit: (c
     `
 Examples:
   $ race run broken --n 2 --timeline
+  $ race run broken --step                 (in a terminal: one step per Enter)
   $ race run broken --schedule lockstep --trials 20
   $ race run advisory --n 5 --max-pending 3
   $ race run advisory --n 50 --max-pending 3 --trials 200
@@ -130,16 +134,25 @@ export async function runCommand(id: string, o: RunOptions, cmd: Command): Promi
     throw new UsageError(`--hold ${o.hold} does not fit in --run-timeout ${o.runTimeout}: give --run-timeout ${formatDuration(holdMs + 60_000)} or a shorter --hold`)
   }
   if (holdMs && trials > 1) throw new UsageError(`--hold holds one race: leave out --trials`)
+  if (o.step) {
+    if (o.json) throw new UsageError('--step is for a room, --json for a machine: choose one')
+    if (trials > 1) throw new UsageError('--step walks through one race: leave out --trials')
+    if (holdMs) throw new UsageError('--step already holds every lock as long as you like: leave out --hold')
+    if (o.schedule === 'barrier') throw new UsageError('--step runs a deterministic interleaving (lockstep, serial or a permutation); a barrier runs free')
+    requireTerminal()
+  }
   const params = extendForHold(scenario, given, holdMs)
   assertSound(scenario, params, n)
   const p = plan(scenario, { params, n, engine: 'postgres' }, windowMs)
-  const { schedule, permutation } = parseSchedule(o.schedule ?? scenario.defaultSchedule ?? 'barrier', p)
+  // --step runs the scenario's deterministic interleaving unless a schedule is given.
+  const { schedule, permutation } = parseSchedule(o.schedule ?? (o.step ? 'lockstep' : (scenario.defaultSchedule ?? 'barrier')), p)
   const docs = docsFor(scenario, p, schedule, windowMs)
   const progress = !o.json && process.stderr.isTTY && trials > 1
   let violations = 0
 
   return withLab(o.databaseUrl, bounds, async (lab, target) => {
     const judged: Trial[] = []
+    const presenter = o.step ? stepper(p, [headParts(scenario.id, lab.server.version, target.label, n, schedule, windowMs).join('  ·  ') + '  ·  --step']) : undefined
     const out = await run(lab, {
       plan: p,
       schedule,
@@ -154,6 +167,8 @@ export async function runCommand(id: string, o: RunOptions, cmd: Command): Promi
         const url = target.kind === 'embedded' ? ` --database-url '${lab.target.url}'` : o.databaseUrl ? ` --database-url '<the same URL>'` : ''
         process.stderr.write(`holding for ${formatDuration(ms)} (backends ${pids.join(', ')}); in another terminal:\n  race locks${url}\n`)
       },
+      beforeStep: presenter?.beforeStep,
+      onEvent: presenter?.onEvent,
       onTrial: (done, facts) => {
         const t = judgeTrial(facts, docs, p)
         judged.push(t)
@@ -162,28 +177,31 @@ export async function runCommand(id: string, o: RunOptions, cmd: Command): Promi
       },
     })
     if (progress) process.stderr.write('\r\x1b[2K')
+    if (presenter) {
+      presenter.close()
+      process.stdout.write('\x1b[2J\x1b[H')
+    }
     const summary = summarize(judged, docs, override)
     const representative =
       judged.find((t) => !t.comparison.matched && !override) ?? judged.find((t) => t.verdict === summary.verdict) ?? judged[judged.length - 1]
     const view: RunView = { scenario, params, given, n, schedule, windowMs, holdMs, plan: p, target: target.label, schema: out.schema, server: out.server, trials: judged, summary, docs, representative }
     const code = exitCode(summary)
     if (o.json) process.stdout.write(JSON.stringify(toJson(view, { timeline: drawn !== undefined, exitCode: code, kept: Boolean(o.keep) }), null, 2) + '\n')
-    else process.stdout.write(render(view, drawn, Boolean(o.keep)) + '\n')
+    else process.stdout.write(render(view, drawn ?? (o.step ? 'race' : undefined), Boolean(o.keep)) + '\n')
     if (code === 3) process.stderr.write(`race: could not decide: ${representative.verdict === 'unknown' ? representative.why : (representative.comparison.deviations[0] ?? representative.why)}\n`)
     return code
   })
 }
 
+/** The first line of a run's report: what ran where, how many sessions, which schedule. */
+function headParts(id: string, version: string, target: string, n: number, schedule: Schedule, windowMs: number): string[] {
+  return [c.bold(`race run ${id}`), `PostgreSQL ${version} (${target})`, `${n} session${n === 1 ? '' : 's'}`, `${schedule}${windowMs ? ` window ${formatDuration(windowMs)}` : ''}`]
+}
+
 function render(r: RunView, drawn: 'race' | 'all' | undefined, kept: boolean): string {
   const w = columns()
   const { scenario, summary, representative: t } = r
-  const head = [
-    c.bold(`race run ${scenario.id}`),
-    `PostgreSQL ${r.server.version} (${r.target})`,
-    `${t.sessions.length} session${t.sessions.length === 1 ? '' : 's'}`,
-    `${r.schedule}${r.windowMs ? ` window ${formatDuration(r.windowMs)}` : ''}`,
-  ]
-  const lines = joinFit(head, '  ·  ', w, 2)
+  const lines = joinFit(headParts(scenario.id, r.server.version, r.target, t.sessions.length, r.schedule, r.windowMs), '  ·  ', w, 2)
   const ps = describeParams(scenario, r.params)
   if (ps) lines.push(...hang(c.dim(ps + (r.holdMs ? ` (lock timeouts extended by --hold ${formatDuration(r.holdMs)})` : '')), w, 2))
   lines.push(isolationLine(t, r.plan.isolation, w))

@@ -87,6 +87,15 @@ export class Session {
     return this.lender ? this.lender.closedByServer : this.closedFlag
   }
 
+  /** Between BEGIN and COMMIT/ROLLBACK (as far as the session's own steps said). */
+  get inTransaction(): boolean {
+    return this.inTx
+  }
+  /** It has run at least one step. */
+  get started(): boolean {
+    return Object.keys(this.rows).length > 0 || this.finished || this.busy
+  }
+
   get finished(): boolean {
     return this.outcome !== undefined
   }
