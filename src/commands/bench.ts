@@ -301,7 +301,7 @@ export async function benchCommand(o: BenchCliOptions, cmd: Command): Promise<nu
       ...(o.keep ? { schema } : {}),
     }
     if (b.html) fs.writeFileSync(b.html, html(report))
-    process.stdout.write(b.json ? JSON.stringify(report, null, 2) + '\n' : text(report) + '\n' + (b.html ? `wrote ${b.html}\n` : '') + (o.keep ? `kept schema ${schema}\n` : ''))
+    process.stdout.write(b.json ? JSON.stringify({ ...report, exitCode: 0 }, null, 2) + '\n' : text(report) + '\n' + (b.html ? `wrote ${b.html}\n` : '') + (o.keep ? `kept schema ${schema}\n` : ''))
     return 0
   })
 }

@@ -8,7 +8,8 @@ import { findScenario, scenarios } from '../registry.js'
 import { c, verdictColor } from '../report/color.js'
 import { fitTable, type Col } from '../report/table.js'
 import { columns, hang, joinFit } from '../report/width.js'
-import { addTargetOptions, parseBounds, runOnce, withLab, type TargetOptions } from './common.js'
+import { annotationsOf, checkWritable, ciCase, githubWanted, printAnnotations, writeJunit } from '../report/ci.js'
+import { addCiOptions, addTargetOptions, parseBounds, runOnce, withLab, type CiOptions, type TargetOptions } from './common.js'
 
 export interface Case {
   scenario: Scenario
@@ -23,7 +24,8 @@ export function registerCheck(program: Command, exit: (code: number) => void): C
     .description('every scenario in lockstep against one database: exit 0 only if each behaves exactly as documented')
     .argument('[scenarios...]', 'scenario ids (default: all)')
   addTargetOptions(cmd, { keep: false })
-  cmd.action(async (ids: string[], o: TargetOptions) => exit(await checkCommand(ids, o)))
+  addCiOptions(cmd, 'case')
+  cmd.action(async (ids: string[], o: TargetOptions & CiOptions) => exit(await checkCommand(ids, o)))
   cmd.addHelpText(
     'after',
     `
@@ -34,6 +36,7 @@ the isolation level each session really ran at.
 Examples:
   $ race check
   $ race check --database-url postgres://app@db:5432/app --json
+  $ race check --junit race-junit.xml      (CI: one testcase per case)
   $ race check advisory unique-index`,
   )
   return cmd
@@ -49,10 +52,11 @@ export async function checkCases(ids: string[]): Promise<Case[]> {
   return cases
 }
 
-export async function checkCommand(ids: string[], o: TargetOptions): Promise<number> {
+export async function checkCommand(ids: string[], o: TargetOptions & CiOptions): Promise<number> {
   const cases = await checkCases(ids)
   for (const k of cases) assertSound(k.scenario, k.params, k.n)
   const bounds = parseBounds(o)
+  const junit = o.junit === undefined ? undefined : checkWritable('--junit', o.junit)
   return withLab(o.databaseUrl, bounds, async (lab, target) => {
     const rows = []
     for (const k of cases) {
@@ -62,6 +66,9 @@ export async function checkCommand(ids: string[], o: TargetOptions): Promise<num
     }
     if (!o.json && process.stderr.isTTY) process.stderr.write('\r\x1b[2K')
     const code = worstExit(rows.map((r) => exitCode(r.summary)))
+    const ci = rows.map(({ k, t, summary, ms }) => ciCase(`race.check.${k.scenario.id}`, k.label, ms, t, summary, exitCode(summary)))
+    if (junit) writeJunit(junit, 'race check', ci, { server: `PostgreSQL ${lab.server.version}`, target: target.label, schedule: 'lockstep' })
+    const notes = githubWanted(o.github) ? annotationsOf((k) => `race check: ${k.classname.slice('race.check.'.length)} (${k.name})`, ci) : []
     if (o.json) {
       const doc = {
         server: { version: lab.server.version },
@@ -85,6 +92,7 @@ export async function checkCommand(ids: string[], o: TargetOptions): Promise<num
         exitCode: code,
       }
       process.stdout.write(JSON.stringify(doc, null, 2) + '\n')
+      printAnnotations(notes, true)
       return code
     }
     // Fits the terminal or a CI log (80 columns when piped): the case and how its sessions ended stay whole; the
@@ -108,6 +116,7 @@ export async function checkCommand(ids: string[], o: TargetOptions): Promise<num
     }
     lines.push(bad.length ? c.red(`${bad.length} of ${rows.length} did not behave as documented`) : c.green(`all ${rows.length} behaved as documented`))
     process.stdout.write(lines.join('\n') + '\n')
+    printAnnotations(notes, false)
     return code
   })
 }

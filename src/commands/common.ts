@@ -38,6 +38,18 @@ export function addTargetOptions(cmd: Command, o: { keep?: boolean; stepTimeout?
   return cmd.option('--json', 'print one JSON document instead of tables').option('--no-color', 'no colours, even on a terminal')
 }
 
+/** For CI: a JUnit file, and GitHub annotations (also on by themselves inside GitHub Actions). */
+export interface CiOptions {
+  junit?: string
+  github?: boolean
+}
+
+export function addCiOptions(cmd: Command, what: string): Command {
+  return cmd
+    .option('--junit <file>', `also write a JUnit XML file: one testcase per ${what}, a <failure> for each deviation`)
+    .option('--github', 'print GitHub Actions ::error annotations for deviations (on by itself when GITHUB_ACTIONS=true)')
+}
+
 export function parseBounds(o: Pick<TargetOptions, 'connectTimeout' | 'runTimeout'> & { stepTimeout?: string }): Bounds {
   return {
     connectTimeoutMs: parseDuration('--connect-timeout', o.connectTimeout),

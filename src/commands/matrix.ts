@@ -10,7 +10,8 @@ import { c } from '../report/color.js'
 import { fitTable } from '../report/table.js'
 import { columns, hang, joinFit } from '../report/width.js'
 import { LEVELS, defaultParams, type Documented, type Level, type Scenario, type Verdict } from '../scenario.js'
-import { addTargetOptions, parseBounds, runOnce, withLab, type TargetOptions, type Trial } from './common.js'
+import { annotationsOf, checkWritable, ciCase, githubWanted, printAnnotations, writeJunit } from '../report/ci.js'
+import { addCiOptions, addTargetOptions, parseBounds, runOnce, withLab, type CiOptions, type TargetOptions, type Trial } from './common.js'
 
 export interface Cell {
   /** What happened: anomaly, prevented 40001, serialized, clean, unknown. */
@@ -29,7 +30,8 @@ export function registerMatrix(program: Command, exit: (code: number) => void): 
     .description('every isolation anomaly at READ COMMITTED, REPEATABLE READ and SERIALIZABLE: one grid, what happened next to what PostgreSQL documents; exit 1 on any deviation')
     .argument('[anomalies...]', 'rows to run (default: every scenario that documents each level)')
   addTargetOptions(cmd, { keep: false })
-  cmd.action(async (ids: string[], o: TargetOptions) => exit(await matrixCommand(ids, o)))
+  addCiOptions(cmd, 'cell')
+  cmd.action(async (ids: string[], o: TargetOptions & CiOptions) => exit(await matrixCommand(ids, o)))
   cmd.addHelpText(
     'after',
     `
@@ -43,7 +45,8 @@ documentation.
 Examples:
   $ race matrix
   $ race matrix write-skew lost-update
-  $ race matrix --database-url $DATABASE_URL --json   CI: exit 1 on a deviation`,
+  $ race matrix --database-url $DATABASE_URL --json   CI: exit 1 on a deviation
+  $ race matrix --junit race-matrix.xml                one testcase per cell`,
   )
   return cmd
 }
@@ -68,18 +71,19 @@ export async function matrixRows(ids: string[]): Promise<Scenario[]> {
   return ids.length ? all.filter((s) => ids.includes(s.id)) : all
 }
 
-export async function matrixCommand(ids: string[], o: TargetOptions): Promise<number> {
+export async function matrixCommand(ids: string[], o: TargetOptions & CiOptions): Promise<number> {
   const rowsOf = await matrixRows(ids)
   const bounds = parseBounds(o)
+  const junit = o.junit === undefined ? undefined : checkWritable('--junit', o.junit)
   return withLab(o.databaseUrl, bounds, async (lab, target) => {
-    const rows: { scenario: Scenario; cells: { level: Level; cell: Cell; t: Trial; docs: Documented[] }[] }[] = []
+    const rows: { scenario: Scenario; cells: { level: Level; cell: Cell; t: Trial; docs: Documented[]; ms: number }[] }[] = []
     let done = 0
     for (const scenario of rowsOf) {
       const cells = []
       for (const level of LEVELS) {
         if (!o.json && process.stderr.isTTY) process.stderr.write(`\r\x1b[2Kmatrix ${++done}/${rowsOf.length * LEVELS.length}: ${scenario.id} at ${level}...`)
-        const { trial, docs } = await runOnce(lab, bounds, scenario, defaultParams(scenario, { isolation: level }), scenario.sessionCount.default)
-        cells.push({ level, cell: cellOf(trial, docs), t: trial, docs })
+        const { trial, docs, ms } = await runOnce(lab, bounds, scenario, defaultParams(scenario, { isolation: level }), scenario.sessionCount.default)
+        cells.push({ level, cell: cellOf(trial, docs), t: trial, docs, ms })
       }
       rows.push({ scenario, cells })
     }
@@ -87,6 +91,14 @@ export async function matrixCommand(ids: string[], o: TargetOptions): Promise<nu
     const all = rows.flatMap((r) => r.cells)
     const deviations = all.filter((x) => x.cell.deviation).length
     const code = worstExit(all.map((x) => exitCode(summarize([x.t], x.docs))))
+    const ci = rows.flatMap((r) =>
+      r.cells.map(({ level, t, docs, ms }) => {
+        const s = summarize([t], docs)
+        return ciCase(`race.matrix.${r.scenario.id}`, level, ms, t, s, exitCode(s))
+      }),
+    )
+    if (junit) writeJunit(junit, 'race matrix', ci, { server: `PostgreSQL ${lab.server.version}`, target: target.label, schedule: 'lockstep' })
+    const notes = githubWanted(o.github) ? annotationsOf((k) => `race matrix: ${k.classname.slice('race.matrix.'.length)} at ${k.name}`, ci) : []
     if (o.json) {
       const doc = {
         server: { version: lab.server.version },
@@ -97,7 +109,7 @@ export async function matrixCommand(ids: string[], o: TargetOptions): Promise<nu
           scenario: r.scenario.id,
           title: r.scenario.title,
           cells: Object.fromEntries(
-            r.cells.map(({ level, cell, t, docs }) => [
+            r.cells.map(({ level, cell, t, docs, ms }) => [
               level,
               {
                 happened: cell.happened,
@@ -108,6 +120,7 @@ export async function matrixCommand(ids: string[], o: TargetOptions): Promise<nu
                 sessions: t.sessions,
                 invariant: t.invariant,
                 why: t.why,
+                ms,
               },
             ]),
           ),
@@ -117,9 +130,11 @@ export async function matrixCommand(ids: string[], o: TargetOptions): Promise<nu
         exitCode: code,
       }
       process.stdout.write(JSON.stringify(doc, null, 2) + '\n')
+      printAnnotations(notes, true)
       return code
     }
     process.stdout.write(render(rows, `PostgreSQL ${lab.server.version} (${target.label})`) + '\n')
+    printAnnotations(notes, false)
     return code
   })
 }

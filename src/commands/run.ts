@@ -13,11 +13,12 @@ import { timeline } from '../report/timeline.js'
 import { requireTerminal, stepper } from './step.js'
 import { columns, hang, joinFit } from '../report/width.js'
 import type { Params, Scenario, Schedule } from '../scenario.js'
-import { addScenarioParamOptions, addTargetOptions, describeParams, docsFor, judgeTrial, parseBounds, scenarioParams, withLab, type TargetOptions, type Trial } from './common.js'
+import { annotationsOf, checkWritable, ciCase, githubWanted, printAnnotations, writeJunit } from '../report/ci.js'
+import { addCiOptions, addScenarioParamOptions, addTargetOptions, type CiOptions, describeParams, docsFor, judgeTrial, parseBounds, scenarioParams, withLab, type TargetOptions, type Trial } from './common.js'
 
 export const SCHEDULES: readonly Schedule[] = ['barrier', 'lockstep', 'serial']
 
-export interface RunOptions extends TargetOptions {
+export interface RunOptions extends TargetOptions, CiOptions {
   n?: string
   schedule?: string
   window?: string
@@ -50,6 +51,7 @@ export function registerRun(program: Command, all: readonly Scenario[], exit: (c
     .option('--step', 'presenter mode (a terminal): before each step show the sessions and the SQL; Enter runs it, b the story, q stops')
   addScenarioParamOptions(cmd, all)
   addTargetOptions(cmd)
+  addCiOptions(cmd, 'run')
   cmd.action(async (id: string, o: RunOptions, self: Command) => exit(await runCommand(id, o, self)))
   cmd.addHelpText(
     'after',
@@ -129,6 +131,7 @@ export async function runCommand(id: string, o: RunOptions, cmd: Command): Promi
   const user = o.user === undefined ? undefined : parseUuid(o.user)
   const holdMs = o.hold === undefined ? 0 : parseDuration('--hold', o.hold)
   const drawn = parseTimeline(o.timeline)
+  const junit = o.junit === undefined ? undefined : checkWritable('--junit', o.junit)
   if (holdMs > 10 * 60_000) throw new UsageError(`--hold must be at most 10m, got '${o.hold}'`)
   if (holdMs && holdMs + 10_000 > bounds.runTimeoutMs) {
     throw new UsageError(`--hold ${o.hold} does not fit in --run-timeout ${o.runTimeout}: give --run-timeout ${formatDuration(holdMs + 60_000)} or a shorter --hold`)
@@ -150,6 +153,7 @@ export async function runCommand(id: string, o: RunOptions, cmd: Command): Promi
   const progress = !o.json && process.stderr.isTTY && trials > 1
   let violations = 0
 
+  const started = performance.now()
   return withLab(o.databaseUrl, bounds, async (lab, target) => {
     const judged: Trial[] = []
     const presenter = o.step ? stepper(p, [headParts(scenario.id, lab.server.version, target.label, n, schedule, windowMs).join('  ·  ') + '  ·  --step']) : undefined
@@ -186,8 +190,13 @@ export async function runCommand(id: string, o: RunOptions, cmd: Command): Promi
       judged.find((t) => !t.comparison.matched && !override) ?? judged.find((t) => t.verdict === summary.verdict) ?? judged[judged.length - 1]
     const view: RunView = { scenario, params, given, n, schedule, windowMs, holdMs, plan: p, target: target.label, schema: out.schema, server: out.server, trials: judged, summary, docs, representative }
     const code = exitCode(summary)
+    const name = [schedule, `n=${n}`, describeParams(scenario, params)].filter(Boolean).join(' ')
+    const ci = [ciCase(`race.run.${scenario.id}`, name, Math.round(performance.now() - started), representative, summary, code)]
+    if (junit) writeJunit(junit, 'race run', ci, { server: `PostgreSQL ${out.server.version}`, target: target.label, schedule, trials: String(trials) })
+    const notes = githubWanted(o.github) ? annotationsOf(() => `race run ${scenario.id} (${name})`, ci) : []
     if (o.json) process.stdout.write(JSON.stringify(toJson(view, { timeline: drawn !== undefined, exitCode: code, kept: Boolean(o.keep) }), null, 2) + '\n')
     else process.stdout.write(render(view, drawn ?? (o.step ? 'race' : undefined), Boolean(o.keep)) + '\n')
+    printAnnotations(notes, Boolean(o.json))
     if (code === 3) process.stderr.write(`race: could not decide: ${representative.verdict === 'unknown' ? representative.why : (representative.comparison.deviations[0] ?? representative.why)}\n`)
     return code
   })
