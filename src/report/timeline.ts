@@ -4,7 +4,7 @@
 // answered: BEGIN, SET, SHOW, set_config) are left out unless asked for.
 import type { TimelineEvent } from '../engine/types.js'
 import { c } from './color.js'
-import { columns, pad, wrap, width } from './width.js'
+import { columns, hang, pad, wrap, width } from './width.js'
 
 /** The narrowest a session's column may be before the timeline switches to one row per event. */
 const MIN_COLUMN = 12
@@ -99,6 +99,6 @@ export function timeline(t: { sessions: readonly { name: string }[]; events: rea
     }
   }
   const hidden = o.all ? 0 : hiddenSetup(t.events)
-  if (hidden) out.push(c.dim(`(${hidden} set-up step${hidden === 1 ? '' : 's'} not shown: --timeline all shows them)`))
+  if (hidden) out.push(...hang(c.dim(`(${hidden} set-up step${hidden === 1 ? '' : 's'} not shown: --timeline all shows them)`), w, 1))
   return out.join('\n')
 }
