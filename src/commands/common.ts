@@ -19,6 +19,11 @@ export interface Bounds {
   runTimeoutMs: number
 }
 
+/** How the user ran race, for a command line race suggests: `npx race` when npx started it, else `race`. */
+export function self(): string {
+  return process.env.npm_command === 'exec' ? 'npx race' : 'race'
+}
+
 /** The options every command that connects takes. */
 export interface TargetOptions {
   databaseUrl?: string

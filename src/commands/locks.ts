@@ -97,7 +97,7 @@ export function locksTable(rows: readonly LockRow[], w = columns()): string {
       [r.pid, key(r), `${mode(r)} ${r.granted ? c.green('held') : granted(r)}`, [r.state ?? '', age(r)].filter(Boolean).join(', ')],
       [{ content: c.dim(query(r)), colSpan: 4, overflow: 'cut' as const }],
     ])
-    table = fitTable(['pid', 'key', 'lock', 'state, xact age'], body, [{ shrink: 0 }, { shrink: 0 }, { min: 14, shrink: 2 }, { min: 10 }], w)
+    table = fitTable(['pid', 'key', 'lock', 'state, xact age'], body, [{ shrink: 0 }, { shrink: 0 }, { min: 14 }, { min: 10 }], w)
   }
   const waiting = rows.filter((r) => !r.granted).length
   return `${table}\n${rows.length - waiting} held, ${waiting} waiting`

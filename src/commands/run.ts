@@ -14,7 +14,7 @@ import { requireTerminal, stepper } from './step.js'
 import { columns, hang, joinFit } from '../report/width.js'
 import type { Params, Scenario, Schedule } from '../scenario.js'
 import { annotationsOf, checkWritable, ciCase, githubWanted, printAnnotations, writeJunit } from '../report/ci.js'
-import { addCiOptions, addScenarioParamOptions, addTargetOptions, type CiOptions, describeParams, docsFor, judgeTrial, parseBounds, scenarioParams, withLab, type TargetOptions, type Trial } from './common.js'
+import { addCiOptions, addScenarioParamOptions, addTargetOptions, self, type CiOptions, describeParams, docsFor, judgeTrial, parseBounds, scenarioParams, withLab, type TargetOptions, type Trial } from './common.js'
 
 export const SCHEDULES: readonly Schedule[] = ['barrier', 'lockstep', 'serial']
 
@@ -169,7 +169,7 @@ export async function runCommand(id: string, o: RunOptions, cmd: Command): Promi
       holdMs,
       onHold: (pids, ms) => {
         const url = target.kind === 'embedded' ? ` --database-url '${lab.target.url}'` : o.databaseUrl ? ` --database-url '<the same URL>'` : ''
-        process.stderr.write(`holding for ${formatDuration(ms)} (backends ${pids.join(', ')}); in another terminal:\n  race locks${url}\n`)
+        process.stderr.write(`holding for ${formatDuration(ms)} (backends ${pids.join(', ')}); in another terminal:\n  ${self()} locks${url}\n`)
       },
       beforeStep: presenter?.beforeStep,
       onEvent: presenter?.onEvent,

@@ -133,8 +133,8 @@ export function ciCase(
 ): CiCase {
   const held = t.invariant.held === null ? 'undecided' : t.invariant.held ? 'HELD' : 'VIOLATED'
   const out = `verdict ${t.verdict} (${t.why}); invariant ${t.invariant.description}: observed ${t.invariant.observed} ${held}`
-  const lines = [`documented: ${s.expected.join('; or ')}`, `got: ${t.verdict} (${t.why})`, ...s.deviations]
-  if (exit === 1) return { classname, name, ms, out, failure: { message: s.deviations[0] ?? `documented ${s.expected.join(' | ')}, got ${t.verdict}`, lines } }
+  const lines = [`expected: ${s.expected.join('; or ')}`, `got: ${t.verdict} (${t.why})`, ...s.deviations]
+  if (exit === 1) return { classname, name, ms, out, failure: { message: s.deviations[0] ?? `expected ${s.expected.join(' | ')}, got ${t.verdict}`, lines } }
   if (exit === 3) return { classname, name, ms, out, error: { message: `could not decide: ${t.verdict === 'unknown' ? t.why : (s.deviations[0] ?? t.why)}`, lines } }
   return { classname, name, ms, out }
 }

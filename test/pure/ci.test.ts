@@ -14,7 +14,7 @@ const judged = (verdict: string, held: boolean | null) => ({ verdict, why: 'beca
 test('a case: deviation is a <failure> with the lines, undecided an <error>, a match neither', () => {
   const dev = ciCase('race.check.write-skew', 'serializable', 42, judged('anomaly', false), { matched: false, deviations: ['t2: documented 40001, got committed'], expected: ['prevented: t1 committed, t2 40001'] }, 1)
   assert.equal(dev.failure?.message, 't2: documented 40001, got committed')
-  assert.deepEqual(dev.failure?.lines, ['documented: prevented: t1 committed, t2 40001', 'got: anomaly (because)', 't2: documented 40001, got committed'])
+  assert.deepEqual(dev.failure?.lines, ['expected: prevented: t1 committed, t2 40001', 'got: anomaly (because)', 't2: documented 40001, got committed'])
   const unknown = ciCase('race.check.x', 'default', 1, judged('unknown', null), { matched: false, deviations: [], expected: ['clean'] }, 3)
   assert.match(unknown.error!.message, /^could not decide: because/)
   const ok = ciCase('race.check.x', 'default', 1, judged('clean', true), { matched: true, deviations: [], expected: ['clean'] }, 0)
