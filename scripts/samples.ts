@@ -173,7 +173,9 @@ async function inTerminal(args: string[], s: Sample, cwd: string): Promise<strin
   const q = (x: string) => `'${x.replace(/'/g, `'\\''`)}'`
   const e = env(s)
   const keep = ['NO_COLOR', 'DATABASE_URL', 'PATH', 'HOME', 'TMPDIR']
-  fs.writeFileSync(script, [...keep.filter((k) => e[k]).map((k) => `export ${k}=${q(e[k]!)}`), `${q(process.execPath)} ${q(BIN)} ${args.map(q).join(' ')}`, 'exec sleep 600'].join('\n'))
+  // tmux hands its own environment to the pane: what the sample does not want is unset there.
+  const unset = 'unset DATABASE_URL PGHOST PGDATABASE PGUSER PGPORT PGPASSWORD GITHUB_ACTIONS FORCE_COLOR'
+  fs.writeFileSync(script, [unset, ...keep.filter((k) => e[k]).map((k) => `export ${k}=${q(e[k]!)}`), `export COLUMNS=${q(e.COLUMNS!)}`, `${q(process.execPath)} ${q(BIN)} ${args.map(q).join(' ')}`, 'exec sleep 600'].join('\n'))
   const tmux = (...a: string[]) => execFileSync('tmux', ['-L', socket, ...a], { encoding: 'utf8' })
   const width = opt(s, 'columns') ?? '80'
   tmux('-f', '/dev/null', 'new-session', '-d', '-s', 'race', '-x', width, '-y', '40', 'sh', script)
