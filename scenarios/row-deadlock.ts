@@ -80,11 +80,12 @@ const scenario = defineScenario({
       lockstep: (v) => {
         // Whoever's deadlock_timeout runs out first runs the check, finds the cycle and is the one cancelled
         // (deadlock.c: the process that detects a hard deadlock aborts itself). t1 began waiting first, a few
-        // ms before t2, so it usually is; on a busy machine the other may check first. Either way the victim
-        // waited at least deadlock_timeout.
+        // ms before t2, so it usually is; on a loaded machine t2's check can run first. The manual (13.3.4
+        // Deadlocks): which transaction is aborted "is difficult to predict and should not be relied upon".
+        // Either way the victim waited at least deadlock_timeout.
         if (!v.params.ordered) {
           const ms = Number(v.params.deadlockTimeout)
-          const why = 'deadlock detected after deadlock_timeout: the waiter that checks first is cancelled'
+          const why = 'deadlock detected after deadlock_timeout: the waiter that checks first is cancelled (13.3.4: which one is not to be relied upon)'
           const victim = (name: 't1' | 't2'): Documented => ({ ...prevented(why, { ...BOTH, [name]: '40P01' }), waited: { [name]: ms } })
           return [victim('t1'), victim('t2')]
         }

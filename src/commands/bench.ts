@@ -1,6 +1,9 @@
 // race bench: throughput and latency by isolation level and contention on the user's own server, beside the
 // isolation article's published ratios, and (--vs-pgbench) beside pgbench running the same transactions.
 import fs from 'node:fs'
+import os from 'node:os'
+import path from 'node:path'
+import { checkWritable } from '../report/ci.js'
 import type { Command } from 'commander'
 import { RunError, UsageError } from '../errors.js'
 import { parseDuration, parseWhole } from '../parse.js'
@@ -89,6 +92,11 @@ export interface BenchOptions {
   json: boolean
 }
 
+/** --html with no file: a page in the temporary directory (never an untracked file in the working directory). */
+export function defaultHtmlPath(now = new Date()): string {
+  return path.join(os.tmpdir(), `race-bench-${now.toISOString().replace(/[:.]/g, '-').slice(0, 19)}.html`)
+}
+
 export interface BenchCliOptions extends TargetOptions {
   workload: string
   isolation: string
@@ -103,7 +111,7 @@ export interface BenchCliOptions extends TargetOptions {
   lockTimeout: string
   vsPgbench?: boolean
   vsSlap?: boolean
-  html?: string
+  html?: string | boolean
   driver: string
   keep?: boolean
 }
@@ -122,8 +130,7 @@ export function parseBenchOptions(o: BenchCliOptions, cmd: Command): BenchOption
   if (rows < hotRows + 100) throw new UsageError(`--rows ${rows} must be at least --hot-rows + 100 (${hotRows + 100}): the cold rows and a range sum need room`)
   const driver = String(o.driver)
   if (driver !== 'wire' && driver !== 'postgres.js') throw new UsageError(`--driver takes wire or postgres.js, got '${o.driver}'`)
-  const html = o.html === undefined ? undefined : String(o.html)
-  if (html !== undefined && !html.trim()) throw new UsageError('--html needs a file name, e.g. --html bench.html')
+  const html = o.html === undefined ? undefined : o.html === true ? defaultHtmlPath() : checkWritable('--html', String(o.html))
   return {
     workloads,
     levels: parseLevels(o.isolation),
@@ -182,13 +189,6 @@ export async function benchCommand(o: BenchCliOptions, cmd: Command): Promise<nu
   const cellMs = b.warmupMs + b.durationMs + (pgbench ? pgDurationS * 1000 : 0)
   // Unless the user bounded the run, allow every cell plus setup and a margin.
   if (cmd.getOptionValueSource('runTimeout') !== 'cli') bounds.runTimeoutMs = Math.max(bounds.runTimeoutMs, nCells * (cellMs + 15_000) + 60_000)
-  if (b.html) {
-    try {
-      fs.writeFileSync(b.html, '') // fail before the run, not after it
-    } catch (e) {
-      throw new UsageError(`--html ${b.html}: cannot write there (${(e as NodeJS.ErrnoException).code ?? (e as Error).message})`)
-    }
-  }
 
   return withLab(o.databaseUrl, bounds, async (driver, target) => {
     const lab = driver as Lab
@@ -308,7 +308,11 @@ export async function benchCommand(o: BenchCliOptions, cmd: Command): Promise<nu
       ...(o.keep ? { schema } : {}),
     }
     if (b.html) fs.writeFileSync(b.html, html(report))
-    process.stdout.write(b.json ? JSON.stringify(report, null, 2) + '\n' : text(report) + '\n' + (b.html ? `wrote ${b.html}\n` : '') + (o.keep ? `kept schema ${schema}\n` : ''))
+    process.stdout.write(
+      b.json
+        ? JSON.stringify({ ...report, ...(b.html ? { html: b.html } : {}), exitCode: 0 }, null, 2) + '\n'
+        : text(report) + '\n' + (b.html ? `wrote ${b.html}\n` : '') + (o.keep ? `kept schema ${schema}\n` : ''),
+    )
     return 0
   })
 }
@@ -330,22 +334,25 @@ export function registerBench(program: Command, exit: (code: number) => void): C
     .option('--lock-timeout <duration>', 'advisory: lock_timeout set with set_config(..., true), as in the article', '2s')
     .option('--vs-pgbench', 'also run each cell through pgbench (same script, clients, duration, level) and print race/pgbench')
     .option('--vs-slap', 'MySQL/MariaDB: also run each cell through mariadb-slap (same mix, clients, level) and print race/slap')
-    .option('--html <file>', 'also write a self-contained HTML page with the charts')
+    .option('--html [file]', 'also write a self-contained HTML page with the charts (no file: one in the temporary directory; its path is printed)')
     .option('--driver <driver>', "race's load connections: wire (its own minimal protocol client) or postgres.js", 'wire')
   addTargetOptions(cmd)
   cmd.action(async (o: BenchCliOptions, self: Command) => exit(await benchCommand(o, self)))
   cmd.addHelpText(
     'after',
     `
-Each cell runs --clients connections for --duration after --warmup; 40001/40P01 are retried as a whole up to
---max-tries and counted (like pgbench); other errors are failures, counted by SQLSTATE. --step-timeout is each
-statement's statement_timeout. Everything happens in a schema race_bench_<hex>, dropped at the end.
+Each cell runs --clients connections for --duration after --warmup;
+40001/40P01 are retried as a whole up to --max-tries and counted (like
+pgbench); other errors are failures, counted by SQLSTATE. --step-timeout is
+each statement's statement_timeout. Everything happens in a schema
+race_bench_<hex>, dropped at the end.
 
 Examples:
   $ race bench
   $ race bench --workload oltp --hot 1,10,50 --duration 5s --vs-pgbench
   $ race bench --workload advisory --users 20 --isolation rc,serializable
-  $ race bench --isolation rc,rr --clients 16 --html bench.html
+  $ race bench --isolation rc,rr --clients 16 --html
+  $ race bench --workload advisory --html ~/bench/advisory.html
   $ race bench --database-url postgres://app@db:5432/app --json`,
   )
   return cmd

@@ -9,8 +9,10 @@ import { assertSound, ownServerRefusal } from '../plan.js'
 import { defaultParams, type Documented, type Engine, type Params, type Scenario } from '../scenario.js'
 import { findScenario, scenarios } from '../registry.js'
 import { c, verdictColor } from '../report/color.js'
-import { plainTable } from '../report/table.js'
-import { addTargetOptions, assertRunsOn, engineFor, ownSettings, parseBounds, runOnce, withLab, type TargetOptions, type Trial } from './common.js'
+import { fitTable, type Col } from '../report/table.js'
+import { columns, hang, joinFit } from '../report/width.js'
+import { annotationsOf, checkWritable, ciCase, githubWanted, printAnnotations, writeJunit } from '../report/ci.js'
+import { addCiOptions, addTargetOptions, assertRunsOn, engineFor, ownSettings, parseBounds, runOnce, withLab, type CiOptions, type TargetOptions, type Trial } from './common.js'
 import { expectsOverride, specFailure } from '../spec/scenario.js'
 
 export interface Case {
@@ -26,16 +28,19 @@ export function registerCheck(program: Command, exit: (code: number) => void): C
     .description('every scenario in lockstep against one database: exit 0 only if each behaves exactly as documented')
     .argument('[scenarios...]', 'scenario ids (default: all), .spec files or .mjs modules')
   addTargetOptions(cmd, { keep: false })
-  cmd.action(async (ids: string[], o: TargetOptions) => exit(await checkCommand(ids, o)))
+  addCiOptions(cmd, 'case')
+  cmd.action(async (ids: string[], o: TargetOptions & CiOptions) => exit(await checkCommand(ids, o)))
   cmd.addHelpText(
     'after',
     `
-Each case compares the whole documented outcome: the verdict, how every session ended (committed, rejected
-with its reason, or failed with which SQLSTATE), and the isolation level each session really ran at.
+Each case compares the whole documented outcome: the verdict, how every session
+ended (committed, rejected with its reason, or failed with which SQLSTATE), and
+the isolation level each session really ran at.
 
 Examples:
   $ race check
   $ race check --database-url postgres://app@db:5432/app --json
+  $ race check --junit race-junit.xml      (CI: one testcase per case)
   $ race check advisory unique-index`,
   )
   return cmd
@@ -59,11 +64,12 @@ export async function checkCases(ids: string[], engine: Engine = 'postgres'): Pr
   return cases
 }
 
-export async function checkCommand(ids: string[], o: TargetOptions): Promise<number> {
+export async function checkCommand(ids: string[], o: TargetOptions & CiOptions): Promise<number> {
   const engine = engineFor(o.databaseUrl)
   const cases = await checkCases(ids, engine)
   for (const k of cases) assertSound(k.scenario, k.params, k.n, engine)
   const bounds = parseBounds(o)
+  const junit = o.junit === undefined ? undefined : checkWritable('--junit', o.junit)
   // A scenario with a server of its own (lock-limit) runs on an embedded server race starts for it; on a server
   // the user gave it is left out (and asking for it by name is refused, exit 2).
   let own = cases.filter((k) => k.scenario.ownServer)
@@ -92,6 +98,9 @@ export async function checkCommand(ids: string[], o: TargetOptions): Promise<num
     }
     if (!o.json && process.stderr.isTTY) process.stderr.write('\r\x1b[2K')
     const code = worstExit(rows.map((r) => exitCode(r.summary)))
+    const ci = rows.map(({ k, t, summary, ms }) => ciCase(`race.check.${k.scenario.id}`, k.label, ms, t, summary, exitCode(summary)))
+    if (junit) writeJunit(junit, 'race check', ci, { server: `PostgreSQL ${lab.server.version}`, target: target.label, schedule: 'lockstep' })
+    const notes = githubWanted(o.github) ? annotationsOf((k) => `race check: ${k.classname.slice('race.check.'.length)} (${k.name})`, ci) : []
     if (o.json) {
       const doc = {
         server: { version: lab.server.version },
@@ -116,32 +125,33 @@ export async function checkCommand(ids: string[], o: TargetOptions): Promise<num
         exitCode: code,
       }
       process.stdout.write(JSON.stringify(doc, null, 2) + '\n')
+      printAnnotations(notes, true)
       return code
     }
-    // Narrow enough for a terminal or a CI log: outcomes by kind (and SQLSTATE); what deviates is listed below.
-    const table = plainTable(['scenario', 'case', 'sessions', 'outcomes', 'invariant', 'verdict', ''], [null, 22, null, 30, 30, null, null])
-    for (const { k, t, summary } of rows) {
-      const outcomes = tally(t.sessions.map((x) => x.outcome + (x.sqlstate ? ` ${x.sqlstate}` : '')))
-      table.push([
-        c.bold(k.scenario.id),
-        k.label,
-        t.sessions.length,
-        outcomes,
-        t.invariant.held === null ? verdictColor('unknown') : `${t.invariant.observed} ${t.invariant.held ? c.green('HELD') : c.red('VIOLATED')}`,
-        verdictColor(t.verdict),
-        verdictColor(summary.matched ? 'MATCH' : 'DEVIATION'),
-      ])
-    }
+    // Fits the terminal or a CI log (80 columns when piped): the case and how its sessions ended stay whole; the
+    // invariant's observed value is what wraps first. What deviates is listed below the table.
+    const w = columns()
+    const body = rows.map(({ k, t, summary }) => [
+      c.bold(k.scenario.id) + (k.label === 'default' ? '' : c.dim(` · ${k.label}`)),
+      tally(t.sessions.map((x) => x.outcome + (x.sqlstate ? ` ${x.sqlstate}` : ''))) +
+        `\n${t.invariant.held === null ? verdictColor('unknown') : t.invariant.held ? c.green('HELD') : c.red('VIOLATED')} ${c.dim(t.invariant.observed)}`,
+      `${verdictColor(t.verdict)} ${verdictColor(summary.matched ? 'MATCH' : 'DEVIATION')}`,
+    ])
+    // How the sessions ended wraps; the invariant's observed value under it is what matters least here (race run
+    // shows it): it is cut at the column's edge, never its HELD or VIOLATED.
+    const cols: Col[] = [{ min: 16, shrink: 2 }, { min: 24, shrink: 2, overflow: (line) => (line === 0 ? 'wrap' : 'cut') }, { shrink: 0 }]
+    const table = fitTable(['case', 'outcomes / invariant', 'verdict'], body, cols, w)
     const bad = rows.filter((r) => !r.summary.matched)
-    const lines = [`${c.bold('race check')}  ·  ${lab.server.product ?? 'PostgreSQL'} ${lab.server.version} (${target.label})  ·  lockstep`, table.toString()]
+    const lines = [...joinFit([c.bold('race check'), `${lab.server.product ?? 'PostgreSQL'} ${lab.server.version} (${target.label})`, 'lockstep'], '  ·  ', w, 2), table]
     for (const r of bad) {
-      lines.push(c.red(`${r.k.scenario.id} (${r.k.label}): documented ${r.docs.map(describeDoc).join(' | ')}`))
-      for (const d of r.summary.deviations.length ? r.summary.deviations : [r.t.why]) lines.push(c.red(`  ${d}`))
+      lines.push(...hang(c.red(`${r.k.scenario.id} (${r.k.label}): documented ${r.docs.map(describeDoc).join(' | ')}`), w, 2))
+      for (const d of r.summary.deviations.length ? r.summary.deviations : [r.t.why]) lines.push(...hang(c.red(`  ${d}`), w, 4))
     }
     for (const s of [...new Set(own.map((k) => k.scenario))]) lines.push(c.dim(`${s.id} ran on an embedded server of its own, started with ${ownSettings(s)} (it ${s.ownServer!.why})`))
     for (const s of [...new Set(skipped.map((k) => k.scenario))]) lines.push(c.dim(`not run here: ${s.id} (it ${s.ownServer!.why}; it runs only on race's own embedded server: race check without --database-url runs it)`))
     lines.push(bad.length ? c.red(`${bad.length} of ${rows.length} did not behave as documented`) : c.green(`all ${rows.length} behaved as documented`))
     process.stdout.write(lines.join('\n') + '\n')
+    printAnnotations(notes, false)
     return code
   })
 }

@@ -20,6 +20,11 @@ export interface Bounds {
   runTimeoutMs: number
 }
 
+/** How the user ran race, for a command line race suggests: `npx race` when npx started it, else `race`. */
+export function self(): string {
+  return process.env.npm_command === 'exec' ? 'npx race' : 'race'
+}
+
 /** The options every command that connects takes. */
 export interface TargetOptions {
   databaseUrl?: string
@@ -37,6 +42,18 @@ export function addTargetOptions(cmd: Command, o: { keep?: boolean; stepTimeout?
   cmd.option('--run-timeout <duration>', 'give up on the whole command after this long', '5m')
   if (o.keep !== false) cmd.option('--keep', 'keep the run schema (prints its name) instead of dropping it')
   return cmd.option('--json', 'print one JSON document instead of tables').option('--no-color', 'no colours, even on a terminal')
+}
+
+/** For CI: a JUnit file, and GitHub annotations (also on by themselves inside GitHub Actions). */
+export interface CiOptions {
+  junit?: string
+  github?: boolean
+}
+
+export function addCiOptions(cmd: Command, what: string): Command {
+  return cmd
+    .option('--junit <file>', `also write a JUnit XML file: one testcase per ${what}, a <failure> for each deviation`)
+    .option('--github', 'print GitHub Actions ::error annotations for deviations (on by itself when GITHUB_ACTIONS=true)')
 }
 
 export function parseBounds(o: Pick<TargetOptions, 'connectTimeout' | 'runTimeout'> & { stepTimeout?: string }): Bounds {
@@ -101,11 +118,19 @@ export function scenarioParams(s: Scenario, cmd: Command, opts: Record<string, u
   return params
 }
 
+/** The short names of isolation levels race bench takes too: --isolation rr means the same everywhere. */
+const LEVEL_ALIASES: Record<string, string> = { ru: 'read uncommitted', rc: 'read committed', rr: 'repeatable read', s: 'serializable', ser: 'serializable' }
+
 export function parseChoice(flag: string, raw: string, choices: readonly string[]): string {
+  // Spelled as the user likes (for-update, for_update, "for update"), or a level's short name (rr).
   const norm = (x: string) => x.trim().toLowerCase().replace(/[\s_-]+/g, ' ')
-  const hit = choices.find((x) => norm(x) === norm(raw))
+  const typed = norm(raw)
+  const alias = LEVEL_ALIASES[typed]
+  const v = alias && choices.includes(alias) ? alias : typed
+  const hit = choices.find((x) => norm(x) === v)
   if (hit) return hit
-  throw new UsageError(`${flag} takes one of ${choices.map((x) => `"${x}"`).join(', ')}, got '${raw}'`)
+  const short = Object.entries(LEVEL_ALIASES).filter(([k, l]) => choices.includes(l) && k !== 's').map(([k]) => k)
+  throw new UsageError(`${flag} takes one of ${choices.map((x) => `"${x}"`).join(', ')}${short.length ? ` (or ${short.join(', ')})` : ''}, got '${raw}'`)
 }
 
 /** "max_locks_per_transaction=10 max_connections=20": the settings of a scenario's own server. */
@@ -153,11 +178,11 @@ export async function openDriver(target: Target, connectTimeoutMs: number): Prom
 export async function withLab<T>(databaseUrl: string | undefined, bounds: Bounds, fn: (lab: Driver, target: Target) => Promise<T>, own?: Scenario): Promise<T> {
   let target = resolveTarget(databaseUrl)
   if (own?.ownServer && target.kind !== 'embedded') throw new UsageError(ownServerRefusal(own))
-  const timer = setTimeout(
-    () => abort(new RunError(`the command did not finish within --run-timeout ${bounds.runTimeoutMs / 1000}s${stuckNote()}`)),
-    bounds.runTimeoutMs,
-  )
-  timer.unref()
+  // runTimeoutMs 0: no limit for the whole command (race locks --watch, until Ctrl-C).
+  const timer = bounds.runTimeoutMs
+    ? setTimeout(() => abort(new RunError(`the command did not finish within --run-timeout ${bounds.runTimeoutMs / 1000}s${stuckNote()}`)), bounds.runTimeoutMs)
+    : undefined
+  timer?.unref()
   try {
     if (target.kind === 'embedded') {
       if (process.stderr.isTTY) process.stderr.write('starting the embedded PostgreSQL 18...\r')

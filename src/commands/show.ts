@@ -10,6 +10,8 @@ import { BUILTIN_BINDS, assertSound, documentedFor, plan, sessionCount, type Pla
 import { bindNames } from '../binds.js'
 import { findScenario, scenarios, sourceText } from '../registry.js'
 import { c } from '../report/color.js'
+import { columns, fitLines, hang, width, wrap } from '../report/width.js'
+export { columns } from '../report/width.js'
 import type { Documented, Schedule, StepDef } from '../scenario.js'
 import { addScenarioParamOptions, assertRunsOn, describeParams, engineFor, ownSettings, scenarioParams } from './common.js'
 import { shownBlock } from '../spec/guard.js'
@@ -116,6 +118,7 @@ export async function showCommand(id: string, o: ShowOptions, cmd: Command): Pro
     process.stdout.write(JSON.stringify(out, null, 2) + '\n')
     return 0
   }
+  const w = columns()
   const lines: string[] = []
   lines.push(`${c.bold(s.id)}: ${s.title}`, c.dim(`from the ${sourceText(s.source)}${engine === 'mysql' ? '; on MySQL/MariaDB (InnoDB)' : ''}`), '')
   for (const l of s.story) lines.push(`  ${l}`)
@@ -129,7 +132,7 @@ export async function showCommand(id: string, o: ShowOptions, cmd: Command): Pro
     if (conn.length) lines.push(c.dim(`  connection: ${conn.map(([k, v]) => `${k}='${v}'`).join(', ')}`))
     if (sess.spec.shares) lines.push(c.dim(`  connection: ${sess.spec.shares}'s, borrowed from the pool after it (same backend)`))
     for (const st of sess.steps) {
-      lines.push(...stepLines(st.name, st.def, p))
+      lines.push(...stepLines(st.name, st.def, p, w))
       if (st.name === sess.spec.racePoint) lines.push(c.dim(`  -- race point: --window sleeps here, between check and write`))
     }
     if (sess.spec.release) lines.push(c.yellow(`  application, finally (after a rejection or an error): ${sess.spec.release}`))
@@ -149,7 +152,7 @@ export async function showCommand(id: string, o: ShowOptions, cmd: Command): Pro
     const by = (s.defaultSchedule ?? 'barrier') === 'lockstep' ? 'race run uses it by default' : 'race run --schedule lockstep uses it'
     lines.push(`${c.bold('lockstep')}   permutation ${p.permutation}`)
     lines.push('', c.bold('interleaving') + c.dim(` (${by}; --schedule "t1.begin ..." runs another)`))
-    lines.push(...drawPermutation(p.permutation, p.sessions))
+    lines.push(...drawPermutation(p.permutation, p.sessions, w))
   }
   const desc = typeof s.invariant.description === 'function' ? s.invariant.description(params) : s.invariant.description
   lines.push('', `${c.bold('invariant')}  ${desc}`, indent(p.invariantSql, 11))
@@ -165,21 +168,24 @@ export async function showCommand(id: string, o: ShowOptions, cmd: Command): Pro
     const v = { params: { ...params, ...(k.params ?? {}) }, n: k.n ?? s.sessionCount.default, engine }
     lines.push(`  check ${k.label}: ${documentedFor(s, { ...v, schedule: 'lockstep', windowMs: 0 }).map(describeDoc).join(' | ')}`)
   }
-  process.stdout.write(lines.join('\n') + '\n')
+  process.stdout.write(fitLines(lines, w).join('\n') + '\n')
   return 0
 }
 
-function stepLines(name: string, def: StepDef, p: Plan): string[] {
+function stepLines(name: string, def: StepDef, p: Plan, w: number): string[] {
   if (def.appWait) {
-    const out = [`  step ${c.cyan(name.padEnd(9))} ${c.yellow(`application, not SQL: ${appWaitText(p, def.appWait)}`)}`]
-    if (def.rejectIf) out.push(c.yellow(`${' '.repeat(17)}application, before it: ${codeOf(def.rejectIf)}  (a reason: roll back, rejected)`))
+    const out = hang(`  step ${c.cyan(name.padEnd(9))} ${c.yellow(`application, not SQL: ${appWaitText(p, def.appWait)}`)}`, w, 17)
+    if (def.rejectIf) out.push(...hang(c.yellow(`${' '.repeat(17)}application, before it: ${codeOf(def.rejectIf)}  (a reason: roll back, rejected)`), w, 19))
     return out
   }
   const sql = def.sql.split('\n')
-  const out = [`  step ${c.cyan(name.padEnd(9))} { ${sql[0]}${sql.length > 1 ? '' : ' }'}`]
-  for (let i = 1; i < sql.length; i++) out.push(`${' '.repeat(19)}${sql[i]}${i === sql.length - 1 ? ' }' : ''}`)
-  if (def.rejectIf) out.push(c.yellow(`${' '.repeat(17)}application, before it: ${codeOf(def.rejectIf)}  (a reason: roll back, rejected)`))
-  if (def.retryIf) out.push(c.yellow(`${' '.repeat(17)}application, after it: ${codeOf(def.retryIf)}  (a reason: roll back, try again)`))
+  const head = `  step ${c.cyan(name.padEnd(9))} { `
+  const at = width(head)
+  // Long SQL wraps under itself; it is never cut: what differs between sessions may be at its end.
+  const out = hang(`${head}${sql[0]}${sql.length > 1 ? '' : ' }'}`, w, at)
+  for (let i = 1; i < sql.length; i++) out.push(...hang(`${' '.repeat(at)}${sql[i]}${i === sql.length - 1 ? ' }' : ''}`, w, at + 2))
+  if (def.rejectIf) out.push(...hang(c.yellow(`${' '.repeat(17)}application, before it: ${codeOf(def.rejectIf)}  (a reason: roll back, rejected)`), w, 19))
+  if (def.retryIf) out.push(...hang(c.yellow(`${' '.repeat(17)}application, after it: ${codeOf(def.retryIf)}  (a reason: roll back, try again)`), w, 19))
   return out
 }
 
@@ -210,12 +216,6 @@ function usedBinds(p: Plan): { name: string; describe: string }[] {
   return out
 }
 
-/** The terminal's width (COLUMNS, else the terminal, else 80). */
-export function columns(): number {
-  const env = Number(process.env.COLUMNS)
-  return env > 0 ? env : process.stdout.columns || 80
-}
-
 /**
  * The permutation drawn as the articles draw it: one row per step, one column per session, when the whole
  * first line of every step's SQL fits the width; otherwise one row per step with the session named in front.
@@ -241,20 +241,6 @@ export function drawPermutation(text: string, sessions: readonly PlannedSession[
     const head = `  ${c.bold(names[r.col].padEnd(nameW))}  ${c.cyan(r.step.padEnd(stepW))} `
     return head + wrap(r.sql, Math.max(20, width - lead)).join('\n' + ' '.repeat(lead))
   })
-}
-
-/** Splits text at spaces into lines of at most `w` characters (a longer word stays whole). */
-export function wrap(text: string, w: number): string[] {
-  const out: string[] = []
-  let line = ''
-  for (const word of text.split(' ')) {
-    if (line && line.length + 1 + word.length > w) {
-      out.push(line)
-      line = word
-    } else line = line ? `${line} ${word}` : word
-  }
-  out.push(line)
-  return out
 }
 
 function indent(sql: string, by: number): string {

@@ -14,7 +14,7 @@ import type { Entry } from '../permutation.js'
 import type { BindCtx, Row, Rows, Schedule } from '../scenario.js'
 import { runBarrier, runPermutation, type BlockProbe } from './schedule.js'
 import { Session } from './session.js'
-import type { InvariantReport, TimelineEvent, TrialFacts } from './types.js'
+import type { InvariantReport, SessionState, StepPause, TimelineEvent, TrialFacts } from './types.js'
 
 export interface RunConfig {
   plan: Plan
@@ -35,6 +35,13 @@ export interface RunConfig {
   /** Called when the hold starts, with the backends of the trial. */
   onHold?: (pids: number[], ms: number) => void
   onTrial?: (done: number, facts: TrialFacts) => void
+  /**
+   * --step: called before each step of a step-by-step schedule (not barrier) is launched, with where every
+   * session stands; the step waits until it resolves. A rejection ends the run like an abort.
+   */
+  beforeStep?: (pause: StepPause) => Promise<void>
+  /** Every event as the engine records it (a presenter redraws while it waits). */
+  onEvent?: (e: TimelineEvent) => void
 }
 
 export interface RunOutput {
@@ -170,7 +177,11 @@ async function trial(lab: Driver, cfg: RunConfig, schema: string, order: Entry[]
     stepTimeoutMs: cfg.stepTimeoutMs + (cfg.holdMs ?? 0),
     connectTimeoutMs: cfg.connectTimeoutMs,
     now,
-    record: (e: Omit<TimelineEvent, 't'>) => events.push({ t: Math.round(now() * 10) / 10, ...e }),
+    record: (e: Omit<TimelineEvent, 't'>) => {
+      const ev = { t: Math.round(now() * 10) / 10, ...e }
+      events.push(ev)
+      cfg.onEvent?.(ev)
+    },
     cancel: async (pid: number, terminate: boolean) => {
       if (!pids.includes(pid)) return // only ever signal this run's own backends
       await lab.cancel(pid, terminate)
@@ -180,13 +191,40 @@ async function trial(lab: Driver, cfg: RunConfig, schema: string, order: Entry[]
   plan.sessions.forEach((p, i) => sessions.push(new Session(i, p, env)))
   for (const s of sessions) if (s.shares) s.lender = sessions.find((x) => x.name === s.shares)
   let held: Promise<void> | undefined
+  const launched = new Set<string>()
   const before = async (s: Session, step: number) => {
+    if (cfg.beforeStep && cfg.schedule !== 'barrier') {
+      const left = order.filter((e) => !launched.has(`${e.session}.${e.step}`) && !sessions[e.session].finished).length
+      const pause: StepPause = { done: launched.size, left, session: s.name, step: s.steps[step].name, sessions: await states(), events, refresh: states }
+      await Promise.race([cfg.beforeStep(pause), whenAborted()])
+      launched.add(`${s.index}.${step}`)
+    }
     if (!cfg.holdMs || step !== s.steps.length - 1) return
     held ??= (async () => {
       cfg.onHold?.([...new Set(pids)], cfg.holdMs!)
       await Promise.race([new Promise((r) => setTimeout(r, cfg.holdMs)), whenAborted()])
     })()
     await held
+  }
+  /** Where every session stands (for --step): waiting sessions name whom they wait for, from pg_blocking_pids. */
+  const states = async (): Promise<SessionState[]> => {
+    const byPid = new Map(sessions.filter((x) => !x.lender).map((x) => [x.pid, x.name]))
+    return Promise.all(
+      sessions.map(async (x): Promise<SessionState> => {
+        const base = { name: x.name, pid: x.pid, step: x.current?.name ?? null, waitingFor: [] as string[], outcome: null }
+        if (x.finished) {
+          const r = x.report()
+          const outcome = r.outcome === 'rejected' ? `rejected: ${r.reason ?? ''}` : r.outcome === 'failed' ? `failed ${r.sqlstate ?? ''}`.trim() : r.outcome
+          return { ...base, state: 'done', step: r.step, outcome }
+        }
+        if (x.current?.blocked) {
+          const by = await env.blockers(x.pid).catch(() => [] as number[])
+          return { ...base, state: 'waiting', waitingFor: by.map((p) => byPid.get(p) ?? `pid ${p}`) }
+        }
+        if (x.current) return { ...base, state: 'running' }
+        return { ...base, state: x.inTransaction ? 'idle in transaction' : x.started ? 'idle' : 'not started' }
+      }),
+    )
   }
   setStuckDescriber(() =>
     sessions

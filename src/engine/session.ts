@@ -100,6 +100,15 @@ export class Session {
     return this.rows[step]
   }
 
+  /** Between BEGIN and COMMIT/ROLLBACK (as far as the session's own steps said). */
+  get inTransaction(): boolean {
+    return this.inTx
+  }
+  /** It has run at least one step. */
+  get started(): boolean {
+    return Object.keys(this.rows).length > 0 || this.finished || this.busy
+  }
+
   get finished(): boolean {
     return this.outcome !== undefined
   }
@@ -165,8 +174,8 @@ export class Session {
     }
   }
 
-  private record(step: string, kind: EventKind, detail?: string): void {
-    this.env.record({ session: this.name, step, kind, detail })
+  private record(step: string, kind: EventKind, detail?: string, setup?: boolean): void {
+    this.env.record({ session: this.name, step, kind, detail, ...(setup ? { setup } : {}) })
   }
 
   private seen(): Seen {
@@ -196,7 +205,7 @@ export class Session {
         this.commitTag = tag
       }
       if (!NOT_FIXING.has(tag)) this.levelFixed = true
-      this.record(name, 'ok', summarize(res))
+      this.record(name, 'ok', summarize(res), isSetup(tag, res))
       const again = def.retryIf?.({ ...this.seen(), result: res })
       if (again) return this.retry(String(again), name)
       if (i === this.steps.length - 1) this.finish(name, tag)
@@ -406,6 +415,18 @@ export class Session {
 
 function round(ms: number): number {
   return Math.round(ms * 10) / 10
+}
+
+/** Command tags of statements that only set a transaction or session up: they start nothing of the race. */
+const SETUP_TAGS = new Set(['BEGIN', 'START TRANSACTION', 'SET', 'SHOW', 'RESET'])
+
+/**
+ * A set-up step, known from what the server answered: its command tag, or a SELECT whose one row has only the
+ * column set_config (`select set_config('lock_timeout', ...)`). The timeline hides these unless asked.
+ */
+export function isSetup(tag: string, rows: Rows): boolean {
+  if (SETUP_TAGS.has(tag)) return true
+  return tag === 'SELECT' && rows.length === 1 && Object.keys(rows[0]).every((k) => k === 'set_config')
 }
 
 /** A step's result in a few characters: `pending=0`, `0 rows`, `INSERT 1`. */

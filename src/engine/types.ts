@@ -54,3 +54,31 @@ export interface TrialFacts {
   invariant: InvariantReport
   events: TimelineEvent[]
 }
+
+/** Where a session stands while a step-by-step run waits before its next step (race run --step). */
+export interface SessionState {
+  name: string
+  pid: number
+  state: 'not started' | 'idle' | 'idle in transaction' | 'running' | 'waiting' | 'done'
+  /** The step in flight (running, waiting), or the step it ended in (done). */
+  step: string | null
+  /** For waiting: the sessions (or, outside this run, backend pids) it waits for, from pg_blocking_pids. */
+  waitingFor: string[]
+  /** For done: committed, rejected: <reason>, failed <SQLSTATE>, lost, timeout. */
+  outcome: string | null
+}
+
+/** The moment before a step is launched, in a step-by-step schedule. */
+export interface StepPause {
+  /** Steps launched so far. */
+  done: number
+  /** Steps still to launch, this one included (a session that has ended skips its own). */
+  left: number
+  session: string
+  step: string
+  sessions: SessionState[]
+  /** The events recorded so far (the same array, growing). */
+  events: readonly TimelineEvent[]
+  /** Reads the sessions' states again (a waiting session may end while the run waits: a deadlock, a lock_timeout). */
+  refresh(): Promise<SessionState[]>
+}
