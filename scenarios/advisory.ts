@@ -1,7 +1,7 @@
 // advisory (advisory-locks §4): pg_advisory_xact_lock on the user's namespaced key serializes check-then-insert.
 // Held: n=2 gives 1 committed + 1 rejected; n=5 with --max-pending 3 gives 3 committed + 2 rejected.
 import { clean, defineScenario, replicate, serialized } from '../src/scenario.js'
-import { LIMIT, advisoryParams, advisorySteps, binds, invariant, oneByOne, table } from './_fixtures/setup-requests.js'
+import { LIMIT, advisoryParams, advisorySteps, binds, invariant, myAdvisory, myTable, oneByOne, table } from './_fixtures/setup-requests.js'
 
 export default defineScenario({
   id: 'advisory',
@@ -16,15 +16,23 @@ export default defineScenario({
   params: { ...advisoryParams },
   sessionCount: { default: 2 },
   isolation: 'read committed',
-  setup: [table],
+  setup: ({ engine }) => [engine === 'mysql' ? myTable : table],
   binds,
-  sessions: ({ params, n }) => replicate(n, { steps: advisorySteps(params), racePoint: 'check' }),
+  sessions: ({ params, n, engine }) => replicate(n, engine === 'mysql' ? myAdvisory(params) : { steps: advisorySteps(params), racePoint: 'check' }),
   invariant: invariant(':maxPending'),
   documented: {
     postgres: {
       lockstep: (v) =>
         v.n > 1
           ? serialized('each request waits for the key; its check then counts every insert committed before it', oneByOne(v, Number(v.params.maxPending), LIMIT))
+          : clean('one request alone', { committed: 1 }),
+      serial: (v) => clean('one request after another: each check counts the earlier ones', oneByOne(v, Number(v.params.maxPending), LIMIT)),
+    },
+    // MySQL: GET_LOCK instead of pg_advisory_xact_lock; the same serialization, released by the application.
+    mysql: {
+      lockstep: (v) =>
+        v.n > 1
+          ? serialized("each request waits in GET_LOCK (PROCESSLIST state 'User lock') until the holder releases it after COMMIT", oneByOne(v, Number(v.params.maxPending), LIMIT))
           : clean('one request alone', { committed: 1 }),
       serial: (v) => clean('one request after another: each check counts the earlier ones', oneByOne(v, Number(v.params.maxPending), LIMIT)),
     },

@@ -3,7 +3,7 @@
 // REPEATABLE READ and SERIALIZABLE: the waiting SELECT FOR UPDATE fails with 40001 (held, prevented).
 import { serialized, defineScenario, levelParam } from '../src/scenario.js'
 import { isolationParam, otherLevels } from './_fixtures/isolation.js'
-import { BOTH, documented, invariant, readModifyWrite, tables } from './_fixtures/lost-update.js'
+import { BOTH, documented, invariant, myPermutation, myReadModifyWrite, myTables, myWaits, readModifyWrite, tables } from './_fixtures/lost-update.js'
 
 export default defineScenario({
   id: 'lost-update-for-update',
@@ -17,11 +17,19 @@ export default defineScenario({
   params: isolationParam(),
   sessionCount: { default: 2, min: 2, max: 2 },
   isolation: levelParam,
-  setup: tables,
-  sessions: ({ params: p }) => ({ t1: readModifyWrite(p, 't1', true), t2: readModifyWrite(p, 't2', true) }),
+  setup: ({ engine }) => (engine === 'mysql' ? myTables : tables),
+  sessions: ({ params: p, engine }) =>
+    engine === 'mysql' ? { t1: myReadModifyWrite(p, 't1', true), t2: myReadModifyWrite(p, 't2', true) } : { t1: readModifyWrite(p, 't1', true), t2: readModifyWrite(p, 't2', true) },
   defaultSchedule: 'lockstep',
-  permutation: 't1.begin t1.read t2.begin t2.read t1.update t1.commit t2.update t2.commit',
+  permutation: ({ engine }) =>
+    engine === 'mysql'
+      ? myPermutation('t1.begin t1.read t2.begin t2.read t1.update t1.commit t2.update t2.commit')
+      : 't1.begin t1.read t2.begin t2.read t1.update t1.commit t2.update t2.commit',
   invariant,
-  documented: { postgres: documented(serialized('FOR UPDATE waits, then returns the new row version (13.2.1)', BOTH)) },
-  checks: otherLevels(),
+  documented: {
+    postgres: documented(serialized('FOR UPDATE waits, then returns the new row version (13.2.1)', BOTH)),
+    // InnoDB: the locking read waits, then returns the newest committed row (150) at every level, REPEATABLE READ too.
+    mysql: myWaits("t2's SELECT ... FOR UPDATE waits for t1, then returns the committed 150"),
+  },
+  checks: [...otherLevels(), { label: 'read uncommitted', params: { isolation: 'read uncommitted' }, engines: ['mysql'] },],
 })

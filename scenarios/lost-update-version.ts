@@ -4,7 +4,7 @@
 // 40001 before it can see the new version (held, prevented).
 import { clean, defineScenario, levelParam } from '../src/scenario.js'
 import { isolationParam, otherLevels } from './_fixtures/isolation.js'
-import { BOTH, documented, invariant, tables, versioned } from './_fixtures/lost-update.js'
+import { BOTH, documented, invariant, myOptimistic, myPermutation, myTables, myVersioned, tables, versioned } from './_fixtures/lost-update.js'
 
 export default defineScenario({
   id: 'lost-update-version',
@@ -22,10 +22,13 @@ export default defineScenario({
   },
   sessionCount: { default: 2, min: 2, max: 2 },
   isolation: levelParam,
-  setup: tables,
-  sessions: ({ params: p }) => ({ t1: versioned(p, 't1'), t2: versioned(p, 't2') }),
+  setup: ({ engine }) => (engine === 'mysql' ? myTables : tables),
+  sessions: ({ params: p, engine }) => (engine === 'mysql' ? { t1: myVersioned(p, 't1'), t2: myVersioned(p, 't2') } : { t1: versioned(p, 't1'), t2: versioned(p, 't2') }),
   defaultSchedule: 'lockstep',
-  permutation: 't1.begin t1.read t2.begin t2.read t1.update t1.commit t2.update t2.commit',
+  permutation: ({ engine }) =>
+    engine === 'mysql'
+      ? myPermutation('t1.begin t1.read t2.begin t2.read t1.update t1.commit t2.update t2.commit')
+      : 't1.begin t1.read t2.begin t2.read t1.update t1.commit t2.update t2.commit',
   invariant,
   documented: {
     postgres: documented((v) =>
@@ -33,6 +36,7 @@ export default defineScenario({
         ? clean('WHERE version = :v matches nothing; t2 reads again and its next try writes (nobody waits)', BOTH)
         : clean('WHERE version = :v matches nothing and no try is left: t2 gives up', { t1: 'committed', t2: 'rejected: the version changed on every try: OptimisticLockError' }),
     ),
+    mysql: myOptimistic(),
   },
-  checks: otherLevels(),
+  checks: [...otherLevels(), { label: 'read uncommitted', params: { isolation: 'read uncommitted' }, engines: ['mysql'] },],
 })

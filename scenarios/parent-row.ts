@@ -68,4 +68,5 @@ export default defineScenario({
     },
   },
   checks: [{ label: 'n=4', n: 4 }],
+  unavailable: { mysql: "not written for InnoDB yet (the article's parent-row FOR UPDATE would behave alike at READ COMMITTED)" },
 })

@@ -4,6 +4,7 @@
 // not this. SERIALIZABLE: SSI's predicate lock catches the insert; t2 fails with 40001 (held, prevented).
 import { anomaly, clean, defineScenario, levelParam, prevented, step } from '../src/scenario.js'
 import { SER_SSI, begin, isolationParam, otherLevels } from './_fixtures/isolation.js'
+import { DEADLOCK, M, myBegin } from './_fixtures/innodb.js'
 
 const BOTH = { t1: 'committed', t2: 'committed' }
 
@@ -20,12 +21,17 @@ export default defineScenario({
   params: isolationParam(),
   sessionCount: { default: 2, min: 2, max: 2 },
   isolation: levelParam,
-  setup: [`create table entries (id serial primary key, account int not null, amount int not null)`, `insert into entries (account, amount) values (1, 100)`],
-  sessions: ({ params }) => {
+  setup: ({ engine }) => [
+    engine === 'mysql'
+      ? `create table entries (id int auto_increment primary key, account int not null, amount int not null)`
+      : `create table entries (id serial primary key, account int not null, amount int not null)`,
+    `insert into entries (account, amount) values (1, 100)`,
+  ],
+  sessions: ({ params, engine }) => {
     const withdraw = (amount: number) => ({
       steps: {
-        begin: begin(params),
-        sum: 'select coalesce(sum(amount), 0)::int as balance from entries where account = 1',
+        begin: engine === 'mysql' ? myBegin(String(params.isolation)) : begin(params),
+        sum: engine === 'mysql' ? 'select coalesce(sum(amount), 0) as balance from entries where account = 1' : 'select coalesce(sum(amount), 0)::int as balance from entries where account = 1',
         withdraw: step(`insert into entries (account, amount) values (1, -${amount})`, {
           rejectIf: ({ prior }) => prior.sum.balance < amount && 'insufficient funds',
         }),
@@ -38,7 +44,10 @@ export default defineScenario({
   defaultSchedule: 'lockstep',
   invariant: {
     description: 'the ledger of account 1 never sums below 0',
-    sql: `select coalesce(sum(amount), 0) >= 0 as held, coalesce(sum(amount), 0)::int as balance, count(*)::int as entries from entries where account = 1`,
+    sql: ({ engine }) =>
+      engine === 'mysql'
+        ? `select coalesce(sum(amount), 0) >= 0 as held, coalesce(sum(amount), 0) as balance, count(*) as entries from entries where account = 1`
+        : `select coalesce(sum(amount), 0) >= 0 as held, coalesce(sum(amount), 0)::int as balance, count(*)::int as entries from entries where account = 1`,
     observed: (r) => `sum ${r.balance} over ${r.entries} entries`,
   },
   documented: {
@@ -47,6 +56,16 @@ export default defineScenario({
         'read committed': anomaly('serialization anomaly possible', BOTH),
         'repeatable read': anomaly('serialization anomaly possible (13.2.2)', BOTH),
         serializable: prevented(SER_SSI, { t1: 'committed', t2: '40001' }),
+      },
+      serial: clean('t2 sums 20 and is refused', { t1: 'committed', t2: 'rejected: insufficient funds' }),
+    },
+    mysql: {
+      levels: {
+        'read uncommitted': anomaly(M.RU, BOTH),
+        'read committed': anomaly(M.RC, BOTH),
+        'repeatable read': anomaly(`${M.RR}: the sums read the snapshot and take no locks, so neither INSERT waits`, BOTH),
+        // Both sums take shared next-key locks on the ledger; each INSERT waits for the other's: a deadlock.
+        serializable: [prevented(`${M.SER}; ${M.DEADLOCK}`, { t1: 'committed', t2: DEADLOCK }), prevented(M.DEADLOCK, { t1: DEADLOCK, t2: 'committed' })],
       },
       serial: clean('t2 sums 20 and is refused', { t1: 'committed', t2: 'rejected: insufficient funds' }),
     },

@@ -65,4 +65,5 @@ export default defineScenario({
   documented: { postgres: { lockstep, serial } },
   pooled: { size: 2, modes: ['transaction', 'session'] },
   checks: [{ label: 'session mode', pool: { mode: 'session' } }],
+  unavailable: { mysql: "not written for InnoDB: it shows what a PostgreSQL pooler (PgBouncer) does with a backend's prepared statements, and race runs PgBouncer only in front of PostgreSQL" },
 })

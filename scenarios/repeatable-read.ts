@@ -57,4 +57,5 @@ export default defineScenario({
     },
   },
   checks: [{ label: 'no guard', params: { guard: false } }],
+  unavailable: { mysql: 'not written for InnoDB: its story is the snapshot set_config takes before the lock wait, and an InnoDB read view starts only at the first consistent read' },
 })

@@ -49,6 +49,32 @@ function pooledSessions(take: string): Record<string, SessionSpec> {
   }
 }
 
+/** MySQL's user locks (GET_LOCK) are session-scoped only: there is nothing like --xact to compare with. */
+const noXact = (v: Variant) => {
+  if (v.params.xact) throw new Error('--xact does not exist on MySQL: GET_LOCK has no transaction-scoped form')
+  return anomaly('GET_LOCK is session-scoped: ROLLBACK does not release it, a second GET_LOCK needs a second RELEASE_LOCK, and the next borrower of the connection holds it', { committed: 5 })
+}
+
+/** The same story with GET_LOCK / RELEASE_LOCK / IS_FREE_LOCK / IS_USED_LOCK / RELEASE_ALL_LOCKS (MySQL 5.7+, MariaDB 10.5+). */
+function mySessions(): Record<string, SessionSpec> {
+  const note = (what: string, expr: string) => `insert into observations (session, what, n) select :session, '${what}', ${expr}`
+  return {
+    req1: {
+      steps: {
+        begin: 'start transaction',
+        lock: 'select get_lock(:lock, 0) as got',
+        again: 'select get_lock(:lock, 0) as got',
+        rollback: 'rollback',
+        unlock: 'select release_lock(:lock) as released',
+      },
+    },
+    other: { steps: { afterRollback: note('free after rollback', 'is_free_lock(:lock)'), afterUnlock: note('free after one unlock', 'is_free_lock(:lock)') } },
+    req2: { shares: 'req1', steps: { begin: 'start transaction', mine: note('locks held by next borrower', 'coalesce(is_used_lock(:lock) = connection_id(), 0)'), commit: 'commit' } },
+    req3: { steps: { begin: 'start transaction', lock: 'select get_lock(:lock, 10) as got', commit: 'commit' } },
+    pool: { shares: 'req1', steps: { reset: 'select release_all_locks() as released' } },
+  }
+}
+
 export default defineScenario({
   id: 'session-lock',
   title: 'pg_advisory_lock survives ROLLBACK and leaks through a connection pool',
@@ -73,10 +99,15 @@ export default defineScenario({
     },
   },
   sessionCount: { default: 5, min: 5, max: 5 },
-  isolation: 'read committed',
-  setup: [observations],
-  binds: { key: keyBind('setup_request') },
-  sessions: ({ params, pool }) => {
+  // MySQL's begin is a plain START TRANSACTION: InnoDB's default level, REPEATABLE READ.
+  isolation: ({ engine }) => (engine === 'mysql' ? 'repeatable read' : 'read committed'),
+  setup: ({ engine }) =>
+    engine === 'mysql'
+      ? [`create table observations (seq bigint auto_increment primary key, session varchar(20) not null, what varchar(60) not null, n bigint not null)`]
+      : [observations],
+  binds: { key: keyBind('setup_request'), lock: { describe: "'setup_request:' || user (a GET_LOCK name)", value: (ctx) => `setup_request:${ctx.user}` } },
+  sessions: ({ params, engine, pool }) => {
+    if (engine === 'mysql') return mySessions()
     const take = `select ${params.xact ? 'pg_advisory_xact_lock' : 'pg_advisory_lock'}(:key)`
     if (pool) return pooledSessions(take)
     return {
@@ -110,22 +141,30 @@ export default defineScenario({
   defaultSchedule: 'lockstep',
   invariant: {
     description: "a lock taken in a transaction is gone when it ends, and no borrower holds a lock it didn't take",
-    sql: `select after_rollback is distinct from 0 and next_holds = 0 as held, after_rollback, after_unlock, next_holds
+    sql: ({ engine }) =>
+      engine === 'mysql'
+        ? `select after_rollback = 1 and next_holds = 0 as held, after_rollback, after_unlock, next_holds
+  from (select max(case when what = 'free after rollback' then n end) as after_rollback,
+               max(case when what = 'free after one unlock' then n end) as after_unlock,
+               max(case when what = 'locks held by next borrower' then n end) as next_holds
+          from observations) o`
+        : // Through a pooler no session probes after the rollback (after_rollback is NULL): only the borrower counts.
+          `select after_rollback is distinct from 0 and next_holds = 0 as held, after_rollback, after_unlock, next_holds
   from (select max(n) filter (where what = 'free after rollback') as after_rollback,
                max(n) filter (where what = 'free after one unlock') as after_unlock,
                max(n) filter (where what = 'locks held by next borrower') as next_holds
           from observations) o`,
     observed: (r) => {
-      const taken = (v: unknown) => (Number(v) === 1 ? 'free' : 'still taken')
-      const probed = r.after_rollback === null ? '' : `after rollback ${taken(r.after_rollback)}, after one unlock ${taken(r.after_unlock)}, `
+      const taken = (v: unknown) => (v === null || v === undefined ? '?' : Number(v) === 1 ? 'free' : 'still taken')
+      const probed = r.after_rollback === null || r.after_rollback === undefined ? '' : `after rollback ${taken(r.after_rollback)}, after one unlock ${taken(r.after_unlock)}, `
       return `${probed}next borrower holds ${r.next_holds ?? '?'}`
     },
   },
   // A leak, not a race: one session after another shows it just the same.
-  documented: { postgres: { lockstep: leak, serial } },
+  documented: { postgres: { lockstep: leak, serial }, mysql: { lockstep: noXact, serial: noXact } },
   pooled: { size: 2, modes: ['transaction', 'session'] },
   checks: [
-    { label: 'xact', params: { xact: true } },
-    { label: 'session mode', pool: { mode: 'session' } },
+    { label: 'xact', params: { xact: true }, engines: ['postgres'] },
+    { label: 'session mode', pool: { mode: 'session' }, engines: ['postgres'] },
   ],
 })

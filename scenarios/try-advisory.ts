@@ -69,4 +69,5 @@ export default defineScenario({
     { label: 'n=5', n: 5 },
     { label: 'holder fails', params: { holderFails: true } },
   ],
+  unavailable: { mysql: 'pg_try_advisory_xact_lock ends with the transaction; GET_LOCK(name, 0) does not (session-lock shows what a session-scoped lock does instead)' },
 })

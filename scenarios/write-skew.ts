@@ -1,12 +1,31 @@
 // write-skew (isolation-levels article, write skew): two doctors on call; each sees two on call and goes off
 // call. READ COMMITTED and REPEATABLE READ: nobody is on call (violated). SERIALIZABLE: SSI sees the
 // read/write dependency cycle and fails t2 with 40001: one doctor stays on call (held, prevented).
-import { anomaly, clean, defineScenario, levelParam, prevented, step } from '../src/scenario.js'
-import { SER_SSI, begin, isolationParam, otherLevels } from './_fixtures/isolation.js'
+// --form for-update (common pitfall 2's fix): the check locks the rows it counts (SELECT ... FOR UPDATE), so
+// t2's check waits for t1; at READ COMMITTED it then counts one doctor on call and stays; at REPEATABLE READ
+// and SERIALIZABLE it fails with 40001 instead (t1 changed a row it locks after its snapshot).
+import { anomaly, clean, defineScenario, levelParam, prevented, serialized, step, type DocEntry, type Documented, type Params } from '../src/scenario.js'
+import { RR_UPDATE, SER_SSI, begin, isolationParam, otherLevels } from './_fixtures/isolation.js'
+import { DEADLOCK, M, myBegin, withInnodb } from './_fixtures/innodb.js'
 
 const BOTH = { t1: 'committed', t2: 'committed' }
+const LAST = 'I am the last doctor on call'
 
-export default defineScenario({
+/** The check; --form for-update locks the rows it counts (common pitfall 2's fix). */
+const check = (p: Params) =>
+  p.form === 'for-update'
+    ? 'select count(*)::int as on_call from (select id from doctors where on_call for update) d'
+    : 'select count(*)::int as on_call from doctors where on_call'
+
+/** What `plain` documents, or with --form for-update: t2's check waits for t1's row lock, and the level decides. */
+const orForUpdate = (plain: Documented): DocEntry => (v) =>
+  v.params.form !== 'for-update'
+    ? plain
+    : v.params.isolation === 'read committed'
+      ? serialized("t2's check waits for t1's lock, then re-reads the row t1 changed: one doctor on call, t2 stays (13.2.1)", { t1: 'committed', t2: `rejected: ${LAST}` })
+      : prevented(`t2's check waits for t1's lock; ${RR_UPDATE}`, { t1: 'committed', t2: '40001' })
+
+const scenario = defineScenario({
   id: 'write-skew',
   title: 'write skew: doctors on call, at least one must stay on call',
   source: { article: 'isolation-levels', section: 'Anomalies: write skew' },
@@ -15,8 +34,18 @@ export default defineScenario({
     'T1 counts 2 on call and goes off call; T2 counted 2 as well and goes off call too: nobody is on call.',
     'Each transaction is right on its own; they read the same rows and write different ones.',
     'REPEATABLE READ does not help (PostgreSQL RR is snapshot isolation). SERIALIZABLE fails T2 with 40001.',
+    "--form for-update (pitfall 2's fix): the check locks the rows it counts, so T2's check waits for T1; at READ COMMITTED it then counts 1 and T2 stays; above it T2 gets 40001.",
   ],
-  params: isolationParam(),
+  params: {
+    ...isolationParam(),
+    form: {
+      flag: '--form <form>',
+      description: 'the check: plain (count) or for-update (count the rows it locks with SELECT ... FOR UPDATE)',
+      kind: 'choice',
+      choices: ['plain', 'for-update'],
+      default: 'plain',
+    },
+  },
   sessionCount: { default: 2, min: 2, max: 2 },
   isolation: levelParam,
   setup: [
@@ -27,7 +56,7 @@ export default defineScenario({
     const doctor = (id: number) => ({
       steps: {
         begin: begin(params),
-        check: 'select count(*)::int as on_call from doctors where on_call',
+        check: check(params),
         off: step(`update doctors set on_call = false where id = ${id}`, {
           rejectIf: ({ prior }) => prior.check.on_call < 2 && 'I am the last doctor on call',
         }),
@@ -47,12 +76,48 @@ export default defineScenario({
     postgres: {
       // Table 13.1 serialization anomaly: possible at READ COMMITTED and REPEATABLE READ, not at SERIALIZABLE.
       levels: {
-        'read committed': anomaly('serialization anomaly possible', BOTH),
-        'repeatable read': anomaly('serialization anomaly possible: RR is snapshot isolation (13.2.2)', BOTH),
-        serializable: prevented(SER_SSI, { t1: 'committed', t2: '40001' }),
+        'read committed': orForUpdate(anomaly('serialization anomaly possible', BOTH)),
+        'repeatable read': orForUpdate(anomaly('serialization anomaly possible: RR is snapshot isolation (13.2.2)', BOTH)),
+        serializable: orForUpdate(prevented(SER_SSI, { t1: 'committed', t2: '40001' })),
       },
       serial: clean('t2 counts one doctor on call and stays', { t1: 'committed', t2: 'rejected: I am the last doctor on call' }),
     },
   },
-  checks: otherLevels(),
+  checks: [
+    ...otherLevels(),
+    // --form for-update is written for PostgreSQL (the InnoDB form below takes plain counts).
+    { label: 'for-update', params: { form: 'for-update' }, engines: ['postgres'] },
+    { label: 'for-update, repeatable read', params: { form: 'for-update', isolation: 'repeatable read' }, engines: ['postgres'] },
+    { label: 'for-update, serializable', params: { form: 'for-update', isolation: 'serializable' }, engines: ['postgres'] },
+  ],
+})
+
+// InnoDB (MySQL/MariaDB): the same doctors. The article: "MySQL RR does not prevent write skew". InnoDB's
+// SERIALIZABLE is two-phase locking: both counts take shared locks, each UPDATE waits for the other's, a
+// deadlock, and InnoDB rolls one back (either: both are the same size).
+export default withInnodb(scenario, {
+  sessions: ({ params }) => {
+    const doctor = (id: number) => ({
+      steps: {
+        begin: myBegin(String(params.isolation)),
+        check: 'select count(*) as on_call from doctors where on_call',
+        off: step(`update doctors set on_call = false where id = ${id}`, {
+          rejectIf: ({ prior }) => prior.check.on_call < 2 && 'I am the last doctor on call',
+        }),
+        commit: 'commit',
+      },
+    })
+    return { t1: doctor(1), t2: doctor(2) }
+  },
+  invariantSql: `select count(*) >= 1 as held, count(*) as on_call from doctors where on_call`,
+  documented: {
+    levels: {
+      'read uncommitted': anomaly(M.RU, BOTH),
+      'read committed': anomaly(M.RC, BOTH),
+      'repeatable read': anomaly(`${M.RR}: each count reads its snapshot, each UPDATE a row the other never wrote`, BOTH),
+      serializable: [prevented(M.DEADLOCK, { t1: 'committed', t2: DEADLOCK }), prevented(M.DEADLOCK, { t1: DEADLOCK, t2: 'committed' })],
+    },
+    serial: clean('t2 counts one doctor on call and stays', { t1: 'committed', t2: 'rejected: I am the last doctor on call' }),
+  },
+  checks: [{ label: 'read uncommitted', params: { isolation: 'read uncommitted' } }],
 })

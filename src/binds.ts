@@ -1,19 +1,26 @@
-// Named binds in SQL (`:user`, `:check.pending`) turned into positional parameters ($1, $2, ...). The text a
+// Named binds in SQL (`:user`, `:check.pending`, `:s1.check.pending`) turned into positional parameters ($1, $2, ...). The text a
 // scenario shows is the text that runs: only the bind markers are replaced, and only outside string
 // literals, quoted identifiers, comments and dollar-quoted bodies; `::type` casts are left alone.
 
 export interface Parsed {
-  /** The SQL with $1, $2, ... in place of the binds (the same name is the same parameter). */
+  /** The SQL with $1, $2, ... in place of the binds (the same name is the same parameter), or one ? per use (MySQL). */
   text: string
-  /** Bind names in parameter order: `user`, `check.pending`, ... */
+  /** Bind names in parameter order: `user`, `check.pending`, ... (with ?, a name used twice is listed twice) */
   names: string[]
 }
+
+/**
+ * PostgreSQL's numbered parameters ($1: a name used twice is one parameter), or MySQL's `?` (one per use;
+ * there `\` escapes inside '...' strings and `identifiers` are quoted with backticks, so both are skipped).
+ */
+export type Placeholders = 'dollar' | 'question'
 
 const IDENT_START = /[A-Za-z_]/
 const IDENT = /[A-Za-z0-9_]/
 
 /** Finds every named bind of `sql`. Pure; never throws. */
-export function parseBinds(sql: string): Parsed {
+export function parseBinds(sql: string, style: Placeholders = 'dollar'): Parsed {
+  const mysql = style === 'question'
   const names: string[] = []
   let out = ''
   let i = 0
@@ -47,38 +54,24 @@ export function parseBinds(sql: string): Parsed {
       i = k
       continue
     }
-    // 'string' (with '' escapes; E'...' also with backslash escapes)
-    if (ch === "'") {
-      const escapes = i > 0 && /[eE]/.test(sql[i - 1]) && (i < 2 || !IDENT.test(sql[i - 2]))
-      let k = i + 1
-      while (k < n) {
-        if (escapes && sql[k] === '\\') k += 2
-        else if (sql[k] === "'" && at(k + 1) === "'") k += 2
-        else if (sql[k] === "'") {
-          k++
-          break
-        } else k++
-      }
+    // 'string' (with '' escapes; E'...' also with backslash escapes, as every MySQL string) and "quoted identifier" (with "")
+    if (ch === "'" || ch === '"') {
+      const escapes = ch === "'" && (mysql || (i > 0 && /[eE]/.test(sql[i - 1]) && (i < 2 || !IDENT.test(sql[i - 2]))))
+      const k = closingQuote(sql, i, escapes)
       out += sql.slice(i, k)
       i = k
       continue
     }
-    // "quoted identifier"
-    if (ch === '"') {
-      let k = i + 1
-      while (k < n) {
-        if (sql[k] === '"' && at(k + 1) === '"') k += 2
-        else if (sql[k] === '"') {
-          k++
-          break
-        } else k++
-      }
-      out += sql.slice(i, k)
-      i = k
+    // `quoted identifier` (MySQL)
+    if (mysql && ch === '`') {
+      const end = sql.indexOf('`', i + 1)
+      const stop = end < 0 ? n : end + 1
+      out += sql.slice(i, stop)
+      i = stop
       continue
     }
     // $tag$ dollar-quoted body $tag$ (not $1, a positional parameter)
-    if (ch === '$' && (i === 0 || !IDENT.test(sql[i - 1]))) {
+    if (!mysql && ch === '$' && (i === 0 || !IDENT.test(sql[i - 1]))) {
       const m = /^\$([A-Za-z_][A-Za-z0-9_]*)?\$/.exec(sql.slice(i))
       if (m) {
         const tag = m[0]
@@ -89,15 +82,21 @@ export function parseBinds(sql: string): Parsed {
         continue
       }
     }
-    // :name or :step.column, but not ::cast and not a:b inside an identifier run
+    // :name, :step.column or (in an invariant) :session.step.column, but not ::cast and not a:b inside an identifier run
     if (ch === ':' && at(i + 1) !== ':' && at(i - 1) !== ':' && IDENT_START.test(at(i + 1))) {
       let k = i + 1
       while (k < n && IDENT.test(sql[k])) k++
-      if (sql[k] === '.' && IDENT_START.test(at(k + 1))) {
+      for (let dots = 0; dots < 2 && sql[k] === '.' && IDENT_START.test(at(k + 1)); dots++) {
         k++
         while (k < n && IDENT.test(sql[k])) k++
       }
       const name = sql.slice(i + 1, k)
+      if (mysql) {
+        names.push(name)
+        out += '?'
+        i = k
+        continue
+      }
       let idx = names.indexOf(name)
       if (idx < 0) {
         names.push(name)
@@ -111,6 +110,19 @@ export function parseBinds(sql: string): Parsed {
     i++
   }
   return { text: out, names }
+}
+
+/** The index just past the quote that closes the one at `i` (a doubled quote is part of the text). */
+function closingQuote(sql: string, i: number, backslashEscapes: boolean): number {
+  const q = sql[i]
+  let k = i + 1
+  while (k < sql.length) {
+    if (backslashEscapes && sql[k] === '\\') k += 2
+    else if (sql[k] === q && sql[k + 1] === q) k += 2
+    else if (sql[k] === q) return k + 1
+    else k++
+  }
+  return k
 }
 
 /** The bind names of `sql`, in order of first use. */

@@ -4,6 +4,9 @@ import { createRequire } from 'node:module'
 import { Interrupted, RunError, UsageError } from './errors.js'
 import { abortSignal, cleanupAll, installSignalHandlers } from './lifecycle.js'
 import { setColor } from './report/color.js'
+import { errorDocument, writeJunit } from './report/ci.js'
+import { maskUrl } from './db/target.js'
+import { columns, fitLines } from './report/width.js'
 import { registerBench } from './commands/bench.js'
 import { registerCheck } from './commands/check.js'
 import { registerKey } from './commands/key.js'
@@ -12,6 +15,7 @@ import { registerLocks } from './commands/locks.js'
 import { registerMatrix } from './commands/matrix.js'
 import { registerRun } from './commands/run.js'
 import { registerShow } from './commands/show.js'
+import { registerSpec } from './commands/spec.js'
 import { scenarios } from './registry.js'
 import type { Scenario } from './scenario.js'
 
@@ -58,6 +62,7 @@ async function finish(code: number, message?: string): Promise<never> {
 
 function finish2(code: number, message: string | undefined, errors: Error[]): never {
   if (message) process.stderr.write(`race: ${message}\n`)
+  if (message && code !== 0) reportFailure(code, message)
   for (const e of errors) process.stderr.write(`race: ${e.message}\n`)
   process.exit(errors.length && code === 0 ? 3 : code)
 }
@@ -76,20 +81,27 @@ function program(all: readonly Scenario[]): Command {
     .version(version)
     .showSuggestionAfterError(true)
     .exitOverride()
-    .configureOutput({ outputError: (str, write) => write(str.replace(/^error: /, 'race: ')) })
+    .configureOutput({
+      outputError: (str, write) => write(str.replace(/^error: /, 'race: ')),
+      // Help (and its examples) fits the terminal, or 80 columns in a pipe, like every other output.
+      writeOut: (str) => process.stdout.write(fitLines(str.replace(/\n$/, '').split('\n'), columns(), 0).join('\n') + '\n'),
+    })
+    .configureHelp({ helpWidth: columns() })
     .addHelpText(
       'after',
       `
 Examples:
   $ race list
-  $ race run broken --n 2 --timeline           the race, drawn step by step
-  $ race run advisory --n 5 --max-pending 3    3 committed, 2 rejected, invariant HELD
-  $ race check --database-url $DATABASE_URL    CI: this database behaves as documented
-  $ race matrix                                the anomaly x isolation-level grid
-  $ race bench --vs-pgbench                    isolation cost on this server, next to pgbench
+  $ race run broken --n 2 --timeline          the race, drawn step by step
+  $ race run broken --step                    the same, one step per Enter
+  $ race run advisory --n 5 --max-pending 3   3 committed, 2 rejected: HELD
+  $ race check --database-url $DATABASE_URL   CI: behaves as documented
+  $ race matrix                               anomalies x isolation levels
+  $ race bench --vs-pgbench                   isolation cost, beside pgbench
 
-With no --database-url, DATABASE_URL or PG* variables, race starts a throwaway PostgreSQL 18.
-Exit codes: 0 as documented, 1 a deviation, 2 bad input, 3 could not run or decide.`,
+With no --database-url, DATABASE_URL or PG* variables, race starts a
+throwaway PostgreSQL 18.
+Exit codes: 0 as documented, 1 a deviation, 2 bad input, 3 could not run.`,
     )
   // Each command declares its own options, typed, in its own file.
   registerList(p, setExit)
@@ -100,8 +112,34 @@ Exit codes: 0 as documented, 1 a deviation, 2 bad input, 3 could not run or deci
   registerLocks(p, setExit)
   registerMatrix(p, setExit)
   registerBench(p, setExit)
-  p.hook('preAction', (_p, action) => setColor(action.opts().color !== false))
+  registerSpec(p, setExit)
+  p.hook('preAction', (_p, action) => {
+    setColor(action.opts().color !== false)
+    active = { name: action.name(), opts: action.opts() }
+  })
   return p
+}
+
+/** The command being run and its options (set before its action runs), for what CI reads when it fails. */
+let active: { name: string; opts: Record<string, unknown> } | undefined
+
+/**
+ * A command that fails still gives a CI what it asked for: with --json, one JSON document on stdout (command,
+ * exitCode, error); with --junit, a JUnit file with one <error> testcase. The one line on stderr stays.
+ */
+function reportFailure(code: number, message: string): void {
+  const argv = process.argv.slice(2)
+  const name = active?.name ?? argv.find((a) => !a.startsWith('-')) ?? 'race'
+  const json = active ? Boolean(active.opts.json) : argv.includes('--json')
+  if (json) process.stdout.write(JSON.stringify(errorDocument(name, code, message), null, 2) + '\n')
+  const junit = active?.opts.junit
+  if (typeof junit === 'string' && junit.trim()) {
+    try {
+      writeJunit(junit, `race ${name}`, [{ classname: `race.${name}`, name: 'could not run', ms: 0, error: { message, lines: [`race ${argv.map((a) => (a.includes('://') ? maskUrl(a) : a)).join(' ')}`, `exit ${code}: ${message}`] } }])
+    } catch {
+      /* the file was the problem: the line on stderr says what went wrong */
+    }
+  }
 }
 
 let exitWith = 0
@@ -128,6 +166,7 @@ async function main(): Promise<void> {
   } catch (err) {
     if (err instanceof CommanderError) {
       // Help and --version exit 0; every parse error (already printed by commander) is bad input: 2.
+      if (err.exitCode !== 0) reportFailure(2, err.message.replace(/^error: /, ''))
       await finish(err.exitCode === 0 ? 0 : 2)
     }
     // An abort (Ctrl-C, run timeout) explains a failure better than the error it caused.

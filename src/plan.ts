@@ -28,6 +28,8 @@ export interface Plan {
   permutation?: string
   /** The level each session is documented at (null: the scenario assumes none). */
   isolation: Record<string, Level | null>
+  /** The invariant's SQL on this variant's engine. */
+  invariantSql: string
 }
 
 export const BUILTIN_BINDS: Record<string, string> = {
@@ -58,7 +60,20 @@ export function plan(scenario: Scenario, variant: Variant, windowMs = 0): Plan {
   const permutation = typeof scenario.permutation === 'function' ? scenario.permutation(variant) : scenario.permutation
   const iso = typeof scenario.isolation === 'function' ? scenario.isolation(variant) : scenario.isolation
   const isolation = Object.fromEntries(sessions.map((s) => [s.name, typeof iso === 'string' ? iso : (iso[s.name] ?? null)]))
-  return { scenario, variant, windowMs, setup, sessions, permutation, isolation }
+  return { scenario, variant, windowMs, setup, sessions, permutation, isolation, invariantSql: invariantSql(scenario, variant) }
+}
+
+/** The invariant's SQL for a variant (its engine's, when the scenario gives one per engine). */
+export function invariantSql(scenario: Scenario, variant: Variant): string {
+  const sql = scenario.invariant.sql
+  return typeof sql === 'function' ? sql(variant) : sql
+}
+
+/** Why a scenario does not run on an engine: its own one-line reason, or that nothing is documented there. */
+export function unavailableOn(scenario: Scenario, engine: Variant['engine']): string | undefined {
+  if (scenario.documented[engine]) return undefined
+  const why = scenario.unavailable?.[engine]
+  return why ?? `documents nothing for ${engine === 'mysql' ? 'MySQL/MariaDB (InnoDB)' : engine}`
 }
 
 /** The step order of a non-barrier schedule; bad permutations are refused (UsageError) before any connection opens. */
@@ -81,7 +96,7 @@ function resolve(entry: DocEntry | undefined, ctx: DocCtx): Documented[] {
  */
 export function documentedFor(scenario: Scenario, ctx: DocCtx): Documented[] {
   const doc = scenario.documented[ctx.engine]
-  if (!doc) throw new UsageError(`${scenario.id} does not run on ${ctx.engine}`)
+  if (!doc) throw new UsageError(`${scenario.id} does not run on ${ctx.engine}${scenario.unavailable?.[ctx.engine] ? `: ${scenario.unavailable[ctx.engine]}` : ''}`)
   if (ctx.pool && !pooledDocumented(scenario, ctx.pool)) return []
   const lockstep = () => {
     if (!doc.levels) return resolve(doc.lockstep, ctx)
@@ -98,7 +113,8 @@ export function documentedFor(scenario: Scenario, ctx: DocCtx): Documented[] {
     case 'lockstep':
       return lockstep()
     default:
-      if (ctx.windowMs > 0) return doc.window ? resolve(doc.window, ctx) : lockstep()
+      // --window sleeps at a race point; where no session has one, the run is a plain barrier.
+      if (ctx.windowMs > 0 && Object.values(scenario.sessions(ctx)).some((x) => x.racePoint)) return doc.window ? resolve(doc.window, ctx) : lockstep()
       if (doc.barrier) return resolve(doc.barrier, ctx)
       return dedupe([...lockstep(), ...resolve(doc.serial, ctx)])
   }
@@ -134,7 +150,7 @@ export function checkScenario(s: Scenario, params: Params, n: number, engine: Va
   if (!/^[a-z0-9]+(-[a-z0-9]+)*$/.test(s.id)) problems.push(`id '${s.id}' is not kebab-case`)
   const doc = s.documented[engine]
   if (!doc) return [...problems, `documents nothing for ${engine}`]
-  if (!doc.lockstep && !doc.levels) problems.push('documents neither a lockstep outcome nor a levels table')
+  if (!doc.lockstep && !doc.levels && !s.expects) problems.push('documents neither a lockstep outcome nor a levels table')
   let p: Plan
   try {
     p = plan(s, { params, n, engine, ...(pool ? { pool } : {}) })
@@ -148,17 +164,26 @@ export function checkScenario(s: Scenario, params: Params, n: number, engine: Va
     if (sess.spec.shares && !names.slice(0, names.indexOf(sess.name)).includes(sess.spec.shares)) problems.push(`session ${sess.name} shares '${sess.spec.shares}', which is not an earlier session`)
     const known = new Set([...Object.keys(BUILTIN_BINDS), ...Object.keys(params), ...Object.keys(s.binds ?? {}), ...Object.keys(sess.spec.binds ?? {})])
     sess.steps.forEach((st, k) => {
+      const wait = st.def.appWait
+      if (wait && !(wait.param in params)) problems.push(`session ${sess.name} step ${st.name}: waits for param '${wait.param}', which the scenario does not declare`)
+      if (wait && st.def.sql.trim()) problems.push(`session ${sess.name} step ${st.name}: an application wait has no SQL`)
       for (const b of bindNames(st.def.sql)) {
         const dot = b.indexOf('.')
-        if (dot >= 0) {
+        if (b.split('.').length > 2) problems.push(`session ${sess.name} step ${st.name}: :${b} names another session's step, which only the invariant may read`)
+        else if (dot >= 0) {
           const from = b.slice(0, dot)
           if (!sess.steps.slice(0, k).some((x) => x.name === from)) problems.push(`session ${sess.name} step ${st.name}: :${b} names no earlier step of the session`)
         } else if (!known.has(b)) problems.push(`session ${sess.name} step ${st.name}: unknown bind :${b}`)
       }
     })
   }
-  for (const b of bindNames(s.invariant.sql)) {
-    if (b.includes('.') || !(b in BUILTIN_BINDS || b in params || b in (s.binds ?? {}))) problems.push(`invariant: unknown bind :${b}`)
+  for (const b of bindNames(p.invariantSql)) {
+    const parts = b.split('.')
+    if (parts.length === 3) {
+      const sess = p.sessions.find((x) => x.name === parts[0])
+      if (!sess) problems.push(`invariant: :${b} names no session ${parts[0]}`)
+      else if (!sess.steps.some((x) => x.name === parts[1])) problems.push(`invariant: :${b} names no step ${parts[1]} of session ${parts[0]}`)
+    } else if (b.includes('.') || !(b in BUILTIN_BINDS || b in params || b in (s.binds ?? {}))) problems.push(`invariant: unknown bind :${b}`)
   }
   if (p.permutation) {
     try {
@@ -177,11 +202,12 @@ export function checkScenario(s: Scenario, params: Params, n: number, engine: Va
       problems.push(`${schedule}: ${(e as Error).message}`)
       continue
     }
-    if (!docs.length && !pool) problems.push(`documents no outcome for ${schedule}${windowMs ? ' with --window' : ''}`)
+    if (!docs.length && !pool && !s.expects) problems.push(`documents no outcome for ${schedule}${windowMs ? ' with --window' : ''}`)
     for (const d of docs) {
       const named = Object.entries(d.who).filter(([, v]) => typeof v === 'string').map(([k]) => k)
       const counted = Object.entries(d.who).filter(([, v]) => typeof v !== 'string')
       for (const k of named) if (!names.includes(k)) problems.push(`${schedule}: documents session '${k}', which this variant does not have`)
+      for (const k of Object.keys(d.waited ?? {})) if (!names.includes(k)) problems.push(`${schedule}: documents a wait for session '${k}', which this variant does not have`)
       const rest = names.length - named.length
       const lo = counted.reduce((a, [, v]) => a + (typeof v === 'number' ? v : (v as readonly number[])[0]), 0)
       const hi = counted.reduce((a, [, v]) => a + (typeof v === 'number' ? v : (v as readonly number[])[1]), 0)
@@ -189,6 +215,11 @@ export function checkScenario(s: Scenario, params: Params, n: number, engine: Va
     }
   }
   return problems
+}
+
+/** The one line that refuses a scenario with its own server (OwnServer) on a server the user gave. */
+export function ownServerRefusal(s: Scenario): string {
+  return `${s.id} ${s.ownServer?.why ?? 'needs a server of its own'}, so it runs only on race's own embedded server: leave out --database-url (and unset DATABASE_URL and PG*)`
 }
 
 /** Refuses (exit 2, one line) a scenario whose declaration is unsound for this variant, naming the first problem. */

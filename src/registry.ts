@@ -5,11 +5,12 @@ import { fileURLToPath } from 'node:url'
 import { UsageError } from './errors.js'
 import { closest } from './parse.js'
 import type { Scenario, Source } from './scenario.js'
+import { isScenarioPath, loadScenarioFile } from './spec/load.js'
 
 const DIR = fileURLToPath(new URL('../scenarios/', import.meta.url))
 
 /** The two articles race comes from, by their English titles. */
-export const ARTICLES: Record<Source['article'], string> = {
+export const ARTICLES: Record<Exclude<Source['article'], 'file'>, string> = {
   'advisory-locks': 'PostgreSQL advisory locks in practice: serializing the check-then-insert race that FOR UPDATE cannot prevent, with pg_advisory_xact_lock',
   'isolation-levels': 'Isolation levels',
 }
@@ -36,10 +37,12 @@ export const ISOLATION_SECTIONS = [
 
 /** "advisory-locks article §4.1" / "isolation-levels article, Anomalies: write skew". */
 export function sourceText(s: Source): string {
+  if (s.article === 'file') return `file ${s.section}`
   return s.article === 'advisory-locks' ? `advisory-locks article §${s.section}` : `isolation-levels article, ${s.section}`
 }
 
 function sourceKey(s: Source): [number, number[]] {
+  if (s.article === 'file') return [2, []]
   if (s.article === 'advisory-locks') return [0, s.section.split('.').map((x) => Number.parseInt(x, 10) || 0)]
   const at = (ISOLATION_SECTIONS as readonly string[]).indexOf(s.section)
   return [1, [at < 0 ? ISOLATION_SECTIONS.length : at]]
@@ -80,8 +83,9 @@ export function scenarios(): Promise<Scenario[]> {
   return all
 }
 
-/** One built-in scenario by id; an unknown id is bad input with a suggestion. */
+/** One built-in scenario by id, or a user's own file (a .spec, or a .mjs module); an unknown id is bad input with a suggestion. */
 export async function findScenario(id: string): Promise<Scenario> {
+  if (isScenarioPath(id)) return loadScenarioFile(id)
   const ids = scenarioIds()
   if (ids.includes(id)) return load(id)
   const near = closest(id, ids)

@@ -16,9 +16,9 @@ export type Verdict = 'anomaly' | 'prevented' | 'serialized' | 'clean' | 'unknow
  */
 export type Schedule = 'barrier' | 'lockstep' | 'serial' | 'permutation'
 
-/** The database engines race can drive. */
-export type Engine = 'postgres'
-export const ENGINES: readonly Engine[] = ['postgres']
+/** The database engines race can drive: PostgreSQL, and MySQL/MariaDB with InnoDB. */
+export type Engine = 'postgres' | 'mysql'
+export const ENGINES: readonly Engine[] = ['postgres', 'mysql']
 
 export const LEVELS = ['read committed', 'repeatable read', 'serializable'] as const
 export type Level = 'read uncommitted' | (typeof LEVELS)[number]
@@ -36,6 +36,8 @@ export interface ParamSpec {
   max?: number
   /** For kind 'choice': the accepted values (e.g. isolation levels). */
   choices?: readonly string[]
+  /** For kind 'choice': the accepted values on another engine, when they differ (READ UNCOMMITTED on InnoDB). */
+  choicesOn?: Partial<Record<Engine, readonly string[]>>
   /**
    * A duration that bounds a wait in the scenario's own SQL (a lock_timeout kept as a safety net): `--hold`
    * extends it by the hold, so that holding the race still leaves every waiter waiting and every outcome as it
@@ -118,6 +120,12 @@ export interface StepDef {
    * is left the session ends `rejected` with this reason.
    */
   retryIf?: (seen: Seen & { result: Rows & { count?: number } }) => string | false | null | undefined | 0
+  /**
+   * Application code that is not SQL (its `sql` is empty): the client waits as long as the param `param` says
+   * (milliseconds), with its transaction and locks held, e.g. a slow external API call. It models what the
+   * application does and is never used to synchronise sessions; `race show` prints it as application code.
+   */
+  appWait?: { param: string; what: string }
 }
 export type Step = string | StepDef
 
@@ -141,6 +149,11 @@ export interface SessionSpec {
   shares?: string
   /** Binds only this session has (e.g. a different user per session). */
   binds?: Record<string, Bind>
+  /**
+   * The application's `finally`: SQL it runs after the session was rejected or failed with a SQL error, after the
+   * rollback (MySQL's RELEASE_LOCK: a session-scoped lock outlives the transaction that took it).
+   */
+  release?: string
 }
 
 export interface Invariant {
@@ -148,11 +161,15 @@ export interface Invariant {
   /**
    * SQL (with binds) run on the control connection after every session has ended. Its first row has a
    * boolean column `held`: true held, false violated, NULL could not be decided (a read that is missing).
+   * MySQL has no boolean type: there `held` is 1, 0 or NULL. A function gives each engine its own SQL.
    */
-  sql: string
+  sql: string | ((v: Variant) => string)
   /** A short observed value from the same row, e.g. '3 pending'. Default: its other columns as k=v. */
   observed?: (row: Row) => string
 }
+// Besides the binds of setup SQL, the invariant may name `:session.step.column`: that column of the first row
+// the session's step returned (NULL when it returned none or never ran). It is how a value only a session saw
+// (the count it reached before it rolled back, the locks it held before it failed) reaches the invariant.
 
 /** One label per session: 'committed', 'rejected', 'rejected: <reason>', a SQLSTATE (failed with it), 'failed', 'lost', 'timeout'. */
 export type Label = string
@@ -168,6 +185,8 @@ export interface Documented {
   who: Who
   /** Where the documentation says so, in a few words. */
   why: string
+  /** The least each named session is documented to wait, in ms (a deadlock victim waits deadlock_timeout first). */
+  waited?: Record<string, number>
 }
 
 export interface DocCtx extends Variant {
@@ -194,8 +213,9 @@ export interface EngineDoc {
 
 /** Which section of which article a scenario shows. */
 export interface Source {
-  article: 'advisory-locks' | 'isolation-levels'
-  /** The section's number (advisory-locks) or heading (isolation-levels), e.g. '4.1' or 'Write skew'. */
+  /** One of the two articles, or 'file': a user's own scenario (a spec file or a .mjs module). */
+  article: 'advisory-locks' | 'isolation-levels' | 'file'
+  /** The section's number (advisory-locks) or heading (isolation-levels), e.g. '4.1' or 'Write skew'; for 'file', the path. */
   section: string
 }
 
@@ -204,8 +224,22 @@ export interface CheckCase {
   label: string
   n?: number
   params?: Params
+  /** Only on these engines (default: every engine the scenario documents). */
+  engines?: readonly Engine[]
   /** Only through a pooler (race check --pooler), with this pool (the rest from the scenario's `pooled`). */
   pool?: Partial<Pick<Pool, 'mode' | 'size' | 'resetAlways'>>
+}
+
+/**
+ * A scenario that uses up something the whole server shares (its lock table): race runs it only on a server it
+ * starts for it (embedded, with these settings, small so that it is quick). A server you gave (--database-url,
+ * DATABASE_URL, PG*) is refused with exit 2: other people's transactions would fail there.
+ */
+export interface OwnServer {
+  /** What it uses up, for the refusal and `race show`, e.g. "fills the server's shared lock table". */
+  why: string
+  /** Server settings (postgres -c name=value). */
+  settings: Record<string, string>
 }
 
 /** What a scenario documents through a connection pooler (Scenario.pooled). */
@@ -248,12 +282,23 @@ export interface Scenario {
   invariant: Invariant
   /** What each engine is documented to do. An engine without an entry does not run this scenario. */
   documented: Partial<Record<Engine, EngineDoc>>
+  /** Why the scenario cannot exist on an engine it does not document (one line, for race list and exit 2). */
+  unavailable?: Partial<Record<Engine, string>>
   checks?: CheckCase[]
   /**
    * Documented through a connection pooler too (race run/check --pooler): `sessions`, `isolation`,
    * `permutation` and `documented` then see `pool` in the variant. Absent: not documented through a pooler.
    */
   pooled?: Pooled
+  /**
+   * For a scenario that documents no per-session outcome (a spec file says only what its invariant does):
+   * 'held' or 'violated' is judged as `--expect` is (every trial held / some trial violated), and 'reported'
+   * (no expect line) reports what happened, exit 0 unless it could not be decided. Its `documented` entries
+   * are then empty: race claims nothing about who ends how.
+   */
+  expects?: 'held' | 'violated' | 'reported'
+  /** Runs only on a server race starts for it (see OwnServer). */
+  ownServer?: OwnServer
 }
 
 /** Identity, for type checking: `export default defineScenario({...})`. */
@@ -264,6 +309,11 @@ export function defineScenario(scenario: Scenario): Scenario {
 /** A step with the application's decision beside its SQL. */
 export function step(sql: string, o: Omit<StepDef, 'sql'> = {}): StepDef {
   return { sql, ...o }
+}
+
+/** Application code between SQL steps: the client waits `param` milliseconds (`what` it is doing), holding what it holds. */
+export function appWait(param: string, what: string, o: Pick<StepDef, 'rejectIf'> = {}): StepDef {
+  return { sql: '', appWait: { param, what }, ...o }
 }
 
 /** One session template replicated as s1..sN (the N-way races). */

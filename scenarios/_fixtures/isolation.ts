@@ -12,6 +12,8 @@ export function isolationParam(def: Level = 'read committed', extra: readonly Le
       kind: 'choice',
       default: def,
       choices: [...extra, ...LEVELS],
+      // InnoDB's READ UNCOMMITTED reads uncommitted rows: every scenario of the family takes it there.
+      choicesOn: { mysql: ['read uncommitted', ...LEVELS] },
     },
   }
 }

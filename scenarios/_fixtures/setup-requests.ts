@@ -1,7 +1,7 @@
 // The check-then-insert family of the advisory-locks article (§1-§5): one table, one invariant, the steps
 // its variants share, and the outcomes they document. Each scenario differs from `broken` only where the
 // article's code differs.
-import { anomaly, clean, keyBind, step, type Bind, type EngineDoc, type Invariant, type Params, type Step, type Variant, type Who } from '../../src/scenario.js'
+import { anomaly, clean, keyBind, step, type Bind, type EngineDoc, type Invariant, type Params, type SessionSpec, type Step, type Variant, type Who } from '../../src/scenario.js'
 
 export const table = `create table setup_requests (
   id         uuid        primary key default gen_random_uuid(),
@@ -34,8 +34,38 @@ export function checkThenInsert(begin = 'begin', forUpdate = false): Record<stri
   return { begin, check: checkExists(forUpdate), insert: insertUnlessFound, commit: 'commit' }
 }
 
-/** `:key`: the user's advisory key in the setup_request namespace (§8.1). */
-export const binds: Record<string, Bind> = { key: keyBind('setup_request') }
+/**
+ * `:key`: the user's advisory key in the setup_request namespace (§8.1). `:lock`: MySQL's GET_LOCK takes a name (up
+ * to 64 characters), not a number: the namespace and the user, as the article builds its key from.
+ */
+export const binds: Record<string, Bind> = {
+  key: keyBind('setup_request'),
+  lock: { describe: "'setup_request:' || user (a GET_LOCK name)", value: (ctx) => `setup_request:${ctx.user}` },
+}
+
+/**
+ * §4 on MySQL: GET_LOCK is the only advisory lock there, and it is session-scoped: COMMIT does not release it, so the
+ * application releases it after COMMIT, and in its finally when it says no (the session's `release`). GET_LOCK
+ * answers 0 when its timeout runs out (no error): the application then says busy.
+ */
+export function myAdvisory(p: Params, level = 'read committed'): SessionSpec {
+  return {
+    steps: {
+      begin: `set transaction isolation level ${level}; start transaction`,
+      lock: 'select get_lock(:lock, :lockTimeout / 1000) as got',
+      check: step(`select count(*) as pending from setup_requests where user_id = :user and status = 'pending'`, {
+        rejectIf: ({ prior }) => prior.lock.got !== 1 && 'busy: GET_LOCK timed out',
+      }),
+      insert: step(`insert into setup_requests (user_id, status) values (:user, 'pending')`, {
+        rejectIf: ({ prior, params }) => prior.check.pending >= (params.maxPending ?? 1) && 'pending limit reached',
+      }),
+      commit: 'commit',
+      unlock: 'select release_lock(:lock) as released',
+    },
+    racePoint: 'check',
+    release: 'select release_lock(:lock) as released',
+  }
+}
 
 /** §4: the advisory-lock version, with max_pending and lock_timeout; `guard` is its SET TRANSACTION line (§5.2). */
 export function advisorySteps(p: Params, guard = true): Record<string, Step> {
@@ -73,9 +103,40 @@ export const advisoryParams = {
 export function invariant(max: '1' | ':maxPending' = '1'): Invariant {
   return {
     description: (p) => `at most ${p.maxPending ?? 1} pending request${Number(p.maxPending ?? 1) === 1 ? '' : 's'} for the user`,
-    sql: `select count(*) <= ${max} as held, count(*)::int as pending from setup_requests where user_id = :user and status = 'pending'`,
+    sql: ({ engine }) =>
+      engine === 'mysql' ? myInvariantSql(max) : `select count(*) <= ${max} as held, count(*)::int as pending from setup_requests where user_id = :user and status = 'pending'`,
     observed: (r) => `${r.pending} pending`,
   }
+}
+
+// ---- InnoDB forms (MySQL/MariaDB) ----
+
+/** setup_requests in MySQL's types; the run's database is fresh, so the table has no other rows. */
+export const myTable = `create table setup_requests (
+  id         bigint       auto_increment primary key,
+  user_id    char(36)     not null,
+  status     varchar(20)  not null check (status in ('pending', 'completed', 'cancelled')),
+  created_at timestamp(6) not null default current_timestamp(6)
+)`
+
+/**
+ * §5 in MySQL's form: MySQL has no partial index, but a unique index ignores rows with a NULL in it, so a generated
+ * column that is 1 while the request is pending (NULL otherwise), unique together with the user, makes "one pending
+ * request per user" a constraint. (MariaDB 10.11 refuses a generated column that returns user_id from a CASE:
+ * 1901, "cannot be used in the GENERATED ALWAYS AS clause"; a number is accepted.)
+ */
+export const myPendingUnique = `alter table setup_requests
+  add column pending tinyint as (if(status = 'pending', 1, null)) stored,
+  add unique key setup_requests_one_pending_per_user (user_id, pending)`
+
+/** The steps of §1 (and §2) on InnoDB, at READ COMMITTED as the article writes them. */
+export function myCheckThenInsert(forUpdate = false, level = 'read committed'): Record<string, Step> {
+  return { begin: `set transaction isolation level ${level}; start transaction`, check: checkExists(forUpdate), insert: insertUnlessFound, commit: 'commit' }
+}
+
+/** The invariant, MySQL's SQL. */
+export function myInvariantSql(max: '1' | ':maxPending' = '1'): string {
+  return `select count(*) <= ${max} as held, count(*) as pending from setup_requests where user_id = :user and status = 'pending'`
 }
 
 /** n requests one after another (or serialized by a lock): the first `max` commit, the rest are told no. */

@@ -1,7 +1,8 @@
 // What `race bench` shows: the table, a terminal bar chart, the JSON document, a self-contained HTML page
 // with inline SVG charts, and the progress bar while it runs.
 import { c } from '../report/color.js'
-import { plainTable } from '../report/table.js'
+import { fitTable, type CellValue } from '../report/table.js'
+import { columns, fitLines, hang, width } from '../report/width.js'
 import { ARTICLE } from './workloads.js'
 import type { CellStats } from './runner.js'
 import type { PgbenchResult } from './pgbench.js'
@@ -29,11 +30,16 @@ export interface CellResult {
   pooledPerDirect?: number | null
   /** Direct unnamed TPS / direct prepared TPS: what giving up named prepared statements costs. */
   unnamedPerPrepared?: number | null
+  /** MySQL/MariaDB --vs-slap: mariadb-slap on the same mix, and race TPS divided by its TPS. */
+  slap?: { tps: number; txns: number; seconds: number; error?: string } | null
+  racePerSlap?: number | null
 }
 
 export interface BenchReport {
   command: 'bench'
-  server: { version: string }
+  server: { version: string; product?: string }
+  /** 'mysql' on MySQL/MariaDB: SERIALIZABLE is two-phase locking, compared with the article's 2PL column. */
+  engine?: 'mysql'
   target: string
   config: {
     workloads: string[]
@@ -49,6 +55,7 @@ export interface BenchReport {
     statementTimeoutMs: number
     driver: string
     pgbench: { bin: string; version: string } | null
+    slap?: { bin: string; version: string } | null
   }
   article: typeof ARTICLE
   /** --pooler: the PgBouncer each cell also ran through, described. */
@@ -76,36 +83,58 @@ function failuresText(s: CellStats): string {
   return `${s.failures} (${codes})`
 }
 
-export function table(r: BenchReport): string {
+function vsText(x: CellResult): string {
+  return x.vsRc === null ? '-' : x.article === null ? ratio(x.vsRc) : colourRatio(x.vsRc, x.article)
+}
+const anomaliesText = (x: CellResult) => (x.workload === 'advisory' ? (x.race.anomalies ? c.red(String(x.race.anomalies)) : '0') : '-')
+const failText = (x: CellResult) => (x.race.failures ? c.red(failuresText(x.race)) : '0')
+const pgTps = (x: CellResult) => (x.pgbench ? `${int(x.pgbench.tps)}${x.pgbench.error ? c.yellow(' !') : ''}` : '-')
+const slapTps = (x: CellResult) => (x.slap ? `${int(x.slap.tps)}${x.slap.error ? c.yellow(' !') : ''}` : '-')
+const perSlap = (x: CellResult) => (x.racePerSlap == null ? '-' : ratio(x.racePerSlap))
+const perPg = (x: CellResult) => (x.racePerPgbench === null ? '-' : x.racePerPgbench >= 0.9 ? c.green(ratio(x.racePerPgbench)) : c.yellow(ratio(x.racePerPgbench)))
+
+/**
+ * One row per cell when it fits the screen; otherwise three narrower tables, each grouped by workload: throughput
+ * (with failures and anomalies beside TPS: a fast level that breaks the invariant is not a win), latency and
+ * retries, and race beside pgbench.
+ */
+export function table(r: BenchReport, w = columns()): string {
   const withPg = r.cells.some((x) => x.pgbench)
   const withAdvisory = r.cells.some((x) => x.workload === 'advisory')
   const head = ['workload', 'level', 'TPS', 'P50 ms', 'P95 ms', 'P99 ms', 'retries', 'failures', 'vs RC', 'article']
   if (withAdvisory) head.push('anomalies')
   if (withPg) head.push('pgbench TPS', 'race/pgbench')
-  const t = plainTable(head)
-  for (const x of r.cells) {
+  const withSlap = r.cells.some((x) => x.slap)
+  if (withSlap) head.push('slap TPS', 'race/slap')
+  const rows = r.cells.map((x) => {
     const s = x.race
-    const vs = x.vsRc === null ? '-' : x.article === null ? ratio(x.vsRc) : colourRatio(x.vsRc, x.article)
-    const row: string[] = [
-      groupLabel(x),
-      shortLevel(x.isolation),
-      int(s.tps),
-      ms(s.latencyMs.p50),
-      ms(s.latencyMs.p95),
-      ms(s.latencyMs.p99),
-      String(s.retries),
-      s.failures ? c.red(failuresText(s)) : '0',
-      vs,
-      ratio(x.article),
-    ]
-    if (withAdvisory) row.push(x.workload === 'advisory' ? (s.anomalies ? c.red(String(s.anomalies)) : '0') : '-')
-    if (withPg) {
-      row.push(x.pgbench ? `${int(x.pgbench.tps)}${x.pgbench.error ? c.yellow(' !') : ''}` : '-')
-      row.push(x.racePerPgbench === null ? '-' : x.racePerPgbench >= 0.9 ? c.green(ratio(x.racePerPgbench)) : c.yellow(ratio(x.racePerPgbench)))
+    const row: string[] = [groupLabel(x), shortLevel(x.isolation), int(s.tps), ms(s.latencyMs.p50), ms(s.latencyMs.p95), ms(s.latencyMs.p99), String(s.retries), failText(x), vsText(x), ratio(x.article)]
+    if (withAdvisory) row.push(anomaliesText(x))
+    if (withPg) row.push(pgTps(x), perPg(x))
+    if (withSlap) row.push(slapTps(x), perSlap(x))
+    return row
+  })
+  const natural = head.map((h, i) => Math.max(width(h), ...rows.map((row) => width(row[i]))))
+  if (natural.reduce((a, x) => a + x, 0) + 3 * head.length + 1 <= w) return fitTable(head, rows, [], w)
+  const grouped = (cols: string[], cell: (x: CellResult) => string[]) => {
+    const body: CellValue[][] = []
+    let group = ''
+    for (const x of r.cells) {
+      if (groupLabel(x) !== group) {
+        group = groupLabel(x)
+        body.push([{ content: c.bold(group), colSpan: cols.length }])
+      }
+      body.push([shortLevel(x.isolation), ...cell(x)])
     }
-    t.push(row)
+    return fitTable(cols, body, cols.map((_, i) => (i === 0 ? { shrink: 0 } : {})), w)
   }
-  return t.toString()
+  const out = [
+    grouped(['level', 'TPS', 'vs RC', 'article', 'failures', ...(withAdvisory ? ['anomalies'] : [])], (x) => [int(x.race.tps), vsText(x), ratio(x.article), failText(x), ...(withAdvisory ? [anomaliesText(x)] : [])]),
+    grouped(['level', 'P50 ms', 'P95 ms', 'P99 ms', 'retries'], (x) => [ms(x.race.latencyMs.p50), ms(x.race.latencyMs.p95), ms(x.race.latencyMs.p99), String(x.race.retries)]),
+  ]
+  if (withPg) out.push(grouped(['level', 'race TPS', 'pgbench TPS', 'race/pgbench'], (x) => [int(x.race.tps), pgTps(x), perPg(x)]))
+  if (withSlap) out.push(grouped(['level', 'race TPS', 'slap TPS', 'race/slap'], (x) => [int(x.race.tps), slapTps(x), perSlap(x)]))
+  return out.join('\n')
 }
 
 function colourRatio(measured: number, article: number): string {
@@ -113,26 +142,33 @@ function colourRatio(measured: number, article: number): string {
   return Math.abs(measured - article) <= 0.05 ? c.green(s) : c.yellow(s)
 }
 
-/** One bar group per (workload, hot): TPS per level, scaled to the largest TPS of the run. */
-export function bars(r: BenchReport, width = 40): string {
+/** One bar group per (workload, hot): TPS per level, scaled to the largest TPS of the run, anomalies beside. */
+export function bars(r: BenchReport, w = columns()): string {
   const max = Math.max(1, ...r.cells.map((x) => Math.max(x.race.tps, x.pgbench?.tps ?? 0)))
+  const tailOf = (x: CellResult) => {
+    const tail = [`${int(x.race.tps)} tps`]
+    if (x.vsRc !== null && x.isolation !== 'read committed') tail.push(`${ratio(x.vsRc)}x RC${x.article !== null ? `, article ${ratio(x.article)}` : ''}`)
+    if (x.race.anomalies) tail.push(c.red(`${x.race.anomalies} anomalies`))
+    if (x.race.failures) tail.push(c.red(`${x.race.failures} failed`))
+    return tail.join('  ')
+  }
+  const tails = r.cells.map(tailOf)
+  const bw = Math.max(8, Math.min(40, w - 16 - Math.max(...tails.map(width))))
   const lines: string[] = []
   let group = ''
-  for (const x of r.cells) {
+  r.cells.forEach((x, i) => {
     const g = groupLabel(x)
     if (g !== group) {
       lines.push(c.bold(g))
       group = g
     }
-    const n = Math.max(0, Math.round((x.race.tps / max) * width))
-    const tail = [`${int(x.race.tps)} tps`]
-    if (x.vsRc !== null && x.isolation !== 'read committed') tail.push(`${ratio(x.vsRc)}x RC${x.article !== null ? `, article ${ratio(x.article)}` : ''}`)
-    lines.push(`  ${shortLevel(x.isolation).padEnd(12)} ${c.cyan('█'.repeat(n))}${' '.repeat(width - n)} ${tail.join('  ')}`)
+    const n = Math.max(0, Math.round((x.race.tps / max) * bw))
+    lines.push(...hang(`  ${shortLevel(x.isolation).padEnd(12)} ${c.cyan('█'.repeat(n))}${' '.repeat(bw - n)} ${tails[i]}`, w, 16 + bw))
     if (x.pgbench) {
-      const p = Math.max(0, Math.round((x.pgbench.tps / max) * width))
-      lines.push(`  ${'  pgbench'.padEnd(12)} ${c.dim('▒'.repeat(p))}${' '.repeat(width - p)} ${c.dim(`${int(x.pgbench.tps)} tps`)}`)
+      const p = Math.max(0, Math.round((x.pgbench.tps / max) * bw))
+      lines.push(`  ${'  pgbench'.padEnd(12)} ${c.dim('▒'.repeat(p))}${' '.repeat(bw - p)} ${c.dim(`${int(x.pgbench.tps)} tps`)}`)
     }
-  }
+  })
   return lines.join('\n')
 }
 
@@ -148,31 +184,43 @@ export function mixLines(r: BenchReport): string[] {
   return out
 }
 
-export function text(r: BenchReport): string {
+export function text(r: BenchReport, w = columns()): string {
   const cfg = r.config
   const lines = [
-    `${c.bold('race bench')}  PostgreSQL ${r.server.version} at ${r.target}`,
+    `${c.bold('race bench')}  ${r.server.product ?? 'PostgreSQL'} ${r.server.version} at ${r.target}`,
     `clients ${cfg.clients}, ${cfg.durationMs / 1000}s a cell after ${cfg.warmupMs / 1000}s warmup, max-tries ${cfg.maxTries}, driver ${cfg.driver}` +
-      (cfg.pgbench ? `; pgbench: ${cfg.pgbench.version}, -M prepared -j 1` : ''),
+      (cfg.pgbench ? `; pgbench: ${cfg.pgbench.version}, -M prepared -j 1` : '') +
+      (cfg.slap ? `; slap: ${cfg.slap.version}` : ''),
     '',
-    table(r),
+    table(r, w),
     '',
-    bars(r),
+    bars(r, w),
     '',
     ...mixLines(r),
-    `vs RC: TPS / READ COMMITTED TPS of the same row group; article: the isolation article's published ratio (SERIALIZABLE: its SSI column).`,
+    r.engine === 'mysql'
+      ? `vs RC: TPS / READ COMMITTED TPS of the same row group; article: the isolation article's published ratio (SERIALIZABLE: its 2PL column, InnoDB's).`
+      : `vs RC: TPS / READ COMMITTED TPS of the same row group; article: the isolation article's published ratio (SERIALIZABLE: its SSI column).`,
     `article P50/P99 (not per contention): RC 2/12 ms, RR 2/18 ms, SSI 2/25 ms, 2PL 3/150 ms.`,
   ]
   const pair = r.cells.filter((x) => x.pgbench && x.pgbench.tps > 0)
   if (pair.length) lines.push(yardstick(pair))
-  if (r.pooler) lines.push('', ...poolerLines(r))
+  const slapped = r.cells.filter((x) => x.slap && x.slap.tps > 0)
+  if (slapped.length) {
+    const rs = slapped.map((x) => x.race.tps / x.slap!.tps)
+    const geo = Math.exp(rs.reduce((a, x) => a + Math.log(x), 0) / rs.length)
+    const sum = slapped.reduce((a, x) => a + x.race.tps, 0) / slapped.reduce((a, x) => a + x.slap!.tps, 0)
+    lines.push(`race/slap over ${slapped.length} cells (slap runs no SERIALIZABLE cell: it stops at the first deadlock, with no retry):`)
+    lines.push(`  race/slap over ${slapped.length} cells: ${sum.toFixed(2)} by total TPS, ${geo.toFixed(2)} geometric mean (cells ${Math.min(...rs).toFixed(2)}-${Math.max(...rs).toFixed(2)}; slap's update adds in SQL, race's writes back what it read)`)
+  }
+  if (r.cells.some((x) => x.slap?.error)) lines.push(c.yellow('!: slap reported errors: ' + [...new Set(r.cells.map((x) => x.slap?.error).filter(Boolean))].join('; ')))
+  if (r.pooler) lines.push('', ...poolerLines(r, w))
   if (r.cells.some((x) => x.pgbench?.error)) {
     lines.push(c.yellow('!: pgbench reported errors: ' + [...new Set(r.cells.map((x) => x.pgbench?.error).filter(Boolean))].join('; ')))
   }
   if (r.cells.some((x) => x.race.anomalies)) {
     lines.push('anomalies: advisory checks that saw more than one pending request: the lock did not serialize (REPEATABLE READ: the snapshot predates the lock, article §5.2).')
   }
-  return lines.join('\n')
+  return fitLines(lines, w).join('\n')
 }
 
 /**
@@ -180,32 +228,61 @@ export function text(r: BenchReport): string {
  * cell to cell): direct with named prepared statements (the table above), direct with unnamed statements, and
  * through the pooler with unnamed statements (PgBouncer 1.18 in transaction mode cannot keep named ones).
  */
-export function poolerLines(r: BenchReport): string[] {
-  const t = plainTable(['workload', 'level', 'direct TPS', 'unnamed TPS', 'pooled TPS', 'pooled/unnamed', 'unnamed/direct', 'P50 ms d/u/p', 'pooled failures'])
+export function poolerLines(r: BenchReport, w = columns()): string[] {
   const hops: number[] = []
   const parses: number[] = []
   for (const x of r.cells) {
-    const p = x.pooled
-    const u = x.unnamed
     if (x.pooledPerDirect) hops.push(x.pooledPerDirect)
     if (x.unnamedPerPrepared) parses.push(x.unnamedPerPrepared)
-    t.push([
-      groupLabel(x),
-      shortLevel(x.isolation),
-      int(x.race.tps),
-      u ? int(u.tps) : '-',
-      p ? int(p.tps) : '-',
-      ratio(x.pooledPerDirect ?? null),
-      ratio(x.unnamedPerPrepared ?? null),
-      `${ms(x.race.latencyMs.p50)} / ${u ? ms(u.latencyMs.p50) : '-'} / ${p ? ms(p.latencyMs.p50) : '-'}`,
-      p ? failuresText(p) : '-',
-    ])
+  }
+  const tps = (v: CellStats | null | undefined) => (v ? int(v.tps) : '-')
+  const p50 = (v: CellStats | null | undefined) => (v ? ms(v.latencyMs.p50) : '-')
+  const fails = (x: CellResult) => (x.pooled ? (x.pooled.failures ? c.red(failuresText(x.pooled)) : '0') : '-')
+  const head = ['workload', 'level', 'direct TPS', 'unnamed TPS', 'pooled TPS', 'pooled/unnamed', 'unnamed/direct', 'P50 ms d/u/p', 'pooled failures']
+  const rows = r.cells.map((x) => [
+    groupLabel(x),
+    shortLevel(x.isolation),
+    int(x.race.tps),
+    tps(x.unnamed),
+    tps(x.pooled),
+    ratio(x.pooledPerDirect ?? null),
+    ratio(x.unnamedPerPrepared ?? null),
+    `${ms(x.race.latencyMs.p50)} / ${p50(x.unnamed)} / ${p50(x.pooled)}`,
+    fails(x),
+  ])
+  const natural = head.map((h, i) => Math.max(width(h), ...rows.map((row) => width(row[i]))))
+  let tables: string
+  if (natural.reduce((a, x) => a + x, 0) + 3 * head.length + 1 <= w) tables = fitTable(head, rows, [], w)
+  else {
+    // Narrower: two tables grouped by workload (throughput and ratios; latency and failures), as the table above.
+    const grouped = (cols: string[], cell: (x: CellResult) => string[]) => {
+      const body: CellValue[][] = []
+      let group = ''
+      for (const x of r.cells) {
+        if (groupLabel(x) !== group) {
+          group = groupLabel(x)
+          body.push([{ content: c.bold(group), colSpan: cols.length }])
+        }
+        body.push([shortLevel(x.isolation), ...cell(x)])
+      }
+      return fitTable(cols, body, cols.map((_, i) => (i === 0 ? { shrink: 0 } : {})), w)
+    }
+    tables = [
+      grouped(['level', 'direct TPS', 'unnamed TPS', 'pooled TPS', 'pooled/ unnamed', 'unnamed/ direct'], (x) => [
+        int(x.race.tps),
+        tps(x.unnamed),
+        tps(x.pooled),
+        ratio(x.pooledPerDirect ?? null),
+        ratio(x.unnamedPerPrepared ?? null),
+      ]),
+      grouped(['level', 'P50 ms direct', 'P50 ms unnamed', 'P50 ms pooled', 'pooled failures'], (x) => [ms(x.race.latencyMs.p50), p50(x.unnamed), p50(x.pooled), fails(x)]),
+    ].join('\n')
   }
   const geo = (v: number[]) => Math.exp(v.reduce((a, x) => a + Math.log(x), 0) / v.length)
   const span = (v: number[]) => `${geo(v).toFixed(2)} geometric mean over ${v.length} cell${v.length === 1 ? '' : 's'} (${Math.min(...v).toFixed(2)}-${Math.max(...v).toFixed(2)})`
   return [
     `${c.bold('through the pooler')}  ${r.pooler}, race's own, in front of the same server`,
-    t.toString(),
+    tables,
     ...(hops.length ? [`pooled/unnamed (the pooler's hop, same statements): ${span(hops)}`] : []),
     ...(parses.length ? [`unnamed/direct (parsing every statement instead of preparing it once): ${span(parses)}`] : []),
     'each cell is one noisy sample on a shared machine; the ratios are measured side by side in this run.',
@@ -236,46 +313,105 @@ function groups(r: BenchReport): { label: string; cells: CellResult[] }[] {
   return out
 }
 
-/** Grouped vertical bars: TPS by level for each contention group; article ratios as black ticks, pgbench as outlines. */
+/** Round tick values (1, 2, 2.5 or 5 times a power of ten) from 0 to at least `max`, about five of them. */
+export function niceTicks(max: number, about = 5): number[] {
+  if (!(max > 0)) return [0, 1]
+  const raw = max / about
+  const pow = Math.pow(10, Math.floor(Math.log10(raw)))
+  const step = [1, 2, 2.5, 5, 10].map((m) => m * pow).find((x) => x >= raw)!
+  const out: number[] = []
+  for (let v = 0; v < max + step / 2 && out.length < 20; v += step) out.push(Math.round(v * 1e6) / 1e6)
+  if (out[out.length - 1] < max) out.push(out[out.length - 1] + step)
+  return out
+}
+
+/** A conservative width of SVG text at 11px sans-serif (the test renders it and checks nothing overflows). */
+const textW = (s: string, px = 11) => Math.ceil(s.length * px * 0.62)
+
+/** Legend items laid out left to right, wrapping onto new rows inside `width`. */
+function legendSvg(items: { mark: string; label: string }[], x0: number, y0: number, width: number): { svg: string; height: number } {
+  let x = x0
+  let y = y0
+  const parts: string[] = []
+  for (const it of items) {
+    const w = 20 + textW(it.label) + 18
+    if (x > x0 && x + w > x0 + width) {
+      x = x0
+      y += 18
+    }
+    parts.push(`<g class="legend-item" transform="translate(${x},${y})">${it.mark}<text x="20" y="4">${esc(it.label)}</text></g>`)
+    x += w
+  }
+  return { svg: `<g class="legend">${parts.join('')}</g>`, height: y - y0 + 18 }
+}
+
+/**
+ * Grouped vertical bars: TPS by level for each contention group. Beside TPS, what makes a fast level wrong or
+ * costly: a red outline and label for anomalies, a label for failures. The article's published ratios, applied to
+ * this server's READ COMMITTED TPS, are black reference marks; pgbench (only with --vs-pgbench) dashed outlines.
+ */
 function throughputSvg(r: BenchReport): string {
   const gs = groups(r)
+  const withPg = r.cells.some((x) => x.pgbench)
   const levels = r.config.isolation
   const bw = 26
-  const gap = 30
-  const gw = levels.length * bw * (r.config.pgbench ? 2 : 1) + gap
-  const W = 70 + gs.length * gw + 20
-  const H = 300
-  const top = 20
-  const bottom = 250
+  const gap = 34
+  const gw = levels.length * bw * (withPg ? 2 : 1) + gap
+  const left = 78
+  const W = Math.max(640, left + gs.length * gw + 20)
+  const labelOf = (x: CellResult) => [x.race.anomalies ? `${x.race.anomalies.toLocaleString('en-US')} anomalies` : '', x.race.failures ? `${x.race.failures.toLocaleString('en-US')} failed` : ''].filter(Boolean).join(', ')
+  const plotH = 220
   const max = Math.max(1, ...r.cells.map((x) => Math.max(x.race.tps, x.pgbench?.tps ?? 0, (x.article ?? 0) * rcTps(r, x))))
-  const y = (v: number) => bottom - (v / max) * (bottom - top)
+  const ticks = niceTicks(max)
+  const axisMax = ticks[ticks.length - 1]
+  // A label stands on its bar, rotated: room above the plot only for what does not fit above the bar inside it.
+  const top = 12 + Math.max(0, ...r.cells.map((x) => (labelOf(x) ? textW(labelOf(x), 10) + 6 - plotH * (1 - x.race.tps / axisMax) : 0)))
+  const bottom = top + plotH
+  const y = (v: number) => bottom - (v / axisMax) * plotH
   const parts: string[] = []
-  for (let i = 0; i <= 4; i++) {
-    const v = (max * i) / 4
-    parts.push(`<line x1="60" x2="${W - 10}" y1="${y(v)}" y2="${y(v)}" stroke="#ddd"/><text x="55" y="${y(v) + 4}" text-anchor="end">${esc(Math.round(v).toLocaleString('en-US'))}</text>`)
+  for (const v of ticks) {
+    parts.push(`<line x1="${left}" x2="${W - 10}" y1="${y(v)}" y2="${y(v)}" stroke="#ddd"/><text class="tick" x="${left - 6}" y="${y(v) + 4}" text-anchor="end">${esc(v.toLocaleString('en-US'))}</text>`)
   }
+  parts.push(`<text class="axis-title" transform="translate(16,${top + plotH / 2}) rotate(-90)" text-anchor="middle">transactions per second</text>`)
   gs.forEach((g, gi) => {
-    const x0 = 70 + gi * gw
+    const x0 = left + 10 + gi * gw
     let k = 0
     for (const x of g.cells) {
       const col = LEVEL_COLOUR[x.isolation] ?? '#888'
       const bx = x0 + k * bw
-      parts.push(`<rect x="${bx}" y="${y(x.race.tps)}" width="${bw - 4}" height="${bottom - y(x.race.tps)}" fill="${col}"><title>${esc(`${g.label} ${x.isolation}: ${Math.round(x.race.tps)} tps (race)`)}</title></rect>`)
+      const wrong = x.race.anomalies > 0
+      parts.push(
+        `<rect class="bar" data-level="${esc(x.isolation)}" x="${bx}" y="${y(x.race.tps)}" width="${bw - 4}" height="${bottom - y(x.race.tps)}" fill="${col}"${wrong ? ' stroke="#c00" stroke-width="3"' : ''}><title>${esc(`${g.label} ${x.isolation}: ${int(x.race.tps)} tps (race)${labelOf(x) ? `; ${labelOf(x)}` : ''}`)}</title></rect>`,
+      )
+      const label = labelOf(x)
+      if (label) {
+        const lx = bx + (bw - 4) / 2 + 4
+        parts.push(`<text class="bar-note" transform="translate(${lx},${y(x.race.tps) - 4}) rotate(-90)" font-size="10" fill="${wrong ? '#c00' : '#a05a00'}">${esc(label)}</text>`)
+      }
       if (x.article !== null) {
         const ay = y(x.article * rcTps(r, x))
-        parts.push(`<line x1="${bx - 2}" x2="${bx + bw - 2}" y1="${ay}" y2="${ay}" stroke="#000" stroke-width="2"><title>article: ${x.article} x RC</title></line>`)
+        parts.push(`<line class="article-mark" x1="${bx - 3}" x2="${bx + bw - 1}" y1="${ay}" y2="${ay}" stroke="#000" stroke-width="2"><title>article: ${x.article} x RC = ${int(x.article * rcTps(r, x))} tps</title></line>`)
       }
       k++
       if (x.pgbench) {
         const px = x0 + k * bw
-        parts.push(`<rect x="${px}" y="${y(x.pgbench.tps)}" width="${bw - 4}" height="${bottom - y(x.pgbench.tps)}" fill="none" stroke="${col}" stroke-dasharray="3 2"><title>${esc(`${g.label} ${x.isolation}: ${Math.round(x.pgbench.tps)} tps (pgbench)`)}</title></rect>`)
+        parts.push(`<rect class="pgbench-bar" x="${px}" y="${y(x.pgbench.tps)}" width="${bw - 4}" height="${bottom - y(x.pgbench.tps)}" fill="none" stroke="${col}" stroke-dasharray="3 2"><title>${esc(`${g.label} ${x.isolation}: ${int(x.pgbench.tps)} tps (pgbench)`)}</title></rect>`)
         k++
       }
     }
-    parts.push(`<text x="${x0 + (gw - gap) / 2}" y="${bottom + 18}" text-anchor="middle">${esc(g.label)}</text>`)
+    parts.push(`<text class="group" x="${x0 + (gw - gap) / 2}" y="${bottom + 16}" text-anchor="middle">${esc(g.label)}</text>`)
   })
-  parts.push(legend(r, 70, H - 18))
-  return `<svg xmlns="http://www.w3.org/2000/svg" width="${W}" height="${H}" font-family="sans-serif" font-size="11">${parts.join('')}</svg>`
+  parts.push(`<line x1="${left}" x2="${W - 10}" y1="${bottom}" y2="${bottom}" stroke="#888"/>`)
+  const xTitle = r.config.workloads.includes('oltp') ? 'workload and contention (oltp: share of accesses to the hot rows)' : 'workload'
+  parts.push(`<text class="axis-title" x="${left + (W - left) / 2}" y="${bottom + 36}" text-anchor="middle">${esc(xTitle)}</text>`)
+  const items = levels.map((l) => ({ mark: `<rect x="0" y="-5" width="12" height="12" fill="${LEVEL_COLOUR[l] ?? '#888'}"/>`, label: shortLevel(l) }))
+  if (r.cells.some((x) => x.article !== null)) items.push({ mark: '<line x1="0" x2="14" y1="1" y2="1" stroke="#000" stroke-width="2"/>', label: "article's ratio x this server's RC" })
+  if (withPg) items.push({ mark: '<rect x="0" y="-5" width="12" height="12" fill="none" stroke="#555" stroke-dasharray="3 2"/>', label: 'pgbench, same script' })
+  if (r.cells.some((x) => x.race.anomalies)) items.push({ mark: '<rect x="0" y="-5" width="12" height="12" fill="#ccc" stroke="#c00" stroke-width="3"/>', label: 'anomalies: the invariant broke' })
+  const legend = legendSvg(items, left, bottom + 60, W - left - 10)
+  parts.push(legend.svg)
+  const H = bottom + 60 + legend.height
+  return `<svg class="chart" id="throughput" xmlns="http://www.w3.org/2000/svg" viewBox="0 0 ${W} ${H}" width="${W}" height="${H}" font-family="sans-serif" font-size="11">${parts.join('')}</svg>`
 }
 
 function rcTps(r: BenchReport, x: CellResult): number {
@@ -283,35 +419,26 @@ function rcTps(r: BenchReport, x: CellResult): number {
   return rc?.race.tps ?? 0
 }
 
-function legend(r: BenchReport, x: number, y: number): string {
-  const items = r.config.isolation.map((l) => [LEVEL_COLOUR[l] ?? '#888', shortLevel(l)] as const)
-  let out = ''
-  let at = x
-  for (const [col, name] of items) {
-    out += `<rect x="${at}" y="${y - 9}" width="10" height="10" fill="${col}"/><text x="${at + 14}" y="${y}">${esc(name)}</text>`
-    at += 110
-  }
-  out += `<line x1="${at}" x2="${at + 14}" y1="${y - 4}" y2="${y - 4}" stroke="#000" stroke-width="2"/><text x="${at + 18}" y="${y}">article ratio x RC</text>`
-  if (r.config.pgbench) out += `<rect x="${at + 140}" y="${y - 9}" width="10" height="10" fill="none" stroke="#555" stroke-dasharray="3 2"/><text x="${at + 154}" y="${y}">pgbench</text>`
-  return out
-}
-
 /** P50/P95/P99 per cell on a log scale (latencies span orders of magnitude under contention). */
 function latencySvg(r: BenchReport): string {
   const rows = r.cells
   const rowH = 16
-  const W = 760
-  const left = 230
-  const right = W - 20
-  const H = 40 + rows.length * rowH * 1.4
+  const left = 16 + Math.max(...rows.map((x) => textW(`${groupLabel(x)} ${shortLevel(x.isolation)}`)))
+  const valueW = Math.max(...rows.map((x) => textW(`${ms(x.race.latencyMs.p50)} / ${ms(x.race.latencyMs.p95)} / ${ms(x.race.latencyMs.p99)}`))) + 10
+  const W = Math.max(640, left + 360 + valueW)
+  const right = W - valueW
+  const top = 24
+  const plotBottom = top + rows.length * rowH * 1.4
   const all = rows.flatMap((x) => [x.race.latencyMs.p50, x.race.latencyMs.p99]).filter((v) => v > 0)
   const lo = Math.pow(10, Math.floor(Math.log10(Math.min(...all, 1))))
   const hi = Math.pow(10, Math.ceil(Math.log10(Math.max(...all, 1))))
   const x = (v: number) => left + ((Math.log10(Math.max(v, lo)) - Math.log10(lo)) / (Math.log10(hi) - Math.log10(lo) || 1)) * (right - left)
   const parts: string[] = []
-  for (let d = lo; d <= hi; d *= 10) parts.push(`<line x1="${x(d)}" x2="${x(d)}" y1="15" y2="${H - 20}" stroke="#ddd"/><text x="${x(d)}" y="12" text-anchor="middle">${d < 1 ? d.toFixed(2) : d} ms</text>`)
+  for (let d = lo; d <= hi * 1.0001; d *= 10) {
+    parts.push(`<line x1="${x(d)}" x2="${x(d)}" y1="${top - 6}" y2="${plotBottom}" stroke="#ddd"/><text class="tick" x="${x(d)}" y="${top - 10}" text-anchor="middle">${d < 1 ? Number(d.toPrecision(1)) : d} ms</text>`)
+  }
   rows.forEach((c0, i) => {
-    const yy = 25 + i * rowH * 1.4
+    const yy = top + i * rowH * 1.4
     const col = LEVEL_COLOUR[c0.isolation] ?? '#888'
     const l = c0.race.latencyMs
     parts.push(`<text x="${left - 8}" y="${yy + 11}" text-anchor="end">${esc(`${groupLabel(c0)} ${shortLevel(c0.isolation)}`)}</text>`)
@@ -320,37 +447,64 @@ function latencySvg(r: BenchReport): string {
     parts.push(`<rect x="${left}" y="${yy}" width="${x(l.p50) - left}" height="${rowH - 2}" fill="${col}"><title>P50 ${l.p50.toFixed(2)} ms</title></rect>`)
     parts.push(`<text x="${x(l.p99) + 4}" y="${yy + 11}">${esc(`${ms(l.p50)} / ${ms(l.p95)} / ${ms(l.p99)}`)}</text>`)
   })
-  return `<svg xmlns="http://www.w3.org/2000/svg" width="${W}" height="${H}" font-family="sans-serif" font-size="11">${parts.join('')}</svg>`
+  parts.push(`<text class="axis-title" x="${left + (right - left) / 2}" y="${plotBottom + 18}" text-anchor="middle">latency of a transaction, ms (log scale)</text>`)
+  const shade = (o: number) => `<rect x="0" y="-5" width="12" height="12" fill="#555" opacity="${o}"/>`
+  const legend = legendSvg([{ mark: shade(1), label: 'P50' }, { mark: shade(0.5), label: 'P95' }, { mark: shade(0.25), label: 'P99 (numbers: P50 / P95 / P99)' }], left, plotBottom + 40, W - left - 10)
+  parts.push(legend.svg)
+  const H = plotBottom + 40 + legend.height
+  return `<svg class="chart" id="latency" xmlns="http://www.w3.org/2000/svg" viewBox="0 0 ${W} ${H}" width="${W}" height="${H}" font-family="sans-serif" font-size="11">${parts.join('')}</svg>`
 }
 
 export function html(r: BenchReport): string {
   const cfg = r.config
-  const head = ['workload', 'level', 'TPS', 'P50', 'P95', 'P99', 'retries', 'failures', 'vs RC', 'article', 'pgbench TPS', 'race/pgbench']
+  const withPg = r.cells.some((x) => x.pgbench)
+  const withAdvisory = r.cells.some((x) => x.workload === 'advisory')
+  // Failures and anomalies beside TPS: a level that is fast because it let the invariant break is not a win.
+  const head = ['workload', 'level', 'TPS', 'failures', ...(withAdvisory ? ['anomalies'] : []), 'vs RC', 'article', 'P50 ms', 'P95 ms', 'P99 ms', 'retries', ...(withPg ? ['pgbench TPS', 'race/pgbench'] : [])]
   const rows = r.cells
-    .map((x) =>
-      [groupLabel(x), shortLevel(x.isolation), int(x.race.tps), ms(x.race.latencyMs.p50), ms(x.race.latencyMs.p95), ms(x.race.latencyMs.p99), String(x.race.retries), failuresText(x.race), ratio(x.vsRc), ratio(x.article), x.pgbench ? int(x.pgbench.tps) : '-', ratio(x.racePerPgbench)]
-        .map((v) => `<td>${esc(v)}</td>`)
-        .join(''),
-    )
-    .map((tr) => `<tr>${tr}</tr>`)
+    .map((x) => {
+      const cells = [
+        groupLabel(x),
+        shortLevel(x.isolation),
+        int(x.race.tps),
+        failuresText(x.race),
+        ...(withAdvisory ? [x.workload === 'advisory' ? String(x.race.anomalies) : '-'] : []),
+        ratio(x.vsRc),
+        ratio(x.article),
+        ms(x.race.latencyMs.p50),
+        ms(x.race.latencyMs.p95),
+        ms(x.race.latencyMs.p99),
+        String(x.race.retries),
+        ...(withPg ? [x.pgbench ? int(x.pgbench.tps) : '-', ratio(x.racePerPgbench)] : []),
+      ]
+      const bad = (i: number) => (head[i] === 'anomalies' && x.race.anomalies) || (head[i] === 'failures' && x.race.failures)
+      return `<tr>${cells.map((v, i) => `<td${bad(i) ? ' class="bad"' : ''}>${esc(v)}</td>`).join('')}</tr>`
+    })
     .join('\n')
   const art = ARTICLE.ratios.map((a) => `<tr><td>${esc(a.contention)}${a.hot === null ? '' : ` (${a.hot}% hot)`}</td><td>${a.rc}</td><td>${a.rr}</td><td>${a.serializable2pl}</td><td>${a.ssi}</td></tr>`).join('')
+  const notes = [
+    "Filled bars: race's load generator.",
+    r.cells.some((x) => x.article !== null) ? "Black marks: the article's published ratio applied to this server's READ COMMITTED TPS (where the article published one)." : '',
+    withPg ? 'Dashed outlines: pgbench on the same script.' : '',
+    r.cells.some((x) => x.race.anomalies) ? 'A red outline and label: anomalies, checks that saw the invariant broken; that level is fast because it is wrong.' : '',
+    r.cells.some((x) => x.race.failures) ? 'A label "failed": transactions that still failed after --max-tries, or with another SQLSTATE.' : '',
+  ].filter(Boolean)
   return `<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><title>race bench: PostgreSQL ${esc(r.server.version)}</title>
-<style>body{font-family:sans-serif;margin:2em;max-width:1100px;color:#222}table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:3px 8px;text-align:right}td:first-child,th:first-child{text-align:left}th{background:#f4f4f4}.note{color:#555;font-size:90%}</style>
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1"><title>race bench: PostgreSQL ${esc(r.server.version)}</title>
+<style>body{font-family:sans-serif;margin:1.5em auto;max-width:960px;padding:0 1em;color:#222}svg.chart{display:block;max-width:100%;height:auto}.scroll{overflow-x:auto}table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:3px 8px;text-align:right;white-space:nowrap}td:first-child,th:first-child{text-align:left}th{background:#f4f4f4}td.bad{color:#c00;font-weight:bold}.note{color:#555;font-size:90%}</style>
 </head><body>
 <h1>race bench</h1>
 <p>PostgreSQL ${esc(r.server.version)} at ${esc(r.target)}; ${cfg.clients} clients, ${cfg.durationMs / 1000}s a cell after ${cfg.warmupMs / 1000}s warmup, max-tries ${cfg.maxTries}, driver ${esc(cfg.driver)}${cfg.pgbench ? `; ${esc(cfg.pgbench.version)}` : ''}.</p>
 <h2>Throughput by isolation level and contention</h2>
 ${throughputSvg(r)}
-<p class="note">Filled bars: race's load generator. Black ticks: the article's published ratio applied to this server's READ COMMITTED TPS. Dashed outlines: pgbench on the same script.</p>
+<p class="note">${notes.map(esc).join(' ')}</p>
 <h2>Latency percentiles (P50 / P95 / P99, log scale)</h2>
 ${latencySvg(r)}
 <h2>Table</h2>
-<table><tr>${head.map((h) => `<th>${esc(h)}</th>`).join('')}</tr>
-${rows}</table>
+<div class="scroll"><table id="cells"><tr>${head.map((h) => `<th>${esc(h)}</th>`).join('')}</tr>
+${rows}</table></div>
 <h2>The article's published ratios (RC = 1.0)</h2>
-<table><tr><th>workload</th><th>RC</th><th>RR</th><th>Serializable (2PL)</th><th>Serializable (SSI)</th></tr>${art}</table>
+<div class="scroll"><table id="article"><tr><th>workload</th><th>RC</th><th>RR</th><th>Serializable (2PL)</th><th>Serializable (SSI)</th></tr>${art}</table></div>
 <p class="note">race compares PostgreSQL's SERIALIZABLE with the SSI column. The article's latencies (not per contention): RC 2/12 ms, RR 2/18 ms, SSI 2/25 ms, 2PL 3/150 ms (P50/P99).</p>
 </body></html>
 `

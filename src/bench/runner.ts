@@ -5,7 +5,7 @@ import { performance } from 'node:perf_hooks'
 import type { Sql } from 'postgres'
 import { connect, connectError, endQuietly } from '../db/connect.js'
 import { RunError } from '../errors.js'
-import { conditionName, isConnectionLoss } from '../db/sqlstate.js'
+import { conditionName, isConnectionLoss, sqlstateOf } from '../db/sqlstate.js'
 import type { Target } from '../db/target.js'
 import { abortSignal } from '../lifecycle.js'
 import { ROLLBACK, type BenchClient, type Txn, type Workload } from './workloads.js'
@@ -32,6 +32,8 @@ export interface CellConfig {
   pooled?: boolean
   /** Unnamed statements (implied by pooled): to compare direct and pooled with the same statements. */
   unnamed?: boolean
+  /** Opens a load client for another engine (MySQL); default: PostgreSQL's wire or postgres.js client. */
+  open?: () => Promise<BenchClient>
 }
 
 export interface Failure {
@@ -150,7 +152,7 @@ export async function runCell(cfg: CellConfig): Promise<CellStats> {
   const destroyAll = () => clients.forEach((c) => c.destroy())
   abortSignal.addEventListener('abort', destroyAll, { once: true })
   try {
-    const opened = await Promise.allSettled(Array.from({ length: cfg.clients }, () => openClient(cfg)))
+    const opened = await Promise.allSettled(Array.from({ length: cfg.clients }, () => (cfg.open ? cfg.open() : openClient(cfg))))
     for (const o of opened) if (o.status === 'fulfilled') clients.push(o.value)
     const bad = opened.find((o) => o.status === 'rejected') as PromiseRejectedResult | undefined
     if (bad) throw bad.reason
@@ -184,7 +186,8 @@ export async function runCell(cfg: CellConfig): Promise<CellStats> {
           r = await cfg.workload.attempt(c, t)
           if (!r.code) break
           await c.run(ROLLBACK)
-          if (!RETRIABLE.has(r.code) || tries >= cfg.maxTries || abortSignal.aborted) break
+          // MySQL's codes are 'SQLSTATE/errno': a deadlock (40001/1213) is retried like PostgreSQL's 40001.
+          if (!RETRIABLE.has(sqlstateOf(r.code)) || tries >= cfg.maxTries || abortSignal.aborted) break
         }
         const end = performance.now()
         if (start < from) continue

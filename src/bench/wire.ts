@@ -451,7 +451,7 @@ function fields(b: Buffer, start: number, end: number): { code: string; message:
 }
 
 /** SCRAM-SHA-256 (RFC 5802/7677) as PostgreSQL uses it: no channel binding, empty user name. */
-class Scram {
+export class Scram {
   private nonce = randomBytes(18).toString('base64')
   private firstBare = `n=,r=${this.nonce}`
   constructor(private readonly password: string) {}

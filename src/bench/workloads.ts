@@ -229,9 +229,10 @@ export const ARTICLE = {
 } as const
 
 /** The article's published ratio for an oltp cell at this hot percentage and level, if it published one. */
-export function articleRatio(workload: string, hot: number | null, level: string): number | null {
+export function articleRatio(workload: string, hot: number | null, level: string, serializable: 'ssi' | '2pl' = 'ssi'): number | null {
   if (workload !== 'oltp' || hot === null) return null
   const row = ARTICLE.ratios.find((r) => r.hot === hot)
   if (!row) return null
-  return level === 'read committed' ? row.rc : level === 'repeatable read' ? row.rr : level === 'serializable' ? row.ssi : null
+  const ser = serializable === '2pl' ? row.serializable2pl : row.ssi
+  return level === 'read committed' ? row.rc : level === 'repeatable read' ? row.rr : level === 'serializable' ? ser : null
 }

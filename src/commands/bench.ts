@@ -1,6 +1,9 @@
 // race bench: throughput and latency by isolation level and contention on the user's own server, beside the
 // isolation article's published ratios, and (--vs-pgbench) beside pgbench running the same transactions.
 import fs from 'node:fs'
+import os from 'node:os'
+import path from 'node:path'
+import { checkWritable } from '../report/ci.js'
 import type { Command } from 'commander'
 import { RunError, UsageError } from '../errors.js'
 import { parseDuration, parseWhole } from '../parse.js'
@@ -8,7 +11,10 @@ import { advisory, articleRatio, oltp, ARTICLE, type Workload } from '../bench/w
 import { runCell, type Driver } from '../bench/runner.js'
 import { findPgbench, runPgbench, type Pgbench } from '../bench/pgbench.js'
 import { groupLabel, html, Progress, shortLevel, text, type BenchReport, type CellResult } from '../bench/report.js'
-import { addTargetOptions, parseBounds, withLab, type TargetOptions } from './common.js'
+import type { Lab } from '../db/lab.js'
+import type { MysqlLab } from '../db/mysql.js'
+import { MYSQL_OLTP, MysqlBenchClient, checkMysqlBench, findSlap, mysqlOltpSetup, runSlap, slapScript } from '../bench/innodb.js'
+import { addTargetOptions, engineFor, parseBounds, withLab, type TargetOptions } from './common.js'
 import { addPoolerOptions, parsePool, requirePooler, type PoolerOptions } from './pooler.js'
 import { describePool, startPooler } from '../db/pooler.js'
 import type { CellStats } from '../bench/runner.js'
@@ -90,6 +96,11 @@ export interface BenchOptions {
   json: boolean
 }
 
+/** --html with no file: a page in the temporary directory (never an untracked file in the working directory). */
+export function defaultHtmlPath(now = new Date()): string {
+  return path.join(os.tmpdir(), `race-bench-${now.toISOString().replace(/[:.]/g, '-').slice(0, 19)}.html`)
+}
+
 export interface BenchCliOptions extends TargetOptions, PoolerOptions {
   workload: string
   isolation: string
@@ -103,7 +114,8 @@ export interface BenchCliOptions extends TargetOptions, PoolerOptions {
   maxTries: string
   lockTimeout: string
   vsPgbench?: boolean
-  html?: string
+  vsSlap?: boolean
+  html?: string | boolean
   driver: string
   keep?: boolean
 }
@@ -122,8 +134,7 @@ export function parseBenchOptions(o: BenchCliOptions, cmd: Command): BenchOption
   if (rows < hotRows + 100) throw new UsageError(`--rows ${rows} must be at least --hot-rows + 100 (${hotRows + 100}): the cold rows and a range sum need room`)
   const driver = String(o.driver)
   if (driver !== 'wire' && driver !== 'postgres.js') throw new UsageError(`--driver takes wire or postgres.js, got '${o.driver}'`)
-  const html = o.html === undefined ? undefined : String(o.html)
-  if (html !== undefined && !html.trim()) throw new UsageError('--html needs a file name, e.g. --html bench.html')
+  const html = o.html === undefined ? undefined : o.html === true ? defaultHtmlPath() : checkWritable('--html', String(o.html))
   return {
     workloads,
     levels: parseLevels(o.isolation),
@@ -172,9 +183,12 @@ function plan(b: BenchOptions): { workload: Workload; cells: Plan[] }[] {
 
 export async function benchCommand(o: BenchCliOptions, cmd: Command): Promise<number> {
   const b = parseBenchOptions(o, cmd)
-  const pool: Pool | undefined = parsePool(o, cmd)
+  const engine = engineFor(o.databaseUrl)
+  const pool: Pool | undefined = parsePool(o, cmd, engine)
   requirePooler(pool)
   const bounds = parseBounds(o)
+  if (engine === 'mysql') return mysqlBench(o, b, bounds, cmd)
+  if (o.vsSlap) throw new UsageError('--vs-slap drives MySQL/MariaDB; on PostgreSQL use --vs-pgbench')
   const pgbench: Pgbench | null = b.vsPgbench ? findPgbench() : null
   const pgDurationS = Math.max(1, Math.round(b.durationMs / 1000))
   const plans = plan(b)
@@ -182,15 +196,9 @@ export async function benchCommand(o: BenchCliOptions, cmd: Command): Promise<nu
   const cellMs = (b.warmupMs + b.durationMs) * (pool ? 3 : 1) + (pgbench ? pgDurationS * 1000 : 0)
   // Unless the user bounded the run, allow every cell plus setup and a margin.
   if (cmd.getOptionValueSource('runTimeout') !== 'cli') bounds.runTimeoutMs = Math.max(bounds.runTimeoutMs, nCells * (cellMs + 15_000) + 60_000)
-  if (b.html) {
-    try {
-      fs.writeFileSync(b.html, '') // fail before the run, not after it
-    } catch (e) {
-      throw new UsageError(`--html ${b.html}: cannot write there (${(e as NodeJS.ErrnoException).code ?? (e as Error).message})`)
-    }
-  }
 
-  return withLab(o.databaseUrl, bounds, async (lab, target) => {
+  return withLab(o.databaseUrl, bounds, async (driver, target) => {
+    const lab = driver as Lab
     const room = await lab.room()
     if (b.clients > room.free) {
       throw new UsageError(`--clients ${b.clients} needs ${b.clients} connections, but the server has room for ${Math.max(0, room.free)} more (max_connections ${room.max}): use --clients ${Math.max(1, room.free)} or fewer`)
@@ -378,7 +386,11 @@ export async function benchCommand(o: BenchCliOptions, cmd: Command): Promise<nu
       ...(o.keep ? { schema } : {}),
     }
     if (b.html) fs.writeFileSync(b.html, html(report))
-    process.stdout.write(b.json ? JSON.stringify(report, null, 2) + '\n' : text(report) + '\n' + (b.html ? `wrote ${b.html}\n` : '') + (o.keep ? `kept schema ${schema}\n` : ''))
+    process.stdout.write(
+      b.json
+        ? JSON.stringify({ ...report, ...(b.html ? { html: b.html } : {}), exitCode: 0 }, null, 2) + '\n'
+        : text(report) + '\n' + (b.html ? `wrote ${b.html}\n` : '') + (o.keep ? `kept schema ${schema}\n` : ''),
+    )
     return 0
   })
 }
@@ -399,7 +411,8 @@ export function registerBench(program: Command, exit: (code: number) => void): C
     .option('--max-tries <n>', 'tries per transaction on 40001/40P01, retried as a whole (pgbench --max-tries)', '10')
     .option('--lock-timeout <duration>', 'advisory: lock_timeout set with set_config(..., true), as in the article', '2s')
     .option('--vs-pgbench', 'also run each cell through pgbench (same script, clients, duration, level) and print race/pgbench')
-    .option('--html <file>', 'also write a self-contained HTML page with the charts')
+    .option('--vs-slap', 'MySQL/MariaDB: also run each cell through mariadb-slap (same mix, clients, level) and print race/slap')
+    .option('--html [file]', 'also write a self-contained HTML page with the charts (no file: one in the temporary directory; its path is printed)')
     .option('--driver <driver>', "race's load connections: wire (its own minimal protocol client) or postgres.js", 'wire')
   addTargetOptions(cmd)
   addPoolerOptions(cmd, { pooled: false })
@@ -407,17 +420,136 @@ export function registerBench(program: Command, exit: (code: number) => void): C
   cmd.addHelpText(
     'after',
     `
-Each cell runs --clients connections for --duration after --warmup; 40001/40P01 are retried as a whole up to
---max-tries and counted (like pgbench); other errors are failures, counted by SQLSTATE. --step-timeout is each
-statement's statement_timeout. Everything happens in a schema race_bench_<hex>, dropped at the end.
+Each cell runs --clients connections for --duration after --warmup;
+40001/40P01 are retried as a whole up to --max-tries and counted (like
+pgbench); other errors are failures, counted by SQLSTATE. --step-timeout is
+each statement's statement_timeout. Everything happens in a schema
+race_bench_<hex>, dropped at the end.
 
 Examples:
   $ race bench
   $ race bench --workload oltp --hot 1,10,50 --duration 5s --vs-pgbench
   $ race bench --workload advisory --users 20 --isolation rc,serializable
-  $ race bench --isolation rc,rr --clients 16 --html bench.html
+  $ race bench --isolation rc,rr --clients 16 --html
+  $ race bench --workload advisory --html ~/bench/advisory.html
   $ race bench --database-url postgres://app@db:5432/app --json
-  $ race bench --pooler pgbouncer --workload oltp --hot 1 --isolation rc   TPS through PgBouncer vs direct, side by side`,
+  $ race bench --pooler pgbouncer --workload oltp --hot 1 --isolation rc
+      (TPS through a PgBouncer of race's own and direct, side by side)`,
   )
   return cmd
+}
+
+/**
+ * race bench on MySQL/MariaDB: the oltp cells through race's MariaDB-connector clients, in a marked database of
+ * its own, each beside the article's 2PL column; --vs-slap runs mariadb-slap on the same mix after each cell.
+ */
+async function mysqlBench(o: BenchCliOptions, b: BenchOptions, bounds: ReturnType<typeof parseBounds>, cmd: Command): Promise<number> {
+  checkMysqlBench({ workloads: b.workloads, vsPgbench: b.vsPgbench, driverGiven: cmd.getOptionValueSource('driver') === 'cli' })
+  const slap = o.vsSlap ? findSlap() : null
+  const plans = plan(b)
+  const nCells = plans.reduce((a, p) => a + p.cells.length, 0)
+  const cellMs = b.warmupMs + b.durationMs * (slap ? 2 : 1)
+  if (cmd.getOptionValueSource('runTimeout') !== 'cli') bounds.runTimeoutMs = Math.max(bounds.runTimeoutMs, nCells * (cellMs + 30_000) + 60_000)
+  if (b.html) throw new UsageError('--html draws the PostgreSQL bench; on MySQL/MariaDB use --json')
+  return withLab(o.databaseUrl, bounds, async (driver, target) => {
+    const lab = driver as MysqlLab
+    const room = await lab.room()
+    if (b.clients > room.free) {
+      throw new UsageError(`--clients ${b.clients} needs ${b.clients} connections, but the server has room for ${Math.max(0, room.free)} more (max_connections ${room.max}): use --clients ${Math.max(1, room.free)} or fewer`)
+    }
+    const space = await lab.createSpace('bench', Boolean(o.keep))
+    const progress = new Progress(nCells * cellMs)
+    const cells: CellResult[] = []
+    let failure: unknown
+    try {
+      await lab.query(lab.useSql(space.name))
+      for (const stmt of mysqlOltpSetup(b.rows)) await lab.query(stmt)
+      let n = 0
+      for (const p of plans) {
+        for (const cell of p.cells) {
+          n++
+          const wl: Workload = { ...cell.workload, statements: MYSQL_OLTP }
+          progress.phase(`cell ${n}/${nCells}: ${groupLabel({ ...cell, workload: wl.id })} ${shortLevel(cell.level)} race`, b.warmupMs + b.durationMs)
+          const race = await runCell({
+            workload: wl,
+            level: cell.level,
+            clients: b.clients,
+            durationMs: b.durationMs,
+            warmupMs: b.warmupMs,
+            maxTries: b.maxTries,
+            target: lab.target,
+            schema: space.name,
+            connectTimeoutMs: bounds.connectTimeoutMs,
+            statementTimeoutMs: bounds.stepTimeoutMs,
+            driver: b.driver,
+            open: () => MysqlBenchClient.open(lab, space.name, cell.level, Math.max(1, Math.ceil(bounds.stepTimeoutMs / 1000))),
+          })
+          let s: CellResult['slap'] = null
+          // slap stops at the first error and never retries: at SERIALIZABLE the hot rows deadlock (a shared read lock
+          // upgraded to a write), so it has no SERIALIZABLE number to compare with.
+          if (slap && cell.level !== 'serializable') {
+            // As many transactions per client as race committed per client, so both run for about as long.
+            const txns = Math.max(100, Math.round((race.tps * (b.durationMs / 1000)) / b.clients))
+            progress.phase(`cell ${n}/${nCells}: slap`, b.durationMs)
+            s = await runSlap({ bin: slap.bin, lab, space: space.name, level: cell.level, clients: b.clients, script: slapScript(wl, txns), txns })
+          }
+          cells.push({
+            workload: wl.id,
+            hot: cell.hot,
+            users: cell.users,
+            isolation: cell.level,
+            race,
+            pgbench: null,
+            vsRc: null,
+            article: articleRatio(wl.id, cell.hot, cell.level, '2pl'),
+            racePerPgbench: null,
+            slap: s,
+            racePerSlap: s && s.tps > 0 ? race.tps / s.tps : null,
+          })
+        }
+      }
+    } catch (e) {
+      failure = e
+    } finally {
+      progress.end()
+      space.release()
+    }
+    const left = await space.drop()
+    if (failure !== undefined) {
+      if (left && failure instanceof Error) failure.message = `${failure.message}; ${left.note}`
+      throw failure
+    }
+    if (left) throw new RunError(left.note)
+    for (const x of cells) {
+      const rc = cells.find((y) => groupLabel(y) === groupLabel(x) && y.isolation === 'read committed')
+      x.vsRc = rc && rc.race.tps > 0 ? x.race.tps / rc.race.tps : null
+    }
+    const report: BenchReport = {
+      command: 'bench',
+      server: { version: lab.server.version, product: lab.server.product },
+      engine: 'mysql',
+      target: target.label,
+      config: {
+        workloads: b.workloads,
+        isolation: b.levels,
+        hot: b.hot,
+        hotRows: b.hotRows,
+        rows: b.rows,
+        users: b.users,
+        clients: b.clients,
+        durationMs: b.durationMs,
+        warmupMs: b.warmupMs,
+        maxTries: b.maxTries,
+        statementTimeoutMs: bounds.stepTimeoutMs,
+        driver: 'mariadb connector',
+        pgbench: null,
+        slap,
+      },
+      article: ARTICLE,
+      cells,
+      ...(o.keep ? { schema: space.name } : {}),
+    }
+    process.stdout.write(b.json ? JSON.stringify(report, null, 2) + '\n' : text(report) + '\n' + (o.keep ? `kept database ${space.name}\n` : ''))
+    return 0
+  })
 }

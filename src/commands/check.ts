@@ -1,14 +1,19 @@
 // race check [ids...]: every scenario (and its documented variants) in lockstep, one summary table.
 // Exit 0 only if every one behaved exactly as documented: the CI smoke check.
 import type { Command } from 'commander'
-import { describeDoc, exitCode, summarize, worstExit } from '../judge/index.js'
-import { assertSound, documentedFor, plan } from '../plan.js'
-import { defaultParams, type CheckCase, type Params, type Pool, type Scenario } from '../scenario.js'
+import { describeDoc, exitCode, summarize, worstExit, type Summary } from '../judge/index.js'
+import type { Driver } from '../db/driver.js'
+import { resolveTarget } from '../db/target.js'
 import { UsageError } from '../errors.js'
+import { assertSound, documentedFor, ownServerRefusal, plan } from '../plan.js'
+import { defaultParams, type CheckCase, type Documented, type Engine, type Params, type Pool, type Scenario } from '../scenario.js'
 import { findScenario, scenarios } from '../registry.js'
 import { c, verdictColor } from '../report/color.js'
-import { plainTable } from '../report/table.js'
-import { addTargetOptions, parseBounds, runOnce, withLab, type TargetOptions } from './common.js'
+import { fitTable, type Col } from '../report/table.js'
+import { columns, hang, joinFit } from '../report/width.js'
+import { annotationsOf, checkWritable, ciCase, githubWanted, printAnnotations, writeJunit } from '../report/ci.js'
+import { addCiOptions, addTargetOptions, assertRunsOn, engineFor, ownSettings, parseBounds, runOnce, withLab, type CiOptions, type TargetOptions, type Trial } from './common.js'
+import { expectsOverride, specFailure } from '../spec/scenario.js'
 import { addPoolerOptions, parsePool, requirePooler, sizePool, type PoolerOptions } from './pooler.js'
 
 export interface Case {
@@ -24,32 +29,38 @@ export function registerCheck(program: Command, exit: (code: number) => void): C
   const cmd = program
     .command('check')
     .description('every scenario in lockstep against one database: exit 0 only if each behaves exactly as documented')
-    .argument('[scenarios...]', 'scenario ids (default: all)')
+    .argument('[scenarios...]', 'scenario ids (default: all), .spec files or .mjs modules')
   addTargetOptions(cmd, { keep: false })
+  addCiOptions(cmd, 'case')
   addPoolerOptions(cmd, { config: false })
-  cmd.action(async (ids: string[], o: TargetOptions & PoolerOptions, self: Command) => exit(await checkCommand(ids, o, self)))
+  cmd.action(async (ids: string[], o: TargetOptions & CiOptions & PoolerOptions, self: Command) => exit(await checkCommand(ids, o, self)))
   cmd.addHelpText(
     'after',
     `
-Each case compares the whole documented outcome: the verdict, how every session ended (committed, rejected
-with its reason, or failed with which SQLSTATE), and the isolation level each session really ran at.
+Each case compares the whole documented outcome: the verdict, how every session
+ended (committed, rejected with its reason, or failed with which SQLSTATE), and
+the isolation level each session really ran at.
 
 Examples:
   $ race check
   $ race check --database-url postgres://app@db:5432/app --json
+  $ race check --junit race-junit.xml      (CI: one testcase per case)
   $ race check advisory unique-index
-  $ race check --pooler pgbouncer          the scenarios documented through a pooler, each through a PgBouncer of its own`,
+  $ race check --pooler pgbouncer          (each case through a PgBouncer of its own)`,
   )
   return cmd
 }
 
 /**
- * The cases of `race check`: each scenario's defaults and its `checks`. Through a pooler (`through`): only the
- * scenarios documented through one, each case through a pool of the scenario's size in transaction mode unless
- * the case names its own pool, and only the cases with a documented outcome there.
+ * The cases race check runs on an engine: every scenario documented there (one named but not available there is
+ * bad input), its defaults and its check cases for that engine. Through a pooler (`through`, PostgreSQL only):
+ * only the scenarios documented through one, each case through a pool of the scenario's size in transaction mode
+ * unless the case names its own pool, and only the cases with a documented outcome there; without one, the
+ * cases that configure a pool are left out.
  */
-export async function checkCases(ids: string[], through?: Pool): Promise<Case[]> {
-  const chosen = ids.length ? await Promise.all(ids.map(findScenario)) : await scenarios()
+export async function checkCases(ids: string[], engine: Engine = 'postgres', through?: Pool): Promise<Case[]> {
+  const chosen = ids.length ? await Promise.all(ids.map(findScenario)) : (await scenarios()).filter((s) => s.documented[engine])
+  for (const s of chosen) assertRunsOn(s, engine)
   const cases: Case[] = []
   for (const s of chosen) {
     if (through && !s.pooled) {
@@ -58,6 +69,7 @@ export async function checkCases(ids: string[], through?: Pool): Promise<Case[]>
     }
     const all: CheckCase[] = [{ label: 'default' }, ...(s.checks ?? [])]
     for (const k of all) {
+      if (k.engines && !k.engines.includes(engine)) continue
       const n = k.n ?? s.sessionCount.default
       const params = defaultParams(s, k.params)
       if (!through) {
@@ -67,29 +79,58 @@ export async function checkCases(ids: string[], through?: Pool): Promise<Case[]>
       // A pooler the user runs keeps its own mode and size: cases that configure one are race's own pooler's.
       if (through.kind === 'external' && k.pool) continue
       const asked: Pool = { ...through, mode: k.pool?.mode ?? through.mode, resetAlways: k.pool?.resetAlways ?? through.resetAlways, size: k.pool?.size ?? null }
-      const pool = sizePool({ ...asked, size: asked.size ?? 0 }, s, plan(s, { params, n, engine: 'postgres', pool: asked }).sessions.length)
-      if (!documentedFor(s, { params, n, engine: 'postgres', pool, schedule: 'lockstep', windowMs: 0 }).length) continue
+      const pool = sizePool({ ...asked, size: asked.size ?? 0 }, s, plan(s, { params, n, engine, pool: asked }).sessions.length)
+      if (!documentedFor(s, { params, n, engine, pool, schedule: 'lockstep', windowMs: 0 }).length) continue
       cases.push({ scenario: s, label: k.label, n, params, pool })
     }
   }
   return cases
 }
 
-export async function checkCommand(ids: string[], o: TargetOptions & PoolerOptions, cmd?: Command): Promise<number> {
-  const through = cmd ? parsePool(o, cmd) : undefined
+/** A case's name in reports: its label, and through a pooler the pool's size. */
+function caseName(k: Case): string {
+  return k.pool ? `${k.label} · pool ${k.pool.size ?? '?'}` : k.label
+}
+
+export async function checkCommand(ids: string[], o: TargetOptions & CiOptions & PoolerOptions, cmd?: Command): Promise<number> {
+  const engine = engineFor(o.databaseUrl)
+  const through = cmd ? parsePool(o, cmd, engine) : undefined
   requirePooler(through)
-  const cases = await checkCases(ids, through)
-  for (const k of cases) assertSound(k.scenario, k.params, k.n, 'postgres', k.pool)
+  const cases = await checkCases(ids, engine, through)
+  for (const k of cases) assertSound(k.scenario, k.params, k.n, engine, k.pool)
   const bounds = parseBounds(o)
+  const junit = o.junit === undefined ? undefined : checkWritable('--junit', o.junit)
+  // A scenario with a server of its own (lock-limit) runs on an embedded server race starts for it; on a server
+  // the user gave it is left out (and asking for it by name is refused, exit 2).
+  let own = cases.filter((k) => k.scenario.ownServer)
+  let skipped: Case[] = []
+  if (own.length && resolveTarget(o.databaseUrl).kind !== 'embedded') {
+    const named = own.find((k) => ids.includes(k.scenario.id))
+    if (named) throw new UsageError(ownServerRefusal(named.scenario))
+    skipped = own
+    own = []
+  }
+  const shared = cases.filter((k) => !k.scenario.ownServer)
   return withLab(o.databaseUrl, bounds, async (lab, target, via) => {
-    const rows = []
-    for (const k of cases) {
-      if (!o.json && process.stderr.isTTY) process.stderr.write(`\r\x1b[2Kchecking ${k.scenario.id} (${k.label})...`)
-      const { trial, docs, ms } = await runOnce(lab, bounds, k.scenario, k.params, k.n, k.pool, via)
-      rows.push({ k, t: trial, docs, ms, summary: summarize([trial], docs) })
+    const rows: { k: Case; t: Trial; docs: Documented[]; ms: number; summary: Summary }[] = []
+    const one = async (l: Driver, k: Case) => {
+      if (!o.json && process.stderr.isTTY) process.stderr.write(`\r\x1b[2Kchecking ${k.scenario.id} (${caseName(k)})...`)
+      const { trial, docs, ms } = await runOnce(l, bounds, k.scenario, k.params, k.n, k.pool, via).catch((e) => {
+        throw specFailure(k.scenario, e)
+      })
+      rows.push({ k, t: trial, docs, ms, summary: summarize([trial], docs, expectsOverride(k.scenario)) })
+    }
+    for (const k of shared) await one(lab, k)
+    for (const s of [...new Set(own.map((k) => k.scenario))]) {
+      await withLab(undefined, bounds, async (ownLab) => {
+        for (const k of own.filter((x) => x.scenario === s)) await one(ownLab, k)
+      }, s)
     }
     if (!o.json && process.stderr.isTTY) process.stderr.write('\r\x1b[2K')
     const code = worstExit(rows.map((r) => exitCode(r.summary)))
+    const ci = rows.map(({ k, t, summary, ms }) => ciCase(`race.check.${k.scenario.id}`, caseName(k), ms, t, summary, exitCode(summary)))
+    if (junit) writeJunit(junit, 'race check', ci, { server: `PostgreSQL ${lab.server.version}`, target: target.label, schedule: 'lockstep' })
+    const notes = githubWanted(o.github) ? annotationsOf((k) => `race check: ${k.classname.slice('race.check.'.length)} (${k.name})`, ci) : []
     if (o.json) {
       const doc = {
         server: { version: lab.server.version },
@@ -110,37 +151,41 @@ export async function checkCommand(ids: string[], o: TargetOptions & PoolerOptio
           deviations: summary.deviations,
           ms,
         })),
+        skipped: skipped.map((k) => ({ scenario: k.scenario.id, case: k.label, why: ownServerRefusal(k.scenario) })),
         matched: code === 0,
         exitCode: code,
       }
       process.stdout.write(JSON.stringify(doc, null, 2) + '\n')
+      printAnnotations(notes, true)
       return code
     }
-    // Narrow enough for a terminal or a CI log: outcomes by kind (and SQLSTATE); what deviates is listed below.
-    const table = plainTable(['scenario', 'case', 'sessions', 'outcomes', 'invariant', 'verdict', ''], [null, 22, null, 30, 30, null, null])
-    for (const { k, t, summary } of rows) {
-      const outcomes = tally(t.sessions.map((x) => x.outcome + (x.sqlstate ? ` ${x.sqlstate}` : '')))
-      table.push([
-        c.bold(k.scenario.id),
-        k.pool ? `${k.label} · pool ${k.pool.size ?? '?'}` : k.label,
-        t.sessions.length,
-        outcomes,
-        t.invariant.held === null ? verdictColor('unknown') : `${t.invariant.observed} ${t.invariant.held ? c.green('HELD') : c.red('VIOLATED')}`,
-        verdictColor(t.verdict),
-        verdictColor(summary.matched ? 'MATCH' : 'DEVIATION'),
-      ])
-    }
+    // Fits the terminal or a CI log (80 columns when piped): the case and how its sessions ended stay whole; the
+    // invariant's observed value is what wraps first. What deviates is listed below the table.
+    const w = columns()
+    const body = rows.map(({ k, t, summary }) => [
+      c.bold(k.scenario.id) + (caseName(k) === 'default' ? '' : c.dim(` · ${caseName(k)}`)),
+      tally(t.sessions.map((x) => x.outcome + (x.sqlstate ? ` ${x.sqlstate}` : ''))) +
+        `\n${t.invariant.held === null ? verdictColor('unknown') : t.invariant.held ? c.green('HELD') : c.red('VIOLATED')} ${c.dim(t.invariant.observed)}`,
+      `${verdictColor(t.verdict)} ${verdictColor(summary.matched ? 'MATCH' : 'DEVIATION')}`,
+    ])
+    // How the sessions ended wraps; the invariant's observed value under it is what matters least here (race run
+    // shows it): it is cut at the column's edge, never its HELD or VIOLATED.
+    const cols: Col[] = [{ min: 16, shrink: 2 }, { min: 24, shrink: 2, overflow: (line) => (line === 0 ? 'wrap' : 'cut') }, { shrink: 0 }]
+    const table = fitTable(['case', 'outcomes / invariant', 'verdict'], body, cols, w)
     const bad = rows.filter((r) => !r.summary.matched)
-    const how = through?.kind === 'pgbouncer' ? `  ·  each case through a PgBouncer of its own (transaction mode unless the case says otherwise)` : through ? '  ·  through the pooler you run (--pooled)' : ''
-    const lines = [`${c.bold('race check')}  ·  PostgreSQL ${lab.server.version} (${target.label})  ·  lockstep${how}`, table.toString()]
+    const how = through?.kind === 'pgbouncer' ? 'each case through a PgBouncer of its own' : through ? 'through the pooler you run (--pooled)' : ''
+    const lines = [...joinFit([c.bold('race check'), `${lab.server.product ?? 'PostgreSQL'} ${lab.server.version} (${target.label})`, 'lockstep', how], '  ·  ', w, 2), table]
     for (const r of bad) {
-      lines.push(c.red(`${r.k.scenario.id} (${r.k.label}): documented ${r.docs.map(describeDoc).join(' | ')}`))
-      for (const d of r.summary.deviations.length ? r.summary.deviations : [r.t.why]) lines.push(c.red(`  ${d}`))
+      lines.push(...hang(c.red(`${r.k.scenario.id} (${r.k.label}): documented ${r.docs.map(describeDoc).join(' | ')}`), w, 2))
+      for (const d of r.summary.deviations.length ? r.summary.deviations : [r.t.why]) lines.push(...hang(c.red(`  ${d}`), w, 4))
     }
+    for (const s of [...new Set(own.map((k) => k.scenario))]) lines.push(c.dim(`${s.id} ran on an embedded server of its own, started with ${ownSettings(s)} (it ${s.ownServer!.why})`))
+    for (const s of [...new Set(skipped.map((k) => k.scenario))]) lines.push(c.dim(`not run here: ${s.id} (it ${s.ownServer!.why}; it runs only on race's own embedded server: race check without --database-url runs it)`))
     lines.push(bad.length ? c.red(`${bad.length} of ${rows.length} did not behave as documented`) : c.green(`all ${rows.length} behaved as documented`))
     process.stdout.write(lines.join('\n') + '\n')
+    printAnnotations(notes, false)
     return code
-  }, { pooled: through?.kind === 'external' })
+  }, undefined, { pooled: through?.kind === 'external' })
 }
 
 function tally(list: string[]): string {

@@ -1,24 +1,30 @@
 // What the commands share: where the database is, bounds on every wait, scenario flags, and one trial judged
 // against its documentation.
 import type { Command } from 'commander'
+import type { Driver } from '../db/driver.js'
 import { startEmbedded } from '../db/embedded.js'
 import { discoverDirect, reapPoolers } from '../db/pooler.js'
 import { Lab } from '../db/lab.js'
-import { resolveTarget, type Target } from '../db/target.js'
+import { engineOf, resolveTarget, type Target } from '../db/target.js'
 import { run } from '../engine/run.js'
 import type { TrialFacts } from '../engine/types.js'
 import { RunError, UsageError } from '../errors.js'
 import { compare, documentedCodes, judge, type Comparison } from '../judge/index.js'
 import { abort, describeStuck } from '../lifecycle.js'
 import { parseDuration, parseWhole, formatDuration } from '../parse.js'
-import { documentedFor, plan, type Plan } from '../plan.js'
-import type { Documented, ParamSpec, Params, Pool, Scenario, Schedule, Verdict } from '../scenario.js'
-import { poolerFor } from './pooler.js'
+import { documentedFor, ownServerRefusal, plan, unavailableOn, type Plan } from '../plan.js'
+import type { Documented, Engine, ParamSpec, Params, Pool, Scenario, Schedule, Verdict } from '../scenario.js'
+import { pooledDriver } from './pooler.js'
 
 export interface Bounds {
   connectTimeoutMs: number
   stepTimeoutMs: number
   runTimeoutMs: number
+}
+
+/** How the user ran race, for a command line race suggests: `npx race` when npx started it, else `race`. */
+export function self(): string {
+  return process.env.npm_command === 'exec' ? 'npx race' : 'race'
 }
 
 /** The options every command that connects takes. */
@@ -32,12 +38,24 @@ export interface TargetOptions {
 }
 
 export function addTargetOptions(cmd: Command, o: { keep?: boolean; stepTimeout?: boolean } = {}): Command {
-  cmd.option('--database-url <url>', 'a server you already have (else DATABASE_URL, else PG* variables, else embedded PostgreSQL 18)')
+  cmd.option('--database-url <url>', 'a server you already have: postgres://... or mysql://... (else DATABASE_URL, else PG* variables, else embedded PostgreSQL 18)')
   cmd.option('--connect-timeout <duration>', 'give up connecting after this long', '5s')
   if (o.stepTimeout !== false) cmd.option('--step-timeout <duration>', 'cancel a step that has not finished after this long', '10s')
   cmd.option('--run-timeout <duration>', 'give up on the whole command after this long', '5m')
   if (o.keep !== false) cmd.option('--keep', 'keep the run schema (prints its name) instead of dropping it')
   return cmd.option('--json', 'print one JSON document instead of tables').option('--no-color', 'no colours, even on a terminal')
+}
+
+/** For CI: a JUnit file, and GitHub annotations (also on by themselves inside GitHub Actions). */
+export interface CiOptions {
+  junit?: string
+  github?: boolean
+}
+
+export function addCiOptions(cmd: Command, what: string): Command {
+  return cmd
+    .option('--junit <file>', `also write a JUnit XML file: one testcase per ${what}, a <failure> for each deviation`)
+    .option('--github', 'print GitHub Actions ::error annotations for deviations (on by itself when GITHUB_ACTIONS=true)')
 }
 
 export function parseBounds(o: Pick<TargetOptions, 'connectTimeout' | 'runTimeout'> & { stepTimeout?: string }): Bounds {
@@ -77,7 +95,7 @@ export function addScenarioParamOptions(cmd: Command, scenarios: readonly Scenar
 }
 
 /** The scenario's params from the command line (defaults for the rest); another scenario's flag is bad input. */
-export function scenarioParams(s: Scenario, cmd: Command, opts: Record<string, unknown>, all: readonly Scenario[]): Params {
+export function scenarioParams(s: Scenario, cmd: Command, opts: Record<string, unknown>, all: readonly Scenario[], engine: Engine = 'postgres'): Params {
   const params: Params = {}
   for (const [key, p] of Object.entries(s.params)) {
     const raw = opts[key]
@@ -86,7 +104,7 @@ export function scenarioParams(s: Scenario, cmd: Command, opts: Record<string, u
     if (!given || raw === undefined) params[key] = p.default
     else if (p.kind === 'boolean') params[key] = Boolean(raw)
     else if (p.kind === 'whole') params[key] = parseWhole(flag, String(raw), p.min ?? 0, p.max ?? 1_000_000)
-    else if (p.kind === 'choice') params[key] = parseChoice(flag, String(raw), p.choices ?? [])
+    else if (p.kind === 'choice') params[key] = parseChoice(flag, String(raw), p.choicesOn?.[engine] ?? p.choices ?? [])
     else params[key] = parseDuration(flag, String(raw))
   }
   // A flag of another scenario is a mistake worth saying, not a silent no-op.
@@ -102,11 +120,26 @@ export function scenarioParams(s: Scenario, cmd: Command, opts: Record<string, u
   return params
 }
 
+/** The short names of isolation levels race bench takes too: --isolation rr means the same everywhere. */
+const LEVEL_ALIASES: Record<string, string> = { ru: 'read uncommitted', rc: 'read committed', rr: 'repeatable read', s: 'serializable', ser: 'serializable' }
+
 export function parseChoice(flag: string, raw: string, choices: readonly string[]): string {
-  const v = raw.trim().toLowerCase().replace(/[\s_-]+/g, ' ')
-  const hit = choices.find((x) => x === v)
+  // Spelled as the user likes (for-update, for_update, "for update"), or a level's short name (rr).
+  const norm = (x: string) => x.trim().toLowerCase().replace(/[\s_-]+/g, ' ')
+  const typed = norm(raw)
+  const alias = LEVEL_ALIASES[typed]
+  const v = alias && choices.includes(alias) ? alias : typed
+  const hit = choices.find((x) => norm(x) === v)
   if (hit) return hit
-  throw new UsageError(`${flag} takes one of ${choices.map((x) => `"${x}"`).join(', ')}, got '${raw}'`)
+  const short = Object.entries(LEVEL_ALIASES).filter(([k, l]) => choices.includes(l) && k !== 's').map(([k]) => k)
+  throw new UsageError(`${flag} takes one of ${choices.map((x) => `"${x}"`).join(', ')}${short.length ? ` (or ${short.join(', ')})` : ''}, got '${raw}'`)
+}
+
+/** "max_locks_per_transaction=10 max_connections=20": the settings of a scenario's own server. */
+export function ownSettings(s: Scenario): string {
+  return Object.entries(s.ownServer?.settings ?? {})
+    .map(([k, v]) => `${k}=${v}`)
+    .join(' ')
 }
 
 export function describeParams(s: Scenario, params: Params): string {
@@ -119,35 +152,64 @@ export function describeParams(s: Scenario, params: Params): string {
     .join(' ')
 }
 
-/** Opens the target (starting the embedded server when none is configured), runs fn, cleans up via lifecycle. */
+/** The engine the command will talk to, from --database-url / DATABASE_URL (no connection is made). */
+export function engineFor(databaseUrl: string | undefined): Engine {
+  return engineOf(resolveTarget(databaseUrl))
+}
+
+/** Refuses (exit 2) a scenario that cannot exist on the engine, with its one-line reason. */
+export function assertRunsOn(s: Scenario, engine: Engine): void {
+  const why = unavailableOn(s, engine)
+  if (why) throw new UsageError(`${s.id} is not available on ${engine === 'mysql' ? 'MySQL/MariaDB' : 'PostgreSQL'}: ${why}`)
+}
+
+/** Opens the target's driver: PostgreSQL (its Lab), or MySQL/MariaDB (loaded only when a mysql:// URL asks for it). */
+export async function openDriver(target: Target, connectTimeoutMs: number): Promise<Driver> {
+  if (engineOf(target) === 'mysql') {
+    const { MysqlLab } = await import('../db/mysql.js')
+    return MysqlLab.open(target, connectTimeoutMs)
+  }
+  return Lab.open(target, connectTimeoutMs)
+}
+
+/**
+ * Opens the target (starting the embedded server when none is configured), runs fn, cleans up via lifecycle.
+ * `own`: a scenario with a server of its own (Scenario.ownServer): the embedded server is started with its
+ * settings, and a server the user gave is refused (exit 2). `o.pooled` (--pooled): the URL is a pooler the user
+ * runs; the driver's control connection goes to the server behind it, and fn gets the pooler's target as `via`.
+ */
 export async function withLab<T>(
   databaseUrl: string | undefined,
   bounds: Bounds,
-  fn: (lab: Lab, target: Target, via?: Target) => Promise<T>,
+  fn: (lab: Driver, target: Target, via?: Target) => Promise<T>,
+  own?: Scenario,
   o: { pooled?: boolean } = {},
 ): Promise<T> {
   let target = resolveTarget(databaseUrl)
+  if (own?.ownServer && target.kind !== 'embedded') throw new UsageError(ownServerRefusal(own))
   if (o.pooled && !target.url) throw new UsageError('--pooled says --database-url is a pooler you run: give its URL with --database-url (or DATABASE_URL)')
-  const timer = setTimeout(
-    () => abort(new RunError(`the command did not finish within --run-timeout ${bounds.runTimeoutMs / 1000}s${stuckNote()}`)),
-    bounds.runTimeoutMs,
-  )
-  timer.unref()
+  // runTimeoutMs 0: no limit for the whole command (race locks --watch, until Ctrl-C).
+  const timer = bounds.runTimeoutMs
+    ? setTimeout(() => abort(new RunError(`the command did not finish within --run-timeout ${bounds.runTimeoutMs / 1000}s${stuckNote()}`)), bounds.runTimeoutMs)
+    : undefined
+  timer?.unref()
   try {
     // A PgBouncer a killed race left behind (its folder names its owner) goes first, whatever this command does.
     await reapPoolers((line) => process.stderr.isTTY && process.stderr.write(`${line}\n`))
     if (target.kind === 'embedded') {
       if (process.stderr.isTTY) process.stderr.write('starting the embedded PostgreSQL 18...\r')
-      const server = await startEmbedded()
+      const server = await startEmbedded({ settings: own?.ownServer?.settings })
       if (process.stderr.isTTY) process.stderr.write('\x1b[2K')
       target = { kind: 'embedded', url: server.url, label: 'embedded' }
     }
     // --pooled: the URL is the user's pooler (for the sessions); control goes to the server behind it.
     const via = o.pooled ? target : undefined
     if (via) target = await discoverDirect(via, bounds.connectTimeoutMs)
-    const lab = await Lab.open(target, bounds.connectTimeoutMs)
+    const lab = await openDriver(target, bounds.connectTimeoutMs)
     if (via) target = { ...via, label: `${via.label} (a pooler; control direct to ${target.label})` }
-    if (lab.reaped.length && process.stderr.isTTY) process.stderr.write(`removed ${lab.reaped.length} schema(s) left by race runs that were killed: ${lab.reaped.join(', ')}\n`)
+    if (lab.reaped.length && process.stderr.isTTY) {
+      process.stderr.write(`removed ${lab.reaped.length} ${lab.engine === 'mysql' ? 'database' : 'schema'}(s) left by race runs that were killed: ${lab.reaped.join(', ')}\n`)
+    }
     return await fn(lab, target, via)
   } finally {
     clearTimeout(timer)
@@ -172,21 +234,30 @@ export function judgeTrial(facts: TrialFacts, docs: readonly Documented[], p: Pl
 }
 
 /** One deterministic trial (race check, race matrix): lockstep, no window, nothing kept, judged. */
-export async function runOnce(lab: Lab, bounds: Bounds, scenario: Scenario, params: Params, n: number, pool?: Pool, via?: Target): Promise<{ trial: Trial; docs: Documented[]; plan: Plan; ms: number }> {
-  const variant = { params, n, engine: 'postgres' as const, ...(pool ? { pool } : {}) }
+export async function runOnce(
+  lab: Driver,
+  bounds: Bounds,
+  scenario: Scenario,
+  params: Params,
+  n: number,
+  pool?: Pool,
+  via?: Target,
+): Promise<{ trial: Trial; docs: Documented[]; plan: Plan; ms: number; pooled?: string }> {
+  const variant = { params, n, engine: lab.engine, ...(pool ? { pool } : {}) }
   const p = plan(scenario, variant)
   const docs = documentedFor(scenario, { ...variant, schedule: 'lockstep', windowMs: 0 })
   const started = performance.now()
-  const out = await run(lab, {
+  // Through a pooler: the sessions go through one of race's own (or the user's, --pooled), opened for this run.
+  const pooled = pool ? pooledDriver(pool, lab, bounds.connectTimeoutMs, via) : undefined
+  const out = await run(pooled ?? lab, {
     plan: p,
     schedule: 'lockstep',
     trials: 1,
     stepTimeoutMs: bounds.stepTimeoutMs,
     connectTimeoutMs: bounds.connectTimeoutMs,
     keep: false,
-    ...(pool ? { pooler: poolerFor(pool, lab, bounds.connectTimeoutMs, via) } : {}),
   })
-  return { trial: judgeTrial(out.trials[0], docs, p), docs, plan: p, ms: Math.round(performance.now() - started) }
+  return { trial: judgeTrial(out.trials[0], docs, p), docs, plan: p, ms: Math.round(performance.now() - started), ...(pooled?.describe ? { pooled: pooled.describe } : {}) }
 }
 
 /** The documented outcomes for a schedule (see plan.documentedFor). */

@@ -1,8 +1,16 @@
 // race list: every scenario with one line.
 import type { Command } from 'commander'
-import { scenarios, sourceText } from '../registry.js'
+import { unavailableOn } from '../plan.js'
+import { ARTICLES, scenarios, sourceText } from '../registry.js'
 import { c } from '../report/color.js'
-import { plainTable } from '../report/table.js'
+import { fitTable, plainTable } from '../report/table.js'
+import { columns, hang, width } from '../report/width.js'
+import { engineFor } from './common.js'
+
+/** The section alone (the article is the heading above): §4.1, or the isolation article's heading. */
+function sectionText(s: { article: string; section: string }): string {
+  return s.article === 'advisory-locks' ? `§${s.section}` : s.section
+}
 
 export function registerList(program: Command, exit: (code: number) => void): Command {
   return program
@@ -10,19 +18,52 @@ export function registerList(program: Command, exit: (code: number) => void): Co
     .description('every scenario, one line each')
     .option('--json', 'print JSON')
     .option('--no-color', 'no colours')
-    .action(async (o: { json?: boolean }) => exit(await listCommand(o)))
-    .addHelpText('after', "\nExamples:\n  $ race list\n  $ race list --json | jq -r '.[].id'")
+    .option('--database-url <url>', "for this URL's engine: a mysql:// URL lists what runs on MySQL/MariaDB and why the rest cannot (nothing connects)")
+    .action(async (o: { json?: boolean; databaseUrl?: string }) => exit(await listCommand(o)))
+    .addHelpText('after', "\nExamples:\n  $ race list\n  $ race list --json | jq -r '.[].id'\n  $ race list --database-url mysql://root@127.0.0.1:3306/test")
 }
 
-export async function listCommand(o: { json?: boolean }): Promise<number> {
-  const all = await scenarios()
+export async function listCommand(o: { json?: boolean; databaseUrl?: string }): Promise<number> {
+  const engine = engineFor(o.databaseUrl)
+  if (engine === 'mysql') return listFor(await scenarios(), o)
+  // PostgreSQL: the scenarios that run there (those for InnoDB only are listed with a mysql:// URL).
+  const all = (await scenarios()).filter((s) => s.documented.postgres)
   if (o.json) {
     const rows = all.map((s) => ({ id: s.id, title: s.title, source: sourceText(s.source) }))
     process.stdout.write(JSON.stringify(rows, null, 2) + '\n')
     return 0
   }
+  // One heading row per article (its English title), the section beside each scenario; when the three columns
+  // do not fit, the section goes under the title, so nothing is cut.
+  const w = columns()
+  const wide = 30 + Math.max(...all.map((s) => width(s.title))) + Math.max(...all.map((s) => width(sectionText(s.source)))) <= w
+  const rows: Parameters<typeof fitTable>[1][number][] = []
+  let article = ''
+  for (const s of all) {
+    if (s.source.article !== article) {
+      article = s.source.article
+      rows.push([{ content: c.bold(`${article} article: `) + c.dim(ARTICLES[s.source.article as keyof typeof ARTICLES] ?? ''), colSpan: wide ? 3 : 2 }])
+    }
+    const sec = c.dim(sectionText(s.source))
+    rows.push(wide ? [c.bold(s.id), s.title, sec] : [c.bold(s.id), s.source.article === 'advisory-locks' ? `${sec} ${s.title}` : `${s.title}\n${sec}`])
+  }
+  const head = wide ? ['scenario', 'what it shows', 'section'] : ['scenario', 'what it shows (section)']
+  process.stdout.write(fitTable(head, rows, [{ shrink: 0 }, { min: 24 }, { shrink: 2, min: 12 }], w) + '\n')
+  process.stdout.write(hang(c.dim('race show <scenario> tells its story; race run <scenario> runs it.'), w, 2).join('\n') + '\n')
+  return 0
+}
+
+/** On MySQL/MariaDB: what runs there, then what cannot, each with its one-line reason. */
+function listFor(all: Awaited<ReturnType<typeof scenarios>>, o: { json?: boolean }): number {
+  const rows = all.map((s) => ({ id: s.id, title: s.title, source: sourceText(s.source), available: !unavailableOn(s, 'mysql'), why: unavailableOn(s, 'mysql') ?? null }))
+  if (o.json) {
+    process.stdout.write(JSON.stringify(rows, null, 2) + '\n')
+    return 0
+  }
   const t = plainTable(['scenario', 'what it shows', 'from'])
-  for (const s of all) t.push([c.bold(s.id), s.title, c.dim(sourceText(s.source))])
-  process.stdout.write(t.toString() + '\n' + c.dim('race show <scenario> tells its story; race run <scenario> runs it.') + '\n')
+  for (const r of rows.filter((x) => x.available)) t.push([c.bold(r.id), r.title, c.dim(r.source)])
+  const gone = plainTable(['not on InnoDB', 'why'], [null, 90])
+  for (const r of rows.filter((x) => !x.available)) gone.push([c.dim(r.id), r.why ?? ''])
+  process.stdout.write(`${c.bold('on MySQL/MariaDB (InnoDB)')}\n${t.toString()}\n\n${gone.toString()}\n` + c.dim('race show <scenario> --database-url mysql://... shows its InnoDB form.') + '\n')
   return 0
 }

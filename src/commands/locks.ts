@@ -2,12 +2,14 @@
 import type { Command } from 'commander'
 import type { Sql } from 'postgres'
 import { setTimeout as sleep } from 'node:timers/promises'
-import { UsageError } from '../errors.js'
-import { resolveTarget } from '../db/target.js'
+import { RunError, UsageError } from '../errors.js'
+import type { Lab } from '../db/lab.js'
+import { engineOf, resolveTarget } from '../db/target.js'
 import { whenAborted } from '../lifecycle.js'
-import { parseDuration } from '../parse.js'
+import { formatDuration, parseDuration } from '../parse.js'
 import { c } from '../report/color.js'
-import { fmtMs, plainTable } from '../report/table.js'
+import { fitTable, fmtMs } from '../report/table.js'
+import { columns, joinFit, width } from '../report/width.js'
 import { addTargetOptions, parseBounds, withLab, type TargetOptions } from './common.js'
 
 export interface LocksOptions extends TargetOptions {
@@ -19,13 +21,13 @@ export function registerLocks(program: Command, exit: (code: number) => void): C
   const cmd = program
     .command('locks')
     .description('advisory locks held or awaited in a database right now (pg_locks joined with pg_stat_activity), waiting first')
-    .option('--watch', 'redraw every --interval until Ctrl-C (or --run-timeout)')
+    .option('--watch', 'redraw every --interval until Ctrl-C (or --run-timeout, when given)')
     .option('--interval <duration>', 'with --watch: how often to redraw (default 1s)')
   addTargetOptions(cmd, { keep: false, stepTimeout: false })
-  cmd.action(async (o: LocksOptions) => exit(await locksCommand(o)))
+  cmd.action(async (o: LocksOptions, self: Command) => exit(await locksCommand(o, self)))
   cmd.addHelpText(
     'after',
-    '\nExamples:\n  $ race locks --database-url postgres://app@db:5432/app\n  $ race locks --watch --interval 500ms\n  $ race run deadlock --hold 20s      (its output says how to point race locks at it)',
+    '\nExamples:\n  $ race locks --database-url postgres://app@db:5432/app\n  $ race locks --watch --interval 500ms\n  $ race run deadlock --hold 20s    (it prints how to point race locks at it)',
   )
   return cmd
 }
@@ -78,52 +80,72 @@ export async function advisoryLocks(sql: Sql): Promise<LockRow[]> {
   }))
 }
 
-export function locksTable(rows: readonly LockRow[]): string {
+export function locksTable(rows: readonly LockRow[], w = columns()): string {
   if (!rows.length) return c.dim('no advisory locks held or awaited in this database')
-  const t = plainTable(['pid', 'key', 'mode', 'granted', 'state', 'xact age', 'query'])
-  for (const r of rows) {
-    t.push([
-      r.pid,
-      r.key ?? `(${r.pair![0]}, ${r.pair![1]})`,
-      r.mode.replace(/Lock$/, ''),
-      r.granted ? c.green('yes') : c.yellow(`waiting${r.waitingFor.length ? ` for ${r.waitingFor.join(', ')}` : ''}`),
-      r.state ?? '',
-      r.xactAgeMs === null ? '' : fmtMs(r.xactAgeMs),
-      r.query.replace(/\s+/g, ' '),
+  const granted = (r: LockRow) => (r.granted ? c.green('yes') : c.yellow(`waiting${r.waitingFor.length ? ` for ${r.waitingFor.join(', ')}` : ''}`))
+  const key = (r: LockRow) => r.key ?? `(${r.pair![0]}, ${r.pair![1]})`
+  const mode = (r: LockRow) => r.mode.replace(/Lock$/, '')
+  const age = (r: LockRow) => (r.xactAgeMs === null ? '' : fmtMs(r.xactAgeMs))
+  const query = (r: LockRow) => r.query.replace(/\s+/g, ' ')
+  const wide = rows.map((r) => [r.pid, key(r), mode(r), granted(r), r.state ?? '', age(r), query(r)])
+  const head = ['pid', 'key', 'mode', 'granted', 'state', 'xact age', 'query']
+  const natural = head.map((h, i) => Math.max(width(h), ...wide.map((r) => width(String(r[i])))))
+  let table: string
+  if (natural.reduce((a, x) => a + x, 0) + 3 * head.length + 1 <= w) table = fitTable(head, wide, [], w)
+  else {
+    // Narrow: who holds or waits for what on one row, the query under it across the whole table (cut at its edge).
+    const body = rows.flatMap((r) => [
+      [r.pid, key(r), `${mode(r)} ${r.granted ? c.green('held') : granted(r)}`, [r.state ?? '', age(r)].filter(Boolean).join(', ')],
+      [{ content: c.dim(query(r)), colSpan: 4, overflow: 'cut' as const }],
     ])
+    table = fitTable(['pid', 'key', 'lock', 'state, xact age'], body, [{ shrink: 0 }, { shrink: 0 }, { min: 14 }, { min: 10 }], w)
   }
   const waiting = rows.filter((r) => !r.granted).length
-  return `${t.toString()}\n${rows.length - waiting} held, ${waiting} waiting`
+  return `${table}\n${rows.length - waiting} held, ${waiting} waiting`
 }
 
-export async function locksCommand(o: LocksOptions): Promise<number> {
+export async function locksCommand(o: LocksOptions, cmd?: Command): Promise<number> {
   const target = resolveTarget(o.databaseUrl)
   if (target.kind === 'embedded') {
     throw new UsageError(
       `race locks looks at a server you name: give --database-url (or DATABASE_URL / PG*); race run --hold prints the URL of its embedded server`,
     )
   }
+  if (engineOf(target) !== 'postgres') {
+    throw new UsageError(`race locks reads PostgreSQL's pg_locks; ${target.label} is MySQL/MariaDB, whose user locks (GET_LOCK) have no such view here: give a postgres:// URL`)
+  }
   const intervalMs = parseDuration('--interval', o.interval ?? '1s')
   if (o.interval !== undefined && !o.watch) throw new UsageError(`--interval only applies with --watch: race locks --watch --interval ${o.interval}`)
   if (o.watch && o.json) throw new UsageError(`--watch redraws a table; for JSON run race locks --json once (or in a loop)`)
   const bounds = parseBounds(o)
-  return withLab(o.databaseUrl, bounds, async (lab) => {
+  // --watch runs until Ctrl-C; --run-timeout, when given, still ends it (every refresh is bounded on its own).
+  const limited = !o.watch || cmd?.getOptionValueSource('runTimeout') === 'cli'
+  if (!limited) bounds.runTimeoutMs = 0
+  const read = (sql: Sql) => {
+    const ms = bounds.connectTimeoutMs + 10_000
+    let timer: NodeJS.Timeout | undefined
+    const late = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new RunError(`the server did not answer the pg_locks query within ${ms / 1000}s`)), ms)))
+    return Promise.race([advisoryLocks(sql), late, whenAborted()]).finally(() => clearTimeout(timer))
+  }
+  return withLab(o.databaseUrl, bounds, async (driver) => {
+    const lab = driver as Lab
     if (!o.watch) {
-      const rows = await advisoryLocks(lab.control)
+      const rows = await read(lab.control)
       if (o.json) process.stdout.write(JSON.stringify({ server: { version: lab.server.version }, target: target.label, locks: rows }, null, 2) + '\n')
       else process.stdout.write(locksTable(rows) + '\n')
       return 0
     }
-    // Watch until Ctrl-C, or until just before --run-timeout (every wait bounded).
-    const until = Date.now() + bounds.runTimeoutMs - Math.min(2000, bounds.runTimeoutMs / 2)
+    // Watch until Ctrl-C (or, when given, until just before --run-timeout).
+    const until = limited ? Date.now() + bounds.runTimeoutMs - Math.min(2000, bounds.runTimeoutMs / 2) : Infinity
     const tty = process.stdout.isTTY
     while (Date.now() + intervalMs < until) {
-      const rows = await advisoryLocks(lab.control)
-      const head = c.bold(`race locks`) + c.dim(`  ·  ${target.label}  ·  every ${intervalMs} ms  ·  ${new Date().toISOString().slice(11, 19)}  ·  Ctrl-C stops`)
-      process.stdout.write((tty ? '\x1b[2J\x1b[H' : '') + `${head}\n${locksTable(rows)}\n${tty ? '' : '\n'}`)
+      const rows = await read(lab.control)
+      const w = columns()
+      const head = joinFit([c.bold('race locks'), c.dim(target.label), c.dim(`every ${formatDuration(intervalMs)}`), c.dim(new Date().toISOString().slice(11, 19)), c.dim('Ctrl-C stops')], c.dim('  ·  '), w, 2)
+      process.stdout.write((tty ? '\x1b[2J\x1b[H' : '') + `${head.join('\n')}\n${locksTable(rows, w)}\n${tty ? '' : '\n'}`)
       await Promise.race([sleep(intervalMs), whenAborted()])
     }
-    process.stdout.write(c.dim(`stopped watching at --run-timeout ${bounds.runTimeoutMs / 1000}s\n`))
+    process.stdout.write(c.dim(`stopped watching at --run-timeout ${formatDuration(bounds.runTimeoutMs)}\n`))
     return 0
   })
 }

@@ -1,15 +1,15 @@
-// --pooler pgbouncer / --pooled: the options run, check and bench share, and the route the engine's sessions
-// take through the pooler (race's own PgBouncer, started once the run's schema exists, or one the user runs).
+// --pooler pgbouncer / --pooled: the options run, check and bench share, and the driver whose sessions go
+// through the pooler (race's own PgBouncer, started once the run's schema exists, or one the user runs).
 import type { Command } from 'commander'
-import type { Lab } from '../db/lab.js'
 import { connect, endQuietly } from '../db/connect.js'
+import type { Driver } from '../db/driver.js'
+import { Lab } from '../db/lab.js'
+import { PooledDriver, type PoolOpener, type PoolRoute } from '../db/pooled.js'
 import { describePool, externalPool, findPgbouncer, startPooler } from '../db/pooler.js'
 import type { Target } from '../db/target.js'
-import type { Pooler } from '../engine/run.js'
-import type { PoolRoute } from '../engine/types.js'
 import { RunError, UsageError } from '../errors.js'
 import { parseWhole } from '../parse.js'
-import { POOL_MODES, type Pool, type PoolMode, type Scenario } from '../scenario.js'
+import { POOL_MODES, type Engine, type Pool, type PoolMode, type Scenario } from '../scenario.js'
 
 export interface PoolerOptions {
   pooler?: string
@@ -31,8 +31,11 @@ export function addPoolerOptions(cmd: Command, o: { config?: boolean; pooled?: b
 }
 
 /** The pool the options ask for (size filled in later when not given), or undefined: direct. */
-export function parsePool(o: PoolerOptions, cmd: Command): Pool | undefined {
+export function parsePool(o: PoolerOptions, cmd: Command, engine: Engine = 'postgres'): Pool | undefined {
   const given = (k: string) => cmd.getOptionValueSource(k) === 'cli'
+  if (engine === 'mysql' && (o.pooler !== undefined || o.pooled)) {
+    throw new UsageError(`${o.pooled ? '--pooled' : '--pooler'} is for PostgreSQL poolers such as PgBouncer, and --database-url is MySQL/MariaDB: leave it out, or give a postgres:// URL`)
+  }
   if (o.pooler !== undefined && o.pooled) throw new UsageError('--pooler and --pooled exclude each other: --pooler starts a PgBouncer of race\'s own, --pooled says --database-url already is one')
   if (o.pooler === undefined) {
     for (const [k, f] of [['poolSize', '--pool-size'], ['poolMode', '--pool-mode'], ['resetQueryAlways', '--reset-query-always']] as const) {
@@ -63,11 +66,15 @@ export function sizePool(pool: Pool, s: Scenario | undefined, sessions: number):
   return { ...pool, size: s?.pooled?.size ?? sessions }
 }
 
-/** The engine's pooler for this pool. */
-export function poolerFor(pool: Pool, lab: Lab, connectTimeoutMs: number, via?: Target): Pooler {
-  if (pool.kind === 'pgbouncer') return ownPooler(pool, lab, connectTimeoutMs)
+/**
+ * The driver for one run through this pool: PostgreSQL's (the Lab's control connection, direct), with every
+ * session a client of the pooler. One per run: race's own PgBouncer starts when the run's schema exists.
+ */
+export function pooledDriver(pool: Pool, lab: Driver, connectTimeoutMs: number, via?: Target): PooledDriver {
+  if (!(lab instanceof Lab)) throw new UsageError('--pooler and --pooled are for PostgreSQL: leave them out on MySQL/MariaDB')
+  if (pool.kind === 'pgbouncer') return new PooledDriver(lab, ownPooler(pool, lab, connectTimeoutMs))
   if (!via) throw new UsageError('--pooled needs --database-url (or DATABASE_URL) naming the pooler you run')
-  return externalPooler(via, lab, connectTimeoutMs)
+  return new PooledDriver(lab, externalPooler(via, lab, connectTimeoutMs))
 }
 
 /**
@@ -78,7 +85,7 @@ export function poolerFor(pool: Pool, lab: Lab, connectTimeoutMs: number, via?: 
  * end of each trial the backends this run's clients used are ended: the session state they may carry (a leaked
  * lock, a SET) must not reach the pooler's other clients.
  */
-export function externalPooler(via: Target, lab: Lab, connectTimeoutMs: number): Pooler {
+export function externalPooler(via: Target, lab: Lab, connectTimeoutMs: number): PoolOpener {
   return {
     size: null,
     async open(schema: string): Promise<PoolRoute> {
@@ -115,7 +122,7 @@ export function externalPooler(via: Target, lab: Lab, connectTimeoutMs: number):
 }
 
 /** The engine's pooler: race's own PgBouncer, started once the run's schema exists, stopped at the end. */
-export function ownPooler(pool: Pool, lab: Lab, connectTimeoutMs: number): Pooler {
+export function ownPooler(pool: Pool, lab: Lab, connectTimeoutMs: number): PoolOpener {
   return {
     size: pool.size,
     async open(schema: string): Promise<PoolRoute> {

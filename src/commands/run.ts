@@ -10,21 +10,26 @@ import { c } from '../report/color.js'
 import { toJson, type RunView } from '../report/json.js'
 import { backendLines, deviationLines, invariantLine, isolationLine, sessionsTable, trialsTable, verdictLine } from '../report/table.js'
 import { timeline } from '../report/timeline.js'
+import { requireTerminal, stepper } from './step.js'
+import { columns, hang, joinFit } from '../report/width.js'
 import type { Params, Scenario, Schedule } from '../scenario.js'
-import { addScenarioParamOptions, addTargetOptions, describeParams, docsFor, judgeTrial, parseBounds, scenarioParams, withLab, type TargetOptions, type Trial } from './common.js'
-import { addPoolerOptions, parsePool, requirePooler, poolerFor, sizePool, type PoolerOptions } from './pooler.js'
+import { expectsOverride, qualifyPermutation, specFailure } from '../spec/scenario.js'
+import { annotationsOf, checkWritable, ciCase, githubWanted, printAnnotations, writeJunit } from '../report/ci.js'
+import { addPoolerOptions, parsePool, pooledDriver, requirePooler, sizePool, type PoolerOptions } from './pooler.js'
+import { addCiOptions, addScenarioParamOptions, addTargetOptions, assertRunsOn, self, type CiOptions, describeParams, docsFor, engineFor, judgeTrial, ownSettings, parseBounds, scenarioParams, withLab, type TargetOptions, type Trial } from './common.js'
 
 export const SCHEDULES: readonly Schedule[] = ['barrier', 'lockstep', 'serial']
 
-export interface RunOptions extends TargetOptions, PoolerOptions {
+export interface RunOptions extends TargetOptions, CiOptions, PoolerOptions {
   n?: string
   schedule?: string
   window?: string
   trials: string
-  timeline?: boolean
+  timeline?: boolean | string
   expect?: string
   user?: string
   hold?: string
+  step?: boolean
   keep?: boolean
   [param: string]: unknown
 }
@@ -41,12 +46,14 @@ export function registerRun(program: Command, all: readonly Scenario[], exit: (c
     )
     .option('--window <duration>', "sleep at the scenario's race point (between check and write), e.g. 300ms")
     .option('--trials <k>', 'repeat the race K times and report the rate', '1')
-    .option('--timeline', 'draw the interleaving: one column per session, ms since the barrier')
+    .option('--timeline [all]', 'draw the interleaving: one column per session, ms since the barrier (set-up steps such as BEGIN and SET only with --timeline all)')
     .option('--expect <held|violated>', 'exit 0 when the invariant held (or was violated), whatever the documentation says')
     .option('--user <uuid>', 'act for this user (fixes the advisory keys, e.g. to watch them with race locks); default a fresh uuid per trial')
     .option('--hold <duration>', "keep the race's locks held (before the first commit) this long, for race locks in another terminal")
+    .option('--step', 'presenter mode (a terminal): before each step show the sessions and the SQL; Enter runs it, b the story, q stops')
   addScenarioParamOptions(cmd, all)
   addTargetOptions(cmd)
+  addCiOptions(cmd, 'run')
   addPoolerOptions(cmd)
   cmd.action(async (id: string, o: RunOptions, self: Command) => exit(await runCommand(id, o, self)))
   cmd.addHelpText(
@@ -54,6 +61,7 @@ export function registerRun(program: Command, all: readonly Scenario[], exit: (c
     `
 Examples:
   $ race run broken --n 2 --timeline
+  $ race run broken --step                 (in a terminal: one step per Enter)
   $ race run broken --schedule lockstep --trials 20
   $ race run advisory --n 5 --max-pending 3
   $ race run advisory --n 50 --max-pending 3 --trials 200
@@ -62,7 +70,9 @@ Examples:
   $ race run unique-index --window 300ms --json
   $ race run deadlock --ordered --timeline
   $ race run write-skew --isolation serializable --timeline
-  $ race run lost-update --schedule "t1.begin t2.begin t1.read t2.read t1.update t2.update t1.commit t2.commit"
+  $ race run lost-update --isolation rr
+  $ race run lost-update --schedule "t1.begin t2.begin t1.read t2.read
+      t1.update t2.update t1.commit t2.commit"
   $ race run skip-locked --n 8 --no-skip-locked
   $ race run session-lock --pooler pgbouncer --timeline
   $ race run advisory --pooler pgbouncer --n 5 --max-pending 3`,
@@ -72,7 +82,7 @@ Examples:
 
 /** A schedule name, or a permutation ("s1.begin s2.begin ..."), checked against the plan's sessions. */
 export function parseSchedule(raw: string, p: Plan): { schedule: Schedule; permutation?: string } {
-  const v = String(raw).trim()
+  const v = qualifyPermutation(p, String(raw).trim())
   if ((SCHEDULES as readonly string[]).includes(v)) return { schedule: v as Schedule }
   if (v.includes('.')) {
     orderFor(p, 'permutation', v)
@@ -87,6 +97,14 @@ export function parseUuid(raw: string): string {
   const v = String(raw).trim().toLowerCase()
   if (/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/.test(v)) return v
   throw new UsageError(`--user takes a uuid like 5f0c6d7e-2a1b-4c3d-8e9f-0a1b2c3d4e5f, got '${raw}'`)
+}
+
+/** --timeline (the race) or --timeline all (set-up steps too); undefined: no timeline. */
+export function parseTimeline(raw: boolean | string | undefined): 'race' | 'all' | undefined {
+  if (raw === undefined || raw === false) return undefined
+  if (raw === true) return 'race'
+  if (String(raw).trim().toLowerCase() === 'all') return 'all'
+  throw new UsageError(`--timeline takes nothing or all (set-up steps too), got '${raw}'`)
 }
 
 export function parseExpect(raw: string | undefined): ExpectOverride {
@@ -105,7 +123,9 @@ export function extendForHold(s: Scenario, params: Params, holdMs: number): Para
 
 export async function runCommand(id: string, o: RunOptions, cmd: Command): Promise<number> {
   const scenario = await findScenario(id)
-  const given = scenarioParams(scenario, cmd, o, await scenarios())
+  const engine = engineFor(o.databaseUrl)
+  assertRunsOn(scenario, engine)
+  const given = scenarioParams(scenario, cmd, o, await scenarios(), engine)
   const count = sessionCount(scenario)
   if (o.n !== undefined && count.min === count.max && String(o.n).trim() !== String(count.min)) {
     throw new UsageError(`${scenario.id} has exactly ${count.min} sessions; leave out --n`)
@@ -113,22 +133,32 @@ export async function runCommand(id: string, o: RunOptions, cmd: Command): Promi
   const n = o.n === undefined ? count.default : parseWhole('--n', o.n, count.min, count.max)
   const windowMs = o.window === undefined ? 0 : parseDuration('--window', o.window, { allowZero: true })
   const trials = parseWhole('--trials', o.trials, 1, 100_000)
-  const override = parseExpect(o.expect)
+  const override = parseExpect(o.expect) ?? expectsOverride(scenario)
   const bounds = parseBounds(o)
   const user = o.user === undefined ? undefined : parseUuid(o.user)
   const holdMs = o.hold === undefined ? 0 : parseDuration('--hold', o.hold)
+  const drawn = parseTimeline(o.timeline)
+  const junit = o.junit === undefined ? undefined : checkWritable('--junit', o.junit)
   if (holdMs > 10 * 60_000) throw new UsageError(`--hold must be at most 10m, got '${o.hold}'`)
   if (holdMs && holdMs + 10_000 > bounds.runTimeoutMs) {
     throw new UsageError(`--hold ${o.hold} does not fit in --run-timeout ${o.runTimeout}: give --run-timeout ${formatDuration(holdMs + 60_000)} or a shorter --hold`)
   }
   if (holdMs && trials > 1) throw new UsageError(`--hold holds one race: leave out --trials`)
+  if (o.step) {
+    if (o.json) throw new UsageError('--step is for a room, --json for a machine: choose one')
+    if (trials > 1) throw new UsageError('--step walks through one race: leave out --trials')
+    if (holdMs) throw new UsageError('--step already holds every lock as long as you like: leave out --hold')
+    if (o.schedule === 'barrier') throw new UsageError('--step runs a deterministic interleaving (lockstep, serial or a permutation); a barrier runs free')
+    requireTerminal()
+  }
   const params = extendForHold(scenario, given, holdMs)
-  const asked = parsePool(o, cmd)
+  const asked = parsePool(o, cmd, engine)
   requirePooler(asked)
-  const pool = asked && sizePool(asked, scenario, plan(scenario, { params, n, engine: 'postgres', pool: asked }).sessions.length)
-  assertSound(scenario, params, n, 'postgres', pool)
-  const p = plan(scenario, { params, n, engine: 'postgres', ...(pool ? { pool } : {}) }, windowMs)
-  const { schedule, permutation } = parseSchedule(o.schedule ?? scenario.defaultSchedule ?? 'barrier', p)
+  const pool = asked && sizePool(asked, scenario, plan(scenario, { params, n, engine, pool: asked }).sessions.length)
+  assertSound(scenario, params, n, engine, pool)
+  const p = plan(scenario, { params, n, engine, ...(pool ? { pool } : {}) }, windowMs)
+  // --step runs the scenario's deterministic interleaving unless a schedule is given.
+  const { schedule, permutation } = parseSchedule(o.schedule ?? (o.step ? 'lockstep' : (scenario.defaultSchedule ?? 'barrier')), p)
   if (pool?.size && schedule === 'barrier' && pool.mode !== 'statement' && pool.size < p.sessions.length) {
     throw new UsageError(
       `--schedule barrier holds all ${p.sessions.length} sessions' transactions open at once, which needs --pool-size ${p.sessions.length} or more (got ${pool.size}): raise it, or use --schedule lockstep`,
@@ -138,9 +168,13 @@ export async function runCommand(id: string, o: RunOptions, cmd: Command): Promi
   const progress = !o.json && process.stderr.isTTY && trials > 1
   let violations = 0
 
+  const started = performance.now()
   return withLab(o.databaseUrl, bounds, async (lab, target, via) => {
     const judged: Trial[] = []
-    const out = await run(lab, {
+    const presenter = o.step ? stepper(p, [headParts(scenario.id, `${lab.server.product ?? 'PostgreSQL'} ${lab.server.version}`, target.label, n, schedule, windowMs).join('  ·  ') + '  ·  --step']) : undefined
+    // Through a pooler the sessions are its clients (race's own PgBouncer, or the one at --database-url).
+    const pooled = pool ? pooledDriver(pool, lab, bounds.connectTimeoutMs, via) : undefined
+    const out = await run(pooled ?? lab, {
       plan: p,
       schedule,
       permutation,
@@ -150,48 +184,66 @@ export async function runCommand(id: string, o: RunOptions, cmd: Command): Promi
       keep: Boolean(o.keep),
       user,
       holdMs,
-      ...(pool ? { pooler: poolerFor(pool, lab, bounds.connectTimeoutMs, via) } : {}),
       onHold: (pids, ms) => {
+        if (lab.engine === 'mysql') {
+          process.stderr.write(`holding for ${formatDuration(ms)} (threads ${pids.join(', ')}); in another client: select * from information_schema.innodb_lock_waits\n`)
+          return
+        }
         const url = target.kind === 'embedded' ? ` --database-url '${lab.target.url}'` : o.databaseUrl ? ` --database-url '<the same URL>'` : ''
-        process.stderr.write(`holding for ${formatDuration(ms)} (backends ${pids.join(', ')}); in another terminal:\n  race locks${url}\n`)
+        process.stderr.write(`holding for ${formatDuration(ms)} (backends ${pids.join(', ')}); in another terminal:\n  ${self()} locks${url}\n`)
       },
+      beforeStep: presenter?.beforeStep,
+      onEvent: presenter?.onEvent,
       onTrial: (done, facts) => {
         const t = judgeTrial(facts, docs, p)
         judged.push(t)
         if (t.verdict === 'anomaly') violations++
         if (progress) process.stderr.write(`\r\x1b[2Ktrial ${done}/${trials}  violated ${violations}`)
       },
+    }).catch((e) => {
+      throw specFailure(scenario, e)
     })
     if (progress) process.stderr.write('\r\x1b[2K')
+    if (presenter) {
+      presenter.close()
+      process.stdout.write('\x1b[2J\x1b[H')
+    }
     const summary = summarize(judged, docs, override)
     const representative =
       judged.find((t) => !t.comparison.matched && !override) ?? judged.find((t) => t.verdict === summary.verdict) ?? judged[judged.length - 1]
-    const view: RunView = { scenario, params, given, n, schedule, windowMs, holdMs, plan: p, target: target.label, schema: out.schema, server: out.server, trials: judged, summary, docs, representative, pooled: out.pooled }
+    const view: RunView = { scenario, params, given, n, schedule, windowMs, holdMs, plan: p, target: target.label, schema: out.schema, server: out.server, trials: judged, summary, docs, representative, ...(pooled?.describe ? { pooled: pooled.describe } : {}) }
     const code = exitCode(summary)
-    if (o.json) process.stdout.write(JSON.stringify(toJson(view, { timeline: Boolean(o.timeline), exitCode: code, kept: Boolean(o.keep) }), null, 2) + '\n')
-    else process.stdout.write(render(view, Boolean(o.timeline), Boolean(o.keep)) + '\n')
+    const name = [schedule, `n=${n}`, describeParams(scenario, params)].filter(Boolean).join(' ')
+    const ci = [ciCase(`race.run.${scenario.id}`, name, Math.round(performance.now() - started), representative, summary, code)]
+    if (junit) writeJunit(junit, 'race run', ci, { server: `PostgreSQL ${out.server.version}`, target: target.label, schedule, trials: String(trials) })
+    const notes = githubWanted(o.github) ? annotationsOf(() => `race run ${scenario.id} (${name})`, ci) : []
+    if (o.json) process.stdout.write(JSON.stringify(toJson(view, { timeline: drawn !== undefined, exitCode: code, kept: Boolean(o.keep) }), null, 2) + '\n')
+    else process.stdout.write(render(view, drawn ?? (o.step ? 'race' : undefined), Boolean(o.keep)) + '\n')
+    printAnnotations(notes, Boolean(o.json))
     if (code === 3) process.stderr.write(`race: could not decide: ${representative.verdict === 'unknown' ? representative.why : (representative.comparison.deviations[0] ?? representative.why)}\n`)
     return code
-  }, { pooled: pool?.kind === 'external' })
+  }, scenario, { pooled: pool?.kind === 'external' })
 }
 
-function render(r: RunView, withTimeline: boolean, kept: boolean): string {
+/** The first line of a run's report: what ran where, how many sessions, which schedule. */
+/** `server`: the product and version, e.g. "PostgreSQL 18.4" or "MariaDB 10.11.19". */
+function headParts(id: string, server: string, target: string, n: number, schedule: Schedule, windowMs: number): string[] {
+  return [c.bold(`race run ${id}`), `${server} (${target})`, `${n} session${n === 1 ? '' : 's'}`, `${schedule}${windowMs ? ` window ${formatDuration(windowMs)}` : ''}`]
+}
+
+function render(r: RunView, drawn: 'race' | 'all' | undefined, kept: boolean): string {
+  const w = columns()
   const { scenario, summary, representative: t } = r
-  const head = [
-    c.bold(`race run ${scenario.id}`),
-    `PostgreSQL ${r.server.version} (${r.target})`,
-    `${t.sessions.length} session${t.sessions.length === 1 ? '' : 's'}`,
-    `${r.schedule}${r.windowMs ? ` window ${formatDuration(r.windowMs)}` : ''}`,
-  ].join('  ·  ')
-  const lines = [head]
+  const lines = joinFit(headParts(scenario.id, `${r.server.product ?? 'PostgreSQL'} ${r.server.version}`, r.target, t.sessions.length, r.schedule, r.windowMs), '  ·  ', w, 2)
   const ps = describeParams(scenario, r.params)
-  if (ps) lines.push(c.dim(ps + (r.holdMs ? ` (lock timeouts extended by --hold ${formatDuration(r.holdMs)})` : '')))
-  if (r.pooled) lines.push(`${c.dim('pooler')}     ${r.pooled}; each session is a client of it, the control connection goes direct`)
-  lines.push(isolationLine(t, r.plan.isolation))
+  if (ps) lines.push(...hang(c.dim(ps + (r.holdMs ? ` (lock timeouts extended by --hold ${formatDuration(r.holdMs)})` : '')), w, 2))
+  if (scenario.ownServer) lines.push(...hang(c.dim(`a server of its own, started with ${ownSettings(scenario)} (it ${scenario.ownServer.why})`), w, 2))
+  if (r.pooled) lines.push(...hang(`${c.dim('pooler')}     ${r.pooled}; each session is a client of it, the control connection goes direct`, w, 11))
+  lines.push(isolationLine(t, r.plan.isolation, w))
   lines.push('')
-  if (withTimeline) lines.push(timeline(t), '')
-  if (summary.trials > 1) lines.push(trialsTable(r.trials, summary), '', c.dim(`one ${t.comparison.matched ? t.verdict : 'deviating'} trial:`))
-  lines.push(sessionsTable(t), ...backendLines(t), invariantLine(t), verdictLine(summary, summary.trials === 1 ? t.why : undefined), ...deviationLines(summary))
-  if (kept) lines.push(c.dim(`schema ${r.schema} kept (--keep): drop schema "${r.schema}" cascade`))
+  if (drawn) lines.push(timeline(t, { all: drawn === 'all', width: w }), '')
+  if (summary.trials > 1) lines.push(trialsTable(r.trials, summary, w), '', c.dim(`one ${t.comparison.matched ? t.verdict : 'deviating'} trial:`))
+  lines.push(sessionsTable(t, w), ...backendLines(t, w), invariantLine(t, w), verdictLine(summary, summary.trials === 1 ? t.why : undefined, w), ...deviationLines(summary, w))
+  if (kept) lines.push(...hang(c.dim(`schema ${r.schema} kept (--keep): drop schema "${r.schema}" cascade`), w, 2))
   return lines.join('\n')
 }

@@ -4,18 +4,22 @@
 import type { Command } from 'commander'
 import { UsageError } from '../errors.js'
 import { describeDoc } from '../judge/index.js'
-import { parseWhole } from '../parse.js'
+import { formatDuration, parseWhole } from '../parse.js'
 import { tokenize } from '../permutation.js'
 import { BUILTIN_BINDS, assertSound, documentedFor, plan, sessionCount, type Plan, type PlannedSession } from '../plan.js'
 import { bindNames } from '../binds.js'
 import { findScenario, scenarios, sourceText } from '../registry.js'
 import { c } from '../report/color.js'
+import { columns, fitLines, hang, width, wrap } from '../report/width.js'
+export { columns } from '../report/width.js'
 import type { Documented, Schedule, StepDef } from '../scenario.js'
-import { addScenarioParamOptions, describeParams, scenarioParams } from './common.js'
+import { addScenarioParamOptions, assertRunsOn, describeParams, engineFor, ownSettings, scenarioParams } from './common.js'
+import { shownBlock } from '../spec/guard.js'
 import { addPoolerOptions, parsePool, sizePool, type PoolerOptions } from './pooler.js'
 
 export interface ShowOptions extends PoolerOptions {
   n?: string
+  databaseUrl?: string
   json?: boolean
   color: boolean
   [param: string]: unknown
@@ -29,6 +33,7 @@ export function registerShow(program: Command, all: readonly import('../scenario
     .option('--n <n>', 'show it for this many sessions')
     .option('--json', 'print JSON')
     .option('--no-color', 'no colours')
+    .option('--database-url <url>', "show it for this URL's engine: a mysql:// URL shows the MySQL/MariaDB form and InnoDB's documented outcome (nothing connects)")
   addScenarioParamOptions(cmd, all)
   addPoolerOptions(cmd)
   cmd.action(async (id: string, o: ShowOptions, self: Command) => exit(await showCommand(id, o, self)))
@@ -44,11 +49,20 @@ export function codeOf(f: (...a: never[]) => unknown): string {
   return String(f).replace(/\s+/g, ' ').trim()
 }
 
+/** An application wait in words: "waits --api-ms (500ms) to call the external API; a transaction still open ...". */
+export function appWaitText(p: Plan, w: NonNullable<StepDef['appWait']>): string {
+  const spec = p.scenario.params[w.param]
+  const flag = spec?.flag.split(' ')[0] ?? w.param
+  const v = p.variant.params[w.param]
+  return `waits ${flag} (${spec?.kind === 'duration' ? formatDuration(Number(v)) : `${v} ms`}) to ${w.what}; a transaction still open and its locks stay held meanwhile`
+}
+
 /** The steps of a session as data: SQL, and the application's decisions as source. */
-function stepsJson(s: PlannedSession) {
+function stepsJson(p: Plan, s: PlannedSession) {
   return s.steps.map((st) => ({
     name: st.name,
     sql: st.def.sql,
+    ...(st.def.appWait ? { application: appWaitText(p, st.def.appWait) } : {}),
     ...(st.def.rejectIf ? { rejectIf: codeOf(st.def.rejectIf) } : {}),
     ...(st.def.retryIf ? { retryIf: codeOf(st.def.retryIf) } : {}),
   }))
@@ -67,13 +81,15 @@ function docs(p: Plan): { schedule: string; documented: Documented[] }[] {
 
 export async function showCommand(id: string, o: ShowOptions, cmd: Command): Promise<number> {
   const s = await findScenario(id)
-  const params = scenarioParams(s, cmd, o, await scenarios())
+  const engine = engineFor(o.databaseUrl)
+  assertRunsOn(s, engine)
+  const params = scenarioParams(s, cmd, o, await scenarios(), engine)
   const count = sessionCount(s)
   const n = o.n === undefined ? count.default : parseWhole('--n', o.n, count.min, count.max)
-  const asked = parsePool(o, cmd)
-  const pool = asked && sizePool(asked, s, plan(s, { params, n, engine: 'postgres', pool: asked }).sessions.length)
-  assertSound(s, params, n, 'postgres', pool)
-  const p = plan(s, { params, n, engine: 'postgres', ...(pool ? { pool } : {}) })
+  const asked = parsePool(o, cmd, engine)
+  const pool = asked && sizePool(asked, s, plan(s, { params, n, engine, pool: asked }).sessions.length)
+  assertSound(s, params, n, engine, pool)
+  const p = plan(s, { params, n, engine, ...(pool ? { pool } : {}) })
   const replicated = p.sessions.length > 1 && p.sessions.every((x) => x.spec === p.sessions[0].spec)
   const shown = replicated ? [p.sessions[0]] : p.sessions
   const binds = usedBinds(p)
@@ -83,6 +99,7 @@ export async function showCommand(id: string, o: ShowOptions, cmd: Command): Pro
       id: s.id,
       title: s.title,
       source: sourceText(s.source),
+      ...(engine === 'mysql' ? { engine } : {}),
       story: s.story,
       params,
       n,
@@ -91,30 +108,34 @@ export async function showCommand(id: string, o: ShowOptions, cmd: Command): Pro
       replicated,
       sessions: p.sessions.map((x) => ({
         name: x.name,
-        steps: stepsJson(x),
+        steps: stepsJson(p, x),
         racePoint: x.spec.racePoint ?? null,
         connection: x.spec.connection ?? {},
         shares: x.spec.shares ?? null,
         retry: x.spec.retry ?? null,
+        ...(x.spec.release ? { release: x.spec.release } : {}),
       })),
       binds,
       permutation: p.permutation ?? null,
-      invariant: { description: typeof s.invariant.description === 'function' ? s.invariant.description(params) : s.invariant.description, sql: s.invariant.sql },
+      ownServer: s.ownServer ?? null,
+      invariant: { description: typeof s.invariant.description === 'function' ? s.invariant.description(params) : s.invariant.description, sql: p.invariantSql },
       documented,
       checks: s.checks ?? [],
     }
     process.stdout.write(JSON.stringify(out, null, 2) + '\n')
     return 0
   }
+  const w = columns()
   const lines: string[] = []
-  lines.push(`${c.bold(s.id)}: ${s.title}`, c.dim(`from the ${sourceText(s.source)}`), '')
+  lines.push(`${c.bold(s.id)}: ${s.title}`, c.dim(`from the ${sourceText(s.source)}${engine === 'mysql' ? '; on MySQL/MariaDB (InnoDB)' : ''}`), '')
   if (pool) {
     const how = pool.kind === 'pgbouncer' ? `a PgBouncer race starts, ${pool.mode} mode, pool size ${pool.size}${pool.resetAlways ? ', reset query after every transaction' : ''}` : 'the pooler at --database-url (--pooled)'
     lines.push(`  ${c.bold('through')} ${how}: each session is a client of it, lent a server connection per ${pool.mode === 'session' ? 'client' : pool.mode}.`, '')
-  } else if (s.pooled) lines.push(c.dim(`  (documented through a connection pooler too: race show ${s.id} --pooler pgbouncer)`), '')
+  } else if (s.pooled && engine === 'postgres') lines.push(c.dim(`  (documented through a connection pooler too: race show ${s.id} --pooler pgbouncer)`), '')
   for (const l of s.story) lines.push(`  ${l}`)
   lines.push('', c.bold('setup') + c.dim(" (in the run's own schema, before each trial)"))
-  for (const stmt of p.setup) lines.push(indent(stmt.trim() + ';', 2))
+  for (const stmt of p.setup) lines.push(indent(shownBlock(stmt).trim().replace(/;?$/, ';'), 2))
+  if (s.expects) lines.push(c.dim("  (each block runs in one transaction that race rolls back, failing the run, if it changes anything outside the run's schema)"))
   for (const sess of shown) {
     const conn = Object.entries(sess.spec.connection ?? {})
     const title = replicated ? `session` + c.dim(` (replicated as s1..sN; --n ${n})`) : `session ${sess.name}`
@@ -122,9 +143,10 @@ export async function showCommand(id: string, o: ShowOptions, cmd: Command): Pro
     if (conn.length) lines.push(c.dim(`  connection: ${conn.map(([k, v]) => `${k}='${v}'`).join(', ')}`))
     if (sess.spec.shares) lines.push(c.dim(`  connection: ${sess.spec.shares}'s, borrowed from the pool after it (same backend)`))
     for (const st of sess.steps) {
-      lines.push(...stepLines(st.name, st.def))
+      lines.push(...stepLines(st.name, st.def, p, w))
       if (st.name === sess.spec.racePoint) lines.push(c.dim(`  -- race point: --window sleeps here, between check and write`))
     }
+    if (sess.spec.release) lines.push(c.yellow(`  application, finally (after a rejection or an error): ${sess.spec.release}`))
     const retry = sess.spec.retry
     if (retry?.max) {
       lines.push(c.dim(`  application: on ${retry.on?.length ? retry.on.join(', ') : "a step's retryIf"}, roll back and run the whole transaction again, at most ${retry.max} more time(s)${retry.backoff ? ' (exponential backoff with full jitter)' : ''}`))
@@ -134,37 +156,50 @@ export async function showCommand(id: string, o: ShowOptions, cmd: Command): Pro
     lines.push('', c.bold('binds') + c.dim(' (sent as bind parameters)'))
     for (const b of binds) lines.push(`  :${b.name.padEnd(10)} ${b.describe}`)
   }
+  if (s.ownServer) lines.push('', `${c.bold('server')}     its own: race starts an embedded server with ${ownSettings(s)} (it ${s.ownServer.why}); --database-url is refused`)
   const levels = [...new Set(Object.values(p.isolation).map((l) => l ?? 'not assumed'))]
   lines.push('', `${c.bold('isolation')}  ${levels.join(', ')} ${c.dim("(documented for; each session's real level is read from the server)")}`)
   if (p.permutation) {
     const by = (s.defaultSchedule ?? 'barrier') === 'lockstep' ? 'race run uses it by default' : 'race run --schedule lockstep uses it'
     lines.push(`${c.bold('lockstep')}   permutation ${p.permutation}`)
     lines.push('', c.bold('interleaving') + c.dim(` (${by}; --schedule "t1.begin ..." runs another)`))
-    lines.push(...drawPermutation(p.permutation, p.sessions))
+    lines.push(...drawPermutation(p.permutation, p.sessions, w))
   }
   const desc = typeof s.invariant.description === 'function' ? s.invariant.description(params) : s.invariant.description
-  lines.push('', `${c.bold('invariant')}  ${desc}`, indent(s.invariant.sql, 11))
+  lines.push('', `${c.bold('invariant')}  ${desc}`, indent(p.invariantSql, 11))
   const ps = describeParams(s, params)
   if (ps) lines.push(`${c.bold('params')}     ${ps}`)
-  lines.push('', c.bold('documented') + c.dim(' (how each session ends; any one of several alternatives may happen)'))
-  for (const d of documented) lines.push(`  ${d.schedule}: ${d.documented.map((x) => `${describeDoc(x)} ${c.dim(`(${x.why})`)}`).join('\n    | ')}`)
+  if (s.expects) {
+    const what = s.expects === 'reported' ? 'nothing: race run reports what happens (no expect line)' : `the invariant ${s.expects} (the spec's expect line; who ends how is not documented)`
+    lines.push('', `${c.bold('expected')}   ${what}`)
+  } else lines.push('', c.bold('documented') + c.dim(' (how each session ends; any one of several alternatives may happen)'))
+  if (!s.expects) for (const d of documented) lines.push(`  ${d.schedule}: ${d.documented.map((x) => `${describeDoc(x)} ${c.dim(`(${x.why})`)}`).join('\n    | ')}`)
   for (const k of s.checks ?? []) {
+    if (k.engines && !k.engines.includes(engine)) continue
     if (k.pool && !pool) continue
     const kp = pool && { ...pool, ...k.pool }
-    const v = { params: { ...params, ...(k.params ?? {}) }, n: k.n ?? s.sessionCount.default, engine: 'postgres' as const, ...(kp ? { pool: kp } : {}) }
+    const v = { params: { ...params, ...(k.params ?? {}) }, n: k.n ?? s.sessionCount.default, engine, ...(kp ? { pool: kp } : {}) }
     const d = documentedFor(s, { ...v, schedule: 'lockstep', windowMs: 0 })
     if (d.length) lines.push(`  check ${k.label}: ${d.map(describeDoc).join(' | ')}`)
   }
-  process.stdout.write(lines.join('\n') + '\n')
+  process.stdout.write(fitLines(lines, w).join('\n') + '\n')
   return 0
 }
 
-function stepLines(name: string, def: StepDef): string[] {
+function stepLines(name: string, def: StepDef, p: Plan, w: number): string[] {
+  if (def.appWait) {
+    const out = hang(`  step ${c.cyan(name.padEnd(9))} ${c.yellow(`application, not SQL: ${appWaitText(p, def.appWait)}`)}`, w, 17)
+    if (def.rejectIf) out.push(...hang(c.yellow(`${' '.repeat(17)}application, before it: ${codeOf(def.rejectIf)}  (a reason: roll back, rejected)`), w, 19))
+    return out
+  }
   const sql = def.sql.split('\n')
-  const out = [`  step ${c.cyan(name.padEnd(9))} { ${sql[0]}${sql.length > 1 ? '' : ' }'}`]
-  for (let i = 1; i < sql.length; i++) out.push(`${' '.repeat(19)}${sql[i]}${i === sql.length - 1 ? ' }' : ''}`)
-  if (def.rejectIf) out.push(c.yellow(`${' '.repeat(17)}application, before it: ${codeOf(def.rejectIf)}  (a reason: roll back, rejected)`))
-  if (def.retryIf) out.push(c.yellow(`${' '.repeat(17)}application, after it: ${codeOf(def.retryIf)}  (a reason: roll back, try again)`))
+  const head = `  step ${c.cyan(name.padEnd(9))} { `
+  const at = width(head)
+  // Long SQL wraps under itself; it is never cut: what differs between sessions may be at its end.
+  const out = hang(`${head}${sql[0]}${sql.length > 1 ? '' : ' }'}`, w, at)
+  for (let i = 1; i < sql.length; i++) out.push(...hang(`${' '.repeat(at)}${sql[i]}${i === sql.length - 1 ? ' }' : ''}`, w, at + 2))
+  if (def.rejectIf) out.push(...hang(c.yellow(`${' '.repeat(17)}application, before it: ${codeOf(def.rejectIf)}  (a reason: roll back, rejected)`), w, 19))
+  if (def.retryIf) out.push(...hang(c.yellow(`${' '.repeat(17)}application, after it: ${codeOf(def.retryIf)}  (a reason: roll back, try again)`), w, 19))
   return out
 }
 
@@ -172,13 +207,17 @@ function stepLines(name: string, def: StepDef): string[] {
 function usedBinds(p: Plan): { name: string; describe: string }[] {
   const names = new Set<string>()
   for (const s of p.sessions) for (const st of s.steps) for (const b of bindNames(st.def.sql)) names.add(b)
-  for (const b of bindNames(p.scenario.invariant.sql)) names.add(b)
+  for (const b of bindNames(p.invariantSql)) names.add(b)
   for (const stmt of p.setup) for (const b of bindNames(stmt)) names.add(b)
   const out: { name: string; describe: string }[] = []
   for (const name of names) {
-    const dot = name.indexOf('.')
-    if (dot >= 0) {
-      out.push({ name, describe: `column ${name.slice(dot + 1)} of this session's step ${name.slice(0, dot)}` })
+    const parts = name.split('.')
+    if (parts.length === 3) {
+      out.push({ name, describe: `column ${parts[2]} of the first row session ${parts[0]}'s step ${parts[1]} returned (NULL if none)` })
+      continue
+    }
+    if (parts.length === 2) {
+      out.push({ name, describe: `column ${parts[1]} of this session's step ${parts[0]}` })
       continue
     }
     const own = p.sessions.map((s) => s.spec.binds?.[name]).find(Boolean)
@@ -191,12 +230,6 @@ function usedBinds(p: Plan): { name: string; describe: string }[] {
   return out
 }
 
-/** The terminal's width (COLUMNS, else the terminal, else 80). */
-export function columns(): number {
-  const env = Number(process.env.COLUMNS)
-  return env > 0 ? env : process.stdout.columns || 80
-}
-
 /**
  * The permutation drawn as the articles draw it: one row per step, one column per session, when the whole
  * first line of every step's SQL fits the width; otherwise one row per step with the session named in front.
@@ -206,7 +239,7 @@ export function drawPermutation(text: string, sessions: readonly PlannedSession[
   const names = sessions.map((s) => s.name)
   const rows = tokenize(text).map((tok) => {
     const def = sessions[names.indexOf(tok.session)]?.steps.find((x) => x.name === tok.step)?.def
-    const sql = def ? (def.sql.split('\n').find((l) => !l.trim().startsWith('--')) ?? '') : ''
+    const sql = def?.appWait ? `(application waits :${def.appWait.param})` : def ? (def.sql.split('\n').find((l) => !l.trim().startsWith('--')) ?? '') : ''
     return { col: names.indexOf(tok.session), step: tok.step + (tok.await ? '(wait)' : ''), sql: sql.trim() + (def && def.sql.trim().includes('\n') ? ' …' : '') }
   })
   const stepW = Math.max(...rows.map((r) => r.step.length))
@@ -222,20 +255,6 @@ export function drawPermutation(text: string, sessions: readonly PlannedSession[
     const head = `  ${c.bold(names[r.col].padEnd(nameW))}  ${c.cyan(r.step.padEnd(stepW))} `
     return head + wrap(r.sql, Math.max(20, width - lead)).join('\n' + ' '.repeat(lead))
   })
-}
-
-/** Splits text at spaces into lines of at most `w` characters (a longer word stays whole). */
-export function wrap(text: string, w: number): string[] {
-  const out: string[] = []
-  let line = ''
-  for (const word of text.split(' ')) {
-    if (line && line.length + 1 + word.length > w) {
-      out.push(line)
-      line = word
-    } else line = line ? `${line} ${word}` : word
-  }
-  out.push(line)
-  return out
 }
 
 function indent(sql: string, by: number): string {

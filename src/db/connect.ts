@@ -2,6 +2,7 @@
 // one for control. Every connection is bounded by connect_timeout and never prints notices.
 import postgres, { type Sql } from 'postgres'
 import { RunError } from '../errors.js'
+import { canReadFatals, fatalSocket, type ServerFatal } from './fatal.js'
 import { conditionName } from './sqlstate.js'
 import type { Target } from './target.js'
 
@@ -16,6 +17,8 @@ export interface ConnectOptions {
   prepare?: boolean
   /** false: no query of postgres.js's own after login (its array types), so the first statement sent is race's. */
   fetchTypes?: boolean
+  /** Called with the SQLSTATE of the FATAL error the server sends as it ends the connection (see fatal.ts). */
+  onFatal?: (e: ServerFatal) => void
 }
 
 export function connect(target: Target, o: ConnectOptions): Sql {
@@ -34,7 +37,10 @@ export function connect(target: Target, o: ConnectOptions): Sql {
     ...(o.prepare === false ? { prepare: false } : {}),
     ...(o.fetchTypes === false ? { fetch_types: false } : {}),
   }
-  return target.url ? postgres(target.url, options) : postgres(options)
+  const make = (extra: postgres.Options<{}> = {}) => (target.url ? postgres(target.url, { ...options, ...extra }) : postgres({ ...options, ...extra }))
+  const sql = make()
+  if (!o.onFatal || !canReadFatals(sql.options as never)) return sql
+  return make({ socket: fatalSocket(o.onFatal) } as postgres.Options<{}>)
 }
 
 /** One line for a failure to connect or log in; the password never appears. */

@@ -164,6 +164,8 @@ function run(cmd: string, args: string[], ids: object, timeoutMs: number): Promi
 export interface EmbeddedOptions {
   startTimeoutMs?: number
   maxConnections?: number
+  /** Server settings (-c name=value), e.g. a small max_locks_per_transaction for a scenario that fills the lock table. */
+  settings?: Record<string, string>
 }
 
 export async function startEmbedded(opts: EmbeddedOptions = {}): Promise<EmbeddedServer> {
@@ -220,6 +222,7 @@ export async function startEmbedded(opts: EmbeddedOptions = {}): Promise<Embedde
         '-c', `unix_socket_directories=${dir}`,
         '-c', 'fsync=off', '-c', 'synchronous_commit=off', '-c', 'full_page_writes=off',
         '-c', `max_connections=${opts.maxConnections ?? 300}`,
+        ...Object.entries(opts.settings ?? {}).flatMap(([k, v]) => ['-c', `${k}=${v}`]),
       ],
       // Own process group: a terminal's Ctrl-C reaches race, which stops the server in order.
       { ...(ids ?? {}), detached: true, stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, LC_MESSAGES: 'C' } },

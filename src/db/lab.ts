@@ -7,13 +7,12 @@ import type { Sql } from 'postgres'
 import { RunError } from '../errors.js'
 import { abortSignal, onCleanup, whenAborted } from '../lifecycle.js'
 import { connect, connectError, endQuietly } from './connect.js'
+import type { Driver, QueryResult, RunSpace, ServerInfo, SessionConn, SessionOptions } from './driver.js'
+import { PgSession } from './pg-session.js'
 import { conditionName, isConnectionLoss } from './sqlstate.js'
 import type { Target } from './target.js'
 
-export interface ServerInfo {
-  version: string
-  versionNum: number
-}
+export type { ServerInfo } from './driver.js'
 
 /** How long the final drop waits for a lock on the run's objects before naming the leftover instead. */
 export const DROP_LOCK_TIMEOUT_MS = 5000
@@ -30,7 +29,10 @@ export interface SchemaMark {
   keep: boolean
 }
 
-export class Lab {
+/** The PostgreSQL driver: the Lab of one command. */
+export class Lab implements Driver {
+  readonly engine = 'postgres' as const
+  readonly placeholders = 'dollar' as const
   private constructor(
     readonly target: Target,
     readonly control: Sql,
@@ -81,7 +83,7 @@ export class Lab {
                        (select backend_start::text from pg_stat_activity where pid = pg_backend_pid()) as started`,
         whenAborted(),
       ])
-      lab = new Lab(target, control, { version: String(row.version).split(' ')[0], versionNum: Number(row.num) }, connectTimeoutMs, Number(row.pid), String(row.started), lost)
+      lab = new Lab(target, control, { version: String(row.version).split(' ')[0], versionNum: Number(row.num), product: 'PostgreSQL' }, connectTimeoutMs, Number(row.pid), String(row.started), lost)
     } catch (e) {
       release()
       await endQuietly(control, 0)
@@ -204,10 +206,67 @@ export class Lab {
   async close(): Promise<void> {
     await endQuietly(this.control, 1)
   }
+
+  // ---- the Driver seam: what the engine asks of PostgreSQL ----
+
+  createSpace(label: string, keep: boolean, run?: (text: string) => Promise<unknown>): Promise<RunSpace> {
+    return this.createSchema(label, keep, run)
+  }
+
+  recreateSql(name: string, keep: boolean): string {
+    return `drop schema "${name}" cascade; ${this.createSchemaSql(name, keep)}`
+  }
+
+  useSql(name: string): string {
+    return `set search_path to "${name}"`
+  }
+
+  query(text: string, args: unknown[] = []): Promise<QueryResult> {
+    return (args.length ? this.control.unsafe(text, args as never[]) : this.control.unsafe(text)) as unknown as Promise<QueryResult>
+  }
+
+  async openSession(o: SessionOptions): Promise<SessionConn> {
+    return PgSession.open(this.target, o)
+  }
+
+  async cancel(pid: number, terminate: boolean): Promise<void> {
+    await (terminate ? this.control`select pg_terminate_backend(${pid})` : this.control`select pg_cancel_backend(${pid})`)
+  }
+
+  async blockers(pid: number): Promise<number[]> {
+    const [r] = await this.control`select pg_blocking_pids(${pid}) as b`
+    return (r.b as number[]) ?? []
+  }
+
+  async blocked(ask: readonly SessionConn[], all: number[]): Promise<Set<SessionConn>> {
+    const got = await this.blockedPids(ask.map((x) => x.pid), all)
+    return new Set(ask.filter((x) => got.has(x.pid)))
+  }
+
+  /** The backends among `ask` waiting for one of `all` (isolationtester's test, from the control connection). */
+  async blockedPids(ask: number[], all: number[]): Promise<Set<number>> {
+    const rows = await this.control`
+        select pid from unnest(${ask}::int[]) as pid where pg_isolation_test_session_is_blocked(pid, ${all}::int[])`
+    return new Set(rows.map((r) => Number(r.pid)))
+  }
+
+  /**
+   * Terminates the run's backends from control, waiting for them to exit (PostgreSQL 14+): a backend blocked on a
+   * lock does not notice its client is gone. Bounded; on a fresh connection if control is gone.
+   */
+  async terminate(pids: number[]): Promise<void> {
+    if (!pids.length) return
+    const kill = this.onControlOrFresh((sql) =>
+      this.server.versionNum >= 140000
+        ? sql`select pg_terminate_backend(pid, 2000) from unnest(${pids}::int[]) as pid`
+        : sql`select pg_terminate_backend(pid) from unnest(${pids}::int[]) as pid`,
+    )
+    await Promise.race([kill.then(() => {}, () => {}), new Promise((r) => setTimeout(r, 2500 + this.connectTimeoutMs))])
+  }
 }
 
 /** A schema this Lab created: dropped at the end (unless kept), also on Ctrl-C and errors. */
-export class RunSchema {
+export class RunSchema implements RunSpace {
   private readonly unregister: () => void
   constructor(
     private readonly lab: Lab,

@@ -1,4 +1,6 @@
-// SQLSTATE codes race meets, by name. Errors are read by code, never by message text.
+// SQLSTATE codes race meets, by name. Errors are read by code, never by message text. A MySQL/MariaDB error
+// is read by its SQLSTATE and its error number together, written 'SQLSTATE/errno' ('40001/1213'): MySQL gives
+// many different errors the same SQLSTATE (HY000), so the number is what tells them apart.
 const NAMES: Record<string, string> = {
   '23505': 'unique_violation',
   '23503': 'foreign_key_violation',
@@ -6,6 +8,7 @@ const NAMES: Record<string, string> = {
   '23P01': 'exclusion_violation',
   '25001': 'active_sql_transaction',
   '25P02': 'in_failed_sql_transaction',
+  '25P03': 'idle_in_transaction_session_timeout',
   '26000': 'invalid_sql_statement_name',
   '28000': 'invalid_authorization_specification',
   '28P01': 'invalid_password',
@@ -17,6 +20,7 @@ const NAMES: Record<string, string> = {
   '42601': 'syntax_error',
   '42P01': 'undefined_table',
   '42883': 'undefined_function',
+  '53200': 'out_of_memory',
   '53300': 'too_many_connections',
   '55P03': 'lock_not_available',
   '57014': 'query_canceled',
@@ -28,13 +32,60 @@ const NAMES: Record<string, string> = {
   '0A000': 'feature_not_supported',
 }
 
-export function conditionName(code: string | undefined): string | undefined {
-  return code ? NAMES[code] : undefined
+/** MySQL/MariaDB error numbers race meets, by their manual's names. */
+const MYSQL: Record<string, string> = {
+  '1020': 'ER_CHECKREAD',
+  '1045': 'ER_ACCESS_DENIED_ERROR',
+  '1049': 'ER_BAD_DB_ERROR',
+  '1062': 'ER_DUP_ENTRY',
+  '1064': 'ER_PARSE_ERROR',
+  '1142': 'ER_TABLEACCESS_DENIED_ERROR',
+  '1044': 'ER_DBACCESS_DENIED_ERROR',
+  '1146': 'ER_NO_SUCH_TABLE',
+  '1193': 'ER_UNKNOWN_SYSTEM_VARIABLE',
+  '1205': 'ER_LOCK_WAIT_TIMEOUT',
+  '1213': 'ER_LOCK_DEADLOCK',
+  '1227': 'ER_SPECIFIC_ACCESS_DENIED_ERROR',
+  '1317': 'ER_QUERY_INTERRUPTED',
+  '1040': 'ER_CON_COUNT_ERROR',
+  '3058': 'ER_USER_LOCK_DEADLOCK',
+  '3572': 'ER_LOCK_NOWAIT',
+  '4025': 'ER_CONSTRAINT_FAILED',
 }
 
-/** Errors by which PostgreSQL itself keeps an invariant: integrity (23), rollback (40), lock not available. */
+/** A server's error code: a SQLSTATE, or MySQL's 'SQLSTATE/errno'. */
+export function isServerError(code: unknown): code is string {
+  return typeof code === 'string' && /^[0-9A-Z]{5}(\/\d+)?$/.test(code)
+}
+
+/** The SQLSTATE of a code ('40001/1213' -> '40001'). */
+export function sqlstateOf(code: string): string {
+  const slash = code.indexOf('/')
+  return slash < 0 ? code : code.slice(0, slash)
+}
+
+/** The MySQL error number of a code, if it has one. */
+export function errnoOf(code: string | undefined): number | undefined {
+  const slash = code?.indexOf('/') ?? -1
+  return slash < 0 ? undefined : Number(code!.slice(slash + 1))
+}
+
+export function conditionName(code: string | undefined): string | undefined {
+  if (!code) return undefined
+  const errno = errnoOf(code)
+  return errno === undefined ? NAMES[code] : MYSQL[String(errno)]
+}
+
+/**
+ * Errors by which the server itself keeps an invariant: integrity (23), rollback (40), lock not available
+ * (PostgreSQL 55P03; MySQL's lock wait timeout 1205 and NOWAIT 3572), and MariaDB's "record has changed since
+ * last read" (1020, innodb_snapshot_isolation).
+ */
 export function isPrevention(code: string | undefined): boolean {
-  return !!code && (code.startsWith('23') || code.startsWith('40') || code === '55P03')
+  if (!code) return false
+  const errno = errnoOf(code)
+  if (errno !== undefined && (errno === 1205 || errno === 3572 || errno === 1020)) return true
+  return code.startsWith('23') || code.startsWith('40') || code === '55P03'
 }
 
 /** The connection is gone: the server ended it, or the socket broke. */

@@ -1,5 +1,7 @@
 // Where the database comes from: --database-url, DATABASE_URL, the PG* variables, or the embedded default.
+// A mysql:// or mariadb:// URL names a MySQL/MariaDB server (InnoDB); everything else is PostgreSQL.
 import { UsageError } from '../errors.js'
+import type { Engine } from '../scenario.js'
 
 export interface Target {
   kind: 'url' | 'env' | 'embedded'
@@ -7,6 +9,13 @@ export interface Target {
   url?: string
   /** What to print: never contains a password. */
   label: string
+  /** Which engine the URL names; absent means PostgreSQL. */
+  engine?: Engine
+}
+
+/** The engine a target is (PostgreSQL unless its URL says mysql:// or mariadb://). */
+export function engineOf(target: Pick<Target, 'engine'>): Engine {
+  return target.engine ?? 'postgres'
 }
 
 export function maskUrl(url: string): string {
@@ -28,8 +37,9 @@ export function checkUrl(raw: string, from: string): string {
       `${from} '${maskUrl(url)}' is not a valid URL (is the port a number from 1 to 65535?): use ${shape}`,
     )
   }
+  if (u.protocol === 'mysql:' || u.protocol === 'mariadb:') return checkMysqlUrl(url, u, from)
   if (u.protocol !== 'postgres:' && u.protocol !== 'postgresql:') {
-    throw new UsageError(`${from} has scheme '${u.protocol.replace(/:$/, '')}', not postgres: use ${shape}`)
+    throw new UsageError(`${from} has scheme '${u.protocol.replace(/:$/, '')}', not postgres, mysql or mariadb: use ${shape} (or mysql://user:password@host:3306/dbname)`)
   }
   if (!u.hostname && !u.searchParams.get('host')) {
     throw new UsageError(`${from} '${maskUrl(url)}' names no host: use ${shape}`)
@@ -40,14 +50,30 @@ export function checkUrl(raw: string, from: string): string {
   return url
 }
 
+/** A MySQL/MariaDB URL: a host, a port that is a port, and a database to connect to (race creates its own beside it). */
+function checkMysqlUrl(url: string, u: URL, from: string): string {
+  const shape = `${u.protocol}//user:password@host:3306/dbname`
+  if (!u.hostname) throw new UsageError(`${from} '${maskUrl(url)}' names no host: use ${shape}`)
+  if (u.port && (!/^\d+$/.test(u.port) || Number(u.port) < 1 || Number(u.port) > 65535)) {
+    throw new UsageError(`${from} has port '${u.port}': a port is a number from 1 to 65535`)
+  }
+  const db = decodeURIComponent(u.pathname.replace(/^\//, ''))
+  if (db.includes('/')) throw new UsageError(`${from} '${maskUrl(url)}' names the database '${db}': a MySQL database name has no '/': use ${shape}`)
+  return url
+}
+
+/** The target of a checked URL. */
+function urlTarget(url: string): Target {
+  const scheme = url.trim().slice(0, url.trim().indexOf(':')).toLowerCase()
+  return scheme === 'mysql' || scheme === 'mariadb' ? { kind: 'url', url, label: maskUrl(url), engine: 'mysql' } : { kind: 'url', url, label: maskUrl(url) }
+}
+
 export function resolveTarget(databaseUrl: string | undefined, env: NodeJS.ProcessEnv = process.env): Target {
   if (databaseUrl !== undefined) {
-    const url = checkUrl(databaseUrl, '--database-url')
-    return { kind: 'url', url, label: maskUrl(url) }
+    return urlTarget(checkUrl(databaseUrl, '--database-url'))
   }
   if (env.DATABASE_URL !== undefined && env.DATABASE_URL !== '') {
-    const url = checkUrl(env.DATABASE_URL, 'DATABASE_URL')
-    return { kind: 'url', url, label: maskUrl(url) }
+    return urlTarget(checkUrl(env.DATABASE_URL, 'DATABASE_URL'))
   }
   if (env.PGHOST || env.PGDATABASE) {
     const host = env.PGHOST ?? 'localhost'

@@ -3,26 +3,18 @@
 // connection ended whatever happens.
 import { randomUUID } from 'node:crypto'
 import { performance } from 'node:perf_hooks'
-import type { Sql } from 'postgres'
 import { parseBinds } from '../binds.js'
 import { connectError } from '../db/connect.js'
-import type { Lab, RunSchema, ServerInfo } from '../db/lab.js'
+import type { Driver, RunSpace, ServerInfo } from '../db/driver.js'
 import { conditionName, isConnectionLoss } from '../db/sqlstate.js'
 import { Interrupted, RunError, UsageError } from '../errors.js'
 import { abortSignal, setStuckDescriber, whenAborted } from '../lifecycle.js'
-import { orderFor, type Plan } from '../plan.js'
+import { orderFor, ownServerRefusal, type Plan } from '../plan.js'
 import type { Entry } from '../permutation.js'
-import type { BindCtx, Row, Schedule } from '../scenario.js'
+import type { BindCtx, Row, Rows, Schedule } from '../scenario.js'
 import { runBarrier, runPermutation, type BlockProbe } from './schedule.js'
 import { Session } from './session.js'
-import type { InvariantReport, PoolRoute, TimelineEvent, TrialFacts } from './types.js'
-
-/** Sessions through a connection pooler: opened once the run's schema exists (the pool sets its search_path). */
-export interface Pooler {
-  /** The pool's server connections (null: unknown, a pooler the user runs). */
-  size: number | null
-  open(schema: string): Promise<PoolRoute>
-}
+import type { InvariantReport, SessionState, StepPause, TimelineEvent, TrialFacts } from './types.js'
 
 export interface RunConfig {
   plan: Plan
@@ -43,31 +35,31 @@ export interface RunConfig {
   /** Called when the hold starts, with the backends of the trial. */
   onHold?: (pids: number[], ms: number) => void
   onTrial?: (done: number, facts: TrialFacts) => void
-  /** Route every session through this pooler (the control connection stays direct). */
-  pooler?: Pooler
+  /**
+   * --step: called before each step of a step-by-step schedule (not barrier) is launched, with where every
+   * session stands; the step waits until it resolves. A rejection ends the run like an abort.
+   */
+  beforeStep?: (pause: StepPause) => Promise<void>
+  /** Every event as the engine records it (a presenter redraws while it waits). */
+  onEvent?: (e: TimelineEvent) => void
 }
 
 export interface RunOutput {
   schema: string
   server: ServerInfo
   trials: TrialFacts[]
-  /** The pooler the sessions went through, described. */
-  pooled?: string
 }
 
-export async function run(lab: Lab, cfg: RunConfig): Promise<RunOutput> {
-  const { control, target } = lab
+export async function run(lab: Driver, cfg: RunConfig): Promise<RunOutput> {
+  const { target } = lab
   const { plan } = cfg
   const scenario = plan.scenario
   const n = plan.variant.n
+  if (scenario.ownServer && lab.target.kind !== 'embedded') throw new UsageError(ownServerRefusal(scenario))
   const room = await lab.room()
-  // Through a pooler the server sees the pool's connections, not one per session.
-  const need = cfg.pooler?.size ?? n
-  if (need > room.free) {
+  if (n > room.free) {
     throw new UsageError(
-      cfg.pooler
-        ? `the pool needs ${need} connections, but the server has room for ${Math.max(0, room.free)} more (max_connections ${room.max}): use --pool-size ${Math.max(1, room.free)} or fewer`
-        : `--n ${n} needs ${n} connections, but the server has room for ${Math.max(0, room.free)} more (max_connections ${room.max}): use --n ${Math.max(1, room.free)} or fewer`,
+      `--n ${n} needs ${n} connections, but the server has room for ${Math.max(0, room.free)} more (max_connections ${room.max}): use --n ${Math.max(1, room.free)} or fewer`,
     )
   }
   const sharing = plan.sessions.filter((x) => x.spec.shares)
@@ -83,30 +75,27 @@ export async function run(lab: Lab, cfg: RunConfig): Promise<RunOutput> {
   let inFlight: { settled: boolean; done: Promise<void> } | undefined
   const onControl = (text: string, args: unknown[] = []) => {
     lab.checkControl()
-    const p = args.length ? control.unsafe(text, args as never[]) : control.unsafe(text)
+    const p = lab.query(text, args)
     const f = { settled: false, done: Promise.resolve() }
     f.done = p.then(() => void (f.settled = true), () => void (f.settled = true))
     inFlight = f
     return Promise.race([p, whenAborted(), lab.whenLost()])
   }
-  let schema: RunSchema | undefined
-  let route: PoolRoute | undefined
+  let schema: RunSpace | undefined
   const trials: TrialFacts[] = []
   let failure: unknown
   try {
-    schema = await lab.createSchema(scenario.id, cfg.keep, onControl)
-    if (cfg.pooler) route = await Promise.race([cfg.pooler.open(schema.name), whenAborted()])
-    const q = schema.quoted
+    schema = await lab.createSpace(scenario.id, cfg.keep, onControl)
     for (let k = 0; k < cfg.trials; k++) {
       if (abortSignal.aborted) throw abortSignal.reason
-      if (k > 0) await onControl(`drop schema ${q} cascade; ${lab.createSchemaSql(schema.name, cfg.keep)}`)
-      await onControl(`set search_path to ${q}`)
+      if (k > 0) await onControl(lab.recreateSql(schema.name, cfg.keep))
+      await onControl(lab.useSql(schema.name))
       const user = cfg.user ?? randomUUID()
       for (const stmt of plan.setup) {
-        const { text, names } = parseBinds(stmt)
+        const { text, names } = parseBinds(stmt, lab.placeholders)
         await onControl(text, values(names, cfg, user, 'setup'))
       }
-      const facts = await trial(lab, cfg, schema.name, order, user, route)
+      const facts = await trial(lab, cfg, schema.name, order, user)
       trials.push(facts)
       cfg.onTrial?.(k + 1, facts)
     }
@@ -114,15 +103,13 @@ export async function run(lab: Lab, cfg: RunConfig): Promise<RunOutput> {
     failure = e
   } finally {
     schema?.release()
-    // The pool first: its server connections may hold what the sessions left (a leaked lock).
-    await route?.close().catch(() => {})
   }
   if (inFlight && !inFlight.settled) await lab.cancelControl(inFlight.done)
   // Cleanup never hides the failure it follows: what it could not do is added to that failure's one line.
   const left = await schema?.drop()
   if (failure === undefined && schema) {
     if (left) throw new RunError(left.note)
-    return { schema: schema.name, server: lab.server, trials, ...(route ? { pooled: route.describe } : {}) }
+    return { schema: schema.name, server: lab.server, trials }
   }
   if (!abortSignal.aborted && isConnectionLoss(failure)) {
     const code = (failure as { code?: string }).code
@@ -148,11 +135,19 @@ function withNote(err: unknown, note: string): unknown {
   return new RunError(`${(err as Error)?.message ?? err}; ${note}`)
 }
 
-/** Values of the binds of setup and invariant SQL (no session: only the user, n, params and scenario binds). */
-function values(names: string[], cfg: RunConfig, user: string, where: string): unknown[] {
+/** What a session's step returned, for the invariant's `:session.step.column` binds. */
+type SeenBy = (session: string, step: string) => Rows | undefined
+
+/**
+ * Values of the binds of setup and invariant SQL (no session: the user, n, params and scenario binds); the
+ * invariant's `:session.step.column` is that column of the first row the step returned, NULL if none.
+ */
+function values(names: string[], cfg: RunConfig, user: string, where: string, seen?: SeenBy): unknown[] {
   const { params, n } = cfg.plan.variant
   const ctx: BindCtx = { user, session: where, index: -1, params, n }
   return names.map((name) => {
+    const parts = name.split('.')
+    if (parts.length === 3 && seen) return seen(parts[0], parts[1])?.[0]?.[parts[2]] ?? null
     const bind = cfg.plan.scenario.binds?.[name]
     if (bind) return bind.value(ctx)
     if (name === 'user') return user
@@ -162,8 +157,7 @@ function values(names: string[], cfg: RunConfig, user: string, where: string): u
   })
 }
 
-async function trial(lab: Lab, cfg: RunConfig, schema: string, order: Entry[], user: string, route?: PoolRoute): Promise<TrialFacts> {
-  const { control } = lab
+async function trial(lab: Driver, cfg: RunConfig, schema: string, order: Entry[], user: string): Promise<TrialFacts> {
   const { plan } = cfg
   const events: TimelineEvent[] = []
   let t0 = performance.now()
@@ -171,7 +165,8 @@ async function trial(lab: Lab, cfg: RunConfig, schema: string, order: Entry[], u
   const sessions: Session[] = []
   let pids: number[] = []
   const env = {
-    target: lab.target,
+    open: (o: Parameters<Driver['openSession']>[0]) => lab.openSession(o),
+    placeholders: lab.placeholders,
     schema,
     scenarioId: plan.scenario.id,
     user,
@@ -183,32 +178,58 @@ async function trial(lab: Lab, cfg: RunConfig, schema: string, order: Entry[], u
     connectTimeoutMs: cfg.connectTimeoutMs,
     now,
     record: (e: Omit<TimelineEvent, 't'>) => {
-      const ev = { t: Math.round(now() * 10) / 10, ...e }
+      const ev: TimelineEvent = { t: Math.round(now() * 10) / 10, ...e }
       events.push(ev)
+      cfg.onEvent?.(ev)
       return ev
     },
-    pool: route,
     cancel: async (pid: number, terminate: boolean) => {
-      // Only ever signal this run's own backends (through a pooler: its pool's).
-      if (!(route ? (await route.backends()).includes(pid) : pids.includes(pid))) return
-      await (terminate ? control`select pg_terminate_backend(${pid})` : control`select pg_cancel_backend(${pid})`)
+      if (!ours().includes(pid)) return // only ever signal this run's own backends
+      await lab.cancel(pid, terminate)
     },
-    blockers: async (pid: number) => {
-      const [r] = await control`select pg_blocking_pids(${pid}) as b`
-      return (r.b as number[]) ?? []
-    },
+    blockers: (pid: number) => lab.blockers(pid),
   }
+  /**
+   * This run's backends: each session's own, and (a pooler's clients own none) the ones lent to them right now.
+   */
+  const ours = () => [...new Set([...pids, ...sessions.map((s) => s.pid)].filter((p) => p > 0))]
   plan.sessions.forEach((p, i) => sessions.push(new Session(i, p, env)))
   for (const s of sessions) if (s.shares) s.lender = sessions.find((x) => x.name === s.shares)
   let held: Promise<void> | undefined
+  const launched = new Set<string>()
   const before = async (s: Session, step: number) => {
+    if (cfg.beforeStep && cfg.schedule !== 'barrier') {
+      const left = order.filter((e) => !launched.has(`${e.session}.${e.step}`) && !sessions[e.session].finished).length
+      const pause: StepPause = { done: launched.size, left, session: s.name, step: s.steps[step].name, sessions: await states(), events, refresh: states }
+      await Promise.race([cfg.beforeStep(pause), whenAborted()])
+      launched.add(`${s.index}.${step}`)
+    }
     if (!cfg.holdMs || step !== s.steps.length - 1) return
     held ??= (async () => {
-      // Through a pooler: the pool's server connections (the sessions have none of their own).
-      cfg.onHold?.(route ? await route.backends().catch(() => []) : [...new Set(pids)], cfg.holdMs!)
+      cfg.onHold?.(ours(), cfg.holdMs!)
       await Promise.race([new Promise((r) => setTimeout(r, cfg.holdMs)), whenAborted()])
     })()
     await held
+  }
+  /** Where every session stands (for --step): waiting sessions name whom they wait for, from pg_blocking_pids. */
+  const states = async (): Promise<SessionState[]> => {
+    const byPid = new Map(sessions.filter((x) => !x.lender).map((x) => [x.pid, x.name]))
+    return Promise.all(
+      sessions.map(async (x): Promise<SessionState> => {
+        const base = { name: x.name, pid: x.pid, step: x.current?.name ?? null, waitingFor: [] as string[], outcome: null }
+        if (x.finished) {
+          const r = x.report()
+          const outcome = r.outcome === 'rejected' ? `rejected: ${r.reason ?? ''}` : r.outcome === 'failed' ? `failed ${r.sqlstate ?? ''}`.trim() : r.outcome
+          return { ...base, state: 'done', step: r.step, outcome }
+        }
+        if (x.current?.blocked) {
+          const by = await env.blockers(x.pid).catch(() => [] as number[])
+          return { ...base, state: 'waiting', waitingFor: by.map((p) => byPid.get(p) ?? `pid ${p}`) }
+        }
+        if (x.current) return { ...base, state: 'running' }
+        return { ...base, state: x.inTransaction ? 'idle in transaction' : x.started ? 'idle' : 'not started' }
+      }),
+    )
   }
   setStuckDescriber(() =>
     sessions
@@ -216,54 +237,25 @@ async function trial(lab: Lab, cfg: RunConfig, schema: string, order: Entry[], u
       .map((s) => `${s.name} (pid ${s.pid}) in step ${s.current!.name}${s.current!.blocked ? ' (waiting)' : ''}`)
       .join(', '),
   )
-  const probe: BlockProbe = route
-    ? {
-        // Through a pooler a session has no backend of its own: the pooler says which server connection its
-        // step in flight runs on, before and after asking the server whether that backend waits for one of
-        // the pool's. A session counts as blocked only if its step and its server connection stayed the same.
-        // No `blockers`: a backend may be blocked by a server connection no session is using (a leaked lock).
-        blocked: async (ask) => {
-          const cur = new Map(ask.map((s) => [s, s.current]))
-          const before = await route.links()
-          const linked = ask.filter((s) => before.has(s.appName))
-          for (const s of linked) s.linkedTo(cur.get(s), before.get(s.appName)!)
-          if (!linked.length) return new Set()
-          const pool = await route.backends()
-          const rows = await control`
-            select pid from unnest(${linked.map((s) => before.get(s.appName)!)}::int[]) as pid
-             where pg_isolation_test_session_is_blocked(pid, ${pool}::int[])`
-          const blocked = new Set(rows.map((r) => Number(r.pid)))
-          const after = await route.links()
-          return new Set(linked.filter((s) => s.current === cur.get(s) && blocked.has(before.get(s.appName)!) && after.get(s.appName) === before.get(s.appName)))
-        },
-      }
-    : {
-        blocked: async (ask) => {
-          const rows = await control`
-            select pid from unnest(${ask.map((s) => s.pid)}::int[]) as pid where pg_isolation_test_session_is_blocked(pid, ${pids}::int[])`
-          const got = new Set(rows.map((r) => Number(r.pid)))
-          return new Set(ask.filter((s) => got.has(s.pid)))
-        },
-        blockers: env.blockers,
-      }
+  const probe: BlockProbe = {
+    blocked: async (ask) => {
+      const got = await lab.blocked(ask.map((s) => s.connection), pids)
+      return new Set(ask.filter((s) => got.has(s.connection)))
+    },
+    blockers: env.blockers,
+  }
   const endAll = async (now: boolean) => {
     await Promise.all(sessions.map((s) => (now ? s.destroy() : s.close())))
   }
   /**
-   * Ends this trial's sessions for good: first our side of every socket (so postgres.js never writes to a
+   * Ends this trial's sessions for good: first our side of every socket (so the driver never writes to a
    * connection the server closed), then, from control, the backends themselves, waiting for them to exit
-   * (PostgreSQL 14+): a backend blocked on a lock does not notice its client is gone. Only our own pids.
+   * (a backend blocked on a lock does not notice its client is gone). Only our own pids.
    */
   const killAll = async () => {
+    const mine = ours()
     await endAll(true)
-    const mine = [...new Set((route ? await route.backends().catch(() => []) : pids).filter((p) => p > 0))]
-    if (!mine.length) return
-    const kill = lab.onControlOrFresh((sql) =>
-      lab.server.versionNum >= 140000
-        ? sql`select pg_terminate_backend(pid, 2000) from unnest(${mine}::int[]) as pid`
-        : sql`select pg_terminate_backend(pid) from unnest(${mine}::int[]) as pid`,
-    )
-    await Promise.race([kill.then(() => {}, () => {}), new Promise((r) => setTimeout(r, 2500 + lab.connectTimeoutMs))])
+    await lab.terminate(mine)
   }
   // If the run is aborted (Ctrl-C, run timeout), end this trial's backends so nothing waits on them.
   const onAbort = () => void killAll()
@@ -277,11 +269,14 @@ async function trial(lab: Lab, cfg: RunConfig, schema: string, order: Entry[], u
       if (code === '53300') {
         throw new RunError(`the server refused a connection: ${(e as Error).message} (53300 too_many_connections): use a smaller --n, or raise the limit`)
       }
-      throw connectError(e, lab.target)
+      throw lab.engine === 'postgres' ? connectError(e, lab.target) : e
     }
     pids = sessions.map((s) => s.pid)
-    const own = sessions.filter((s) => !s.lender).map((s) => s.pid)
-    if (!route && new Set(own).size !== own.length) throw new RunError(`two sessions share a backend (pids ${pids.join(', ')}): is a pooler in between? Say so with --pooled`)
+    // A pooler's client connects with its first step and owns no backend (pid 0 until one is lent to it).
+    const own = sessions.filter((s) => !s.lender && s.pid > 0).map((s) => s.pid)
+    if (new Set(own).size !== own.length) {
+      throw new RunError(`two sessions share a backend (pids ${pids.join(', ')}): is a pooler in between?${lab.engine === 'postgres' ? ' Say so with --pooled' : ''}`)
+    }
 
     const schedule = async () => {
       if (cfg.schedule === 'barrier') {
@@ -301,9 +296,10 @@ async function trial(lab: Lab, cfg: RunConfig, schema: string, order: Entry[], u
     await endAll(false)
 
     lab.checkControl()
-    const invariant = await Promise.race([evaluate(control, cfg, user), lab.whenLost()])
-    // What the trial left on the pool's server connections (a leaked lock, a SET) must not reach the next.
-    if (route) await Promise.race([route.recycle(), whenAborted()])
+    const seen: SeenBy = (name, step) => sessions.find((s) => s.name === name)?.rowsOf(step)
+    const invariant = await Promise.race([evaluate(lab, cfg, user, seen), lab.whenLost()])
+    // Connections that outlive the trial (a pooler's) are reset: what it left on them must not reach the next.
+    if (lab.afterTrial) await Promise.race([lab.afterTrial(), whenAborted()])
     return { sessions: sessions.map((s) => s.report()), invariant, events }
   } catch (e) {
     sessions.forEach((s) => s.abandon(abortSignal.aborted ? 'the run was aborted' : 'the run failed'))
@@ -315,16 +311,17 @@ async function trial(lab: Lab, cfg: RunConfig, schema: string, order: Entry[], u
 }
 
 /** The invariant's SQL on the control connection: `held` true, false, or NULL (could not be decided). */
-async function evaluate(control: Sql, cfg: RunConfig, user: string): Promise<InvariantReport> {
+async function evaluate(lab: Driver, cfg: RunConfig, user: string, seen: SeenBy): Promise<InvariantReport> {
   const inv = cfg.plan.scenario.invariant
   const description = typeof inv.description === 'function' ? inv.description(cfg.plan.variant.params) : inv.description
   try {
-    const { text, names } = parseBinds(inv.sql)
-    const rows = await control.unsafe(text, values(names, cfg, user, 'invariant') as never[])
+    const { text, names } = parseBinds(cfg.plan.invariantSql, lab.placeholders)
+    const rows = await lab.query(text, values(names, cfg, user, 'invariant', seen))
     const row = rows[0] as Row | undefined
     if (!row) return { description, observed: 'no row', held: null, error: 'the invariant query returned no row' }
     const observed = inv.observed ? inv.observed(row) : defaultObserved(row)
-    const held = typeof row.held === 'boolean' ? row.held : null
+    // MySQL has no boolean type: its `held` is 1 or 0 (NULL stays undecided).
+    const held = typeof row.held === 'boolean' ? row.held : lab.engine === 'mysql' && (row.held === 1 || row.held === 0) ? row.held === 1 : null
     return held === null ? { description, observed, held, error: 'the invariant said NULL: something it needs is missing' } : { description, observed, held }
   } catch (e) {
     if (isConnectionLoss(e)) throw e

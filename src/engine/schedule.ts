@@ -35,6 +35,7 @@ export async function runPermutation(sessions: readonly Session[], order: readon
       const done = s.start(e.step)
       await settleOrBlocked(s, probe)
       if (e.await) await done
+      await settleWoken(sessions, probe)
       continue
     }
     // Drop entries of finished sessions; if nothing is left, wait for the last steps in flight.
@@ -55,17 +56,43 @@ export async function runPermutation(sessions: readonly Session[], order: readon
 async function refuseIfStuck(sessions: readonly Session[], probe: BlockProbe): Promise<void> {
   const busy = sessions.filter((s) => s.busy)
   if (!probe.blockers || !busy.length || !busy.every((s) => s.current!.blocked)) return
-  const byPid = new Map(sessions.map((s) => [s.pid, s]))
+  // Only sessions that had ended before the question was asked can be the reason: a blocker that ends while it is
+  // being asked about (its COMMIT in flight) releases its locks.
+  const endedBefore = new Set(sessions.filter((s) => s.finished))
+  // A pooler's client has a pid only while a backend is lent to it; one that has ended holds none.
+  const byPid = new Map(sessions.filter((s) => s.pid > 0).map((s) => [s.pid, s]))
   const stuck: string[] = []
   for (const s of busy) {
     const by = (await probe.blockers(s.pid)).map((p) => byPid.get(p))
     if (!s.busy) return // it moved meanwhile
-    if (!by.length || by.some((b) => !b || !b.finished)) return
+    if (!by.length || by.some((b) => !b || !endedBefore.has(b))) return
     stuck.push(`${s.name}.${s.current!.name} waits for ${by.map((b) => b!.name).join(', ')}`)
   }
   throw new UsageError(
     `the permutation cannot finish: ${stuck.join('; ')}, which ran all ${stuck.length > 1 ? 'their' : 'its'} steps and still hold${stuck.length > 1 ? '' : 's'} the lock: put the waiting step before the end of the session it waits for`,
   )
+}
+
+/**
+ * After a step, a session that was waiting and is no longer blocked (the step released its lock) runs until its
+ * step completes or blocks again before the next entry starts, as isolationtester does: otherwise the next entry
+ * could overtake a wake-up that is a few milliseconds from done.
+ */
+async function settleWoken(sessions: readonly Session[], probe: BlockProbe): Promise<void> {
+  const waiting = sessions.filter((x) => x.busy && x.current!.blocked)
+  if (!waiting.length) return
+  const still = await probe.blocked(waiting)
+  for (const x of waiting) {
+    if (still.has(x) || !x.busy) continue
+    const done = x.current!.done
+    let finished = false
+    done.then(() => (finished = true))
+    while (!finished) {
+      await Promise.race([done, sleep(POLL_MS)])
+      if (finished) break
+      if ((await probe.blocked([x])).has(x)) break
+    }
+  }
 }
 
 async function settleOrBlocked(s: Session, probe: BlockProbe): Promise<void> {

@@ -2,17 +2,18 @@
 // fact, never in a thrown error: SQL errors, rejections, lost connections and timeouts are outcomes.
 // The SQL a step shows is the SQL it sends: named binds become bind parameters, nothing else changes.
 import { setTimeout as sleep } from 'node:timers/promises'
-import type { Sql } from 'postgres'
-import { parseBinds } from '../binds.js'
-import { connect, endQuietly } from '../db/connect.js'
-import { conditionName, isConnectionLoss } from '../db/sqlstate.js'
-import type { Target } from '../db/target.js'
+import { parseBinds, type Placeholders } from '../binds.js'
+import type { QueryResult, SessionConn, SessionOptions } from '../db/driver.js'
+import { conditionName, isConnectionLoss, isServerError, sqlstateOf } from '../db/sqlstate.js'
 import type { PlannedSession, PlannedStep } from '../plan.js'
 import type { Bind, BindCtx, Params, Row, Rows, Seen, SessionSpec, StepDef } from '../scenario.js'
-import type { EventKind, Outcome, PoolRoute, SessionReport, StepBackend, TimelineEvent } from './types.js'
+import type { EventKind, Outcome, SessionReport, StepBackend, TimelineEvent } from './types.js'
 
 export interface SessionEnv {
-  target: Target
+  /** Opens this session's own connection (the engine's driver). */
+  open(o: SessionOptions): Promise<SessionConn>
+  /** How named binds are sent: $1 (PostgreSQL) or ? (MySQL). */
+  placeholders: Placeholders
   schema: string
   scenarioId: string
   user: string
@@ -29,30 +30,24 @@ export interface SessionEnv {
   cancel(pid: number, terminate: boolean): Promise<void>
   /** Backends this one waits for right now. */
   blockers(pid: number): Promise<number[]>
-  /**
-   * Through a pooler: each session is a client of it, with no backend of its own. A client keeps the server
-   * connection it was lent until its transaction ends (transaction mode), so the backend of a transaction is
-   * asked from the pooler while it is open; an autocommit statement's backend is known only if the pooler was
-   * seen lending it one while it ran (linkedTo). Nothing is sent in a pipeline: two statements of one client
-   * may land on two server connections.
-   */
-  pool?: PoolRoute
 }
 
 class StepTimeout extends Error {}
+/** The server ended the connection and said why (a FATAL with a SQLSTATE that is not a shutdown): the next step fails with it, as libpq reports it. */
+class ServerEnded extends Error {
+  constructor(readonly code: string, message: string) {
+    super(message)
+  }
+}
 /** A step's SQL names a bind that has no value here: the scenario is wrong, not the database. */
 class BindError extends Error {}
-
-type QueryResult = Rows & { command?: string; count?: number }
 
 /** Command tags after which a transaction's isolation level can still change (no snapshot taken yet). */
 const NOT_FIXING = new Set(['BEGIN', 'START TRANSACTION', 'SET', 'SHOW', 'RESET', 'SAVEPOINT', 'RELEASE', 'COMMIT', 'ROLLBACK', 'DISCARD'])
 
 export class Session {
   readonly name: string
-  pid = 0
-  private sql!: Sql
-  private closedFlag = false
+  private conn!: SessionConn
   /** The session whose connection this one borrows (SessionSpec.shares), if any. */
   lender?: Session
   private opened?: Promise<void>
@@ -79,15 +74,14 @@ export class Session {
   /** The step in flight, if any. */
   current?: { name: string; startedAt: number; blocked: boolean; done: Promise<void> }
 
-  /** The application_name that names this client in the server's (and a pooler's) views. */
-  readonly appName: string
-  /** Through a pooler: the backend of the open transaction, the step in flight, and that step's events. */
-  private txBackend?: number
-  private stepBackend?: number
-  private stepEvents: TimelineEvent[] = []
-  /** Through a pooler: where each step ran. */
+  /**
+   * A pooler's client owns no backend: where each step ran (SessionReport.steps), the backend of the step in
+   * flight once known, and that step's events, which carry it (TimelineEvent.backend).
+   */
   private readonly stepBackends: StepBackend[] = []
-  private sent = false
+  private stepBackend?: number
+  private lastBackend?: number
+  private stepEvents: TimelineEvent[] = []
 
   constructor(
     readonly index: number,
@@ -98,12 +92,39 @@ export class Session {
     this.spec = planned.spec
     this.steps = planned.steps
     this.shares = planned.spec.shares
-    this.appName = `race ${env.scenarioId} ${this.name}${env.pool ? ` ${env.pool.tag}` : ''}`
   }
   readonly shares?: string
 
+  /** Its backend: its connection's pid (a pooler's client: the one lent to it right now, 0 when none). */
+  get pid(): number {
+    return this.lender ? this.lender.pid : (this.conn?.pid ?? 0)
+  }
+
+  /** The connection its steps run on (a borrower's is its lender's). */
+  get connection(): SessionConn {
+    return this.lender ? this.lender.connection : this.conn
+  }
+
   private get closedByServer(): boolean {
-    return this.lender ? this.lender.closedByServer : this.closedFlag
+    return this.lender ? this.lender.closedByServer : Boolean(this.conn?.closed)
+  }
+
+  private get serverFatal(): { code: string; message: string } | undefined {
+    return this.lender ? this.lender.serverFatal : this.conn?.fatal
+  }
+
+  /** Every row a step of this session returned (undefined if it never ran), for the invariant's `:session.step.column`. */
+  rowsOf(step: string): Rows | undefined {
+    return this.rows[step]
+  }
+
+  /** Between BEGIN and COMMIT/ROLLBACK (as far as the session's own steps said). */
+  get inTransaction(): boolean {
+    return this.inTx
+  }
+  /** It has run at least one step. */
+  get started(): boolean {
+    return Object.keys(this.rows).length > 0 || this.finished || this.busy
   }
 
   get finished(): boolean {
@@ -114,81 +135,23 @@ export class Session {
   }
 
   open(): Promise<void> {
-    this.opened ??= this.lender ? this.borrow(this.lender) : this.env.pool ? this.client(this.env.pool) : this.connect()
+    this.opened ??= this.lender ? this.borrow(this.lender) : this.connect()
     return this.opened
   }
 
   /** The next borrower of a pooled connection: the lender's backend, with whatever it left behind. */
   private async borrow(lender: Session): Promise<void> {
     await lender.open()
-    this.sql = lender.sql
-    this.pid = lender.pid
-  }
-
-  /**
-   * A client of the pooler. It connects with its first statement, not before: in session mode a client holds a
-   * server connection from its first statement until it disconnects, and a pool smaller than the number of
-   * sessions must not fill up before the schedule starts. No search_path startup parameter (PgBouncer 1.18
-   * refuses it): the pool sets every server connection's. No named prepared statements (unnamed only).
-   */
-  private async client(pool: PoolRoute): Promise<void> {
-    this.sql = connect(pool.target, {
-      connectTimeoutMs: this.env.connectTimeoutMs,
-      applicationName: this.appName,
-      params: { ...(pool.startup ?? {}), ...(this.spec.connection ?? {}) },
-      prepare: false,
-      // Nothing but the steps goes through the pool: a link the pooler shows while a step runs is the step's.
-      fetchTypes: false,
-      onclose: () => {
-        this.closedFlag = true
-      },
-    })
-  }
-
-  /** Through a pooler: the pooler says the step in flight `cur` runs on `backend` (it lent this client that server connection). */
-  linkedTo(cur: Session['current'], backend: number): void {
-    if (cur && this.current === cur && this.stepBackend === undefined) this.setStepBackend(backend)
-  }
-
-  private setStepBackend(backend: number): void {
-    this.stepBackend = backend
-    this.pid = backend
-    for (const ev of this.stepEvents) ev.backend = backend
-  }
-
-  /** A step starts: inside a transaction its backend is the transaction's. */
-  private beginStep(): void {
-    this.stepEvents = []
-    this.stepBackend = undefined
-    if (this.env.pool && this.inTx && this.txBackend !== undefined) this.setStepBackend(this.txBackend)
-  }
-
-  /**
-   * Through a pooler, after a step: if the pooler still lends this client a server connection (an open
-   * transaction, or session mode), the step ran on it. In transaction mode an autocommit statement's connection
-   * is handed back with its result, so its backend stays unknown unless the probe saw it while it ran.
-   */
-  private async afterStep(pool: PoolRoute, tag: string): Promise<void> {
-    if (tag === 'COMMIT' || tag === 'ROLLBACK') this.txBackend = undefined
-    if (this.stepBackend !== undefined && (!this.inTx || this.txBackend !== undefined)) return
-    const b = (await pool.links().catch(() => new Map<string, number>())).get(this.appName)
-    if (b === undefined) return
-    if (this.stepBackend === undefined) this.setStepBackend(b)
-    if (this.inTx) this.txBackend = b
+    this.conn = lender.conn
   }
 
   private async connect(): Promise<void> {
-    this.sql = connect(this.env.target, {
+    this.conn = await this.env.open({
       connectTimeoutMs: this.env.connectTimeoutMs,
-      applicationName: this.appName,
-      schema: this.env.schema,
+      applicationName: `race ${this.env.scenarioId} ${this.name}`,
+      space: this.env.schema,
       params: this.spec.connection ?? {},
-      onclose: () => {
-        this.closedFlag = true
-      },
     })
-    const [row] = await this.sql`select pg_backend_pid() as pid`
-    this.pid = Number(row.pid)
   }
 
   /** Starts the clock for `ms` (the barrier, or the first step of a step-by-step schedule). */
@@ -201,11 +164,10 @@ export class Session {
     const { name } = this.steps[i]
     const cur = { name, startedAt: this.env.now(), blocked: false, done: Promise.resolve() }
     this.current = cur
-    this.beginStep()
+    this.newStep()
     this.record(name, 'run')
-    // Through a pooler, a client that has run all its steps disconnects, as a request does when it is done: in
-    // session mode that hands its server connection back to the pool (which resets it).
-    cur.done = this.runStep(i).then(() => (this.env.pool && this.finished && !this.lender ? this.close() : undefined)).finally(() => {
+    // A pooler's client that has run all its steps disconnects, as a finished request does.
+    cur.done = this.runStep(i).then(() => (this.finished && !this.lender ? this.conn?.done?.() : undefined)).finally(() => {
       this.noteWoke()
       this.current = undefined
     })
@@ -230,12 +192,37 @@ export class Session {
     }
   }
 
-  private record(step: string, kind: EventKind, detail?: string): void {
-    const ev = this.env.record({ session: this.name, step, kind, detail })
-    if (ev && this.env.pool) {
-      if (this.stepBackend !== undefined) ev.backend = this.stepBackend
-      this.stepEvents.push(ev)
-    }
+  private record(step: string, kind: EventKind, detail?: string, setup?: boolean): void {
+    const ev = this.env.record({ session: this.name, step, kind, detail, ...(setup ? { setup } : {}) })
+    if (!ev) return
+    if (this.stepBackend !== undefined) ev.backend = this.stepBackend
+    this.stepEvents.push(ev)
+  }
+
+  /** A step begins: its events and its backend are its own. */
+  private newStep(): void {
+    this.stepEvents = []
+    this.stepBackend = undefined
+  }
+
+  /**
+   * A pooler's client: notes where step `step` ran once its connection knows (after the step), and marks the
+   * step's events with it; a step the pooler lent a server connection only while it ran may stay unseen (null).
+   */
+  private whereRan(step: string, backend: Promise<number | null>): Promise<void> {
+    const entry: StepBackend = { step, backend: null }
+    this.stepBackends.push(entry)
+    const events = this.stepEvents
+    return backend.then(
+      (b) => {
+        if (b === null) return
+        entry.backend = b
+        this.lastBackend = b
+        this.stepBackend = b
+        for (const ev of events) ev.backend = b
+      },
+      () => {},
+    )
   }
 
   private seen(): Seen {
@@ -245,26 +232,17 @@ export class Session {
   }
 
   private async runStep(i: number): Promise<void> {
-    const { name } = this.steps[i]
-    this.sent = false
-    try {
-      await this.runStep1(i)
-    } finally {
-      // A step the application decided against (rejectIf) sent nothing: it ran on no backend.
-      if (this.env.pool && this.sent) this.stepBackends.push({ step: name, backend: this.stepBackend ?? null })
-    }
-  }
-
-  private async runStep1(i: number): Promise<void> {
     const { name, def } = this.steps[i]
     try {
       const reject = def.rejectIf?.(this.seen())
       if (reject) {
         this.record(name, 'reject', String(reject))
         await this.rollback()
+        await this.release()
         return this.end('rejected', name, { reason: String(reject) })
       }
-      const res = await this.exec(def)
+      if (def.appWait) return await this.appWait(i, def.appWait)
+      const res = await this.exec(def, name)
       this.noteWoke()
       this.rows[name] = res
       const tag = res.command ?? ''
@@ -274,8 +252,7 @@ export class Session {
         this.commitTag = tag
       }
       if (!NOT_FIXING.has(tag)) this.levelFixed = true
-      this.record(name, 'ok', summarize(res))
-      if (this.env.pool) await this.afterStep(this.env.pool, tag)
+      this.record(name, 'ok', summarize(res), isSetup(tag, res))
       const again = def.retryIf?.({ ...this.seen(), result: res })
       if (again) return this.retry(String(again), name)
       if (i === this.steps.length - 1) this.finish(name, tag)
@@ -283,6 +260,16 @@ export class Session {
       this.noteWoke()
       await this.fail(name, err)
     }
+  }
+
+  /** Application code, not SQL: the client waits the param's milliseconds, holding whatever it holds. */
+  private async appWait(i: number, w: NonNullable<StepDef['appWait']>): Promise<void> {
+    const { name } = this.steps[i]
+    const ms = Number(this.env.params[w.param])
+    await sleep(ms)
+    this.rows[name] = []
+    this.record(name, 'ok', `waited ${ms} ms`)
+    if (i === this.steps.length - 1) this.finish(name, '')
   }
 
   /** The last step ran without an error: committed only if nothing is left open and a COMMIT said COMMIT. */
@@ -303,16 +290,18 @@ export class Session {
       return this.end('failed', name, { reason: err.message })
     }
     const code = (err as { code?: string })?.code
-    if (this.closedByServer || isConnectionLoss(err)) {
+    if (!(err instanceof ServerEnded) && (this.closedByServer || isConnectionLoss(err))) {
       this.record(name, 'lost', code)
       return this.end('lost', name, { reason: `connection lost (${code ?? 'closed'})` })
     }
-    if (typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code)) {
+    if (isServerError(code)) {
       this.errors.push(code)
       this.record(name, 'error', `${code} ${conditionName(code) ?? ''}`.trim())
       await this.rollback()
       const retry = this.spec.retry
-      if (retry?.on?.includes(code) && this.retries < retry.max) return this.again(retry.backoff ?? false, name)
+      // A retry loop names SQLSTATEs ('40001'); a MySQL error is 'SQLSTATE/errno' ('40001/1213'), retried by its SQLSTATE.
+      if ((retry?.on?.includes(code) || retry?.on?.includes(sqlstateOf(code))) && this.retries < retry!.max) return this.again(retry!.backoff ?? false, name)
+      await this.release()
       return this.end('failed', name, { sqlstate: code, reason: (err as Error).message })
     }
     // Not a server error and not a lost connection: report it as the session's failure, honestly.
@@ -326,7 +315,20 @@ export class Session {
     await this.rollback()
     if (this.retries < (this.spec.retry?.max ?? 0)) return this.again(this.spec.retry?.backoff ?? false, name)
     this.record(name, 'reject', reason)
+    await this.release()
     return this.end('rejected', name, { reason })
+  }
+
+  /** The application's finally (SessionSpec.release), after a rejection or a SQL error; its own failure changes nothing. */
+  private async release(): Promise<void> {
+    const sql = this.spec.release
+    if (!sql || this.closedByServer) return
+    try {
+      const res = await this.exec({ sql }, 'release')
+      this.record('release', 'ok', summarize(res))
+    } catch (e) {
+      this.record('release', 'error', (e as { code?: string })?.code ?? (e as Error)?.message)
+    }
   }
 
   /** The application's retry loop: the whole transaction again, each step exactly as the first time. */
@@ -337,7 +339,7 @@ export class Session {
     if (ms) await sleep(ms)
     this.rows = {}
     for (let i = 0; i < this.steps.length && !this.finished; i++) {
-      this.beginStep()
+      this.newStep()
       await this.runStep(i)
     }
   }
@@ -372,68 +374,65 @@ export class Session {
     })
   }
 
-  private async exec(def: StepDef): Promise<QueryResult> {
-    if (this.closedByServer) throw Object.assign(new Error('connection closed by the server'), { code: 'CONNECTION_CLOSED' })
-    const { text, names } = parseBinds(def.sql)
-    const args = this.values(names)
-    this.sent = true
-    // Until a statement has fixed the transaction's isolation level, ask the server for it right before each
-    // step. SHOW takes no snapshot (SET TRANSACTION may still follow) and is sent in the same pipeline.
-    let show: Promise<void> | undefined
-    if (!this.levelFixed && this.env.pool) {
-      // Through a pooler only inside a transaction (the step's server connection), and never pipelined.
-      if (this.inTx) {
-        await this.sql.unsafe('show transaction_isolation').then(
-          (r) => void (this.isolation = String(r[0]?.transaction_isolation ?? '')),
-          () => {},
-        )
-      }
-    } else if (!this.levelFixed) {
-      const q = this.sql.unsafe('show transaction_isolation')
-      q.execute()
-      show = q.then(
-        (r) => void (this.isolation = String(r[0]?.transaction_isolation ?? '')),
-        () => {},
-      )
+  private async exec(def: StepDef, step: string): Promise<QueryResult> {
+    if (this.closedByServer) {
+      const fatal = this.serverFatal
+      if (fatal && !isConnectionLoss(fatal)) throw new ServerEnded(fatal.code, fatal.message)
+      throw Object.assign(new Error('connection closed by the server'), { code: 'CONNECTION_CLOSED' })
     }
-    const q = (names.length ? this.sql.unsafe(text, args as never[]) : this.sql.unsafe(text)) as unknown as PromiseLike<QueryResult> & { execute(): unknown }
-    q.execute()
-    const query = Promise.resolve(q)
+    const { text, names } = parseBinds(def.sql, this.env.placeholders)
+    const args = this.values(names)
+    // Until a statement has fixed the transaction's isolation level, ask the server for it with the step
+    // (PostgreSQL: SHOW in the same pipeline, before it; MySQL: from InnoDB's own record of the transaction).
+    const conn = this.connection
+    const run = conn.step(text, args, !this.levelFixed)
+    const show = run.level?.then((level) => {
+      if (level !== undefined) this.isolation = level
+    })
+    // A pooler's client: where the step ran is known once it has ended (waited for, bounded, before its result
+    // is recorded, so that its events carry it).
+    const placed = run.backend && this.whereRan(step, run.backend)
+    const ran = () => (placed ? Promise.race([placed, sleep(2500)]) : undefined)
+    const query = run.result
     let timer: NodeJS.Timeout | undefined
     const timeout = new Promise<'timeout'>((resolve) => (timer = setTimeout(() => resolve('timeout'), this.env.stepTimeoutMs)))
     try {
       const first = await Promise.race([query, timeout])
       if (first !== 'timeout') {
         await show
+        await ran()
         return first
       }
+    } catch (e) {
+      await ran()
+      throw e
     } finally {
       clearTimeout(timer)
     }
-    // Give up on this step: note who blocks it, cancel it, and if cancel is not enough, end the backend.
-    const pool = this.env.pool
-    const backend = pool ? (await pool.links().catch(() => new Map<string, number>())).get(this.appName) : this.pid
+    // Give up on this step: note who blocks it, cancel it, and if cancel is not enough, end the backend. A
+    // pooler's client asks the pooler which backend it holds; holding none, it waits in the pooler's queue, and
+    // ending the client ends that wait.
+    const backend = conn.lent ? await conn.lent().catch(() => undefined) : this.pid
     if (backend === undefined) {
-      // Lent no server connection: it waits in the pooler's queue. Ending the client ends the wait.
       this.blockedBy = []
-      await endQuietly(this.sql, 0)
-      throw new StepTimeout(`no result within ${this.env.stepTimeoutMs}ms, waiting for a server connection from the pool (${pool!.describe})`)
+      await conn.destroy()
+      throw new StepTimeout(`no result within ${this.env.stepTimeoutMs}ms, waiting for a server connection from the pooler`)
     }
     this.blockedBy = await this.env.blockers(backend).catch(() => [])
     await this.env.cancel(backend, false).catch(() => {})
     const settled = await Promise.race([query.then(() => true, () => true), sleep(2000).then(() => false)])
     if (!settled) await this.env.cancel(backend, true).catch(() => {})
+    await ran()
     const by = this.blockedBy.length ? `, waiting for pid ${this.blockedBy.join(', ')}` : ''
-    throw new StepTimeout(`no result within ${this.env.stepTimeoutMs}ms${pool ? ` on backend ${backend}` : ''}${by}`)
+    throw new StepTimeout(`no result within ${this.env.stepTimeoutMs}ms${conn.lent ? ` on backend ${backend}` : ''}${by}`)
   }
 
   private async rollback(): Promise<void> {
     if (this.closedByServer) return
     try {
-      const r = (await Promise.race([this.sql.unsafe('rollback'), sleep(2000)])) as QueryResult | undefined
+      const r = await this.conn.rollback()
       if (r?.command) this.commitTag = r.command
       this.inTx = false
-      this.txBackend = undefined
     } catch {
       /* a lost connection rolls back by itself */
     }
@@ -454,18 +453,19 @@ export class Session {
   }
 
   async close(): Promise<void> {
-    if (!this.lender) await endQuietly(this.sql, 1)
+    if (!this.lender) await this.conn?.close()
   }
 
   /** Closes the socket now; used when the run is aborted. */
   async destroy(): Promise<void> {
-    if (!this.lender) await endQuietly(this.sql, 0)
+    if (!this.lender) await this.conn?.destroy()
   }
 
   report(): SessionReport {
     return {
       name: this.name,
-      pid: this.pid,
+      // A pooler's client: the backend of its last step race saw (its steps say where each ran).
+      pid: this.lastBackend ?? this.pid,
       outcome: this.outcome ?? 'lost',
       reason: this.reason ?? null,
       sqlstate: this.sqlstate ?? null,
@@ -478,13 +478,25 @@ export class Session {
       retries: this.retries,
       errors: [...this.errors],
       ...(this.outcome === 'timeout' ? { blockedBy: this.blockedBy ?? [] } : {}),
-      ...(this.env.pool ? { steps: [...this.stepBackends] } : {}),
+      ...(this.connection?.lent ? { steps: this.stepBackends.map((x) => ({ ...x })) } : {}),
     }
   }
 }
 
 function round(ms: number): number {
   return Math.round(ms * 10) / 10
+}
+
+/** Command tags of statements that only set a transaction or session up: they start nothing of the race. */
+const SETUP_TAGS = new Set(['BEGIN', 'START TRANSACTION', 'SET', 'SHOW', 'RESET'])
+
+/**
+ * A set-up step, known from what the server answered: its command tag, or a SELECT whose one row has only the
+ * column set_config (`select set_config('lock_timeout', ...)`). The timeline hides these unless asked.
+ */
+export function isSetup(tag: string, rows: Rows): boolean {
+  if (SETUP_TAGS.has(tag)) return true
+  return tag === 'SELECT' && rows.length === 1 && Object.keys(rows[0]).every((k) => k === 'set_config')
 }
 
 /** A step's result in a few characters: `pending=0`, `0 rows`, `INSERT 1`. */

@@ -1,5 +1,4 @@
 // Facts the engine records; judge/ and report/ read them and never touch the database.
-import type { Target } from '../db/target.js'
 
 export type Outcome = 'committed' | 'rejected' | 'failed' | 'lost' | 'timeout'
 
@@ -22,28 +21,6 @@ export interface TimelineEvent {
 export interface StepBackend {
   step: string
   backend: number | null
-}
-
-/**
- * Sessions through a connection pooler: each is a client of the pooler, and its statements run on whatever
- * server connection the pooler lends it. What the engine needs to know where each step ran.
- */
-export interface PoolRoute {
-  /** Where the sessions connect. */
-  target: Target
-  /** Added to each session's application_name, so the pooler's and the server's views name this run's clients. */
-  tag: string
-  /** Startup parameters every session sends (a pooler the user runs must pass search_path on). */
-  startup?: Record<string, string>
-  /** e.g. 'PgBouncer 1.18.0, transaction mode, pool size 2'. */
-  describe: string
-  /** The backend each of this run's clients (by application_name) is linked to right now. */
-  links(): Promise<Map<string, number>>
-  /** The server backends this run's clients may have used: the pool's, for block detection and for ending them. */
-  backends(): Promise<number[]>
-  /** Between trials and at the end: nothing of a trial's session state (a leaked lock, a SET) may outlive it. */
-  recycle(): Promise<void>
-  close(): Promise<void>
 }
 
 export interface SessionReport {
@@ -86,4 +63,32 @@ export interface TrialFacts {
   sessions: SessionReport[]
   invariant: InvariantReport
   events: TimelineEvent[]
+}
+
+/** Where a session stands while a step-by-step run waits before its next step (race run --step). */
+export interface SessionState {
+  name: string
+  pid: number
+  state: 'not started' | 'idle' | 'idle in transaction' | 'running' | 'waiting' | 'done'
+  /** The step in flight (running, waiting), or the step it ended in (done). */
+  step: string | null
+  /** For waiting: the sessions (or, outside this run, backend pids) it waits for, from pg_blocking_pids. */
+  waitingFor: string[]
+  /** For done: committed, rejected: <reason>, failed <SQLSTATE>, lost, timeout. */
+  outcome: string | null
+}
+
+/** The moment before a step is launched, in a step-by-step schedule. */
+export interface StepPause {
+  /** Steps launched so far. */
+  done: number
+  /** Steps still to launch, this one included (a session that has ended skips its own). */
+  left: number
+  session: string
+  step: string
+  sessions: SessionState[]
+  /** The events recorded so far (the same array, growing). */
+  events: readonly TimelineEvent[]
+  /** Reads the sessions' states again (a waiting session may end while the run waits: a deadlock, a lock_timeout). */
+  refresh(): Promise<SessionState[]>
 }

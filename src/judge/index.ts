@@ -6,13 +6,25 @@ import type { InvariantReport, SessionReport } from '../engine/types.js'
 
 type Judged = Pick<SessionReport, 'name' | 'outcome' | 'sqlstate' | 'errors' | 'waitedMs' | 'step' | 'reason'>
 
+const SQLSTATE = /^[0-9A-Z]{5}$/
+
 /**
- * The verdict of one trial from what the sessions did and whether the invariant held. `documented`: SQLSTATEs
- * the scenario documents as a session's ending (e.g. 26000 for a prepared statement that is not on this
- * backend); such an error is not one "no scenario expects", and, like 23/40/55P03, it is the server refusing.
+ * The SQLSTATEs the documented outcomes name. A session that fails with one of them does what the documentation
+ * says (25P03 when idle_in_transaction_session_timeout ends a forgotten transaction): it is not an error no one
+ * expects, and when the invariant holds it is the server's prevention.
  */
-export function judge(sessions: readonly Judged[], invariant: Pick<InvariantReport, 'held' | 'error'>, documented: ReadonlySet<string> = new Set()): { verdict: Verdict; why: string } {
-  const refused = (code: string | undefined) => isPrevention(code) || (code !== undefined && documented.has(code))
+export function documentedCodes(docs: readonly Pick<Documented, 'who'>[]): Set<string> {
+  const out = new Set<string>()
+  for (const d of docs) for (const [k, v] of Object.entries(d.who)) for (const x of [k, v]) if (typeof x === 'string' && SQLSTATE.test(x)) out.add(x)
+  return out
+}
+
+/**
+ * The verdict of one trial from what the sessions did and whether the invariant held. `expected`: SQLSTATEs the
+ * documentation names (documentedCodes), which count like the codes by which PostgreSQL keeps an invariant.
+ */
+export function judge(sessions: readonly Judged[], invariant: Pick<InvariantReport, 'held' | 'error'>, expected: ReadonlySet<string> = new Set()): { verdict: Verdict; why: string } {
+  const prevents = (code: string | undefined) => isPrevention(code) || (code !== undefined && expected.has(code))
   const timedOut = sessions.find((s) => s.outcome === 'timeout')
   if (timedOut) {
     return { verdict: 'unknown', why: `${timedOut.name} timed out in step ${timedOut.step ?? '?'}${timedOut.reason ? ` (${timedOut.reason})` : ''}` }
@@ -26,28 +38,21 @@ export function judge(sessions: readonly Judged[], invariant: Pick<InvariantRepo
     const which = lost.map((s) => `${s.name}${s.step ? ` (in step ${s.step})` : ''}`).join(', ')
     return { verdict: 'unknown', why: `held on what committed, but ${which} lost ${lost.length > 1 ? 'their connections' : 'its connection'}: the race did not run to its end` }
   }
-  const odd = sessions.find((s) => s.outcome === 'failed' && !refused(s.sqlstate ?? undefined))
+  const odd = sessions.find((s) => s.outcome === 'failed' && !prevents(s.sqlstate ?? undefined))
   if (odd) {
     const code = odd.sqlstate ?? undefined
     return {
       verdict: 'unknown',
-      why: `${odd.name} failed with ${code ?? odd.reason ?? 'an error'}${conditionName(code) ? ' ' + conditionName(code) : ''}, which no scenario expects`,
+      why: `${odd.name} failed with ${code ?? odd.reason ?? 'an error'}${conditionName(code) ? ' ' + conditionName(code) : ''}, which its documentation does not name`,
     }
   }
-  const preventer = sessions.find((s) => s.errors.some(refused))
+  const preventer = sessions.find((s) => s.errors.some(prevents))
   if (preventer) {
-    const code = preventer.errors.find(refused)!
+    const code = preventer.errors.find(prevents)!
     return { verdict: 'prevented', why: `held: the server raised ${code} ${conditionName(code) ?? ''}`.trim() }
   }
   if (sessions.some((s) => s.waitedMs > 0)) return { verdict: 'serialized', why: 'held: sessions waited for each other' }
   return { verdict: 'clean', why: 'held: no session was seen waiting or failing' }
-}
-
-/** The SQLSTATEs documented outcomes name as a session's ending (for judge). */
-export function documentedCodes(docs: readonly Pick<Documented, 'who'>[]): Set<string> {
-  const out = new Set<string>()
-  for (const d of docs) for (const [k, v] of Object.entries(d.who)) for (const x of [k, v]) if (typeof x === 'string' && /^[0-9A-Z]{5}$/.test(x)) out.add(x)
-  return out
 }
 
 /** How a session ended, in the words documented outcomes use: committed, rejected: <reason>, a SQLSTATE, failed, lost, timeout. */
@@ -80,28 +85,37 @@ function countText(v: number | readonly [number, number]): string {
 }
 
 /** A documented outcome in a few words: "prevented: t1 committed, t2 40001" or "serialized: 3 committed, 2 rejected". */
-export function describeDoc(d: Pick<Documented, 'verdict' | 'who'>): string {
-  return `${d.verdict}${whoText(d.who)}`
+export function describeDoc(d: Pick<Documented, 'verdict' | 'who' | 'waited'>): string {
+  return `${d.verdict}${whoText(d.who, d.waited)}`
 }
 
-function whoText(who: Who): string {
+/** "1.5 s" or "200 ms". */
+function ms(v: number): string {
+  return v >= 1000 ? `${+(v / 1000).toFixed(3)} s` : `${v} ms`
+}
+
+function whoText(who: Who, waited: Documented['waited'] = {}): string {
   const parts = Object.entries(who)
     .filter(([, v]) => !(isCount(v) && range(v)[1] === 0))
-    .map(([k, v]) => (isCount(v) ? `${countText(v)} ${k}` : `${k} ${v}`))
+    .map(([k, v]) => (isCount(v) ? `${countText(v)} ${k}` : `${k} ${v}${k in waited ? ` after waiting at least ${ms(waited[k])}` : ''}`))
+  // Waits of sessions counted rather than named: "s2, s3 wait at least 200 ms".
+  const counted = new Map<number, string[]>()
+  for (const [k, v] of Object.entries(waited)) if (typeof who[k] !== 'string') counted.set(v, [...(counted.get(v) ?? []), k])
+  for (const [v, names] of counted) parts.push(`${names.join(', ')} ${names.length > 1 ? 'wait' : 'waits'} at least ${ms(v)}`)
   return parts.length ? `: ${parts.join(', ')}` : ''
 }
 
 /** Several documented outcomes, those with the same endings together: "serialized | clean: 3 committed, 2 rejected". */
-export function describeDocs(docs: readonly Pick<Documented, 'verdict' | 'who'>[]): string[] {
+export function describeDocs(docs: readonly Pick<Documented, 'verdict' | 'who' | 'waited'>[]): string[] {
   const groups = new Map<string, string[]>()
   for (const d of docs) {
-    const k = whoText(d.who)
+    const k = whoText(d.who, d.waited)
     groups.set(k, [...(groups.get(k) ?? []), d.verdict])
   }
   return [...groups].map(([who, verdicts]) => `${verdicts.join(' | ')}${who}`)
 }
 
-type Compared = Pick<SessionReport, 'name' | 'outcome' | 'sqlstate' | 'reason' | 'isolation'> & Partial<Pick<SessionReport, 'step'>>
+type Compared = Pick<SessionReport, 'name' | 'outcome' | 'sqlstate' | 'reason' | 'isolation'> & Partial<Pick<SessionReport, 'step' | 'waitedMs'>>
 
 /** Every way a trial differs from one documented outcome (empty: it matches), e.g. "s2: documented 40P01, got 55P03". */
 export function differences(verdict: Verdict, sessions: readonly Compared[], doc: Documented): string[] {
@@ -115,6 +129,10 @@ export function differences(verdict: Verdict, sessions: readonly Compared[], doc
     const s = byName.get(k)
     if (!s) out.push(`${k}: documented ${v}, but the run has no session ${k}`)
     else if (!labelMatches(v, s)) out.push(`${k}: documented ${v}, got ${labelOf(s)}`)
+  }
+  for (const [k, least] of Object.entries(doc.waited ?? {})) {
+    const s = byName.get(k)
+    if (s && (s.waitedMs ?? 0) < least) out.push(`${k}: documented to wait at least ${ms(least)}, waited ${ms(s.waitedMs ?? 0)}`)
   }
   const rest = sessions.filter((s) => !named.has(s.name))
   const counts = Object.entries(doc.who).filter((e): e is [string, number | readonly [number, number]] => isCount(e[1]))

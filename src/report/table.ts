@@ -4,15 +4,98 @@ import type { Summary } from '../judge/index.js'
 import type { SessionReport, TrialFacts } from '../engine/types.js'
 import type { Level, Verdict } from '../scenario.js'
 import { c, outcomeColor, verdictColor } from './color.js'
+import { columns, hang, joinFit, truncate, widest, wrap } from './width.js'
+export { columns } from './width.js'
 
-/** Borders without colour codes; `widths` (null = natural) wraps long cells at word boundaries. */
-export function plainTable(head: string[], widths?: (number | null)[]): Table.Table {
-  return new Table({
-    head: head.map((h) => c.bold(h)),
-    style: { head: [], border: [], 'padding-left': 1, 'padding-right': 1 },
-    chars: { mid: '', 'left-mid': '', 'mid-mid': '', 'right-mid': '' },
-    ...(widths ? { colWidths: widths, wordWrap: true } : {}),
+/** How a column gives way when the table is wider than the screen. */
+export interface Col {
+  /** Columns with a higher value give way first (default 1); 0 never narrows (an id, a number). */
+  shrink?: number
+  /** The narrowest it may become (default: 8, or its natural width if smaller). */
+  min?: number
+  /**
+   * 'wrap' (default) breaks the text into lines; 'cut' ends it with … (for what matters least); or per line of
+   * the cell's text (e.g. wrap the first line, cut the second).
+   */
+  overflow?: 'wrap' | 'cut' | ((line: number) => 'wrap' | 'cut')
+  /** Leave the column out when every cell in it is empty (e.g. sqlstate when nothing failed). */
+  dropIfEmpty?: boolean
+}
+
+/** Rules and borders, no colour in them; a rule under the header, so it reads as one without colour too. */
+const CHARS = {
+  top: '─', 'top-mid': '┬', 'top-left': '┌', 'top-right': '┐',
+  bottom: '─', 'bottom-mid': '┴', 'bottom-left': '└', 'bottom-right': '┘',
+  left: '│', 'left-mid': '├', mid: '─', 'mid-mid': '┼', right: '│', 'right-mid': '┤', middle: '│',
+}
+
+export type CellValue = string | number | bigint | null | undefined | { content: string; colSpan: number; overflow?: 'wrap' | 'cut' }
+
+/**
+ * Column widths that fit `budget` (the width minus borders and padding): natural widths when they fit; else the
+ * columns that give way first narrow, the widest of them a column at a time, down to their minimum, then the next.
+ */
+export function fitWidths(natural: readonly number[], cols: readonly Col[], budget: number): number[] {
+  const w = [...natural]
+  const min = natural.map((n, i) => Math.min(n, cols[i]?.shrink === 0 ? n : (cols[i]?.min ?? 8)))
+  const total = () => w.reduce((a, x) => a + x, 0)
+  const groups = [...new Set(cols.map((c) => c?.shrink ?? 1).concat(natural.map(() => 1)))].filter((g) => g > 0).sort((a, b) => b - a)
+  for (const g of groups) {
+    while (total() > budget) {
+      let at = -1
+      for (let i = 0; i < w.length; i++) if ((cols[i]?.shrink ?? 1) === g && w[i] > min[i] && (at < 0 || w[i] > w[at])) at = i
+      if (at < 0) break
+      w[at]--
+    }
+  }
+  return w
+}
+
+/**
+ * A boxed table that fits `width` columns (default: the terminal's, or 80): cells wrap at spaces, or are cut with
+ * … in columns marked 'cut'. A header rule separates the header from the rows. A row may be a single cell
+ * spanning every column (a group heading).
+ */
+export function fitTable(head: readonly string[], rows: readonly (readonly CellValue[])[], cols: readonly Col[] = [], w = columns()): string {
+  const text = (v: CellValue) => (v === null || v === undefined ? '' : typeof v === 'object' ? v.content : String(v))
+  const isSpan = (r: readonly CellValue[]) => r.length === 1 && r[0] !== null && typeof r[0] === 'object'
+  const keep = head.map((_, i) => !(cols[i]?.dropIfEmpty && rows.every((r) => isSpan(r) || !text(r[i]))))
+  const heads = head.filter((_, i) => keep[i])
+  const specs: Col[] = head.map((_, i) => cols[i] ?? {}).filter((_, i) => keep[i])
+  const body = rows.map((r) => (isSpan(r) ? r : r.filter((_, i) => keep[i])))
+  const n = heads.length
+  const natural = heads.map((h, i) => Math.max(widest(h), ...body.filter((r) => r.length === n).map((r) => widest(text(r[i])))))
+  const widths = fitWidths(natural, specs, w - (3 * n + 1))
+  const fit = (v: string, i: number) =>
+    v
+      .split('\n')
+      .flatMap((l, k) => {
+        const o = specs[i]?.overflow
+        return (typeof o === 'function' ? o(k) : o) === 'cut' ? [truncate(l, widths[i])] : wrap(l, widths[i])
+      })
+      .join('\n')
+  const table = new Table({
+    head: heads.map((h, i) => fit(c.bold(h), i)),
+    chars: CHARS,
+    style: { head: [], border: [], 'padding-left': 1, 'padding-right': 1, compact: true },
+    colWidths: widths.map((x) => x + 2),
   })
+  const span = widths.reduce((a, x) => a + x, 0) + 3 * (n - 1)
+  for (const r of body) {
+    if (isSpan(r) && n > 1) {
+      const v = r[0] as { content: string; overflow?: 'wrap' | 'cut' }
+      table.push([{ content: (v.overflow === 'cut' ? v.content.split('\n').map((l) => truncate(l, span)) : wrap(v.content, span)).join('\n'), colSpan: n }])
+      continue
+    }
+    table.push(r.map((v, i) => fit(text(v), i)))
+  }
+  return table.toString()
+}
+
+/** A table built row by row and fitted to the screen when printed (`widths` is ignored: kept for old callers). */
+export function plainTable(head: string[], _widths?: (number | null)[], cols: Col[] = []): { push(...rows: CellValue[][]): number; toString(): string } {
+  const rows: CellValue[][] = []
+  return { push: (...r: CellValue[][]) => rows.push(...r), toString: () => fitTable(head, rows, cols) }
 }
 
 export function outcomeText(s: SessionReport): string {
@@ -23,15 +106,16 @@ export function outcomeText(s: SessionReport): string {
   return s.retries ? `committed after ${s.retries} retr${s.retries === 1 ? 'y' : 'ies'}` : 'committed'
 }
 
-export function sessionsTable(t: TrialFacts): string {
+export function sessionsTable(t: TrialFacts, w = columns()): string {
   // Through a pooler a session is a client with no backend of its own: the column lists the backends it ran on.
   const pooled = t.sessions.some((s) => s.steps)
-  const table = plainTable(['session', pooled ? 'backends' : 'pid', 'outcome', 'sqlstate', 'waited', 'total'])
-  for (const s of t.sessions) {
+  const rows = t.sessions.map((s) => {
     const state = s.sqlstate ? `${s.sqlstate} ${s.condition ?? ''}`.trim() : s.errors.length ? `(${s.errors.join(', ')} retried)` : ''
-    table.push([s.name, s.steps ? backendsOf(s).join(', ') || '?' : s.pid, outcomeColor(outcomeText(s)), state, `${fmtMs(s.waitedMs)}`, `${fmtMs(s.ms)}`])
-  }
-  return table.toString()
+    return [s.name, s.steps ? backendsOf(s).join(', ') || '?' : s.pid, outcomeColor(outcomeText(s)), state, fmtMs(s.waitedMs), fmtMs(s.ms)]
+  })
+  // The outcome is what differs between sessions: it wraps last; sqlstate goes when nobody has one.
+  const cols: Col[] = [{ shrink: 0 }, pooled ? { min: 8 } : { shrink: 0 }, { min: 16 }, { dropIfEmpty: true, min: 5, shrink: 2 }, { shrink: 0 }, { shrink: 0 }]
+  return fitTable(['session', pooled ? 'backends' : 'pid', 'outcome', 'sqlstate', 'waited', 'total'], rows, cols, w)
 }
 
 /** The distinct backends a pooled session's steps ran on, in order. */
@@ -44,7 +128,7 @@ function backendsOf(s: SessionReport): number[] {
  * backend 4711, the one s1 used"). Steps race did not see on a backend (autocommit statements, which the pooler
  * lends a server connection only while they run) are counted, never guessed.
  */
-export function backendLines(t: TrialFacts): string[] {
+export function backendLines(t: TrialFacts, w = columns()): string[] {
   if (!t.sessions.some((s) => s.steps)) return []
   const firstUser = new Map<number, string>()
   const width = Math.max(...t.sessions.map((s) => s.name.length))
@@ -61,7 +145,9 @@ export function backendLines(t: TrialFacts): string[] {
     const unseen = steps.filter((x) => x.backend === null).map((x) => x.step)
     if (unseen.length) parts.push(`not seen: ${unseen.join(', ')} (autocommit: lent a server connection only while it ran)`)
     if (!steps.length) parts.push('no statement sent')
-    lines.push(`${lines.length ? ' '.repeat(11) : c.dim('backends') + '   '}${s.name.padEnd(width)}  ${parts.join(' · ')}`)
+    // One line per session; parts that do not fit go on lines of their own, under the first part.
+    const lead = `${lines.length ? ' '.repeat(11) : c.dim('backends') + '   '}${s.name.padEnd(width)}  `
+    lines.push(...joinFit([lead + parts[0], ...parts.slice(1)], ' · ', w, 11 + width + 2))
   }
   return lines
 }
@@ -70,39 +156,44 @@ export function fmtMs(ms: number): string {
   return ms >= 1000 ? `${(ms / 1000).toFixed(2)} s` : `${ms < 10 ? ms.toFixed(1) : Math.round(ms)} ms`
 }
 
+/** A labelled line ("verdict    ..."): the label padded to 11, the text wrapped under itself. */
+export function labelled(label: string, text: string, w = columns()): string {
+  return hang(`${label.padEnd(9)}  ${text}`, w, 11).join('\n')
+}
+
 /**
  * The levels the sessions really ran at (SHOW transaction_isolation, read in each session), and a warning
  * when the server gave a session another level than the scenario is documented for.
  */
-export function isolationLine(t: TrialFacts, documented: Record<string, Level | null>): string {
+export function isolationLine(t: TrialFacts, documented: Record<string, Level | null>, w = columns()): string {
   const seen = new Map<string, string[]>()
   for (const s of t.sessions) seen.set(s.isolation ?? '?', [...(seen.get(s.isolation ?? '?') ?? []), s.name])
   const ran = seen.size === 1 ? [...seen.keys()][0] : [...seen].map(([l, who]) => `${who.join(', ')}: ${l}`).join('; ')
   const off = t.sessions.filter((s) => documented[s.name] && s.isolation && s.isolation !== documented[s.name])
   const note = off.length ? c.red(`  documented for ${[...new Set(off.map((s) => documented[s.name]))].join(', ')}: the server overrode it`) : ''
-  return `${c.dim('isolation')}  ${ran} ${c.dim('(read from each session)')}${note}`
+  return hang(`${c.dim('isolation')}  ${ran} ${c.dim('(read from each session)')}${note}`, w, 11).join('\n')
 }
 
-export function invariantLine(t: TrialFacts): string {
+export function invariantLine(t: TrialFacts, w = columns()): string {
   const inv = t.invariant
   const state = inv.held === null ? verdictColor('unknown') : verdictColor(inv.held ? 'HELD' : 'VIOLATED')
-  return `invariant  ${inv.description}: observed ${inv.observed}  ${state}${inv.error ? `  (${inv.error})` : ''}`
+  return labelled('invariant', `${inv.description}: observed ${inv.observed}  ${state}${inv.error ? `  (${inv.error})` : ''}`, w)
 }
 
-export function verdictLine(s: Summary, why?: string): string {
+export function verdictLine(s: Summary, why?: string, w = columns()): string {
   const m = verdictColor(s.matched ? 'MATCH' : 'DEVIATION')
-  return `verdict    ${verdictColor(s.verdict)}${why ? ` (${why})` : ''}\nexpected   ${s.expected.join('; or ')}  ${m}`
+  return [labelled('verdict', `${verdictColor(s.verdict)}${why ? ` (${why})` : ''}`, w), labelled('expected', `${s.expected.join('; or ')}  ${m}`, w)].join('\n')
 }
 
 /** What differs from the documentation, one line each (nothing when it matched). */
-export function deviationLines(s: Summary): string[] {
+export function deviationLines(s: Summary, w = columns()): string[] {
   if (s.matched || !s.deviations.length) return []
   const which = s.trials > 1 ? ` (${s.deviating} of ${s.trials} trials deviate; the first:)` : ''
-  return [c.red(`deviation${which}`), ...s.deviations.map((d) => c.red(`  ${d}`))]
+  return [c.red(`deviation${which}`), ...s.deviations.flatMap((d) => hang(c.red(`  ${d}`), w, 4))]
 }
 
 /** For --trials: how often each verdict and each outcome happened. */
-export function trialsTable(trials: readonly (TrialFacts & { verdict: Verdict })[], s: Summary): string {
+export function trialsTable(trials: readonly (TrialFacts & { verdict: Verdict })[], s: Summary, w = columns()): string {
   const outcomes = new Map<string, number>()
   for (const t of trials) {
     for (const r of t.sessions) {
@@ -110,10 +201,9 @@ export function trialsTable(trials: readonly (TrialFacts & { verdict: Verdict })
       outcomes.set(key, (outcomes.get(key) ?? 0) + 1)
     }
   }
-  const table = plainTable(['outcome', 'sessions', 'per trial'])
-  for (const [k, v] of [...outcomes].sort((a, b) => b[1] - a[1])) table.push([outcomeColor(k), v, (v / trials.length).toFixed(2)])
+  const rows = [...outcomes].sort((a, b) => b[1] - a[1]).map(([k, v]) => [outcomeColor(k), v, (v / trials.length).toFixed(2)])
   const verdicts = Object.entries(s.tally)
     .map(([v, k]) => `${verdictColor(v)} ${k}`)
     .join(', ')
-  return `${table.toString()}\nverdicts   ${verdicts}\nviolated in ${s.violations}/${s.trials} trials`
+  return `${fitTable(['outcome', 'sessions', 'per trial'], rows, [{}, { shrink: 0 }, { shrink: 0 }], w)}\n${labelled('verdicts', verdicts, w)}\nviolated in ${s.violations}/${s.trials} trials`
 }

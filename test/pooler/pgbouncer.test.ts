@@ -118,7 +118,8 @@ test('prepared-statement through PgBouncer: c2 runs the statement c1 prepared; c
 })
 
 test('race run session-lock --pooler pgbouncer: the leak, backend by backend; nothing left', { skip }, async () => {
-  const r = await race(['run', 'session-lock', '--pooler', 'pgbouncer'], { url: ctx.server.url })
+  // Wide: what is read here is each line's content, not how it wraps (the next test reads the widths).
+  const r = await race(['run', 'session-lock', '--pooler', 'pgbouncer'], { url: ctx.server.url, env: { COLUMNS: '200' } })
   assert.equal(r.code, 0, r.stdout + r.stderr)
   assert.match(r.stdout, /pooler {5}PgBouncer \d+\.\d+\.\d+, transaction mode, pool size 2/)
   const s1 = /backends {3}s1 {2}(\d+): begin, lock, again, rollback/.exec(r.stdout)
@@ -127,6 +128,23 @@ test('race run session-lock --pooler pgbouncer: the leak, backend by backend; no
   assert.match(r.stdout, /s3 .* failed in lock .* 55P03 lock_not_available/)
   assert.match(r.stdout, /expected {3}anomaly: s1 committed, s2 committed, s3 55P03  MATCH/)
   nothingLeft(r.pid)
+})
+
+test('COLUMNS=80 and 120: a pooled run fits (the backends column and lines, the timeline with its backends), and keeps them whole', { skip }, async () => {
+  for (const w of [80, 120]) {
+    const r = await race(['run', 'session-lock', '--pooler', 'pgbouncer', '--timeline'], { url: ctx.server.url, env: { COLUMNS: String(w) } })
+    assert.equal(r.code, 0, r.stdout + r.stderr)
+    const wide = r.stdout.split('\n').filter((l) => [...l].length > w)
+    assert.deepEqual(wide, [], `at ${w} columns`)
+    // Read back without the wraps, the backends lines say the same as at any width.
+    const flat = r.stdout.replace(/\n +/g, ' ')
+    const s1 = /backends +s1 +(\d+): begin, lock, again, rollback/.exec(flat)
+    assert.ok(s1, r.stdout)
+    assert.match(flat, new RegExp(`s2 +${s1[1]}, the one s1 used: begin, mine, commit`))
+    assert.match(r.stdout, /│ backends │/)
+    assert.match(r.stdout, new RegExp(`^\\S+ +${s1[1]} lock → ok`, 'm'), 'the timeline names the backend of each step')
+    nothingLeft(r.pid)
+  }
 })
 
 test('race run session-lock --pooler pgbouncer on the embedded default: PgBouncer in front of race\'s own PostgreSQL 18; both gone after', { skip }, async () => {
@@ -213,7 +231,7 @@ test('--pooled: a pooler that refuses search_path is one line (exit 3); the same
   } finally {
     await theirs.stop()
   }
-  const ok = await race(['run', 'advisory', '--pooled', '--n', '3', '--database-url', ctx.server.url])
+  const ok = await race(['run', 'advisory', '--pooled', '--n', '3', '--database-url', ctx.server.url], { env: { COLUMNS: '200' } })
   assert.equal(ok.code, 0, ok.stdout + ok.stderr)
   assert.match(ok.stdout, /a pooler; control direct to /)
 })
@@ -227,6 +245,10 @@ test('pooler input: one line, exit 2 (or 3 without the binary), before any conne
     [['run', 'advisory', '--pooler', 'pgbouncer', '--pooled'], /--pooler and --pooled exclude each other/],
     [['run', 'advisory', '--pooler', 'pgbouncer', '--n', '5', '--pool-size', '2'], /needs --pool-size 5 or more \(got 2\)/],
     [['check', 'deadlock', '--pooler', 'pgbouncer'], /deadlock documents no outcome through a pooler/],
+    // The pooler is PostgreSQL's: a MySQL/MariaDB URL is refused before anything connects.
+    [['run', 'session-lock', '--pooler', 'pgbouncer', '--database-url', 'mysql://root@127.0.0.1:1/test'], /--pooler is for PostgreSQL poolers such as PgBouncer, and --database-url is MySQL\/MariaDB/],
+    [['check', '--pooled', '--database-url', 'mariadb://root@127.0.0.1:1/test'], /--pooled is for PostgreSQL poolers/],
+    [['bench', '--pooler', 'pgbouncer', '--database-url', 'mysql://root@127.0.0.1:1/test'], /--pooler is for PostgreSQL poolers/],
   ] as const) {
     const r = await race([...args], { env: { RACE_PGBOUNCER: process.execPath } })
     assert.equal(r.code, 2, `${args.join(' ')}: ${r.stderr}`)

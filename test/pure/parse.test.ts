@@ -26,9 +26,16 @@ test('URLs: passwords are masked; wrong schemes and ports are refused', () => {
   assert.equal(maskUrl('postgres://u:secret@h:5432/db'), 'postgres://u:***@h:5432/db')
   assert.equal(maskUrl('postgres://u@h/db'), 'postgres://u@h/db')
   assert.equal(checkUrl('postgresql://u:p@h/db', 'x'), 'postgresql://u:p@h/db')
-  for (const bad of ['mysql://u:secret@h/db', 'postgres://h:99999/db', 'postgres://h:abc/db', 'not a url', '']) {
+  for (const bad of ['redis://u:secret@h/db', 'postgres://h:99999/db', 'postgres://h:abc/db', 'mysql://u:secret@h:99999/db', 'mysql://u:secret@/db', 'not a url', '']) {
     assert.throws(() => checkUrl(bad, '--database-url'), (e: Error) => e instanceof UsageError && !e.message.includes('secret'), bad)
   }
+  // mysql:// and mariadb:// name a MySQL/MariaDB server; the password is masked the same way.
+  for (const url of ['mysql://u:secret@h:3306/db', 'mariadb://u:secret@h/db']) {
+    const t = resolveTarget(url, {})
+    assert.equal(t.engine, 'mysql')
+    assert.ok(!t.label.includes('secret') && t.label.includes('***'), t.label)
+  }
+  assert.equal(resolveTarget('postgres://u@h/db', {}).engine, undefined)
   assert.equal(resolveTarget(undefined, {}).kind, 'embedded')
   assert.equal(resolveTarget(undefined, { DATABASE_URL: 'postgres://a:b@h/d' }).label, 'postgres://a:***@h/d')
   assert.equal(resolveTarget(undefined, { PGHOST: 'h', PGPASSWORD: 'zzz' }).kind, 'env')

@@ -13,7 +13,7 @@ import { defaultParams, type Pool } from '../../src/scenario.js'
 const PGB: Pool = { kind: 'pgbouncer', mode: 'transaction', size: 0, resetAlways: false }
 
 test('race check --pooler: only the scenarios documented through a pooler, each pooled case sound and documented', async () => {
-  const cases = await checkCases([], PGB)
+  const cases = await checkCases([], 'postgres', PGB)
   const ids = new Set(cases.map((k) => k.scenario.id))
   for (const id of ['session-lock', 'pool-isolation-leak', 'prepared-statement', 'advisory', 'try-advisory', 'lock-timeout', 'other-users', 'shared-lock', 'limit-lock']) {
     assert.ok(ids.has(id), `${id} runs through the pooler`)
@@ -29,7 +29,7 @@ test('race check --pooler: only the scenarios documented through a pooler, each 
   assert.deepEqual(leak, ['default', 'per transaction', 'reset query always', 'session mode'])
   const direct = (await checkCases([])).filter((k) => k.scenario.id === 'pool-isolation-leak').map((k) => k.label)
   assert.deepEqual(direct, ['default', 'per transaction', 'discard all'])
-  await assert.rejects(checkCases(['deadlock'], PGB), /deadlock documents no outcome through a pooler/)
+  await assert.rejects(checkCases(['deadlock'], 'postgres', PGB), /deadlock documents no outcome through a pooler/)
 })
 
 test('a pooled variant has separate clients (no borrowed connection) and a pool size of its own', async () => {

@@ -4,7 +4,9 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import { checkCases } from '../../src/commands/check.js'
-import { runScenario, useLab } from '../support/server.js'
+import type { Lab } from '../../src/db/lab.js'
+import type { Scenario } from '../../src/scenario.js'
+import { openOwnLab, runScenario, useLab } from '../support/server.js'
 
 const ctx = useLab()
 
@@ -12,10 +14,22 @@ for (const schedule of ['lockstep', 'serial'] as const) {
   test(`every scenario and check case, ${schedule}: exactly as documented`, async () => {
     const deviations: string[] = []
     const cases = await checkCases([])
-    for (const k of cases) {
-      const { trials } = await runScenario(ctx.lab, k.scenario, { params: k.params, n: k.n, schedule })
-      const [t] = trials
-      if (!t.comparison.matched) deviations.push(`${k.scenario.id} (${k.label}): ${t.verdict}; ${t.comparison.deviations.join('; ') || t.why}`)
+    // A scenario with a server of its own (lock-limit) runs on one, as race check runs it.
+    const own = new Map<Scenario, { lab: Lab; stop: () => Promise<void> }>()
+    try {
+      for (const k of cases) {
+        if (k.scenario.ownServer && !own.has(k.scenario)) own.set(k.scenario, await openOwnLab(k.scenario))
+        const lab = own.get(k.scenario)?.lab ?? ctx.lab
+        let [t] = (await runScenario(lab, k.scenario, { params: k.params, n: k.n, schedule })).trials
+        // On a server other runs share, an invariant may be undecided because of them (vacuum-horizon: another
+        // backend's old snapshot holds VACUUM back too): run it again, at most twice. A deviation is not retried.
+        for (let i = 0; i < 2 && t.invariant.held === null && t.verdict === 'unknown'; i++) {
+          ;[t] = (await runScenario(lab, k.scenario, { params: k.params, n: k.n, schedule })).trials
+        }
+        if (!t.comparison.matched) deviations.push(`${k.scenario.id} (${k.label}): ${t.verdict}; ${t.comparison.deviations.join('; ') || t.why}`)
+      }
+    } finally {
+      for (const o of own.values()) await o.stop()
     }
     assert.deepEqual(deviations, [])
     assert.ok(cases.length > 60, `${cases.length} cases`)

@@ -140,7 +140,7 @@ export interface Child {
 /** Starts bin/race against `url` without waiting for it (the test acts on the server meanwhile). */
 export function spawnRace(args: string[], url?: string, timeoutMs = 60_000): Child {
   const env: NodeJS.ProcessEnv = { ...process.env, NO_COLOR: '1' }
-  for (const k of ['DATABASE_URL', 'PGHOST', 'PGDATABASE', 'PGUSER', 'PGPORT', 'PGPASSWORD']) delete env[k]
+  for (const k of ['DATABASE_URL', 'PGHOST', 'PGDATABASE', 'PGUSER', 'PGPORT', 'PGPASSWORD', 'COLUMNS', 'GITHUB_ACTIONS']) delete env[k]
   if (url) env.DATABASE_URL = url
   const child = spawn(process.execPath, [BIN, ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] })
   let stdout = ''

@@ -13,7 +13,7 @@ import { run, type RunConfig } from '../../src/engine/run.js'
 import { documentedFor, plan, type Plan } from '../../src/plan.js'
 import { findScenario } from '../../src/registry.js'
 import { defaultParams, type Documented, type Params, type Pool, type Scenario, type Schedule } from '../../src/scenario.js'
-import { poolerFor } from '../../src/commands/pooler.js'
+import { pooledDriver } from '../../src/commands/pooler.js'
 
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..', '..')
 export const BIN = path.join(ROOT, 'bin', 'race')
@@ -44,6 +44,8 @@ export function race(args: string[], o: { url?: string; env?: NodeJS.ProcessEnv;
   const env: NodeJS.ProcessEnv = { ...process.env, NO_COLOR: '1' }
   delete env.DATABASE_URL
   for (const k of ['PGHOST', 'PGDATABASE', 'PGUSER', 'PGPORT', 'PGPASSWORD']) delete env[k]
+  // Output does not depend on the terminal or the CI the tests run in, unless a test says so.
+  for (const k of ['COLUMNS', 'GITHUB_ACTIONS']) delete env[k]
   if (o.url) env.DATABASE_URL = o.url
   Object.assign(env, o.env ?? {})
   return new Promise((resolve, reject) => {
@@ -65,6 +67,22 @@ export async function openLab(url: string): Promise<Lab> {
   return Lab.open(resolveTarget(url), 5000)
 }
 
+/**
+ * A scenario with a server of its own (Scenario.ownServer): an embedded server started with its settings, whatever
+ * DATABASE_URL says (race never runs it elsewhere), and a Lab on it; `stop` ends both.
+ */
+export async function openOwnLab(s: Scenario): Promise<{ lab: Lab; stop: () => Promise<void> }> {
+  const server = await startEmbedded({ settings: s.ownServer?.settings })
+  const lab = await Lab.open({ kind: 'embedded', url: server.url, label: 'embedded' }, 5000)
+  return {
+    lab,
+    stop: async () => {
+      await lab.close()
+      await server.stop()
+    },
+  }
+}
+
 export interface Ran {
   plan: Plan
   docs: Documented[]
@@ -83,7 +101,8 @@ export async function runScenario(
   const p = plan(scenario, variant, o.windowMs ?? 0)
   const schedule = o.schedule ?? 'lockstep'
   const docs = documentedFor(scenario, { ...variant, schedule, windowMs: o.windowMs ?? 0 })
-  const out = await run(lab, {
+  // Through a pooler: a driver whose sessions are the clients of a PgBouncer of race's own.
+  const out = await run(o.pool ? pooledDriver(o.pool, lab, 5000) : lab, {
     plan: p,
     schedule,
     permutation: o.permutation,
@@ -93,7 +112,6 @@ export async function runScenario(
     keep: o.keep ?? false,
     user: o.user,
     holdMs: o.holdMs,
-    ...(o.pool ? { pooler: poolerFor(o.pool, lab, 5000) } : {}),
   })
   return { plan: p, docs, trials: out.trials.map((f) => judgeTrial(f, docs, p)), schema: out.schema }
 }

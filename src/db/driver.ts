@@ -1,0 +1,143 @@
+// The seam between the engine and a database: one interface, one implementation per engine (PostgreSQL in
+// lab.ts and pg-session.ts, MySQL/MariaDB InnoDB in mysql.ts). The engine (src/engine) speaks only this: it
+// opens session connections with known ids, runs the run's SQL on the control connection, asks who is
+// blocked, cancels a stuck step and ends its own connections. Facts come from the server, never from time.
+// Sessions through a connection pooler (db/pooled.ts) are the same seam: a driver over PostgreSQL's whose
+// session connections are the pooler's clients, which own no backend (the optional members below).
+import type { Engine, Rows } from '../scenario.js'
+import type { Target } from './target.js'
+
+export interface ServerInfo {
+  version: string
+  versionNum: number
+  /** What to call the server in reports: PostgreSQL, MariaDB or MySQL. */
+  product?: string
+}
+
+/** A statement's rows, with the command tag the server (or, for MySQL, the statement and the server's status flags) gave. */
+export type QueryResult = Rows & { command?: string; count?: number }
+
+/** What cleanup could not undo, with the statement that would. */
+export interface Leftover {
+  note: string
+  serverGone: boolean
+}
+
+/** The namespace a run works in (PostgreSQL: a schema; MySQL: a database), marked with its owner. */
+export interface RunSpace {
+  readonly name: string
+  readonly keep: boolean
+  /** Stops the lifecycle from dropping it (the caller drops it itself). */
+  release(): void
+  /** Drops it (bounded) unless kept; returns what was left behind. */
+  drop(): Promise<Leftover | undefined>
+}
+
+export interface SessionOptions {
+  /** Names the connection on the server (application_name; MySQL: a comment on its first statement). */
+  applicationName: string
+  /** The run's namespace: every statement of the session works there. */
+  space: string
+  /** Startup parameters (PostgreSQL GUCs; MySQL session variables). */
+  params: Record<string, string>
+  connectTimeoutMs: number
+}
+
+/** One step in flight: its result, and (while the level is not fixed yet) the transaction's isolation level. */
+export interface StepRun {
+  result: Promise<QueryResult>
+  /** Resolves once the level was read (undefined: the server could not say); absent when not asked. */
+  level?: Promise<string | undefined>
+  /**
+   * A connection that owns no backend (a pooler's client): the backend the step ran on, once the step has ended
+   * (null: not seen, e.g. an autocommit statement the pooler lent a server connection only while it ran).
+   * Absent: the connection's own `pid` ran it.
+   */
+  backend?: Promise<number | null>
+}
+
+/** One dedicated connection: a PostgreSQL backend, or a MySQL thread. */
+export interface SessionConn {
+  /**
+   * The server's id for it: pg_backend_pid(), or MySQL's CONNECTION_ID(). A pooler's client: the backend lent
+   * to it right now as far as race has seen (its open transaction's, or its step's), 0 when none.
+   */
+  readonly pid: number
+  /** The server ended it or its socket broke: nothing more may be sent on it. */
+  readonly closed: boolean
+  /** Why the server ended it, when it said so (PostgreSQL's last FATAL ErrorResponse; see db/fatal.ts). */
+  readonly fatal?: { code: string; message: string }
+  /**
+   * Sends one step's SQL (binds already in the engine's placeholder style) with its values. `readLevel`: also
+   * read the isolation level the transaction runs at, without changing what the transaction does.
+   */
+  step(text: string, args: unknown[], readLevel: boolean): StepRun
+  /** ROLLBACK, bounded; its result (undefined when the connection is gone or did not answer). */
+  rollback(): Promise<QueryResult | undefined>
+  /** Closes it politely (bounded). */
+  close(): Promise<void>
+  /** Closes the socket now. */
+  destroy(): Promise<void>
+  /**
+   * Only a pooler's client, which owns no backend: asks the pooler which server connection it holds right now
+   * (undefined: none, e.g. it waits in the pooler's queue). Absent: a dedicated connection, `pid` is its own.
+   */
+  lent?(): Promise<number | undefined>
+  /**
+   * The session has run its last step. A pooler's client disconnects then, as a finished request does (in
+   * session mode that hands its server connection back to the pool). Absent: it stays open until the trial ends.
+   */
+  done?(): Promise<void>
+}
+
+/** Who among a run's connections is waiting for a lock another of them holds (or, for user locks, for any lock). */
+export interface Watch {
+  /**
+   * The connections among `ask` whose statement in flight waits for one of `all` (the run's connections by
+   * pid). Through a pooler the run's connections are the pool's server connections, which the watch knows.
+   */
+  blocked(ask: readonly SessionConn[], all: number[]): Promise<Set<SessionConn>>
+  /** The connections `pid` waits for right now. */
+  blockers(pid: number): Promise<number[]>
+}
+
+/** The control side of a database engine for one command: everything the engine needs besides sessions. */
+export interface Driver extends Watch {
+  readonly engine: Engine
+  readonly target: Target
+  readonly server: ServerInfo
+  readonly connectTimeoutMs: number
+  /** Namespaces a killed run left, dropped when this driver opened. */
+  readonly reaped: string[]
+  /** Named binds become this engine's placeholders: $1 (PostgreSQL) or ? (MySQL, one per use). */
+  readonly placeholders: 'dollar' | 'question'
+  /** Rejects (CONNECTION_CLOSED) when the control connection closes. */
+  whenLost(): Promise<never>
+  /** Throws CONNECTION_CLOSED if the control connection has closed. */
+  checkControl(): void
+  /** Connections this role can still open. */
+  room(): Promise<{ free: number; max: number }>
+  /** Creates the run's marked namespace; `run` sends the statement (so that a caller can cancel it). */
+  createSpace(label: string, keep: boolean, run?: (text: string) => Promise<unknown>): Promise<RunSpace>
+  /** The statement(s) that give a trial a fresh, marked namespace of the same name. */
+  recreateSql(name: string, keep: boolean): string
+  /** The statement that makes the control connection work inside the namespace. */
+  useSql(name: string): string
+  /** Runs SQL (already in placeholder style) on the control connection. */
+  query(text: string, args?: unknown[]): Promise<QueryResult>
+  /** Cancels the statement the control connection has in flight, from a fresh connection (bounded). */
+  cancelControl(done: Promise<void>): Promise<void>
+  /** Opens a session connection. */
+  openSession(o: SessionOptions): Promise<SessionConn>
+  /** Cancels the statement in flight on one of the run's connections (`terminate`: ends the connection). */
+  cancel(pid: number, terminate: boolean): Promise<void>
+  /** Ends the run's connections for good, from control (or a fresh connection if control is gone), bounded. */
+  terminate(pids: number[]): Promise<void>
+  /**
+   * After each trial's invariant, where connections outlive a trial (a pooler's server connections): nothing a
+   * trial left on them (a leaked lock, a SET) may reach the next. Absent: every session's connection ends with it.
+   */
+  afterTrial?(): Promise<void>
+  /** Closes the control connection. */
+  close(): Promise<void>
+}

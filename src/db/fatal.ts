@@ -1,0 +1,96 @@
+// Why the server ended a connection. When PostgreSQL ends a session on its own (idle_in_transaction_session_timeout,
+// pg_terminate_backend, shutdown) it sends one last ErrorResponse with severity FATAL and a SQLSTATE, then closes
+// the socket. With no query in flight, postgres.js reads that message and drops it; libpq would hand it to the
+// next statement. So race reads the server's messages on the same socket (read only: postgres.js still parses
+// and answers everything) and keeps the last FATAL's SQLSTATE, for the session to report on its next step.
+import net from 'node:net'
+
+export interface ServerFatal {
+  /** The SQLSTATE, e.g. 25P03 (idle_in_transaction_session_timeout) or 57P01 (admin_shutdown). */
+  code: string
+  message: string
+}
+
+/** The parts of postgres.js's parsed options that say where to connect. */
+interface Where {
+  host: string[]
+  port: number[]
+  path?: string | false
+  ssl?: unknown
+}
+
+/**
+ * A postgres.js `socket` option: the socket postgres.js would open itself (its one host and port, or its Unix
+ * socket; postgres.js writes at once, Node queues that until connected, and postgres.js's connect_timeout still
+ * bounds it), with a reader that reports every FATAL ErrorResponse. Use it only where canReadFatals says so.
+ */
+export function fatalSocket(onFatal: (e: ServerFatal) => void): (o: Where) => net.Socket {
+  return (o: Where) => {
+    const socket = o.path ? net.connect(o.path) : net.connect(o.port[0], o.host[0])
+    readFatals(socket, onFatal)
+    return socket
+  }
+}
+
+/** Whether postgres.js connects to exactly one place in the clear: over TLS the bytes are encrypted, and with several hosts postgres.js's own failover must stay. */
+export function canReadFatals(o: Partial<Where>): boolean {
+  return !o.ssl && (o.host?.length ?? 0) === 1
+}
+
+/** Follows the server's message stream (type byte, int32 length, body) and reports FATAL ErrorResponses. */
+export function readFatals(socket: NodeJS.EventEmitter, onFatal: (e: ServerFatal) => void): void {
+  let head = Buffer.alloc(0)
+  let skip = 0
+  let body: Buffer[] | undefined
+  let want = 0
+  socket.on('data', (chunk: Buffer) => {
+    let at = 0
+    while (at < chunk.length) {
+      if (skip > 0) {
+        const n = Math.min(skip, chunk.length - at)
+        skip -= n
+        at += n
+        continue
+      }
+      if (body) {
+        const n = Math.min(want, chunk.length - at)
+        body.push(chunk.subarray(at, at + n))
+        want -= n
+        at += n
+        if (want === 0) {
+          const fatal = parseFatal(Buffer.concat(body))
+          body = undefined
+          if (fatal) onFatal(fatal)
+        }
+        continue
+      }
+      const n = Math.min(5 - head.length, chunk.length - at)
+      head = Buffer.concat([head, chunk.subarray(at, at + n)])
+      at += n
+      if (head.length < 5) continue
+      const type = head[0]
+      const length = head.readUInt32BE(1) - 4
+      head = Buffer.alloc(0)
+      if (type === 0x45 /* E */ && length > 0) {
+        body = []
+        want = length
+      } else skip = Math.max(0, length)
+    }
+  })
+}
+
+/** The SQLSTATE and message of an ErrorResponse body when its severity is FATAL or PANIC. */
+export function parseFatal(body: Buffer): ServerFatal | undefined {
+  const fields: Record<string, string> = {}
+  let at = 0
+  while (at < body.length && body[at] !== 0) {
+    const key = String.fromCharCode(body[at])
+    const end = body.indexOf(0, at + 1)
+    if (end < 0) break
+    fields[key] = body.toString('utf8', at + 1, end)
+    at = end + 1
+  }
+  const severity = fields.V ?? fields.S
+  if ((severity === 'FATAL' || severity === 'PANIC') && fields.C) return { code: fields.C, message: fields.M ?? '' }
+  return undefined
+}

@@ -1,0 +1,660 @@
+// The MySQL/MariaDB (InnoDB) driver, through the MariaDB Node.js connector (`mariadb`): a control connection, a
+// watch connection, and one connection per session, each with its server thread id (CONNECTION_ID()).
+//
+// What it reads from the server, never from time:
+// - who is blocked: a thread waiting in GET_LOCK (or for a metadata lock) says so in PROCESSLIST.STATE, live;
+//   a row-lock wait is in information_schema.INNODB_LOCK_WAITS (MariaDB) or performance_schema.data_lock_waits
+//   (MySQL 8). InnoDB fills INNODB_TRX / INNODB_LOCK_WAITS from a cache that it refreshes only when nobody has
+//   read it for 0.1 s (trx0i_s.cc, CACHE_MIN_IDLE_TIME_NS): a poll every few ms would read the same stale copy
+//   forever. So the watch connection reads it at most every WATCH_GAP_MS, inside a transaction of its own, and
+//   takes a copy as fresh only when its own row shows the very statement that read it (a unique token);
+// - each session's isolation level: INNODB_TRX.trx_isolation_level of its transaction, from a fresh copy taken
+//   after the transaction had started and before its COMMIT (@@tx_isolation is only the session default);
+// - the COMMIT's outcome: the server status flags of every reply (SERVER_STATUS_IN_TRANS);
+// - errors: SQLSTATE and error number together, 'SQLSTATE/errno'.
+// Cancelling a step is KILL QUERY from control; ending a connection is KILL CONNECTION.
+import { randomBytes } from 'node:crypto'
+import os from 'node:os'
+import { performance } from 'node:perf_hooks'
+import { setTimeout as sleep } from 'node:timers/promises'
+import mariadb, { type Connection, type ConnectionConfig } from 'mariadb'
+import { RunError } from '../errors.js'
+import { abortSignal, onCleanup, whenAborted } from '../lifecycle.js'
+import type { Driver, Leftover, QueryResult, RunSpace, ServerInfo, SessionConn, SessionOptions, StepRun } from './driver.js'
+import { conditionName } from './sqlstate.js'
+import type { Target } from './target.js'
+
+type Conn = Connection
+
+/** SERVER_STATUS_IN_TRANS: a transaction is open on this connection (MySQL protocol status flags). */
+const IN_TRANS = 1
+/** The InnoDB transaction cache is refreshed only after 0.1 s without a reader; read it no more often than this. */
+export const WATCH_GAP_MS = 110
+/** How long the final drop waits for a metadata lock before naming the leftover instead. */
+export const DROP_LOCK_TIMEOUT_S = 5
+
+/** What race writes on every database it creates (the database's COMMENT on MariaDB 10.5+, else a marker table's). */
+export interface DatabaseMark {
+  pid: number
+  host: string
+  /** The control connection's thread id: while it lives (in this server boot), the run lives. */
+  thread: number
+  /** The server's boot time (unix seconds, from Uptime): thread ids start again after a restart. */
+  boot: number
+  /** The MySQL account that created it: other accounts' databases are never touched. */
+  user: string
+  keep: boolean
+}
+
+/** Connection options from a mysql:// or mariadb:// URL. */
+export function connectionOptions(target: Target, connectTimeoutMs: number, database?: string): ConnectionConfig {
+  const u = new URL(target.url!)
+  const db = decodeURIComponent(u.pathname.replace(/^\//, ''))
+  return {
+    host: decodeURIComponent(u.hostname),
+    port: Number(u.port || 3306),
+    user: decodeURIComponent(u.username) || 'root',
+    password: decodeURIComponent(u.password) || undefined,
+    database: database ?? (db || undefined),
+    connectTimeout: Math.max(1000, connectTimeoutMs),
+    multipleStatements: true,
+    bigIntAsNumber: true,
+    decimalAsNumber: true,
+    insertIdAsNumber: true,
+    checkNumberRange: false,
+  }
+}
+
+/** An error as race reads it: code 'SQLSTATE/errno' for a server error, CONNECTION_CLOSED when the connection is gone. */
+export function normalizeError(e: unknown, gone: boolean): Error & { code?: string } {
+  const err = e as { errno?: number; sqlState?: string; code?: string; text?: string; message?: string }
+  if (err && typeof err.errno === 'number' && typeof err.sqlState === 'string' && err.errno < 45000 && err.errno !== 1927) {
+    return Object.assign(new Error(err.text ?? err.message ?? 'server error'), { code: `${err.sqlState}/${err.errno}`, errno: err.errno, sqlState: err.sqlState })
+  }
+  if (gone || (err && (err.errno === 1927 || err.code === 'ER_SOCKET_UNEXPECTED_CLOSE' || err.code === 'ER_CONNECTION_ALREADY_CLOSED' || err.code === 'ECONNRESET' || err.code === 'EPIPE'))) {
+    return Object.assign(new Error(`connection lost: ${err?.text ?? err?.message ?? 'closed'}`), { code: 'CONNECTION_CLOSED' })
+  }
+  return e instanceof Error ? (e as Error & { code?: string }) : new Error(String(e))
+}
+
+/** One line for a failure to connect or log in; the password never appears. */
+export function mysqlConnectError(err: unknown, target: Target): RunError {
+  const e = err as { errno?: number; sqlState?: string; code?: string; text?: string; message?: string }
+  let why = e?.text ?? e?.message ?? String(err)
+  if (e?.code === 'ECONNREFUSED' || /ECONNREFUSED/.test(String(e?.message))) why = 'connection refused (is the server running and listening there?)'
+  else if (e?.code === 'ER_CONNECTION_TIMEOUT' || e?.code === 'ETIMEDOUT') why = 'no answer within the connect timeout'
+  else if (e?.code === 'ENOTFOUND' || e?.code === 'EAI_AGAIN' || /ENOTFOUND|EAI_AGAIN/.test(String(e?.message))) why = 'the host name does not resolve'
+  else if (typeof e?.errno === 'number' && e.sqlState && e.errno < 45000) {
+    const code = `${e.sqlState}/${e.errno}`
+    why = `${e.text ?? why} (${code}${conditionName(code) ? ' ' + conditionName(code) : ''})`
+  }
+  return new RunError(`could not connect to ${target.label}: ${why}`)
+}
+
+async function endQuietly(c: Conn | undefined, destroy = false): Promise<void> {
+  if (!c) return
+  try {
+    if (destroy) c.destroy()
+    else await Promise.race([c.end(), sleep(1000).then(() => c.destroy())])
+  } catch {
+    /* already gone */
+  }
+}
+
+/** The statements of a text (split at `;` outside quotes and comments). */
+export function statements(text: string): string[] {
+  const out: string[] = []
+  let cur = ''
+  for (let i = 0; i < text.length; i++) {
+    const ch = text[i]
+    if (ch === "'" || ch === '"' || ch === '`') {
+      let k = i + 1
+      while (k < text.length && text[k] !== ch) k += text[k] === '\\' && ch !== '`' ? 2 : 1
+      cur += text.slice(i, k + 1)
+      i = k
+    } else if (ch === '-' && text[i + 1] === '-') {
+      const end = text.indexOf('\n', i)
+      i = end < 0 ? text.length : end
+    } else if (ch === ';') {
+      if (cur.trim()) out.push(cur.trim())
+      cur = ''
+    } else cur += ch
+  }
+  if (cur.trim()) out.push(cur.trim())
+  return out
+}
+
+/** The command tag race shows for a MySQL statement (MySQL sends none): its first keyword. */
+export function commandOf(stmt: string): string {
+  const word = (/^\s*(?:\/\*.*?\*\/\s*)*([a-z]+)/is.exec(stmt)?.[1] ?? '').toUpperCase()
+  return word === 'START' || word === 'BEGIN' ? 'BEGIN' : word
+}
+
+/** A reply as rows with a command tag: a result set's rows, or an OK packet's affected rows as count. */
+function toResult(reply: unknown, command: string, multi: boolean): QueryResult {
+  const last = multi && Array.isArray(reply) ? reply[reply.length - 1] : reply
+  if (Array.isArray(last)) {
+    const rows = last.map((r) => ({ ...(r as object) })) as QueryResult
+    rows.command = command
+    rows.count = rows.length
+    return rows
+  }
+  const ok = last as { affectedRows?: number }
+  const rows = [] as unknown as QueryResult
+  rows.command = command
+  if (typeof ok?.affectedRows === 'number' && command !== 'BEGIN' && command !== 'COMMIT' && command !== 'ROLLBACK' && command !== 'SET') rows.count = ok.affectedRows
+  return rows
+}
+
+/** A SQL string literal for MySQL (backslash escapes on). */
+export function mysqlLiteral(s: string): string {
+  return `'${s.replace(/\\/g, '\\\\').replace(/'/g, "''")}'`
+}
+
+interface TrxRow {
+  level: string
+  state: string
+  blockers: number[]
+}
+
+interface Snapshot {
+  seq: number
+  trx: Map<number, TrxRow>
+}
+
+/** The MySQL/MariaDB driver of one command. */
+export class MysqlLab implements Driver {
+  readonly engine = 'mysql' as const
+  readonly placeholders = 'question' as const
+  reaped: string[] = []
+  controlLost = false
+  /** Read numbers of the watch connection: a copy counts for a step only if it was sent after the step ended. */
+  private seq = 0
+  private lastRead = -Infinity
+  /** How long after the last read the next may go: WATCH_GAP_MS, longer (with jitter) after a stale copy. */
+  private gapMs = WATCH_GAP_MS
+  private latest?: Snapshot
+  private reading: Promise<unknown> = Promise.resolve()
+  private release: () => void = () => {}
+
+  private constructor(
+    readonly target: Target,
+    private readonly control: Conn,
+    private readonly watch: Conn,
+    readonly server: ServerInfo,
+    readonly connectTimeoutMs: number,
+    private readonly controlId: number,
+    private readonly account: string,
+    private readonly boot: number,
+    private readonly lost: Promise<never>,
+  ) {}
+
+  get mariadb(): boolean {
+    return this.server.product === 'MariaDB'
+  }
+
+  static async open(target: Target, connectTimeoutMs: number): Promise<MysqlLab> {
+    let reject: (e: Error) => void = () => {}
+    const lost = new Promise<never>((_, r) => (reject = r))
+    lost.catch(() => {})
+    let control: Conn | undefined
+    let watch: Conn | undefined
+    const release = onCleanup('control connection', async () => {
+      await endQuietly(watch)
+      await endQuietly(control)
+    })
+    try {
+      const opts = connectionOptions(target, connectTimeoutMs)
+      control = await Promise.race([mariadb.createConnection({ ...opts, connectAttributes: { program_name: 'race control' } }), whenAborted()])
+      watch = await Promise.race([mariadb.createConnection({ ...opts, connectAttributes: { program_name: 'race watch' } }), whenAborted()])
+      watch.on('error', () => {})
+      const [facts, status] = (await control.query(
+        `select version() as v, connection_id() as id, current_user() as u, unix_timestamp() as now; show global status like 'Uptime'`,
+      )) as [Record<string, unknown>[], Record<string, unknown>[]]
+      const version = String(facts[0].v)
+      const [maj, min, pat] = version.split(/[.-]/).map((x) => Number.parseInt(x, 10) || 0)
+      const uptime = Number(status[0]?.Value ?? status[0]?.value ?? 0)
+      const lab = new MysqlLab(
+        target,
+        control,
+        watch,
+        { version: version.split('-')[0], versionNum: maj * 10000 + min * 100 + pat, product: /mariadb/i.test(version) ? 'MariaDB' : 'MySQL' },
+        connectTimeoutMs,
+        Number(facts[0].id),
+        String(facts[0].u),
+        Math.round(Number(facts[0].now) - uptime),
+        lost,
+      )
+      lab.release = release
+      control.on('error', () => {})
+      control.on('end', () => {
+        lab.controlLost = true
+        reject(Object.assign(new Error('the control connection closed'), { code: 'CONNECTION_CLOSED' }))
+      })
+      await lab.checkWatch()
+      await lab.reap()
+      return lab
+    } catch (e) {
+      release()
+      await endQuietly(watch, true)
+      await endQuietly(control, true)
+      if (abortSignal.aborted || e instanceof RunError) throw e
+      throw mysqlConnectError(e, target)
+    }
+  }
+
+  whenLost(): Promise<never> {
+    return this.lost
+  }
+
+  checkControl(): void {
+    if (this.controlLost || !this.control.isValid()) throw Object.assign(new Error('the control connection closed'), { code: 'CONNECTION_CLOSED' })
+  }
+
+  /** The watch must see InnoDB's transactions: that needs the PROCESS privilege. */
+  private async checkWatch(): Promise<void> {
+    try {
+      await this.watch.query('select count(*) from information_schema.innodb_trx')
+    } catch (e) {
+      const err = normalizeError(e, false)
+      throw new RunError(
+        `this MySQL account cannot read information_schema.INNODB_TRX (${err.code ?? err.message}${conditionName(err.code) ? ' ' + conditionName(err.code) : ''}), which race needs to see lock waits: grant it PROCESS`,
+      )
+    }
+  }
+
+  async room(): Promise<{ free: number; max: number }> {
+    const [r] = (await this.control.query(
+      `select @@max_connections as max, (select count(*) from information_schema.processlist where command <> 'Daemon') as used`,
+    )) as Record<string, number>[]
+    return { free: Number(r.max) - Number(r.used), max: Number(r.max) }
+  }
+
+  mark(keep: boolean): DatabaseMark {
+    return { pid: process.pid, host: os.hostname(), thread: this.controlId, boot: this.boot, user: this.account, keep }
+  }
+
+  /** The database comment holds the mark on MariaDB 10.5+ (one statement); elsewhere a marker table's comment does. */
+  private get schemaComments(): boolean {
+    return this.mariadb && this.server.versionNum >= 100500
+  }
+
+  createSql(name: string, keep: boolean): string {
+    const mark = mysqlLiteral('race:' + JSON.stringify(this.mark(keep)))
+    return this.schemaComments
+      ? `create database \`${name}\` comment ${mark}`
+      : `create database \`${name}\`; create table \`${name}\`.race_mark (id int) comment ${mark}`
+  }
+
+  recreateSql(name: string, keep: boolean): string {
+    return `drop database \`${name}\`; ${this.createSql(name, keep)}`
+  }
+
+  useSql(name: string): string {
+    return `use \`${name}\``
+  }
+
+  /**
+   * Drops the databases a race run of this account marked and whose run is gone: its control thread is no
+   * longer in PROCESSLIST (or the server has restarted since). Never one kept, never a live run's, never another account's.
+   */
+  async reap(): Promise<void> {
+    let rows: { name: string; mark: string }[]
+    let live: Set<number>
+    try {
+      rows = (await this.control.query(
+        this.schemaComments
+          ? `select schema_name as name, schema_comment as mark from information_schema.schemata where schema_name like 'race\\_%' and schema_comment like 'race:{%}'`
+          : `select table_schema as name, table_comment as mark from information_schema.tables where table_schema like 'race\\_%' and table_name = 'race_mark' and table_comment like 'race:{%}'`,
+      )) as { name: string; mark: string }[]
+      live = new Set(((await this.control.query(`select id from information_schema.processlist`)) as { id: number }[]).map((r) => Number(r.id)))
+    } catch {
+      return
+    }
+    for (const { name, mark } of rows) {
+      let m: Partial<DatabaseMark>
+      try {
+        m = JSON.parse(String(mark).slice(5)) as Partial<DatabaseMark>
+      } catch {
+        continue
+      }
+      if (m.keep || m.user !== this.account || typeof m.thread !== 'number' || typeof m.boot !== 'number') continue
+      const sameBoot = Math.abs(m.boot - this.boot) <= 2
+      if (sameBoot && live.has(m.thread)) continue
+      try {
+        await this.control.query(`set session lock_wait_timeout = ${DROP_LOCK_TIMEOUT_S}; drop database if exists \`${name}\`; set session lock_wait_timeout = default`)
+        this.reaped.push(name)
+      } catch {
+        /* another run reaped it first, or it is busy: the next run tries again */
+      }
+    }
+  }
+
+  async createSpace(label: string, keep: boolean, run: (text: string) => Promise<unknown> = (t) => this.query(t)): Promise<RunSpace> {
+    const name = `race_${label.replace(/[^a-z0-9]/g, '_')}_${randomBytes(4).toString('hex')}`
+    const space = new MysqlSpace(this, name, keep)
+    try {
+      await run(this.createSql(name, keep))
+    } catch (e) {
+      space.release()
+      const err = normalizeError(e, !this.control.isValid())
+      if (abortSignal.aborted || err.code === 'CONNECTION_CLOSED') throw err
+      if (err.code === '42000/1044') {
+        throw new RunError(`this MySQL account may not create a database (42000/1044 ER_DBACCESS_DENIED_ERROR): grant it CREATE and DROP on race\\_%.*, or use another account`)
+      }
+      throw new RunError(`could not create the run's database ${name}: ${err.message}`)
+    }
+    return space
+  }
+
+  async query(text: string, args: unknown[] = []): Promise<QueryResult> {
+    const stmts = statements(text)
+    try {
+      const reply = args.length ? await this.control.execute(text, args) : await this.control.query(text)
+      return toResult(reply, commandOf(stmts[stmts.length - 1] ?? ''), stmts.length > 1 && !args.length)
+    } catch (e) {
+      throw normalizeError(e, this.controlLost || !this.control.isValid())
+    }
+  }
+
+  /** Runs fn on control or, when control is gone, on a fresh connection (cleanup must not depend on the connection whose loss is the fault). */
+  async onControlOrFresh<T>(fn: (c: Conn) => Promise<T>): Promise<T> {
+    if (!this.controlLost && this.control.isValid()) {
+      try {
+        return await fn(this.control)
+      } catch (e) {
+        if (normalizeError(e, !this.control.isValid()).code !== 'CONNECTION_CLOSED') throw e
+      }
+    }
+    const fresh = await mariadb.createConnection({ ...connectionOptions(this.target, this.connectTimeoutMs), connectAttributes: { program_name: 'race cleanup' } })
+    fresh.on('error', () => {})
+    try {
+      return await fn(fresh)
+    } finally {
+      await endQuietly(fresh, true)
+    }
+  }
+
+  async cancelControl(done: Promise<void>): Promise<void> {
+    try {
+      const fresh = await mariadb.createConnection({ ...connectionOptions(this.target, this.connectTimeoutMs), connectAttributes: { program_name: 'race cleanup' } })
+      fresh.on('error', () => {})
+      try {
+        await fresh.query(`kill query ${this.controlId}`)
+      } finally {
+        await endQuietly(fresh, true)
+      }
+    } catch {
+      /* the server may be gone too: cleanup says what was left */
+    }
+    await Promise.race([done, sleep(2000)])
+  }
+
+  async openSession(o: SessionOptions): Promise<SessionConn> {
+    const init = Object.entries(o.params).map(([k, v]) => {
+      if (!/^[a-z_][a-z0-9_]*$/i.test(k)) throw new RunError(`session parameter '${k}' is not a MySQL variable name`)
+      return `set session ${k} = ${mysqlLiteral(v)}`
+    })
+    const conn = await mariadb.createConnection({
+      ...connectionOptions(this.target, o.connectTimeoutMs, o.space),
+      connectAttributes: { program_name: o.applicationName },
+      ...(init.length ? { initSql: init } : {}),
+    })
+    return new MysqlSession(this, conn)
+  }
+
+  async cancel(pid: number, terminate: boolean): Promise<void> {
+    if (!Number.isInteger(pid)) return
+    await this.control.query(terminate ? `kill connection ${pid}` : `kill query ${pid}`).catch(() => {})
+  }
+
+  /** KILL CONNECTION for each, then waits (bounded) until PROCESSLIST no longer shows them. */
+  async terminate(pids: number[]): Promise<void> {
+    const ids = pids.filter((p) => Number.isInteger(p) && p > 0)
+    if (!ids.length) return
+    const work = this.onControlOrFresh(async (c) => {
+      for (const id of ids) await c.query(`kill connection ${id}`).catch(() => {})
+      for (let i = 0; i < 100; i++) {
+        const left = (await c.query(`select id from information_schema.processlist where id in (${ids.join(',')})`)) as unknown[]
+        if (!left.length) return
+        await sleep(20)
+      }
+    })
+    await Promise.race([work.then(() => {}, () => {}), sleep(2500 + this.connectTimeoutMs)])
+  }
+
+  async close(): Promise<void> {
+    this.release()
+    await endQuietly(this.watch)
+    await endQuietly(this.control)
+  }
+
+  // ---- watching: who waits, at which level a transaction runs ----
+
+  /** The number of the last copy sent: a copy with a larger number was read after this moment. */
+  watchSeq(): number {
+    return this.seq
+  }
+
+  /**
+   * A fresh copy of InnoDB's transactions and lock waits, or undefined when none can be had now: `wait` false
+   * returns at once if the cache cannot have been refreshed since the last read (less than WATCH_GAP_MS ago).
+   */
+  private snapshot(wait: boolean): Promise<Snapshot | undefined> {
+    const next = this.reading.then(async () => {
+      const gap = performance.now() - this.lastRead
+      if (gap < this.gapMs) {
+        if (!wait) return undefined
+        await sleep(this.gapMs - gap)
+      }
+      const n = ++this.seq
+      const token = `race watch ${this.controlId}.${n} `
+      // MariaDB shows every read-only transaction with trx_id 0 (in INNODB_TRX and in INNODB_LOCK_WAITS alike): a
+      // wait is found by the lock it requests, and its blockers are matched by id in JavaScript, 0 meaning "one of
+      // the read-only transactions".
+      const blockers = this.mariadb
+        ? `(select group_concat(w.blocking_trx_id) from information_schema.innodb_lock_waits w where w.requested_lock_id = t.trx_requested_lock_id)`
+        : `null`
+      try {
+        const reply = (await this.watch.query(
+          `start transaction with consistent snapshot; select /* ${token}*/ t.trx_id as id, t.trx_mysql_thread_id as thread, t.trx_isolation_level as level, t.trx_state as state, t.trx_query as q, ${blockers} as blockers from information_schema.innodb_trx t; commit`,
+        )) as unknown[]
+        this.lastRead = performance.now()
+        const rows = reply[1] as { id: number; thread: number; level: string; state: string; q: string | null; blockers: string | null }[]
+        const me = rows.find((r) => r.q?.includes(token))
+        if (!me) {
+          // A copy another reader's query made: stale. Another reader polling at our pace would keep the cache
+          // from ever being idle for 0.1 s; waiting a random while longer lets one of us find a quiet moment.
+          this.gapMs = WATCH_GAP_MS + Math.random() * 300
+          return undefined
+        }
+        this.gapMs = WATCH_GAP_MS
+        const byId = new Map<string, number[]>()
+        for (const r of rows) if (r !== me) byId.set(String(r.id), [...(byId.get(String(r.id)) ?? []), Number(r.thread)])
+        const trx = new Map<number, TrxRow>()
+        for (const r of rows) {
+          const ids = r.blockers ? String(r.blockers).split(',') : []
+          const threads = ids.flatMap((id) => byId.get(id) ?? []).filter((t) => t !== Number(r.thread))
+          trx.set(Number(r.thread), { level: String(r.level ?? '').toLowerCase(), state: String(r.state ?? ''), blockers: [...new Set(threads)] })
+        }
+        this.latest = { seq: n, trx }
+        return this.latest
+      } catch {
+        this.lastRead = performance.now()
+        return undefined
+      }
+    })
+    this.reading = next.catch(() => {})
+    return next
+  }
+
+  /** The isolation level InnoDB records for `pid`'s transaction, from a fresh copy read after watch read number `after`. */
+  async levelOf(pid: number, after: number): Promise<string | undefined> {
+    const until = performance.now() + 2000
+    for (;;) {
+      if (this.latest && this.latest.seq > after) return this.latest.trx.get(pid)?.level || undefined
+      if (performance.now() > until || abortSignal.aborted) return undefined
+      await this.snapshot(true)
+    }
+  }
+
+  async blocked(ask: readonly SessionConn[], all: number[]): Promise<Set<SessionConn>> {
+    const got = await this.blockedIds(ask.map((x) => x.pid), all)
+    return new Set(ask.filter((x) => got.has(x.pid)))
+  }
+
+  /** The threads among `ask` waiting for one of `all` (or, in GET_LOCK or for a metadata lock, for anyone). */
+  private async blockedIds(ask: number[], all: number[]): Promise<Set<number>> {
+    const ids = ask.filter((p) => Number.isInteger(p))
+    const out = new Set<number>()
+    if (!ids.length) return out
+    const rows = (await this.watch.query(`select id, command, state from information_schema.processlist where id in (${ids.join(',')})`)) as {
+      id: number
+      command: string
+      state: string | null
+    }[]
+    const running: number[] = []
+    for (const r of rows) {
+      const state = String(r.state ?? '')
+      // GET_LOCK waits ('User lock') and metadata/table lock waits are live in PROCESSLIST.
+      if (state === 'User lock' || /^Waiting for .*lock/i.test(state)) out.add(Number(r.id))
+      else if (r.command === 'Query' || r.command === 'Execute') running.push(Number(r.id))
+    }
+    if (!running.length) return out
+    if (!this.mariadb) {
+      // MySQL 8: performance_schema.data_lock_waits is live.
+      const waits = (await this.watch.query(
+        `select rt.processlist_id as waiting, bt.processlist_id as blocking from performance_schema.data_lock_waits w
+           join performance_schema.threads rt on rt.thread_id = w.requesting_thread_id
+           join performance_schema.threads bt on bt.thread_id = w.blocking_thread_id
+          where rt.processlist_id in (${running.join(',')})`,
+      )) as { waiting: number; blocking: number }[]
+      for (const w of waits) if (all.includes(Number(w.blocking))) out.add(Number(w.waiting))
+      return out
+    }
+    const snap = await this.snapshot(false)
+    if (snap) for (const id of running) if (snap.trx.get(id)?.blockers.some((b) => all.includes(b))) out.add(id)
+    return out
+  }
+
+  async blockers(pid: number): Promise<number[]> {
+    if (!this.mariadb) {
+      const waits = (await this.watch.query(
+        `select bt.processlist_id as blocking from performance_schema.data_lock_waits w
+           join performance_schema.threads rt on rt.thread_id = w.requesting_thread_id
+           join performance_schema.threads bt on bt.thread_id = w.blocking_thread_id
+          where rt.processlist_id = ${Number(pid)}`,
+      )) as { blocking: number }[]
+      return waits.map((w) => Number(w.blocking))
+    }
+    for (let i = 0; i < 5; i++) {
+      const snap = await this.snapshot(true)
+      if (snap) return snap.trx.get(pid)?.blockers ?? []
+    }
+    return []
+  }
+}
+
+/** A database this driver created: dropped at the end (unless kept), also on Ctrl-C and errors. */
+class MysqlSpace implements RunSpace {
+  private readonly unregister: () => void
+  constructor(
+    private readonly lab: MysqlLab,
+    readonly name: string,
+    readonly keep: boolean,
+  ) {
+    this.unregister = onCleanup(`database ${name}`, async () => {
+      const left = await this.drop()
+      if (left) throw new Error(left.note)
+    })
+  }
+
+  release(): void {
+    this.unregister()
+  }
+
+  async drop(): Promise<Leftover | undefined> {
+    if (this.keep) return undefined
+    const stmt = `drop database if exists \`${this.name}\``
+    try {
+      // Bounded: a metadata lock someone else holds on one of our tables must not hold the drop (and race) forever.
+      await this.lab.onControlOrFresh((c) => c.query(`set session lock_wait_timeout = ${DROP_LOCK_TIMEOUT_S}; ${stmt}; set session lock_wait_timeout = default`))
+      return undefined
+    } catch (e) {
+      const err = normalizeError(e, false)
+      const code = err.code ?? (e as { code?: string }).code
+      const serverGone = code === 'CONNECTION_CLOSED' || /ECONNREFUSED|ER_CONNECTION_TIMEOUT|ETIMEDOUT/.test(String(code ?? err.message))
+      return { note: `database ${this.name} was left behind (${code ?? err.message}${conditionName(code) ? ' ' + conditionName(code) : ''}): drop it with: ${stmt}`, serverGone }
+    }
+  }
+}
+
+/** A session's connection (one MySQL thread). */
+class MysqlSession implements SessionConn {
+  readonly pid: number
+  private lost = false
+  /** A BEGIN/START TRANSACTION of this session opened the transaction now open. */
+  private begun = false
+  /** The watch read number when the transaction was last seen open after a statement. */
+  private seenOpen = 0
+
+  constructor(
+    private readonly lab: MysqlLab,
+    private readonly conn: Conn,
+  ) {
+    this.pid = Number(conn.threadId)
+    conn.on('error', () => void (this.lost = true))
+    conn.on('end', () => void (this.lost = true))
+  }
+
+  get closed(): boolean {
+    return this.lost || !this.conn.isValid()
+  }
+
+  private get open(): boolean {
+    return ((this.conn.info?.status ?? 0) & IN_TRANS) !== 0
+  }
+
+  step(text: string, args: unknown[]): StepRun {
+    const stmts = statements(text)
+    const command = commandOf(stmts[stmts.length - 1] ?? '')
+    const ending = command === 'COMMIT' || command === 'ROLLBACK'
+    const wasOpen = this.open
+    // Before a transaction ends, its isolation level as InnoDB records it (a copy read after it was last seen open).
+    const level = ending && wasOpen ? this.lab.levelOf(this.pid, this.seenOpen) : undefined
+    const result = (async () => {
+      if (level) await level
+      if (command === 'COMMIT' && this.begun && !wasOpen) {
+        throw Object.assign(new Error('COMMIT found no open transaction: the server had already ended it'), { code: 'TRANSACTION_ENDED' })
+      }
+      const reply = args.length ? await this.conn.execute(text, args) : await this.conn.query(text)
+      const res = toResult(reply, command, stmts.length > 1 && !args.length)
+      if (command === 'BEGIN' && this.open) this.begun = true
+      if (!this.open) this.begun = false
+      else this.seenOpen = this.lab.watchSeq()
+      return res
+    })().catch((e) => {
+      throw normalizeError(e, this.closed)
+    })
+    return { result, level }
+  }
+
+  async rollback(): Promise<QueryResult | undefined> {
+    try {
+      const r = await Promise.race([this.conn.query('rollback'), sleep(2000).then(() => undefined)])
+      if (r === undefined) return undefined
+      this.begun = false
+      return toResult(r, 'ROLLBACK', false)
+    } catch {
+      return undefined
+    }
+  }
+
+  close(): Promise<void> {
+    return endQuietly(this.conn)
+  }
+
+  destroy(): Promise<void> {
+    return endQuietly(this.conn, true)
+  }
+}

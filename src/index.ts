@@ -1,0 +1,39 @@
+// The package's public entry: what a user's own scenario module imports (`import { defineScenario } from 'race'`).
+// The same contract the built-in scenarios use; `race run ./my-race.mjs` loads it and checks it first.
+export {
+  defineScenario,
+  step,
+  replicate,
+  anomaly,
+  prevented,
+  serialized,
+  clean,
+  keyBind,
+  advisoryKey,
+  defaultParams,
+  levelParam,
+  LEVELS,
+} from './scenario.js'
+export type {
+  Scenario,
+  SessionSpec,
+  StepDef,
+  Step,
+  Invariant,
+  Documented,
+  DocEntry,
+  EngineDoc,
+  Level,
+  Params,
+  ParamSpec,
+  Bind,
+  BindCtx,
+  Seen,
+  Who,
+  Verdict,
+  Schedule,
+  Source,
+  Row,
+  Rows,
+} from './scenario.js'
+export { checkScenario } from './plan.js'

@@ -1,0 +1,145 @@
+// What a CI system reads: a JUnit XML file (one testcase per case or cell, a <failure> carrying what deviates, an
+// <error> for what could not be decided, durations), GitHub Actions annotations (::error lines), and the one JSON
+// document race prints even when it could not run. Pure, apart from writing the file the user named.
+import fs from 'node:fs'
+import os from 'node:os'
+import path from 'node:path'
+import { UsageError } from '../errors.js'
+import { strip } from './width.js'
+
+export interface CiCase {
+  /** Dotted group, e.g. race.check.write-skew. */
+  classname: string
+  /** The case within it, e.g. "serializable" or "n=5 max-pending=3". */
+  name: string
+  ms: number
+  /** Deviates from what is documented (exit 1): the deviation lines. */
+  failure?: { message: string; lines: string[] }
+  /** Could not run or decide (exit 3). */
+  error?: { message: string; lines: string[] }
+  /** What happened, for the record (verdict, invariant). */
+  out?: string
+}
+
+// XML 1.0 allows tab, newline, carriage return and everything from space up, except surrogates and U+FFFE/F.
+// eslint-disable-next-line no-control-regex
+const NOT_XML = /[\u0000-\u0008\u000b\u000c\u000e-\u001f\ufffe\uffff]/g
+
+export function xml(s: string): string {
+  return strip(s)
+    .replace(NOT_XML, '')
+    .replace(/[&<>"']/g, (ch) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&apos;' })[ch]!)
+}
+
+const secs = (ms: number) => (Math.max(0, ms) / 1000).toFixed(3)
+
+/** One <testsuites> with one <testsuite>: the shape Jenkins, GitLab, GitHub test reporters and Surefire read. */
+export function junitXml(suite: string, cases: readonly CiCase[], o: { timestamp?: Date; properties?: Record<string, string> } = {}): string {
+  const failures = cases.filter((k) => k.failure).length
+  const errors = cases.filter((k) => k.error && !k.failure).length
+  const ms = cases.reduce((a, k) => a + k.ms, 0)
+  const stamp = (o.timestamp ?? new Date()).toISOString().replace(/\.\d+Z$/, '')
+  const props = Object.entries(o.properties ?? {})
+  const lines = [
+    '<?xml version="1.0" encoding="UTF-8"?>',
+    `<testsuites name="${xml(suite)}" tests="${cases.length}" failures="${failures}" errors="${errors}" time="${secs(ms)}">`,
+    `  <testsuite name="${xml(suite)}" tests="${cases.length}" failures="${failures}" errors="${errors}" skipped="0" time="${secs(ms)}" timestamp="${stamp}" hostname="${xml(os.hostname())}">`,
+  ]
+  if (props.length) {
+    lines.push('    <properties>')
+    for (const [k, v] of props) lines.push(`      <property name="${xml(k)}" value="${xml(v)}"/>`)
+    lines.push('    </properties>')
+  }
+  for (const k of cases) {
+    const open = `    <testcase classname="${xml(k.classname)}" name="${xml(k.name)}" time="${secs(k.ms)}"`
+    const body: string[] = []
+    if (k.failure) body.push(`      <failure message="${xml(k.failure.message)}" type="deviation">${xml(k.failure.lines.join('\n'))}</failure>`)
+    else if (k.error) body.push(`      <error message="${xml(k.error.message)}" type="undecided">${xml(k.error.lines.join('\n'))}</error>`)
+    if (k.out) body.push(`      <system-out>${xml(k.out)}</system-out>`)
+    lines.push(body.length ? [`${open}>`, ...body, '    </testcase>'].join('\n') : `${open}/>`)
+  }
+  lines.push('  </testsuite>', '</testsuites>', '')
+  return lines.join('\n')
+}
+
+/** --junit FILE: refused before anything runs when the file cannot be written there. */
+export function checkWritable(flag: string, file: string): string {
+  const target = path.resolve(String(file))
+  if (!String(file).trim()) throw new UsageError(`${flag} needs a file name, e.g. ${flag} race-junit.xml`)
+  try {
+    if (fs.existsSync(target) && fs.statSync(target).isDirectory()) throw new UsageError(`${flag} ${file} is a directory: give a file name, e.g. ${path.join(file, 'race-junit.xml')}`)
+    fs.accessSync(path.dirname(target), fs.constants.W_OK)
+  } catch (e) {
+    if (e instanceof UsageError) throw e
+    throw new UsageError(`${flag} ${file}: cannot write there (${(e as NodeJS.ErrnoException).code ?? (e as Error).message}): give a path in a folder that exists`)
+  }
+  return target
+}
+
+export function writeJunit(file: string, suite: string, cases: readonly CiCase[], properties?: Record<string, string>): void {
+  fs.writeFileSync(file, junitXml(suite, cases, { properties }))
+}
+
+// ---------- GitHub Actions ----------
+
+/** --github, or automatically inside GitHub Actions (GITHUB_ACTIONS=true). */
+export function githubWanted(flag: boolean | undefined): boolean {
+  return Boolean(flag) || process.env.GITHUB_ACTIONS === 'true'
+}
+
+/** The escaping the runner expects: the message's %, CR and LF; a property also its : and ,. */
+const data = (s: string) => strip(s).replace(/%/g, '%25').replace(/\r/g, '%0D').replace(/\n/g, '%0A')
+const prop = (s: string) => data(s).replace(/:/g, '%3A').replace(/,/g, '%2C')
+
+/** One ::error workflow command: shown as an annotation on the run (title, then the lines). */
+export function annotation(title: string, lines: readonly string[], level: 'error' | 'warning' = 'error'): string {
+  return `::${level} title=${prop(title)}::${data(lines.join('\n'))}`
+}
+
+/**
+ * Prints annotations where the runner reads them: stdout (as GitHub documents), or stderr when stdout carries the
+ * JSON document (the runner reads workflow commands from both streams).
+ */
+export function printAnnotations(list: readonly string[], json: boolean): void {
+  if (!list.length) return
+  ;(json ? process.stderr : process.stdout).write(list.join('\n') + '\n')
+}
+
+// ---------- the one JSON document, also when race could not run ----------
+
+export function errorDocument(command: string, exitCode: number, error: string): Record<string, unknown> {
+  return { command, exitCode, error }
+}
+
+// ---------- one judged case ----------
+
+interface JudgedCase {
+  verdict: string
+  why: string
+  invariant: { description: string; observed: string; held: boolean | null }
+}
+
+/**
+ * A judged run as a CI case: a <failure> with the documented outcome and each difference when it deviates (exit
+ * 1), an <error> when it could not be decided (exit 3), and what happened in <system-out>.
+ */
+export function ciCase(
+  classname: string,
+  name: string,
+  ms: number,
+  t: JudgedCase,
+  s: { matched: boolean; deviations: readonly string[]; expected: readonly string[] },
+  exit: number,
+): CiCase {
+  const held = t.invariant.held === null ? 'undecided' : t.invariant.held ? 'HELD' : 'VIOLATED'
+  const out = `verdict ${t.verdict} (${t.why}); invariant ${t.invariant.description}: observed ${t.invariant.observed} ${held}`
+  const lines = [`expected: ${s.expected.join('; or ')}`, `got: ${t.verdict} (${t.why})`, ...s.deviations]
+  if (exit === 1) return { classname, name, ms, out, failure: { message: s.deviations[0] ?? `expected ${s.expected.join(' | ')}, got ${t.verdict}`, lines } }
+  if (exit === 3) return { classname, name, ms, out, error: { message: `could not decide: ${t.verdict === 'unknown' ? t.why : (s.deviations[0] ?? t.why)}`, lines } }
+  return { classname, name, ms, out }
+}
+
+/** The annotations of the cases that deviate or could not be decided. */
+export function annotationsOf(title: (k: CiCase) => string, cases: readonly CiCase[]): string[] {
+  return cases.filter((k) => k.failure || k.error).map((k) => annotation(title(k), [(k.failure ?? k.error)!.message, ...(k.failure ?? k.error)!.lines.filter((l) => l !== (k.failure ?? k.error)!.message)]))
+}

@@ -1,0 +1,149 @@
+// Nothing outside race's schema: a spec's setup (and teardown) block runs in one REPEATABLE READ transaction
+// that race checks before it commits. Two checks, both read from the server in that transaction:
+//  - a fingerprint (oid and xmin, or the row itself for shared catalogs) of every catalog row that is not in
+//    race's schema, taken before and after the block: any object created, altered or dropped elsewhere
+//    (a table or function in public, a schema, an extension, a role, a database setting) changes it, and the
+//    snapshot keeps other sessions' concurrent changes out of the comparison;
+//  - the relation locks the transaction holds for writing on relations outside the schema: INSERT, UPDATE,
+//    DELETE, TRUNCATE, nextval, ALTER, CREATE INDEX or a trigger on someone else's table.
+// If either finds something, the transaction is rolled back: the database is as it was, and the run fails
+// with one line naming what the block would have changed.
+
+/** A SQL string literal. */
+function lit(s: string): string {
+  return `'${s.replace(/'/g, "''")}'`
+}
+
+const KIND = `case c.relkind when 'r' then 'table' when 'p' then 'table' when 'i' then 'index' when 'I' then 'index' when 'S' then 'sequence'
+  when 'v' then 'view' when 'm' then 'materialized view' when 'f' then 'foreign table' when 'c' then 'type' else 'relation' end`
+
+/** Namespaces the check leaves alone: race's schema (a SQL expression), TOAST, and temporary schemas (they vanish with the session). */
+function excluded(schema: string): string {
+  return `(select oid from pg_catalog.pg_namespace where nspname = ${schema} or nspname = 'pg_toast' or nspname ~ '^pg_(toast_)?temp_')`
+}
+
+/** The schema's name as a SQL literal, for fingerprintSql and locksSql. */
+export const schemaLiteral = lit
+
+/** Rows (k: identity and version, d: what it is) of every catalog entry outside the schema (a SQL expression). */
+export function fingerprintSql(schema: string): string {
+  const x = excluded(schema)
+  const ns = (table: string, col: string, name: string, what: string) =>
+    `select '${table}:' || t.oid || ':' || t.xmin as k, format('${what} %I.%I', n.nspname, t.${name}) as d
+       from pg_catalog.${table} t join pg_catalog.pg_namespace n on n.oid = t.${col} where t.${col} not in ${x}`
+  const any = (table: string, what: string) => `select '${table}:' || t.oid || ':' || t.xmin, ${what} from pg_catalog.${table} t`
+  return [
+    `select 'pg_class:' || c.oid || ':' || c.xmin as k, format('%s %I.%I', ${KIND}, n.nspname, c.relname) as d
+       from pg_catalog.pg_class c join pg_catalog.pg_namespace n on n.oid = c.relnamespace where c.relnamespace not in ${x}`,
+    ns('pg_type', 'typnamespace', 'typname', 'type'),
+    ns('pg_proc', 'pronamespace', 'proname', 'function'),
+    ns('pg_operator', 'oprnamespace', 'oprname', 'operator'),
+    ns('pg_collation', 'collnamespace', 'collname', 'collation'),
+    ns('pg_conversion', 'connamespace', 'conname', 'conversion'),
+    ns('pg_opclass', 'opcnamespace', 'opcname', 'operator class'),
+    ns('pg_opfamily', 'opfnamespace', 'opfname', 'operator family'),
+    ns('pg_ts_config', 'cfgnamespace', 'cfgname', 'text search configuration'),
+    ns('pg_ts_dict', 'dictnamespace', 'dictname', 'text search dictionary'),
+    ns('pg_ts_parser', 'prsnamespace', 'prsname', 'text search parser'),
+    ns('pg_ts_template', 'tmplnamespace', 'tmplname', 'text search template'),
+    ns('pg_statistic_ext', 'stxnamespace', 'stxname', 'statistics object'),
+    ns('pg_constraint', 'connamespace', 'conname', 'constraint'),
+    `select 'pg_namespace:' || t.oid || ':' || t.xmin, format('schema %I', t.nspname) from pg_catalog.pg_namespace t where t.oid not in ${x}`,
+    any('pg_extension', `format('extension %I', t.extname)`),
+    any('pg_event_trigger', `format('event trigger %I', t.evtname)`),
+    any('pg_publication', `format('publication %I', t.pubname)`),
+    any('pg_foreign_data_wrapper', `format('foreign-data wrapper %I', t.fdwname)`),
+    any('pg_foreign_server', `format('server %I', t.srvname)`),
+    any('pg_language', `format('language %I', t.lanname)`),
+    any('pg_cast', `'a cast'`),
+    any('pg_default_acl', `'default privileges'`),
+    any('pg_am', `format('access method %I', t.amname)`),
+    any('pg_transform', `'a transform'`),
+    any('pg_largeobject_metadata', `format('large object %s', t.oid)`),
+    any('pg_database', `format('database %I', t.datname)`),
+    any('pg_tablespace', `format('tablespace %I', t.spcname)`),
+    `select 'pg_roles:' || t.oid || ':' || md5(t::text), format('role %I', t.rolname) from pg_catalog.pg_roles t`,
+    `select 'pg_auth_members:' || md5(t::text) || ':0', 'a role membership' from pg_catalog.pg_auth_members t`,
+    `select 'pg_db_role_setting:' || t.setdatabase || '/' || t.setrole || ':' || md5(t::text), 'a role or database setting' from pg_catalog.pg_db_role_setting t`,
+  ].join('\n union all ')
+}
+
+/** What this transaction holds for writing outside the schema (a SQL expression): relation locks stronger than reading. */
+export function locksSql(schema: string): string {
+  return `select format('%s %s', case l.mode when 'RowExclusiveLock' then 'writes to' else 'locks or alters' end, l.relation::regclass) as d
+    from pg_catalog.pg_locks l join pg_catalog.pg_class c on c.oid = l.relation
+   where l.pid = pg_backend_pid() and l.locktype = 'relation' and l.granted
+     and l.database = (select oid from pg_catalog.pg_database where datname = current_database())
+     and l.mode not in ('AccessShareLock', 'RowShareLock')
+     and c.relnamespace not in ${excluded(schema)} and c.relnamespace <> 'pg_catalog'::regnamespace`
+}
+
+/** The differences between two fingerprints, in words: 'creates table public.x', 'drops function public.f'. */
+export function diff(before: ReadonlyMap<string, string>, after: ReadonlyMap<string, string>): string[] {
+  const out: string[] = []
+  const byIdentity = (m: ReadonlyMap<string, string>) => new Map([...m].map(([k, d]) => [k.replace(/:[^:]*$/, ''), { k, d }]))
+  const b = byIdentity(before)
+  const a = byIdentity(after)
+  for (const [id, { k, d }] of a) {
+    const was = b.get(id)
+    if (!was) out.push(`creates ${d}`)
+    else if (was.k !== k) out.push(`changes ${d}`)
+  }
+  for (const [id, { d }] of b) if (!a.has(id)) out.push(`drops ${d}`)
+  return out
+}
+
+/** The one line a refused block fails with. */
+export function refusal(where: string, schema: string, changes: readonly string[]): string {
+  const shown = changes.slice(0, 3).join(', ')
+  const more = changes.length > 3 ? ` (and ${changes.length - 3} more)` : ''
+  return `${where} ${shown}${more}, outside race's schema ${schema}: a spec may change only what it creates in its own schema (name objects without a schema); nothing was changed`
+}
+
+/** SQLSTATE the in-SQL form raises (class RX: race). */
+export const GUARD_SQLSTATE = 'RX001'
+
+/** Marks around the spec's own block inside guardedSql, so `race show` can show the block itself. */
+export const BLOCK_BEGINS = '-- race: the spec block begins'
+export const BLOCK_ENDS = '-- race: the spec block ends'
+
+/**
+ * One statement list that runs `block` in a single implicit transaction (race run's setup): REPEATABLE READ,
+ * the schema noted (search_path is the run's schema here), a fingerprint, the block, then a check that raises
+ * GUARD_SQLSTATE (rolling all of it back) naming what it found.
+ */
+export function guardedSql(block: string, where: string): string {
+  const schema = `current_setting('race.guard_schema')`
+  const tail = `', outside race''s schema ' || ${schema} || ': a spec may change only what it creates in its own schema (name objects without a schema); nothing was changed'`
+  return `set transaction isolation level repeatable read;
+select set_config('race.guard_schema', current_schema(), true);
+create temp table race_guard_before on commit drop as ${fingerprintSql(schema)};
+${BLOCK_BEGINS}
+${block}
+${BLOCK_ENDS}
+;
+do $race_guard$
+declare found text;
+begin
+  with after as (${fingerprintSql(schema)}),
+       a as (select regexp_replace(k, ':[^:]*$', '') as id, k, d from after),
+       b as (select regexp_replace(k, ':[^:]*$', '') as id, k, d from race_guard_before),
+       changes as (
+         select 'creates ' || a.d as d from a left join b using (id) where b.id is null
+         union all select 'changes ' || a.d from a join b using (id) where a.k <> b.k
+         union all select 'drops ' || b.d from b left join a using (id) where a.id is null
+         union all select d from (${locksSql(schema)}) l)
+  select string_agg(d, ', ') into found from (select d from changes limit 3) s;
+  if found is not null then
+    raise exception using errcode = '${GUARD_SQLSTATE}', message = ${lit(where + ' ')} || found || ${tail};
+  end if;
+end
+$race_guard$`
+}
+
+/** The spec's own block inside a guardedSql text (for race show); other text unchanged. */
+export function shownBlock(sql: string): string {
+  const a = sql.indexOf(BLOCK_BEGINS)
+  const b = sql.indexOf(BLOCK_ENDS)
+  return a >= 0 && b > a ? sql.slice(a + BLOCK_BEGINS.length, b).trim() : sql
+}

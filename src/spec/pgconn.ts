@@ -1,0 +1,437 @@
+// A PostgreSQL connection that behaves, observably, as libpq does for isolationtester: the simple query
+// protocol, results collected one at a time (parsing pauses while a result waits to be collected), notices
+// handed to a processor the moment the input is parsed (in any state, as libpq does), error and notice texts
+// built as libpq builds them at its default verbosity, and cancel requests on a separate socket. Every byte
+// of SQL and every value is kept as a latin1 string (one character per byte), so the transcript is exact.
+import net from 'node:net'
+import tls from 'node:tls'
+import { createHash } from 'node:crypto'
+import { connInfo, Scram } from '../bench/wire.js'
+import type { Target } from '../db/target.js'
+import { formatMessage } from './format.js'
+
+export type ResultStatus = 'COMMAND_OK' | 'TUPLES_OK' | 'EMPTY_QUERY' | 'FATAL_ERROR'
+
+export interface PgResult {
+  status: ResultStatus
+  /** Column names (latin1: bytes as sent). */
+  fields: string[]
+  /** Values as text; null for SQL NULL. */
+  rows: (string | null)[][]
+  /** The command tag. */
+  tag: string
+  /** Error fields by their one-letter code (S severity, M message, C sqlstate, D, H, P, W, ...). */
+  err?: Record<string, string>
+  /** The text libpq would give as PQresultErrorMessage. */
+  errorMessage?: string
+}
+
+export interface Notify {
+  channel: string
+  payload: string
+  pid: number
+}
+
+export interface PgConnOptions {
+  connectTimeoutMs: number
+  /** Startup parameters, in order (user and database are added first). */
+  params: [string, string][]
+}
+
+type Async = 'idle' | 'busy' | 'ready'
+
+const CLOSED_MESSAGE = 'server closed the connection unexpectedly\n\tThis probably means the server terminated abnormally\n\tbefore or while processing the request.\n'
+
+export class ConnectError extends Error {
+  constructor(
+    message: string,
+    readonly code?: string,
+  ) {
+    super(message)
+  }
+}
+
+export class PgConn {
+  pid = 0
+  private secret = 0
+  private sock!: net.Socket
+  /** Bytes received but not yet read by "libpq" (the kernel's buffer, as it were). */
+  private incoming: Buffer[] = []
+  /** libpq's input buffer. */
+  private buf: Buffer = Buffer.alloc(0)
+  private async: Async = 'idle'
+  private result: PgResult | null = null
+  private lastQuery = ''
+  /** Errors of the current query, as PQerrorMessage accumulates them. */
+  errorMessage = ''
+  /** Transaction status of the last ReadyForQuery: I idle, T in a transaction, E failed. */
+  txStatus = 'I'
+  bad = false
+  private waiter?: () => void
+  readonly notifies: Notify[] = []
+  readonly parameters = new Map<string, string>()
+  onNotice: (message: string) => void = () => {}
+
+  private constructor(
+    private readonly host: string,
+    private readonly port: number,
+  ) {}
+
+  static async connect(target: Target, o: PgConnOptions): Promise<PgConn> {
+    const info = connInfo(target)
+    const c = new PgConn(info.host, info.port)
+    await c.open(info, o)
+    return c
+  }
+
+  private open(info: ReturnType<typeof connInfo>, o: PgConnOptions): Promise<void> {
+    return new Promise<void>((resolve, reject) => {
+      let scram: Scram | undefined
+      let done = false
+      const finish = (e?: Error) => {
+        if (done) return
+        done = true
+        clearTimeout(timer)
+        this.sock.removeListener('data', onData)
+        if (e) {
+          this.sock.destroy()
+          reject(e)
+        } else {
+          this.sock.on('data', (d: Buffer) => this.received(d))
+          resolve()
+        }
+      }
+      const timer = setTimeout(() => finish(new ConnectError(`no answer from ${info.host}:${info.port} within ${o.connectTimeoutMs} ms`, 'CONNECT_TIMEOUT')), o.connectTimeoutMs)
+      let pending = Buffer.alloc(0)
+      const write = (type: number, body: Buffer) => {
+        const head = Buffer.alloc(5)
+        head[0] = type
+        head.writeInt32BE(body.length + 4, 1)
+        this.sock.write(Buffer.concat([head, body]))
+      }
+      const onData = (d: Buffer) => {
+        pending = Buffer.concat([pending, d])
+        while (pending.length >= 5) {
+          const len = pending.readInt32BE(1)
+          if (pending.length < 1 + len) break
+          const type = pending[0]
+          const body = pending.subarray(5, 1 + len)
+          pending = pending.subarray(1 + len)
+          if (type === 0x52) {
+            const kind = body.readInt32BE(0)
+            if (kind === 0) continue
+            if (kind === 3) write(0x70, cstr(info.password))
+            else if (kind === 5) {
+              const inner = createHash('md5').update(info.password + info.user).digest('hex')
+              write(0x70, cstr('md5' + createHash('md5').update(Buffer.concat([Buffer.from(inner), body.subarray(4, 8)])).digest('hex')))
+            } else if (kind === 10) {
+              scram = new Scram(info.password)
+              const first = Buffer.from(scram.clientFirst())
+              const len4 = Buffer.alloc(4)
+              len4.writeInt32BE(first.length)
+              write(0x70, Buffer.concat([cstr('SCRAM-SHA-256'), len4, first]))
+            } else if (kind === 11) {
+              try {
+                write(0x70, Buffer.from(scram!.clientFinal(body.toString('utf8', 4))))
+              } catch (e) {
+                return finish(new ConnectError((e as Error).message, 'AUTH'))
+              }
+            } else if (kind !== 12) return finish(new ConnectError(`unsupported authentication method ${kind}`, 'AUTH'))
+          } else if (type === 0x45) {
+            const f = errorFields(body)
+            return finish(new ConnectError(f.M ?? 'the server refused the connection', f.C))
+          } else if (type === 0x4b) {
+            this.pid = body.readInt32BE(0)
+            this.secret = body.readInt32BE(4)
+          } else if (type === 0x53) {
+            const [k, v] = body.toString('latin1').split('\0')
+            this.parameters.set(k, v)
+          } else if (type === 0x5a) {
+            this.txStatus = String.fromCharCode(body[0])
+            if (pending.length) this.incoming.push(pending)
+            return finish()
+          }
+        }
+      }
+      const startup = () => {
+        const parts: Buffer[] = [Buffer.alloc(8)]
+        parts[0].writeInt32BE(196608, 4)
+        for (const [k, v] of [['user', info.user], ['database', info.database], ...o.params] as [string, string][]) parts.push(cstr(k), Buffer.from(v + '\0', 'latin1'))
+        parts.push(Buffer.from([0]))
+        const b = Buffer.concat(parts)
+        b.writeInt32BE(b.length, 0)
+        this.sock.write(b)
+      }
+      const attach = (s: net.Socket) => {
+        this.sock = s
+        s.on('data', onData)
+        s.on('error', (e) => {
+          if (!done) finish(new ConnectError(e.message, (e as NodeJS.ErrnoException).code))
+          this.lost()
+        })
+        s.on('close', () => {
+          if (!done) finish(new ConnectError('the server closed the connection during start-up', 'CONNECTION_CLOSED'))
+          this.lost()
+        })
+      }
+      const raw = info.host.startsWith('/') ? net.connect(`${info.host}/.s.PGSQL.${info.port}`) : net.connect(info.port, info.host)
+      attach(raw)
+      raw.once('connect', () => {
+        raw.setNoDelay(true)
+        if (info.sslmode === 'disable' || info.host.startsWith('/')) return startup()
+        raw.removeListener('data', onData)
+        raw.write(Buffer.from([0, 0, 0, 8, 0x04, 0xd2, 0x16, 0x2f]))
+        raw.once('data', (b: Buffer) => {
+          if (b[0] === 0x53) {
+            const t = tls.connect({ socket: raw, servername: net.isIP(info.host) ? undefined : info.host, rejectUnauthorized: info.sslmode.startsWith('verify') })
+            attach(t)
+            t.once('secureConnect', startup)
+          } else if (info.sslmode === 'prefer' || info.sslmode === 'allow') {
+            raw.on('data', onData)
+            startup()
+          } else finish(new ConnectError(`the server at ${info.host}:${info.port} does not accept SSL (sslmode=${info.sslmode})`, 'SSL_REFUSED'))
+        })
+      })
+    })
+  }
+
+  private received(d: Buffer): void {
+    this.incoming.push(d)
+    this.wake()
+  }
+
+  private lost(): void {
+    if (this.bad) return
+    this.bad = true
+    this.wake()
+  }
+
+  private wake(): void {
+    const w = this.waiter
+    this.waiter = undefined
+    w?.()
+  }
+
+  /** Resolves true when unread data is there (or the connection closed), false after ms (select()). */
+  waitReadable(ms: number): Promise<boolean> {
+    if (this.incoming.length || this.bad) return Promise.resolve(true)
+    return new Promise<boolean>((resolve) => {
+      const t = ms >= 0 ? setTimeout(() => ((this.waiter = undefined), resolve(false)), ms) : undefined
+      this.waiter = () => {
+        if (t) clearTimeout(t)
+        resolve(true)
+      }
+    })
+  }
+
+  /** PQconsumeInput: moves what arrived into the input buffer (no parsing). */
+  consumeInput(): void {
+    if (!this.incoming.length) return
+    this.buf = Buffer.concat([this.buf, ...this.incoming])
+    this.incoming = []
+  }
+
+  /** PQsendQuery. */
+  sendQuery(sql: string): void {
+    this.errorMessage = ''
+    this.lastQuery = sql
+    this.result = null
+    this.async = 'busy'
+    const body = Buffer.from(sql + '\0', 'latin1')
+    const head = Buffer.alloc(5)
+    head[0] = 0x51
+    head.writeInt32BE(body.length + 4, 1)
+    if (!this.bad) this.sock.write(Buffer.concat([head, body]))
+  }
+
+  /** PQisBusy (parses what is buffered). */
+  isBusy(): boolean {
+    this.parseInput()
+    return this.async === 'busy'
+  }
+
+  /** PQgetResult: the next result, waiting for it; null when the query is done. */
+  async getResult(): Promise<PgResult | null> {
+    this.parseInput()
+    while (this.async === 'busy') {
+      if (this.bad && !this.incoming.length) {
+        this.async = 'idle'
+        this.errorMessage += CLOSED_MESSAGE
+        return { status: 'FATAL_ERROR', fields: [], rows: [], tag: '', errorMessage: CLOSED_MESSAGE }
+      }
+      await this.waitReadable(-1)
+      this.consumeInput()
+      this.parseInput()
+    }
+    if (this.async === 'idle') return null
+    const r = this.result!
+    this.result = null
+    this.async = 'busy'
+    return r
+  }
+
+  /** PQexec: the last result of the query. */
+  async exec(sql: string): Promise<PgResult | null> {
+    this.sendQuery(sql)
+    let last: PgResult | null = null
+    for (let r = await this.getResult(); r; r = await this.getResult()) last = r
+    return last
+  }
+
+  /** Messages in the input buffer, handled as libpq's pqParseInput3 does. */
+  private parseInput(): void {
+    for (;;) {
+      if (this.buf.length < 5) return
+      const len = this.buf.readInt32BE(1)
+      if (this.buf.length < 1 + len) return
+      const type = this.buf[0]
+      const body = this.buf.subarray(5, 1 + len)
+      if (type === 0x4e) {
+        // NoticeResponse: handed over at once, whatever the state.
+        this.buf = this.buf.subarray(1 + len)
+        const f = errorFields(body)
+        this.onNotice(formatMessage(f, false, f.P ? this.lastQuery : undefined))
+        continue
+      }
+      if (type === 0x41) {
+        this.buf = this.buf.subarray(1 + len)
+        const pid = body.readInt32BE(0)
+        const [channel, payload] = body.subarray(4).toString('latin1').split('\0')
+        this.notifies.push({ channel, payload, pid })
+        continue
+      }
+      if (this.async !== 'busy') {
+        if (this.async === 'ready') return // wait until the application takes the result
+        // Idle: an error here is shown as a notice (libpq does the same); everything else is absorbed.
+        this.buf = this.buf.subarray(1 + len)
+        if (type === 0x45) {
+          const f = errorFields(body)
+          this.onNotice(formatMessage(f, false))
+        } else if (type === 0x53) {
+          const [k, v] = body.toString('latin1').split('\0')
+          this.parameters.set(k, v)
+        } else if (type === 0x5a) this.txStatus = String.fromCharCode(body[0])
+        continue
+      }
+      this.buf = this.buf.subarray(1 + len)
+      switch (type) {
+        case 0x43: // CommandComplete
+          if (!this.result) this.result = { status: 'COMMAND_OK', fields: [], rows: [], tag: '' }
+          this.result.tag = body.toString('latin1', 0, body.length - 1)
+          this.async = 'ready'
+          break
+        case 0x45: {
+          const f = errorFields(body)
+          const msg = formatMessage(f, true, f.P ? this.lastQuery : undefined)
+          this.result = { status: 'FATAL_ERROR', fields: [], rows: [], tag: '', err: f, errorMessage: msg }
+          this.errorMessage += msg
+          this.async = 'ready'
+          break
+        }
+        case 0x5a:
+          this.txStatus = String.fromCharCode(body[0])
+          this.async = 'idle'
+          break
+        case 0x49: // EmptyQueryResponse
+          this.result = { status: 'EMPTY_QUERY', fields: [], rows: [], tag: '' }
+          this.async = 'ready'
+          break
+        case 0x54: {
+          // RowDescription
+          const n = body.readInt16BE(0)
+          const fields: string[] = []
+          let p = 2
+          for (let i = 0; i < n; i++) {
+            const e = body.indexOf(0, p)
+            fields.push(body.toString('latin1', p, e))
+            p = e + 1 + 18
+          }
+          this.result = { status: 'TUPLES_OK', fields, rows: [], tag: '' }
+          break
+        }
+        case 0x44: {
+          // DataRow
+          const n = body.readInt16BE(0)
+          const row: (string | null)[] = []
+          let p = 2
+          for (let i = 0; i < n; i++) {
+            const l = body.readInt32BE(p)
+            p += 4
+            if (l < 0) row.push(null)
+            else {
+              row.push(body.toString('latin1', p, p + l))
+              p += l
+            }
+          }
+          this.result?.rows.push(row)
+          break
+        }
+        case 0x53: {
+          const [k, v] = body.toString('latin1').split('\0')
+          this.parameters.set(k, v)
+          break
+        }
+        case 0x4b:
+          this.pid = body.readInt32BE(0)
+          this.secret = body.readInt32BE(4)
+          break
+        default:
+          // CopyIn/CopyOut and the rest: a spec step does not use them.
+          break
+      }
+    }
+  }
+
+  /** PQnotifies: the next notification received (parsing what is buffered first). */
+  nextNotify(): Notify | undefined {
+    this.parseInput()
+    return this.notifies.shift()
+  }
+
+  /** PQcancel: a CancelRequest on a new connection. Resolves when the server has taken it. */
+  cancel(): Promise<boolean> {
+    return new Promise<boolean>((resolve) => {
+      const s = this.host.startsWith('/') ? net.connect(`${this.host}/.s.PGSQL.${this.port}`) : net.connect(this.port, this.host)
+      const b = Buffer.alloc(16)
+      b.writeInt32BE(16, 0)
+      b.writeInt32BE(80877102, 4)
+      b.writeInt32BE(this.pid, 8)
+      b.writeInt32BE(this.secret, 12)
+      s.once('connect', () => s.end(b))
+      s.once('close', () => resolve(true))
+      s.once('error', () => resolve(false))
+      setTimeout(() => (s.destroy(), resolve(false)), 5000).unref()
+    })
+  }
+
+  /** PQfinish. */
+  async close(): Promise<void> {
+    if (!this.sock || this.sock.destroyed) return
+    const s = this.sock
+    await new Promise<void>((resolve) => {
+      const t = setTimeout(() => (s.destroy(), resolve()), 500)
+      s.once('close', () => (clearTimeout(t), resolve()))
+      s.end(Buffer.from([0x58, 0, 0, 0, 4]))
+    })
+  }
+
+  destroy(): void {
+    this.sock?.destroy()
+  }
+}
+
+function cstr(s: string): Buffer {
+  return Buffer.from(s + '\0', 'utf8')
+}
+
+function errorFields(body: Buffer): Record<string, string> {
+  const f: Record<string, string> = {}
+  let p = 0
+  while (p < body.length && body[p] !== 0) {
+    const code = String.fromCharCode(body[p])
+    const e = body.indexOf(0, p + 1)
+    f[code] = body.toString('latin1', p + 1, e)
+    p = e + 1
+  }
+  return f
+}

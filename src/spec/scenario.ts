@@ -1,0 +1,156 @@
+// A spec file as a race scenario: the same contract (src/scenario.ts) the built-in scenarios use, so `race run`,
+// `show` and `check` run it through the same engine and judge.
+//  - sessions: each spec session, its setup block as a first step named `setup` and its teardown as a last step
+//    named `teardown`; a template session `s*` becomes s1..sN (--n, default 2);
+//  - setup: each global setup block, in one checked transaction (guard.ts: nothing outside the run's schema);
+//    the spec's global teardown is not needed (the schema is dropped);
+//  - lockstep: the spec's first permutation line that names every step once (session setup steps first,
+//    teardown steps last, markers dropped), else round-robin step by step; a spec with such a line runs it by
+//    default, any other spec runs at a barrier;
+//  - invariant: every `invariant` line, each a query returning one boolean, all of which must hold;
+//  - documented: nothing per session. A spec says only `expect held|violated` (or nothing): that is the
+//    scenario's `expects`, judged as --expect is.
+import path from 'node:path'
+import type { Row, Scenario, SessionSpec, Step } from '../scenario.js'
+import { GUARD_SQLSTATE, guardedSql } from './guard.js'
+import { RunError, UsageError } from '../errors.js'
+import { transactionControl } from './files.js'
+import type { Permutation, Spec, SpecSession } from './parse.js'
+import { SpecError } from './parse.js'
+
+/** A kebab-case id from a file name: orders.spec -> orders, My_Race.spec -> my-race. */
+export function idFromFile(file: string): string {
+  const base = path.basename(file).replace(/\.(spec|mjs|js)$/, '')
+  return (
+    base
+      .toLowerCase()
+      .replace(/[^a-z0-9]+/g, '-')
+      .replace(/^-+|-+$/g, '') || 'spec'
+  )
+}
+
+function stripSemicolon(sql: string): string {
+  return sql.trim().replace(/;\s*$/, '')
+}
+
+function sessionNames(spec: Spec, n: number): string[][] {
+  return spec.sessions.map((s) => (s.template ? Array.from({ length: n }, (_, i) => `${s.name}${i + 1}`) : [s.name]))
+}
+
+function stepsOf(s: SpecSession): Record<string, Step> {
+  const steps: Record<string, Step> = {}
+  if (s.setup !== undefined) steps.setup = s.setup
+  for (const st of s.steps) steps[st.name] = st.sql
+  if (s.teardown !== undefined) steps.teardown = s.teardown
+  return steps
+}
+
+/** The first permutation line race can run as a lockstep schedule (each step once), as session.step text. */
+function lockstepPermutation(spec: Spec): { text: string; line: number } | undefined {
+  if (spec.sessions.some((s) => s.template)) return undefined
+  const owner = new Map<string, SpecSession>()
+  for (const s of spec.sessions) for (const st of s.steps) owner.set(st.name, s)
+  const total = spec.sessions.reduce((a, s) => a + s.steps.length, 0)
+  const once = (p: Permutation) => p.steps.length === total && new Set(p.steps.map((x) => x.name)).size === total
+  const inOrder = (p: Permutation) =>
+    spec.sessions.every((s) => {
+      const mine = p.steps.filter((x) => owner.get(x.name) === s).map((x) => x.name)
+      return mine.every((name, i) => name === s.steps[i].name)
+    })
+  const p = spec.permutations.find((x) => once(x) && inOrder(x))
+  if (!p) return undefined
+  const head = spec.sessions.filter((s) => s.setup !== undefined).map((s) => `${s.name}.setup`)
+  const body = p.steps.map((x) => `${owner.get(x.name)!.name}.${x.name}`)
+  const tail = spec.sessions.filter((s) => s.teardown !== undefined).map((s) => `${s.name}.teardown`)
+  return { text: [...head, ...body, ...tail].join(' '), line: p.pos.line }
+}
+
+export function specToScenario(spec: Spec, story: string[] = []): Scenario {
+  const file = spec.file
+  if (spec.expect && !spec.invariants.length) {
+    throw new SpecError(file, spec.expect.pos.line, spec.expect.pos.column, `expect ${spec.expect.value} needs an invariant line: say what must hold, e.g. invariant "at most one open order" { select count(*) <= 1 from orders where status = 'open' }`)
+  }
+  for (const [i, b] of spec.setup.entries()) {
+    const own = transactionControl(b.sql)
+    if (own) throw new SpecError(file, b.pos.line, b.pos.column, `setup block ${i + 1} runs '${own.split(/\s+/).slice(0, 3).join(' ')}': race runs each setup block in a transaction of its own (to check it changes nothing outside race's schema): leave transaction control out of it`)
+  }
+  const template = spec.sessions.some((s) => s.template)
+  const fixed = spec.sessions.length
+  const perm = lockstepPermutation(spec)
+  const invariants = spec.invariants
+  const invariantSql = invariants.length
+    ? `select ${invariants.map((_, i) => `i${i}`).join(' and ')} as held, ${invariants.map((_, i) => `i${i}`).join(', ')} from (select ${invariants.map((x, i) => `(${stripSemicolon(x.sql)}) as i${i}`).join(', ')}) as race_invariants`
+    : `select true as held`
+  const description = invariants.length ? invariants.map((x) => x.description).join('; ') : 'none declared (the spec has no invariant line)'
+  const value = (v: unknown) => (v === null || v === undefined ? 'NULL' : String(v))
+  const observed = (row: Row) => {
+    if (!invariants.length) return 'nothing to check'
+    if (invariants.length === 1) return value(row.i0)
+    const bad = invariants.filter((_, i) => row[`i${i}`] !== true).map((x, i) => `${x.description} ${value(row[`i${i}`])}`)
+    return bad.length ? bad.join('; ') : `all ${invariants.length} true`
+  }
+  return {
+    id: idFromFile(file),
+    title: story[0] ?? `the spec ${path.basename(file)}`,
+    source: { article: 'file', section: file },
+    story: story.length > 1 ? story.slice(1) : [`${fixed} session(s)${template ? ', template sessions replicated by --n' : ''}, from ${path.basename(file)}`],
+    params: {},
+    sessionCount: template ? { default: 2, min: 1, max: 10_000 } : { default: fixed, min: fixed, max: fixed },
+    isolation: (v) => Object.fromEntries(sessionNames(spec, v.n).flat().map((n) => [n, null])),
+    setup: spec.setup.map((b, i) => guardedSql(b.sql, `${file}:${b.pos.line}: setup block ${i + 1}`)),
+    sessions: (v) => {
+      const out: Record<string, SessionSpec> = {}
+      const names = sessionNames(spec, v.n)
+      spec.sessions.forEach((s, i) => {
+        const one: SessionSpec = { steps: stepsOf(s) }
+        for (const name of names[i]) out[name] = one
+      })
+      return out
+    },
+    permutation: perm?.text,
+    defaultSchedule: perm ? 'lockstep' : 'barrier',
+    invariant: { description, sql: invariantSql, observed },
+    documented: { postgres: { lockstep: [], serial: [], barrier: [] } },
+    expects: spec.expect?.value ?? 'reported',
+  }
+}
+
+/** Whether a scenario came from a user's file (a spec or a module). */
+export function isFileScenario(s: Scenario): boolean {
+  return s.source.article === 'file'
+}
+
+/**
+ * An error that escaped the engine for a spec scenario (only the control connection's statements can: the
+ * setup blocks), as one line: a refused block is bad input, any other failure could not run.
+ */
+export function specFailure(s: Scenario, e: unknown): unknown {
+  if (!isFileScenario(s)) return e
+  const code = (e as { code?: string })?.code
+  const message = (e as Error)?.message ?? String(e)
+  if (code === GUARD_SQLSTATE) return new UsageError(message)
+  if (typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code)) return new RunError(`${s.source.section}: a setup block failed: ${message} (${code})`)
+  return e
+}
+
+/** What a scenario's `expects` makes of --expect when the user gives none. */
+export function expectsOverride(s: Scenario): 'held' | 'violated' | undefined {
+  return s.expects === 'held' || s.expects === 'violated' ? s.expects : undefined
+}
+
+/**
+ * A permutation written as a spec writes one (step names only, `rx1 wy1 c1`) made into race's session.step
+ * form, when every name is the step of exactly one session; any other text is returned unchanged.
+ */
+export function qualifyPermutation(p: { sessions: readonly { name: string; steps: readonly { name: string }[] }[] }, text: string): string {
+  const toks = text.split(/[\s,]+/).filter(Boolean)
+  if (!toks.length || toks.some((t) => t.includes('.')) || ['barrier', 'lockstep', 'serial'].includes(text)) return text
+  const owners = (name: string) => p.sessions.filter((s) => s.steps.some((x) => x.name === name))
+  if (!toks.every((t) => owners(t.replace(/\(.*\)$/, '')).length === 1)) return text
+  const body = toks.map((t) => `${owners(t.replace(/\(.*\)$/, ''))[0].name}.${t.replace(/\(\*\)$/, '')}`)
+  // A spec session's setup and teardown blocks are steps here: first and last, as isolationtester runs them.
+  const named = new Set(toks)
+  const head = p.sessions.filter((s) => s.steps[0]?.name === 'setup' && !named.has('setup')).map((s) => `${s.name}.setup`)
+  const tail = p.sessions.filter((s) => s.steps.length > 1 && s.steps[s.steps.length - 1].name === 'teardown' && !named.has('teardown')).map((s) => `${s.name}.teardown`)
+  return [...head, ...body, ...tail].join(' ')
+}

@@ -1,0 +1,324 @@
+// `race spec`: runs a spec the way PostgreSQL's isolationtester does and prints the same transcript. The
+// rules, as isolationtester applies them: one connection per session plus a control connection (whose
+// notices are hidden); each permutation (the spec's, or every interleaving of the sessions' steps) runs the
+// setup blocks on control, each session's setup, then the steps: a step is sent, and it either completes or,
+// after 10 ms without an answer, is asked about from control with pg_isolation_test_session_is_blocked and,
+// if blocked, printed as <waiting ...> while the next steps run; waiting steps are polled after every step and
+// reported as <... completed> when they finish. Step markers: (*) reports the step as waiting once, (other)
+// holds its completion back while that step runs, (other notices N) until that session has sent N notices.
+// A step is cancelled after PGISOLATIONTIMEOUT seconds (default 300) and the run ends after twice that.
+import type { Target } from '../db/target.js'
+import { RunError, UsageError } from '../errors.js'
+import { printResult } from './format.js'
+import type { Permutation, PermutationStep, Spec, SpecStep } from './parse.js'
+import { PgConn, type PgResult } from './pgconn.js'
+
+export interface TranscriptSink {
+  out(text: string): void
+  err(text: string): void
+}
+
+/** Where isolationtester would exit(1): the transcript ends here, without teardown. */
+class Exit extends Error {}
+
+interface Conn {
+  conn: PgConn
+  name: string
+  active?: PStep
+  notices: number
+}
+
+interface PStep {
+  name: string
+  step: SpecStep
+  blockers: PermutationStep['blockers']
+  /** For (other notices N): the notice count of that session to wait for, set when the step is sent. */
+  targets: number[]
+}
+
+const NONBLOCK = 1
+const RETRY = 2
+
+export interface TesterOptions {
+  target: Target
+  connectTimeoutMs: number
+  /** Startup parameters every connection sends (options, datestyle, timezone, search_path...). */
+  params: [string, string][]
+  /** PGAPPNAME, to which each connection appends /<session name>, as isolationtester does. */
+  appName?: string
+  /** PGISOLATIONTIMEOUT in ms. */
+  maxStepWaitMs: number
+  /**
+   * Runs one global setup or teardown block on control (race checks it stays in its schema); returns what
+   * PQexec would have returned. Default: plain exec.
+   */
+  block?: (control: PgConn, sql: string, kind: 'setup' | 'teardown', index: number) => Promise<PgResult | null>
+  /** Called with the backends once connected (so an abort can end them). */
+  onBackends?: (pids: number[]) => void
+}
+
+export interface TesterResult {
+  /** 0: ran to its end; 1: isolationtester would have exited 1 (setup failed, a step timed out). */
+  exit: 0 | 1
+}
+
+function literal(s: string): string {
+  return `'${s.replace(/'/g, "''")}'`
+}
+
+export async function runTester(spec: Spec, o: TesterOptions, sink: TranscriptSink): Promise<TesterResult> {
+  for (const u of spec.unused) sink.err(`unused step name: ${u}\n`)
+  sink.out(`Parsed test spec with ${spec.sessions.length} sessions\n`)
+  const conns: Conn[] = []
+  let anyNewNotice = false
+  const close = async () => {
+    await Promise.all(conns.map((c) => c.conn.close()))
+  }
+  try {
+    const names = ['control connection', ...spec.sessions.map((s) => s.name)]
+    for (let i = 0; i < names.length; i++) {
+      const params: [string, string][] = [...o.params]
+      if (o.appName !== undefined) params.unshift(['application_name', o.appName])
+      let conn: PgConn
+      try {
+        conn = await PgConn.connect(o.target, { connectTimeoutMs: o.connectTimeoutMs, params })
+      } catch (e) {
+        throw new RunError(`could not connect to ${o.target.label} (connection ${i}): ${(e as Error).message}`)
+      }
+      const c: Conn = { conn, name: names[i], notices: 0 }
+      conns.push(c)
+      if (i > 0) {
+        conn.onNotice = (m) => {
+          sink.out(`${c.name}: ${m}`)
+          c.notices++
+          anyNewNotice = true
+        }
+      }
+      const r = await conn.exec(`SELECT set_config('application_name',\n  current_setting('application_name') || '/' || ${literal(names[i])},\n  false)`)
+      if (r?.status !== 'TUPLES_OK') throw new RunError(`setting the application name failed: ${conn.errorMessage.trim()}`)
+    }
+    o.onBackends?.(conns.map((c) => c.conn.pid))
+    const control = conns[0].conn
+    const pidList = conns
+      .slice(1)
+      .map((c) => c.conn.pid)
+      .join(',')
+
+    const exec = async (c: PgConn, sql: string) => c.exec(sql)
+    const block = o.block ?? ((c: PgConn, sql: string) => exec(c, sql))
+
+    const stepHasBlocker = (p: PStep): boolean =>
+      p.blockers.some((b, i) => {
+        if (b.kind === 'once') return false
+        const other = conns[1 + stepByName.get(b.step)!.session]
+        if (b.kind === 'step') return other.active?.step.name === b.step
+        return other.notices < p.targets[i]
+      })
+
+    const tryComplete = async (p: PStep, flags: number): Promise<boolean> => {
+      const ic = conns[1 + p.step.session]
+      const conn = ic.conn
+      if (!(flags & RETRY) && p.blockers.some((b) => b.kind === 'once')) {
+        sink.out(`step ${p.name}: ${p.step.sql} <waiting ...>\n`)
+        return true
+      }
+      const start = performance.now()
+      let canceled = false
+      while (conn.isBusy()) {
+        const readable = await conn.waitReadable(10)
+        if (readable) {
+          conn.consumeInput()
+          continue
+        }
+        if (flags & NONBLOCK) {
+          const r = await control.exec(`SELECT pg_catalog.pg_isolation_test_session_is_blocked(${conn.pid}, '{${pidList}}')`)
+          if (r?.status !== 'TUPLES_OK' || r.rows.length !== 1) {
+            sink.err(`lock wait query failed: ${control.errorMessage}`)
+            throw new Exit()
+          }
+          if ((r.rows[0][0] ?? '')[0] === 't') {
+            conn.consumeInput()
+            if (!conn.isBusy()) break
+            if (!(flags & RETRY)) sink.out(`step ${p.name}: ${p.step.sql} <waiting ...>\n`)
+            return true
+          }
+        }
+        const td = (performance.now() - start) * 1000
+        const max = o.maxStepWaitMs * 1000
+        if (td > max && !canceled) {
+          if (await conn.cancel()) {
+            sink.out(`isolationtester: canceling step ${p.name} after ${Math.floor(td / 1e6)} seconds\n`)
+            canceled = true
+          } else sink.err(`PQcancel failed: could not send the cancel request\n`)
+        }
+        if (td > 2 * max) {
+          sink.err(`step ${p.name} timed out after ${Math.floor(td / 1e6)} seconds\n`)
+          throw new Exit()
+        }
+      }
+      if (stepHasBlocker(p)) {
+        if (!(flags & RETRY)) sink.out(`step ${p.name}: ${p.step.sql} <waiting ...>\n`)
+        return true
+      }
+      sink.out(flags & RETRY ? `step ${p.name}: <... completed>\n` : `step ${p.name}: ${p.step.sql}\n`)
+      for (let r = await conn.getResult(); r; r = await conn.getResult()) {
+        if (r.status === 'TUPLES_OK') sink.out(printResult(r))
+        else if (r.status === 'FATAL_ERROR') {
+          const sev = r.err?.S
+          const msg = r.err?.M
+          sink.out(sev !== undefined && msg !== undefined ? `${sev}:  ${msg}\n` : `${r.errorMessage ?? ''}\n`)
+        }
+      }
+      conn.consumeInput()
+      for (let n = conn.nextNotify(); n; n = conn.nextNotify()) {
+        const sender = conns.slice(1).find((c) => c.conn.pid === n!.pid)?.name ?? `PID ${n.pid}`
+        sink.out(`${spec.sessions[p.step.session].name}: NOTIFY "${n.channel}" with payload "${n.payload}" from ${sender}\n`)
+        conn.consumeInput()
+      }
+      ic.active = undefined
+      return false
+    }
+
+    const tryCompleteAll = async (waiting: PStep[], flags: number): Promise<PStep[]> => {
+      let list = waiting
+      let before: number
+      let haveBlocker: boolean
+      do {
+        anyNewNotice = false
+        before = list.length
+        haveBlocker = false
+        const still: PStep[] = []
+        for (const w of list) {
+          if (await tryComplete(w, flags)) {
+            if (w.blockers.length) haveBlocker = true
+            still.push(w)
+          }
+        }
+        list = still
+      } while (haveBlocker && (list.length < before || anyNewNotice))
+      return list
+    }
+
+    const stepByName = new Map<string, SpecStep>()
+    for (const s of spec.sessions) for (const st of s.steps) stepByName.set(st.name, st)
+
+    const runPermutation = async (steps: PStep[]) => {
+      let waiting: PStep[] = []
+      sink.out(`\nstarting permutation:${steps.map((s) => ` ${s.name}`).join('')}\n`)
+      for (let i = 0; i < spec.setup.length; i++) {
+        const r = await block(control, spec.setup[i].sql, 'setup', i)
+        if (r?.status === 'TUPLES_OK') sink.out(printResult(r))
+        else if (r?.status !== 'COMMAND_OK') {
+          sink.err(`setup failed: ${control.errorMessage}`)
+          throw new Exit()
+        }
+      }
+      for (let i = 0; i < spec.sessions.length; i++) {
+        const s = spec.sessions[i]
+        if (s.setup === undefined) continue
+        const c = conns[i + 1].conn
+        const r = await exec(c, s.setup)
+        if (r?.status === 'TUPLES_OK') sink.out(printResult(r))
+        else if (r?.status !== 'COMMAND_OK') {
+          sink.err(`setup of session ${s.name} failed: ${c.errorMessage}`)
+          throw new Exit()
+        }
+      }
+      for (const p of steps) {
+        const ic = conns[1 + p.step.session]
+        if (ic.active) {
+          const start = performance.now()
+          while (ic.active) {
+            const old = ic.active
+            if (!(await tryComplete(old, RETRY))) waiting = waiting.filter((w) => w !== old)
+            waiting = await tryCompleteAll(waiting, NONBLOCK | RETRY)
+            if (ic.active && (performance.now() - start) * 1000 > 2 * o.maxStepWaitMs * 1000) {
+              const secs = Math.floor((performance.now() - start) / 1000)
+              sink.err(`step ${ic.active.name} timed out after ${secs} seconds\n`)
+              sink.err(`active steps are:${conns.slice(1).filter((c) => c.active).map((c) => ` ${c.active!.name}`).join('')}\n`)
+              throw new Exit()
+            }
+          }
+        }
+        ic.conn.sendQuery(p.step.sql)
+        ic.active = p
+        p.targets = p.blockers.map((b) => (b.kind === 'notices' ? b.count + conns[1 + stepByName.get(b.step)!.session].notices : -1))
+        const mustWait = await tryComplete(p, NONBLOCK)
+        waiting = await tryCompleteAll(waiting, NONBLOCK | RETRY)
+        if (mustWait) waiting.push(p)
+      }
+      waiting = await tryCompleteAll(waiting, RETRY)
+      if (waiting.length) {
+        sink.err('failed to complete permutation due to mutually-blocking steps\n')
+        throw new Exit()
+      }
+      for (let i = 0; i < spec.sessions.length; i++) {
+        const s = spec.sessions[i]
+        if (s.teardown === undefined) continue
+        const c = conns[i + 1].conn
+        const r = await exec(c, s.teardown)
+        if (r?.status === 'TUPLES_OK') sink.out(printResult(r))
+        else if (r?.status !== 'COMMAND_OK') sink.err(`teardown of session ${s.name} failed: ${c.errorMessage}`)
+      }
+      if (spec.teardown) {
+        const r = await block(control, spec.teardown.sql, 'teardown', 0)
+        if (r?.status === 'TUPLES_OK') sink.out(printResult(r))
+        else if (r?.status !== 'COMMAND_OK') sink.err(`teardown failed: ${control.errorMessage}`)
+      }
+    }
+
+    const pstep = (ps: PermutationStep): PStep => ({ name: ps.name, step: stepByName.get(ps.name)!, blockers: ps.blockers, targets: [] })
+    try {
+      if (spec.permutations.length) {
+        for (const perm of spec.permutations) await runPermutation(perm.steps.map(pstep))
+      } else {
+        for (const perm of allPermutations(spec)) await runPermutation(perm.steps.map(pstep))
+      }
+    } catch (e) {
+      if (e instanceof Exit) return { exit: 1 }
+      throw e
+    }
+    return { exit: 0 }
+  } finally {
+    await close()
+  }
+}
+
+/** Every interleaving of the sessions' steps, in isolationtester's order (session 1's pile first). */
+export function allPermutations(spec: Pick<Spec, 'sessions'>): Permutation[] {
+  const out: Permutation[] = []
+  const piles = spec.sessions.map(() => 0)
+  const total = spec.sessions.reduce((a, s) => a + s.steps.length, 0)
+  const chosen: string[] = []
+  const recurse = () => {
+    let found = false
+    for (let i = 0; i < spec.sessions.length; i++) {
+      if (piles[i] < spec.sessions[i].steps.length) {
+        chosen.push(spec.sessions[i].steps[piles[i]].name)
+        piles[i]++
+        recurse()
+        piles[i]--
+        chosen.pop()
+        found = true
+      }
+    }
+    if (!found && chosen.length === total) out.push({ steps: chosen.map((name) => ({ name, blockers: [], pos: { line: 0, column: 0 } })), pos: { line: 0, column: 0 } })
+  }
+  recurse()
+  return out
+}
+
+/** How many interleavings `allPermutations` would run (multinomial), without building them. */
+export function countPermutations(spec: Pick<Spec, 'sessions'>): number {
+  let n = 0
+  let r = 1
+  for (const s of spec.sessions) {
+    for (let k = 1; k <= s.steps.length; k++) {
+      n++
+      r = (r * n) / k
+    }
+  }
+  return Math.round(r)
+}
+
+export { UsageError }

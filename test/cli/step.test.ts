@@ -1,0 +1,83 @@
+// race run --step in a real terminal (tmux): the room sees, before each step, the sessions and the next SQL;
+// Enter or space runs it; b tells the story; q stops and cleans up. Without a terminal it is refused.
+import assert from 'node:assert/strict'
+import { test } from 'node:test'
+import { race } from '../support/server.js'
+import { leftBy, oneCleanLine, useOutside } from '../support/faults.js'
+import { NEEDS } from '../support/tools.js'
+import { Tty } from '../support/tty.js'
+
+const ctx = useOutside()
+
+test('race run broken --step: every step shown before it runs, with the sessions; it ends with the verdict', { skip: NEEDS.tmux }, async () => {
+  const tty = new Tty(['run', 'broken', '--step'], { env: { DATABASE_URL: ctx.server.url }, width: 100, height: 45 })
+  try {
+    let s = await tty.waitFor(/next {2}step 1 of 8: s1 begin/)
+    assert.match(s, /race run broken [\s\S]*lockstep/)
+    assert.match(s, /\(nothing has run yet\)/)
+    assert.match(s, /s1 {2}pid \d+ +not started/)
+    assert.match(s, /Enter or space: run it/)
+    const pid = tty.racePid()
+    const steps = ['s2 begin', 's1 check', 's2 check', 's1 insert', 's2 insert', 's1 commit', 's2 commit']
+    for (let i = 0; i < steps.length; i++) {
+      tty.key(i % 2 ? 'Space' : 'Enter')
+      s = await tty.waitFor(new RegExp(`next {2}step ${i + 2} of 8: ${steps[i]}`))
+      if (steps[i] === 's1 check') assert.match(s, /s1 {2}pid \d+ +idle in transaction/)
+      if (steps[i] === 's1 insert') {
+        // Both checks ran and saw nothing: the race is set up, and the room sees the SQL that is next.
+        assert.match(s, /check → 0 rows[\s\S]*check → 0 rows/)
+        assert.match(s, /insert into setup_requests \(user_id, status\) values \(:user, 'pending'\)/)
+      }
+    }
+    tty.key('Enter')
+    s = await tty.waitFor(/expected .*MATCH/)
+    assert.match(s, /invariant +at most 1 pending request for the user: observed 2 pending +VIOLATED/)
+    assert.match(s, /verdict +anomaly/)
+    assert.equal(await tty.exitCode(), 0)
+    assert.deepEqual(await leftBy(ctx.sql, pid), [], 'its schema was dropped')
+  } finally {
+    tty.close()
+  }
+})
+
+test('--step: a waiting session says whom it waits for; b shows the story; q stops with cleanup (exit 130)', { skip: NEEDS.tmux }, async () => {
+  const tty = new Tty(['run', 'advisory', '--n', '3', '--step'], { env: { DATABASE_URL: ctx.server.url }, width: 100, height: 45 })
+  try {
+    await tty.waitFor(/next {2}step 1 of 21/)
+    const pid = tty.racePid()
+    // Lockstep: begin, isolation, timeout and lock of each session; s2's lock waits for s1.
+    let s = ''
+    for (let i = 0; i < 12 && !/s2 +pid \d+ +waiting in lock for s1/.test(s); i++) {
+      tty.key('Enter')
+      s = await tty.waitFor(new RegExp(`next {2}step ${i + 2} of 21`))
+    }
+    assert.match(s, /s2 +pid \d+ +waiting in lock for s1/)
+    assert.match(s, /s1 +pid \d+ +idle in transaction/)
+    tty.key('b')
+    s = await tty.waitFor(/Every request takes the same advisory key/)
+    assert.match(s, /invariant +at most 1 pending request for the user/)
+    tty.key('b')
+    await tty.waitFor(/next {2}step \d+ of 21/)
+    tty.key('q')
+    assert.equal(await tty.exitCode(), 130)
+    s = tty.screen()
+    assert.match(s, /race: q pressed before step \d+ \(s\d \w+\): stopped, cleaned up/)
+    assert.deepEqual(await leftBy(ctx.sql, pid), [], 'its schema was dropped')
+  } finally {
+    tty.close()
+  }
+})
+
+test('--step without a terminal, or with --json, --trials or a barrier: one line, exit 2, before connecting', async () => {
+  const down = 'postgres://nobody@127.0.0.1:1/x'
+  for (const [args, want] of [
+    [['run', 'broken', '--step'], /--step waits for a key before each step, so it needs a terminal/],
+    [['run', 'broken', '--step', '--json'], /--step is for a room, --json for a machine/],
+    [['run', 'broken', '--step', '--trials', '3'], /--step walks through one race: leave out --trials/],
+    [['run', 'broken', '--step', '--schedule', 'barrier'], /--step runs a deterministic interleaving/],
+  ] as const) {
+    const r = await race([...args, '--database-url', down])
+    assert.equal(r.code, 2, `${args.join(' ')}: ${r.stderr}`)
+    oneCleanLine(r.stderr, want)
+  }
+})

@@ -1,0 +1,38 @@
+// The machine's MariaDB (or the server MYSQL_URL names), for the InnoDB tests: they run when it answers and say
+// so when they skip. Tests look only at their own databases (found by the mark race writes on each).
+import mariadb, { type Connection } from 'mariadb'
+
+export const MYSQL_URL = process.env.MYSQL_URL ?? 'mysql://root@127.0.0.1:3306/test'
+
+/** A connection to the server, or why there is none (the tests that need it skip with that reason). */
+export async function reachMysql(): Promise<{ conn?: Connection; why?: string }> {
+  const u = new URL(MYSQL_URL)
+  try {
+    const conn = await mariadb.createConnection({
+      host: u.hostname,
+      port: Number(u.port || 3306),
+      user: decodeURIComponent(u.username) || 'root',
+      password: decodeURIComponent(u.password) || undefined,
+      database: u.pathname.slice(1) || undefined,
+      connectTimeout: 3000,
+      bigIntAsNumber: true,
+    })
+    conn.on('error', () => {})
+    return { conn }
+  } catch (e) {
+    return { why: `no MySQL/MariaDB answers at ${MYSQL_URL.replace(/:[^:@/]*@/, ':***@')} (${(e as Error).message.split('\n')[0]}): InnoDB tests skipped` }
+  }
+}
+
+/** The databases race process `pid` created and left on the server (MariaDB: by the mark in their comment). */
+export async function databasesOf(conn: Connection, pid: number): Promise<string[]> {
+  const rows = (await conn.query(
+    `select schema_name as name, schema_comment as mark from information_schema.schemata where schema_name like 'race\\_%' and schema_comment like 'race:{%'`,
+  )) as { name: string; mark: string }[]
+  return rows.filter((r) => (JSON.parse(r.mark.slice(5)) as { pid: number }).pid === pid).map((r) => r.name)
+}
+
+export async function databaseExists(conn: Connection, name: string): Promise<boolean> {
+  const rows = (await conn.query(`select 1 from information_schema.schemata where schema_name = ?`, [name])) as unknown[]
+  return rows.length > 0
+}

@@ -1,0 +1,56 @@
+// What CI reads: JUnit XML (checked against a schema with xmllint), GitHub annotations (escaped as the runner
+// expects), the bench chart's ticks.
+import assert from 'node:assert/strict'
+import fs from 'node:fs'
+import os from 'node:os'
+import path from 'node:path'
+import { test } from 'node:test'
+import { annotation, ciCase, junitXml, xml } from '../../src/report/ci.js'
+import { niceTicks } from '../../src/bench/report.js'
+import { NEEDS, junitProblems } from '../support/tools.js'
+
+const judged = (verdict: string, held: boolean | null) => ({ verdict, why: 'because', invariant: { description: 'at least one doctor on call', observed: '0 on call', held } })
+
+test('a case: deviation is a <failure> with the lines, undecided an <error>, a match neither', () => {
+  const dev = ciCase('race.check.write-skew', 'serializable', 42, judged('anomaly', false), { matched: false, deviations: ['t2: documented 40001, got committed'], expected: ['prevented: t1 committed, t2 40001'] }, 1)
+  assert.equal(dev.failure?.message, 't2: documented 40001, got committed')
+  assert.deepEqual(dev.failure?.lines, ['expected: prevented: t1 committed, t2 40001', 'got: anomaly (because)', 't2: documented 40001, got committed'])
+  const unknown = ciCase('race.check.x', 'default', 1, judged('unknown', null), { matched: false, deviations: [], expected: ['clean'] }, 3)
+  assert.match(unknown.error!.message, /^could not decide: because/)
+  const ok = ciCase('race.check.x', 'default', 1, judged('clean', true), { matched: true, deviations: [], expected: ['clean'] }, 0)
+  assert.equal(ok.failure ?? ok.error, undefined)
+})
+
+test('JUnit XML: counts, seconds, escaping (no colour codes, no control characters), valid against the schema', { skip: NEEDS.xmllint }, () => {
+  const cases = [
+    ciCase('race.check.a', 'default', 1234, judged('clean', true), { matched: true, deviations: [], expected: ['clean'] }, 0),
+    ciCase('race.check.b', 'n=5 <max> & "more"', 10, judged('anomaly', false), { matched: false, deviations: ['\u001b[31ms1: documented committed, got 23505\u001b[39m\u0007'], expected: ['clean'] }, 1),
+    ciCase('race.check.c', 'default', 0, judged('unknown', null), { matched: false, deviations: [], expected: ['clean'] }, 3),
+  ]
+  const text = junitXml('race check', cases, { timestamp: new Date('2026-01-02T03:04:05Z'), properties: { server: 'PostgreSQL 18.4' } })
+  assert.match(text, /<testsuites name="race check" tests="3" failures="1" errors="1" time="1.244">/)
+  assert.match(text, /timestamp="2026-01-02T03:04:05"/)
+  assert.match(text, /name="n=5 &lt;max&gt; &amp; &quot;more&quot;"/)
+  assert.doesNotMatch(text, /\u001b|\u0007/)
+  const file = path.join(os.tmpdir(), `race-junit-${process.pid}.xml`)
+  try {
+    fs.writeFileSync(file, text)
+    assert.equal(junitProblems(file), '')
+  } finally {
+    fs.rmSync(file, { force: true })
+  }
+  assert.equal(xml("a'b"), 'a&apos;b')
+})
+
+test('GitHub annotations: one line, %, CR and LF escaped; the title also escapes : and ,', () => {
+  const a = annotation('race check: write-skew (n=2, x)', ['100% sure', 't2: documented 40001\ngot committed'])
+  assert.equal(a, '::error title=race check%3A write-skew (n=2%2C x)::100%25 sure%0At2: documented 40001%0Agot committed')
+  assert.equal(a.split('\n').length, 1)
+})
+
+test('chart ticks are round numbers from 0 past the maximum', () => {
+  assert.deepEqual(niceTicks(7430), [0, 2000, 4000, 6000, 8000])
+  assert.deepEqual(niceTicks(33213), [0, 10000, 20000, 30000, 40000])
+  assert.deepEqual(niceTicks(725), [0, 200, 400, 600, 800])
+  assert.deepEqual(niceTicks(0), [0, 1])
+})

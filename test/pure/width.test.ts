@@ -1,0 +1,149 @@
+// Output that fits the screen: measuring, wrapping and cutting with colour codes, fitted tables, the timeline.
+import assert from 'node:assert/strict'
+import { test } from 'node:test'
+import { Chalk } from 'chalk'
+import type { TimelineEvent } from '../../src/engine/types.js'
+import { fitTable, fitWidths } from '../../src/report/table.js'
+import { timeline, visibleEvents } from '../../src/report/timeline.js'
+import { columns, hang, strip, truncate, width, wrap } from '../../src/report/width.js'
+import { setColor } from '../../src/report/color.js'
+import { isSetup } from '../../src/engine/session.js'
+
+const red = new Chalk({ level: 1 }).red
+
+const widest = (s: string) => Math.max(...s.split('\n').map(width))
+
+test('width counts what the screen shows: no colour codes, wide characters twice', () => {
+  assert.equal(width(red('abc')), 3)
+  assert.equal(width('ab…→'), 4)
+  assert.equal(width('表'), 2)
+})
+
+test('a cut keeps the colour: the red cell stays red up to its …', () => {
+  const cut = truncate(red('error 40001 serialization_failure'), 14)
+  assert.equal(width(cut), 14)
+  assert.match(cut, /^\u001b\[31merror 40001 s…\u001b\[0m$/)
+  assert.equal(truncate('short', 14), 'short')
+})
+
+test('a wrap never cuts, and every wrapped line carries its colour', () => {
+  const lines = wrap(red('insert → 409 pending request exists'), 12)
+  assert.ok(lines.length > 1)
+  for (const l of lines) {
+    assert.ok(width(l) <= 12, l)
+    assert.ok(l.startsWith('\u001b[31m'), JSON.stringify(l))
+  }
+  assert.equal(lines.map(strip).join(' '), 'insert → 409 pending request exists')
+  // A word longer than the line is broken, not cut.
+  assert.deepEqual(wrap('lost-update-for-update', 10), ['lost-updat', 'e-for-upda', 'te'])
+  // Spaces inside a line are kept (aligned labels), dropped where the line breaks.
+  assert.deepEqual(wrap('verdict    anomaly   x', 80), ['verdict    anomaly   x'])
+})
+
+test('hang continues under the text after a label', () => {
+  const lines = hang('expected   anomaly: 2 committed; or clean: 1 committed, 1 rejected: pending request exists  MATCH', 60, 11)
+  assert.ok(lines.length >= 2)
+  for (const l of lines) assert.ok(width(l) <= 60, l)
+  assert.ok(lines.slice(1).every((l) => l.startsWith(' '.repeat(11)) && l[11] !== ' '))
+})
+
+test('columns: COLUMNS first, then the terminal, else 80', () => {
+  const saved = process.env.COLUMNS
+  try {
+    process.env.COLUMNS = '93'
+    assert.equal(columns({ isTTY: true, columns: 200 }), 93)
+    delete process.env.COLUMNS
+    assert.equal(columns({ isTTY: true, columns: 120 }), 120)
+    assert.equal(columns({ isTTY: false, columns: 120 }), 80)
+  } finally {
+    if (saved === undefined) delete process.env.COLUMNS
+    else process.env.COLUMNS = saved
+  }
+})
+
+test('fitWidths: natural when it fits; else what gives way first narrows, widest first, never below its minimum', () => {
+  assert.deepEqual(fitWidths([10, 20, 30], [], 60), [10, 20, 30])
+  assert.deepEqual(fitWidths([10, 20, 30], [{ shrink: 0 }, {}, {}], 40), [10, 15, 15])
+  assert.deepEqual(fitWidths([10, 20, 30], [{}, { shrink: 2 }, {}], 45), [10, 8, 27])
+})
+
+test('fitTable: fits the width, rule under the header, an empty column dropped, a cut column ends in …', () => {
+  setColor(false)
+  const rows = [
+    ['s1', 12345, 'rejected: pending limit reached and a much longer explanation of why', '', 'x'.repeat(60)],
+    ['s2', 12346, 'committed', '', 'y'],
+  ]
+  const out = fitTable(['session', 'pid', 'outcome', 'sqlstate', 'note'], rows, [{ shrink: 0 }, { shrink: 0 }, {}, { dropIfEmpty: true }, { shrink: 2, overflow: 'cut' }], 60)
+  const lines = out.split('\n')
+  assert.ok(lines.every((l) => width(l) <= 60), out)
+  assert.match(lines[2], /^├─+┼/, 'a rule under the header')
+  assert.doesNotMatch(out, /sqlstate/)
+  assert.match(out, /x+…/)
+  // The wrapped outcome, read down its column, is whole.
+  const col = lines.filter((l) => l.startsWith('│')).map((l) => l.split('│')[3].trim())
+  assert.match(col.join(' '), /rejected: pending limit reached and a much longer explanation of why/)
+})
+
+const ev = (t: number, session: string, step: string, kind: TimelineEvent['kind'], detail?: string, setup?: boolean): TimelineEvent => ({ t, session, step, kind, detail, ...(setup ? { setup } : {}) })
+
+const EVENTS: TimelineEvent[] = [
+  ev(0.1, 's1', 'begin', 'run'),
+  ev(0.2, 's1', 'begin', 'ok', 'BEGIN', true),
+  ev(0.3, 's2', 'begin', 'run'),
+  ev(0.4, 's2', 'begin', 'ok', 'BEGIN', true),
+  ev(0.5, 's1', 'timeout', 'run'),
+  ev(0.6, 's1', 'timeout', 'ok', 'set_config=2s', true),
+  ev(0.7, 's1', 'lock', 'run'),
+  ev(0.8, 's1', 'lock', 'ok'),
+  ev(0.9, 's2', 'lock', 'run'),
+  ev(1.0, 's2', 'lock', 'wait'),
+  ev(5.0, 's2', 'lock', 'woke'),
+  ev(5.1, 's2', 'lock', 'error', '40001 serialization_failure could not serialize access due to concurrent update'),
+]
+
+test('timeline: set-up steps hidden unless asked, with a note; what waited or failed always shown', () => {
+  const shown = visibleEvents(EVENTS)
+  assert.ok(!shown.some((e) => e.step === 'begin' || e.step === 'timeout'))
+  assert.equal(visibleEvents(EVENTS, true).filter((e) => e.step === 'begin').length, 2)
+  setColor(false)
+  const text = timeline({ sessions: [{ name: 's1' }, { name: 's2' }], events: EVENTS }, { width: 80 })
+  assert.match(text, /3 set-up steps not shown: --timeline all shows them/)
+  assert.match(text, /lock … waiting/)
+  assert.doesNotMatch(text, /BEGIN/)
+  assert.match(timeline({ sessions: [{ name: 's1' }, { name: 's2' }], events: EVENTS }, { width: 80, all: true }), /begin → BEGIN/)
+})
+
+test('timeline: fits the width, wraps a long cell inside its column in its colour, falls back to one row per event', () => {
+  const sessions = ['s1', 's2', 's3', 's4', 's5'].map((name) => ({ name }))
+  const events = [...EVENTS, ev(6, 's5', 'insert', 'reject', 'pending limit reached')]
+  for (const w of [80, 60, 40]) {
+    const text = timeline({ sessions, events }, { width: w })
+    for (const l of text.split('\n')) assert.ok(width(l) <= w, `${w}: ${l}`)
+    assert.match(text.replace(/\s+/g, ' '), /409 pending limit reached/)
+  }
+  assert.match(timeline({ sessions, events }, { width: 40 }), /^ms +session/m)
+  setColor(true)
+  process.env.FORCE_COLOR = '1'
+  try {
+    setColor(true)
+    const text = timeline({ sessions: sessions.slice(0, 2), events }, { width: 50 })
+    const errLines = text.split('\n').filter((l) => /serializ|40001|concurrent/.test(l))
+    assert.ok(errLines.length >= 2, text)
+    for (const l of errLines) assert.match(l, /\u001b\[31m/, `the wrapped error stays red: ${JSON.stringify(l)}`)
+  } finally {
+    delete process.env.FORCE_COLOR
+    setColor(false)
+  }
+})
+
+test('a step is set-up by what the server answered: its command tag, or a lone set_config column', () => {
+  const rows = (r: Record<string, unknown>[]) => r
+  assert.equal(isSetup('BEGIN', rows([])), true)
+  assert.equal(isSetup('SET', rows([])), true)
+  assert.equal(isSetup('SELECT', rows([{ set_config: '2s' }])), true)
+  assert.equal(isSetup('SELECT', rows([{ pending: 0 }])), false)
+  assert.equal(isSetup('SELECT', rows([{ set_config: '2s', pending: 0 }])), false)
+  assert.equal(isSetup('COMMIT', rows([])), false)
+  assert.equal(isSetup('INSERT', rows([])), false)
+  assert.equal(widest(''), 0)
+})

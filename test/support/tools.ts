@@ -1,0 +1,69 @@
+// Outside tools some tests need, found on PATH: xmllint (validates JUnit files against test/support/junit.xsd)
+// and Chromium (renders the bench page; its DOM is measured), tmux (a real terminal for --step). A test that
+// needs one and does not find it is skipped, saying which package provides it.
+import { execFileSync, spawnSync } from 'node:child_process'
+import fs from 'node:fs'
+import os from 'node:os'
+import path from 'node:path'
+import { ROOT } from './server.js'
+
+function onPath(bin: string): string | undefined {
+  for (const dir of (process.env.PATH ?? '').split(':')) {
+    const p = path.join(dir, bin)
+    if (fs.existsSync(p)) return p
+  }
+  return undefined
+}
+
+/** Skip reasons for node:test (false: the tool is there). */
+export const NEEDS = {
+  xmllint: onPath('xmllint') ? false : 'needs xmllint to validate JUnit XML against a schema (Debian: apt-get install -y libxml2-utils)',
+  chromium: onPath('chromium') || onPath('chromium-browser') ? false : "needs Chromium to render the bench page and measure its DOM (Debian: apt-get install -y chromium)",
+  tmux: onPath('tmux') ? false : 'needs tmux for a real terminal to drive --step in (Debian: apt-get install -y tmux)',
+  pgbouncer: onPath('pgbouncer') || fs.existsSync('/usr/sbin/pgbouncer') ? false : 'needs PgBouncer for --pooler (Debian: apt-get install -y pgbouncer)',
+} as const
+
+/** Validates a JUnit file against the schema race's tests hold it to; returns xmllint's complaint, or ''. */
+export function junitProblems(file: string): string {
+  const r = spawnSync('xmllint', ['--noout', '--schema', path.join(ROOT, 'test', 'support', 'junit.xsd'), file], { encoding: 'utf8' })
+  return r.status === 0 ? '' : `${r.stdout}${r.stderr}`.trim()
+}
+
+/**
+ * Renders an HTML file in headless Chromium at a window size, with `script` appended (the page itself has none),
+ * and returns what the script left as JSON in <pre id="measured">. Chromium runs with a fresh profile, no
+ * network services, and is gone when this returns.
+ */
+export function measureInChromium(htmlFile: string, script: string, size = { width: 1000, height: 900 }): unknown {
+  const bin = onPath('chromium') ?? onPath('chromium-browser')!
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'race-chromium-'))
+  try {
+    const page = path.join(dir, 'page.html')
+    const html = fs.readFileSync(htmlFile, 'utf8')
+    const probe = `<pre id="measured"></pre><script>document.getElementById('measured').textContent = JSON.stringify((function () { ${script} })())</script>`
+    fs.writeFileSync(page, html.replace('</body>', `${probe}</body>`))
+    const out = execFileSync(
+      bin,
+      [
+        '--headless',
+        '--no-sandbox',
+        '--disable-gpu',
+        '--no-first-run',
+        '--disable-background-networking',
+        '--disable-component-update',
+        '--disable-sync',
+        `--user-data-dir=${path.join(dir, 'profile')}`,
+        `--window-size=${size.width},${size.height}`,
+        '--virtual-time-budget=5000',
+        '--dump-dom',
+        `file://${page}`,
+      ],
+      { encoding: 'utf8', timeout: 60_000, stdio: ['ignore', 'pipe', 'ignore'] },
+    )
+    const m = /<pre id="measured">([\s\S]*?)<\/pre>/.exec(out)
+    if (!m || !m[1]) throw new Error(`Chromium left no measurement: ${out.slice(0, 300)}`)
+    return JSON.parse(m[1].replace(/&quot;/g, '"').replace(/&lt;/g, '<').replace(/&gt;/g, '>').replace(/&amp;/g, '&'))
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true })
+  }
+}
