@@ -179,8 +179,10 @@ export async function checkCommand(ids: string[], o: TargetOptions & CiOptions &
       lines.push(...hang(c.red(`${r.k.scenario.id} (${r.k.label}): documented ${r.docs.map(describeDoc).join(' | ')}`), w, 2))
       for (const d of r.summary.deviations.length ? r.summary.deviations : [r.t.why]) lines.push(...hang(c.red(`  ${d}`), w, 4))
     }
-    for (const s of [...new Set(own.map((k) => k.scenario))]) lines.push(c.dim(`${s.id} ran on an embedded server of its own, started with ${ownSettings(s)} (it ${s.ownServer!.why})`))
-    for (const s of [...new Set(skipped.map((k) => k.scenario))]) lines.push(c.dim(`not run here: ${s.id} (it ${s.ownServer!.why}; it runs only on race's own embedded server: race check without --database-url runs it)`))
+    for (const s of [...new Set(own.map((k) => k.scenario))]) lines.push(...hang(c.dim(`${s.id} ran on an embedded server of its own, started with ${ownSettings(s)} (it ${s.ownServer!.why})`), w, 2))
+    for (const s of [...new Set(skipped.map((k) => k.scenario))]) {
+      lines.push(...hang(c.dim(`not run here: ${s.id} (it ${s.ownServer!.why}; it runs only on race's own embedded server: race check without --database-url runs it)`), w, 2))
+    }
     lines.push(bad.length ? c.red(`${bad.length} of ${rows.length} did not behave as documented`) : c.green(`all ${rows.length} behaved as documented`))
     process.stdout.write(lines.join('\n') + '\n')
     printAnnotations(notes, false)

@@ -138,7 +138,7 @@ test('bad input on InnoDB: a scenario that cannot exist there, a wrong password:
 
 test('show and list take a mysql:// URL and connect to nothing: the InnoDB form and what cannot run there', async () => {
   const url = 'mysql://root:s3cret@127.0.0.1:1/test'
-  const show = await race(['show', 'lost-update', '--database-url', url, '--isolation', 'repeatable read', '--no-color'])
+  const show = await race(['show', 'lost-update', '--database-url', url, '--isolation', 'repeatable read', '--no-color'], { env: { COLUMNS: '200' } })
   assert.equal(show.code, 0, show.stderr)
   assert.match(show.stdout, /set transaction isolation level repeatable read; start transaction/)
   assert.match(show.stdout, /on MySQL\/MariaDB \(InnoDB\)/)

@@ -46,7 +46,7 @@ test('lock-limit runs only on its own server: a server given by URL is refused w
 })
 
 test('race run lock-limit with no database given starts a server of its own with the small lock table', async () => {
-  const r = await race(['run', 'lock-limit'])
+  const r = await race(['run', 'lock-limit'], { env: { COLUMNS: '200' } })
   assert.equal(r.code, 0, r.stdout + r.stderr)
   assert.match(r.stdout, /a server of its own, started with max_locks_per_transaction=10 max_connections=20/)
   assert.match(r.stdout, /probe .*failed in try .*53200 out_of_memory/)
@@ -83,7 +83,7 @@ test('slow-holder --outside: the API is called after COMMIT; the lock section is
 })
 
 test('race show slow-holder: the API call is labelled application code, not SQL', async () => {
-  const r = await race(['show', 'slow-holder', '--api-ms', '2s'])
+  const r = await race(['show', 'slow-holder', '--api-ms', '2s'], { env: { COLUMNS: '200' } })
   assert.equal(r.code, 0, r.stderr)
   assert.match(r.stdout, /step api +application, not SQL: waits --api-ms \(2s\) to call the slow external API/)
 })
@@ -129,7 +129,7 @@ test('two-int-key --hold: race locks shows the keys as pairs (k1, k2), the waiti
     await sleep(20)
   }
   // While the race is held, the CLI shows the same locks, as pairs.
-  const cli = await race(['locks'], { url: ctx.server.url })
+  const cli = await race(['locks'], { url: ctx.server.url, env: { COLUMNS: '200' } })
   const r = await child
   assert.equal(r.code, 0, r.stdout + r.stderr)
   const waiting = rows.filter((x) => !x.granted)

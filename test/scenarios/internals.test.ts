@@ -55,9 +55,9 @@ test('vacuum-horizon --idle-timeout: the server ends the forgotten transaction (
 })
 
 test('the 25P03 is what the server said: race run prints it with its condition name', async () => {
-  let r = await race(['run', 'vacuum-horizon', '--idle-timeout', '300ms'], { url: ctx.server.url })
+  let r = await race(['run', 'vacuum-horizon', '--idle-timeout', '300ms'], { url: ctx.server.url, env: { COLUMNS: '200' } })
   // Undecided (exit 3) only when a backend outside the run held the horizon: try again.
-  for (let i = 0; i < 2 && r.code === 3 && /outside this run/.test(r.stdout); i++) r = await race(['run', 'vacuum-horizon', '--idle-timeout', '300ms'], { url: ctx.server.url })
+  for (let i = 0; i < 2 && r.code === 3 && /outside this run/.test(r.stdout); i++) r = await race(['run', 'vacuum-horizon', '--idle-timeout', '300ms'], { url: ctx.server.url, env: { COLUMNS: '200' } })
   assert.equal(r.code, 0, r.stdout + r.stderr)
   assert.match(r.stdout, /long +│? *\d+ +│? *failed in commit +│? *25P03 idle_in_transaction_session_timeout/)
 })
