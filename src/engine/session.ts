@@ -323,6 +323,7 @@ export class Session {
   private async release(): Promise<void> {
     const sql = this.spec.release
     if (!sql || this.closedByServer) return
+    this.newStep() // its own events (and, through a pooler, its own backend)
     try {
       const res = await this.exec({ sql }, 'release')
       this.record('release', 'ok', summarize(res))
