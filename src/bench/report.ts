@@ -268,7 +268,7 @@ export function poolerLines(r: BenchReport, w = columns()): string[] {
       return fitTable(cols, body, cols.map((_, i) => (i === 0 ? { shrink: 0 } : {})), w)
     }
     tables = [
-      grouped(['level', 'direct TPS', 'unnamed TPS', 'pooled TPS', 'pooled/ unnamed', 'unnamed/ direct'], (x) => [
+      grouped(['level', 'direct TPS', 'unnamed TPS', 'pooled TPS', 'pooled / unnamed', 'unnamed / direct'], (x) => [
         int(x.race.tps),
         tps(x.unnamed),
         tps(x.pooled),
