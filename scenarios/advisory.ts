@@ -37,5 +37,7 @@ export default defineScenario({
       serial: (v) => clean('one request after another: each check counts the earlier ones', oneByOne(v, Number(v.params.maxPending), LIMIT)),
     },
   },
+  // Transaction-level locks only: unchanged through a transaction pooler (advisory-locks §6).
+  pooled: { modes: ['transaction', 'session'] },
   checks: [{ label: 'n=5 max-pending=3', n: 5, params: { maxPending: 3 } }],
 })

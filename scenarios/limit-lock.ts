@@ -71,6 +71,8 @@ export default defineScenario({
     observed: (r) => String(r.forms ?? 'nothing recorded'),
   },
   documented: { postgres: { lockstep: outcome, serial: outcome, barrier: outcome } },
+  // Transaction-level locks only: unchanged through a transaction pooler (advisory-locks §6).
+  pooled: { modes: ['transaction', 'session'] },
   checks: [{ label: 'subquery', params: { form: 'subquery' } }],
   unavailable: { mysql: "it needs pg_try_advisory_xact_lock per row of a query; MySQL's only advisory lock, GET_LOCK, is session-scoped and outlives the transaction" },
 })

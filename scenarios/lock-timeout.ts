@@ -85,6 +85,8 @@ export default defineScenario({
       },
     },
   },
+  // Transaction-level locks only: unchanged through a transaction pooler (advisory-locks §6).
+  pooled: { modes: ['transaction', 'session'] },
   checks: [{ label: 'n=4', n: 4 }],
   unavailable: { mysql: "lock_timeout raising 55P03 is PostgreSQL's; GET_LOCK's timeout returns 0, not an error (advisory's 'busy: GET_LOCK timed out' is that path)" },
 })

@@ -61,6 +61,8 @@ export default defineScenario({
       serial: (v) => clean('one after another nobody waits', who(v)),
     },
   },
+  // Transaction-level locks only: unchanged through a transaction pooler (advisory-locks §6).
+  pooled: { modes: ['transaction', 'session'] },
   checks: [{ label: 'n=4', n: 4 }],
   unavailable: { mysql: 'not written for InnoDB yet: it needs GET_LOCK per user, as advisory does for one user' },
 })

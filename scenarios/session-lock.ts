@@ -3,13 +3,51 @@
 // next, unrelated borrower of that connection "holds" a lock it never asked for, and a third request waits
 // for it until the pool resets the connection. Not a race but a leak: violated in every schedule, serial
 // included. --xact (the fix): pg_advisory_xact_lock, gone with the ROLLBACK: held, nobody waits.
-import { anomaly, clean, defineScenario, keyBind, type SessionSpec, type Variant } from '../src/scenario.js'
+//
+// Without a pooler the pool is simulated (req2 and pool borrow req1's connection). Through a real one
+// (--pooler pgbouncer) three separate clients s1, s2, s3 go through PgBouncer in transaction mode: s2 lands on
+// the server connection s1's lock stayed on, and s3, on another one, waits for a lock nobody in its own code
+// took, until its lock_timeout (55P03). In session mode the pool's reset query (DISCARD ALL) unlocks it.
+import { anomaly, clean, defineScenario, keyBind, type DocCtx, type Documented, type SessionSpec, type Variant } from '../src/scenario.js'
 import { heldByMe, observations, observe, probe } from './_fixtures/locks.js'
 
-const leak = (v: Variant) =>
+const simulated = (v: Variant) =>
   v.params.xact
     ? clean('pg_advisory_xact_lock ends with its transaction: the next borrower holds nothing, nobody waits', { committed: 5 })
     : anomaly('session-level locks ignore ROLLBACK and outlive the borrower: the next borrower of the connection holds one', { committed: 5 })
+
+/** Through a real pooler: s1, s2, s3 are three clients. */
+function throughPool(v: DocCtx): Documented | Documented[] {
+  const all = { s1: 'committed', s2: 'committed', s3: 'committed' }
+  if (v.params.xact) return clean("pg_advisory_xact_lock ends with s1's transaction: s2's backend holds nothing, s3 gets the key at once", all)
+  if (v.pool!.mode === 'session') return clean("session mode: s1's disconnect makes the pool run its reset query (DISCARD ALL unlocks everything) before s2 gets the connection", all)
+  const waits = anomaly("the lock stays on the server connection: s2 lands on it and holds it; s3, lent another one, waits for it until lock_timeout", { ...all, s3: '55P03' })
+  const same = anomaly("the lock stays on the server connection: s2 holds it, and s3, lent the same connection, is granted it at once (that backend already holds it)", all)
+  return v.pool!.size === 1 ? same : v.pool!.size === null ? [waits, same] : waits
+}
+
+const leak = (v: DocCtx) => (v.pool ? throughPool(v) : simulated(v))
+// One client after another: s3 begins after s2 ended, so the pool lends it the connection s1 and s2 used.
+const serial = (v: DocCtx) => (v.pool && !v.params.xact && v.pool.mode !== 'session' ? throughPool({ ...v, pool: { ...v.pool, size: 1 } }) : leak(v))
+
+function pooledSessions(take: string): Record<string, SessionSpec> {
+  return {
+    s1: {
+      steps: {
+        begin: 'begin',
+        lock: take,
+        again: take,
+        rollback: 'rollback',
+        // One unlock (autocommit: on whichever connection the pool lends it); the second is forgotten.
+        unlock: 'select pg_advisory_unlock(:key) as released',
+      },
+    },
+    // Another client: it takes no lock, and looks at what the backend it was lent holds.
+    s2: { steps: { begin: 'begin', mine: observe('locks held by next borrower', heldByMe, 'held'), commit: 'commit' } },
+    // A third client asks for the key, waiting at most 500ms.
+    s3: { steps: { begin: 'begin', timeout: `select set_config('lock_timeout', '500ms', true)`, lock: 'select pg_advisory_xact_lock(:key)', commit: 'commit' } },
+  }
+}
 
 /** MySQL's user locks (GET_LOCK) are session-scoped only: there is nothing like --xact to compare with. */
 const noXact = (v: Variant) => {
@@ -48,6 +86,9 @@ export default defineScenario({
     'req2, an unrelated request, borrows the same connection (same backend pid): pg_locks shows it holding a lock it never took.',
     'req3, on its own connection, asks for the key and waits, until the pool resets the connection (pg_advisory_unlock_all, part of DISCARD ALL).',
     '--xact takes pg_advisory_xact_lock instead: the ROLLBACK releases it, the next borrower holds nothing, req3 does not wait.',
+    'Through a real PgBouncer (--pooler pgbouncer, transaction mode, 2 server connections) three clients: s1 takes the lock twice, rolls back and unlocks once;',
+    "s2 is lent the same server connection and holds the lock; s3, lent the other one while s2's transaction runs, waits for it until its lock_timeout (55P03).",
+    'In session mode (--pool-mode session) s1 keeps its connection until it disconnects, and the reset query (DISCARD ALL) unlocks everything: no leak.',
   ],
   params: {
     xact: {
@@ -65,9 +106,10 @@ export default defineScenario({
       ? [`create table observations (seq bigint auto_increment primary key, session varchar(20) not null, what varchar(60) not null, n bigint not null)`]
       : [observations],
   binds: { key: keyBind('setup_request'), lock: { describe: "'setup_request:' || user (a GET_LOCK name)", value: (ctx) => `setup_request:${ctx.user}` } },
-  sessions: ({ params, engine }) => {
+  sessions: ({ params, engine, pool }) => {
     if (engine === 'mysql') return mySessions()
     const take = `select ${params.xact ? 'pg_advisory_xact_lock' : 'pg_advisory_lock'}(:key)`
+    if (pool) return pooledSessions(take)
     return {
       req1: {
         steps: {
@@ -87,9 +129,15 @@ export default defineScenario({
       pool: { shares: 'req1', steps: { reset: 'select pg_advisory_unlock_all()' } },
     }
   },
-  permutation:
-    'req1.begin req1.lock req1.again req1.rollback other.afterRollback req1.unlock other.afterUnlock ' +
-    'req2.begin req2.mine req2.commit req3.begin req3.lock pool.reset req3.commit',
+  permutation: ({ pool }) =>
+    !pool
+      ? 'req1.begin req1.lock req1.again req1.rollback other.afterRollback req1.unlock other.afterUnlock ' +
+        'req2.begin req2.mine req2.commit req3.begin req3.lock pool.reset req3.commit'
+      : // s3 begins while s2's transaction holds the connection s1 used, so the pool lends s3 another one;
+        // with a pool of one s3 can only begin after s2 ends, on that same connection.
+        pool.size === 1
+        ? 's1.begin s1.lock s1.again s1.rollback s1.unlock s2.begin s2.mine s2.commit s3.begin s3.timeout s3.lock s3.commit'
+        : 's1.begin s1.lock s1.again s1.rollback s1.unlock s2.begin s2.mine s3.begin s3.timeout s3.lock s2.commit s3.commit',
   defaultSchedule: 'lockstep',
   invariant: {
     description: "a lock taken in a transaction is gone when it ends, and no borrower holds a lock it didn't take",
@@ -100,17 +148,23 @@ export default defineScenario({
                max(case when what = 'free after one unlock' then n end) as after_unlock,
                max(case when what = 'locks held by next borrower' then n end) as next_holds
           from observations) o`
-        : `select after_rollback = 1 and next_holds = 0 as held, after_rollback, after_unlock, next_holds
+        : // Through a pooler no session probes after the rollback (after_rollback is NULL): only the borrower counts.
+          `select after_rollback is distinct from 0 and next_holds = 0 as held, after_rollback, after_unlock, next_holds
   from (select max(n) filter (where what = 'free after rollback') as after_rollback,
                max(n) filter (where what = 'free after one unlock') as after_unlock,
                max(n) filter (where what = 'locks held by next borrower') as next_holds
           from observations) o`,
     observed: (r) => {
       const taken = (v: unknown) => (v === null || v === undefined ? '?' : Number(v) === 1 ? 'free' : 'still taken')
-      return `after rollback ${taken(r.after_rollback)}, after one unlock ${taken(r.after_unlock)}, next borrower holds ${r.next_holds ?? '?'}`
+      const probed = r.after_rollback === null || r.after_rollback === undefined ? '' : `after rollback ${taken(r.after_rollback)}, after one unlock ${taken(r.after_unlock)}, `
+      return `${probed}next borrower holds ${r.next_holds ?? '?'}`
     },
   },
   // A leak, not a race: one session after another shows it just the same.
-  documented: { postgres: { lockstep: leak, serial: leak }, mysql: { lockstep: noXact, serial: noXact } },
-  checks: [{ label: 'xact', params: { xact: true }, engines: ['postgres'] }],
+  documented: { postgres: { lockstep: leak, serial }, mysql: { lockstep: noXact, serial: noXact } },
+  pooled: { size: 2, modes: ['transaction', 'session'] },
+  checks: [
+    { label: 'xact', params: { xact: true }, engines: ['postgres'] },
+    { label: 'session mode', pool: { mode: 'session' }, engines: ['postgres'] },
+  ],
 })

@@ -67,6 +67,8 @@ select case when (select i from w) is null or (select o from w) is null then nul
       serial: ({ n }) => clean('one after another nobody waits', { committed: n + 2 }),
     },
   },
+  // Transaction-level locks only: unchanged through a transaction pooler (advisory-locks §6).
+  pooled: { modes: ['transaction', 'session'] },
   checks: [{ label: 'n=4 readers', n: 4 }],
   unavailable: { mysql: "MySQL has no shared user lock: GET_LOCK is exclusive only, so pg_advisory_lock_shared's readers-writer story has no counterpart" },
 })

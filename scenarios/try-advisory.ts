@@ -63,6 +63,8 @@ export default defineScenario({
           : clean('one gets through; the others were busy or saw its request', { committed: 1, [`rejected: ${BUSY}`]: [0, v.n - 1], [`rejected: ${EXISTS}`]: [0, v.n - 1] }),
     },
   },
+  // Transaction-level locks only: unchanged through a transaction pooler (advisory-locks §6).
+  pooled: { modes: ['transaction', 'session'] },
   checks: [
     { label: 'n=5', n: 5 },
     { label: 'holder fails', params: { holderFails: true } },

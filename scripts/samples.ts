@@ -19,6 +19,8 @@
 //   unordered        the order of table rows and timeline rows is not compared (which session's event comes
 //                    first is the race's: a barrier, or two sessions woken by one deadlock check)
 //   any-session      which session ended how is not compared (session names become sN): barrier runs
+//   tries N          compared up to N times: a run through a pooler may or may not see an autocommit step
+//                    on its backend (PgBouncer lends it a server connection only while it runs)
 //   server           run against DATABASE_URL (else the embedded default); written as it ran
 //   recorded         a measurement (race bench): not re-run by `npm run readme` unless --recorded; the test
 //                    checks its format against `check C`, a quick run of the same shape
@@ -216,6 +218,13 @@ export function normalize(text: string, o: { unordered?: boolean; anySession?: b
         .replace(/race_[a-z0-9_-]+_[0-9a-f]{6,}/g, '<schema>')
         .replace(/[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/g, '<uuid>')
         .replace(/PostgreSQL \d+(\.\d+)?/g, 'PostgreSQL <v>')
+        .replace(/PgBouncer \d+(\.\d+)*/g, 'PgBouncer <v>')
+        .replace(/127\.0\.0\.1:\d+/g, '127.0.0.1:<port>')
+        // Through a pooler: the backend a timeline row's step ran on, and the backends lines (`4711: begin, ...`,
+        // `4711, the one s1 used: ...`)
+        .replace(/^(\d+\.\d+ .*?)\b\d{3,7} (?=\S)/, '$1<pid> ')
+        .replace(/\b\d{3,7}(?=:|, the one )/g, '<pid>')
+        .replace(/│ \d{3,7}(, \d{3,7})+ +│/g, '│ <pid> │')
         .replace(/hostname="[^"]*"/g, 'hostname="<host>"')
         .replace(/time="[\d.]+"/g, 'time="<s>"')
         .replace(/-?\d{8,}/g, '<n>')

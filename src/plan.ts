@@ -3,7 +3,7 @@
 import { bindNames } from './binds.js'
 import { UsageError } from './errors.js'
 import { lockstepOrder, parsePermutation, serialOrder, type Entry } from './permutation.js'
-import type { DocCtx, DocEntry, Documented, Level, Params, Scenario, Schedule, SessionSpec, Step, StepDef, Variant } from './scenario.js'
+import type { DocCtx, DocEntry, Documented, Level, Params, Pool, Scenario, Schedule, SessionSpec, Step, StepDef, Variant } from './scenario.js'
 
 export interface PlannedStep {
   name: string
@@ -97,6 +97,7 @@ function resolve(entry: DocEntry | undefined, ctx: DocCtx): Documented[] {
 export function documentedFor(scenario: Scenario, ctx: DocCtx): Documented[] {
   const doc = scenario.documented[ctx.engine]
   if (!doc) throw new UsageError(`${scenario.id} does not run on ${ctx.engine}${scenario.unavailable?.[ctx.engine] ? `: ${scenario.unavailable[ctx.engine]}` : ''}`)
+  if (ctx.pool && !pooledDocumented(scenario, ctx.pool)) return []
   const lockstep = () => {
     if (!doc.levels) return resolve(doc.lockstep, ctx)
     const level = String(ctx.params.isolation) as Level
@@ -129,6 +130,11 @@ function dedupe(docs: Documented[]): Documented[] {
   })
 }
 
+/** Does the scenario document runs through this pool (its `pooled` declaration and mode)? */
+export function pooledDocumented(s: Scenario, pool: Pool): boolean {
+  return Boolean(s.pooled) && (s.pooled!.modes ?? ['transaction']).includes(pool.mode)
+}
+
 /** The scenarios whose documentation is a per-level table for this engine: the rows of `race matrix`. */
 export function isMatrixRow(s: Scenario, engine: Variant['engine'] = 'postgres'): boolean {
   return Boolean(s.documented[engine]?.levels)
@@ -139,7 +145,7 @@ export function sessionCount(s: Scenario): { default: number; min: number; max: 
 }
 
 /** Problems with a scenario's declaration, for a variant: empty when it is sound. Pure; used by tests and by the loader of user files. */
-export function checkScenario(s: Scenario, params: Params, n: number, engine: Variant['engine'] = 'postgres'): string[] {
+export function checkScenario(s: Scenario, params: Params, n: number, engine: Variant['engine'] = 'postgres', pool?: Pool): string[] {
   const problems: string[] = []
   if (!/^[a-z0-9]+(-[a-z0-9]+)*$/.test(s.id)) problems.push(`id '${s.id}' is not kebab-case`)
   const doc = s.documented[engine]
@@ -147,7 +153,7 @@ export function checkScenario(s: Scenario, params: Params, n: number, engine: Va
   if (!doc.lockstep && !doc.levels && !s.expects) problems.push('documents neither a lockstep outcome nor a levels table')
   let p: Plan
   try {
-    p = plan(s, { params, n, engine })
+    p = plan(s, { params, n, engine, ...(pool ? { pool } : {}) })
   } catch (e) {
     return [...problems, `its sessions cannot be built: ${(e as Error).message}`]
   }
@@ -191,12 +197,12 @@ export function checkScenario(s: Scenario, params: Params, n: number, engine: Va
   for (const [schedule, windowMs] of schedules) {
     let docs: Documented[]
     try {
-      docs = documentedFor(s, { params, n, engine, schedule, windowMs })
+      docs = documentedFor(s, { params, n, engine, schedule, windowMs, ...(pool ? { pool } : {}) })
     } catch (e) {
       problems.push(`${schedule}: ${(e as Error).message}`)
       continue
     }
-    if (!docs.length && !s.expects) problems.push(`documents no outcome for ${schedule}${windowMs ? ' with --window' : ''}`)
+    if (!docs.length && !pool && !s.expects) problems.push(`documents no outcome for ${schedule}${windowMs ? ' with --window' : ''}`)
     for (const d of docs) {
       const named = Object.entries(d.who).filter(([, v]) => typeof v === 'string').map(([k]) => k)
       const counted = Object.entries(d.who).filter(([, v]) => typeof v !== 'string')
@@ -217,7 +223,7 @@ export function ownServerRefusal(s: Scenario): string {
 }
 
 /** Refuses (exit 2, one line) a scenario whose declaration is unsound for this variant, naming the first problem. */
-export function assertSound(s: Scenario, params: Params, n: number, engine: Variant['engine'] = 'postgres'): void {
-  const problems = checkScenario(s, params, n, engine)
+export function assertSound(s: Scenario, params: Params, n: number, engine: Variant['engine'] = 'postgres', pool?: Pool): void {
+  const problems = checkScenario(s, params, n, engine, pool)
   if (problems.length) throw new UsageError(`scenario ${s.id} is not sound: ${problems[0]}${problems.length > 1 ? ` (and ${problems.length - 1} more)` : ''}`)
 }

@@ -46,11 +46,33 @@ export interface ParamSpec {
   holdExtends?: boolean
 }
 
-/** Which variant of a scenario runs: its params, how many sessions, on which engine. */
+/** How a connection pooler lends server connections: per transaction, per client session, or per statement. */
+export type PoolMode = 'transaction' | 'session' | 'statement'
+export const POOL_MODES: readonly PoolMode[] = ['transaction', 'session', 'statement']
+
+/**
+ * The connection pooler between the sessions and the server: each session is then a client of the pooler, and
+ * its statements run on whichever server connection (backend) the pooler lends it. Absent: every session has a
+ * backend of its own.
+ */
+export interface Pool {
+  /** pgbouncer: the PgBouncer race starts itself (--pooler pgbouncer); external: one the user runs (--pooled). */
+  kind: 'pgbouncer' | 'external'
+  /** external: assumed transaction (sessions may share server connections). */
+  mode: PoolMode
+  /** Server connections the pool may open; null when unknown (external). */
+  size: number | null
+  /** PgBouncer's server_reset_query_always: the reset query runs after every transaction, in every mode. */
+  resetAlways: boolean
+}
+
+/** Which variant of a scenario runs: its params, how many sessions, on which engine, through which pooler. */
 export interface Variant {
   params: Params
   n: number
   engine: Engine
+  /** The pooler the sessions go through (absent: direct). */
+  pool?: Pool
 }
 
 /** What the application has seen when it decides: rows of this session's earlier steps. */
@@ -204,6 +226,8 @@ export interface CheckCase {
   params?: Params
   /** Only on these engines (default: every engine the scenario documents). */
   engines?: readonly Engine[]
+  /** Only through a pooler (race check --pooler), with this pool (the rest from the scenario's `pooled`). */
+  pool?: Partial<Pick<Pool, 'mode' | 'size' | 'resetAlways'>>
 }
 
 /**
@@ -216,6 +240,14 @@ export interface OwnServer {
   why: string
   /** Server settings (postgres -c name=value). */
   settings: Record<string, string>
+}
+
+/** What a scenario documents through a connection pooler (Scenario.pooled). */
+export interface Pooled {
+  /** The pool size its documentation assumes (default: one server connection per session). */
+  size?: number
+  /** The pool modes it documents (default: transaction). Through another mode the run is not documented. */
+  modes?: readonly PoolMode[]
 }
 
 export interface Scenario {
@@ -253,6 +285,11 @@ export interface Scenario {
   /** Why the scenario cannot exist on an engine it does not document (one line, for race list and exit 2). */
   unavailable?: Partial<Record<Engine, string>>
   checks?: CheckCase[]
+  /**
+   * Documented through a connection pooler too (race run/check --pooler): `sessions`, `isolation`,
+   * `permutation` and `documented` then see `pool` in the variant. Absent: not documented through a pooler.
+   */
+  pooled?: Pooled
   /**
    * For a scenario that documents no per-session outcome (a spec file says only what its invariant does):
    * 'held' or 'violated' is judged as `--expect` is (every trial held / some trial violated), and 'reported'

@@ -22,6 +22,14 @@ export interface CellResult {
   article: number | null
   /** race TPS divided by pgbench TPS. */
   racePerPgbench: number | null
+  /** --pooler: the same load through a PgBouncer of race's own, with unnamed statements (null: not run). */
+  pooled?: CellStats | null
+  /** --pooler: the same load direct, with the same unnamed statements. */
+  unnamed?: CellStats | null
+  /** Pooled TPS / direct TPS with the same unnamed statements, measured side by side: the pooler's hop. */
+  pooledPerDirect?: number | null
+  /** Direct unnamed TPS / direct prepared TPS: what giving up named prepared statements costs. */
+  unnamedPerPrepared?: number | null
   /** MySQL/MariaDB --vs-slap: mariadb-slap on the same mix, and race TPS divided by its TPS. */
   slap?: { tps: number; txns: number; seconds: number; error?: string } | null
   racePerSlap?: number | null
@@ -50,6 +58,8 @@ export interface BenchReport {
     slap?: { bin: string; version: string } | null
   }
   article: typeof ARTICLE
+  /** --pooler: the PgBouncer each cell also ran through, described. */
+  pooler?: string
   cells: CellResult[]
   schema?: string
 }
@@ -203,6 +213,7 @@ export function text(r: BenchReport, w = columns()): string {
     lines.push(`  race/slap over ${slapped.length} cells: ${sum.toFixed(2)} by total TPS, ${geo.toFixed(2)} geometric mean (cells ${Math.min(...rs).toFixed(2)}-${Math.max(...rs).toFixed(2)}; slap's update adds in SQL, race's writes back what it read)`)
   }
   if (r.cells.some((x) => x.slap?.error)) lines.push(c.yellow('!: slap reported errors: ' + [...new Set(r.cells.map((x) => x.slap?.error).filter(Boolean))].join('; ')))
+  if (r.pooler) lines.push('', ...poolerLines(r, w))
   if (r.cells.some((x) => x.pgbench?.error)) {
     lines.push(c.yellow('!: pgbench reported errors: ' + [...new Set(r.cells.map((x) => x.pgbench?.error).filter(Boolean))].join('; ')))
   }
@@ -210,6 +221,72 @@ export function text(r: BenchReport, w = columns()): string {
     lines.push('anomalies: advisory checks that saw more than one pending request: the lock did not serialize (REPEATABLE READ: the snapshot predates the lock, article §5.2).')
   }
   return fitLines(lines, w).join('\n')
+}
+
+/**
+ * --pooler: each cell three ways, side by side (same clients, level and duration; the order alternates from
+ * cell to cell): direct with named prepared statements (the table above), direct with unnamed statements, and
+ * through the pooler with unnamed statements (PgBouncer 1.18 in transaction mode cannot keep named ones).
+ */
+export function poolerLines(r: BenchReport, w = columns()): string[] {
+  const hops: number[] = []
+  const parses: number[] = []
+  for (const x of r.cells) {
+    if (x.pooledPerDirect) hops.push(x.pooledPerDirect)
+    if (x.unnamedPerPrepared) parses.push(x.unnamedPerPrepared)
+  }
+  const tps = (v: CellStats | null | undefined) => (v ? int(v.tps) : '-')
+  const p50 = (v: CellStats | null | undefined) => (v ? ms(v.latencyMs.p50) : '-')
+  const fails = (x: CellResult) => (x.pooled ? (x.pooled.failures ? c.red(failuresText(x.pooled)) : '0') : '-')
+  const head = ['workload', 'level', 'direct TPS', 'unnamed TPS', 'pooled TPS', 'pooled/unnamed', 'unnamed/direct', 'P50 ms d/u/p', 'pooled failures']
+  const rows = r.cells.map((x) => [
+    groupLabel(x),
+    shortLevel(x.isolation),
+    int(x.race.tps),
+    tps(x.unnamed),
+    tps(x.pooled),
+    ratio(x.pooledPerDirect ?? null),
+    ratio(x.unnamedPerPrepared ?? null),
+    `${ms(x.race.latencyMs.p50)} / ${p50(x.unnamed)} / ${p50(x.pooled)}`,
+    fails(x),
+  ])
+  const natural = head.map((h, i) => Math.max(width(h), ...rows.map((row) => width(row[i]))))
+  let tables: string
+  if (natural.reduce((a, x) => a + x, 0) + 3 * head.length + 1 <= w) tables = fitTable(head, rows, [], w)
+  else {
+    // Narrower: two tables grouped by workload (throughput and ratios; latency and failures), as the table above.
+    const grouped = (cols: string[], cell: (x: CellResult) => string[]) => {
+      const body: CellValue[][] = []
+      let group = ''
+      for (const x of r.cells) {
+        if (groupLabel(x) !== group) {
+          group = groupLabel(x)
+          body.push([{ content: c.bold(group), colSpan: cols.length }])
+        }
+        body.push([shortLevel(x.isolation), ...cell(x)])
+      }
+      return fitTable(cols, body, cols.map((_, i) => (i === 0 ? { shrink: 0 } : {})), w)
+    }
+    tables = [
+      grouped(['level', 'direct TPS', 'unnamed TPS', 'pooled TPS', 'pooled / unnamed', 'unnamed / direct'], (x) => [
+        int(x.race.tps),
+        tps(x.unnamed),
+        tps(x.pooled),
+        ratio(x.pooledPerDirect ?? null),
+        ratio(x.unnamedPerPrepared ?? null),
+      ]),
+      grouped(['level', 'P50 ms direct', 'P50 ms unnamed', 'P50 ms pooled', 'pooled failures'], (x) => [ms(x.race.latencyMs.p50), p50(x.unnamed), p50(x.pooled), fails(x)]),
+    ].join('\n')
+  }
+  const geo = (v: number[]) => Math.exp(v.reduce((a, x) => a + Math.log(x), 0) / v.length)
+  const span = (v: number[]) => `${geo(v).toFixed(2)} geometric mean over ${v.length} cell${v.length === 1 ? '' : 's'} (${Math.min(...v).toFixed(2)}-${Math.max(...v).toFixed(2)})`
+  return [
+    `${c.bold('through the pooler')}  ${r.pooler}, race's own, in front of the same server`,
+    tables,
+    ...(hops.length ? [`pooled/unnamed (the pooler's hop, same statements): ${span(hops)}`] : []),
+    ...(parses.length ? [`unnamed/direct (parsing every statement instead of preparing it once): ${span(parses)}`] : []),
+    'each cell is one noisy sample on a shared machine; the ratios are measured side by side in this run.',
+  ]
 }
 
 /** race/pgbench over all cells: the sum of TPS (weights busy cells) and the geometric mean of the cell ratios. */

@@ -25,6 +25,13 @@ export interface CellConfig {
   connectTimeoutMs: number
   statementTimeoutMs: number
   driver: Driver
+  /**
+   * Through a transaction pooler: the pool sets each server connection's schema, level and statement_timeout
+   * (PgBouncer 1.18 refuses them as startup parameters), and statements are unnamed.
+   */
+  pooled?: boolean
+  /** Unnamed statements (implied by pooled): to compare direct and pooled with the same statements. */
+  unnamed?: boolean
   /** Opens a load client for another engine (MySQL); default: PostgreSQL's wire or postgres.js client. */
   open?: () => Promise<BenchClient>
 }
@@ -78,26 +85,32 @@ export class Latencies {
 }
 
 /** Opens one load connection: the bench schema, the level as the session default, every statement bounded. */
-export async function openClient(cfg: Pick<CellConfig, 'target' | 'schema' | 'level' | 'connectTimeoutMs' | 'statementTimeoutMs' | 'driver'>): Promise<BenchClient> {
-  const params = {
-    search_path: `"${cfg.schema}"`,
-    default_transaction_isolation: cfg.level,
-    statement_timeout: String(cfg.statementTimeoutMs),
-    application_name: 'race bench',
-  }
-  if (cfg.driver === 'wire') return WireClient.connect(cfg.target, { connectTimeoutMs: cfg.connectTimeoutMs, params })
-  return PgjsClient.open(cfg.target, cfg.connectTimeoutMs, params)
+export async function openClient(cfg: Pick<CellConfig, 'target' | 'schema' | 'level' | 'connectTimeoutMs' | 'statementTimeoutMs' | 'driver' | 'pooled' | 'unnamed'>): Promise<BenchClient> {
+  const unnamed = Boolean(cfg.pooled || cfg.unnamed)
+  const params: Record<string, string> = cfg.pooled
+    ? { application_name: 'race bench' }
+    : {
+        search_path: `"${cfg.schema}"`,
+        default_transaction_isolation: cfg.level,
+        statement_timeout: String(cfg.statementTimeoutMs),
+        application_name: 'race bench',
+      }
+  if (cfg.driver === 'wire') return WireClient.connect(cfg.target, { connectTimeoutMs: cfg.connectTimeoutMs, params, unnamed })
+  return PgjsClient.open(cfg.target, cfg.connectTimeoutMs, params, !unnamed)
 }
 
 /** The same interface over postgres.js (one max:1 instance per client), to compare drivers. */
 class PgjsClient implements BenchClient {
   pid = 0
   private text: Record<string, string> = {}
-  private constructor(private readonly sql: Sql) {}
-  static async open(target: Target, connectTimeoutMs: number, params: Record<string, string>): Promise<PgjsClient> {
+  private constructor(
+    private readonly sql: Sql,
+    private readonly prepared: boolean,
+  ) {}
+  static async open(target: Target, connectTimeoutMs: number, params: Record<string, string>, prepared = true): Promise<PgjsClient> {
     const { application_name, ...rest } = params
-    const sql = connect(target, { connectTimeoutMs, applicationName: application_name, params: rest })
-    const c = new PgjsClient(sql)
+    const sql = connect(target, { connectTimeoutMs, applicationName: application_name, params: rest, ...(prepared ? {} : { prepare: false }) })
+    const c = new PgjsClient(sql, prepared)
     const [r] = await sql`select pg_backend_pid() as pid`
     c.pid = Number(r.pid)
     return c
@@ -107,7 +120,7 @@ class PgjsClient implements BenchClient {
   }
   async run(batch: readonly Bound[]): Promise<BatchResult> {
     const result: BatchResult = { code: null, message: null, values: new Array(batch.length).fill(null) }
-    const qs = batch.map((b) => this.sql.unsafe(this.text[b.stmt], b.params as (string | number)[], { prepare: true }).values())
+    const qs = batch.map((b) => this.sql.unsafe(this.text[b.stmt], b.params as (string | number)[], { prepare: this.prepared }).values())
     qs.forEach((q) => q.execute()) // pipelined: every statement is sent before the first answer
     const settled = await Promise.allSettled(qs)
     settled.forEach((s, i) => {

@@ -146,6 +146,11 @@ export interface WireOptions {
   connectTimeoutMs: number
   /** Startup parameters: search_path, default_transaction_isolation, statement_timeout, application_name. */
   params: Record<string, string>
+  /**
+   * Unnamed statements only (Parse with each Bind), for a transaction-mode pooler that lends another server
+   * connection per transaction: a named statement parsed on one is missing on the next (PgBouncer < 1.21).
+   */
+  unnamed?: boolean
 }
 
 export class WireClient {
@@ -156,11 +161,13 @@ export class WireClient {
   private w = new Writer()
   private closed = false
   private startup?: { resolve: () => void; reject: (e: Error) => void; scram?: Scram }
+  private unnamed: Record<string, string> | null = null
 
   private constructor(private readonly info: ConnInfo) {}
 
   static async connect(target: Target, o: WireOptions): Promise<WireClient> {
     const c = new WireClient(connInfo(target))
+    if (o.unnamed) c.unnamed = {}
     await c.open(o)
     return c
   }
@@ -242,6 +249,10 @@ export class WireClient {
 
   /** Prepares named statements (parameter types inferred by the server). */
   async prepare(statements: Record<string, string>): Promise<void> {
+    if (this.unnamed) {
+      this.unnamed = { ...statements }
+      return
+    }
     const w = this.w
     const names = Object.keys(statements)
     for (const name of names) {
@@ -260,9 +271,16 @@ export class WireClient {
   run(batch: readonly Bound[]): Promise<BatchResult> {
     const w = this.w
     for (const b of batch) {
+      if (this.unnamed) {
+        const p = w.begin(0x50) // Parse, unnamed
+        w.byte(0)
+        w.cstr(this.unnamed[b.stmt])
+        w.int16(0)
+        w.end(p)
+      }
       const at = w.begin(0x42) // Bind
       w.byte(0) // unnamed portal
-      w.cstr(b.stmt)
+      w.cstr(this.unnamed ? '' : b.stmt)
       w.int16(0) // all parameters text
       w.int16(b.params.length)
       for (const p of b.params) {

@@ -15,6 +15,10 @@ import type { Lab } from '../db/lab.js'
 import type { MysqlLab } from '../db/mysql.js'
 import { MYSQL_OLTP, MysqlBenchClient, checkMysqlBench, findSlap, mysqlOltpSetup, runSlap, slapScript } from '../bench/innodb.js'
 import { addTargetOptions, engineFor, parseBounds, withLab, type TargetOptions } from './common.js'
+import { addPoolerOptions, parsePool, requirePooler, type PoolerOptions } from './pooler.js'
+import { describePool, startPooler } from '../db/pooler.js'
+import type { CellStats } from '../bench/runner.js'
+import type { Pool } from '../scenario.js'
 
 export const LEVELS = ['read committed', 'repeatable read', 'serializable'] as const
 const LEVEL_NAMES: Record<string, (typeof LEVELS)[number]> = {
@@ -97,7 +101,7 @@ export function defaultHtmlPath(now = new Date()): string {
   return path.join(os.tmpdir(), `race-bench-${now.toISOString().replace(/[:.]/g, '-').slice(0, 19)}.html`)
 }
 
-export interface BenchCliOptions extends TargetOptions {
+export interface BenchCliOptions extends TargetOptions, PoolerOptions {
   workload: string
   isolation: string
   hot: string
@@ -179,14 +183,17 @@ function plan(b: BenchOptions): { workload: Workload; cells: Plan[] }[] {
 
 export async function benchCommand(o: BenchCliOptions, cmd: Command): Promise<number> {
   const b = parseBenchOptions(o, cmd)
+  const engine = engineFor(o.databaseUrl)
+  const pool: Pool | undefined = parsePool(o, cmd, engine)
+  requirePooler(pool)
   const bounds = parseBounds(o)
-  if (engineFor(o.databaseUrl) === 'mysql') return mysqlBench(o, b, bounds, cmd)
+  if (engine === 'mysql') return mysqlBench(o, b, bounds, cmd)
   if (o.vsSlap) throw new UsageError('--vs-slap drives MySQL/MariaDB; on PostgreSQL use --vs-pgbench')
   const pgbench: Pgbench | null = b.vsPgbench ? findPgbench() : null
   const pgDurationS = Math.max(1, Math.round(b.durationMs / 1000))
   const plans = plan(b)
   const nCells = plans.reduce((a, p) => a + p.cells.length, 0)
-  const cellMs = b.warmupMs + b.durationMs + (pgbench ? pgDurationS * 1000 : 0)
+  const cellMs = (b.warmupMs + b.durationMs) * (pool ? 3 : 1) + (pgbench ? pgDurationS * 1000 : 0)
   // Unless the user bounded the run, allow every cell plus setup and a margin.
   if (cmd.getOptionValueSource('runTimeout') !== 'cli') bounds.runTimeoutMs = Math.max(bounds.runTimeoutMs, nCells * (cellMs + 15_000) + 60_000)
 
@@ -200,6 +207,7 @@ export async function benchCommand(o: BenchCliOptions, cmd: Command): Promise<nu
     const schema = run.name
     const progress = new Progress(nCells * cellMs)
     const cells: CellResult[] = []
+    let poolerText: string | undefined
     let failure: unknown
     try {
       await lab.control.unsafe(`set search_path to "${schema}"`)
@@ -226,6 +234,60 @@ export async function benchCommand(o: BenchCliOptions, cmd: Command): Promise<nu
               driver: b.driver,
             })
           }
+          // The same load through a PgBouncer of race's own (one per cell: its server connections start at
+          // this cell's level), beside the direct run: what the pooler costs.
+          let pooler: string | undefined
+          const runPooled = async (): Promise<CellStats | null> => {
+            if (!pool) return null
+            await cell.workload.reset(lab.control)
+            const size = pool.size || b.clients
+            const p = await startPooler({
+              target: lab.target,
+              config: { mode: pool.mode, size, resetAlways: pool.resetAlways },
+              setup: { schema, settings: { default_transaction_isolation: cell.level, statement_timeout: String(bounds.stepTimeoutMs) } },
+              connectTimeoutMs: bounds.connectTimeoutMs,
+            })
+            pooler = describePool(p.version, p.config)
+            try {
+              progress.phase(`${label} through PgBouncer`, b.warmupMs + b.durationMs)
+              return await runCell({
+                workload: cell.workload,
+                level: cell.level,
+                clients: b.clients,
+                durationMs: b.durationMs,
+                warmupMs: b.warmupMs,
+                maxTries: b.maxTries,
+                target: p.target,
+                schema,
+                connectTimeoutMs: bounds.connectTimeoutMs,
+                statementTimeoutMs: bounds.stepTimeoutMs,
+                driver: b.driver,
+                pooled: true,
+              })
+            } finally {
+              await p.stop()
+            }
+          }
+          // Direct again with the unnamed statements the pooled run must use: the pooler's hop alone.
+          const runUnnamed = async (): Promise<CellStats | null> => {
+            if (!pool) return null
+            await cell.workload.reset(lab.control)
+            progress.phase(`${label} direct, unnamed statements`, b.warmupMs + b.durationMs)
+            return runCell({
+              workload: cell.workload,
+              level: cell.level,
+              clients: b.clients,
+              durationMs: b.durationMs,
+              warmupMs: b.warmupMs,
+              maxTries: b.maxTries,
+              target: lab.target,
+              schema,
+              connectTimeoutMs: bounds.connectTimeoutMs,
+              statementTimeoutMs: bounds.stepTimeoutMs,
+              driver: b.driver,
+              unnamed: true,
+            })
+          }
           const runPg = async (): Promise<CellResult['pgbench']> => {
             if (!pgbench) return null
             await cell.workload.reset(lab.control)
@@ -247,13 +309,20 @@ export async function benchCommand(o: BenchCliOptions, cmd: Command): Promise<nu
           // (other load, checkpoints, WAL flushes) does not always favour the same side.
           let race: Awaited<ReturnType<typeof runCell>>
           let pg: CellResult['pgbench']
-          if (n % 2 === 1 || !pgbench) {
+          let pooled: CellStats | null
+          let unnamed: CellStats | null
+          if (n % 2 === 1 || (!pgbench && !pool)) {
             race = await runRace()
+            unnamed = await runUnnamed()
+            pooled = await runPooled()
             pg = await runPg()
           } else {
             pg = await runPg()
+            pooled = await runPooled()
+            unnamed = await runUnnamed()
             race = await runRace()
           }
+          if (pooler) poolerText = pooler
           cells.push({
             workload: cell.workload.id,
             hot: cell.hot,
@@ -264,6 +333,14 @@ export async function benchCommand(o: BenchCliOptions, cmd: Command): Promise<nu
             vsRc: null,
             article: articleRatio(cell.workload.id, cell.hot, cell.level),
             racePerPgbench: pg && pg.tps > 0 ? race.tps / pg.tps : null,
+            ...(pool
+              ? {
+                  pooled,
+                  unnamed,
+                  pooledPerDirect: pooled && unnamed && unnamed.tps > 0 ? pooled.tps / unnamed.tps : null,
+                  unnamedPerPrepared: unnamed && race.tps > 0 ? unnamed.tps / race.tps : null,
+                }
+              : {}),
           })
         }
       }
@@ -304,6 +381,7 @@ export async function benchCommand(o: BenchCliOptions, cmd: Command): Promise<nu
         pgbench: pgbench ? { bin: pgbench.bin, version: pgbench.version } : null,
       },
       article: ARTICLE,
+      ...(poolerText ? { pooler: poolerText } : {}),
       cells,
       ...(o.keep ? { schema } : {}),
     }
@@ -337,6 +415,7 @@ export function registerBench(program: Command, exit: (code: number) => void): C
     .option('--html [file]', 'also write a self-contained HTML page with the charts (no file: one in the temporary directory; its path is printed)')
     .option('--driver <driver>', "race's load connections: wire (its own minimal protocol client) or postgres.js", 'wire')
   addTargetOptions(cmd)
+  addPoolerOptions(cmd, { pooled: false })
   cmd.action(async (o: BenchCliOptions, self: Command) => exit(await benchCommand(o, self)))
   cmd.addHelpText(
     'after',
@@ -353,7 +432,9 @@ Examples:
   $ race bench --workload advisory --users 20 --isolation rc,serializable
   $ race bench --isolation rc,rr --clients 16 --html
   $ race bench --workload advisory --html ~/bench/advisory.html
-  $ race bench --database-url postgres://app@db:5432/app --json`,
+  $ race bench --database-url postgres://app@db:5432/app --json
+  $ race bench --pooler pgbouncer --workload oltp --hot 1 --isolation rc
+      (TPS through a PgBouncer of race's own and direct, side by side)`,
   )
   return cmd
 }

@@ -5,8 +5,8 @@ import { describeDoc, exitCode, summarize, worstExit, type Summary } from '../ju
 import type { Driver } from '../db/driver.js'
 import { resolveTarget } from '../db/target.js'
 import { UsageError } from '../errors.js'
-import { assertSound, ownServerRefusal } from '../plan.js'
-import { defaultParams, type Documented, type Engine, type Params, type Scenario } from '../scenario.js'
+import { assertSound, documentedFor, ownServerRefusal, plan } from '../plan.js'
+import { defaultParams, type CheckCase, type Documented, type Engine, type Params, type Pool, type Scenario } from '../scenario.js'
 import { findScenario, scenarios } from '../registry.js'
 import { c, verdictColor } from '../report/color.js'
 import { fitTable, type Col } from '../report/table.js'
@@ -14,12 +14,15 @@ import { columns, hang, joinFit } from '../report/width.js'
 import { annotationsOf, checkWritable, ciCase, githubWanted, printAnnotations, writeJunit } from '../report/ci.js'
 import { addCiOptions, addTargetOptions, assertRunsOn, engineFor, ownSettings, parseBounds, runOnce, withLab, type CiOptions, type TargetOptions, type Trial } from './common.js'
 import { expectsOverride, specFailure } from '../spec/scenario.js'
+import { addPoolerOptions, parsePool, requirePooler, sizePool, type PoolerOptions } from './pooler.js'
 
 export interface Case {
   scenario: Scenario
   label: string
   n: number
   params: Params
+  /** Through this pool (race check --pooler). */
+  pool?: Pool
 }
 
 export function registerCheck(program: Command, exit: (code: number) => void): Command {
@@ -29,7 +32,8 @@ export function registerCheck(program: Command, exit: (code: number) => void): C
     .argument('[scenarios...]', 'scenario ids (default: all), .spec files or .mjs modules')
   addTargetOptions(cmd, { keep: false })
   addCiOptions(cmd, 'case')
-  cmd.action(async (ids: string[], o: TargetOptions & CiOptions) => exit(await checkCommand(ids, o)))
+  addPoolerOptions(cmd, { config: false })
+  cmd.action(async (ids: string[], o: TargetOptions & CiOptions & PoolerOptions, self: Command) => exit(await checkCommand(ids, o, self)))
   cmd.addHelpText(
     'after',
     `
@@ -41,33 +45,59 @@ Examples:
   $ race check
   $ race check --database-url postgres://app@db:5432/app --json
   $ race check --junit race-junit.xml      (CI: one testcase per case)
-  $ race check advisory unique-index`,
+  $ race check advisory unique-index
+  $ race check --pooler pgbouncer          (each case through a PgBouncer of its own)`,
   )
   return cmd
 }
 
 /**
  * The cases race check runs on an engine: every scenario documented there (one named but not available there is
- * bad input), its defaults and its check cases for that engine.
+ * bad input), its defaults and its check cases for that engine. Through a pooler (`through`, PostgreSQL only):
+ * only the scenarios documented through one, each case through a pool of the scenario's size in transaction mode
+ * unless the case names its own pool, and only the cases with a documented outcome there; without one, the
+ * cases that configure a pool are left out.
  */
-export async function checkCases(ids: string[], engine: Engine = 'postgres'): Promise<Case[]> {
+export async function checkCases(ids: string[], engine: Engine = 'postgres', through?: Pool): Promise<Case[]> {
   const chosen = ids.length ? await Promise.all(ids.map(findScenario)) : (await scenarios()).filter((s) => s.documented[engine])
   for (const s of chosen) assertRunsOn(s, engine)
   const cases: Case[] = []
   for (const s of chosen) {
-    cases.push({ scenario: s, label: 'default', n: s.sessionCount.default, params: defaultParams(s) })
-    for (const k of s.checks ?? []) {
+    if (through && !s.pooled) {
+      if (ids.length) throw new UsageError(`${s.id} documents no outcome through a pooler (race check --pooler runs ${(await scenarios()).filter((x) => x.pooled).map((x) => x.id).join(', ')})`)
+      continue
+    }
+    const all: CheckCase[] = [{ label: 'default' }, ...(s.checks ?? [])]
+    for (const k of all) {
       if (k.engines && !k.engines.includes(engine)) continue
-      cases.push({ scenario: s, label: k.label, n: k.n ?? s.sessionCount.default, params: defaultParams(s, k.params) })
+      const n = k.n ?? s.sessionCount.default
+      const params = defaultParams(s, k.params)
+      if (!through) {
+        if (!k.pool) cases.push({ scenario: s, label: k.label, n, params })
+        continue
+      }
+      // A pooler the user runs keeps its own mode and size: cases that configure one are race's own pooler's.
+      if (through.kind === 'external' && k.pool) continue
+      const asked: Pool = { ...through, mode: k.pool?.mode ?? through.mode, resetAlways: k.pool?.resetAlways ?? through.resetAlways, size: k.pool?.size ?? null }
+      const pool = sizePool({ ...asked, size: asked.size ?? 0 }, s, plan(s, { params, n, engine, pool: asked }).sessions.length)
+      if (!documentedFor(s, { params, n, engine, pool, schedule: 'lockstep', windowMs: 0 }).length) continue
+      cases.push({ scenario: s, label: k.label, n, params, pool })
     }
   }
   return cases
 }
 
-export async function checkCommand(ids: string[], o: TargetOptions & CiOptions): Promise<number> {
+/** A case's name in reports: its label, and through a pooler the pool's size. */
+function caseName(k: Case): string {
+  return k.pool ? `${k.label} · pool ${k.pool.size ?? '?'}` : k.label
+}
+
+export async function checkCommand(ids: string[], o: TargetOptions & CiOptions & PoolerOptions, cmd?: Command): Promise<number> {
   const engine = engineFor(o.databaseUrl)
-  const cases = await checkCases(ids, engine)
-  for (const k of cases) assertSound(k.scenario, k.params, k.n, engine)
+  const through = cmd ? parsePool(o, cmd, engine) : undefined
+  requirePooler(through)
+  const cases = await checkCases(ids, engine, through)
+  for (const k of cases) assertSound(k.scenario, k.params, k.n, engine, k.pool)
   const bounds = parseBounds(o)
   const junit = o.junit === undefined ? undefined : checkWritable('--junit', o.junit)
   // A scenario with a server of its own (lock-limit) runs on an embedded server race starts for it; on a server
@@ -81,11 +111,11 @@ export async function checkCommand(ids: string[], o: TargetOptions & CiOptions):
     own = []
   }
   const shared = cases.filter((k) => !k.scenario.ownServer)
-  return withLab(o.databaseUrl, bounds, async (lab, target) => {
+  return withLab(o.databaseUrl, bounds, async (lab, target, via) => {
     const rows: { k: Case; t: Trial; docs: Documented[]; ms: number; summary: Summary }[] = []
     const one = async (l: Driver, k: Case) => {
-      if (!o.json && process.stderr.isTTY) process.stderr.write(`\r\x1b[2Kchecking ${k.scenario.id} (${k.label})...`)
-      const { trial, docs, ms } = await runOnce(l, bounds, k.scenario, k.params, k.n).catch((e) => {
+      if (!o.json && process.stderr.isTTY) process.stderr.write(`\r\x1b[2Kchecking ${k.scenario.id} (${caseName(k)})...`)
+      const { trial, docs, ms } = await runOnce(l, bounds, k.scenario, k.params, k.n, k.pool, via).catch((e) => {
         throw specFailure(k.scenario, e)
       })
       rows.push({ k, t: trial, docs, ms, summary: summarize([trial], docs, expectsOverride(k.scenario)) })
@@ -98,7 +128,7 @@ export async function checkCommand(ids: string[], o: TargetOptions & CiOptions):
     }
     if (!o.json && process.stderr.isTTY) process.stderr.write('\r\x1b[2K')
     const code = worstExit(rows.map((r) => exitCode(r.summary)))
-    const ci = rows.map(({ k, t, summary, ms }) => ciCase(`race.check.${k.scenario.id}`, k.label, ms, t, summary, exitCode(summary)))
+    const ci = rows.map(({ k, t, summary, ms }) => ciCase(`race.check.${k.scenario.id}`, caseName(k), ms, t, summary, exitCode(summary)))
     if (junit) writeJunit(junit, 'race check', ci, { server: `PostgreSQL ${lab.server.version}`, target: target.label, schedule: 'lockstep' })
     const notes = githubWanted(o.github) ? annotationsOf((k) => `race check: ${k.classname.slice('race.check.'.length)} (${k.name})`, ci) : []
     if (o.json) {
@@ -109,6 +139,7 @@ export async function checkCommand(ids: string[], o: TargetOptions & CiOptions):
         results: rows.map(({ k, t, summary, docs, ms }) => ({
           scenario: k.scenario.id,
           case: k.label,
+          ...(k.pool ? { pool: k.pool } : {}),
           sessions: t.sessions,
           params: k.params,
           invariant: t.invariant,
@@ -132,7 +163,7 @@ export async function checkCommand(ids: string[], o: TargetOptions & CiOptions):
     // invariant's observed value is what wraps first. What deviates is listed below the table.
     const w = columns()
     const body = rows.map(({ k, t, summary }) => [
-      c.bold(k.scenario.id) + (k.label === 'default' ? '' : c.dim(` · ${k.label}`)),
+      c.bold(k.scenario.id) + (caseName(k) === 'default' ? '' : c.dim(` · ${caseName(k)}`)),
       tally(t.sessions.map((x) => x.outcome + (x.sqlstate ? ` ${x.sqlstate}` : ''))) +
         `\n${t.invariant.held === null ? verdictColor('unknown') : t.invariant.held ? c.green('HELD') : c.red('VIOLATED')} ${c.dim(t.invariant.observed)}`,
       `${verdictColor(t.verdict)} ${verdictColor(summary.matched ? 'MATCH' : 'DEVIATION')}`,
@@ -142,7 +173,8 @@ export async function checkCommand(ids: string[], o: TargetOptions & CiOptions):
     const cols: Col[] = [{ min: 16, shrink: 2 }, { min: 24, shrink: 2, overflow: (line) => (line === 0 ? 'wrap' : 'cut') }, { shrink: 0 }]
     const table = fitTable(['case', 'outcomes / invariant', 'verdict'], body, cols, w)
     const bad = rows.filter((r) => !r.summary.matched)
-    const lines = [...joinFit([c.bold('race check'), `${lab.server.product ?? 'PostgreSQL'} ${lab.server.version} (${target.label})`, 'lockstep'], '  ·  ', w, 2), table]
+    const how = through?.kind === 'pgbouncer' ? 'each case through a PgBouncer of its own' : through ? 'through the pooler you run (--pooled)' : ''
+    const lines = [...joinFit([c.bold('race check'), `${lab.server.product ?? 'PostgreSQL'} ${lab.server.version} (${target.label})`, 'lockstep', how], '  ·  ', w, 2), table]
     for (const r of bad) {
       lines.push(...hang(c.red(`${r.k.scenario.id} (${r.k.label}): documented ${r.docs.map(describeDoc).join(' | ')}`), w, 2))
       for (const d of r.summary.deviations.length ? r.summary.deviations : [r.t.why]) lines.push(...hang(c.red(`  ${d}`), w, 4))
@@ -155,7 +187,7 @@ export async function checkCommand(ids: string[], o: TargetOptions & CiOptions):
     process.stdout.write(lines.join('\n') + '\n')
     printAnnotations(notes, false)
     return code
-  })
+  }, undefined, { pooled: through?.kind === 'external' })
 }
 
 function tally(list: string[]): string {

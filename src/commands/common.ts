@@ -3,6 +3,7 @@
 import type { Command } from 'commander'
 import type { Driver } from '../db/driver.js'
 import { startEmbedded } from '../db/embedded.js'
+import { discoverDirect, reapPoolers } from '../db/pooler.js'
 import { Lab } from '../db/lab.js'
 import { engineOf, resolveTarget, type Target } from '../db/target.js'
 import { run } from '../engine/run.js'
@@ -12,7 +13,8 @@ import { compare, documentedCodes, judge, type Comparison } from '../judge/index
 import { abort, describeStuck } from '../lifecycle.js'
 import { parseDuration, parseWhole, formatDuration } from '../parse.js'
 import { documentedFor, ownServerRefusal, plan, unavailableOn, type Plan } from '../plan.js'
-import type { Documented, Engine, ParamSpec, Params, Scenario, Schedule, Verdict } from '../scenario.js'
+import type { Documented, Engine, ParamSpec, Params, Pool, Scenario, Schedule, Verdict } from '../scenario.js'
+import { pooledDriver } from './pooler.js'
 
 export interface Bounds {
   connectTimeoutMs: number
@@ -173,28 +175,42 @@ export async function openDriver(target: Target, connectTimeoutMs: number): Prom
 /**
  * Opens the target (starting the embedded server when none is configured), runs fn, cleans up via lifecycle.
  * `own`: a scenario with a server of its own (Scenario.ownServer): the embedded server is started with its
- * settings, and a server the user gave is refused (exit 2).
+ * settings, and a server the user gave is refused (exit 2). `o.pooled` (--pooled): the URL is a pooler the user
+ * runs; the driver's control connection goes to the server behind it, and fn gets the pooler's target as `via`.
  */
-export async function withLab<T>(databaseUrl: string | undefined, bounds: Bounds, fn: (lab: Driver, target: Target) => Promise<T>, own?: Scenario): Promise<T> {
+export async function withLab<T>(
+  databaseUrl: string | undefined,
+  bounds: Bounds,
+  fn: (lab: Driver, target: Target, via?: Target) => Promise<T>,
+  own?: Scenario,
+  o: { pooled?: boolean } = {},
+): Promise<T> {
   let target = resolveTarget(databaseUrl)
   if (own?.ownServer && target.kind !== 'embedded') throw new UsageError(ownServerRefusal(own))
+  if (o.pooled && !target.url) throw new UsageError('--pooled says --database-url is a pooler you run: give its URL with --database-url (or DATABASE_URL)')
   // runTimeoutMs 0: no limit for the whole command (race locks --watch, until Ctrl-C).
   const timer = bounds.runTimeoutMs
     ? setTimeout(() => abort(new RunError(`the command did not finish within --run-timeout ${bounds.runTimeoutMs / 1000}s${stuckNote()}`)), bounds.runTimeoutMs)
     : undefined
   timer?.unref()
   try {
+    // A PgBouncer a killed race left behind (its folder names its owner) goes first, whatever this command does.
+    await reapPoolers((line) => process.stderr.isTTY && process.stderr.write(`${line}\n`))
     if (target.kind === 'embedded') {
       if (process.stderr.isTTY) process.stderr.write('starting the embedded PostgreSQL 18...\r')
       const server = await startEmbedded({ settings: own?.ownServer?.settings })
       if (process.stderr.isTTY) process.stderr.write('\x1b[2K')
       target = { kind: 'embedded', url: server.url, label: 'embedded' }
     }
+    // --pooled: the URL is the user's pooler (for the sessions); control goes to the server behind it.
+    const via = o.pooled ? target : undefined
+    if (via) target = await discoverDirect(via, bounds.connectTimeoutMs)
     const lab = await openDriver(target, bounds.connectTimeoutMs)
+    if (via) target = { ...via, label: `${via.label} (a pooler; control direct to ${target.label})` }
     if (lab.reaped.length && process.stderr.isTTY) {
       process.stderr.write(`removed ${lab.reaped.length} ${lab.engine === 'mysql' ? 'database' : 'schema'}(s) left by race runs that were killed: ${lab.reaped.join(', ')}\n`)
     }
-    return await fn(lab, target)
+    return await fn(lab, target, via)
   } finally {
     clearTimeout(timer)
   }
@@ -218,12 +234,22 @@ export function judgeTrial(facts: TrialFacts, docs: readonly Documented[], p: Pl
 }
 
 /** One deterministic trial (race check, race matrix): lockstep, no window, nothing kept, judged. */
-export async function runOnce(lab: Driver, bounds: Bounds, scenario: Scenario, params: Params, n: number): Promise<{ trial: Trial; docs: Documented[]; plan: Plan; ms: number }> {
-  const variant = { params, n, engine: lab.engine }
+export async function runOnce(
+  lab: Driver,
+  bounds: Bounds,
+  scenario: Scenario,
+  params: Params,
+  n: number,
+  pool?: Pool,
+  via?: Target,
+): Promise<{ trial: Trial; docs: Documented[]; plan: Plan; ms: number; pooled?: string }> {
+  const variant = { params, n, engine: lab.engine, ...(pool ? { pool } : {}) }
   const p = plan(scenario, variant)
   const docs = documentedFor(scenario, { ...variant, schedule: 'lockstep', windowMs: 0 })
   const started = performance.now()
-  const out = await run(lab, {
+  // Through a pooler: the sessions go through one of race's own (or the user's, --pooled), opened for this run.
+  const pooled = pool ? pooledDriver(pool, lab, bounds.connectTimeoutMs, via) : undefined
+  const out = await run(pooled ?? lab, {
     plan: p,
     schedule: 'lockstep',
     trials: 1,
@@ -231,7 +257,7 @@ export async function runOnce(lab: Driver, bounds: Bounds, scenario: Scenario, p
     connectTimeoutMs: bounds.connectTimeoutMs,
     keep: false,
   })
-  return { trial: judgeTrial(out.trials[0], docs, p), docs, plan: p, ms: Math.round(performance.now() - started) }
+  return { trial: judgeTrial(out.trials[0], docs, p), docs, plan: p, ms: Math.round(performance.now() - started), ...(pooled?.describe ? { pooled: pooled.describe } : {}) }
 }
 
 /** The documented outcomes for a schedule (see plan.documentedFor). */

@@ -8,18 +8,19 @@ import { assertSound, orderFor, plan, sessionCount, type Plan } from '../plan.js
 import { findScenario, scenarios } from '../registry.js'
 import { c } from '../report/color.js'
 import { toJson, type RunView } from '../report/json.js'
-import { deviationLines, invariantLine, isolationLine, sessionsTable, trialsTable, verdictLine } from '../report/table.js'
+import { backendLines, deviationLines, invariantLine, isolationLine, sessionsTable, trialsTable, verdictLine } from '../report/table.js'
 import { timeline } from '../report/timeline.js'
 import { requireTerminal, stepper } from './step.js'
 import { columns, hang, joinFit } from '../report/width.js'
 import type { Params, Scenario, Schedule } from '../scenario.js'
 import { expectsOverride, qualifyPermutation, specFailure } from '../spec/scenario.js'
 import { annotationsOf, checkWritable, ciCase, githubWanted, printAnnotations, writeJunit } from '../report/ci.js'
+import { addPoolerOptions, parsePool, pooledDriver, requirePooler, sizePool, type PoolerOptions } from './pooler.js'
 import { addCiOptions, addScenarioParamOptions, addTargetOptions, assertRunsOn, self, type CiOptions, describeParams, docsFor, engineFor, judgeTrial, ownSettings, parseBounds, scenarioParams, withLab, type TargetOptions, type Trial } from './common.js'
 
 export const SCHEDULES: readonly Schedule[] = ['barrier', 'lockstep', 'serial']
 
-export interface RunOptions extends TargetOptions, CiOptions {
+export interface RunOptions extends TargetOptions, CiOptions, PoolerOptions {
   n?: string
   schedule?: string
   window?: string
@@ -53,6 +54,7 @@ export function registerRun(program: Command, all: readonly Scenario[], exit: (c
   addScenarioParamOptions(cmd, all)
   addTargetOptions(cmd)
   addCiOptions(cmd, 'run')
+  addPoolerOptions(cmd)
   cmd.action(async (id: string, o: RunOptions, self: Command) => exit(await runCommand(id, o, self)))
   cmd.addHelpText(
     'after',
@@ -71,7 +73,9 @@ Examples:
   $ race run lost-update --isolation rr
   $ race run lost-update --schedule "t1.begin t2.begin t1.read t2.read
       t1.update t2.update t1.commit t2.commit"
-  $ race run skip-locked --n 8 --no-skip-locked`,
+  $ race run skip-locked --n 8 --no-skip-locked
+  $ race run session-lock --pooler pgbouncer --timeline
+  $ race run advisory --pooler pgbouncer --n 5 --max-pending 3`,
   )
   return cmd
 }
@@ -148,19 +152,29 @@ export async function runCommand(id: string, o: RunOptions, cmd: Command): Promi
     requireTerminal()
   }
   const params = extendForHold(scenario, given, holdMs)
-  assertSound(scenario, params, n, engine)
-  const p = plan(scenario, { params, n, engine }, windowMs)
+  const asked = parsePool(o, cmd, engine)
+  requirePooler(asked)
+  const pool = asked && sizePool(asked, scenario, plan(scenario, { params, n, engine, pool: asked }).sessions.length)
+  assertSound(scenario, params, n, engine, pool)
+  const p = plan(scenario, { params, n, engine, ...(pool ? { pool } : {}) }, windowMs)
   // --step runs the scenario's deterministic interleaving unless a schedule is given.
   const { schedule, permutation } = parseSchedule(o.schedule ?? (o.step ? 'lockstep' : (scenario.defaultSchedule ?? 'barrier')), p)
+  if (pool?.size && schedule === 'barrier' && pool.mode !== 'statement' && pool.size < p.sessions.length) {
+    throw new UsageError(
+      `--schedule barrier holds all ${p.sessions.length} sessions' transactions open at once, which needs --pool-size ${p.sessions.length} or more (got ${pool.size}): raise it, or use --schedule lockstep`,
+    )
+  }
   const docs = docsFor(scenario, p, schedule, windowMs)
   const progress = !o.json && process.stderr.isTTY && trials > 1
   let violations = 0
 
   const started = performance.now()
-  return withLab(o.databaseUrl, bounds, async (lab, target) => {
+  return withLab(o.databaseUrl, bounds, async (lab, target, via) => {
     const judged: Trial[] = []
     const presenter = o.step ? stepper(p, [headParts(scenario.id, `${lab.server.product ?? 'PostgreSQL'} ${lab.server.version}`, target.label, n, schedule, windowMs).join('  ·  ') + '  ·  --step']) : undefined
-    const out = await run(lab, {
+    // Through a pooler the sessions are its clients (race's own PgBouncer, or the one at --database-url).
+    const pooled = pool ? pooledDriver(pool, lab, bounds.connectTimeoutMs, via) : undefined
+    const out = await run(pooled ?? lab, {
       plan: p,
       schedule,
       permutation,
@@ -197,7 +211,7 @@ export async function runCommand(id: string, o: RunOptions, cmd: Command): Promi
     const summary = summarize(judged, docs, override)
     const representative =
       judged.find((t) => !t.comparison.matched && !override) ?? judged.find((t) => t.verdict === summary.verdict) ?? judged[judged.length - 1]
-    const view: RunView = { scenario, params, given, n, schedule, windowMs, holdMs, plan: p, target: target.label, schema: out.schema, server: out.server, trials: judged, summary, docs, representative }
+    const view: RunView = { scenario, params, given, n, schedule, windowMs, holdMs, plan: p, target: target.label, schema: out.schema, server: out.server, trials: judged, summary, docs, representative, ...(pooled?.describe ? { pooled: pooled.describe } : {}) }
     const code = exitCode(summary)
     const name = [schedule, `n=${n}`, describeParams(scenario, params)].filter(Boolean).join(' ')
     const ci = [ciCase(`race.run.${scenario.id}`, name, Math.round(performance.now() - started), representative, summary, code)]
@@ -208,7 +222,7 @@ export async function runCommand(id: string, o: RunOptions, cmd: Command): Promi
     printAnnotations(notes, Boolean(o.json))
     if (code === 3) process.stderr.write(`race: could not decide: ${representative.verdict === 'unknown' ? representative.why : (representative.comparison.deviations[0] ?? representative.why)}\n`)
     return code
-  }, scenario)
+  }, scenario, { pooled: pool?.kind === 'external' })
 }
 
 /** The first line of a run's report: what ran where, how many sessions, which schedule. */
@@ -224,11 +238,12 @@ function render(r: RunView, drawn: 'race' | 'all' | undefined, kept: boolean): s
   const ps = describeParams(scenario, r.params)
   if (ps) lines.push(...hang(c.dim(ps + (r.holdMs ? ` (lock timeouts extended by --hold ${formatDuration(r.holdMs)})` : '')), w, 2))
   if (scenario.ownServer) lines.push(...hang(c.dim(`a server of its own, started with ${ownSettings(scenario)} (it ${scenario.ownServer.why})`), w, 2))
+  if (r.pooled) lines.push(...hang(`${c.dim('pooler')}     ${r.pooled}; each session is a client of it, the control connection goes direct`, w, 11))
   lines.push(isolationLine(t, r.plan.isolation, w))
   lines.push('')
   if (drawn) lines.push(timeline(t, { all: drawn === 'all', width: w }), '')
   if (summary.trials > 1) lines.push(trialsTable(r.trials, summary, w), '', c.dim(`one ${t.comparison.matched ? t.verdict : 'deviating'} trial:`))
-  lines.push(sessionsTable(t, w), invariantLine(t, w), verdictLine(summary, summary.trials === 1 ? t.why : undefined, w), ...deviationLines(summary, w))
+  lines.push(sessionsTable(t, w), ...backendLines(t, w), invariantLine(t, w), verdictLine(summary, summary.trials === 1 ? t.why : undefined, w), ...deviationLines(summary, w))
   if (kept) lines.push(...hang(c.dim(`schema ${r.schema} kept (--keep): drop schema "${r.schema}" cascade`), w, 2))
   return lines.join('\n')
 }

@@ -15,8 +15,9 @@ export { columns } from '../report/width.js'
 import type { Documented, Schedule, StepDef } from '../scenario.js'
 import { addScenarioParamOptions, assertRunsOn, describeParams, engineFor, ownSettings, scenarioParams } from './common.js'
 import { shownBlock } from '../spec/guard.js'
+import { addPoolerOptions, parsePool, sizePool, type PoolerOptions } from './pooler.js'
 
-export interface ShowOptions {
+export interface ShowOptions extends PoolerOptions {
   n?: string
   databaseUrl?: string
   json?: boolean
@@ -34,8 +35,12 @@ export function registerShow(program: Command, all: readonly import('../scenario
     .option('--no-color', 'no colours')
     .option('--database-url <url>', "show it for this URL's engine: a mysql:// URL shows the MySQL/MariaDB form and InnoDB's documented outcome (nothing connects)")
   addScenarioParamOptions(cmd, all)
+  addPoolerOptions(cmd)
   cmd.action(async (id: string, o: ShowOptions, self: Command) => exit(await showCommand(id, o, self)))
-  cmd.addHelpText('after', '\nExamples:\n  $ race show advisory\n  $ race show write-skew --isolation serializable\n  $ race show repeatable-read --no-guard --json')
+  cmd.addHelpText(
+    'after',
+    '\nExamples:\n  $ race show advisory\n  $ race show write-skew --isolation serializable\n  $ race show repeatable-read --no-guard --json\n  $ race show session-lock --pooler pgbouncer   its clients through a real PgBouncer',
+  )
   return cmd
 }
 
@@ -81,8 +86,10 @@ export async function showCommand(id: string, o: ShowOptions, cmd: Command): Pro
   const params = scenarioParams(s, cmd, o, await scenarios(), engine)
   const count = sessionCount(s)
   const n = o.n === undefined ? count.default : parseWhole('--n', o.n, count.min, count.max)
-  assertSound(s, params, n, engine)
-  const p = plan(s, { params, n, engine })
+  const asked = parsePool(o, cmd, engine)
+  const pool = asked && sizePool(asked, s, plan(s, { params, n, engine, pool: asked }).sessions.length)
+  assertSound(s, params, n, engine, pool)
+  const p = plan(s, { params, n, engine, ...(pool ? { pool } : {}) })
   const replicated = p.sessions.length > 1 && p.sessions.every((x) => x.spec === p.sessions[0].spec)
   const shown = replicated ? [p.sessions[0]] : p.sessions
   const binds = usedBinds(p)
@@ -121,6 +128,10 @@ export async function showCommand(id: string, o: ShowOptions, cmd: Command): Pro
   const w = columns()
   const lines: string[] = []
   lines.push(`${c.bold(s.id)}: ${s.title}`, c.dim(`from the ${sourceText(s.source)}${engine === 'mysql' ? '; on MySQL/MariaDB (InnoDB)' : ''}`), '')
+  if (pool) {
+    const how = pool.kind === 'pgbouncer' ? `a PgBouncer race starts, ${pool.mode} mode, pool size ${pool.size}${pool.resetAlways ? ', reset query after every transaction' : ''}` : 'the pooler at --database-url (--pooled)'
+    lines.push(`  ${c.bold('through')} ${how}: each session is a client of it, lent a server connection per ${pool.mode === 'session' ? 'client' : pool.mode}.`, '')
+  } else if (s.pooled && engine === 'postgres') lines.push(c.dim(`  (documented through a connection pooler too: race show ${s.id} --pooler pgbouncer)`), '')
   for (const l of s.story) lines.push(`  ${l}`)
   lines.push('', c.bold('setup') + c.dim(" (in the run's own schema, before each trial)"))
   for (const stmt of p.setup) lines.push(indent(shownBlock(stmt).trim().replace(/;?$/, ';'), 2))
@@ -165,8 +176,11 @@ export async function showCommand(id: string, o: ShowOptions, cmd: Command): Pro
   if (!s.expects) for (const d of documented) lines.push(`  ${d.schedule}: ${d.documented.map((x) => `${describeDoc(x)} ${c.dim(`(${x.why})`)}`).join('\n    | ')}`)
   for (const k of s.checks ?? []) {
     if (k.engines && !k.engines.includes(engine)) continue
-    const v = { params: { ...params, ...(k.params ?? {}) }, n: k.n ?? s.sessionCount.default, engine }
-    lines.push(`  check ${k.label}: ${documentedFor(s, { ...v, schedule: 'lockstep', windowMs: 0 }).map(describeDoc).join(' | ')}`)
+    if (k.pool && !pool) continue
+    const kp = pool && { ...pool, ...k.pool }
+    const v = { params: { ...params, ...(k.params ?? {}) }, n: k.n ?? s.sessionCount.default, engine, ...(kp ? { pool: kp } : {}) }
+    const d = documentedFor(s, { ...v, schedule: 'lockstep', windowMs: 0 })
+    if (d.length) lines.push(`  check ${k.label}: ${d.map(describeDoc).join(' | ')}`)
   }
   process.stdout.write(fitLines(lines, w).join('\n') + '\n')
   return 0

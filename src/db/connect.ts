@@ -13,6 +13,10 @@ export interface ConnectOptions {
   /** Extra startup parameters (GUCs), e.g. default_transaction_isolation. */
   params?: Record<string, string>
   onclose?: () => void
+  /** false: unnamed statements only (a transaction-mode pooler lends another server connection per transaction). */
+  prepare?: boolean
+  /** false: no query of postgres.js's own after login (its array types), so the first statement sent is race's. */
+  fetchTypes?: boolean
   /** Called with the SQLSTATE of the FATAL error the server sends as it ends the connection (see fatal.ts). */
   onFatal?: (e: ServerFatal) => void
 }
@@ -30,6 +34,8 @@ export function connect(target: Target, o: ConnectOptions): Sql {
       ...(o.params ?? {}),
     },
     onclose: o.onclose,
+    ...(o.prepare === false ? { prepare: false } : {}),
+    ...(o.fetchTypes === false ? { fetch_types: false } : {}),
   }
   const make = (extra: postgres.Options<{}> = {}) => (target.url ? postgres(target.url, { ...options, ...extra }) : postgres({ ...options, ...extra }))
   const sql = make()

@@ -2,6 +2,8 @@
 // lab.ts and pg-session.ts, MySQL/MariaDB InnoDB in mysql.ts). The engine (src/engine) speaks only this: it
 // opens session connections with known ids, runs the run's SQL on the control connection, asks who is
 // blocked, cancels a stuck step and ends its own connections. Facts come from the server, never from time.
+// Sessions through a connection pooler (db/pooled.ts) are the same seam: a driver over PostgreSQL's whose
+// session connections are the pooler's clients, which own no backend (the optional members below).
 import type { Engine, Rows } from '../scenario.js'
 import type { Target } from './target.js'
 
@@ -46,11 +48,20 @@ export interface StepRun {
   result: Promise<QueryResult>
   /** Resolves once the level was read (undefined: the server could not say); absent when not asked. */
   level?: Promise<string | undefined>
+  /**
+   * A connection that owns no backend (a pooler's client): the backend the step ran on, once the step has ended
+   * (null: not seen, e.g. an autocommit statement the pooler lent a server connection only while it ran).
+   * Absent: the connection's own `pid` ran it.
+   */
+  backend?: Promise<number | null>
 }
 
 /** One dedicated connection: a PostgreSQL backend, or a MySQL thread. */
 export interface SessionConn {
-  /** The server's id for it: pg_backend_pid(), or MySQL's CONNECTION_ID(). */
+  /**
+   * The server's id for it: pg_backend_pid(), or MySQL's CONNECTION_ID(). A pooler's client: the backend lent
+   * to it right now as far as race has seen (its open transaction's, or its step's), 0 when none.
+   */
   readonly pid: number
   /** The server ended it or its socket broke: nothing more may be sent on it. */
   readonly closed: boolean
@@ -67,11 +78,25 @@ export interface SessionConn {
   close(): Promise<void>
   /** Closes the socket now. */
   destroy(): Promise<void>
+  /**
+   * Only a pooler's client, which owns no backend: asks the pooler which server connection it holds right now
+   * (undefined: none, e.g. it waits in the pooler's queue). Absent: a dedicated connection, `pid` is its own.
+   */
+  lent?(): Promise<number | undefined>
+  /**
+   * The session has run its last step. A pooler's client disconnects then, as a finished request does (in
+   * session mode that hands its server connection back to the pool). Absent: it stays open until the trial ends.
+   */
+  done?(): Promise<void>
 }
 
 /** Who among a run's connections is waiting for a lock another of them holds (or, for user locks, for any lock). */
 export interface Watch {
-  blocked(ask: number[], all: number[]): Promise<Set<number>>
+  /**
+   * The connections among `ask` whose statement in flight waits for one of `all` (the run's connections by
+   * pid). Through a pooler the run's connections are the pool's server connections, which the watch knows.
+   */
+  blocked(ask: readonly SessionConn[], all: number[]): Promise<Set<SessionConn>>
   /** The connections `pid` waits for right now. */
   blockers(pid: number): Promise<number[]>
 }
@@ -108,6 +133,11 @@ export interface Driver extends Watch {
   cancel(pid: number, terminate: boolean): Promise<void>
   /** Ends the run's connections for good, from control (or a fresh connection if control is gone), bounded. */
   terminate(pids: number[]): Promise<void>
+  /**
+   * After each trial's invariant, where connections outlive a trial (a pooler's server connections): nothing a
+   * trial left on them (a leaked lock, a SET) may reach the next. Absent: every session's connection ends with it.
+   */
+  afterTrial?(): Promise<void>
   /** Closes the control connection. */
   close(): Promise<void>
 }

@@ -238,7 +238,13 @@ export class Lab implements Driver {
     return (r.b as number[]) ?? []
   }
 
-  async blocked(ask: number[], all: number[]): Promise<Set<number>> {
+  async blocked(ask: readonly SessionConn[], all: number[]): Promise<Set<SessionConn>> {
+    const got = await this.blockedPids(ask.map((x) => x.pid), all)
+    return new Set(ask.filter((x) => got.has(x.pid)))
+  }
+
+  /** The backends among `ask` waiting for one of `all` (isolationtester's test, from the control connection). */
+  async blockedPids(ask: number[], all: number[]): Promise<Set<number>> {
     const rows = await this.control`
         select pid from unnest(${ask}::int[]) as pid where pg_isolation_test_session_is_blocked(pid, ${all}::int[])`
     return new Set(rows.map((r) => Number(r.pid)))
@@ -249,6 +255,7 @@ export class Lab implements Driver {
    * lock does not notice its client is gone. Bounded; on a fresh connection if control is gone.
    */
   async terminate(pids: number[]): Promise<void> {
+    if (!pids.length) return
     const kill = this.onControlOrFresh((sql) =>
       this.server.versionNum >= 140000
         ? sql`select pg_terminate_backend(pid, 2000) from unnest(${pids}::int[]) as pid`

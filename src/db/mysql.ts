@@ -498,7 +498,13 @@ export class MysqlLab implements Driver {
     }
   }
 
-  async blocked(ask: number[], all: number[]): Promise<Set<number>> {
+  async blocked(ask: readonly SessionConn[], all: number[]): Promise<Set<SessionConn>> {
+    const got = await this.blockedIds(ask.map((x) => x.pid), all)
+    return new Set(ask.filter((x) => got.has(x.pid)))
+  }
+
+  /** The threads among `ask` waiting for one of `all` (or, in GET_LOCK or for a metadata lock, for anyone). */
+  private async blockedIds(ask: number[], all: number[]): Promise<Set<number>> {
     const ids = ask.filter((p) => Number.isInteger(p))
     const out = new Set<number>()
     if (!ids.length) return out

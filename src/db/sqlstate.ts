@@ -9,6 +9,7 @@ const NAMES: Record<string, string> = {
   '25001': 'active_sql_transaction',
   '25P02': 'in_failed_sql_transaction',
   '25P03': 'idle_in_transaction_session_timeout',
+  '26000': 'invalid_sql_statement_name',
   '28000': 'invalid_authorization_specification',
   '28P01': 'invalid_password',
   '3D000': 'invalid_catalog_name',
@@ -27,6 +28,7 @@ const NAMES: Record<string, string> = {
   '57P02': 'crash_shutdown',
   '57P03': 'cannot_connect_now',
   '08006': 'connection_failure',
+  '08P01': 'protocol_violation',
   '0A000': 'feature_not_supported',
 }
 

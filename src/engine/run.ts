@@ -178,16 +178,21 @@ async function trial(lab: Driver, cfg: RunConfig, schema: string, order: Entry[]
     connectTimeoutMs: cfg.connectTimeoutMs,
     now,
     record: (e: Omit<TimelineEvent, 't'>) => {
-      const ev = { t: Math.round(now() * 10) / 10, ...e }
+      const ev: TimelineEvent = { t: Math.round(now() * 10) / 10, ...e }
       events.push(ev)
       cfg.onEvent?.(ev)
+      return ev
     },
     cancel: async (pid: number, terminate: boolean) => {
-      if (!pids.includes(pid)) return // only ever signal this run's own backends
+      if (!ours().includes(pid)) return // only ever signal this run's own backends
       await lab.cancel(pid, terminate)
     },
     blockers: (pid: number) => lab.blockers(pid),
   }
+  /**
+   * This run's backends: each session's own, and (a pooler's clients own none) the ones lent to them right now.
+   */
+  const ours = () => [...new Set([...pids, ...sessions.map((s) => s.pid)].filter((p) => p > 0))]
   plan.sessions.forEach((p, i) => sessions.push(new Session(i, p, env)))
   for (const s of sessions) if (s.shares) s.lender = sessions.find((x) => x.name === s.shares)
   let held: Promise<void> | undefined
@@ -201,7 +206,7 @@ async function trial(lab: Driver, cfg: RunConfig, schema: string, order: Entry[]
     }
     if (!cfg.holdMs || step !== s.steps.length - 1) return
     held ??= (async () => {
-      cfg.onHold?.([...new Set(pids)], cfg.holdMs!)
+      cfg.onHold?.(ours(), cfg.holdMs!)
       await Promise.race([new Promise((r) => setTimeout(r, cfg.holdMs)), whenAborted()])
     })()
     await held
@@ -233,7 +238,10 @@ async function trial(lab: Driver, cfg: RunConfig, schema: string, order: Entry[]
       .join(', '),
   )
   const probe: BlockProbe = {
-    blocked: (ask) => lab.blocked(ask, pids),
+    blocked: async (ask) => {
+      const got = await lab.blocked(ask.map((s) => s.connection), pids)
+      return new Set(ask.filter((s) => got.has(s.connection)))
+    },
     blockers: env.blockers,
   }
   const endAll = async (now: boolean) => {
@@ -245,9 +253,8 @@ async function trial(lab: Driver, cfg: RunConfig, schema: string, order: Entry[]
    * (a backend blocked on a lock does not notice its client is gone). Only our own pids.
    */
   const killAll = async () => {
+    const mine = ours()
     await endAll(true)
-    const mine = [...new Set(pids.filter((p) => p > 0))]
-    if (!mine.length) return
     await lab.terminate(mine)
   }
   // If the run is aborted (Ctrl-C, run timeout), end this trial's backends so nothing waits on them.
@@ -265,8 +272,11 @@ async function trial(lab: Driver, cfg: RunConfig, schema: string, order: Entry[]
       throw lab.engine === 'postgres' ? connectError(e, lab.target) : e
     }
     pids = sessions.map((s) => s.pid)
-    const own = sessions.filter((s) => !s.lender).map((s) => s.pid)
-    if (new Set(own).size !== own.length) throw new RunError(`two sessions share a backend (pids ${pids.join(', ')}): is a pooler in between?`)
+    // A pooler's client connects with its first step and owns no backend (pid 0 until one is lent to it).
+    const own = sessions.filter((s) => !s.lender && s.pid > 0).map((s) => s.pid)
+    if (new Set(own).size !== own.length) {
+      throw new RunError(`two sessions share a backend (pids ${pids.join(', ')}): is a pooler in between?${lab.engine === 'postgres' ? ' Say so with --pooled' : ''}`)
+    }
 
     const schedule = async () => {
       if (cfg.schedule === 'barrier') {
@@ -288,6 +298,8 @@ async function trial(lab: Driver, cfg: RunConfig, schema: string, order: Entry[]
     lab.checkControl()
     const seen: SeenBy = (name, step) => sessions.find((s) => s.name === name)?.rowsOf(step)
     const invariant = await Promise.race([evaluate(lab, cfg, user, seen), lab.whenLost()])
+    // Connections that outlive the trial (a pooler's) are reset: what it left on them must not reach the next.
+    if (lab.afterTrial) await Promise.race([lab.afterTrial(), whenAborted()])
     return { sessions: sessions.map((s) => s.report()), invariant, events }
   } catch (e) {
     sessions.forEach((s) => s.abandon(abortSignal.aborted ? 'the run was aborted' : 'the run failed'))

@@ -9,8 +9,8 @@ import type { Session } from './session.js'
 export const POLL_MS = 2
 
 export interface BlockProbe {
-  /** The pids among `pids` that are waiting for another session of this run. */
-  blocked(pids: number[]): Promise<Set<number>>
+  /** The sessions among `ask` whose step in flight waits for another session (or a backend) of this run. */
+  blocked(ask: readonly Session[]): Promise<Set<Session>>
   /** The backends `pid` waits for right now (pg_blocking_pids). */
   blockers?(pid: number): Promise<number[]>
 }
@@ -59,7 +59,8 @@ async function refuseIfStuck(sessions: readonly Session[], probe: BlockProbe): P
   // Only sessions that had ended before the question was asked can be the reason: a blocker that ends while it is
   // being asked about (its COMMIT in flight) releases its locks.
   const endedBefore = new Set(sessions.filter((s) => s.finished))
-  const byPid = new Map(sessions.map((s) => [s.pid, s]))
+  // A pooler's client has a pid only while a backend is lent to it; one that has ended holds none.
+  const byPid = new Map(sessions.filter((s) => s.pid > 0).map((s) => [s.pid, s]))
   const stuck: string[] = []
   for (const s of busy) {
     const by = (await probe.blockers(s.pid)).map((p) => byPid.get(p))
@@ -80,16 +81,16 @@ async function refuseIfStuck(sessions: readonly Session[], probe: BlockProbe): P
 async function settleWoken(sessions: readonly Session[], probe: BlockProbe): Promise<void> {
   const waiting = sessions.filter((x) => x.busy && x.current!.blocked)
   if (!waiting.length) return
-  const still = await probe.blocked(waiting.map((x) => x.pid))
+  const still = await probe.blocked(waiting)
   for (const x of waiting) {
-    if (still.has(x.pid) || !x.busy) continue
+    if (still.has(x) || !x.busy) continue
     const done = x.current!.done
     let finished = false
     done.then(() => (finished = true))
     while (!finished) {
       await Promise.race([done, sleep(POLL_MS)])
       if (finished) break
-      if ((await probe.blocked([x.pid])).has(x.pid)) break
+      if ((await probe.blocked([x])).has(x)) break
     }
   }
 }
@@ -100,9 +101,9 @@ async function settleOrBlocked(s: Session, probe: BlockProbe): Promise<void> {
   done.then(() => (finished = true))
   await Promise.race([done, sleep(0)])
   while (!finished) {
-    const blocked = await probe.blocked([s.pid])
+    const blocked = await probe.blocked([s])
     if (finished) return
-    if (blocked.has(s.pid)) {
+    if (blocked.has(s)) {
       s.markBlocked()
       return
     }
@@ -123,13 +124,16 @@ export async function runBarrier(sessions: readonly Session[], probe: BlockProbe
   }
   const all = Promise.all(sessions.filter((s) => !s.finished).map(runFree))
   let done = false
-  all.then(() => (done = true))
+  all.then(
+    () => (done = true),
+    () => (done = true), // its rejection (e.g. Ctrl-C during --hold) reaches the caller through the race below
+  )
   while (!done) {
     await Promise.race([all, sleep(POLL_MS)])
     if (done) break
     const running = sessions.filter((s) => s.busy && !s.current!.blocked)
     if (!running.length) continue
-    const blocked = await probe.blocked(running.map((s) => s.pid))
-    for (const s of running) if (blocked.has(s.pid)) s.markBlocked()
+    const blocked = await probe.blocked(running)
+    for (const s of running) if (blocked.has(s)) s.markBlocked()
   }
 }

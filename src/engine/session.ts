@@ -7,7 +7,7 @@ import type { QueryResult, SessionConn, SessionOptions } from '../db/driver.js'
 import { conditionName, isConnectionLoss, isServerError, sqlstateOf } from '../db/sqlstate.js'
 import type { PlannedSession, PlannedStep } from '../plan.js'
 import type { Bind, BindCtx, Params, Row, Rows, Seen, SessionSpec, StepDef } from '../scenario.js'
-import type { EventKind, Outcome, SessionReport, TimelineEvent } from './types.js'
+import type { EventKind, Outcome, SessionReport, StepBackend, TimelineEvent } from './types.js'
 
 export interface SessionEnv {
   /** Opens this session's own connection (the engine's driver). */
@@ -23,8 +23,8 @@ export interface SessionEnv {
   binds: Record<string, Bind>
   stepTimeoutMs: number
   connectTimeoutMs: number
-  /** Records an event; the clock is the run's. */
-  record(e: Omit<TimelineEvent, 't'>): void
+  /** Records an event (and returns it); the clock is the run's. */
+  record(e: Omit<TimelineEvent, 't'>): TimelineEvent | void
   now(): number
   /** From the control connection: cancel (then, if that is not enough, terminate) this backend's query. */
   cancel(pid: number, terminate: boolean): Promise<void>
@@ -47,7 +47,6 @@ const NOT_FIXING = new Set(['BEGIN', 'START TRANSACTION', 'SET', 'SHOW', 'RESET'
 
 export class Session {
   readonly name: string
-  pid = 0
   private conn!: SessionConn
   /** The session whose connection this one borrows (SessionSpec.shares), if any. */
   lender?: Session
@@ -75,6 +74,15 @@ export class Session {
   /** The step in flight, if any. */
   current?: { name: string; startedAt: number; blocked: boolean; done: Promise<void> }
 
+  /**
+   * A pooler's client owns no backend: where each step ran (SessionReport.steps), the backend of the step in
+   * flight once known, and that step's events, which carry it (TimelineEvent.backend).
+   */
+  private readonly stepBackends: StepBackend[] = []
+  private stepBackend?: number
+  private lastBackend?: number
+  private stepEvents: TimelineEvent[] = []
+
   constructor(
     readonly index: number,
     planned: PlannedSession,
@@ -86,6 +94,16 @@ export class Session {
     this.shares = planned.spec.shares
   }
   readonly shares?: string
+
+  /** Its backend: its connection's pid (a pooler's client: the one lent to it right now, 0 when none). */
+  get pid(): number {
+    return this.lender ? this.lender.pid : (this.conn?.pid ?? 0)
+  }
+
+  /** The connection its steps run on (a borrower's is its lender's). */
+  get connection(): SessionConn {
+    return this.lender ? this.lender.connection : this.conn
+  }
 
   private get closedByServer(): boolean {
     return this.lender ? this.lender.closedByServer : Boolean(this.conn?.closed)
@@ -125,7 +143,6 @@ export class Session {
   private async borrow(lender: Session): Promise<void> {
     await lender.open()
     this.conn = lender.conn
-    this.pid = lender.pid
   }
 
   private async connect(): Promise<void> {
@@ -135,7 +152,6 @@ export class Session {
       space: this.env.schema,
       params: this.spec.connection ?? {},
     })
-    this.pid = this.conn.pid
   }
 
   /** Starts the clock for `ms` (the barrier, or the first step of a step-by-step schedule). */
@@ -148,8 +164,10 @@ export class Session {
     const { name } = this.steps[i]
     const cur = { name, startedAt: this.env.now(), blocked: false, done: Promise.resolve() }
     this.current = cur
+    this.newStep()
     this.record(name, 'run')
-    cur.done = this.runStep(i).finally(() => {
+    // A pooler's client that has run all its steps disconnects, as a finished request does.
+    cur.done = this.runStep(i).then(() => (this.finished && !this.lender ? this.conn?.done?.() : undefined)).finally(() => {
       this.noteWoke()
       this.current = undefined
     })
@@ -175,7 +193,36 @@ export class Session {
   }
 
   private record(step: string, kind: EventKind, detail?: string, setup?: boolean): void {
-    this.env.record({ session: this.name, step, kind, detail, ...(setup ? { setup } : {}) })
+    const ev = this.env.record({ session: this.name, step, kind, detail, ...(setup ? { setup } : {}) })
+    if (!ev) return
+    if (this.stepBackend !== undefined) ev.backend = this.stepBackend
+    this.stepEvents.push(ev)
+  }
+
+  /** A step begins: its events and its backend are its own. */
+  private newStep(): void {
+    this.stepEvents = []
+    this.stepBackend = undefined
+  }
+
+  /**
+   * A pooler's client: notes where step `step` ran once its connection knows (after the step), and marks the
+   * step's events with it; a step the pooler lent a server connection only while it ran may stay unseen (null).
+   */
+  private whereRan(step: string, backend: Promise<number | null>): Promise<void> {
+    const entry: StepBackend = { step, backend: null }
+    this.stepBackends.push(entry)
+    const events = this.stepEvents
+    return backend.then(
+      (b) => {
+        if (b === null) return
+        entry.backend = b
+        this.lastBackend = b
+        this.stepBackend = b
+        for (const ev of events) ev.backend = b
+      },
+      () => {},
+    )
   }
 
   private seen(): Seen {
@@ -195,7 +242,7 @@ export class Session {
         return this.end('rejected', name, { reason: String(reject) })
       }
       if (def.appWait) return await this.appWait(i, def.appWait)
-      const res = await this.exec(def)
+      const res = await this.exec(def, name)
       this.noteWoke()
       this.rows[name] = res
       const tag = res.command ?? ''
@@ -276,8 +323,9 @@ export class Session {
   private async release(): Promise<void> {
     const sql = this.spec.release
     if (!sql || this.closedByServer) return
+    this.newStep() // its own events (and, through a pooler, its own backend)
     try {
-      const res = await this.exec({ sql })
+      const res = await this.exec({ sql }, 'release')
       this.record('release', 'ok', summarize(res))
     } catch (e) {
       this.record('release', 'error', (e as { code?: string })?.code ?? (e as Error)?.message)
@@ -291,7 +339,10 @@ export class Session {
     this.record(from, 'retry', `attempt ${this.retries + 1}${backoff ? ` after ${Math.round(ms)}ms` : ''}`)
     if (ms) await sleep(ms)
     this.rows = {}
-    for (let i = 0; i < this.steps.length && !this.finished; i++) await this.runStep(i)
+    for (let i = 0; i < this.steps.length && !this.finished; i++) {
+      this.newStep()
+      await this.runStep(i)
+    }
   }
 
   /** The value of every named bind of `sql`, in parameter order. */
@@ -324,7 +375,7 @@ export class Session {
     })
   }
 
-  private async exec(def: StepDef): Promise<QueryResult> {
+  private async exec(def: StepDef, step: string): Promise<QueryResult> {
     if (this.closedByServer) {
       const fatal = this.serverFatal
       if (fatal && !isConnectionLoss(fatal)) throw new ServerEnded(fatal.code, fatal.message)
@@ -334,10 +385,15 @@ export class Session {
     const args = this.values(names)
     // Until a statement has fixed the transaction's isolation level, ask the server for it with the step
     // (PostgreSQL: SHOW in the same pipeline, before it; MySQL: from InnoDB's own record of the transaction).
-    const run = this.conn.step(text, args, !this.levelFixed)
+    const conn = this.connection
+    const run = conn.step(text, args, !this.levelFixed)
     const show = run.level?.then((level) => {
       if (level !== undefined) this.isolation = level
     })
+    // A pooler's client: where the step ran is known once it has ended (waited for, bounded, before its result
+    // is recorded, so that its events carry it).
+    const placed = run.backend && this.whereRan(step, run.backend)
+    const ran = () => (placed ? Promise.race([placed, sleep(2500)]) : undefined)
     const query = run.result
     let timer: NodeJS.Timeout | undefined
     const timeout = new Promise<'timeout'>((resolve) => (timer = setTimeout(() => resolve('timeout'), this.env.stepTimeoutMs)))
@@ -345,18 +401,31 @@ export class Session {
       const first = await Promise.race([query, timeout])
       if (first !== 'timeout') {
         await show
+        await ran()
         return first
       }
+    } catch (e) {
+      await ran()
+      throw e
     } finally {
       clearTimeout(timer)
     }
-    // Give up on this step: note who blocks it, cancel it, and if cancel is not enough, end the backend.
-    this.blockedBy = await this.env.blockers(this.pid).catch(() => [])
-    await this.env.cancel(this.pid, false).catch(() => {})
+    // Give up on this step: note who blocks it, cancel it, and if cancel is not enough, end the backend. A
+    // pooler's client asks the pooler which backend it holds; holding none, it waits in the pooler's queue, and
+    // ending the client ends that wait.
+    const backend = conn.lent ? await conn.lent().catch(() => undefined) : this.pid
+    if (backend === undefined) {
+      this.blockedBy = []
+      await conn.destroy()
+      throw new StepTimeout(`no result within ${this.env.stepTimeoutMs}ms, waiting for a server connection from the pooler`)
+    }
+    this.blockedBy = await this.env.blockers(backend).catch(() => [])
+    await this.env.cancel(backend, false).catch(() => {})
     const settled = await Promise.race([query.then(() => true, () => true), sleep(2000).then(() => false)])
-    if (!settled) await this.env.cancel(this.pid, true).catch(() => {})
+    if (!settled) await this.env.cancel(backend, true).catch(() => {})
+    await ran()
     const by = this.blockedBy.length ? `, waiting for pid ${this.blockedBy.join(', ')}` : ''
-    throw new StepTimeout(`no result within ${this.env.stepTimeoutMs}ms${by}`)
+    throw new StepTimeout(`no result within ${this.env.stepTimeoutMs}ms${conn.lent ? ` on backend ${backend}` : ''}${by}`)
   }
 
   private async rollback(): Promise<void> {
@@ -396,7 +465,8 @@ export class Session {
   report(): SessionReport {
     return {
       name: this.name,
-      pid: this.pid,
+      // A pooler's client: the backend of its last step race saw (its steps say where each ran).
+      pid: this.lastBackend ?? this.pid,
       outcome: this.outcome ?? 'lost',
       reason: this.reason ?? null,
       sqlstate: this.sqlstate ?? null,
@@ -409,6 +479,7 @@ export class Session {
       retries: this.retries,
       errors: [...this.errors],
       ...(this.outcome === 'timeout' ? { blockedBy: this.blockedBy ?? [] } : {}),
+      ...(this.connection?.lent ? { steps: this.stepBackends.map((x) => ({ ...x })) } : {}),
     }
   }
 }

@@ -13,6 +13,14 @@ export interface TimelineEvent {
   detail?: string
   /** The step is set-up (begin, SET ..., set_config): shown only with --timeline all. */
   setup?: boolean
+  /** Through a pooler: the server backend that ran the step, when known (see SessionReport.steps). */
+  backend?: number
+}
+
+/** Through a pooler: the backend a step ran on (null: an autocommit statement race did not see linked). */
+export interface StepBackend {
+  step: string
+  backend: number | null
 }
 
 export interface SessionReport {
@@ -38,6 +46,8 @@ export interface SessionReport {
   errors: string[]
   /** For timeout: the backends this session was waiting for when it was given up. */
   blockedBy?: number[]
+  /** Through a pooler: where each step ran (pid is then the backend of its last known step). */
+  steps?: StepBackend[]
 }
 
 export interface InvariantReport {

@@ -26,6 +26,8 @@ export interface RunView {
   docs: Documented[]
   /** The trial shown in full: the first that deviates, else the first whose verdict is the summary's. */
   representative: Trial
+  /** The pooler the sessions went through, described (absent: direct). */
+  pooled?: string
 }
 
 export function toJson(r: RunView, o: { timeline: boolean; exitCode: number; kept: boolean }) {
@@ -36,6 +38,7 @@ export function toJson(r: RunView, o: { timeline: boolean; exitCode: number; kep
     source: sourceText(r.scenario.source),
     server: { version: r.server.version },
     target: r.target,
+    ...(r.pooled ? { pooler: r.pooled } : {}),
     params: r.params,
     n: r.n,
     schedule: r.schedule,

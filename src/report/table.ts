@@ -4,7 +4,7 @@ import type { Summary } from '../judge/index.js'
 import type { SessionReport, TrialFacts } from '../engine/types.js'
 import type { Level, Verdict } from '../scenario.js'
 import { c, outcomeColor, verdictColor } from './color.js'
-import { columns, hang, truncate, widest, wrap } from './width.js'
+import { columns, hang, joinFit, truncate, widest, wrap } from './width.js'
 export { columns } from './width.js'
 
 /** How a column gives way when the table is wider than the screen. */
@@ -107,13 +107,49 @@ export function outcomeText(s: SessionReport): string {
 }
 
 export function sessionsTable(t: TrialFacts, w = columns()): string {
+  // Through a pooler a session is a client with no backend of its own: the column lists the backends it ran on.
+  const pooled = t.sessions.some((s) => s.steps)
   const rows = t.sessions.map((s) => {
     const state = s.sqlstate ? `${s.sqlstate} ${s.condition ?? ''}`.trim() : s.errors.length ? `(${s.errors.join(', ')} retried)` : ''
-    return [s.name, s.pid, outcomeColor(outcomeText(s)), state, fmtMs(s.waitedMs), fmtMs(s.ms)]
+    return [s.name, s.steps ? backendsOf(s).join(', ') || '?' : s.pid, outcomeColor(outcomeText(s)), state, fmtMs(s.waitedMs), fmtMs(s.ms)]
   })
   // The outcome is what differs between sessions: it wraps last; sqlstate goes when nobody has one.
-  const cols: Col[] = [{ shrink: 0 }, { shrink: 0 }, { min: 16 }, { dropIfEmpty: true, min: 5, shrink: 2 }, { shrink: 0 }, { shrink: 0 }]
-  return fitTable(['session', 'pid', 'outcome', 'sqlstate', 'waited', 'total'], rows, cols, w)
+  const cols: Col[] = [{ shrink: 0 }, pooled ? { min: 8 } : { shrink: 0 }, { min: 16 }, { dropIfEmpty: true, min: 5, shrink: 2 }, { shrink: 0 }, { shrink: 0 }]
+  return fitTable(['session', pooled ? 'backends' : 'pid', 'outcome', 'sqlstate', 'waited', 'total'], rows, cols, w)
+}
+
+/** The distinct backends a pooled session's steps ran on, in order. */
+function backendsOf(s: SessionReport): number[] {
+  return [...new Set((s.steps ?? []).map((x) => x.backend).filter((b): b is number => b !== null))]
+}
+
+/**
+ * Through a pooler: which server backend ran each client's steps, and whose backend it was before ("s2 ran on
+ * backend 4711, the one s1 used"). Steps race did not see on a backend (autocommit statements, which the pooler
+ * lends a server connection only while they run) are counted, never guessed.
+ */
+export function backendLines(t: TrialFacts, w = columns()): string[] {
+  if (!t.sessions.some((s) => s.steps)) return []
+  const firstUser = new Map<number, string>()
+  const width = Math.max(...t.sessions.map((s) => s.name.length))
+  const lines: string[] = []
+  for (const s of t.sessions) {
+    const steps = s.steps ?? []
+    const parts: string[] = []
+    for (const b of backendsOf(s)) {
+      const which = steps.filter((x) => x.backend === b).map((x) => x.step)
+      const prior = firstUser.get(b)
+      parts.push(`${b}${prior ? `, the one ${prior} used` : ''}: ${which.join(', ')}`)
+      if (!prior) firstUser.set(b, s.name)
+    }
+    const unseen = steps.filter((x) => x.backend === null).map((x) => x.step)
+    if (unseen.length) parts.push(`not seen: ${unseen.join(', ')} (autocommit: lent a server connection only while it ran)`)
+    if (!steps.length) parts.push('no statement sent')
+    // One line per session; parts that do not fit go on lines of their own, under the first part.
+    const lead = `${lines.length ? ' '.repeat(11) : c.dim('backends') + '   '}${s.name.padEnd(width)}  `
+    lines.push(...joinFit([lead + parts[0], ...parts.slice(1)], ' · ', w, 11 + width + 2))
+  }
+  return lines
 }
 
 export function fmtMs(ms: number): string {

@@ -17,7 +17,12 @@ export interface TimelineOptions {
   width?: number
 }
 
+/** An event's text; through a pooler, led by the backend that ran the step, when race knows it. */
 function cell(e: TimelineEvent): string {
+  return e.backend !== undefined ? `${c.dim(String(e.backend))} ${what(e)}` : what(e)
+}
+
+function what(e: TimelineEvent): string {
   switch (e.kind) {
     case 'run':
       return e.step

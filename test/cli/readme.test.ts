@@ -49,7 +49,8 @@ test('every sample marker has its output written under it, and names a command r
 async function check(s: Sample): Promise<string> {
   let d = ''
   const o = { unordered: 'unordered' in s.options, anySession: 'any-session' in s.options }
-  for (let i = 0; i < (o.unordered || o.anySession ? 3 : 1); i++) {
+  const tries = Number(s.options.tries?.[0] ?? (o.unordered || o.anySession ? 3 : 1))
+  for (let i = 0; i < tries; i++) {
     d = drift(s.text, await render(s), o)
     if (!d) return ''
   }
@@ -61,6 +62,10 @@ test('every sample is what race prints today (npm run readme rewrites them)', { 
   for (const s of samples.filter((x) => !('recorded' in x.options))) {
     if (s.options.keys && NEEDS.tmux) {
       t.diagnostic(`skipped ${s.command}: ${NEEDS.tmux}`)
+      continue
+    }
+    if (/--pooler\b/.test(s.command) && NEEDS.pgbouncer) {
+      t.diagnostic(`skipped ${s.command}: ${NEEDS.pgbouncer}`)
       continue
     }
     const d = await check(s)

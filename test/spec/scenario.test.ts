@@ -63,10 +63,11 @@ test('expect held on the fixed spec: MATCH; --expect held on the broken one: DEV
 })
 
 test('race check runs spec files in lockstep and exits 0 when each matches its expect line', async () => {
-  const r = await race(['check', ORDERS, FIXED], { url: server.url })
+  // race check's table (case, outcomes / invariant, verdict): how the sessions ended, then the invariant under it.
+  const r = await race(['check', ORDERS, FIXED], { url: server.url, env: { COLUMNS: '200' } })
   assert.equal(r.code, 0, r.stdout + r.stderr)
-  assert.match(r.stdout, /orders +│ default +│ 2 +│ 2 committed +│ false VIOLATED +│ anomaly +│ MATCH/)
-  assert.match(r.stdout, /orders-fixed +│ default +│ 2 +│ 2 committed +│ true HELD +│ serialized +│ MATCH/)
+  assert.match(r.stdout, /│ orders +│ 2 committed +│ anomaly MATCH +│\n│ +│ VIOLATED false +│ +│/)
+  assert.match(r.stdout, /│ orders-fixed +│ 2 committed +│ serialized MATCH +│\n│ +│ HELD true +│ +│/)
 })
 
 test('several invariants must all hold; an undecidable one (NULL) exits 3; no expect line reports what happened', async () => {
@@ -201,7 +202,8 @@ export default defineScenario({
 })
 `
     fs.writeFileSync(path.join(proj, 'coupon.mjs'), body(`{ s1: 'committed', s2: 'committed' }`))
-    const r = await race(['run', './coupon.mjs'], { url: server.url, cwd: proj })
+    // Wide: the first line names the server by its URL, which wraps at 80 columns.
+    const r = await race(['run', './coupon.mjs'], { url: server.url, cwd: proj, env: { COLUMNS: '200' } })
     assert.equal(r.code, 0, r.stdout + r.stderr)
     assert.match(r.stdout, /race run coupon .* lockstep/)
     assert.match(r.stdout, /used at most once: observed uses=2 {2}VIOLATED/)

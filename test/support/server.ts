@@ -12,7 +12,8 @@ import { resolveTarget } from '../../src/db/target.js'
 import { run, type RunConfig } from '../../src/engine/run.js'
 import { documentedFor, plan, type Plan } from '../../src/plan.js'
 import { findScenario } from '../../src/registry.js'
-import { defaultParams, type Documented, type Params, type Scenario, type Schedule } from '../../src/scenario.js'
+import { defaultParams, type Documented, type Params, type Pool, type Scenario, type Schedule } from '../../src/scenario.js'
+import { pooledDriver } from '../../src/commands/pooler.js'
 
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..', '..')
 export const BIN = path.join(ROOT, 'bin', 'race')
@@ -93,14 +94,15 @@ export interface Ran {
 export async function runScenario(
   lab: Lab,
   id: string | Scenario,
-  o: Partial<Omit<RunConfig, 'plan' | 'schedule'>> & { params?: Params; n?: number; schedule?: Schedule; windowMs?: number } = {},
+  o: Partial<Omit<RunConfig, 'plan' | 'schedule'>> & { params?: Params; n?: number; schedule?: Schedule; windowMs?: number; pool?: Pool } = {},
 ): Promise<Ran> {
   const scenario = typeof id === 'string' ? await findScenario(id) : id
-  const variant = { params: defaultParams(scenario, o.params), n: o.n ?? scenario.sessionCount.default, engine: 'postgres' as const }
+  const variant = { params: defaultParams(scenario, o.params), n: o.n ?? scenario.sessionCount.default, engine: 'postgres' as const, ...(o.pool ? { pool: o.pool } : {}) }
   const p = plan(scenario, variant, o.windowMs ?? 0)
   const schedule = o.schedule ?? 'lockstep'
   const docs = documentedFor(scenario, { ...variant, schedule, windowMs: o.windowMs ?? 0 })
-  const out = await run(lab, {
+  // Through a pooler: a driver whose sessions are the clients of a PgBouncer of race's own.
+  const out = await run(o.pool ? pooledDriver(o.pool, lab, 5000) : lab, {
     plan: p,
     schedule,
     permutation: o.permutation,

@@ -20,6 +20,7 @@ export const NEEDS = {
   xmllint: onPath('xmllint') ? false : 'needs xmllint to validate JUnit XML against a schema (Debian: apt-get install -y libxml2-utils)',
   chromium: onPath('chromium') || onPath('chromium-browser') ? false : "needs Chromium to render the bench page and measure its DOM (Debian: apt-get install -y chromium)",
   tmux: onPath('tmux') ? false : 'needs tmux for a real terminal to drive --step in (Debian: apt-get install -y tmux)',
+  pgbouncer: onPath('pgbouncer') || fs.existsSync('/usr/sbin/pgbouncer') ? false : 'needs PgBouncer for --pooler (Debian: apt-get install -y pgbouncer)',
 } as const
 
 /** Validates a JUnit file against the schema race's tests hold it to; returns xmllint's complaint, or ''. */
