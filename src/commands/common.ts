@@ -37,16 +37,18 @@ export interface TargetOptions {
   color: boolean
 }
 
-export function addTargetOptions(cmd: Command, o: { keep?: boolean; stepTimeout?: boolean } = {}): Command {
+export function addTargetOptions(cmd: Command, o: { keep?: boolean; stepTimeout?: boolean; embedded?: boolean } = {}): Command {
   cmd.option('--database-url <url>', 'a server you already have: postgres://... or mysql://... (else DATABASE_URL, else PG* variables, else embedded PostgreSQL 18)')
   cmd.option('--connect-timeout <duration>', 'give up connecting after this long', '5s')
   if (o.stepTimeout !== false) cmd.option('--step-timeout <duration>', 'cancel a step that has not finished after this long', '10s')
   cmd.option('--run-timeout <duration>', 'give up on the whole command after this long', '5m')
   if (o.keep !== false) cmd.option('--keep', 'keep the run schema (prints its name) instead of dropping it')
-  cmd.option('--no-cache', 'the embedded PostgreSQL from a fresh initdb, not a copy of the cached template (race cache)')
-  cmd.hook('preAction', (_c, action) => {
-    embeddedCache = action.opts().cache !== false
-  })
+  if (o.embedded !== false) {
+    cmd.option('--no-cache', 'the embedded PostgreSQL from a fresh initdb, not a copy of the cached template (race cache)')
+    cmd.hook('preAction', (_c, action) => {
+      embeddedCache = action.opts().cache !== false
+    })
+  }
   return cmd.option('--json', 'print one JSON document instead of tables').option('--no-color', 'no colours, even on a terminal')
 }
 

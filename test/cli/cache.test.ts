@@ -106,6 +106,8 @@ for (const [what, damage] of [
   ['no global/pg_control', (t: string) => fs.rmSync(path.join(t, 'data', 'global', 'pg_control'))],
   ['a wrong PG_VERSION', (t: string) => fs.writeFileSync(path.join(t, 'data', 'PG_VERSION'), '9\n')],
   ['a catalog file missing', (t: string) => fs.rmSync(path.join(t, 'data', 'global', fs.readdirSync(path.join(t, 'data', 'global')).find((f) => /^\d+$/.test(f))!))],
+  // Passes every check (its size is right) but the server refuses it: the run starts again from a new initdb.
+  ['pg_control overwritten with zeros', (t: string) => fs.writeFileSync(path.join(t, 'data', 'global', 'pg_control'), Buffer.alloc(8192))],
   ['a catalog file cut short', (t: string) => {
     const dir = path.join(t, 'data', 'base', '1')
     const f = fs.readdirSync(dir).find((n) => /^\d+$/.test(n) && fs.statSync(path.join(dir, n)).size >= 16384)!
@@ -117,6 +119,7 @@ for (const [what, damage] of [
     await runOnce(env)
     const [t] = templates(cache)
     const old = { id: systemId(path.join(t, 'data')), text: fs.readFileSync(path.join(t, 'template.json'), 'utf8') }
+    assert.notEqual(old.id, 0n)
     damage(t)
     await runOnce(env)
     assert.equal(templates(cache).length, 1)
