@@ -12,7 +12,7 @@ import os from 'node:os'
 import path from 'node:path'
 import { RunError } from '../errors.js'
 import { onCleanup } from '../lifecycle.js'
-import { copyTemplate, discard, findTemplate, openCache, storeTemplate, TemplateDamaged, type Template } from './template.js'
+import { copyTemplate, discard, findTemplate, openCache, reapStale, storeTemplate, TemplateDamaged, type Template } from './template.js'
 
 export const DIR_PREFIX = 'race-pg-'
 const OWNER_FILE = 'race-owner.json'
@@ -289,6 +289,7 @@ async function prepareCluster(
     return { cluster: { from: 'initdb', cache: 'unavailable', why: `${cache.dir ?? 'the cache folder'}: ${cache.why}` }, rotate: false }
   }
   const { key, binaries } = templateKey(bins)
+  reapStale(cache.dir) // build folders of runs that were killed mid-build
   const t = findTemplate(cache.dir, key)
   if (t) {
     try {

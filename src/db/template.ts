@@ -244,7 +244,13 @@ function ownerPid(name: string): number | undefined {
 
 /** Removes build and trash folders left by race processes that no longer exist (a SIGKILL mid-build). */
 export function reapStale(cache: string): void {
-  for (const name of fs.readdirSync(cache)) {
+  let names: string[]
+  try {
+    names = fs.readdirSync(cache)
+  } catch {
+    return
+  }
+  for (const name of names) {
     const pid = ownerPid(name)
     if (pid !== undefined && pid !== process.pid && !pidAlive(pid)) fs.rmSync(path.join(cache, name), { recursive: true, force: true })
   }

@@ -4,6 +4,7 @@
 // and a cache folder that is not the user's left alone. Every test uses a cache folder of its own
 // (XDG_CACHE_HOME), never the user's, and checks only the run folders of the race processes it started.
 import assert from 'node:assert/strict'
+import { spawnSync } from 'node:child_process'
 import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
@@ -146,6 +147,19 @@ test('three concurrent first runs all succeed and leave exactly one template', a
   assert.equal(templates(cache).length, 1)
   assert.deepEqual(fs.readdirSync(cache).filter((n) => n.startsWith('.')), [], 'the losers removed their copies')
   assert.deepEqual((await cacheJson(env)).templates.map((x) => x.state), ['ok'])
+})
+
+test('a build folder left by a run killed mid-build is removed by the next run; a live one is left alone', async () => {
+  const { env, cache } = freshHome()
+  await runOnce(env)
+  const dead = spawnSync('true').pid!
+  const stale = path.join(cache, `.build-${dead}-abcdef`)
+  const live = path.join(cache, `.build-${process.pid}-abcdef`)
+  for (const d of [stale, live]) fs.mkdirSync(path.join(d, 'data'), { recursive: true })
+  assert.deepEqual((await cacheJson(env)).building.sort(), [stale, live].sort())
+  await runOnce(env)
+  assert.equal(fs.existsSync(stale), false, 'the dead run\'s build folder is removed')
+  assert.equal(fs.existsSync(live), true, 'a running process\'s build folder is not touched')
 })
 
 test('race cache clear removes the folder; a second clear has nothing to remove', async () => {
