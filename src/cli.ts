@@ -8,6 +8,7 @@ import { errorDocument, writeJunit } from './report/ci.js'
 import { maskUrl } from './db/target.js'
 import { columns, fitLines } from './report/width.js'
 import { registerBench } from './commands/bench.js'
+import { registerCache } from './commands/cache.js'
 import { registerCheck } from './commands/check.js'
 import { registerKey } from './commands/key.js'
 import { registerList } from './commands/list.js'
@@ -98,6 +99,7 @@ Examples:
   $ race check --database-url $DATABASE_URL   CI: behaves as documented
   $ race matrix                               anomalies x isolation levels
   $ race bench --vs-pgbench                   isolation cost, beside pgbench
+  $ race cache                                the embedded server's template
 
 With no --database-url, DATABASE_URL or PG* variables, race starts a
 throwaway PostgreSQL 18.
@@ -113,6 +115,7 @@ Exit codes: 0 as documented, 1 a deviation, 2 bad input, 3 could not run.`,
   registerMatrix(p, setExit)
   registerBench(p, setExit)
   registerSpec(p, setExit)
+  registerCache(p, setExit)
   p.hook('preAction', (_p, action) => {
     setColor(action.opts().color !== false)
     active = { name: action.name(), opts: action.opts() }

@@ -2,7 +2,7 @@
 // against its documentation.
 import type { Command } from 'commander'
 import type { Driver } from '../db/driver.js'
-import { startEmbedded } from '../db/embedded.js'
+import { connectionsFor, startEmbedded } from '../db/embedded.js'
 import { discoverDirect, reapPoolers } from '../db/pooler.js'
 import { Lab } from '../db/lab.js'
 import { engineOf, resolveTarget, type Target } from '../db/target.js'
@@ -37,14 +37,23 @@ export interface TargetOptions {
   color: boolean
 }
 
-export function addTargetOptions(cmd: Command, o: { keep?: boolean; stepTimeout?: boolean } = {}): Command {
+export function addTargetOptions(cmd: Command, o: { keep?: boolean; stepTimeout?: boolean; embedded?: boolean } = {}): Command {
   cmd.option('--database-url <url>', 'a server you already have: postgres://... or mysql://... (else DATABASE_URL, else PG* variables, else embedded PostgreSQL 18)')
   cmd.option('--connect-timeout <duration>', 'give up connecting after this long', '5s')
   if (o.stepTimeout !== false) cmd.option('--step-timeout <duration>', 'cancel a step that has not finished after this long', '10s')
   cmd.option('--run-timeout <duration>', 'give up on the whole command after this long', '5m')
   if (o.keep !== false) cmd.option('--keep', 'keep the run schema (prints its name) instead of dropping it')
+  if (o.embedded !== false) {
+    cmd.option('--no-cache', 'the embedded PostgreSQL from a fresh initdb, not a copy of the cached template (race cache)')
+    cmd.hook('preAction', (_c, action) => {
+      embeddedCache = action.opts().cache !== false
+    })
+  }
   return cmd.option('--json', 'print one JSON document instead of tables').option('--no-color', 'no colours, even on a terminal')
 }
+
+/** --no-cache of the command being run: withLab's embedded server skips the template cache. */
+let embeddedCache = true
 
 /** For CI: a JUnit file, and GitHub annotations (also on by themselves inside GitHub Actions). */
 export interface CiOptions {
@@ -175,7 +184,8 @@ export async function openDriver(target: Target, connectTimeoutMs: number): Prom
 /**
  * Opens the target (starting the embedded server when none is configured), runs fn, cleans up via lifecycle.
  * `own`: a scenario with a server of its own (Scenario.ownServer): the embedded server is started with its
- * settings, and a server the user gave is refused (exit 2). `o.pooled` (--pooled): the URL is a pooler the user
+ * settings, and a server the user gave is refused (exit 2). `o.sessions`: how many sessions the command opens, for
+ * the embedded server's max_connections. `o.pooled` (--pooled): the URL is a pooler the user
  * runs; the driver's control connection goes to the server behind it, and fn gets the pooler's target as `via`.
  */
 export async function withLab<T>(
@@ -183,7 +193,7 @@ export async function withLab<T>(
   bounds: Bounds,
   fn: (lab: Driver, target: Target, via?: Target) => Promise<T>,
   own?: Scenario,
-  o: { pooled?: boolean } = {},
+  o: { pooled?: boolean; sessions?: number } = {},
 ): Promise<T> {
   let target = resolveTarget(databaseUrl)
   if (own?.ownServer && target.kind !== 'embedded') throw new UsageError(ownServerRefusal(own))
@@ -198,8 +208,10 @@ export async function withLab<T>(
     await reapPoolers((line) => process.stderr.isTTY && process.stderr.write(`${line}\n`))
     if (target.kind === 'embedded') {
       if (process.stderr.isTTY) process.stderr.write('starting the embedded PostgreSQL 18...\r')
-      const server = await startEmbedded({ settings: own?.ownServer?.settings })
+      const server = await startEmbedded({ settings: own?.ownServer?.settings, cache: embeddedCache, maxConnections: connectionsFor(o.sessions), tcp: false })
       if (process.stderr.isTTY) process.stderr.write('\x1b[2K')
+      if (server.cluster.cache === 'unavailable' && process.stderr.isTTY) process.stderr.write(`race: initdb instead of the cached template, which is not usable: ${server.cluster.why}\n`)
+      // Through its Unix socket only: no TCP port, no password (nor its hashing on every connection).
       target = { kind: 'embedded', url: server.url, label: 'embedded' }
     }
     // --pooled: the URL is the user's pooler (for the sessions); control goes to the server behind it.

@@ -23,7 +23,7 @@ export function registerLocks(program: Command, exit: (code: number) => void): C
     .description('advisory locks held or awaited in a database right now (pg_locks joined with pg_stat_activity), waiting first')
     .option('--watch', 'redraw every --interval until Ctrl-C (or --run-timeout, when given)')
     .option('--interval <duration>', 'with --watch: how often to redraw (default 1s)')
-  addTargetOptions(cmd, { keep: false, stepTimeout: false })
+  addTargetOptions(cmd, { keep: false, stepTimeout: false, embedded: false })
   cmd.action(async (o: LocksOptions, self: Command) => exit(await locksCommand(o, self)))
   cmd.addHelpText(
     'after',

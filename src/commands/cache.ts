@@ -1,0 +1,83 @@
+// race cache: where the embedded PostgreSQL's template cluster is cached and what the folder holds;
+// race cache clear removes the folder (the next run of the embedded server builds the template again).
+import type { Command } from 'commander'
+import { clearCache, describeCache, type CacheReport } from '../db/template.js'
+import { RunError } from '../errors.js'
+import { c } from '../report/color.js'
+import { columns, hang } from '../report/width.js'
+
+function mb(bytes: number): string {
+  return `${(bytes / 1024 / 1024).toFixed(1)} MB`
+}
+
+function count(n: number, what: string): string {
+  return `${n} ${what}${n === 1 ? '' : 's'}`
+}
+
+export function cacheLines(r: CacheReport): string[] {
+  const w = columns()
+  const out: string[] = []
+  if (r.state === 'refused') {
+    out.push(...hang(`race cache: ${r.dir ?? '(no cache folder)'} is not used: ${r.why}`, w, 2))
+    out.push(...hang(c.dim('Each run of the embedded PostgreSQL runs initdb instead (about half a second more).'), w, 2))
+    return out
+  }
+  if (r.state === 'absent' || (!r.templates.length && !r.building.length)) {
+    out.push(...hang(`race cache: ${r.dir} holds nothing yet: the next run of the embedded PostgreSQL builds its template there.`, w, 2))
+    return out
+  }
+  out.push(...hang(`race cache: ${r.dir}, ${count(r.templates.length, 'template')}, ${mb(r.bytes)}`, w, 2))
+  for (const t of r.templates) {
+    out.push(`  ${c.bold(t.key)}`)
+    if (t.state !== 'ok') {
+      out.push(...hang(`    ${t.state}: the next run that needs it builds it again`, w, 6))
+      continue
+    }
+    out.push(...hang(`    ${t.binaries} (PostgreSQL ${t.major})`, w, 6))
+    out.push(...hang(`    built ${t.built!.slice(0, 16).replace('T', ' ')} UTC, ${count(t.files!, 'file')}, ${mb(t.bytes!)}`, w, 6))
+    out.push(...hang(c.dim(`    initdb ${t.initdb!.join(' ')}`), w, 6))
+  }
+  for (const b of r.building) out.push(...hang(c.dim(`  ${b}: being built (or left by a killed run; the next build removes it)`), w, 4))
+  out.push(...hang(c.dim('Each run copies a template instead of running initdb. race cache clear removes the folder; --no-cache skips it for one run.'), w, 2))
+  return out
+}
+
+export function cacheCommand(o: { json?: boolean }): number {
+  const r = describeCache()
+  if (o.json) process.stdout.write(JSON.stringify(r, null, 2) + '\n')
+  else process.stdout.write(cacheLines(r).join('\n') + '\n')
+  return 0
+}
+
+export function clearCommand(o: { json?: boolean }): number {
+  const r = clearCache()
+  if (r.why) throw new RunError(`${r.dir ?? 'the cache folder'} is not race's to remove: ${r.why}`)
+  const removed = r.removed
+  if (o.json) {
+    const doc = { dir: r.dir, removed: Boolean(removed), templates: removed?.templates.length ?? 0, bytes: removed?.bytes ?? 0 }
+    process.stdout.write(JSON.stringify(doc, null, 2) + '\n')
+  } else if (removed) {
+    process.stdout.write(hang(`race cache clear: removed ${r.dir} (${count(removed.templates.length, 'template')}, ${mb(removed.bytes)})`, columns(), 2).join('\n') + '\n')
+  } else {
+    process.stdout.write(hang(`race cache clear: nothing to remove (${r.dir ?? 'no cache folder'} does not exist)`, columns(), 2).join('\n') + '\n')
+  }
+  return 0
+}
+
+export function registerCache(program: Command, exit: (code: number) => void): Command {
+  const cmd = program
+    .command('cache')
+    .description("the embedded PostgreSQL's template cluster (initdb once, copied by each run): where it is, what it holds")
+    .option('--json', 'print JSON')
+    .option('--no-color', 'no colours')
+    .action((o: { json?: boolean }) => exit(cacheCommand(o)))
+    .addHelpText('after', '\nExamples:\n  $ race cache                  where the template is, its size and initdb options\n  $ race cache clear            remove it (the next run builds it again)\n  $ race run broken --no-cache  one run from a fresh initdb')
+  cmd
+    .command('clear')
+    .description('remove the cache folder; the next run of the embedded PostgreSQL builds the template again')
+    .option('--json', 'print JSON')
+    .option('--no-color', 'no colours')
+    // `race cache clear --json`: commander gives --json to the parent (it has one too); read both.
+    .action((_o: { json?: boolean }, self: Command) => exit(clearCommand(self.optsWithGlobals())))
+  return cmd
+}
