@@ -88,6 +88,14 @@ export interface SessionConn {
    * session mode that hands its server connection back to the pool). Absent: it stays open until the trial ends.
    */
   done?(): Promise<void>
+  /**
+   * Makes the connection what a fresh one would be, for the next trial of the same run (the engine keeps session
+   * connections across trials): ends its transaction, only if one may be open (a ROLLBACK outside one makes the
+   * server log a WARNING), and drops everything the session set for itself (settings, session-level locks,
+   * temporary tables, prepared statements, LISTEN). Bounded. False: it could not (then it is not kept: the engine
+   * closes it and opens a fresh one). Absent: never kept, a fresh connection every trial.
+   */
+  reset?(): Promise<boolean>
 }
 
 /** Who among a run's connections is waiting for a lock another of them holds (or, for user locks, for any lock). */
