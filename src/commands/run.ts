@@ -31,6 +31,7 @@ export interface RunOptions extends TargetOptions, CiOptions, PoolerOptions {
   hold?: string
   step?: boolean
   keep?: boolean
+  freshConnections?: boolean
   [param: string]: unknown
 }
 
@@ -46,6 +47,7 @@ export function registerRun(program: Command, all: readonly Scenario[], exit: (c
     )
     .option('--window <duration>', "sleep at the scenario's race point (between check and write), e.g. 300ms")
     .option('--trials <k>', 'repeat the race K times and report the rate', '1')
+    .option('--fresh-connections', "with --trials: open every trial's session connections anew and close them after it (default: keep them across trials, reset)")
     .option('--timeline [all]', 'draw the interleaving: one column per session, ms since the barrier (set-up steps such as BEGIN and SET only with --timeline all)')
     .option('--expect <held|violated>', 'exit 0 when the invariant held (or was violated), whatever the documentation says')
     .option('--user <uuid>', 'act for this user (fixes the advisory keys, e.g. to watch them with race locks); default a fresh uuid per trial')
@@ -182,6 +184,7 @@ export async function runCommand(id: string, o: RunOptions, cmd: Command): Promi
       stepTimeoutMs: bounds.stepTimeoutMs,
       connectTimeoutMs: bounds.connectTimeoutMs,
       keep: Boolean(o.keep),
+      freshConnections: Boolean(o.freshConnections),
       user,
       holdMs,
       onHold: (pids, ms) => {

@@ -2,7 +2,7 @@
 // one for control. Every connection is bounded by connect_timeout and never prints notices.
 import postgres, { type Sql } from 'postgres'
 import { RunError } from '../errors.js'
-import { canReadFatals, fatalSocket, type ServerFatal } from './fatal.js'
+import { canReadFatals, fatalSocket, type AlsoRead, type ServerFatal } from './fatal.js'
 import { conditionName } from './sqlstate.js'
 import type { Target } from './target.js'
 
@@ -19,6 +19,8 @@ export interface ConnectOptions {
   fetchTypes?: boolean
   /** Called with the SQLSTATE of the FATAL error the server sends as it ends the connection (see fatal.ts). */
   onFatal?: (e: ServerFatal) => void
+  /** With onFatal: also every ReadyForQuery's transaction status and the WARNINGs the server sends (see fatal.ts). */
+  also?: AlsoRead
 }
 
 export function connect(target: Target, o: ConnectOptions): Sql {
@@ -42,7 +44,7 @@ export function connect(target: Target, o: ConnectOptions): Sql {
   const make = (extra: postgres.Options<{}> = {}) => (url ? postgres(url, { ...options, ...extra }) : postgres({ ...options, ...extra }))
   const sql = make()
   if (!o.onFatal || !canReadFatals(sql.options as never)) return sql
-  return make({ socket: fatalSocket(o.onFatal) } as postgres.Options<{}>)
+  return make({ socket: fatalSocket(o.onFatal, o.also) } as postgres.Options<{}>)
 }
 
 /**

@@ -3,6 +3,8 @@
 // the socket. With no query in flight, postgres.js reads that message and drops it; libpq would hand it to the
 // next statement. So race reads the server's messages on the same socket (read only: postgres.js still parses
 // and answers everything) and keeps the last FATAL's SQLSTATE, for the session to report on its next step.
+// The same reader can also report each ReadyForQuery's transaction status (whether a kept session connection
+// may still be in a transaction) and the WARNINGs the server sends.
 import net from 'node:net'
 
 export interface ServerFatal {
@@ -24,12 +26,23 @@ interface Where {
  * socket; postgres.js writes at once, Node queues that until connected, and postgres.js's connect_timeout still
  * bounds it), with a reader that reports every FATAL ErrorResponse. Use it only where canReadFatals says so.
  */
-export function fatalSocket(onFatal: (e: ServerFatal) => void): (o: Where) => net.Socket {
+export function fatalSocket(onFatal: (e: ServerFatal) => void, also: AlsoRead = {}): (o: Where) => net.Socket {
   return (o: Where) => {
     const socket = o.path ? net.connect(o.path) : net.connect(o.port[0], o.host[0])
-    readFatals(socket, onFatal)
+    readFatals(socket, onFatal, also)
     return socket
   }
+}
+
+/** The transaction status a ReadyForQuery carries (libpq's PQtransactionStatus): idle, in a transaction, in a failed one. */
+export type TxStatus = 'I' | 'T' | 'E'
+
+/** More of the server's messages the same reader reports, when asked. */
+export interface AlsoRead {
+  /** Every ReadyForQuery's transaction status, in order: the server's own word on whether a transaction is open. */
+  onReady?: (status: TxStatus) => void
+  /** The SQLSTATE of every WARNING the server sends (NoticeResponse), e.g. 25P01 for a ROLLBACK outside a transaction. */
+  onWarning?: (code: string) => void
 }
 
 /** Whether postgres.js connects to exactly one place in the clear: over TLS the bytes are encrypted, and with several hosts postgres.js's own failover must stay. */
@@ -38,10 +51,11 @@ export function canReadFatals(o: Partial<Where>): boolean {
 }
 
 /** Follows the server's message stream (type byte, int32 length, body) and reports FATAL ErrorResponses. */
-export function readFatals(socket: NodeJS.EventEmitter, onFatal: (e: ServerFatal) => void): void {
+export function readFatals(socket: NodeJS.EventEmitter, onFatal: (e: ServerFatal) => void, also: AlsoRead = {}): void {
   let head = Buffer.alloc(0)
   let skip = 0
   let body: Buffer[] | undefined
+  let kind = 0
   let want = 0
   socket.on('data', (chunk: Buffer) => {
     let at = 0
@@ -58,9 +72,18 @@ export function readFatals(socket: NodeJS.EventEmitter, onFatal: (e: ServerFatal
         want -= n
         at += n
         if (want === 0) {
-          const fatal = parseFatal(Buffer.concat(body))
+          const whole = Buffer.concat(body)
           body = undefined
-          if (fatal) onFatal(fatal)
+          if (kind === 0x45 /* E */) {
+            const fatal = parseFatal(whole)
+            if (fatal) onFatal(fatal)
+          } else if (kind === 0x5a /* Z */) {
+            const st = String.fromCharCode(whole[0])
+            if (st === 'I' || st === 'T' || st === 'E') also.onReady?.(st)
+          } else if (kind === 0x4e /* N */) {
+            const code = parseWarning(whole)
+            if (code) also.onWarning?.(code)
+          }
         }
         continue
       }
@@ -71,16 +94,31 @@ export function readFatals(socket: NodeJS.EventEmitter, onFatal: (e: ServerFatal
       const type = head[0]
       const length = head.readUInt32BE(1) - 4
       head = Buffer.alloc(0)
-      if (type === 0x45 /* E */ && length > 0) {
+      if (length > 0 && (type === 0x45 /* E */ || (type === 0x5a /* Z */ && also.onReady) || (type === 0x4e /* N */ && also.onWarning))) {
         body = []
+        kind = type
         want = length
       } else skip = Math.max(0, length)
     }
   })
 }
 
+/** The SQLSTATE of a NoticeResponse body when its severity is WARNING. */
+export function parseWarning(body: Buffer): string | undefined {
+  const fields = parseFields(body)
+  return (fields.V ?? fields.S) === 'WARNING' ? fields.C : undefined
+}
+
 /** The SQLSTATE and message of an ErrorResponse body when its severity is FATAL or PANIC. */
 export function parseFatal(body: Buffer): ServerFatal | undefined {
+  const fields = parseFields(body)
+  const severity = fields.V ?? fields.S
+  if ((severity === 'FATAL' || severity === 'PANIC') && fields.C) return { code: fields.C, message: fields.M ?? '' }
+  return undefined
+}
+
+/** The fields of an ErrorResponse or NoticeResponse body, by their one-letter codes. */
+function parseFields(body: Buffer): Record<string, string> {
   const fields: Record<string, string> = {}
   let at = 0
   while (at < body.length && body[at] !== 0) {
@@ -90,7 +128,5 @@ export function parseFatal(body: Buffer): ServerFatal | undefined {
     fields[key] = body.toString('utf8', at + 1, end)
     at = end + 1
   }
-  const severity = fields.V ?? fields.S
-  if ((severity === 'FATAL' || severity === 'PANIC') && fields.C) return { code: fields.C, message: fields.M ?? '' }
-  return undefined
+  return fields
 }

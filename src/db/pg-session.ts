@@ -1,12 +1,17 @@
 // A PostgreSQL session connection: one postgres.js max:1 instance (one backend pid). A step is sent as written
 // (binds as $n parameters); while its isolation level is not fixed yet, SHOW transaction_isolation goes in the
 // same pipeline just before it (SHOW takes no snapshot, so SET TRANSACTION may still follow).
+// The server's messages are read on the same socket (db/fatal.ts): the FATAL it may end the connection with,
+// and every ReadyForQuery's transaction status, which says whether a kept connection needs a ROLLBACK.
 import { setTimeout as sleep } from 'node:timers/promises'
 import type { Sql } from 'postgres'
 import { connect, endQuietly } from './connect.js'
 import type { QueryResult, SessionConn, SessionOptions, StepRun } from './driver.js'
-import type { ServerFatal } from './fatal.js'
+import type { ServerFatal, TxStatus } from './fatal.js'
 import type { Target } from './target.js'
+
+/** How long a reset between trials may take before the connection is given up (and a fresh one opened). */
+const RESET_MS = 2000
 
 export class PgSession implements SessionConn {
   pid = 0
@@ -14,6 +19,13 @@ export class PgSession implements SessionConn {
   private sql!: Sql
   /** The FATAL error the server sent as it closed this connection, if it said why. */
   fatal?: ServerFatal
+  /**
+   * The transaction status of the last ReadyForQuery: I idle, T in a transaction, E in a failed one. Undefined
+   * when the server's messages cannot be read (TLS, several hosts): then the connection is never kept.
+   */
+  status?: TxStatus
+  /** WARNINGs the server sent on this connection, by SQLSTATE (25P01: a ROLLBACK outside a transaction). */
+  readonly warnings = new Map<string, number>()
 
   get closed(): boolean {
     return this.closedFlag
@@ -31,6 +43,14 @@ export class PgSession implements SessionConn {
       },
       onFatal: (e) => {
         s.fatal = e
+      },
+      also: {
+        onReady: (st) => {
+          s.status = st
+        },
+        onWarning: (code) => {
+          s.warnings.set(code, (s.warnings.get(code) ?? 0) + 1)
+        },
       },
     })
     const [row] = await s.sql`select pg_backend_pid() as pid`
@@ -55,6 +75,19 @@ export class PgSession implements SessionConn {
 
   async rollback(): Promise<QueryResult | undefined> {
     return (await Promise.race([this.sql.unsafe('rollback'), sleep(2000)])) as QueryResult | undefined
+  }
+
+  /**
+   * ROLLBACK only when the server's last word was "in a transaction" (T or E), then DISCARD ALL (which cannot run
+   * inside one): close cursors, RESET ALL (back to the startup parameters, search_path and application_name
+   * included), DEALLOCATE ALL, UNLISTEN *, pg_advisory_unlock_all(), discard plans, temporary tables and sequence
+   * state. Both in one pipeline; kept only if the server then says idle.
+   */
+  async reset(): Promise<boolean> {
+    if (this.closedFlag || this.fatal || this.status === undefined) return false
+    const sent = [...(this.status === 'I' ? [] : [this.sql.unsafe('rollback')]), this.sql.unsafe('discard all')]
+    const ok = await Promise.race([Promise.all(sent).then(() => true, () => false), sleep(RESET_MS).then(() => false)])
+    return ok && this.status === 'I' && !this.closedFlag && !this.fatal
   }
 
   close(): Promise<void> {

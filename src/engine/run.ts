@@ -1,19 +1,27 @@
 // A run: its own schema on the target, K trials of N sessions under one schedule. The engine records facts
 // (who did what, what the invariant query said); the commands judge them. The schema is dropped and every
 // connection ended whatever happens.
+//
+// Between trials the schema is dropped and created again (same name) and the setup runs again on control, so
+// every trial starts from exactly what the first did. The sessions' connections are opened while control runs the
+// setup (PostgreSQL: the first trial's already while control creates the schema), and where the driver can reset
+// one (PostgreSQL, direct: SessionConn.reset, conns.ts) a session's connection is kept for the next trial instead
+// of being closed and opened again. `freshConnections` (race run --fresh-connections) opens them after the setup
+// and closes them at the end of every trial instead.
 import { randomUUID } from 'node:crypto'
 import { performance } from 'node:perf_hooks'
 import { parseBinds } from '../binds.js'
 import { connectError } from '../db/connect.js'
-import type { Driver, RunSpace, ServerInfo } from '../db/driver.js'
+import { spaceName, type Driver, type RunSpace, type ServerInfo, type SessionOptions } from '../db/driver.js'
 import { conditionName, isConnectionLoss } from '../db/sqlstate.js'
 import { Interrupted, RunError, UsageError } from '../errors.js'
 import { abortSignal, setStuckDescriber, whenAborted } from '../lifecycle.js'
 import { orderFor, ownServerRefusal, type Plan } from '../plan.js'
 import type { Entry } from '../permutation.js'
 import type { BindCtx, Row, Rows, Schedule } from '../scenario.js'
+import { fitToKeep, SessionConns } from './conns.js'
 import { runBarrier, runPermutation, type BlockProbe } from './schedule.js'
-import { Session } from './session.js'
+import { Session, sessionOptions } from './session.js'
 import type { InvariantReport, SessionState, StepPause, TimelineEvent, TrialFacts } from './types.js'
 
 export interface RunConfig {
@@ -42,12 +50,19 @@ export interface RunConfig {
   beforeStep?: (pause: StepPause) => Promise<void>
   /** Every event as the engine records it (a presenter redraws while it waits). */
   onEvent?: (e: TimelineEvent) => void
+  /**
+   * --fresh-connections: every trial opens its sessions' connections after its setup and closes them when it ends.
+   * Default: they are opened while control runs the setup, and kept across trials where the driver can reset them.
+   */
+  freshConnections?: boolean
 }
 
 export interface RunOutput {
   schema: string
   server: ServerInfo
   trials: TrialFacts[]
+  /** Session connections opened, and handed from one trial to the next (0 with freshConnections). */
+  connections: { opened: number; kept: number }
 }
 
 export async function run(lab: Driver, cfg: RunConfig): Promise<RunOutput> {
@@ -84,32 +99,53 @@ export async function run(lab: Driver, cfg: RunConfig): Promise<RunOutput> {
   let schema: RunSpace | undefined
   const trials: TrialFacts[] = []
   let failure: unknown
+  // The connections the sessions of the next trial will use (none held between trials with freshConnections).
+  const conns = new SessionConns(lab)
+  let opened = 0
+  const onAbort = () => void conns.kill()
+  abortSignal.addEventListener('abort', onAbort, { once: true })
+  const prepare = (space: string) => {
+    const env = { scenarioId: scenario.id, schema: space, connectTimeoutMs: cfg.connectTimeoutMs }
+    conns.prepare(plan.sessions.flatMap((p, index) => (p.spec.shares ? [] : [{ index, options: sessionOptions(p, env) }])))
+  }
   try {
-    schema = await lab.createSpace(scenario.id, cfg.keep, onControl)
+    // Where sessions can connect before the schema exists, the first trial's connect while control creates it.
+    const early = !cfg.freshConnections && lab.earlySessions ? spaceName(scenario.id) : undefined
+    if (early) prepare(early)
+    schema = await lab.createSpace(scenario.id, cfg.keep, onControl, early)
+    const space = schema.name
     for (let k = 0; k < cfg.trials; k++) {
       if (abortSignal.aborted) throw abortSignal.reason
-      if (k > 0) await onControl(lab.recreateSql(schema.name, cfg.keep))
-      await onControl(lab.useSql(schema.name))
+      // The same schema (name, mark) again, empty, and control working in it: one round trip.
+      await onControl(k > 0 ? `${lab.recreateSql(space, cfg.keep)}; ${lab.useSql(space)}` : lab.useSql(space))
       const user = cfg.user ?? randomUUID()
+      // The sessions connect (those not kept from the last trial) while control runs the setup.
+      if (!cfg.freshConnections) prepare(space)
       for (const stmt of plan.setup) {
         const { text, names } = parseBinds(stmt, lab.placeholders)
         await onControl(text, values(names, cfg, user, 'setup'))
       }
-      const facts = await trial(lab, cfg, schema.name, order, user)
+      // The last trial's connections are closed as fresh ones are: there is no next trial to keep them for.
+      const { facts, connections } = await trial(lab, cfg, space, order, user, cfg.freshConnections ? undefined : conns, k === cfg.trials - 1)
+      opened += connections
       trials.push(facts)
       cfg.onTrial?.(k + 1, facts)
     }
+    await conns.close()
   } catch (e) {
     failure = e
   } finally {
     schema?.release()
+    abortSignal.removeEventListener('abort', onAbort)
   }
   if (inFlight && !inFlight.settled) await lab.cancelControl(inFlight.done)
+  // Connections held for a next trial that will not come: their sockets closed at once (their backends are idle).
+  if (failure !== undefined) await conns.kill()
   // Cleanup never hides the failure it follows: what it could not do is added to that failure's one line.
   const left = await schema?.drop()
   if (failure === undefined && schema) {
     if (left) throw new RunError(left.note)
-    return { schema: schema.name, server: lab.server, trials }
+    return { schema: schema.name, server: lab.server, trials, connections: { opened: cfg.freshConnections ? opened : conns.counts.opened, kept: conns.counts.kept } }
   }
   if (!abortSignal.aborted && isConnectionLoss(failure)) {
     const code = (failure as { code?: string }).code
@@ -157,15 +193,22 @@ function values(names: string[], cfg: RunConfig, user: string, where: string, se
   })
 }
 
-async function trial(lab: Driver, cfg: RunConfig, schema: string, order: Entry[], user: string): Promise<TrialFacts> {
+/**
+ * One trial. `conns`: where its sessions take their connections and give them back when they can serve the next
+ * trial; absent (freshConnections): each session opens its own and closes it at the end.
+ */
+async function trial(lab: Driver, cfg: RunConfig, schema: string, order: Entry[], user: string, conns?: SessionConns, last = false): Promise<{ facts: TrialFacts; connections: number }> {
   const { plan } = cfg
   const events: TimelineEvent[] = []
   let t0 = performance.now()
   const now = () => performance.now() - t0
   const sessions: Session[] = []
   let pids: number[] = []
+  let connections = 0
+  /** Backends race cancelled or terminated in this trial: their connections are not kept (a cancel can land late). */
+  const signalled = new Set<number>()
   const env = {
-    open: (o: Parameters<Driver['openSession']>[0]) => lab.openSession(o),
+    open: (o: SessionOptions, index: number) => (conns ? conns.take(index, o) : (connections++, lab.openSession(o))),
     placeholders: lab.placeholders,
     schema,
     scenarioId: plan.scenario.id,
@@ -185,6 +228,7 @@ async function trial(lab: Driver, cfg: RunConfig, schema: string, order: Entry[]
     },
     cancel: async (pid: number, terminate: boolean) => {
       if (!ours().includes(pid)) return // only ever signal this run's own backends
+      signalled.add(pid)
       await lab.cancel(pid, terminate)
     },
     blockers: (pid: number) => lab.blockers(pid),
@@ -248,6 +292,28 @@ async function trial(lab: Driver, cfg: RunConfig, schema: string, order: Entry[]
     await Promise.all(sessions.map((s) => (now ? s.destroy() : s.close())))
   }
   /**
+   * The trial is over: each session's connection is reset and kept for the next trial when it can be (conns.ts,
+   * fitToKeep), else closed as with fresh connections. Before the invariant, as closing was: nothing a session
+   * held or left open (a transaction, a session-level lock) is there when the invariant runs.
+   */
+  const settle = async () => {
+    if (!conns || last) return endAll(false)
+    await Promise.all(
+      sessions.map(async (s) => {
+        const c = s.ownConnection
+        if (!c) return
+        const users = sessions.filter((x) => x === s || x.lender === s)
+        if (fitToKeep(users, c, signalled)) {
+          if (await c.reset!()) return conns.give(s.index, c)
+          // It did not come back idle in time: end it for good, backend included.
+          await c.destroy()
+          return lab.terminate([c.pid])
+        }
+        await s.close()
+      }),
+    )
+  }
+  /**
    * Ends this trial's sessions for good: first our side of every socket (so the driver never writes to a
    * connection the server closed), then, from control, the backends themselves, waiting for them to exit
    * (a backend blocked on a lock does not notice its client is gone). Only our own pids.
@@ -293,14 +359,14 @@ async function trial(lab: Driver, cfg: RunConfig, schema: string, order: Entry[]
       }
     }
     await Promise.race([schedule(), whenAborted(), lab.whenLost()])
-    await endAll(false)
+    await Promise.race([settle(), whenAborted()])
 
     lab.checkControl()
     const seen: SeenBy = (name, step) => sessions.find((s) => s.name === name)?.rowsOf(step)
     const invariant = await Promise.race([evaluate(lab, cfg, user, seen), lab.whenLost()])
     // Connections that outlive the trial (a pooler's) are reset: what it left on them must not reach the next.
     if (lab.afterTrial) await Promise.race([lab.afterTrial(), whenAborted()])
-    return { sessions: sessions.map((s) => s.report()), invariant, events }
+    return { facts: { sessions: sessions.map((s) => s.report()), invariant, events }, connections }
   } catch (e) {
     sessions.forEach((s) => s.abandon(abortSignal.aborted ? 'the run was aborted' : 'the run failed'))
     await killAll()

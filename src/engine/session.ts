@@ -10,8 +10,8 @@ import type { Bind, BindCtx, Params, Row, Rows, Seen, SessionSpec, StepDef } fro
 import type { EventKind, Outcome, SessionReport, StepBackend, TimelineEvent } from './types.js'
 
 export interface SessionEnv {
-  /** Opens this session's own connection (the engine's driver). */
-  open(o: SessionOptions): Promise<SessionConn>
+  /** Opens (or, across trials, hands over the kept) connection of session `index` (the engine's driver). */
+  open(o: SessionOptions, index: number): Promise<SessionConn>
   /** How named binds are sent: $1 (PostgreSQL) or ? (MySQL). */
   placeholders: Placeholders
   schema: string
@@ -146,12 +146,12 @@ export class Session {
   }
 
   private async connect(): Promise<void> {
-    this.conn = await this.env.open({
-      connectTimeoutMs: this.env.connectTimeoutMs,
-      applicationName: `race ${this.env.scenarioId} ${this.name}`,
-      space: this.env.schema,
-      params: this.spec.connection ?? {},
-    })
+    this.conn = await this.env.open(sessionOptions({ name: this.name, spec: this.spec }, this.env), this.index)
+  }
+
+  /** Its own connection (none for a borrower, whose steps run on its lender's); it stays here after the trial. */
+  get ownConnection(): SessionConn | undefined {
+    return this.lender ? undefined : this.conn
   }
 
   /** Starts the clock for `ms` (the barrier, or the first step of a step-by-step schedule). */
@@ -481,6 +481,19 @@ export class Session {
       ...(this.outcome === 'timeout' ? { blockedBy: this.blockedBy ?? [] } : {}),
       ...(this.connection?.lent ? { steps: this.stepBackends.map((x) => ({ ...x })) } : {}),
     }
+  }
+}
+
+/** How a session's connection is opened: named after the run's scenario and the session, in the run's namespace. */
+export function sessionOptions(
+  p: { name: string; spec: SessionSpec },
+  env: { scenarioId: string; schema: string; connectTimeoutMs: number },
+): SessionOptions {
+  return {
+    connectTimeoutMs: env.connectTimeoutMs,
+    applicationName: `race ${env.scenarioId} ${p.name}`,
+    space: env.schema,
+    params: p.spec.connection ?? {},
   }
 }
 

@@ -110,6 +110,7 @@ export async function runScenario(
     stepTimeoutMs: o.stepTimeoutMs ?? 10_000,
     connectTimeoutMs: o.connectTimeoutMs ?? 5000,
     keep: o.keep ?? false,
+    freshConnections: o.freshConnections,
     user: o.user,
     holdMs: o.holdMs,
   })
