@@ -11,7 +11,7 @@
 //   5 `race run advisory --n 5 --max-pending 3` vs bench/bare.ts (the same statements by hand): the ratio
 //   6 `race bench --vs-pgbench` (oltp and advisory, 8 clients): race/pgbench per slice; who goes first
 //     alternates from round to round
-//   7 `race run advisory --n 1000 --max-pending 3` on the embedded default: does it run, how long, the
+//   7 `race run advisory --n 1000 --max-pending 3` on the embedded default: does it run, how long (beside 5 sessions), the
 //     server's memory per backend (PSS) and race's per session (peak RSS / n)
 //
 // Rows 2-6 run against --database-url, else DATABASE_URL, else one embedded server this script starts.
@@ -367,55 +367,71 @@ function backendsOf(postmaster: number): number[] {
   })
 }
 
+interface Watched {
+  r: ChildResult
+  /** Peak RSS of the race process (VmHWM), kB. */
+  hwmKb: number
+  maxBackends: number
+  /** The largest PSS per client backend seen while all n sessions' backends were up (sampled once a second). */
+  pss: { kbPerBackend: number; count: number; totalKb: number } | null
+}
+
+/** Runs race on the embedded default and watches it from /proc: its peak RSS, its server's client backends. */
+async function watched(args: string[], env: NodeJS.ProcessEnv, n: number): Promise<Watched> {
+  let racePid = 0
+  const w: Omit<Watched, 'r'> = { hwmKb: 0, maxBackends: 0, pss: null }
+  let pssAt = 0
+  const poll = () => {
+    if (!racePid) return
+    const hwm = readKb(`/proc/${racePid}/status`, 'VmHWM')
+    if (hwm) w.hwmKb = Math.max(w.hwmKb, hwm)
+    for (const pm of childrenOf(racePid)) {
+      const backends = backendsOf(pm)
+      w.maxBackends = Math.max(w.maxBackends, backends.length)
+      if (backends.length < n || Date.now() - pssAt < 1000) continue
+      pssAt = Date.now()
+      let kb = 0
+      let count = 0
+      for (const b of backends) {
+        const v = readKb(`/proc/${b}/smaps_rollup`, 'Pss')
+        if (v !== null) {
+          kb += v
+          count++
+        }
+      }
+      if (count && (!w.pss || kb / count > w.pss.kbPerBackend)) w.pss = { kbPerBackend: kb / count, count, totalKb: kb }
+    }
+  }
+  const timer = setInterval(poll, 100)
+  try {
+    const r = await runChild(args, env, { onSpawn: (pid) => (racePid = pid) })
+    return { r, ...w }
+  } finally {
+    clearInterval(timer)
+  }
+}
+
 async function rowSessions(c: Ctx): Promise<Row> {
   const n = c.o.sessions
   const cmd = [bin, 'run', 'advisory', '--n', String(n), '--max-pending', '3']
   const row: Row = { title: `${fmt(n)} sessions on the embedded default: race run advisory --n ${n} --max-pending 3`, lines: [], goals: [] }
-  // Watches the race process: its peak RSS (VmHWM) and, once n client backends are up, their PSS.
-  let racePid = 0
-  let hwmKb = 0
-  let maxBackends = 0
-  const seen: { pss: { kb: number; count: number } | null } = { pss: null }
-  const poll = () => {
-    if (!racePid) return
-    const hwm = readKb(`/proc/${racePid}/status`, 'VmHWM')
-    if (hwm) hwmKb = Math.max(hwmKb, hwm)
-    for (const pm of childrenOf(racePid)) {
-      const backends = backendsOf(pm)
-      maxBackends = Math.max(maxBackends, backends.length)
-      if (!seen.pss && backends.length >= n) {
-        let kb = 0
-        let count = 0
-        for (const b of backends) {
-          const v = readKb(`/proc/${b}/smaps_rollup`, 'Pss')
-          if (v !== null) {
-            kb += v
-            count++
-          }
-        }
-        if (count) seen.pss = { kb, count }
-      }
-    }
-  }
-  const timer = setInterval(poll, 100)
-  let r: ChildResult
-  try {
-    r = await runChild(cmd, c.env, { onSpawn: (pid) => (racePid = pid) })
-  } finally {
-    clearInterval(timer)
-  }
+  // The same race with 5 sessions first: race's own footprint, to tell what the sessions add.
+  const base = await watched([bin, 'run', 'advisory', '--n', '5', '--max-pending', '3'], c.env, 5)
+  const big = await watched(cmd, c.env, n)
+  const r = big.r
   if (r.code !== 0) {
-    row.lines.push(`failed after ${fmt(r.ms / 1000, 1)} s with ${fmt(maxBackends)} client backends up: ${why(r)}`)
+    row.lines.push(`failed after ${fmt(r.ms / 1000, 1)} s with ${fmt(big.maxBackends)} client backends up: ${why(r)}`)
     row.goals.push({ text: `${fmt(n)} sessions in one race`, met: false })
     return row
   }
-  row.lines.push(pad('race', 22) + `ran in ${fmt(r.ms / 1000, 1)} s (one run), ${fmt(maxBackends)} client backends seen at once`)
-  const pss = seen.pss
+  row.lines.push(pad('race', 22) + `ran in ${fmt(r.ms / 1000, 1)} s (one run; 5 sessions: ${fmt(base.r.ms / 1000, 1)} s), ${fmt(big.maxBackends)} client backends at once`)
+  const pss = big.pss
   row.lines.push(
     pad('server', 22) +
-      (pss ? `${fmt(pss.kb / pss.count / 1024, 1)} MB PSS per backend (${fmt(pss.count)} backends, ${fmt(pss.kb / 1024)} MB)` : `PSS not sampled (never saw ${fmt(n)} backends at once)`),
+      (pss ? `${fmt(pss.kbPerBackend / 1024, 1)} MB PSS per backend (${fmt(pss.count)} backends, ${fmt(pss.totalKb / 1024)} MB)` : `PSS not sampled (never saw ${fmt(n)} backends at once)`),
   )
-  row.lines.push(pad('race', 22) + `${fmt(hwmKb / n, 0)} kB per session (peak RSS ${fmt(hwmKb / 1024)} MB / ${fmt(n)})`)
+  const extra = n > 5 && base.r.code === 0 && base.hwmKb ? `; ${fmt((big.hwmKb - base.hwmKb) / (n - 5), 0)} kB each above a 5-session run's ${fmt(base.hwmKb / 1024)} MB` : ''
+  row.lines.push(pad('race', 22) + `${fmt(big.hwmKb / n, 0)} kB per session (peak RSS ${fmt(big.hwmKb / 1024)} MB / ${fmt(n)})${extra}`)
   row.goals.push({ text: `${fmt(n)} sessions in one race`, met: true })
   return row
 }
