@@ -183,8 +183,21 @@ interface Row {
 
 const pad = (s: string, n: number) => (s.length >= n ? s + ' ' : s + ' '.repeat(n - s.length))
 
+/** Breaks a long line at spaces, continuing with the given indent. */
+function wrap(line: string, indent: string, width = 100): string[] {
+  const out: string[] = []
+  let rest = line
+  while (rest.length > width) {
+    const at = rest.lastIndexOf(' ', width)
+    if (at <= indent.length) break
+    out.push(rest.slice(0, at))
+    rest = indent + rest.slice(at + 1)
+  }
+  return [...out, rest]
+}
+
 function render(n: number, r: Row): string {
-  const out = [`${n}. ${r.title}`, ...r.lines.map((l) => `   ${l}`)]
+  const out = [`${n}. ${r.title}`, ...r.lines.flatMap((l) => wrap(`   ${l}`, ' '.repeat(25)))]
   for (const g of r.goals) out.push(`   goal ${g.text}: ${g.met === true ? 'met' : 'NOT MET'}${g.note ? ` (${g.note})` : ''}`)
   return out.join('\n')
 }
@@ -287,7 +300,7 @@ async function rowBare(c: Ctx): Promise<Row> {
   const ratios = xs.map((x, i) => x / ys[i])
   const r = median(ratios)
   return {
-    title: 'race run advisory --n 5 --max-pending 3 vs the same statements by hand (bench/bare.ts, postgres.js)',
+    title: 'race run advisory --n 5 --max-pending 3 vs bench/bare.ts (the same statements by hand)',
     lines: [pad('race', 22) + stat(xs, 'ms'), pad('bare.js', 22) + stat(ys, 'ms'), pad('race / bare', 22) + stat(ratios, 'x', 2) + '   (paired runs)'],
     goals: [{ text: '<= 1.25x', met: r <= 1.25 }],
   }
@@ -302,7 +315,7 @@ interface BenchCell {
 async function rowPgbench(c: Ctx): Promise<Row> {
   const slice = c.o.slice
   const row: Row = {
-    title: `race bench load generator vs pgbench: 8 clients, READ COMMITTED, ${slice} s slices, race bench --vs-pgbench`,
+    title: `race bench --vs-pgbench: oltp hot 10% and advisory (100 users), 8 clients, RC, ${slice} s slices`,
     lines: [],
     goals: [],
   }
@@ -325,9 +338,9 @@ async function rowPgbench(c: Ctx): Promise<Row> {
     })
   }
   for (const w of ['oltp', 'advisory'] as const) {
-    const label = w === 'oltp' ? 'oltp hot 10%' : 'advisory 100 users'
-    row.lines.push(`${pad(label, 22)}race ${stat(tps[w].race, 'tps')}, pgbench ${stat(tps[w].pg, 'tps')}`)
-    row.lines.push(`${pad('', 22)}race/pgbench ${stat(ratios[w], 'x', 2)}`)
+    row.lines.push(pad(`${w} race`, 22) + stat(tps[w].race, 'tps'))
+    row.lines.push(pad(`${w} pgbench`, 22) + stat(tps[w].pg, 'tps'))
+    row.lines.push(pad(`${w} race/pgbench`, 22) + stat(ratios[w], 'x', 2) + '   (paired slices)')
     row.goals.push({ text: `${w}: race/pgbench >= 1.0x`, met: median(ratios[w]) >= 1 })
   }
   return row
@@ -420,7 +433,7 @@ async function rowSessions(c: Ctx): Promise<Row> {
   const big = await watched(cmd, c.env, n)
   const r = big.r
   if (r.code !== 0) {
-    row.lines.push(`failed after ${fmt(r.ms / 1000, 1)} s with ${fmt(big.maxBackends)} client backends up: ${why(r)}`)
+    row.lines.push(pad('race', 22) + `failed after ${fmt(r.ms / 1000, 1)} s with ${fmt(big.maxBackends)} client backends up: ${why(r)}`)
     row.goals.push({ text: `${fmt(n)} sessions in one race`, met: false })
     return row
   }
@@ -512,7 +525,7 @@ const say = (s: string) => {
   process.stdout.write(s + '\n')
 }
 const loadStart = load()
-say(`race speed (npm run bench): medians of ${o.rounds} round${o.rounds === 1 ? '' : 's'} [min-max], each run alternated with its yardstick`)
+say(`race speed: medians of ${o.rounds} round${o.rounds === 1 ? '' : 's'} [min-max], each run alternated with its yardstick`)
 say(`machine: ${os.cpus().length} cores, load average ${loadStart} at the start; node ${process.version}`)
 if (needsServer) say(`server (rows 2-6): ${await serverVersion(url!)} at ${server ? 'an embedded server this script started' : maskUrl(url!)}`)
 if (needsEmbedded) say(`embedded default (rows 1, 7): ${await embeddedVersion()}, started and removed by each run`)
@@ -538,7 +551,7 @@ try {
       row = await f()
     } catch (e) {
       if (!(e instanceof ChildFailed) || interrupted) throw e
-      row = { title: id, lines: [`could not be measured: ${e.message}`], goals: [{ text: 'measured', met: null }] }
+      row = { title: id, lines: [pad('race', 22) + `could not be measured: ${e.message}`], goals: [{ text: 'measured', met: null }] }
     }
     goals += row.goals.length
     met += row.goals.filter((g) => g.met === true).length

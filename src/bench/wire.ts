@@ -5,10 +5,11 @@
 // the node process then takes ~0.8 of a core from the server it is measuring, and race reached only
 // 0.66-0.75x pgbench's TPS on the oltp mix whatever the statement shape (prepared, pipelined, .values(),
 // simple protocol). This client speaks only what a benchmark transaction needs: named prepared statements
-// (Parse once), then Bind/Execute/Sync per statement, several statements pipelined in one write, text
-// results of which only the first column of the first row is kept, errors by SQLSTATE. It reached 0.97-1.03x
-// pgbench. Everything else (schema, setup, control) stays on postgres.js. `race bench --driver postgres.js`
-// runs the same workload through postgres.js, to show the difference.
+// (Parse once), then Bind/Execute per statement and one Sync per round trip, a round trip's statements
+// pipelined in one write, replies read into one reused buffer, text results of which only the first column of
+// the first row is kept, errors by SQLSTATE. It reached 0.97-1.03x pgbench. Everything else (schema, setup,
+// control) stays on postgres.js. `race bench --driver postgres.js` runs the same workload through postgres.js,
+// to show the difference.
 import { createHash, createHmac, pbkdf2Sync, randomBytes } from 'node:crypto'
 import net from 'node:net'
 import tls from 'node:tls'
