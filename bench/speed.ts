@@ -38,6 +38,15 @@ const CHILD_TIMEOUT_MS = 10 * 60_000
 
 const ROWS = ['cold', 'lockstep', 'barrier', 'list', 'bare', 'pgbench', 'sessions'] as const
 type RowId = (typeof ROWS)[number]
+const TITLES: Record<RowId, string> = {
+  cold: 'cold start on the embedded default',
+  lockstep: 'race run broken --schedule lockstep --trials 200',
+  barrier: 'race run advisory --n 5 --max-pending 3 --trials 200 (barrier)',
+  list: 'race list vs node -e 0',
+  bare: 'race run advisory --n 5 --max-pending 3 vs bench/bare.ts',
+  pgbench: 'race bench --vs-pgbench',
+  sessions: 'sessions on the embedded default',
+}
 
 function usage(msg: string): never {
   process.stderr.write(`bench: ${msg}\n`)
@@ -101,9 +110,11 @@ interface ChildResult {
 }
 
 const live = new Set<ChildProcess>()
+let interrupted = false
 
 /** Runs a child (node SCRIPT args), timing it from spawn to exit; stdout is kept only when asked. */
 function runChild(args: string[], env: NodeJS.ProcessEnv, o: { stdout?: boolean; onSpawn?: (pid: number) => void } = {}): Promise<ChildResult> {
+  if (interrupted) return Promise.reject(new ChildFailed('interrupted'))
   return new Promise((resolve, reject) => {
     const t0 = process.hrtime.bigint()
     const child = spawn(process.execPath, args, { env, stdio: ['ignore', o.stdout ? 'pipe' : 'ignore', 'pipe'] })
@@ -499,14 +510,15 @@ function writeReadme(text: string): void {
 
 const o = parseArgs(process.argv.slice(2))
 let server: EmbeddedServer | undefined
-let interrupted = false
-process.on('SIGINT', () => {
-  if (interrupted) process.exit(130)
-  interrupted = true
-  for (const ch of live) ch.kill('SIGINT')
-  void server?.stop().finally(() => process.exit(130))
-  if (!server) setImmediate(() => live.size === 0 && process.exit(130))
-})
+// Ctrl-C: the children get it too (each race cleans up after itself), no new child starts, the server this
+// script started is stopped, and the script exits 130. A second Ctrl-C leaves at once.
+for (const sig of ['SIGINT', 'SIGTERM'] as const) {
+  process.on(sig, () => {
+    if (interrupted) process.exit(130)
+    interrupted = true
+    for (const ch of live) ch.kill('SIGINT')
+  })
+}
 
 const needsServer = ['lockstep', 'barrier', 'bare', 'pgbench'].some((r) => o.only.has(r as RowId))
 const needsEmbedded = o.only.has('cold') || o.only.has('sessions')
@@ -545,22 +557,30 @@ let goals = 0
 try {
   for (const [i, [id, f]] of rows.entries()) {
     if (!o.only.has(id)) continue
+    if (interrupted) break
     if (process.stderr.isTTY) process.stderr.write(`measuring row ${i + 1} (${id})...\r`)
     let row: Row
     try {
       row = await f()
     } catch (e) {
-      if (!(e instanceof ChildFailed) || interrupted) throw e
-      row = { title: id, lines: [pad('race', 22) + `could not be measured: ${e.message}`], goals: [{ text: 'measured', met: null }] }
+      if (interrupted) break
+      if (!(e instanceof ChildFailed)) throw e
+      row = { title: TITLES[id], lines: [pad('race', 22) + `could not be measured: ${e.message}`], goals: [{ text: 'measured', met: null }] }
     }
     goals += row.goals.length
     met += row.goals.filter((g) => g.met === true).length
     say(render(i + 1, row))
   }
-  say('')
-  say(`${met} of ${goals} goals met; load average ${load()} at the end`)
+  if (!interrupted) {
+    say('')
+    say(`${met} of ${goals} goals met; load average ${load()} at the end`)
+  }
 } finally {
   await server?.stop()
+}
+if (interrupted) {
+  process.stderr.write('bench: interrupted\n')
+  process.exit(130)
 }
 if (o.readme) {
   writeReadme(out.join('\n'))
