@@ -342,7 +342,7 @@ async function rowPgbench(c: Ctx): Promise<Row> {
   // pgbench-first; swapping the workloads' order each round alternates who goes first for each workload.
   for (let i = 0; i < c.o.rounds; i++) {
     const order = i % 2 === 0 ? ['oltp', 'advisory'] : ['advisory', 'oltp']
-    const args = [bin, 'bench', '--database-url', c.url, '--workload', order.join(','), '--isolation', 'rc', '--hot', '10', '--clients', '8', '--duration', `${slice}s`, '--warmup', '0', '--vs-pgbench', '--json']
+    const args = [bin, 'bench', '--database-url', c.url, '--workload', order.join(','), '--isolation', 'rc', '--hot', '10', '--clients', '8', '--duration', `${slice}s`, '--vs-pgbench', '--json']
     const r = await runChild(args, c.env, { stdout: true })
     if (r.code !== 0) throw new ChildFailed(`race bench failed (${why(r)})`)
     const cells = (JSON.parse(r.stdout) as { cells: BenchCell[] }).cells
