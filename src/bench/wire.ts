@@ -5,10 +5,11 @@
 // the node process then takes ~0.8 of a core from the server it is measuring, and race reached only
 // 0.66-0.75x pgbench's TPS on the oltp mix whatever the statement shape (prepared, pipelined, .values(),
 // simple protocol). This client speaks only what a benchmark transaction needs: named prepared statements
-// (Parse once), then Bind/Execute/Sync per statement, several statements pipelined in one write, text
-// results of which only the first column of the first row is kept, errors by SQLSTATE. It reached 0.97-1.03x
-// pgbench. Everything else (schema, setup, control) stays on postgres.js. `race bench --driver postgres.js`
-// runs the same workload through postgres.js, to show the difference.
+// (Parse once), then Bind/Execute per statement and one Sync per round trip, a round trip's statements
+// pipelined in one write, replies read into one reused buffer, text results of which only the first column of
+// the first row is kept, errors by SQLSTATE. It reached 0.97-1.03x pgbench. Everything else (schema, setup,
+// control) stays on postgres.js. `race bench --driver postgres.js` runs the same workload through postgres.js,
+// to show the difference.
 import { createHash, createHmac, pbkdf2Sync, randomBytes } from 'node:crypto'
 import net from 'node:net'
 import tls from 'node:tls'
@@ -74,8 +75,11 @@ const SYNC = Buffer.from([0x53, 0, 0, 0, 4])
 const TERMINATE = Buffer.from([0x58, 0, 0, 0, 4])
 
 interface Pending {
-  n: number
-  done: number
+  /** ReadyForQuery messages (one per Sync) that end this request. */
+  syncs: number
+  ready: number
+  /** The statement whose results arrive now (advanced by CommandComplete). */
+  stmt: number
   result: BatchResult
   resolve: (r: BatchResult) => void
   reject: (e: Error) => void
@@ -118,6 +122,12 @@ class Writer {
     this.ensure(n)
     this.buf.write(s, this.len)
     this.len += n
+  }
+  /** A string of one-byte characters (a number's digits). */
+  ascii(s: string): void {
+    this.ensure(s.length)
+    this.buf.write(s, this.len, 'latin1')
+    this.len += s.length
   }
   bytes(b: Buffer): void {
     this.ensure(b.length)
@@ -192,11 +202,15 @@ export class WireClient {
         },
         reject: fail,
       }
-      const sock = host.startsWith('/') ? net.connect(`${host}/.s.PGSQL.${port}`) : net.connect(port, host)
+      const plain = this.info.sslmode === 'disable' || host.startsWith('/')
+      // Without TLS, the socket reads into one buffer of this client's own and hands it straight to the
+      // parser (net's onread): no buffer allocated per read, no stream machinery per reply.
+      const onread = plain ? { buffer: Buffer.allocUnsafe(READ_BUFFER), callback: (n: number, b: Buffer) => (this.onRead(b, n), true) } : undefined
+      const sock = host.startsWith('/') ? net.connect({ path: `${host}/.s.PGSQL.${port}`, onread }) : net.connect({ port, host, onread })
       this.attach(sock)
       sock.once('connect', () => {
         sock.setNoDelay(true)
-        if (this.info.sslmode === 'disable' || host.startsWith('/')) return this.sendStartup(o.params)
+        if (plain) return this.sendStartup(o.params)
         // SSLRequest; the answer is one byte, before any message.
         sock.removeAllListeners('data')
         sock.write(Buffer.from([0, 0, 0, 8, 0x04, 0xd2, 0x16, 0x2f]))
@@ -263,11 +277,17 @@ export class WireClient {
       w.end(at)
       w.bytes(SYNC)
     }
-    const r = await this.send(names.length)
+    const r = await this.send(names.length, names.length)
     if (r.code) throw wireError(r.code, `preparing the bench statements failed: ${r.message}`)
   }
 
-  /** Sends every statement of the batch in one write (Bind/Execute/Sync each) and waits for all of them. */
+  /**
+   * Sends every statement of the batch in one write (Bind/Execute each, one Sync at the end, as libpq's
+   * pipeline mode does) and waits for all of them. The server runs them in order and answers them in one
+   * flush; after an error it skips the rest of the batch up to the Sync (a batch is one transaction's
+   * statements, or one statement, so nothing after an error would have succeeded: 25P02), and the caller
+   * rolls back.
+   */
   run(batch: readonly Bound[]): Promise<BatchResult> {
     const w = this.w
     for (const b of batch) {
@@ -284,41 +304,57 @@ export class WireClient {
       w.int16(0) // all parameters text
       w.int16(b.params.length)
       for (const p of b.params) {
-        const s = typeof p === 'string' ? p : String(p)
-        w.int32(Buffer.byteLength(s))
-        w.str(s)
+        if (typeof p === 'number') {
+          const s = String(p) // digits, sign, '.': one byte each
+          w.int32(s.length)
+          w.ascii(s)
+        } else {
+          w.int32(Buffer.byteLength(p))
+          w.str(p)
+        }
       }
       w.int16(0) // all results text
       w.end(at)
       w.bytes(EXECUTE)
-      w.bytes(SYNC)
     }
-    return this.send(batch.length)
+    w.bytes(SYNC)
+    return this.send(batch.length, 1)
   }
 
-  private send(n: number): Promise<BatchResult> {
+  private send(n: number, syncs: number): Promise<BatchResult> {
     const buf = this.w.take()
     if (this.closed) return Promise.reject(wireError('CONNECTION_CLOSED', 'the connection is closed'))
     return new Promise<BatchResult>((resolve, reject) => {
-      this.pending.push({ n, done: 0, result: { code: null, message: null, values: new Array(n).fill(null) }, resolve, reject })
+      this.pending.push({ syncs, ready: 0, stmt: 0, result: { code: null, message: null, values: nulls(n) }, resolve, reject })
       this.socket.write(buf)
     })
   }
 
   private onData(d: Buffer): void {
+    this.onRead(d, d.length, true)
+  }
+
+  /**
+   * Parses the first n bytes of b; an incomplete message at the end is kept for the next read (copied when b
+   * is the socket's reused read buffer).
+   */
+  private onRead(d: Buffer, n: number, owned = false): void {
     let b = d
+    let end = n
     if (this.rest) {
-      b = Buffer.concat([this.rest, d])
+      b = Buffer.concat([this.rest, d.subarray(0, n)])
+      end = b.length
       this.rest = null
+      owned = true
     }
     let o = 0
-    while (b.length - o >= 5) {
+    while (end - o >= 5) {
       const len = b.readInt32BE(o + 1)
-      if (b.length - o < 1 + len) break
+      if (end - o < 1 + len) break
       this.message(b[o], b, o + 5, o + 1 + len)
       o += 1 + len
     }
-    if (o < b.length) this.rest = b.subarray(o)
+    if (o < end) this.rest = owned ? b.subarray(o, end) : Buffer.from(b.subarray(o, end))
   }
 
   private message(type: number, b: Buffer, start: number, end: number): void {
@@ -326,16 +362,20 @@ export class WireClient {
     switch (type) {
       case 0x44: {
         // DataRow: keep the first column of the first row.
-        if (!p || p.result.values[p.done] !== null) return
+        if (!p || p.result.values[p.stmt] !== null) return
         if (b.readInt16BE(start) < 1) return
         const l = b.readInt32BE(start + 2)
-        if (l >= 0) p.result.values[p.done] = b.toString('utf8', start + 6, start + 6 + l)
+        if (l >= 0) p.result.values[p.stmt] = b.toString('utf8', start + 6, start + 6 + l)
         return
       }
-      case 0x5a: // ReadyForQuery: one statement (one Sync) done
+      case 0x43: // CommandComplete (or EmptyQueryResponse): the next statement's results follow
+      case 0x49:
+        if (p) p.stmt++
+        return
+      case 0x5a: // ReadyForQuery: a Sync is answered
         if (this.startup) return this.startup.resolve()
         if (!p) return
-        if (++p.done === p.n) {
+        if (++p.ready === p.syncs) {
           this.pending.shift()
           p.resolve(p.result)
         }
@@ -434,6 +474,14 @@ export class WireClient {
   }
 }
 
+function nulls(n: number): (string | null)[] {
+  const a: (string | null)[] = []
+  for (let i = 0; i < n; i++) a.push(null)
+  return a
+}
+
+/** Bytes a plain connection reads at once (net's default for a socket is 64 KiB too). */
+const READ_BUFFER = 64 * 1024
 const EXECUTE = Buffer.from([0x45, 0, 0, 0, 9, 0, 0, 0, 0, 0])
 
 function fields(b: Buffer, start: number, end: number): { code: string; message: string } {
