@@ -1,25 +1,35 @@
 // The commander program: the only place that prints errors and calls process.exit.
+// Each command loads only what it uses: the command named on the command line is the only module imported (with
+// the scenario summaries, in parallel, when it declares scenario flags); help and anything else load them all.
 import { Command, CommanderError } from 'commander'
-import { createRequire } from 'node:module'
+import fs from 'node:fs'
 import { Interrupted, RunError, UsageError } from './errors.js'
 import { abortSignal, cleanupAll, installSignalHandlers } from './lifecycle.js'
-import { setColor } from './report/color.js'
-import { errorDocument, writeJunit } from './report/ci.js'
-import { maskUrl } from './db/target.js'
+import { summaries, type ScenarioSummary } from './registry.js'
 import { columns, fitLines } from './report/width.js'
-import { registerBench } from './commands/bench.js'
-import { registerCheck } from './commands/check.js'
-import { registerKey } from './commands/key.js'
-import { registerList } from './commands/list.js'
-import { registerLocks } from './commands/locks.js'
-import { registerMatrix } from './commands/matrix.js'
-import { registerRun } from './commands/run.js'
-import { registerShow } from './commands/show.js'
-import { registerSpec } from './commands/spec.js'
-import { scenarios } from './registry.js'
-import type { Scenario } from './scenario.js'
 
-const { version } = createRequire(import.meta.url)('../../package.json') as { version: string }
+type Register = (p: Command, all: readonly ScenarioSummary[]) => unknown
+
+/**
+ * Every command, in the order help lists them. `scenarios`: it reads the scenario summaries (run and show declare
+ * every scenario's flags; list prints them), read while its module loads.
+ */
+const COMMANDS: { name: string; scenarios?: boolean; load: () => Promise<Register> }[] = [
+  { name: 'list', scenarios: true, load: async () => ((m) => (p: Command) => m.registerList(p, setExit))(await import('./commands/list.js')) },
+  { name: 'show', scenarios: true, load: async () => ((m) => (p: Command, all: readonly ScenarioSummary[]) => m.registerShow(p, all, setExit))(await import('./commands/show.js')) },
+  { name: 'run', scenarios: true, load: async () => ((m) => (p: Command, all: readonly ScenarioSummary[]) => m.registerRun(p, all, setExit))(await import('./commands/run.js')) },
+  { name: 'check', load: async () => ((m) => (p: Command) => m.registerCheck(p, setExit))(await import('./commands/check.js')) },
+  { name: 'key', load: async () => ((m) => (p: Command) => m.registerKey(p, setExit))(await import('./commands/key.js')) },
+  { name: 'locks', load: async () => ((m) => (p: Command) => m.registerLocks(p, setExit))(await import('./commands/locks.js')) },
+  { name: 'matrix', load: async () => ((m) => (p: Command) => m.registerMatrix(p, setExit))(await import('./commands/matrix.js')) },
+  { name: 'bench', load: async () => ((m) => (p: Command) => m.registerBench(p, setExit))(await import('./commands/bench.js')) },
+  { name: 'spec', load: async () => ((m) => (p: Command) => m.registerSpec(p, setExit))(await import('./commands/spec.js')) },
+]
+
+/** package.json's version (read as a file: no CommonJS loader for one field). */
+function version(): string {
+  return (JSON.parse(fs.readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }).version
+}
 
 /**
  * postgres.js 3.4.9 throws an uncatchable TypeError from connection.js nextWrite when a backend is
@@ -60,9 +70,9 @@ async function finish(code: number, message?: string): Promise<never> {
   return late ? finish2(late.exitCode, describe(late).message, errors) : finish2(code, message, errors)
 }
 
-function finish2(code: number, message: string | undefined, errors: Error[]): never {
+async function finish2(code: number, message: string | undefined, errors: Error[]): Promise<never> {
   if (message) process.stderr.write(`race: ${message}\n`)
-  if (message && code !== 0) reportFailure(code, message)
+  if (message && code !== 0) await reportFailure(code, message)
   for (const e of errors) process.stderr.write(`race: ${e.message}\n`)
   process.exit(errors.length && code === 0 ? 3 : code)
 }
@@ -75,10 +85,14 @@ function describe(err: unknown): { code: number; message: string } {
   return { code: 3, message: `internal error: ${e?.message ?? e} (RACE_DEBUG=1 shows the stack; please report it)` }
 }
 
-function program(all: readonly Scenario[]): Command {
+/** The program with these commands registered (every command, unless the command line names one). */
+async function program(argv: readonly string[]): Promise<Command> {
+  const named = COMMANDS.filter((x) => x.name === argv[2])
+  const use = named.length ? named : COMMANDS
+  const [registers, all] = await Promise.all([Promise.all(use.map((x) => x.load())), use.some((x) => x.scenarios) ? summaries() : []])
   const p = new Command('race')
     .description('A race laboratory for PostgreSQL: make a concurrency bug happen on purpose, then watch the fix hold.')
-    .version(version)
+    .version(version())
     .showSuggestionAfterError(true)
     .exitOverride()
     .configureOutput({
@@ -104,18 +118,11 @@ throwaway PostgreSQL 18.
 Exit codes: 0 as documented, 1 a deviation, 2 bad input, 3 could not run.`,
     )
   // Each command declares its own options, typed, in its own file.
-  registerList(p, setExit)
-  registerShow(p, all, setExit)
-  registerRun(p, all, setExit)
-  registerCheck(p, setExit)
-  registerKey(p, setExit)
-  registerLocks(p, setExit)
-  registerMatrix(p, setExit)
-  registerBench(p, setExit)
-  registerSpec(p, setExit)
-  p.hook('preAction', (_p, action) => {
-    setColor(action.opts().color !== false)
+  for (const register of registers) register(p, all)
+  p.hook('preAction', async (_p, action) => {
     active = { name: action.name(), opts: action.opts() }
+    const { setColor } = await import('./report/color.js')
+    setColor(action.opts().color !== false)
   })
   return p
 }
@@ -127,7 +134,8 @@ let active: { name: string; opts: Record<string, unknown> } | undefined
  * A command that fails still gives a CI what it asked for: with --json, one JSON document on stdout (command,
  * exitCode, error); with --junit, a JUnit file with one <error> testcase. The one line on stderr stays.
  */
-function reportFailure(code: number, message: string): void {
+async function reportFailure(code: number, message: string): Promise<void> {
+  const [{ errorDocument, writeJunit }, { maskUrl }] = await Promise.all([import('./report/ci.js'), import('./db/target.js')])
   const argv = process.argv.slice(2)
   const name = active?.name ?? argv.find((a) => !a.startsWith('-')) ?? 'race'
   const json = active ? Boolean(active.opts.json) : argv.includes('--json')
@@ -160,13 +168,13 @@ async function main(): Promise<void> {
     void finish(3, d.message)
   })
   try {
-    await program(await scenarios()).parseAsync(process.argv)
+    await (await program(process.argv)).parseAsync(process.argv)
     if (abortSignal.aborted) throw abortSignal.reason
     await finish(exitWith)
   } catch (err) {
     if (err instanceof CommanderError) {
       // Help and --version exit 0; every parse error (already printed by commander) is bad input: 2.
-      if (err.exitCode !== 0) reportFailure(2, err.message.replace(/^error: /, ''))
+      if (err.exitCode !== 0) await reportFailure(2, err.message.replace(/^error: /, ''))
       await finish(err.exitCode === 0 ? 0 : 2)
     }
     // An abort (Ctrl-C, run timeout) explains a failure better than the error it caused.

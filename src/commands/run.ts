@@ -5,17 +5,16 @@ import { UsageError } from '../errors.js'
 import { exitCode, summarize, type ExpectOverride } from '../judge/index.js'
 import { formatDuration, parseDuration, parseWhole } from '../parse.js'
 import { assertSound, orderFor, plan, sessionCount, type Plan } from '../plan.js'
-import { findScenario, scenarios } from '../registry.js'
+import { findScenario, summaries, type ScenarioSummary } from '../registry.js'
 import { c } from '../report/color.js'
 import { toJson, type RunView } from '../report/json.js'
 import { backendLines, deviationLines, invariantLine, isolationLine, sessionsTable, trialsTable, verdictLine } from '../report/table.js'
 import { timeline } from '../report/timeline.js'
-import { requireTerminal, stepper } from './step.js'
 import { columns, hang, joinFit } from '../report/width.js'
 import type { Params, Scenario, Schedule } from '../scenario.js'
-import { expectsOverride, qualifyPermutation, specFailure } from '../spec/scenario.js'
+import { expectsOverride, qualifyPermutation, specFailure } from '../spec/common.js'
 import { annotationsOf, checkWritable, ciCase, githubWanted, printAnnotations, writeJunit } from '../report/ci.js'
-import { addPoolerOptions, parsePool, pooledDriver, requirePooler, sizePool, type PoolerOptions } from './pooler.js'
+import { addPoolerOptions, parsePool, sizePool, type PoolerOptions } from './pool-options.js'
 import { addCiOptions, addScenarioParamOptions, addTargetOptions, assertRunsOn, self, type CiOptions, describeParams, docsFor, engineFor, judgeTrial, ownSettings, parseBounds, scenarioParams, withLab, type TargetOptions, type Trial } from './common.js'
 
 export const SCHEDULES: readonly Schedule[] = ['barrier', 'lockstep', 'serial']
@@ -34,7 +33,7 @@ export interface RunOptions extends TargetOptions, CiOptions, PoolerOptions {
   [param: string]: unknown
 }
 
-export function registerRun(program: Command, all: readonly Scenario[], exit: (code: number) => void): Command {
+export function registerRun(program: Command, all: readonly ScenarioSummary[], exit: (code: number) => void): Command {
   const cmd = program
     .command('run')
     .description('run one scenario over N real connections and judge the invariant')
@@ -125,7 +124,7 @@ export async function runCommand(id: string, o: RunOptions, cmd: Command): Promi
   const scenario = await findScenario(id)
   const engine = engineFor(o.databaseUrl)
   assertRunsOn(scenario, engine)
-  const given = scenarioParams(scenario, cmd, o, await scenarios(), engine)
+  const given = scenarioParams(scenario, cmd, o, await summaries(), engine)
   const count = sessionCount(scenario)
   if (o.n !== undefined && count.min === count.max && String(o.n).trim() !== String(count.min)) {
     throw new UsageError(`${scenario.id} has exactly ${count.min} sessions; leave out --n`)
@@ -149,11 +148,14 @@ export async function runCommand(id: string, o: RunOptions, cmd: Command): Promi
     if (trials > 1) throw new UsageError('--step walks through one race: leave out --trials')
     if (holdMs) throw new UsageError('--step already holds every lock as long as you like: leave out --hold')
     if (o.schedule === 'barrier') throw new UsageError('--step runs a deterministic interleaving (lockstep, serial or a permutation); a barrier runs free')
+    const { requireTerminal } = await import('./step.js')
     requireTerminal()
   }
   const params = extendForHold(scenario, given, holdMs)
   const asked = parsePool(o, cmd, engine)
-  requirePooler(asked)
+  // The pooler's code (PgBouncer, the pooled driver) is loaded only when one is asked for.
+  const pooler = asked ? await import('./pooler.js') : undefined
+  pooler?.requirePooler(asked)
   const pool = asked && sizePool(asked, scenario, plan(scenario, { params, n, engine, pool: asked }).sessions.length)
   assertSound(scenario, params, n, engine, pool)
   const p = plan(scenario, { params, n, engine, ...(pool ? { pool } : {}) }, windowMs)
@@ -169,11 +171,12 @@ export async function runCommand(id: string, o: RunOptions, cmd: Command): Promi
   let violations = 0
 
   const started = performance.now()
+  const step = o.step ? await import('./step.js') : undefined
   return withLab(o.databaseUrl, bounds, async (lab, target, via) => {
     const judged: Trial[] = []
-    const presenter = o.step ? stepper(p, [headParts(scenario.id, `${lab.server.product ?? 'PostgreSQL'} ${lab.server.version}`, target.label, n, schedule, windowMs).join('  ·  ') + '  ·  --step']) : undefined
+    const presenter = step ? step.stepper(p, [headParts(scenario.id, `${lab.server.product ?? 'PostgreSQL'} ${lab.server.version}`, target.label, n, schedule, windowMs).join('  ·  ') + '  ·  --step']) : undefined
     // Through a pooler the sessions are its clients (race's own PgBouncer, or the one at --database-url).
-    const pooled = pool ? pooledDriver(pool, lab, bounds.connectTimeoutMs, via) : undefined
+    const pooled = pool ? pooler!.pooledDriver(pool, lab, bounds.connectTimeoutMs, via) : undefined
     const out = await run(pooled ?? lab, {
       plan: p,
       schedule,
