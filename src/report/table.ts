@@ -98,7 +98,7 @@ function drawTable(rows: readonly (readonly string[])[], widths: readonly number
     const cells = row.map((text) => colorizeLines(text.split('\n')))
     const height = Math.max(1, ...cells.map((l) => l.length))
     for (let k = 0; k < height; k++) {
-      out.push('│' + cells.map((l, i) => (k < l.length ? ` ${pad(cut(l[k], ws[i]), ws[i])} ` : ' '.repeat(ws[i] + 2))).join('│') + '│')
+      out.push('│' + cells.map((l, i) => (k < l.length ? ` ${fill(l[k], ws[i])} ` : ' '.repeat(ws[i] + 2))).join('│') + '│')
     }
     if (y === rows.length - 1) out.push('└' + ws.map((w) => '─'.repeat(w + 2)).join('┴') + '┘')
   })
@@ -150,6 +150,12 @@ function unwind(state: StyleState, line: string): string {
   if (state.bg && state.bg !== '\u001b[49m') out += '\u001b[49m'
   if (state.fg && state.fg !== '\u001b[39m') out += '\u001b[39m'
   return out
+}
+
+/** A line made exactly `w` columns wide: padded with spaces, or (wider) cut. */
+function fill(line: string, w: number): string {
+  const n = width(line)
+  return n > w ? pad(cut(line, w), w) : line + ' '.repeat(w - n)
 }
 
 /**
