@@ -7,7 +7,7 @@ if (!written) {
   process.stderr.write(`scenario-index: could not write ${INDEX_FILE}\n`)
   process.exit(1)
 }
-const state = indexState()
+const state = await indexState()
 if (!state.fresh) {
   process.stderr.write(`scenario-index: ${INDEX_FILE} is not fresh right after writing it (${state.why})\n`)
   process.exit(1)

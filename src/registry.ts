@@ -6,7 +6,6 @@
 // that they do not load every scenario module. The index carries a fingerprint of the files it was made from
 // (their sizes and mtimes, and a hash of their contents); when it is missing or does not match (a scenario was
 // added or edited and only tsc ran), the modules are loaded and the index is written again.
-import { createHash } from 'node:crypto'
 import fs from 'node:fs'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -153,14 +152,16 @@ function statAll(files: readonly string[]): Record<string, [number, number]> {
   return out
 }
 
-function hashAll(files: readonly string[]): string {
+async function hashAll(files: readonly string[]): Promise<string> {
+  // node:crypto only when it is needed (mtimes that do not match, or writing the index): not at every start.
+  const { createHash } = await import('node:crypto')
   const h = createHash('sha256')
   for (const f of files) h.update(f).update('\0').update(fs.readFileSync(distPath(f))).update('\0')
   return h.digest('hex')
 }
 
 /** How the index stands: fresh (its fingerprint matches the files), or stale/missing/unreadable with why. */
-export function indexState(): { fresh: true; index: IndexFile } | { fresh: false; why: string } {
+export async function indexState(): Promise<{ fresh: true; index: IndexFile } | { fresh: false; why: string }> {
   let index: IndexFile
   try {
     index = JSON.parse(fs.readFileSync(INDEX_FILE, 'utf8')) as IndexFile
@@ -178,7 +179,7 @@ export function indexState(): { fresh: true; index: IndexFile } | { fresh: false
   if (known.length !== files.length || files.some((f, i) => f !== known[i])) return { fresh: false, why: 'the scenario files changed' }
   const now = statAll(files)
   if (files.every((f) => now[f][0] === index.files[f][0] && now[f][1] === index.files[f][1])) return { fresh: true, index }
-  if (files.some((f) => now[f][0] !== index.files[f][0]) || hashAll(files) !== index.hash) return { fresh: false, why: 'the scenario files changed' }
+  if (files.some((f) => now[f][0] !== index.files[f][0]) || (await hashAll(files)) !== index.hash) return { fresh: false, why: 'the scenario files changed' }
   // Same contents, new mtimes (copied, packed, rebuilt unchanged): still fresh; note the mtimes for next time.
   writeIndex({ ...index, files: now })
   return { fresh: true, index }
@@ -205,7 +206,7 @@ export async function rebuildIndex(): Promise<{ scenarios: ScenarioSummary[]; wr
   const files = sources()
   // Fingerprint first: a file changed while loading makes the index stale next time, never wrongly fresh.
   const stats = statAll(files)
-  const hash = hashAll(files)
+  const hash = await hashAll(files)
   const list = (await scenarios()).map(summaryOf)
   return { scenarios: list, written: writeIndex({ version: INDEX_VERSION, files: stats, hash, scenarios: list }) }
 }
@@ -220,7 +221,7 @@ let summaryList: Promise<ScenarioSummary[]> | undefined
 /** Every built-in scenario's summary, in the articles' order: from the index, else from the modules (rewriting the index). */
 export function summaries(): Promise<ScenarioSummary[]> {
   summaryList ??= (async () => {
-    const state = indexState()
+    const state = await indexState()
     if (state.fresh) return state.index.scenarios
     return (await rebuildIndex()).scenarios
   })()
