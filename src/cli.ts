@@ -5,7 +5,7 @@ import { Command, CommanderError } from 'commander'
 import fs from 'node:fs'
 import { Interrupted, RunError, UsageError } from './errors.js'
 import { abortSignal, cleanupAll, installSignalHandlers } from './lifecycle.js'
-import { summaries, type ScenarioSummary } from './registry.js'
+import { prefetchScenario, summaries, type ScenarioSummary } from './registry.js'
 import { columns, fitLines } from './report/width.js'
 
 type Register = (p: Command, all: readonly ScenarioSummary[]) => unknown
@@ -89,6 +89,8 @@ function describe(err: unknown): { code: number; message: string } {
 async function program(argv: readonly string[]): Promise<Command> {
   const named = COMMANDS.filter((x) => x.name === argv[2])
   const use = named.length ? named : COMMANDS
+  // race run/show <scenario>: its module loads alongside the command's (the action imports it again, at no cost).
+  if (named[0]?.scenarios && argv[3]) prefetchScenario(argv[3])
   const [registers, all] = await Promise.all([Promise.all(use.map((x) => x.load())), use.some((x) => x.scenarios) ? summaries() : []])
   const p = new Command('race')
     .description('A race laboratory for PostgreSQL: make a concurrency bug happen on purpose, then watch the fix hold.')

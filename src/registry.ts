@@ -228,6 +228,11 @@ export function summaries(): Promise<ScenarioSummary[]> {
   return summaryList
 }
 
+/** Starts loading a built-in scenario's module (findScenario loads it again, at no cost); anything else is left alone. */
+export function prefetchScenario(id: string): void {
+  if (/^[a-z0-9-]+$/.test(id) && fs.existsSync(path.join(DIR, `${id}.js`))) load(id).catch(() => {})
+}
+
 /** One built-in scenario by id, or a user's own file (a .spec, or a .mjs module); an unknown id is bad input with a suggestion. */
 export async function findScenario(id: string): Promise<Scenario> {
   if (isScenarioPath(id)) return (await import('./spec/load.js')).loadScenarioFile(id)
