@@ -208,8 +208,6 @@ export async function withLab<T>(
   o: { pooled?: boolean } = {},
 ): Promise<T> {
   let target = resolveTarget(databaseUrl)
-  // The PostgreSQL driver loads while the checks below run (openDriver imports it again, at no cost).
-  if (engineOf(target) === 'postgres') import('../db/lab.js').catch(() => {})
   if (own?.ownServer && target.kind !== 'embedded') throw new UsageError(ownServerRefusal(own))
   if (o.pooled && !target.url) throw new UsageError('--pooled says --database-url is a pooler you run: give its URL with --database-url (or DATABASE_URL)')
   // runTimeoutMs 0: no limit for the whole command (race locks --watch, until Ctrl-C).

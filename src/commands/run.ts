@@ -13,6 +13,8 @@ import { columns, hang, joinFit } from '../report/width.js'
 import type { Params, Scenario, Schedule } from '../scenario.js'
 import { expectsOverride, qualifyPermutation, specFailure } from '../spec/common.js'
 import { addPoolerOptions, parsePool, sizePool, type PoolerOptions } from './pool-options.js'
+// The PostgreSQL driver, which withLab imports when it opens the target: loaded with this module, not after it.
+import '../db/lab.js'
 import { addCiOptions, addScenarioParamOptions, addTargetOptions, assertRunsOn, self, type CiOptions, describeParams, docsFor, engineFor, judgeTrial, ownSettings, parseBounds, scenarioParams, withLab, type TargetOptions, type Trial } from './common.js'
 
 export const SCHEDULES: readonly Schedule[] = ['barrier', 'lockstep', 'serial']
