@@ -60,12 +60,16 @@ function typesOf(source: Sql | undefined): { from: TypeOptions; parse: unknown; 
   return { from, parse, serialize }
 }
 
-/** Gives `sql` the source's array types, and queues (before anything else on it) the query for those created since. */
+/**
+ * Gives `sql` the source's array types, and queues (before anything else on it) the query for those created since.
+ * The source's tables become the prototypes of this connection's own (postgres.js only looks them up, by key and
+ * with `in`), so nothing is copied; what this connection registers stays its own.
+ */
 function copyTypes(sql: Sql, { from, parse, serialize }: NonNullable<ReturnType<typeof typesOf>>): void {
   const to = sql.options as unknown as TypeOptions
-  Object.assign(to.parsers, from.parsers)
-  Object.assign(to.serializers, from.serializers)
-  Object.assign(to.shared.typeArrayMap, from.shared.typeArrayMap)
+  Object.setPrototypeOf(to.parsers, from.parsers)
+  Object.setPrototypeOf(to.serializers, from.serializers)
+  Object.setPrototypeOf(to.shared.typeArrayMap, from.shared.typeArrayMap)
   sql.unsafe(NEW_ARRAY_TYPES).then(
     (rows) => {
       for (const { oid, typarray } of rows as unknown as { oid: number; typarray: number }[]) {
