@@ -5,6 +5,8 @@ import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import { test } from 'node:test'
+import postgres from 'postgres'
+import { clientPorts, spawnRace, until } from '../support/procs.js'
 import { ROOT, race, useServer, type TestServer } from '../support/server.js'
 import { before, after } from 'node:test'
 
@@ -71,4 +73,36 @@ test('race run against a server loads the PostgreSQL driver and engine, and no e
       (/^dist\/scenarios\/[^_][^/]*\.js$/.test(m) && m !== 'dist/scenarios/advisory.js'),
   )
   assert.deepEqual(wrong, [])
+})
+
+test('race run against a server uses the control connection it opened while loading: one control, its sessions, nothing else', async () => {
+  for (const args of [['--database-url', server.url], ['--connect-timeout=4s', `--database-url=${server.url}`], []]) {
+    // [] reads DATABASE_URL (spawnRace sets it): the same connection opened early.
+    const child = spawnRace(['run', 'advisory', '--n', '2', '--hold', '3s', '--run-timeout', '1m', ...args], server.url)
+    const sql = postgres(server.url, { max: 1, onnotice: () => {} })
+    try {
+      await until('the hold', () => child.stderr().includes('holding for'))
+      const ports = [...clientPorts(child.child.pid!)]
+      const rows = await sql`select application_name as app from pg_stat_activity where client_port = any(${ports}::int[]) and backend_type = 'client backend' order by 1`
+      assert.deepEqual(rows.map((r) => r.app), ['race advisory s1', 'race advisory s2', 'race control'], `${args.join(' ')}: ${child.stderr()}`)
+    } finally {
+      await sql.end({ timeout: 1 })
+    }
+    const r = await child.done
+    assert.equal(r.code, 0, r.stdout + r.stderr)
+  }
+})
+
+test('a connection opened early for bad input is dropped at once: exit 2 without waiting for an unreachable server', async () => {
+  // 10.255.255.1 does not answer: a connection attempt would take the whole connect timeout.
+  const t0 = Date.now()
+  const r = await race(['run', 'advisory', '--n', '0', '--connect-timeout', '20s', '--database-url', 'postgres://u:secret@10.255.255.1:5432/x'])
+  assert.equal(r.code, 2, r.stdout + r.stderr)
+  assert.equal(r.stderr.trim().split('\n').length, 1, r.stderr)
+  assert.ok(Date.now() - t0 < 10_000, `took ${Date.now() - t0}ms`)
+  // A refused connection is reported as before: one line, exit 3, the password masked.
+  const refused = await race(['run', 'advisory', '--database-url', 'postgres://u:secret@127.0.0.1:1/x'])
+  assert.equal(refused.code, 3, refused.stderr)
+  assert.match(refused.stderr, /^race: could not connect to postgres:\/\/u:\*\*\*@127\.0\.0\.1:1\/x: connection refused/)
+  assert.doesNotMatch(refused.stderr, /secret/)
 })
