@@ -85,35 +85,6 @@ function describe(err: unknown): { code: number; message: string } {
   return { code: 3, message: `internal error: ${e?.message ?? e} (RACE_DEBUG=1 shows the stack; please report it)` }
 }
 
-/**
- * race run against a server (a postgres:// URL from --database-url or DATABASE_URL, or the PG* variables): its
- * control connection opens while the command's modules load, and Lab.open adopts it when the parsed options name
- * the same server and connect timeout (see Lab.preconnect). Only the plain spellings of the two options are read
- * here; commander parses everything, and an opening the command does not use is closed at its end.
- */
-async function preconnect(argv: readonly string[]): Promise<void> {
-  const args = argv.slice(3, argv.includes('--') ? argv.indexOf('--') : undefined)
-  if (argv[2] !== 'run' || args.some((a) => a === '--help' || a === '-h' || a === '--pooled')) return
-  const value = (name: string): string | undefined => {
-    let v: string | undefined
-    args.forEach((a, i) => {
-      if (a === name && i + 1 < args.length) v = args[i + 1]
-      else if (a.startsWith(`${name}=`)) v = a.slice(name.length + 1)
-    })
-    return v
-  }
-  try {
-    const [{ engineOf, resolveTarget }, { parseDuration }] = await Promise.all([import('./db/target.js'), import('./parse.js')])
-    const target = resolveTarget(value('--database-url'))
-    const ms = parseDuration('--connect-timeout', value('--connect-timeout') ?? '5s')
-    if (target.kind === 'embedded' || engineOf(target) !== 'postgres') return
-    const { Lab } = await import('./db/lab.js')
-    Lab.preconnect(target, ms)
-  } catch {
-    /* bad input (the command says so), or a module that failed to load (so will the command) */
-  }
-}
-
 /** The program with these commands registered (every command, unless the command line names one). */
 async function program(argv: readonly string[]): Promise<Command> {
   const named = COMMANDS.filter((x) => x.name === argv[2])
@@ -188,8 +159,6 @@ function setExit(code: number): void {
 
 async function main(): Promise<void> {
   installSignalHandlers()
-  // The driver first, so that the connection is on its way while the command's other modules load.
-  await preconnect(process.argv)
   process.on('uncaughtException', (err) => {
     if (isPostgresJsNextWriteBug(err)) return
     const d = describe(err)

@@ -63,50 +63,20 @@ export class Lab implements Driver {
     if (this.controlLost) throw Object.assign(new Error('the control connection closed'), { code: 'CONNECTION_CLOSED' })
   }
 
-  /**
-   * Opens the control connection to the target: a connection race run started while its modules loaded
-   * (preconnect) when it is to the same target with the same connect timeout, else a new one.
-   */
   static async open(target: Target, connectTimeoutMs: number): Promise<Lab> {
-    const early = Lab.early
-    Lab.early = undefined
-    Lab.opened = true
-    if (early && early.key === openingKey(target, connectTimeoutMs)) return Lab.finish(early)
-    if (early) void early.discard()
-    return Lab.finish(Lab.start(target, connectTimeoutMs))
-  }
-
-  private static early?: Opening
-  private static opened = false
-
-  /**
-   * Starts opening the control connection before the command knows it will use it (race run against a server,
-   * while its modules load): login and the startup questions (read only) go out now; Lab.open adopts it, and
-   * reaps, when the command asks for the same target and connect timeout. Ignored once a Lab was opened. An
-   * opening nobody adopts is closed at the end of the command; its errors are nobody's (the command reports its own).
-   */
-  static preconnect(target: Target, connectTimeoutMs: number): void {
-    if (Lab.opened || Lab.early) return
-    Lab.early = Lab.start(target, connectTimeoutMs)
-  }
-
-  /** The first half of opening: the connection and its startup questions, sent together right after login. */
-  private static start(target: Target, connectTimeoutMs: number): Opening {
     let reject: (e: Error) => void = () => {}
+    let lab: Lab | undefined
     const lost = new Promise<never>((_, r) => (reject = r))
     lost.catch(() => {}) // observed by whoever races it
-    const opening = { lab: undefined as Lab | undefined, adopted: false, closed: false }
     const control = connect(target, {
       connectTimeoutMs,
       applicationName: 'race control',
       onclose: () => {
-        opening.closed = true
-        if (opening.lab) opening.lab.controlLost = true
+        if (lab) lab.controlLost = true
         reject(Object.assign(new Error('the control connection closed'), { code: 'CONNECTION_CLOSED' }))
       },
     })
-    // Not adopted (yet): ended at once, so that a command that stops before using it does not wait for it.
-    const release = onCleanup('control connection', () => endQuietly(control, opening.adopted ? 1 : 0))
+    const release = onCleanup('control connection', () => endQuietly(control, 1))
     // The startup questions go out together, right after login (one round trip, not three): the server's facts,
     // the schemas a killed run left, and the room for sessions. Each is its own statement, so that a mark this
     // role may not read fails only the reaping.
@@ -114,45 +84,21 @@ export class Lab implements Driver {
                        (select backend_start::text from pg_stat_activity where pid = pg_backend_pid()) as started`
     const left = reapable(control)
     const room = roomOf(control)
-    for (const p of [facts, left, room]) p.catch(() => {})
-    return {
-      key: openingKey(target, connectTimeoutMs),
-      target,
-      connectTimeoutMs,
-      control,
-      facts,
-      left,
-      room,
-      lost,
-      opening,
-      release,
-      discard: async () => {
-        release()
-        await endQuietly(control, 0)
-      },
-    }
-  }
-
-  /** The second half: the server's facts read, the Lab made, the schemas of killed runs reaped. */
-  private static async finish(o: Opening): Promise<Lab> {
-    o.opening.adopted = true
-    let lab: Lab
+    left.catch(() => {})
+    room.catch(() => {})
     try {
-      const [row] = await Promise.race([o.facts, whenAborted()])
-      lab = new Lab(o.target, o.control, { version: String(row.version).split(' ')[0], versionNum: Number(row.num), product: 'PostgreSQL' }, o.connectTimeoutMs, Number(row.pid), String(row.started), o.lost)
+      const [row] = await Promise.race([facts, whenAborted()])
+      lab = new Lab(target, control, { version: String(row.version).split(' ')[0], versionNum: Number(row.num), product: 'PostgreSQL' }, connectTimeoutMs, Number(row.pid), String(row.started), lost)
     } catch (e) {
-      o.release()
-      await endQuietly(o.control, 0)
+      release()
+      await endQuietly(control, 0)
       if (abortSignal.aborted) throw e
-      throw connectError(e, o.target)
+      throw connectError(e, target)
     }
-    o.opening.lab = lab
-    // Opened early, it may have closed between its login and now: then the Lab knows from the start.
-    lab.controlLost = o.opening.closed
     // Session connections to this target take the array types control fetched at login (see connect.ts).
-    shareTypes(o.target, o.control)
-    lab.openedRoom = o.room
-    await lab.reap(o.left)
+    shareTypes(target, control)
+    lab.openedRoom = room
+    await lab.reap(left)
     return lab
   }
 
@@ -355,28 +301,6 @@ export class RunSchema implements RunSpace {
       return { note: `schema ${this.name} was left behind (${code ?? (e as Error).message}${conditionName(code) ? ' ' + conditionName(code) : ''}): drop it with: ${stmt}`, serverGone }
     }
   }
-}
-
-/** A control connection being opened (Lab.start), not yet a Lab. */
-interface Opening {
-  key: string
-  target: Target
-  connectTimeoutMs: number
-  control: Sql
-  facts: Promise<Row[]>
-  left: Promise<string[]>
-  room: Promise<{ free: number; max: number }>
-  lost: Promise<never>
-  opening: { lab: Lab | undefined; adopted: boolean; closed: boolean }
-  release: () => void
-  discard: () => Promise<void>
-}
-
-type Row = Record<string, unknown>
-
-/** Which openings are the same: the target (its kind and URL) and the connect timeout. */
-function openingKey(target: Target, connectTimeoutMs: number): string {
-  return `${target.kind}\n${target.url ?? ''}\n${connectTimeoutMs}`
 }
 
 /** The schemas of this role a killed race run left (see Lab.reap). */
