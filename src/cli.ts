@@ -1,7 +1,7 @@
 // The commander program: the only place that prints errors and calls process.exit.
 // Each command loads only what it uses: the command named on the command line is the only module imported (with
 // the scenario summaries, in parallel, when it declares scenario flags); help and anything else load them all.
-import { Command, CommanderError } from 'commander'
+import type { Command } from 'commander'
 import fs from 'node:fs'
 import { Interrupted, RunError, UsageError } from './errors.js'
 import { abortSignal, cleanupAll, installSignalHandlers } from './lifecycle.js'
@@ -85,13 +85,25 @@ function describe(err: unknown): { code: number; message: string } {
   return { code: 3, message: `internal error: ${e?.message ?? e} (RACE_DEBUG=1 shows the stack; please report it)` }
 }
 
+/**
+ * What the command line says will be needed starts loading before commander: race run/show <scenario>'s module
+ * (the action imports it again, at no cost), and race run's PostgreSQL driver (loaded only: nothing connects
+ * before the command has checked its input).
+ */
+function prefetch(argv: readonly string[]): void {
+  if ((argv[2] === 'run' || argv[2] === 'show') && argv[3]) prefetchScenario(argv[3])
+  if (argv[2] === 'run') import('./db/lab.js').catch(() => {})
+}
+
+/** commander, imported once main has started the loads above. */
+let commander: Promise<typeof import('commander')>
+
 /** The program with these commands registered (every command, unless the command line names one). */
 async function program(argv: readonly string[]): Promise<Command> {
   const named = COMMANDS.filter((x) => x.name === argv[2])
   const use = named.length ? named : COMMANDS
-  // race run/show <scenario>: its module loads alongside the command's (the action imports it again, at no cost).
-  if (named[0]?.scenarios && argv[3]) prefetchScenario(argv[3])
   const [registers, all] = await Promise.all([Promise.all(use.map((x) => x.load())), use.some((x) => x.scenarios) ? summaries() : []])
+  const { Command } = await commander
   const p = new Command('race')
     .description('A race laboratory for PostgreSQL: make a concurrency bug happen on purpose, then watch the fix hold.')
     .version(version())
@@ -159,6 +171,8 @@ function setExit(code: number): void {
 
 async function main(): Promise<void> {
   installSignalHandlers()
+  prefetch(process.argv)
+  commander = import('commander')
   process.on('uncaughtException', (err) => {
     if (isPostgresJsNextWriteBug(err)) return
     const d = describe(err)
@@ -174,7 +188,7 @@ async function main(): Promise<void> {
     if (abortSignal.aborted) throw abortSignal.reason
     await finish(exitWith)
   } catch (err) {
-    if (err instanceof CommanderError) {
+    if (err instanceof (await commander).CommanderError) {
       // Help and --version exit 0; every parse error (already printed by commander) is bad input: 2.
       if (err.exitCode !== 0) await reportFailure(2, err.message.replace(/^error: /, ''))
       await finish(err.exitCode === 0 ? 0 : 2)

@@ -1,6 +1,5 @@
 // race run <scenario>: one scenario, N sessions, one schedule, K trials; the table, timeline or JSON.
 import type { Command } from 'commander'
-import { run } from '../engine/run.js'
 import { UsageError } from '../errors.js'
 import { exitCode, summarize, type ExpectOverride } from '../judge/index.js'
 import { formatDuration, parseDuration, parseWhole } from '../parse.js'
@@ -8,7 +7,6 @@ import { assertSound, orderFor, plan, sessionCount, type Plan } from '../plan.js
 import { findScenario, summaries, type ScenarioSummary } from '../registry.js'
 import { c } from '../report/color.js'
 import type { RunView } from '../report/json.js'
-import { backendLines, deviationLines, invariantLine, isolationLine, sessionsTable, trialsTable, verdictLine } from '../report/table.js'
 import { columns, hang, joinFit } from '../report/width.js'
 import type { Params, Scenario, Schedule } from '../scenario.js'
 import { expectsOverride, qualifyPermutation, specFailure } from '../spec/common.js'
@@ -176,7 +174,11 @@ export async function runCommand(id: string, o: RunOptions, cmd: Command): Promi
   const step = o.step ? await import('./step.js') : undefined
   const json = o.json ? await import('../report/json.js') : undefined
   const drawing = drawn || o.step ? await import('../report/timeline.js') : undefined
+  // The input is checked: the engine and the report's tables load while withLab connects.
+  const later = Promise.all([import('../engine/run.js'), import('../report/table.js')])
+  later.catch(() => {}) // awaited once connected
   return withLab(o.databaseUrl, bounds, async (lab, target, via) => {
+    const [{ run }, table] = await later
     const judged: Trial[] = []
     const presenter = step ? step.stepper(p, [headParts(scenario.id, `${lab.server.product ?? 'PostgreSQL'} ${lab.server.version}`, target.label, n, schedule, windowMs).join('  ·  ') + '  ·  --step']) : undefined
     // Through a pooler the sessions are its clients (race's own PgBouncer, or the one at --database-url).
@@ -225,7 +227,7 @@ export async function runCommand(id: string, o: RunOptions, cmd: Command): Promi
     if (junit) ci!.writeJunit(junit, 'race run', cases, { server: `PostgreSQL ${out.server.version}`, target: target.label, schedule, trials: String(trials) })
     const notes = ci?.githubWanted(o.github) ? ci.annotationsOf(() => `race run ${scenario.id} (${name})`, cases) : []
     if (json) process.stdout.write(JSON.stringify(json.toJson(view, { timeline: drawn !== undefined, exitCode: code, kept: Boolean(o.keep) }), null, 2) + '\n')
-    else process.stdout.write(render(view, drawn ?? (o.step ? 'race' : undefined), Boolean(o.keep), drawing?.timeline) + '\n')
+    else process.stdout.write(render(view, drawn ?? (o.step ? 'race' : undefined), Boolean(o.keep), table, drawing?.timeline) + '\n')
     ci?.printAnnotations(notes, Boolean(o.json))
     if (code === 3) process.stderr.write(`race: could not decide: ${representative.verdict === 'unknown' ? representative.why : (representative.comparison.deviations[0] ?? representative.why)}\n`)
     return code
@@ -238,7 +240,13 @@ function headParts(id: string, server: string, target: string, n: number, schedu
   return [c.bold(`race run ${id}`), `${server} (${target})`, `${n} session${n === 1 ? '' : 's'}`, `${schedule}${windowMs ? ` window ${formatDuration(windowMs)}` : ''}`]
 }
 
-function render(r: RunView, drawn: 'race' | 'all' | undefined, kept: boolean, timeline?: typeof import('../report/timeline.js').timeline): string {
+function render(
+  r: RunView,
+  drawn: 'race' | 'all' | undefined,
+  kept: boolean,
+  { backendLines, deviationLines, invariantLine, isolationLine, sessionsTable, trialsTable, verdictLine }: typeof import('../report/table.js'),
+  timeline?: typeof import('../report/timeline.js').timeline,
+): string {
   const w = columns()
   const { scenario, summary, representative: t } = r
   const lines = joinFit(headParts(scenario.id, `${r.server.product ?? 'PostgreSQL'} ${r.server.version}`, r.target, t.sessions.length, r.schedule, r.windowMs), '  ·  ', w, 2)
