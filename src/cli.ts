@@ -15,15 +15,15 @@ type Register = (p: Command, all: readonly ScenarioSummary[]) => unknown
  * every scenario's flags; list prints them), read while its module loads.
  */
 const COMMANDS: { name: string; scenarios?: boolean; load: () => Promise<Register> }[] = [
-  { name: 'list', scenarios: true, load: async () => ((m) => (p: Command) => m.registerList(p, setExit))(await import('./commands/list.js')) },
-  { name: 'show', scenarios: true, load: async () => ((m) => (p: Command, all: readonly ScenarioSummary[]) => m.registerShow(p, all, setExit))(await import('./commands/show.js')) },
-  { name: 'run', scenarios: true, load: async () => ((m) => (p: Command, all: readonly ScenarioSummary[]) => m.registerRun(p, all, setExit))(await import('./commands/run.js')) },
-  { name: 'check', load: async () => ((m) => (p: Command) => m.registerCheck(p, setExit))(await import('./commands/check.js')) },
-  { name: 'key', load: async () => ((m) => (p: Command) => m.registerKey(p, setExit))(await import('./commands/key.js')) },
-  { name: 'locks', load: async () => ((m) => (p: Command) => m.registerLocks(p, setExit))(await import('./commands/locks.js')) },
-  { name: 'matrix', load: async () => ((m) => (p: Command) => m.registerMatrix(p, setExit))(await import('./commands/matrix.js')) },
-  { name: 'bench', load: async () => ((m) => (p: Command) => m.registerBench(p, setExit))(await import('./commands/bench.js')) },
-  { name: 'spec', load: async () => ((m) => (p: Command) => m.registerSpec(p, setExit))(await import('./commands/spec.js')) },
+  { name: 'list', scenarios: true, load: async () => { const { registerList } = await import('./commands/list.js'); return (p) => registerList(p, setExit) } },
+  { name: 'show', scenarios: true, load: async () => { const { registerShow } = await import('./commands/show.js'); return (p, all) => registerShow(p, all, setExit) } },
+  { name: 'run', scenarios: true, load: async () => { const { registerRun } = await import('./commands/run.js'); return (p, all) => registerRun(p, all, setExit) } },
+  { name: 'check', load: async () => { const { registerCheck } = await import('./commands/check.js'); return (p) => registerCheck(p, setExit) } },
+  { name: 'key', load: async () => { const { registerKey } = await import('./commands/key.js'); return (p) => registerKey(p, setExit) } },
+  { name: 'locks', load: async () => { const { registerLocks } = await import('./commands/locks.js'); return (p) => registerLocks(p, setExit) } },
+  { name: 'matrix', load: async () => { const { registerMatrix } = await import('./commands/matrix.js'); return (p) => registerMatrix(p, setExit) } },
+  { name: 'bench', load: async () => { const { registerBench } = await import('./commands/bench.js'); return (p) => registerBench(p, setExit) } },
+  { name: 'spec', load: async () => { const { registerSpec } = await import('./commands/spec.js'); return (p) => registerSpec(p, setExit) } },
 ]
 
 /** package.json's version (read as a file: no CommonJS loader for one field). */
