@@ -75,9 +75,9 @@ test('race run against a server loads the PostgreSQL driver and engine, and no e
   assert.deepEqual(wrong, [])
 })
 
-test('race run against a server uses the control connection it opened while loading: one control, its sessions, nothing else', async () => {
+test('race run against a server opens one control connection and its sessions, nothing else, however the URL is given', async () => {
   for (const args of [['--database-url', server.url], ['--connect-timeout=4s', `--database-url=${server.url}`], []]) {
-    // [] reads DATABASE_URL (spawnRace sets it): the same connection opened early.
+    // []: DATABASE_URL (spawnRace sets it).
     const child = spawnRace(['run', 'advisory', '--n', '2', '--hold', '3s', '--run-timeout', '1m', ...args], server.url)
     const sql = postgres(server.url, { max: 1, onnotice: () => {} })
     try {
@@ -93,7 +93,7 @@ test('race run against a server uses the control connection it opened while load
   }
 })
 
-test('a connection opened early for bad input is dropped at once: exit 2 without waiting for an unreachable server', async () => {
+test('bad input never waits on the server: exit 2 at once with an unreachable one (nothing connects before the input is checked)', async () => {
   // 10.255.255.1 does not answer: a connection attempt would take the whole connect timeout.
   const t0 = Date.now()
   const r = await race(['run', 'advisory', '--n', '0', '--connect-timeout', '20s', '--database-url', 'postgres://u:secret@10.255.255.1:5432/x'])
