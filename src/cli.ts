@@ -1,26 +1,36 @@
 // The commander program: the only place that prints errors and calls process.exit.
-import { Command, CommanderError } from 'commander'
-import { createRequire } from 'node:module'
+// Each command loads only what it uses: the command named on the command line is the only module imported (with
+// the scenario summaries, in parallel, when it declares scenario flags); help and anything else load them all.
+import type { Command } from 'commander'
+import fs from 'node:fs'
 import { Interrupted, RunError, UsageError } from './errors.js'
 import { abortSignal, cleanupAll, installSignalHandlers } from './lifecycle.js'
-import { setColor } from './report/color.js'
-import { errorDocument, writeJunit } from './report/ci.js'
-import { maskUrl } from './db/target.js'
+import { prefetchScenario, summaries, type ScenarioSummary } from './registry.js'
 import { columns, fitLines } from './report/width.js'
-import { registerBench } from './commands/bench.js'
-import { registerCache } from './commands/cache.js'
-import { registerCheck } from './commands/check.js'
-import { registerKey } from './commands/key.js'
-import { registerList } from './commands/list.js'
-import { registerLocks } from './commands/locks.js'
-import { registerMatrix } from './commands/matrix.js'
-import { registerRun } from './commands/run.js'
-import { registerShow } from './commands/show.js'
-import { registerSpec } from './commands/spec.js'
-import { scenarios } from './registry.js'
-import type { Scenario } from './scenario.js'
 
-const { version } = createRequire(import.meta.url)('../../package.json') as { version: string }
+type Register = (p: Command, all: readonly ScenarioSummary[]) => unknown
+
+/**
+ * Every command, in the order help lists them. `scenarios`: it reads the scenario summaries (run and show declare
+ * every scenario's flags; list prints them), read while its module loads.
+ */
+const COMMANDS: { name: string; scenarios?: boolean; load: () => Promise<Register> }[] = [
+  { name: 'list', scenarios: true, load: async () => { const { registerList } = await import('./commands/list.js'); return (p) => registerList(p, setExit) } },
+  { name: 'show', scenarios: true, load: async () => { const { registerShow } = await import('./commands/show.js'); return (p, all) => registerShow(p, all, setExit) } },
+  { name: 'run', scenarios: true, load: async () => { const { registerRun } = await import('./commands/run.js'); return (p, all) => registerRun(p, all, setExit) } },
+  { name: 'check', load: async () => { const { registerCheck } = await import('./commands/check.js'); return (p) => registerCheck(p, setExit) } },
+  { name: 'key', load: async () => { const { registerKey } = await import('./commands/key.js'); return (p) => registerKey(p, setExit) } },
+  { name: 'locks', load: async () => { const { registerLocks } = await import('./commands/locks.js'); return (p) => registerLocks(p, setExit) } },
+  { name: 'matrix', load: async () => { const { registerMatrix } = await import('./commands/matrix.js'); return (p) => registerMatrix(p, setExit) } },
+  { name: 'bench', load: async () => { const { registerBench } = await import('./commands/bench.js'); return (p) => registerBench(p, setExit) } },
+  { name: 'spec', load: async () => { const { registerSpec } = await import('./commands/spec.js'); return (p) => registerSpec(p, setExit) } },
+  { name: 'cache', load: async () => { const { registerCache } = await import('./commands/cache.js'); return (p) => registerCache(p, setExit) } },
+]
+
+/** package.json's version (read as a file: no CommonJS loader for one field). */
+function version(): string {
+  return (JSON.parse(fs.readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }).version
+}
 
 /**
  * postgres.js 3.4.9 throws an uncatchable TypeError from connection.js nextWrite when a backend is
@@ -61,9 +71,9 @@ async function finish(code: number, message?: string): Promise<never> {
   return late ? finish2(late.exitCode, describe(late).message, errors) : finish2(code, message, errors)
 }
 
-function finish2(code: number, message: string | undefined, errors: Error[]): never {
+async function finish2(code: number, message: string | undefined, errors: Error[]): Promise<never> {
   if (message) process.stderr.write(`race: ${message}\n`)
-  if (message && code !== 0) reportFailure(code, message)
+  if (message && code !== 0) await reportFailure(code, message)
   for (const e of errors) process.stderr.write(`race: ${e.message}\n`)
   process.exit(errors.length && code === 0 ? 3 : code)
 }
@@ -76,10 +86,28 @@ function describe(err: unknown): { code: number; message: string } {
   return { code: 3, message: `internal error: ${e?.message ?? e} (RACE_DEBUG=1 shows the stack; please report it)` }
 }
 
-function program(all: readonly Scenario[]): Command {
+/**
+ * What the command line says will be needed starts loading before commander: race run/show <scenario>'s module
+ * (the action imports it again, at no cost), and race run's PostgreSQL driver (loaded only: nothing connects
+ * before the command has checked its input).
+ */
+function prefetch(argv: readonly string[]): void {
+  if ((argv[2] === 'run' || argv[2] === 'show') && argv[3]) prefetchScenario(argv[3])
+  if (argv[2] === 'run') import('./db/lab.js').catch(() => {})
+}
+
+/** commander, imported once main has started the loads above. */
+let commander: Promise<typeof import('commander')>
+
+/** The program with these commands registered (every command, unless the command line names one). */
+async function program(argv: readonly string[]): Promise<Command> {
+  const named = COMMANDS.filter((x) => x.name === argv[2])
+  const use = named.length ? named : COMMANDS
+  const [registers, all] = await Promise.all([Promise.all(use.map((x) => x.load())), use.some((x) => x.scenarios) ? summaries() : []])
+  const { Command } = await commander
   const p = new Command('race')
     .description('A race laboratory for PostgreSQL: make a concurrency bug happen on purpose, then watch the fix hold.')
-    .version(version)
+    .version(version())
     .showSuggestionAfterError(true)
     .exitOverride()
     .configureOutput({
@@ -106,19 +134,11 @@ throwaway PostgreSQL 18.
 Exit codes: 0 as documented, 1 a deviation, 2 bad input, 3 could not run.`,
     )
   // Each command declares its own options, typed, in its own file.
-  registerList(p, setExit)
-  registerShow(p, all, setExit)
-  registerRun(p, all, setExit)
-  registerCheck(p, setExit)
-  registerKey(p, setExit)
-  registerLocks(p, setExit)
-  registerMatrix(p, setExit)
-  registerBench(p, setExit)
-  registerSpec(p, setExit)
-  registerCache(p, setExit)
-  p.hook('preAction', (_p, action) => {
-    setColor(action.opts().color !== false)
+  for (const register of registers) register(p, all)
+  p.hook('preAction', async (_p, action) => {
     active = { name: action.name(), opts: action.opts() }
+    const { setColor } = await import('./report/color.js')
+    setColor(action.opts().color !== false)
   })
   return p
 }
@@ -130,7 +150,8 @@ let active: { name: string; opts: Record<string, unknown> } | undefined
  * A command that fails still gives a CI what it asked for: with --json, one JSON document on stdout (command,
  * exitCode, error); with --junit, a JUnit file with one <error> testcase. The one line on stderr stays.
  */
-function reportFailure(code: number, message: string): void {
+async function reportFailure(code: number, message: string): Promise<void> {
+  const [{ errorDocument, writeJunit }, { maskUrl }] = await Promise.all([import('./report/ci.js'), import('./db/target.js')])
   const argv = process.argv.slice(2)
   const name = active?.name ?? argv.find((a) => !a.startsWith('-')) ?? 'race'
   const json = active ? Boolean(active.opts.json) : argv.includes('--json')
@@ -152,6 +173,8 @@ function setExit(code: number): void {
 
 async function main(): Promise<void> {
   installSignalHandlers()
+  prefetch(process.argv)
+  commander = import('commander')
   process.on('uncaughtException', (err) => {
     if (isPostgresJsNextWriteBug(err)) return
     const d = describe(err)
@@ -163,13 +186,13 @@ async function main(): Promise<void> {
     void finish(3, d.message)
   })
   try {
-    await program(await scenarios()).parseAsync(process.argv)
+    await (await program(process.argv)).parseAsync(process.argv)
     if (abortSignal.aborted) throw abortSignal.reason
     await finish(exitWith)
   } catch (err) {
-    if (err instanceof CommanderError) {
+    if (err instanceof (await commander).CommanderError) {
       // Help and --version exit 0; every parse error (already printed by commander) is bad input: 2.
-      if (err.exitCode !== 0) reportFailure(2, err.message.replace(/^error: /, ''))
+      if (err.exitCode !== 0) await reportFailure(2, err.message.replace(/^error: /, ''))
       await finish(err.exitCode === 0 ? 0 : 2)
     }
     // An abort (Ctrl-C, run timeout) explains a failure better than the error it caused.

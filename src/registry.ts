@@ -1,13 +1,23 @@
 // Where scenarios come from: every module in scenarios/ (files starting with _ are shared fixtures), found
 // on disk, so that adding a scenario is adding one file. Ordered as the two articles tell them.
+//
+// What list, show, run and help need of every scenario (its summary: id, title, source, where it runs, its
+// params) comes from an index, dist/scenarios/index.json, written by the build (scripts/scenario-index.ts), so
+// that they do not load every scenario module. The index carries a fingerprint of the files it was made from
+// (their sizes and mtimes, and a hash of their contents); when it is missing or does not match (a scenario was
+// added or edited and only tsc ran), the modules are loaded and the index is written again.
 import fs from 'node:fs'
+import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { UsageError } from './errors.js'
 import { closest } from './parse.js'
-import type { Scenario, Source } from './scenario.js'
-import { isScenarioPath, loadScenarioFile } from './spec/load.js'
+import type { Engine, ParamSpec, Scenario, Source } from './scenario.js'
 
 const DIR = fileURLToPath(new URL('../scenarios/', import.meta.url))
+/** The index of the built-in scenarios' summaries (dist/scenarios/index.json). */
+export const INDEX_FILE = path.join(DIR, 'index.json')
+/** Bumped when the summary's shape or how it is computed changes: an index of another version is stale. */
+const INDEX_VERSION = 1
 
 /** The two articles race comes from, by their English titles. */
 export const ARTICLES: Record<Exclude<Source['article'], 'file'>, string> = {
@@ -77,15 +87,155 @@ async function load(id: string): Promise<Scenario> {
 
 let all: Promise<Scenario[]> | undefined
 
-/** Every built-in scenario, in the articles' order. */
+/** Every built-in scenario, in the articles' order (loads every scenario module). */
 export function scenarios(): Promise<Scenario[]> {
   all ??= Promise.all(scenarioIds().map(load)).then((list) => list.sort(bySource))
   return all
 }
 
+/**
+ * What list, help and the param flags need of a scenario, without its module: plain data (JSON in the index).
+ * `unavailable`: for each engine it does not run on, the one-line reason (plan.unavailableOn's).
+ */
+export interface ScenarioSummary {
+  id: string
+  title: string
+  source: Source
+  runsOn: Engine[]
+  unavailable: Partial<Record<Engine, string>>
+  params: Record<string, ParamSpec>
+}
+
+const ENGINES: readonly Engine[] = ['postgres', 'mysql']
+
+/** A scenario's summary (the same reason text as plan.unavailableOn, which this must agree with: a test checks). */
+export function summaryOf(s: Scenario): ScenarioSummary {
+  const runsOn = ENGINES.filter((e) => s.documented[e])
+  const unavailable: Partial<Record<Engine, string>> = {}
+  for (const e of ENGINES) {
+    if (!s.documented[e]) unavailable[e] = s.unavailable?.[e] ?? `documents nothing for ${e === 'mysql' ? 'MySQL/MariaDB (InnoDB)' : e}`
+  }
+  return { id: s.id, title: s.title, source: s.source, runsOn, unavailable, params: s.params }
+}
+
+interface IndexFile {
+  version: number
+  /** Every file the summaries come from: relative path -> [size, mtimeMs]. */
+  files: Record<string, [number, number]>
+  /** sha256 of those files' contents, in path order: the index stays valid when only mtimes changed (a copy, npm pack). */
+  hash: string
+  scenarios: ScenarioSummary[]
+}
+
+/** The files a summary depends on: every scenario module and fixture, and the race modules that shape it. */
+function sources(): string[] {
+  const out: string[] = []
+  const walk = (dir: string, rel: string) => {
+    for (const e of fs.readdirSync(dir, { withFileTypes: true })) {
+      if (e.isDirectory()) walk(path.join(dir, e.name), `${rel}${e.name}/`)
+      else if (e.name.endsWith('.js')) out.push(`scenarios/${rel}${e.name}`)
+    }
+  }
+  walk(DIR, '')
+  out.push('src/registry.js', 'src/scenario.js', 'src/plan.js')
+  return out.sort()
+}
+
+const distPath = (rel: string) => path.join(DIR, '..', rel)
+
+function statAll(files: readonly string[]): Record<string, [number, number]> {
+  const out: Record<string, [number, number]> = {}
+  for (const f of files) {
+    const st = fs.statSync(distPath(f))
+    out[f] = [st.size, st.mtimeMs]
+  }
+  return out
+}
+
+async function hashAll(files: readonly string[]): Promise<string> {
+  // node:crypto only when it is needed (mtimes that do not match, or writing the index): not at every start.
+  const { createHash } = await import('node:crypto')
+  const h = createHash('sha256')
+  for (const f of files) h.update(f).update('\0').update(fs.readFileSync(distPath(f))).update('\0')
+  return h.digest('hex')
+}
+
+/** How the index stands: fresh (its fingerprint matches the files), or stale/missing/unreadable with why. */
+export async function indexState(): Promise<{ fresh: true; index: IndexFile } | { fresh: false; why: string }> {
+  let index: IndexFile
+  try {
+    index = JSON.parse(fs.readFileSync(INDEX_FILE, 'utf8')) as IndexFile
+  } catch (e) {
+    return { fresh: false, why: (e as NodeJS.ErrnoException).code === 'ENOENT' ? 'missing' : 'unreadable' }
+  }
+  if (index?.version !== INDEX_VERSION || !Array.isArray(index.scenarios) || !index.files) return { fresh: false, why: 'another version' }
+  let files: string[]
+  try {
+    files = sources()
+  } catch {
+    return { fresh: false, why: 'the scenario folder could not be read' }
+  }
+  const known = Object.keys(index.files)
+  if (known.length !== files.length || files.some((f, i) => f !== known[i])) return { fresh: false, why: 'the scenario files changed' }
+  const now = statAll(files)
+  if (files.every((f) => now[f][0] === index.files[f][0] && now[f][1] === index.files[f][1])) return { fresh: true, index }
+  if (files.some((f) => now[f][0] !== index.files[f][0]) || (await hashAll(files)) !== index.hash) return { fresh: false, why: 'the scenario files changed' }
+  // Same contents, new mtimes (copied, packed, rebuilt unchanged): still fresh; note the mtimes for next time.
+  writeIndex({ ...index, files: now })
+  return { fresh: true, index }
+}
+
+/** Writes the index atomically (a temporary file renamed over it); false when the folder is not writable. */
+function writeIndex(index: IndexFile): boolean {
+  const tmp = `${INDEX_FILE}.${process.pid}.${Date.now()}.tmp`
+  try {
+    fs.writeFileSync(tmp, JSON.stringify(index) + '\n')
+    fs.renameSync(tmp, INDEX_FILE)
+    return true
+  } catch {
+    fs.rmSync(tmp, { force: true })
+    return false
+  }
+}
+
+/**
+ * Loads every scenario module and writes the index from them (the build runs this; so does a stale index).
+ * Returns the summaries and whether the index could be written.
+ */
+export async function rebuildIndex(): Promise<{ scenarios: ScenarioSummary[]; written: boolean }> {
+  const files = sources()
+  // Fingerprint first: a file changed while loading makes the index stale next time, never wrongly fresh.
+  const stats = statAll(files)
+  const hash = await hashAll(files)
+  const list = (await scenarios()).map(summaryOf)
+  return { scenarios: list, written: writeIndex({ version: INDEX_VERSION, files: stats, hash, scenarios: list }) }
+}
+
+/** A scenario argument that names a file rather than a built-in scenario. */
+export function isScenarioPath(arg: string): boolean {
+  return /\.(spec|mjs|js)$/.test(arg) || arg.includes('/') || arg.includes(path.sep)
+}
+
+let summaryList: Promise<ScenarioSummary[]> | undefined
+
+/** Every built-in scenario's summary, in the articles' order: from the index, else from the modules (rewriting the index). */
+export function summaries(): Promise<ScenarioSummary[]> {
+  summaryList ??= (async () => {
+    const state = await indexState()
+    if (state.fresh) return state.index.scenarios
+    return (await rebuildIndex()).scenarios
+  })()
+  return summaryList
+}
+
+/** Starts loading a built-in scenario's module (findScenario loads it again, at no cost); anything else is left alone. */
+export function prefetchScenario(id: string): void {
+  if (/^[a-z0-9-]+$/.test(id) && fs.existsSync(path.join(DIR, `${id}.js`))) load(id).catch(() => {})
+}
+
 /** One built-in scenario by id, or a user's own file (a .spec, or a .mjs module); an unknown id is bad input with a suggestion. */
 export async function findScenario(id: string): Promise<Scenario> {
-  if (isScenarioPath(id)) return loadScenarioFile(id)
+  if (isScenarioPath(id)) return (await import('./spec/load.js')).loadScenarioFile(id)
   const ids = scenarioIds()
   if (ids.includes(id)) return load(id)
   const near = closest(id, ids)

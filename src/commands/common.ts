@@ -1,12 +1,12 @@
 // What the commands share: where the database is, bounds on every wait, scenario flags, and one trial judged
-// against its documentation.
+// against its documentation. What only some runs use (the embedded server, the PostgreSQL or MySQL driver, the
+// PgBouncer code, the engine for race check) is imported when it is used, so that race show loads no driver and
+// race run on a server of the user's loads no embedded-server or pooler code.
 import type { Command } from 'commander'
+import fs from 'node:fs'
+import os from 'node:os'
 import type { Driver } from '../db/driver.js'
-import { connectionsFor, startEmbedded } from '../db/embedded.js'
-import { discoverDirect, reapPoolers } from '../db/pooler.js'
-import { Lab } from '../db/lab.js'
 import { engineOf, resolveTarget, type Target } from '../db/target.js'
-import { run } from '../engine/run.js'
 import type { TrialFacts } from '../engine/types.js'
 import { RunError, UsageError } from '../errors.js'
 import { compare, documentedCodes, judge, type Comparison } from '../judge/index.js'
@@ -14,7 +14,9 @@ import { abort, describeStuck } from '../lifecycle.js'
 import { parseDuration, parseWhole, formatDuration } from '../parse.js'
 import { documentedFor, ownServerRefusal, plan, unavailableOn, type Plan } from '../plan.js'
 import type { Documented, Engine, ParamSpec, Params, Pool, Scenario, Schedule, Verdict } from '../scenario.js'
-import { pooledDriver } from './pooler.js'
+
+/** What the scenario flags need of a scenario: a loaded one, or its summary from the index (registry.ts). */
+type Flagged = Pick<Scenario, 'id' | 'params'>
 
 export interface Bounds {
   connectTimeoutMs: number
@@ -76,7 +78,7 @@ export function parseBounds(o: Pick<TargetOptions, 'connectTimeout' | 'runTimeou
 }
 
 /** Every flag any scenario declares, for commander; which apply is checked once the scenario is known. */
-export function addScenarioParamOptions(cmd: Command, scenarios: readonly Scenario[]): Command {
+export function addScenarioParamOptions(cmd: Command, scenarios: readonly Flagged[]): Command {
   const byFlag = new Map<string, { p: ParamSpec; ids: string[]; defaults: Set<string>; uses: string[]; descs: Set<string> }>()
   for (const s of scenarios) {
     for (const p of Object.values(s.params)) {
@@ -104,7 +106,7 @@ export function addScenarioParamOptions(cmd: Command, scenarios: readonly Scenar
 }
 
 /** The scenario's params from the command line (defaults for the rest); another scenario's flag is bad input. */
-export function scenarioParams(s: Scenario, cmd: Command, opts: Record<string, unknown>, all: readonly Scenario[], engine: Engine = 'postgres'): Params {
+export function scenarioParams(s: Scenario, cmd: Command, opts: Record<string, unknown>, all: readonly Flagged[], engine: Engine = 'postgres'): Params {
   const params: Params = {}
   for (const [key, p] of Object.entries(s.params)) {
     const raw = opts[key]
@@ -178,7 +180,27 @@ export async function openDriver(target: Target, connectTimeoutMs: number): Prom
     const { MysqlLab } = await import('../db/mysql.js')
     return MysqlLab.open(target, connectTimeoutMs)
   }
+  const { Lab } = await import('../db/lab.js')
   return Lab.open(target, connectTimeoutMs)
+}
+
+/** The prefix of the folders race's own PgBouncers run in (db/pooler.ts POOLER_DIR_PREFIX; a test checks they agree). */
+export const POOLER_DIR_PREFIX = 'race-pgb-'
+
+/**
+ * Stops and removes the PgBouncers a killed race left behind (db/pooler.ts reapPoolers), loading that code only
+ * when the temporary folder holds one of their folders at all.
+ */
+async function reapLeftPoolers(): Promise<void> {
+  let names: string[]
+  try {
+    names = fs.readdirSync(os.tmpdir())
+  } catch {
+    return
+  }
+  if (!names.some((n) => n.startsWith(POOLER_DIR_PREFIX))) return
+  const { reapPoolers } = await import('../db/pooler.js')
+  await reapPoolers((line) => process.stderr.isTTY && process.stderr.write(`${line}\n`))
 }
 
 /**
@@ -205,9 +227,10 @@ export async function withLab<T>(
   timer?.unref()
   try {
     // A PgBouncer a killed race left behind (its folder names its owner) goes first, whatever this command does.
-    await reapPoolers((line) => process.stderr.isTTY && process.stderr.write(`${line}\n`))
+    await reapLeftPoolers()
     if (target.kind === 'embedded') {
       if (process.stderr.isTTY) process.stderr.write('starting the embedded PostgreSQL 18...\r')
+      const { connectionsFor, startEmbedded } = await import('../db/embedded.js')
       const server = await startEmbedded({ settings: own?.ownServer?.settings, cache: embeddedCache, maxConnections: connectionsFor(o.sessions), tcp: false })
       if (process.stderr.isTTY) process.stderr.write('\x1b[2K')
       if (server.cluster.cache === 'unavailable' && process.stderr.isTTY) process.stderr.write(`race: initdb instead of the cached template, which is not usable: ${server.cluster.why}\n`)
@@ -216,7 +239,7 @@ export async function withLab<T>(
     }
     // --pooled: the URL is the user's pooler (for the sessions); control goes to the server behind it.
     const via = o.pooled ? target : undefined
-    if (via) target = await discoverDirect(via, bounds.connectTimeoutMs)
+    if (via) target = await (await import('../db/pooler.js')).discoverDirect(via, bounds.connectTimeoutMs)
     const lab = await openDriver(target, bounds.connectTimeoutMs)
     if (via) target = { ...via, label: `${via.label} (a pooler; control direct to ${target.label})` }
     if (lab.reaped.length && process.stderr.isTTY) {
@@ -260,7 +283,8 @@ export async function runOnce(
   const docs = documentedFor(scenario, { ...variant, schedule: 'lockstep', windowMs: 0 })
   const started = performance.now()
   // Through a pooler: the sessions go through one of race's own (or the user's, --pooled), opened for this run.
-  const pooled = pool ? pooledDriver(pool, lab, bounds.connectTimeoutMs, via) : undefined
+  const pooled = pool ? (await import('./pooler.js')).pooledDriver(pool, lab, bounds.connectTimeoutMs, via) : undefined
+  const { run } = await import('../engine/run.js')
   const out = await run(pooled ?? lab, {
     plan: p,
     schedule: 'lockstep',

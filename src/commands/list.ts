@@ -1,11 +1,11 @@
 // race list: every scenario with one line.
+// It reads the scenarios' summaries (the index), never their modules.
 import type { Command } from 'commander'
-import { unavailableOn } from '../plan.js'
-import { ARTICLES, scenarios, sourceText } from '../registry.js'
+import { engineOf, resolveTarget } from '../db/target.js'
+import { ARTICLES, summaries, sourceText, type ScenarioSummary } from '../registry.js'
 import { c } from '../report/color.js'
 import { fitTable, plainTable } from '../report/table.js'
 import { columns, hang, width } from '../report/width.js'
-import { engineFor } from './common.js'
 
 /** The section alone (the article is the heading above): §4.1, or the isolation article's heading. */
 function sectionText(s: { article: string; section: string }): string {
@@ -24,10 +24,10 @@ export function registerList(program: Command, exit: (code: number) => void): Co
 }
 
 export async function listCommand(o: { json?: boolean; databaseUrl?: string }): Promise<number> {
-  const engine = engineFor(o.databaseUrl)
-  if (engine === 'mysql') return listFor(await scenarios(), o)
+  const engine = engineOf(resolveTarget(o.databaseUrl))
+  if (engine === 'mysql') return listFor(await summaries(), o)
   // PostgreSQL: the scenarios that run there (those for InnoDB only are listed with a mysql:// URL).
-  const all = (await scenarios()).filter((s) => s.documented.postgres)
+  const all = (await summaries()).filter((s) => s.runsOn.includes('postgres'))
   if (o.json) {
     const rows = all.map((s) => ({ id: s.id, title: s.title, source: sourceText(s.source) }))
     process.stdout.write(JSON.stringify(rows, null, 2) + '\n')
@@ -54,8 +54,8 @@ export async function listCommand(o: { json?: boolean; databaseUrl?: string }): 
 }
 
 /** On MySQL/MariaDB: what runs there, then what cannot, each with its one-line reason. */
-function listFor(all: Awaited<ReturnType<typeof scenarios>>, o: { json?: boolean }): number {
-  const rows = all.map((s) => ({ id: s.id, title: s.title, source: sourceText(s.source), available: !unavailableOn(s, 'mysql'), why: unavailableOn(s, 'mysql') ?? null }))
+function listFor(all: readonly ScenarioSummary[], o: { json?: boolean }): number {
+  const rows = all.map((s) => ({ id: s.id, title: s.title, source: sourceText(s.source), available: !s.unavailable.mysql, why: s.unavailable.mysql ?? null }))
   if (o.json) {
     process.stdout.write(JSON.stringify(rows, null, 2) + '\n')
     return 0

@@ -1,21 +1,18 @@
 // race run <scenario>: one scenario, N sessions, one schedule, K trials; the table, timeline or JSON.
 import type { Command } from 'commander'
-import { run } from '../engine/run.js'
 import { UsageError } from '../errors.js'
 import { exitCode, summarize, type ExpectOverride } from '../judge/index.js'
 import { formatDuration, parseDuration, parseWhole } from '../parse.js'
 import { assertSound, orderFor, plan, sessionCount, type Plan } from '../plan.js'
-import { findScenario, scenarios } from '../registry.js'
+import { findScenario, summaries, type ScenarioSummary } from '../registry.js'
 import { c } from '../report/color.js'
-import { toJson, type RunView } from '../report/json.js'
-import { backendLines, deviationLines, invariantLine, isolationLine, sessionsTable, trialsTable, verdictLine } from '../report/table.js'
-import { timeline } from '../report/timeline.js'
-import { requireTerminal, stepper } from './step.js'
+import type { RunView } from '../report/json.js'
 import { columns, hang, joinFit } from '../report/width.js'
 import type { Params, Scenario, Schedule } from '../scenario.js'
-import { expectsOverride, qualifyPermutation, specFailure } from '../spec/scenario.js'
-import { annotationsOf, checkWritable, ciCase, githubWanted, printAnnotations, writeJunit } from '../report/ci.js'
-import { addPoolerOptions, parsePool, pooledDriver, requirePooler, sizePool, type PoolerOptions } from './pooler.js'
+import { expectsOverride, qualifyPermutation, specFailure } from '../spec/common.js'
+import { addPoolerOptions, parsePool, sizePool, type PoolerOptions } from './pool-options.js'
+// The PostgreSQL driver, which withLab imports when it opens the target: loaded with this module, not after it.
+import '../db/lab.js'
 import { addCiOptions, addScenarioParamOptions, addTargetOptions, assertRunsOn, self, type CiOptions, describeParams, docsFor, engineFor, judgeTrial, ownSettings, parseBounds, scenarioParams, withLab, type TargetOptions, type Trial } from './common.js'
 
 export const SCHEDULES: readonly Schedule[] = ['barrier', 'lockstep', 'serial']
@@ -35,7 +32,7 @@ export interface RunOptions extends TargetOptions, CiOptions, PoolerOptions {
   [param: string]: unknown
 }
 
-export function registerRun(program: Command, all: readonly Scenario[], exit: (code: number) => void): Command {
+export function registerRun(program: Command, all: readonly ScenarioSummary[], exit: (code: number) => void): Command {
   const cmd = program
     .command('run')
     .description('run one scenario over N real connections and judge the invariant')
@@ -127,7 +124,7 @@ export async function runCommand(id: string, o: RunOptions, cmd: Command): Promi
   const scenario = await findScenario(id)
   const engine = engineFor(o.databaseUrl)
   assertRunsOn(scenario, engine)
-  const given = scenarioParams(scenario, cmd, o, await scenarios(), engine)
+  const given = scenarioParams(scenario, cmd, o, await summaries(), engine)
   const count = sessionCount(scenario)
   if (o.n !== undefined && count.min === count.max && String(o.n).trim() !== String(count.min)) {
     throw new UsageError(`${scenario.id} has exactly ${count.min} sessions; leave out --n`)
@@ -140,7 +137,9 @@ export async function runCommand(id: string, o: RunOptions, cmd: Command): Promi
   const user = o.user === undefined ? undefined : parseUuid(o.user)
   const holdMs = o.hold === undefined ? 0 : parseDuration('--hold', o.hold)
   const drawn = parseTimeline(o.timeline)
-  const junit = o.junit === undefined ? undefined : checkWritable('--junit', o.junit)
+  // What only some runs print is loaded only for them: JSON, a timeline, the CI reports.
+  const ci = o.junit !== undefined || o.github || process.env.GITHUB_ACTIONS === 'true' ? await import('../report/ci.js') : undefined
+  const junit = o.junit === undefined ? undefined : ci!.checkWritable('--junit', o.junit)
   if (holdMs > 10 * 60_000) throw new UsageError(`--hold must be at most 10m, got '${o.hold}'`)
   if (holdMs && holdMs + 10_000 > bounds.runTimeoutMs) {
     throw new UsageError(`--hold ${o.hold} does not fit in --run-timeout ${o.runTimeout}: give --run-timeout ${formatDuration(holdMs + 60_000)} or a shorter --hold`)
@@ -151,11 +150,14 @@ export async function runCommand(id: string, o: RunOptions, cmd: Command): Promi
     if (trials > 1) throw new UsageError('--step walks through one race: leave out --trials')
     if (holdMs) throw new UsageError('--step already holds every lock as long as you like: leave out --hold')
     if (o.schedule === 'barrier') throw new UsageError('--step runs a deterministic interleaving (lockstep, serial or a permutation); a barrier runs free')
+    const { requireTerminal } = await import('./step.js')
     requireTerminal()
   }
   const params = extendForHold(scenario, given, holdMs)
   const asked = parsePool(o, cmd, engine)
-  requirePooler(asked)
+  // The pooler's code (PgBouncer, the pooled driver) is loaded only when one is asked for.
+  const pooler = asked ? await import('./pooler.js') : undefined
+  pooler?.requirePooler(asked)
   const pool = asked && sizePool(asked, scenario, plan(scenario, { params, n, engine, pool: asked }).sessions.length)
   assertSound(scenario, params, n, engine, pool)
   const p = plan(scenario, { params, n, engine, ...(pool ? { pool } : {}) }, windowMs)
@@ -171,11 +173,18 @@ export async function runCommand(id: string, o: RunOptions, cmd: Command): Promi
   let violations = 0
 
   const started = performance.now()
+  const step = o.step ? await import('./step.js') : undefined
+  const json = o.json ? await import('../report/json.js') : undefined
+  const drawing = drawn || o.step ? await import('../report/timeline.js') : undefined
+  // The input is checked: the engine and the report's tables load while withLab connects.
+  const later = Promise.all([import('../engine/run.js'), import('../report/table.js')])
+  later.catch(() => {}) // awaited once connected
   return withLab(o.databaseUrl, bounds, async (lab, target, via) => {
+    const [{ run }, table] = await later
     const judged: Trial[] = []
-    const presenter = o.step ? stepper(p, [headParts(scenario.id, `${lab.server.product ?? 'PostgreSQL'} ${lab.server.version}`, target.label, n, schedule, windowMs).join('  ·  ') + '  ·  --step']) : undefined
+    const presenter = step ? step.stepper(p, [headParts(scenario.id, `${lab.server.product ?? 'PostgreSQL'} ${lab.server.version}`, target.label, n, schedule, windowMs).join('  ·  ') + '  ·  --step']) : undefined
     // Through a pooler the sessions are its clients (race's own PgBouncer, or the one at --database-url).
-    const pooled = pool ? pooledDriver(pool, lab, bounds.connectTimeoutMs, via) : undefined
+    const pooled = pool ? pooler!.pooledDriver(pool, lab, bounds.connectTimeoutMs, via) : undefined
     const out = await run(pooled ?? lab, {
       plan: p,
       schedule,
@@ -217,12 +226,12 @@ export async function runCommand(id: string, o: RunOptions, cmd: Command): Promi
     const view: RunView = { scenario, params, given, n, schedule, windowMs, holdMs, plan: p, target: target.label, schema: out.schema, server: out.server, trials: judged, summary, docs, representative, ...(pooled?.describe ? { pooled: pooled.describe } : {}) }
     const code = exitCode(summary)
     const name = [schedule, `n=${n}`, describeParams(scenario, params)].filter(Boolean).join(' ')
-    const ci = [ciCase(`race.run.${scenario.id}`, name, Math.round(performance.now() - started), representative, summary, code)]
-    if (junit) writeJunit(junit, 'race run', ci, { server: `PostgreSQL ${out.server.version}`, target: target.label, schedule, trials: String(trials) })
-    const notes = githubWanted(o.github) ? annotationsOf(() => `race run ${scenario.id} (${name})`, ci) : []
-    if (o.json) process.stdout.write(JSON.stringify(toJson(view, { timeline: drawn !== undefined, exitCode: code, kept: Boolean(o.keep) }), null, 2) + '\n')
-    else process.stdout.write(render(view, drawn ?? (o.step ? 'race' : undefined), Boolean(o.keep)) + '\n')
-    printAnnotations(notes, Boolean(o.json))
+    const cases = ci ? [ci.ciCase(`race.run.${scenario.id}`, name, Math.round(performance.now() - started), representative, summary, code)] : []
+    if (junit) ci!.writeJunit(junit, 'race run', cases, { server: `PostgreSQL ${out.server.version}`, target: target.label, schedule, trials: String(trials) })
+    const notes = ci?.githubWanted(o.github) ? ci.annotationsOf(() => `race run ${scenario.id} (${name})`, cases) : []
+    if (json) process.stdout.write(JSON.stringify(json.toJson(view, { timeline: drawn !== undefined, exitCode: code, kept: Boolean(o.keep) }), null, 2) + '\n')
+    else process.stdout.write(render(view, drawn ?? (o.step ? 'race' : undefined), Boolean(o.keep), table, drawing?.timeline) + '\n')
+    ci?.printAnnotations(notes, Boolean(o.json))
     if (code === 3) process.stderr.write(`race: could not decide: ${representative.verdict === 'unknown' ? representative.why : (representative.comparison.deviations[0] ?? representative.why)}\n`)
     return code
   }, scenario, { pooled: pool?.kind === 'external', sessions: p.sessions.length })
@@ -234,7 +243,13 @@ function headParts(id: string, server: string, target: string, n: number, schedu
   return [c.bold(`race run ${id}`), `${server} (${target})`, `${n} session${n === 1 ? '' : 's'}`, `${schedule}${windowMs ? ` window ${formatDuration(windowMs)}` : ''}`]
 }
 
-function render(r: RunView, drawn: 'race' | 'all' | undefined, kept: boolean): string {
+function render(
+  r: RunView,
+  drawn: 'race' | 'all' | undefined,
+  kept: boolean,
+  { backendLines, deviationLines, invariantLine, isolationLine, sessionsTable, trialsTable, verdictLine }: typeof import('../report/table.js'),
+  timeline?: typeof import('../report/timeline.js').timeline,
+): string {
   const w = columns()
   const { scenario, summary, representative: t } = r
   const lines = joinFit(headParts(scenario.id, `${r.server.product ?? 'PostgreSQL'} ${r.server.version}`, r.target, t.sessions.length, r.schedule, r.windowMs), '  ·  ', w, 2)
@@ -244,7 +259,7 @@ function render(r: RunView, drawn: 'race' | 'all' | undefined, kept: boolean): s
   if (r.pooled) lines.push(...hang(`${c.dim('pooler')}     ${r.pooled}; each session is a client of it, the control connection goes direct`, w, 11))
   lines.push(isolationLine(t, r.plan.isolation, w))
   lines.push('')
-  if (drawn) lines.push(timeline(t, { all: drawn === 'all', width: w }), '')
+  if (drawn && timeline) lines.push(timeline(t, { all: drawn === 'all', width: w }), '')
   if (summary.trials > 1) lines.push(trialsTable(r.trials, summary, w), '', c.dim(`one ${t.comparison.matched ? t.verdict : 'deviating'} trial:`))
   lines.push(sessionsTable(t, w), ...backendLines(t, w), invariantLine(t, w), verdictLine(summary, summary.trials === 1 ? t.why : undefined, w), ...deviationLines(summary, w))
   if (kept) lines.push(...hang(c.dim(`schema ${r.schema} kept (--keep): drop schema "${r.schema}" cascade`), w, 2))

@@ -8,14 +8,14 @@ import { formatDuration, parseWhole } from '../parse.js'
 import { tokenize } from '../permutation.js'
 import { BUILTIN_BINDS, assertSound, documentedFor, plan, sessionCount, type Plan, type PlannedSession } from '../plan.js'
 import { bindNames } from '../binds.js'
-import { findScenario, scenarios, sourceText } from '../registry.js'
+import { findScenario, summaries, sourceText, type ScenarioSummary } from '../registry.js'
 import { c } from '../report/color.js'
 import { columns, fitLines, hang, width, wrap } from '../report/width.js'
 export { columns } from '../report/width.js'
 import type { Documented, Schedule, StepDef } from '../scenario.js'
 import { addScenarioParamOptions, assertRunsOn, describeParams, engineFor, ownSettings, scenarioParams } from './common.js'
 import { shownBlock } from '../spec/guard.js'
-import { addPoolerOptions, parsePool, sizePool, type PoolerOptions } from './pooler.js'
+import { addPoolerOptions, parsePool, sizePool, type PoolerOptions } from './pool-options.js'
 
 export interface ShowOptions extends PoolerOptions {
   n?: string
@@ -25,7 +25,7 @@ export interface ShowOptions extends PoolerOptions {
   [param: string]: unknown
 }
 
-export function registerShow(program: Command, all: readonly import('../scenario.js').Scenario[], exit: (code: number) => void): Command {
+export function registerShow(program: Command, all: readonly ScenarioSummary[], exit: (code: number) => void): Command {
   const cmd = program
     .command('show')
     .description("a scenario's story, schema, steps (the SQL as it runs), interleaving and documented outcome")
@@ -83,7 +83,7 @@ export async function showCommand(id: string, o: ShowOptions, cmd: Command): Pro
   const s = await findScenario(id)
   const engine = engineFor(o.databaseUrl)
   assertRunsOn(s, engine)
-  const params = scenarioParams(s, cmd, o, await scenarios(), engine)
+  const params = scenarioParams(s, cmd, o, await summaries(), engine)
   const count = sessionCount(s)
   const n = o.n === undefined ? count.default : parseWhole('--n', o.n, count.min, count.max)
   const asked = parsePool(o, cmd, engine)

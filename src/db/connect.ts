@@ -15,13 +15,80 @@ export interface ConnectOptions {
   onclose?: () => void
   /** false: unnamed statements only (a transaction-mode pooler lends another server connection per transaction). */
   prepare?: boolean
-  /** false: no query of postgres.js's own after login (its array types), so the first statement sent is race's. */
-  fetchTypes?: boolean
+  /**
+   * false: no query of postgres.js's own after login (its array types), so the first statement sent is race's.
+   * 'shared': the array types the target's type source (shareTypes: the Lab's control connection) fetched, and
+   * those created since, read by one small query sent with the caller's first (no round trip of its own): arrays
+   * are parsed as with postgres.js's own fetch. Without a source for the target, postgres.js fetches them.
+   */
+  fetchTypes?: boolean | 'shared'
   /** Called with the SQLSTATE of the FATAL error the server sends as it ends the connection (see fatal.ts). */
   onFatal?: (e: ServerFatal) => void
   /** With onFatal: also every ReadyForQuery's transaction status and the WARNINGs the server sends (see fatal.ts). */
   also?: AlsoRead
 }
+
+/** The parts of postgres.js's parsed options that hold its type handling (not in its public types). */
+interface TypeOptions {
+  parsers: Record<number, unknown>
+  serializers: Record<number, unknown>
+  shared: { typeArrayMap: Record<number, number> }
+}
+
+/** Per target (its URL, or '' for the PG* variables): a connection that fetched its array types. */
+const typeSources = new Map<string, Sql>()
+
+/** Makes `sql` (which fetched its array types: postgres.js's default) the type source of this target's 'shared' connections. */
+export function shareTypes(target: Target, sql: Sql): void {
+  typeSources.set(target.url ?? '', sql)
+}
+
+/** PostgreSQL's text[]: the array type whose parsing (no element parser, ',' between elements) every array type created after the source connected has. */
+const TEXT_ARRAY = 1009
+/** Array types created after initdb (FirstNormalObjectId): the only ones the source may not know. */
+const NEW_ARRAY_TYPES = `select b.oid, b.typarray from pg_catalog.pg_type a left join pg_catalog.pg_type b on b.oid = a.typelem
+ where a.typcategory = 'A' and a.oid >= 16384 group by b.oid, b.typarray order by b.oid`
+
+/**
+ * The source's array types, if it has fetched them, and what postgres.js's fetch would register for an array type
+ * created after the source connected: text[]'s parser and serializer (its element is a type created after initdb
+ * too, which has no parser of its own, and only box[], a built-in, uses ';' between elements).
+ */
+function typesOf(source: Sql | undefined): { from: TypeOptions; parse: unknown; serialize: unknown } | undefined {
+  const from = source?.options as unknown as TypeOptions | undefined
+  const parse = from?.parsers[TEXT_ARRAY]
+  const serialize = from?.serializers[TEXT_ARRAY]
+  if (!from || !parse || !serialize || !Object.keys(from.shared.typeArrayMap).length) return undefined
+  return { from, parse, serialize }
+}
+
+/**
+ * Gives `sql` the source's array types, and queues (before anything else on it) the query for those created since.
+ * The source's tables become the prototypes of this connection's own (postgres.js only looks them up, by key and
+ * with `in`), so nothing is copied; what this connection registers stays its own.
+ */
+function copyTypes(sql: Sql, { from, parse, serialize }: NonNullable<ReturnType<typeof typesOf>>): void {
+  const to = sql.options as unknown as TypeOptions
+  Object.setPrototypeOf(to.parsers, from.parsers)
+  Object.setPrototypeOf(to.serializers, from.serializers)
+  Object.setPrototypeOf(to.shared.typeArrayMap, from.shared.typeArrayMap)
+  sql.unsafe(NEW_ARRAY_TYPES).then(
+    (rows) => {
+      for (const { oid, typarray } of rows as unknown as { oid: number; typarray: number }[]) {
+        if (to.parsers[typarray] && to.serializers[typarray]) continue
+        to.shared.typeArrayMap[oid] = typarray
+        to.parsers[typarray] = parse
+        to.serializers[typarray] = serialize
+      }
+    },
+    () => {
+      /* the connection failed: the caller's own first query reports it */
+    },
+  )
+}
+
+/** Per target: whether race can read the FATAL a server sends as it ends a connection (see fatal.ts), decided once. */
+const fatalsReadable = new Map<string, boolean>()
 
 export function connect(target: Target, o: ConnectOptions): Sql {
   const options: postgres.Options<{}> = {
@@ -37,14 +104,22 @@ export function connect(target: Target, o: ConnectOptions): Sql {
     },
     onclose: o.onclose,
     ...(o.prepare === false ? { prepare: false } : {}),
-    ...(o.fetchTypes === false ? { fetch_types: false } : {}),
   }
   const { url, socket } = unixSocket(target.url)
   if (socket) options.path = socket
+  const types = o.fetchTypes === 'shared' ? typesOf(typeSources.get(target.url ?? '')) : undefined
+  if (o.fetchTypes === false || types) options.fetch_types = false
   const make = (extra: postgres.Options<{}> = {}) => (url ? postgres(url, { ...options, ...extra }) : postgres({ ...options, ...extra }))
-  const sql = make()
-  if (!o.onFatal || !canReadFatals(sql.options as never)) return sql
-  return make({ socket: fatalSocket(o.onFatal, o.also) } as postgres.Options<{}>)
+  const key = target.url ?? ''
+  let sql: Sql | undefined
+  if (o.onFatal && !fatalsReadable.has(key)) {
+    sql = make()
+    fatalsReadable.set(key, canReadFatals(sql.options as never))
+  }
+  if (o.onFatal && fatalsReadable.get(key)) sql = make({ socket: fatalSocket(o.onFatal, o.also) } as postgres.Options<{}>)
+  sql ??= make()
+  if (types) copyTypes(sql, types)
+  return sql
 }
 
 /**

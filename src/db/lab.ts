@@ -5,7 +5,7 @@ import os from 'node:os'
 import type { Sql } from 'postgres'
 import { RunError } from '../errors.js'
 import { abortSignal, onCleanup, whenAborted } from '../lifecycle.js'
-import { connect, connectError, endQuietly } from './connect.js'
+import { connect, connectError, endQuietly, shareTypes } from './connect.js'
 import { spaceName, type Driver, type QueryResult, type RunSpace, type ServerInfo, type SessionConn, type SessionOptions } from './driver.js'
 import { PgSession } from './pg-session.js'
 import { conditionName, isConnectionLoss } from './sqlstate.js'
@@ -76,12 +76,17 @@ export class Lab implements Driver {
       },
     })
     const release = onCleanup('control connection', () => endQuietly(control, 1))
+    // The startup questions go out together, right after login (one round trip, not three): the server's facts,
+    // the schemas a killed run left, and the room for sessions. Each is its own statement, so that a mark this
+    // role may not read fails only the reaping.
+    const facts = control`select current_setting('server_version') as version, current_setting('server_version_num')::int as num, pg_backend_pid() as pid,
+                       (select backend_start::text from pg_stat_activity where pid = pg_backend_pid()) as started`
+    const left = reapable(control)
+    const room = roomOf(control)
+    left.catch(() => {})
+    room.catch(() => {})
     try {
-      const [row] = await Promise.race([
-        control`select current_setting('server_version') as version, current_setting('server_version_num')::int as num, pg_backend_pid() as pid,
-                       (select backend_start::text from pg_stat_activity where pid = pg_backend_pid()) as started`,
-        whenAborted(),
-      ])
+      const [row] = await Promise.race([facts, whenAborted()])
       lab = new Lab(target, control, { version: String(row.version).split(' ')[0], versionNum: Number(row.num), product: 'PostgreSQL' }, connectTimeoutMs, Number(row.pid), String(row.started), lost)
     } catch (e) {
       release()
@@ -89,18 +94,21 @@ export class Lab implements Driver {
       if (abortSignal.aborted) throw e
       throw connectError(e, target)
     }
-    await lab.reap()
+    // Session connections to this target take the array types control fetched at login (see connect.ts).
+    shareTypes(target, control)
+    lab.openedRoom = room
+    await lab.reap(left)
     return lab
   }
 
+  /** The room read at open, answered by the first room() (the run that follows), which then asks again each time. */
+  private openedRoom?: Promise<{ free: number; max: number }>
+
   /** Connections this role can still open, for refusing an impossible --n before trying. */
   async room(): Promise<{ free: number; max: number }> {
-    const [r] = await this.control`
-      select current_setting('max_connections')::int as max,
-             current_setting('superuser_reserved_connections')::int
-             + coalesce(nullif(current_setting('reserved_connections', true), ''), '0')::int as reserved,
-             (select count(*)::int from pg_stat_activity where backend_type = 'client backend') as used`
-    return { free: Number(r.max) - Number(r.reserved) - Number(r.used), max: Number(r.max) }
+    const first = this.openedRoom
+    this.openedRoom = undefined
+    return first ?? roomOf(this.control)
   }
 
   /** The mark of a schema this Lab creates. */
@@ -116,25 +124,16 @@ export class Lab implements Driver {
   /**
    * Drops the schemas of this role that a race run marked and whose run is gone (its control backend no longer
    * exists). Never one marked --keep, never one whose control backend still lives, never another role's.
+   * `found`: their names, already asked for (Lab.open sends the question with its others).
    */
-  async reap(): Promise<void> {
-    let rows: { nspname: string }[]
+  async reap(found: Promise<string[]> = reapable(this.control)): Promise<void> {
+    let names: string[]
     try {
-      rows = (await this.control`
-        select n.nspname
-          from pg_namespace n
-          join pg_description d on d.objoid = n.oid and d.classoid = 'pg_namespace'::regclass
-         where n.nspname like 'race\\_%'
-           and n.nspowner = (select oid from pg_roles where rolname = current_user)
-           and d.description ~ '^race:\\{.*\\}$'
-           and not coalesce((substr(d.description, 6)::jsonb ->> 'keep')::boolean, false)
-           and not exists (select 1 from pg_stat_activity a
-                            where a.pid = (substr(d.description, 6)::jsonb ->> 'backend')::int
-                              and a.backend_start::text = substr(d.description, 6)::jsonb ->> 'backendStart')`) as unknown as { nspname: string }[]
+      names = await found
     } catch {
       return // a mark that is not ours to read, or no rights: leave everything alone
     }
-    for (const { nspname } of rows) {
+    for (const nspname of names) {
       try {
         await this.control.unsafe(`set lock_timeout = '${DROP_LOCK_TIMEOUT_MS}ms'; drop schema if exists "${nspname}" cascade; reset lock_timeout`)
         this.reaped.push(nspname)
@@ -303,6 +302,32 @@ export class RunSchema implements RunSpace {
       return { note: `schema ${this.name} was left behind (${code ?? (e as Error).message}${conditionName(code) ? ' ' + conditionName(code) : ''}): drop it with: ${stmt}`, serverGone }
     }
   }
+}
+
+/** The schemas of this role a killed race run left (see Lab.reap). */
+async function reapable(control: Sql): Promise<string[]> {
+  const rows = await control`
+        select n.nspname
+          from pg_namespace n
+          join pg_description d on d.objoid = n.oid and d.classoid = 'pg_namespace'::regclass
+         where n.nspname like 'race\\_%'
+           and n.nspowner = (select oid from pg_roles where rolname = current_user)
+           and d.description ~ '^race:\\{.*\\}$'
+           and not coalesce((substr(d.description, 6)::jsonb ->> 'keep')::boolean, false)
+           and not exists (select 1 from pg_stat_activity a
+                            where a.pid = (substr(d.description, 6)::jsonb ->> 'backend')::int
+                              and a.backend_start::text = substr(d.description, 6)::jsonb ->> 'backendStart')`
+  return rows.map((r) => String(r.nspname))
+}
+
+/** Connections this role can still open (see Lab.room). */
+async function roomOf(control: Sql): Promise<{ free: number; max: number }> {
+  const [r] = await control`
+      select current_setting('max_connections')::int as max,
+             current_setting('superuser_reserved_connections')::int
+             + coalesce(nullif(current_setting('reserved_connections', true), ''), '0')::int as reserved,
+             (select count(*)::int from pg_stat_activity where backend_type = 'client backend') as used`
+  return { free: Number(r.max) - Number(r.reserved) - Number(r.used), max: Number(r.max) }
 }
 
 /** A SQL string literal. */

@@ -38,6 +38,8 @@ export class PgSession implements SessionConn {
       applicationName: o.applicationName,
       schema: o.space,
       params: o.params,
+      // The array types the Lab's control connection fetched at login (no fetch of its own before the first step).
+      fetchTypes: 'shared',
       onclose: () => {
         s.closedFlag = true
       },

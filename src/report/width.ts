@@ -37,10 +37,15 @@ function cellsOf(cp: number): number {
   return 1
 }
 
+/** Characters below U+1100 take one column each and are one UTF-16 unit each: such a string's width is its length. */
+const NARROW = /^[\u0000-\u10ff]*$/
+
 /** Columns a string takes on screen: colour codes take none, wide characters two. */
 export function width(s: string): number {
+  const t = s.includes('\u001b') ? strip(s) : s
+  if (NARROW.test(t)) return t.length
   let n = 0
-  for (const ch of strip(s)) n += cellsOf(ch.codePointAt(0)!)
+  for (const ch of t) n += cellsOf(ch.codePointAt(0)!)
   return n
 }
 
@@ -128,6 +133,10 @@ export function wrap(s: string, w: number, rest = w): string[] {
   let open: string[] = []
   const room = () => Math.max(1, out.length ? rest : w)
   for (const para of s.split('\n')) {
+    if (!open.length && !para.includes('\u001b') && NARROW.test(para)) {
+      wrapPlain(para, out, room)
+      continue
+    }
     // Words, each a list of tokens, and the spaces before each (kept inside a line, dropped at a break).
     // Colour codes stick to the word they precede.
     const words: { gap: number; toks: Token[] }[] = [{ gap: 0, toks: [] }]
@@ -172,6 +181,42 @@ export function wrap(s: string, w: number, rest = w): string[] {
     out.push(line + (open.length ? RESET : ''))
   }
   return out
+}
+
+/**
+ * wrap() of a paragraph of one-column characters and no colour codes (the common case), on strings instead of
+ * tokens: the same words (the spaces before each; spaces at the end dropped), the same breaks.
+ */
+function wrapPlain(para: string, out: string[], room: () => number): void {
+  let line = ''
+  let used = 0
+  const flush = () => {
+    out.push(line)
+    line = ''
+    used = 0
+  }
+  let k = 0
+  for (const m of para.matchAll(/( *)([^ ]+)/g)) {
+    const gap = m[1].length
+    const word = m[2]
+    if (k++ > 0 && used > 0 && used + gap + word.length > room()) flush()
+    else if (gap) {
+      line += ' '.repeat(gap)
+      used += gap
+    }
+    if (used + word.length <= room()) {
+      line += word
+      used += word.length
+      continue
+    }
+    // Longer than what is left: broken where the line is full.
+    for (const ch of word) {
+      if (used + 1 > room() && used > 0) flush()
+      line += ch
+      used += 1
+    }
+  }
+  out.push(line)
 }
 
 /**

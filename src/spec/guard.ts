@@ -100,8 +100,9 @@ export function refusal(where: string, schema: string, changes: readonly string[
   return `${where} ${shown}${more}, outside race's schema ${schema}: a spec may change only what it creates in its own schema (name objects without a schema); nothing was changed`
 }
 
-/** SQLSTATE the in-SQL form raises (class RX: race). */
-export const GUARD_SQLSTATE = 'RX001'
+/** SQLSTATE the in-SQL form raises (class RX: race); defined in common.ts, which run and check load without this file. */
+export { GUARD_SQLSTATE } from './common.js'
+import { GUARD_SQLSTATE } from './common.js'
 
 /** Marks around the spec's own block inside guardedSql, so `race show` can show the block itself. */
 export const BLOCK_BEGINS = '-- race: the spec block begins'

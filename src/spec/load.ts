@@ -10,10 +10,7 @@ import { defaultParams, type Scenario } from '../scenario.js'
 import { readSpec } from './files.js'
 import { specToScenario } from './scenario.js'
 
-/** A scenario argument that names a file rather than a built-in scenario. */
-export function isScenarioPath(arg: string): boolean {
-  return /\.(spec|mjs|js)$/.test(arg) || arg.includes('/') || arg.includes(path.sep)
-}
+export { isScenarioPath } from '../registry.js'
 
 /** The leading comment lines of a spec (its story): '# ' removed, '# env:' lines left out. */
 export function leadingComments(file: string): string[] {

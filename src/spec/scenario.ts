@@ -12,11 +12,12 @@
 //    scenario's `expects`, judged as --expect is.
 import path from 'node:path'
 import type { Row, Scenario, SessionSpec, Step } from '../scenario.js'
-import { GUARD_SQLSTATE, guardedSql } from './guard.js'
-import { RunError, UsageError } from '../errors.js'
+import { guardedSql } from './guard.js'
 import { transactionControl } from './files.js'
 import type { Permutation, Spec, SpecSession } from './parse.js'
 import { SpecError } from './parse.js'
+// What run and check use of a file's scenario lives apart, so that they do not load the spec parser.
+export { expectsOverride, isFileScenario, qualifyPermutation, specFailure } from './common.js'
 
 /** A kebab-case id from a file name: orders.spec -> orders, My_Race.spec -> my-race. */
 export function idFromFile(file: string): string {
@@ -113,44 +114,4 @@ export function specToScenario(spec: Spec, story: string[] = []): Scenario {
     documented: { postgres: { lockstep: [], serial: [], barrier: [] } },
     expects: spec.expect?.value ?? 'reported',
   }
-}
-
-/** Whether a scenario came from a user's file (a spec or a module). */
-export function isFileScenario(s: Scenario): boolean {
-  return s.source.article === 'file'
-}
-
-/**
- * An error that escaped the engine for a spec scenario (only the control connection's statements can: the
- * setup blocks), as one line: a refused block is bad input, any other failure could not run.
- */
-export function specFailure(s: Scenario, e: unknown): unknown {
-  if (!isFileScenario(s)) return e
-  const code = (e as { code?: string })?.code
-  const message = (e as Error)?.message ?? String(e)
-  if (code === GUARD_SQLSTATE) return new UsageError(message)
-  if (typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code)) return new RunError(`${s.source.section}: a setup block failed: ${message} (${code})`)
-  return e
-}
-
-/** What a scenario's `expects` makes of --expect when the user gives none. */
-export function expectsOverride(s: Scenario): 'held' | 'violated' | undefined {
-  return s.expects === 'held' || s.expects === 'violated' ? s.expects : undefined
-}
-
-/**
- * A permutation written as a spec writes one (step names only, `rx1 wy1 c1`) made into race's session.step
- * form, when every name is the step of exactly one session; any other text is returned unchanged.
- */
-export function qualifyPermutation(p: { sessions: readonly { name: string; steps: readonly { name: string }[] }[] }, text: string): string {
-  const toks = text.split(/[\s,]+/).filter(Boolean)
-  if (!toks.length || toks.some((t) => t.includes('.')) || ['barrier', 'lockstep', 'serial'].includes(text)) return text
-  const owners = (name: string) => p.sessions.filter((s) => s.steps.some((x) => x.name === name))
-  if (!toks.every((t) => owners(t.replace(/\(.*\)$/, '')).length === 1)) return text
-  const body = toks.map((t) => `${owners(t.replace(/\(.*\)$/, ''))[0].name}.${t.replace(/\(\*\)$/, '')}`)
-  // A spec session's setup and teardown blocks are steps here: first and last, as isolationtester runs them.
-  const named = new Set(toks)
-  const head = p.sessions.filter((s) => s.steps[0]?.name === 'setup' && !named.has('setup')).map((s) => `${s.name}.setup`)
-  const tail = p.sessions.filter((s) => s.steps.length > 1 && s.steps[s.steps.length - 1].name === 'teardown' && !named.has('teardown')).map((s) => `${s.name}.teardown`)
-  return [...head, ...body, ...tail].join(' ')
 }

