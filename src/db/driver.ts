@@ -4,6 +4,7 @@
 // blocked, cancels a stuck step and ends its own connections. Facts come from the server, never from time.
 // Sessions through a connection pooler (db/pooled.ts) are the same seam: a driver over PostgreSQL's whose
 // session connections are the pooler's clients, which own no backend (the optional members below).
+import { randomBytes } from 'node:crypto'
 import type { Engine, Rows } from '../scenario.js'
 import type { Target } from './target.js'
 
@@ -98,6 +99,11 @@ export interface SessionConn {
   reset?(): Promise<boolean>
 }
 
+/** A new namespace name for a run of `label`: race_<label>_<8 hex>. */
+export function spaceName(label: string): string {
+  return `race_${label.replace(/[^a-z0-9]/g, '_')}_${randomBytes(4).toString('hex')}`
+}
+
 /** Who among a run's connections is waiting for a lock another of them holds (or, for user locks, for any lock). */
 export interface Watch {
   /**
@@ -125,8 +131,17 @@ export interface Driver extends Watch {
   checkControl(): void
   /** Connections this role can still open. */
   room(): Promise<{ free: number; max: number }>
-  /** Creates the run's marked namespace; `run` sends the statement (so that a caller can cancel it). */
-  createSpace(label: string, keep: boolean, run?: (text: string) => Promise<unknown>): Promise<RunSpace>
+  /**
+   * Creates the run's marked namespace; `run` sends the statement (so that a caller can cancel it). `name`: the one
+   * spaceName gave (sessions already opened in it, see earlySessions); default a new one.
+   */
+  createSpace(label: string, keep: boolean, run?: (text: string) => Promise<unknown>, name?: string): Promise<RunSpace>
+  /**
+   * Session connections may be opened before the run's namespace exists, naming it (PostgreSQL: search_path, and a
+   * schema created after the backend started is found): the first trial's sessions connect while control creates
+   * it and runs the setup. Absent: they connect once it exists (MySQL's default database must exist to connect).
+   */
+  readonly earlySessions?: boolean
   /** The statement(s) that give a trial a fresh, marked namespace of the same name. */
   recreateSql(name: string, keep: boolean): string
   /** The statement that makes the control connection work inside the namespace. */

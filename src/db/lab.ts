@@ -1,13 +1,12 @@
 // The Lab: one command's control connection to the target, the server's facts, and the schemas race creates
 // there. Every schema is marked with its owner (this run's control backend), so that the next run can drop
 // what a killed run left, and never a schema whose run is still alive.
-import { randomBytes } from 'node:crypto'
 import os from 'node:os'
 import type { Sql } from 'postgres'
 import { RunError } from '../errors.js'
 import { abortSignal, onCleanup, whenAborted } from '../lifecycle.js'
 import { connect, connectError, endQuietly } from './connect.js'
-import type { Driver, QueryResult, RunSpace, ServerInfo, SessionConn, SessionOptions } from './driver.js'
+import { spaceName, type Driver, type QueryResult, type RunSpace, type ServerInfo, type SessionConn, type SessionOptions } from './driver.js'
 import { PgSession } from './pg-session.js'
 import { conditionName, isConnectionLoss } from './sqlstate.js'
 import type { Target } from './target.js'
@@ -149,8 +148,7 @@ export class Lab implements Driver {
    * Creates a marked schema `race_<label>_<hex>` and registers its removal with the lifecycle (also on Ctrl-C
    * and errors). `onControl` runs the statement (so a caller can make it cancellable).
    */
-  async createSchema(label: string, keep: boolean, run: (text: string) => Promise<unknown> = (t) => this.control.unsafe(t)): Promise<RunSchema> {
-    const name = `race_${label.replace(/[^a-z0-9]/g, '_')}_${randomBytes(4).toString('hex')}`
+  async createSchema(label: string, keep: boolean, run: (text: string) => Promise<unknown> = (t) => this.control.unsafe(t), name = spaceName(label)): Promise<RunSchema> {
     const schema = new RunSchema(this, name, keep)
     try {
       await run(this.createSchemaSql(name, keep))
@@ -209,9 +207,12 @@ export class Lab implements Driver {
 
   // ---- the Driver seam: what the engine asks of PostgreSQL ----
 
-  createSpace(label: string, keep: boolean, run?: (text: string) => Promise<unknown>): Promise<RunSpace> {
-    return this.createSchema(label, keep, run)
+  createSpace(label: string, keep: boolean, run?: (text: string) => Promise<unknown>, name?: string): Promise<RunSpace> {
+    return this.createSchema(label, keep, run, name)
   }
+
+  /** Sessions name the schema in their search_path at connect: they may connect before it exists. */
+  readonly earlySessions = true
 
   recreateSql(name: string, keep: boolean): string {
     return `drop schema "${name}" cascade; ${this.createSchemaSql(name, keep)}`

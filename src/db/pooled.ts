@@ -264,8 +264,8 @@ export class PooledDriver implements Driver {
     return { free: MAX_CLIENTS, max: MAX_CLIENTS }
   }
 
-  async createSpace(label: string, keep: boolean, run?: (text: string) => Promise<unknown>): Promise<RunSpace> {
-    const schema = await this.lab.createSchema(label, keep, run)
+  async createSpace(label: string, keep: boolean, run?: (text: string) => Promise<unknown>, name?: string): Promise<RunSpace> {
+    const schema = await this.lab.createSchema(label, keep, run, name)
     try {
       this.route = await Promise.race([this.opener.open(schema.name), whenAborted()])
     } catch (e) {

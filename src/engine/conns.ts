@@ -3,7 +3,7 @@
 // PostgreSQL driver, direct), a session's connection is kept for the same session of the next trial instead of
 // being closed and opened again. A connection is kept only when nothing about it is in doubt (see fitToKeep);
 // otherwise it is closed as before and the next trial opens a fresh one. Whatever happens, every connection held
-// here is closed at the end of the run, or destroyed and its backend terminated when the run fails or is aborted.
+// here is closed at the end of the run, or its socket destroyed at once when the run fails or is aborted.
 import type { Driver, SessionConn, SessionOptions } from '../db/driver.js'
 import { sqlstateOf } from '../db/sqlstate.js'
 import type { Session } from './session.js'
@@ -75,15 +75,16 @@ export class SessionConns {
     await Promise.all(all.map((c) => c.close()))
   }
 
-  /** The run failed or was aborted: closes every socket held here now and ends the backends from control. */
+  /**
+   * The run failed or was aborted: closes every socket held here now. Their backends are idle (reset, or just
+   * opened) and hold nothing, so they end by themselves; none is terminated from control, which may be busy then.
+   */
   async kill(): Promise<void> {
     this.ended = true
     const all = [...this.held]
     this.held.clear()
     this.ready.clear()
-    if (!all.length) return
     await Promise.all(all.map((c) => c.destroy()))
-    await this.lab.terminate(all.map((c) => c.pid).filter((p) => p > 0))
   }
 }
 

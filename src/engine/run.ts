@@ -4,14 +4,14 @@
 //
 // Between trials the schema is dropped and created again (same name) and the setup runs again on control, so
 // every trial starts from exactly what the first did. The sessions' connections are opened while control runs the
-// setup, and where the driver can reset one (PostgreSQL, direct: see SessionConn.reset and conns.ts) a session's
+// setup (PostgreSQL: the first trial's already while control creates the schema), and where the driver can reset one (PostgreSQL, direct: see SessionConn.reset and conns.ts) a session's
 // connection is kept for the next trial instead of being closed and opened again. `freshConnections` (race run
 // --fresh-connections) opens them after the setup and closes them at the end of every trial instead.
 import { randomUUID } from 'node:crypto'
 import { performance } from 'node:perf_hooks'
 import { parseBinds } from '../binds.js'
 import { connectError } from '../db/connect.js'
-import type { Driver, RunSpace, ServerInfo, SessionOptions } from '../db/driver.js'
+import { spaceName, type Driver, type RunSpace, type ServerInfo, type SessionOptions } from '../db/driver.js'
 import { conditionName, isConnectionLoss } from '../db/sqlstate.js'
 import { Interrupted, RunError, UsageError } from '../errors.js'
 import { abortSignal, setStuckDescriber, whenAborted } from '../lifecycle.js'
@@ -103,8 +103,15 @@ export async function run(lab: Driver, cfg: RunConfig): Promise<RunOutput> {
   let opened = 0
   const onAbort = () => void conns.kill()
   abortSignal.addEventListener('abort', onAbort, { once: true })
+  const prepare = (space: string) => {
+    const env = { scenarioId: scenario.id, schema: space, connectTimeoutMs: cfg.connectTimeoutMs }
+    conns.prepare(plan.sessions.flatMap((p, index) => (p.spec.shares ? [] : [{ index, options: sessionOptions(p, env) }])))
+  }
   try {
-    schema = await lab.createSpace(scenario.id, cfg.keep, onControl)
+    // Where sessions can connect before the schema exists, the first trial's connect while control creates it.
+    const early = !cfg.freshConnections && lab.earlySessions ? spaceName(scenario.id) : undefined
+    if (early) prepare(early)
+    schema = await lab.createSpace(scenario.id, cfg.keep, onControl, early)
     const space = schema.name
     for (let k = 0; k < cfg.trials; k++) {
       if (abortSignal.aborted) throw abortSignal.reason
@@ -112,10 +119,7 @@ export async function run(lab: Driver, cfg: RunConfig): Promise<RunOutput> {
       await onControl(k > 0 ? `${lab.recreateSql(space, cfg.keep)}; ${lab.useSql(space)}` : lab.useSql(space))
       const user = cfg.user ?? randomUUID()
       // The sessions connect (those not kept from the last trial) while control runs the setup.
-      if (!cfg.freshConnections) {
-        const env = { scenarioId: scenario.id, schema: space, connectTimeoutMs: cfg.connectTimeoutMs }
-        conns.prepare(plan.sessions.flatMap((p, index) => (p.spec.shares ? [] : [{ index, options: sessionOptions(p, env) }])))
-      }
+      if (!cfg.freshConnections) prepare(space)
       for (const stmt of plan.setup) {
         const { text, names } = parseBinds(stmt, lab.placeholders)
         await onControl(text, values(names, cfg, user, 'setup'))

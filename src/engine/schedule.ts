@@ -1,6 +1,5 @@
 // How the sessions' steps interleave. Blocking is detected from the control connection, never guessed
 // from time: a step is either done, or seen waiting for another session of this run.
-import { performance } from 'node:perf_hooks'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { UsageError } from '../errors.js'
 import type { Entry } from '../permutation.js'
@@ -8,13 +7,6 @@ import type { Session } from './session.js'
 
 /** How often the control connection asks who is blocked while a step runs (isolationtester: 10 ms; a wait shorter than this can go unseen). */
 export const POLL_MS = 2
-
-/**
- * A step is first asked about once it has been in flight this long (a timer tick: what `setTimeout(0)` waits), then
- * every POLL_MS. Most steps come back sooner, and a question about one of them costs a round trip on control and
- * the server's lock-table scan for nothing. A step that blocks is seen within ASK_AFTER_MS + POLL_MS, as before.
- */
-export const ASK_AFTER_MS = 1
 
 export interface BlockProbe {
   /** The sessions among `ask` whose step in flight waits for another session (or a backend) of this run. */
@@ -136,24 +128,12 @@ export async function runBarrier(sessions: readonly Session[], probe: BlockProbe
     () => (done = true),
     () => (done = true), // its rejection (e.g. Ctrl-C during --hold) reaches the caller through the race below
   )
-  // When each step in flight is due to be asked about: ASK_AFTER_MS after it was first seen, then every POLL_MS.
-  const due = new Map<object, number>()
   while (!done) {
-    const now = performance.now()
+    await Promise.race([all, sleep(POLL_MS)])
+    if (done) break
     const running = sessions.filter((s) => s.busy && !s.current!.blocked)
-    for (const s of running) if (!due.has(s.current!)) due.set(s.current!, now + ASK_AFTER_MS)
-    const ask = running.filter((s) => due.get(s.current!)! <= now)
-    if (!ask.length) {
-      await Promise.race([all, sleep(ASK_AFTER_MS)])
-      continue
-    }
-    const steps = ask.map((s) => s.current!)
-    const blocked = await probe.blocked(ask)
-    const next = performance.now() + POLL_MS
-    ask.forEach((s, i) => {
-      // Only the step asked about: one that came back meanwhile is not the next step's wait.
-      if (blocked.has(s) && s.current === steps[i]) s.markBlocked()
-      due.set(steps[i], next)
-    })
+    if (!running.length) continue
+    const blocked = await probe.blocked(running)
+    for (const s of running) if (blocked.has(s)) s.markBlocked()
   }
 }
