@@ -14,7 +14,8 @@ import { PgSession } from '../../src/db/pg-session.js'
 import { run } from '../../src/engine/run.js'
 import { plan } from '../../src/plan.js'
 import { findScenario } from '../../src/registry.js'
-import { defaultParams, defineScenario, keyBind, step, serialized, type Scenario } from '../../src/scenario.js'
+import { findPgbouncer } from '../../src/db/pooler.js'
+import { defaultParams, defineScenario, keyBind, step, serialized, type Pool, type Scenario } from '../../src/scenario.js'
 import { MYSQL_URL, databasesOf, reachMysql } from '../innodb/support.js'
 import { race, runScenario, useLab, type Ran } from '../support/server.js'
 
@@ -265,6 +266,29 @@ test('InnoDB: broken in lockstep and advisory at the barrier, the same both ways
     }
   } finally {
     await conn?.end()
+  }
+})
+
+test('through PgBouncer (transaction mode): session-lock and advisory, several trials, the same endings both ways (clients connect anew every trial)', async (t) => {
+  try {
+    findPgbouncer()
+  } catch (e) {
+    return t.skip(`needs PgBouncer: ${(e as Error).message}`)
+  }
+  const pool: Pool = { kind: 'pgbouncer', mode: 'transaction', size: 2, resetAlways: false }
+  for (const [id, o] of [
+    ['session-lock', {}],
+    ['advisory', { n: 2 }],
+  ] as const) {
+    const endings: string[][] = []
+    for (const freshConnections of [false, true]) {
+      const { out, opened } = await watchingOpens(ctx.lab, () => runScenario(ctx.lab, id, { ...o, pool, trials: 3, freshConnections }))
+      assert.equal(opened.length, 0, "a pooler's clients are not the Lab's connections")
+      for (const x of out.trials) assert.ok(x.comparison.matched, ending(x))
+      endings.push(out.trials.map(ending))
+    }
+    assert.deepEqual(tally(endings[0]), tally(endings[1]), id)
+    assert.equal(new Set(endings[0]).size, 1, `${id}: ${endings[0]}`)
   }
 })
 
