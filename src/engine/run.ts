@@ -4,9 +4,10 @@
 //
 // Between trials the schema is dropped and created again (same name) and the setup runs again on control, so
 // every trial starts from exactly what the first did. The sessions' connections are opened while control runs the
-// setup (PostgreSQL: the first trial's already while control creates the schema), and where the driver can reset one (PostgreSQL, direct: see SessionConn.reset and conns.ts) a session's
-// connection is kept for the next trial instead of being closed and opened again. `freshConnections` (race run
-// --fresh-connections) opens them after the setup and closes them at the end of every trial instead.
+// setup (PostgreSQL: the first trial's already while control creates the schema), and where the driver can reset
+// one (PostgreSQL, direct: SessionConn.reset, conns.ts) a session's connection is kept for the next trial instead
+// of being closed and opened again. `freshConnections` (race run --fresh-connections) opens them after the setup
+// and closes them at the end of every trial instead.
 import { randomUUID } from 'node:crypto'
 import { performance } from 'node:perf_hooks'
 import { parseBinds } from '../binds.js'
@@ -138,7 +139,7 @@ export async function run(lab: Driver, cfg: RunConfig): Promise<RunOutput> {
     abortSignal.removeEventListener('abort', onAbort)
   }
   if (inFlight && !inFlight.settled) await lab.cancelControl(inFlight.done)
-  // Connections held for a next trial that will not come: closed at once, their backends ended (bounded).
+  // Connections held for a next trial that will not come: their sockets closed at once (their backends are idle).
   if (failure !== undefined) await conns.kill()
   // Cleanup never hides the failure it follows: what it could not do is added to that failure's one line.
   const left = await schema?.drop()
