@@ -318,6 +318,6 @@ test('the engine, in-process: a run reports how many connections it opened and k
   const base = { plan: p, schedule: 'lockstep' as const, trials: 5, stepTimeoutMs: 10_000, connectTimeoutMs: 5000, keep: false }
   const kept = await run(ctx.lab, base)
   const fresh = await run(ctx.lab, { ...base, freshConnections: true })
-  assert.deepEqual(kept.connections, { opened: 3, kept: 12 })
+  assert.deepEqual(kept.connections, { opened: 3, kept: 12 }, "each of trials 2-5 took the 3 connections of the trial before")
   assert.deepEqual(fresh.connections, { opened: 15, kept: 0 })
 })
