@@ -11,10 +11,12 @@ import type { Session } from './session.js'
 export class SessionConns {
   /** By session index: a kept connection, or one being opened for the next trial. */
   private readonly ready = new Map<number, Promise<SessionConn>>()
+  /** The connections in `ready` that served a trial already. */
+  private readonly kept = new Set<SessionConn>()
   /** Every connection held here right now (not yet taken by a trial's session). */
   private readonly held = new Set<SessionConn>()
   private ended = false
-  /** How many connections were opened and how many kept for another trial (for tests and the benchmark). */
+  /** How many connections were opened, and how many times a trial's session took one a trial before it had used. */
   readonly counts = { opened: 0, kept: 0 }
 
   constructor(private readonly lab: Driver) {}
@@ -50,7 +52,11 @@ export class SessionConns {
     if (!p) return this.open(o).then((c) => (this.held.delete(c), c))
     const c = await p
     this.held.delete(c)
-    if (!c.closed && !c.fatal) return c
+    const again = this.kept.delete(c)
+    if (!c.closed && !c.fatal) {
+      if (again) this.counts.kept++
+      return c
+    }
     await c.destroy()
     return this.open(o).then((c) => (this.held.delete(c), c))
   }
@@ -61,7 +67,7 @@ export class SessionConns {
       void c.destroy()
       return
     }
-    this.counts.kept++
+    this.kept.add(c)
     this.held.add(c)
     this.ready.set(index, Promise.resolve(c))
   }
@@ -72,6 +78,7 @@ export class SessionConns {
     const all = [...this.held]
     this.held.clear()
     this.ready.clear()
+    this.kept.clear()
     await Promise.all(all.map((c) => c.close()))
   }
 
@@ -84,6 +91,7 @@ export class SessionConns {
     const all = [...this.held]
     this.held.clear()
     this.ready.clear()
+    this.kept.clear()
     await Promise.all(all.map((c) => c.destroy()))
   }
 }

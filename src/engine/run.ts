@@ -125,13 +125,11 @@ export async function run(lab: Driver, cfg: RunConfig): Promise<RunOutput> {
         const { text, names } = parseBinds(stmt, lab.placeholders)
         await onControl(text, values(names, cfg, user, 'setup'))
       }
-      // The last trial's connections are closed as fresh ones are: there is no next trial to keep them for.
-      const { facts, connections } = await trial(lab, cfg, space, order, user, cfg.freshConnections ? undefined : conns, k === cfg.trials - 1)
+      const { facts, connections } = await trial(lab, cfg, space, order, user, cfg.freshConnections ? undefined : conns)
       opened += connections
       trials.push(facts)
       cfg.onTrial?.(k + 1, facts)
     }
-    await conns.close()
   } catch (e) {
     failure = e
   } finally {
@@ -141,8 +139,11 @@ export async function run(lab: Driver, cfg: RunConfig): Promise<RunOutput> {
   if (inFlight && !inFlight.settled) await lab.cancelControl(inFlight.done)
   // Connections held for a next trial that will not come: their sockets closed at once (their backends are idle).
   if (failure !== undefined) await conns.kill()
+  // After the last trial they end while the schema is dropped: reset, they hold nothing the drop waits for.
+  const closing = conns.close()
   // Cleanup never hides the failure it follows: what it could not do is added to that failure's one line.
   const left = await schema?.drop()
+  await closing
   if (failure === undefined && schema) {
     if (left) throw new RunError(left.note)
     return { schema: schema.name, server: lab.server, trials, connections: { opened: cfg.freshConnections ? opened : conns.counts.opened, kept: conns.counts.kept } }
@@ -197,7 +198,7 @@ function values(names: string[], cfg: RunConfig, user: string, where: string, se
  * One trial. `conns`: where its sessions take their connections and give them back when they can serve the next
  * trial; absent (freshConnections): each session opens its own and closes it at the end.
  */
-async function trial(lab: Driver, cfg: RunConfig, schema: string, order: Entry[], user: string, conns?: SessionConns, last = false): Promise<{ facts: TrialFacts; connections: number }> {
+async function trial(lab: Driver, cfg: RunConfig, schema: string, order: Entry[], user: string, conns?: SessionConns): Promise<{ facts: TrialFacts; connections: number }> {
   const { plan } = cfg
   const events: TimelineEvent[] = []
   let t0 = performance.now()
@@ -297,7 +298,7 @@ async function trial(lab: Driver, cfg: RunConfig, schema: string, order: Entry[]
    * held or left open (a transaction, a session-level lock) is there when the invariant runs.
    */
   const settle = async () => {
-    if (!conns || last) return endAll(false)
+    if (!conns) return endAll(false)
     await Promise.all(
       sessions.map(async (s) => {
         const c = s.ownConnection
