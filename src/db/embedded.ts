@@ -4,7 +4,7 @@
 // time (which then becomes the template) and with --no-cache. race drives initdb and postgres itself rather
 // than through the EmbeddedPostgres class: that class installs process-wide exit hooks which turn exit codes
 // into 0 and leave the folder behind on errors (../shared/notes/libraries.md §2.6).
-import { spawn, execFileSync, type ChildProcess } from 'node:child_process'
+import { spawn, spawnSync, execFileSync, type ChildProcess } from 'node:child_process'
 import { createHash, randomBytes } from 'node:crypto'
 import fs from 'node:fs'
 import net from 'node:net'
@@ -164,11 +164,45 @@ export async function reapOrphans(log: (line: string) => void = () => {}): Promi
       for (let i = 0; i < 100 && alive(pm); i++) await new Promise((r) => setTimeout(r, 50))
       if (alive(pm)) process.kill(pm, 'SIGKILL')
     }
+    releaseSysvSegment(path.join(dir, 'data'))
     fs.rmSync(dir, { recursive: true, force: true })
     reaped++
     log(`removed a PostgreSQL left behind by race process ${owner.pid} (${dir})`)
   }
   return reaped
+}
+
+/**
+ * A postmaster that was killed (SIGKILL: no shutdown) leaves its small System V shared memory segment behind (its
+ * key and id are line 7 of postmaster.pid). Removed only when /proc/sysvipc/shm shows that very segment, created by
+ * that postmaster, with nothing attached; otherwise left alone. A server that shut down removed it itself.
+ */
+function releaseSysvSegment(dataDir: string): void {
+  try {
+    const lines = fs.readFileSync(path.join(dataDir, 'postmaster.pid'), 'utf8').split('\n')
+    const pm = Number(lines[0])
+    const shmid = Number((lines[6] ?? '').trim().split(/\s+/)[1])
+    if (!Number.isInteger(shmid) || shmid < 0 || !pm || alive(pm)) return
+    // Columns: key shmid perms size cpid lpid nattch ...
+    const row = () =>
+      fs
+        .readFileSync('/proc/sysvipc/shm', 'utf8')
+        .split('\n')
+        .slice(1)
+        .map((l) => l.trim().split(/\s+/).map(Number))
+        .find((c) => c[1] === shmid)
+    // The dead postmaster's backends notice its death and exit, detaching: wait for that, at most 2 s.
+    const tick = new Int32Array(new SharedArrayBuffer(4))
+    let r = row()
+    for (let i = 0; i < 200 && r && r[4] === pm && r[6] !== 0; i++) {
+      Atomics.wait(tick, 0, 0, 10)
+      r = row()
+    }
+    if (!r || r[4] !== pm || r[6] !== 0) return
+    spawnSync('ipcrm', ['-m', String(shmid)], { stdio: 'ignore', timeout: 2000 })
+  } catch {
+    /* no pid file (never started), no /proc, no ipcrm: nothing to release */
+  }
 }
 
 function listDir(dir: string): string[] {
@@ -356,7 +390,10 @@ async function startOnce(opts: EmbeddedOptions): Promise<EmbeddedServer> {
   const ids = postgresUser()
   const dir = fs.mkdtempSync(path.join(runRoot(), DIR_PREFIX))
   let child: ChildProcess | undefined
-  const removeDir = () => fs.rmSync(dir, { recursive: true, force: true })
+  const removeDir = () => {
+    releaseSysvSegment(path.join(dir, 'data'))
+    fs.rmSync(dir, { recursive: true, force: true })
+  }
   const killChild = () => {
     if (child && child.exitCode === null && child.signalCode === null) child.kill('SIGKILL')
   }
@@ -397,6 +434,9 @@ async function startOnce(opts: EmbeddedOptions): Promise<EmbeddedServer> {
         '-c', `unix_socket_directories=${dir}`,
         '-c', 'fsync=off', '-c', 'synchronous_commit=off', '-c', 'full_page_writes=off',
         '-c', `max_connections=${opts.maxConnections ?? connectionsFor()}`,
+        // Dynamic shared memory as files in the data folder (pg_dynshmem/), not /dev/shm/PostgreSQL.*: a server
+        // killed with SIGKILL cannot remove its segments, and these go with the run's folder.
+        '-c', 'dynamic_shared_memory_type=mmap',
         ...Object.entries(opts.settings ?? {}).flatMap(([k, v]) => ['-c', `${k}=${v}`]),
       ],
       // Own process group: a terminal's Ctrl-C reaches race, which stops the server in order.

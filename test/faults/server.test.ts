@@ -87,6 +87,10 @@ test("the embedded default's postmaster killed mid-run: exit 3 within the connec
       return false
     }
   })
+  // Its System V segment (key and id: line 7 of postmaster.pid), which a killed postmaster cannot remove itself.
+  const shmid = Number(fs.readFileSync(path.join(dir, 'data', 'postmaster.pid'), 'utf8').split('\n')[6].trim().split(/\s+/)[1])
+  const segments = () => fs.readFileSync('/proc/sysvipc/shm', 'utf8').split('\n').slice(1).map((l) => Number(l.trim().split(/\s+/)[1]))
+  assert.ok(segments().includes(shmid), `segment ${shmid} listed while the server runs`)
   process.kill(postmaster, 'SIGKILL')
   const t0 = Date.now()
   const code = await exited
@@ -95,7 +99,8 @@ test("the embedded default's postmaster killed mid-run: exit 3 within the connec
   if (process.env.RACE_TEST_SHOW) console.log(ms, stderr())
   oneCleanLine(stderr(), /server went away/)
   assert.ok(ms < 3000, `exited ${ms}ms after the server died`)
-  assert.equal(fs.existsSync(dir), false, 'folder removed')
+  assert.equal(fs.existsSync(dir), false, 'folder removed (its dynamic shared memory is files in it: pg_dynshmem)')
   await until('the dead server\'s backends to exit', () => backends.every((p) => !alive(p)), 5000)
   assert.ok(!ourDirs().includes(path.basename(dir)))
+  assert.ok(!segments().includes(shmid), `the killed server's System V segment ${shmid} was removed`)
 })
