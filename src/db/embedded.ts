@@ -4,14 +4,14 @@
 // time (which then becomes the template) and with --no-cache. race drives initdb and postgres itself rather
 // than through the EmbeddedPostgres class: that class installs process-wide exit hooks which turn exit codes
 // into 0 and leave the folder behind on errors (../shared/notes/libraries.md §2.6).
-import { spawn, spawnSync, execFileSync, type ChildProcess } from 'node:child_process'
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process'
 import { createHash, randomBytes } from 'node:crypto'
 import fs from 'node:fs'
-import net from 'node:net'
 import os from 'node:os'
 import path from 'node:path'
 import { RunError } from '../errors.js'
 import { onCleanup } from '../lifecycle.js'
+import { alive, freePort, logTail, postgresUser } from './local.js'
 import { copyTemplate, discard, findTemplate, openCache, reapStale, storeTemplate, TemplateDamaged, type Template } from './template.js'
 
 export const DIR_PREFIX = 'race-pg-'
@@ -90,53 +90,8 @@ function hydrateSymlinks(nativeDir: string): void {
   }
 }
 
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = net.createServer()
-    srv.once('error', reject)
-    srv.listen(0, '127.0.0.1', () => {
-      const port = (srv.address() as net.AddressInfo).port
-      srv.close(() => resolve(port))
-    })
-  })
-}
 
-function postgresUser(): { uid: number; gid: number } | undefined {
-  if (os.userInfo().uid !== 0) return undefined
-  // /etc/passwd first: two `id` processes cost more than the rest of the start.
-  try {
-    const line = fs.readFileSync('/etc/passwd', 'utf8').split('\n').find((l) => l.startsWith('postgres:'))
-    const [, , uid, gid] = line?.split(':') ?? []
-    if (line && /^\d+$/.test(uid) && /^\d+$/.test(gid)) return { uid: Number(uid), gid: Number(gid) }
-  } catch {
-    /* no /etc/passwd: ask id (NSS) */
-  }
-  try {
-    const uid = Number(execFileSync('id', ['-u', 'postgres']).toString().trim())
-    const gid = Number(execFileSync('id', ['-g', 'postgres']).toString().trim())
-    return { uid, gid }
-  } catch {
-    throw new RunError(
-      'PostgreSQL refuses to run as root and there is no postgres user to run it as: create one (useradd postgres), run race as another user, or pass --database-url',
-    )
-  }
-}
 
-function alive(pid: number): boolean {
-  try {
-    // An exited process whose parent is gone can linger as a zombie: that is not a running server.
-    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8')
-    if (stat.slice(stat.lastIndexOf(')') + 2).startsWith('Z')) return false
-  } catch {
-    /* no /proc (not Linux): fall back to a signal 0 probe */
-  }
-  try {
-    process.kill(pid, 0)
-    return true
-  } catch (e) {
-    return (e as NodeJS.ErrnoException).code === 'EPERM'
-  }
-}
 
 /**
  * Finds servers left by a race process that no longer exists (SIGKILL) and stops them. Only folders race
@@ -387,7 +342,7 @@ async function startOnce(opts: EmbeddedOptions): Promise<EmbeddedServer> {
   const tcp = opts.tcp !== false
   await reapOrphans()
   const bins = await binaries()
-  const ids = postgresUser()
+  const ids = postgresUser('PostgreSQL refuses to run as root and there is no postgres user to run it as: create one (useradd postgres), run race as another user, or pass --database-url')
   const dir = fs.mkdtempSync(path.join(runRoot(), DIR_PREFIX))
   let child: ChildProcess | undefined
   const removeDir = () => {
@@ -445,7 +400,7 @@ async function startOnce(opts: EmbeddedOptions): Promise<EmbeddedServer> {
     await new Promise<void>((resolve, reject) => {
       let log = ''
       const timer = setTimeout(
-        () => reject(new RunError(`the embedded PostgreSQL did not start within ${startTimeoutMs / 1000}s: ${tail(log)}`)),
+        () => reject(new RunError(`the embedded PostgreSQL did not start within ${startTimeoutMs / 1000}s: ${logTail(log, /FATAL|ERROR|PANIC|could not/)}`)),
         startTimeoutMs,
       )
       child!.stderr!.on('data', (d: Buffer) => {
@@ -457,7 +412,7 @@ async function startOnce(opts: EmbeddedOptions): Promise<EmbeddedServer> {
       })
       child!.once('exit', (code, signal) => {
         clearTimeout(timer)
-        const e = new RunError(`the embedded PostgreSQL exited while starting (${signal ?? `exit ${code}`}): ${tail(log)}`)
+        const e = new RunError(`the embedded PostgreSQL exited while starting (${signal ?? `exit ${code}`}): ${logTail(log, /FATAL|ERROR|PANIC|could not/)}`)
         reject(prepared?.template ? new TemplateStartFailed(e, prepared.template) : e)
       })
       child!.once('error', (e) => {
@@ -478,7 +433,3 @@ async function startOnce(opts: EmbeddedOptions): Promise<EmbeddedServer> {
   }
 }
 
-function tail(log: string): string {
-  const lines = log.trim().split('\n').filter((l) => /FATAL|ERROR|PANIC|could not/.test(l))
-  return (lines.slice(-2).join(' | ') || log.trim().split('\n').slice(-1)[0] || 'no output').slice(0, 400)
-}

@@ -7,7 +7,6 @@
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
 import fs from 'node:fs'
-import net from 'node:net'
 import os from 'node:os'
 import path from 'node:path'
 import postgres, { type Sql } from 'postgres'
@@ -17,6 +16,7 @@ import { onCleanup } from '../lifecycle.js'
 import type { PoolMode } from '../scenario.js'
 import { endQuietly } from './connect.js'
 import type { Target } from './target.js'
+import { alive, freePort, logTail, postgresUser } from './local.js'
 
 export const POOLER_DIR_PREFIX = 'race-pgb-'
 const OWNER_FILE = 'race-owner.json'
@@ -98,43 +98,8 @@ export function pgbouncerVersion(bin: string): string {
   }
 }
 
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = net.createServer()
-    srv.once('error', reject)
-    srv.listen(0, '127.0.0.1', () => {
-      const port = (srv.address() as net.AddressInfo).port
-      srv.close(() => resolve(port))
-    })
-  })
-}
 
-/** PgBouncer refuses to run as root: then it runs as the postgres OS user (as the embedded server does). */
-function runAs(): { uid: number; gid: number } | undefined {
-  if (os.userInfo().uid !== 0) return undefined
-  try {
-    const uid = Number(execFileSync('id', ['-u', 'postgres']).toString().trim())
-    const gid = Number(execFileSync('id', ['-g', 'postgres']).toString().trim())
-    return { uid, gid }
-  } catch {
-    throw new RunError('PgBouncer refuses to run as root and there is no postgres user to run it as: create one (useradd postgres), or run race as another user')
-  }
-}
 
-function alive(pid: number): boolean {
-  try {
-    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8')
-    if (stat.slice(stat.lastIndexOf(')') + 2).startsWith('Z')) return false
-  } catch {
-    /* no /proc: fall back to signal 0 */
-  }
-  try {
-    process.kill(pid, 0)
-    return true
-  } catch (e) {
-    return (e as NodeJS.ErrnoException).code === 'EPERM'
-  }
-}
 
 /** The pgbouncer pid of a race folder, only if that process's command line names the folder's config. */
 function pgbouncerPid(dir: string): number | undefined {
@@ -232,7 +197,7 @@ export async function startPooler(o: StartOptions): Promise<Pooler> {
   const bin = findPgbouncer()
   const version = pgbouncerVersion(bin)
   await reapPoolers()
-  const ids = runAs()
+  const ids = postgresUser('PgBouncer refuses to run as root and there is no postgres user to run it as: create one (useradd postgres), or run race as another user')
   const info = connInfo(o.target)
   const startTimeoutMs = o.startTimeoutMs ?? 10_000
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), POOLER_DIR_PREFIX))
@@ -324,7 +289,7 @@ export async function startPooler(o: StartOptions): Promise<Pooler> {
       child = spawn(bin, [file], { ...(ids ?? {}), detached: true, stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, LC_ALL: 'C' } })
       const up = await new Promise<boolean>((resolve, reject) => {
         let log = ''
-        const timer = setTimeout(() => reject(new RunError(`PgBouncer did not start within ${startTimeoutMs / 1000}s: ${tail(log)}`)), startTimeoutMs)
+        const timer = setTimeout(() => reject(new RunError(`PgBouncer did not start within ${startTimeoutMs / 1000}s: ${logTail(log, /FATAL|ERROR|WARNING|could not|bind/i)}`)), startTimeoutMs)
         child!.stderr!.on('data', (d: Buffer) => {
           log = (log + d.toString()).slice(-4000)
           lastLog = log
@@ -343,9 +308,9 @@ export async function startPooler(o: StartOptions): Promise<Pooler> {
         })
       })
       if (up) port = p
-      else if (!/bind|address already in use/i.test(lastLog)) throw new RunError(`PgBouncer exited while starting: ${tail(lastLog)}`)
+      else if (!/bind|address already in use/i.test(lastLog)) throw new RunError(`PgBouncer exited while starting: ${logTail(lastLog, /FATAL|ERROR|WARNING|could not|bind/i)}`)
     }
-    if (!port) throw new RunError(`PgBouncer could not listen on a free port: ${tail(lastLog)}`)
+    if (!port) throw new RunError(`PgBouncer could not listen on a free port: ${logTail(lastLog, /FATAL|ERROR|WARNING|could not|bind/i)}`)
     child!.stderr!.removeAllListeners('data')
     child!.stderr!.resume() // keep draining its log
     const auth = `${encodeURIComponent(info.user)}:${encodeURIComponent(password)}`
@@ -398,10 +363,6 @@ export async function startPooler(o: StartOptions): Promise<Pooler> {
   }
 }
 
-function tail(log: string): string {
-  const lines = log.trim().split('\n').filter((l) => /FATAL|ERROR|WARNING|could not|bind/i.test(l))
-  return (lines.slice(-2).join(' | ') || log.trim().split('\n').slice(-1)[0] || 'no output').slice(0, 400)
-}
 
 /**
  * --pooled: the server behind a pooler the user runs, for race's control connection (which must be direct: its
