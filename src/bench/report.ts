@@ -114,20 +114,8 @@ export function table(r: BenchReport, w = columns()): string {
     if (withSlap) row.push(slapTps(x), perSlap(x))
     return row
   })
-  const natural = head.map((h, i) => Math.max(width(h), ...rows.map((row) => width(row[i]))))
-  if (natural.reduce((a, x) => a + x, 0) + 3 * head.length + 1 <= w) return fitTable(head, rows, [], w)
-  const grouped = (cols: string[], cell: (x: CellResult) => string[]) => {
-    const body: CellValue[][] = []
-    let group = ''
-    for (const x of r.cells) {
-      if (groupLabel(x) !== group) {
-        group = groupLabel(x)
-        body.push([{ content: c.bold(group), colSpan: cols.length }])
-      }
-      body.push([shortLevel(x.isolation), ...cell(x)])
-    }
-    return fitTable(cols, body, cols.map((_, i) => (i === 0 ? { shrink: 0 } : {})), w)
-  }
+  if (fitsWide(head, rows, w)) return fitTable(head, rows, [], w)
+  const grouped = (cols: string[], cell: (x: CellResult) => string[]) => groupedTable(r.cells, cols, cell, w)
   const out = [
     grouped(['level', 'TPS', 'vs RC', 'article', 'failures', ...(withAdvisory ? ['anomalies'] : [])], (x) => [int(x.race.tps), vsText(x), ratio(x.article), failText(x), ...(withAdvisory ? [anomaliesText(x)] : [])]),
     grouped(['level', 'P50 ms', 'P95 ms', 'P99 ms', 'retries'], (x) => [ms(x.race.latencyMs.p50), ms(x.race.latencyMs.p95), ms(x.race.latencyMs.p99), String(x.race.retries)]),
@@ -250,23 +238,11 @@ export function poolerLines(r: BenchReport, w = columns()): string[] {
     `${ms(x.race.latencyMs.p50)} / ${p50(x.unnamed)} / ${p50(x.pooled)}`,
     fails(x),
   ])
-  const natural = head.map((h, i) => Math.max(width(h), ...rows.map((row) => width(row[i]))))
   let tables: string
-  if (natural.reduce((a, x) => a + x, 0) + 3 * head.length + 1 <= w) tables = fitTable(head, rows, [], w)
+  if (fitsWide(head, rows, w)) tables = fitTable(head, rows, [], w)
   else {
     // Narrower: two tables grouped by workload (throughput and ratios; latency and failures), as the table above.
-    const grouped = (cols: string[], cell: (x: CellResult) => string[]) => {
-      const body: CellValue[][] = []
-      let group = ''
-      for (const x of r.cells) {
-        if (groupLabel(x) !== group) {
-          group = groupLabel(x)
-          body.push([{ content: c.bold(group), colSpan: cols.length }])
-        }
-        body.push([shortLevel(x.isolation), ...cell(x)])
-      }
-      return fitTable(cols, body, cols.map((_, i) => (i === 0 ? { shrink: 0 } : {})), w)
-    }
+    const grouped = (cols: string[], cell: (x: CellResult) => string[]) => groupedTable(r.cells, cols, cell, w)
     tables = [
       grouped(['level', 'direct TPS', 'unnamed TPS', 'pooled TPS', 'pooled / unnamed', 'unnamed / direct'], (x) => [
         int(x.race.tps),
@@ -556,4 +532,24 @@ export class Progress {
 function fmtLeft(msLeft: number): string {
   const s = Math.max(0, Math.round(msLeft / 1000))
   return s >= 60 ? `${Math.floor(s / 60)}m${String(s % 60).padStart(2, '0')}s` : `${s}s`
+}
+
+/** Whether a table with these rows fits w columns at its natural widths (cell text plus borders and padding). */
+function fitsWide(head: string[], rows: string[][], w: number): boolean {
+  const natural = head.map((h, i) => Math.max(width(h), ...rows.map((row) => width(row[i]))))
+  return natural.reduce((a, x) => a + x, 0) + 3 * head.length + 1 <= w
+}
+
+/** A narrower table: one bold row per workload group, then a row per level with `cell`'s columns. */
+function groupedTable(cells: readonly CellResult[], cols: string[], cell: (x: CellResult) => string[], w: number): string {
+  const body: CellValue[][] = []
+  let group = ''
+  for (const x of cells) {
+    if (groupLabel(x) !== group) {
+      group = groupLabel(x)
+      body.push([{ content: c.bold(group), colSpan: cols.length }])
+    }
+    body.push([shortLevel(x.isolation), ...cell(x)])
+  }
+  return fitTable(cols, body, cols.map((_, i) => (i === 0 ? { shrink: 0 } : {})), w)
 }

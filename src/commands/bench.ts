@@ -217,10 +217,9 @@ export async function benchCommand(o: BenchCliOptions, cmd: Command): Promise<nu
         for (const cell of p.cells) {
           n++
           const label = `cell ${n}/${nCells}: ${groupLabel({ ...cell, workload: cell.workload.id })} ${shortLevel(cell.level)}`
-          const runRace = async () => {
-            await cell.workload.reset(lab.control)
-            progress.phase(`${label} race`, b.warmupMs + b.durationMs)
-            return runCell({
+          // One cell's load, the same for every way it runs (direct, unnamed statements, through PgBouncer).
+          const load = (extra: Partial<Parameters<typeof runCell>[0]> = {}) =>
+            runCell({
               workload: cell.workload,
               level: cell.level,
               clients: b.clients,
@@ -232,7 +231,12 @@ export async function benchCommand(o: BenchCliOptions, cmd: Command): Promise<nu
               connectTimeoutMs: bounds.connectTimeoutMs,
               statementTimeoutMs: bounds.stepTimeoutMs,
               driver: b.driver,
+              ...extra,
             })
+          const runRace = async () => {
+            await cell.workload.reset(lab.control)
+            progress.phase(`${label} race`, b.warmupMs + b.durationMs)
+            return load()
           }
           // The same load through a PgBouncer of race's own (one per cell: its server connections start at
           // this cell's level), beside the direct run: what the pooler costs.
@@ -250,20 +254,7 @@ export async function benchCommand(o: BenchCliOptions, cmd: Command): Promise<nu
             pooler = describePool(p.version, p.config)
             try {
               progress.phase(`${label} through PgBouncer`, b.warmupMs + b.durationMs)
-              return await runCell({
-                workload: cell.workload,
-                level: cell.level,
-                clients: b.clients,
-                durationMs: b.durationMs,
-                warmupMs: b.warmupMs,
-                maxTries: b.maxTries,
-                target: p.target,
-                schema,
-                connectTimeoutMs: bounds.connectTimeoutMs,
-                statementTimeoutMs: bounds.stepTimeoutMs,
-                driver: b.driver,
-                pooled: true,
-              })
+              return await load({ target: p.target, pooled: true })
             } finally {
               await p.stop()
             }
@@ -273,20 +264,7 @@ export async function benchCommand(o: BenchCliOptions, cmd: Command): Promise<nu
             if (!pool) return null
             await cell.workload.reset(lab.control)
             progress.phase(`${label} direct, unnamed statements`, b.warmupMs + b.durationMs)
-            return runCell({
-              workload: cell.workload,
-              level: cell.level,
-              clients: b.clients,
-              durationMs: b.durationMs,
-              warmupMs: b.warmupMs,
-              maxTries: b.maxTries,
-              target: lab.target,
-              schema,
-              connectTimeoutMs: bounds.connectTimeoutMs,
-              statementTimeoutMs: bounds.stepTimeoutMs,
-              driver: b.driver,
-              unnamed: true,
-            })
+            return load({ unnamed: true })
           }
           const runPg = async (): Promise<CellResult['pgbench']> => {
             if (!pgbench) return null
