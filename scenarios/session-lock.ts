@@ -30,18 +30,23 @@ const leak = (v: DocCtx) => (v.pool ? throughPool(v) : simulated(v))
 // One client after another: s3 begins after s2 ended, so the pool lends it the connection s1 and s2 used.
 const serial = (v: DocCtx) => (v.pool && !v.params.xact && v.pool.mode !== 'session' ? throughPool({ ...v, pool: { ...v.pool, size: 1 } }) : leak(v))
 
+/** Takes the key twice in a transaction, rolls it back, then unlocks once: the second take is forgotten. */
+function holder(take: string): SessionSpec {
+  return {
+    steps: {
+      begin: 'begin',
+      lock: take,
+      again: take,
+      rollback: 'rollback',
+      unlock: 'select pg_advisory_unlock(:key) as released',
+    },
+  }
+}
+
 function pooledSessions(take: string): Record<string, SessionSpec> {
   return {
-    s1: {
-      steps: {
-        begin: 'begin',
-        lock: take,
-        again: take,
-        rollback: 'rollback',
-        // One unlock (autocommit: on whichever connection the pool lends it); the second is forgotten.
-        unlock: 'select pg_advisory_unlock(:key) as released',
-      },
-    },
+    // Its unlock is autocommit: it runs on whichever connection the pool lends it.
+    s1: holder(take),
     // Another client: it takes no lock, and looks at what the backend it was lent holds.
     s2: { steps: { begin: 'begin', mine: observe('locks held by next borrower', heldByMe, 'held'), commit: 'commit' } },
     // A third client asks for the key, waiting at most 500ms.
@@ -111,16 +116,8 @@ export default defineScenario({
     const take = `select ${params.xact ? 'pg_advisory_xact_lock' : 'pg_advisory_lock'}(:key)`
     if (pool) return pooledSessions(take)
     return {
-      req1: {
-        steps: {
-          begin: 'begin',
-          lock: take,
-          again: take,
-          rollback: 'rollback',
-          // One unlock; the second is forgotten, and the connection goes back to the pool.
-          unlock: 'select pg_advisory_unlock(:key) as released',
-        },
-      },
+      // Then the connection goes back to the pool.
+      req1: holder(take),
       other: { steps: { afterRollback: probe('free after rollback'), afterUnlock: probe('free after one unlock') } },
       // The next borrower of req1's connection: it takes no lock, and looks at what its backend holds.
       req2: { shares: 'req1', steps: { begin: 'begin', mine: observe('locks held by next borrower', heldByMe, 'held'), commit: 'commit' } },

@@ -74,12 +74,7 @@ export class SessionConns {
 
   /** The run is over: closes every connection held here (politely, bounded). */
   async close(): Promise<void> {
-    this.ended = true
-    const all = [...this.held]
-    this.held.clear()
-    this.ready.clear()
-    this.kept.clear()
-    await Promise.all(all.map((c) => c.close()))
+    await Promise.all(this.end().map((c) => c.close()))
   }
 
   /**
@@ -87,12 +82,17 @@ export class SessionConns {
    * opened) and hold nothing, so they end by themselves; none is terminated from control, which may be busy then.
    */
   async kill(): Promise<void> {
+    await Promise.all(this.end().map((c) => c.destroy()))
+  }
+
+  /** Ends the run here: forgets every connection and returns the ones it held, for close or kill to end. */
+  private end() {
     this.ended = true
     const all = [...this.held]
     this.held.clear()
     this.ready.clear()
     this.kept.clear()
-    await Promise.all(all.map((c) => c.destroy()))
+    return all
   }
 }
 
