@@ -10,7 +10,7 @@ import { connect, endQuietly } from '../../src/db/connect.js'
 import { resolveTarget, type Target } from '../../src/db/target.js'
 import { runCell } from '../../src/bench/runner.js'
 import { BEGIN, COMMIT, oltp, type Workload } from '../../src/bench/workloads.js'
-import { findPgbench } from '../../src/bench/pgbench.js'
+import { NEEDS } from '../support/tools.js'
 import { race, useServer, type TestServer } from '../support/server.js'
 
 let server: TestServer
@@ -126,7 +126,7 @@ test('CLI: one hot row under REPEATABLE READ retries conflicts and reports them 
   assert.equal(await benchSchemas(), before, 'the bench schema was dropped')
 })
 
-test('CLI: --vs-pgbench runs the same script through pgbench; --html writes a self-contained page', { skip: pgbenchMissing() }, async () => {
+test('CLI: --vs-pgbench runs the same script through pgbench; --html writes a self-contained page', { skip: NEEDS.pgbench }, async () => {
   const file = path.join(os.tmpdir(), `race-bench-${process.pid}.html`)
   try {
     const r = await race(
@@ -147,15 +147,6 @@ test('CLI: --vs-pgbench runs the same script through pgbench; --html writes a se
     fs.rmSync(file, { force: true })
   }
 })
-
-function pgbenchMissing(): string | false {
-  try {
-    findPgbench()
-    return false
-  } catch (e) {
-    return (e as Error).message
-  }
-}
 
 test('CLI: bad input is one line and exit 2, before any connection', async () => {
   const cases: [string[], RegExp][] = [

@@ -3,7 +3,6 @@
 // normalising what legitimately varies: pids, timings, versions, ports, random names).
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
-import { findPgbench } from '../../src/bench/pgbench.js'
 import { ARTICLES } from '../../src/registry.js'
 import { argv, drift, parseSamples, readme, render, tableHeads, type Sample } from '../../scripts/samples.js'
 import { race, useServer, type TestServer } from '../support/server.js'
@@ -74,16 +73,7 @@ test('every sample is what race prints today (npm run readme rewrites them)', { 
   assert.deepEqual(drifted, [])
 })
 
-function pgbenchMissing(): string | false {
-  try {
-    findPgbench()
-    return false
-  } catch (e) {
-    return (e as Error).message
-  }
-}
-
-test('recorded measurements (race bench) have the format race prints today: the same tables, the same columns', { skip: pgbenchMissing() }, async () => {
+test('recorded measurements (race bench) have the format race prints today: the same tables, the same columns', { skip: NEEDS.pgbench }, async () => {
   const recorded = samples.filter((x) => 'recorded' in x.options)
   assert.ok(recorded.length >= 1)
   for (const s of recorded) {

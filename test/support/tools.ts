@@ -5,6 +5,7 @@ import { execFileSync, spawnSync } from 'node:child_process'
 import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
+import { findPgbench } from '../../src/bench/pgbench.js'
 import { ROOT } from './server.js'
 
 function onPath(bin: string): string | undefined {
@@ -21,7 +22,18 @@ export const NEEDS = {
   chromium: onPath('chromium') || onPath('chromium-browser') ? false : "needs Chromium to render the bench page and measure its DOM (Debian: apt-get install -y chromium)",
   tmux: onPath('tmux') ? false : 'needs tmux for a real terminal to drive --step in (Debian: apt-get install -y tmux)',
   pgbouncer: onPath('pgbouncer') || fs.existsSync('/usr/sbin/pgbouncer') ? false : 'needs PgBouncer for --pooler (Debian: apt-get install -y pgbouncer)',
+  pgbench: pgbenchMissing(),
 } as const
+
+/** Why pgbench cannot be found (race's own search, with its install hint), or false. */
+function pgbenchMissing(): string | false {
+  try {
+    findPgbench()
+    return false
+  } catch (e) {
+    return (e as Error).message
+  }
+}
 
 /** Validates a JUnit file against the schema race's tests hold it to; returns xmllint's complaint, or ''. */
 export function junitProblems(file: string): string {
