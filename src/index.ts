@@ -1,4 +1,4 @@
-// The package's public entry: what a user's own scenario module imports (`import { defineScenario } from 'race'`).
+// The package's public entry: what a user's own scenario module imports (`import { defineScenario } from 'racelab'`).
 // The same contract the built-in scenarios use; `race run ./my-race.mjs` loads it and checks it first.
 export {
   defineScenario,
