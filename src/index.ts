@@ -37,3 +37,6 @@ export type {
   Rows,
 } from './scenario.js'
 export { checkScenario } from './plan.js'
+// Running a race from a test runner (node:test, vitest, jest): run() resolves to `race run --json`'s document.
+export { run, RaceError } from './api.js'
+export type { RunOptions, RunResult, ScenarioRef } from './api.js'
