@@ -12,7 +12,7 @@
 // (its schema, the embedded server, a PgBouncer) is removed before run() settles, also when it fails.
 import { RunError, UsageError, Interrupted } from './errors.js'
 import { isPostgresJsDestroyedFetch, isPostgresJsNextWriteBug } from './known-bugs.js'
-import { abort, cleanupAll, resetLifecycle } from './lifecycle.js'
+import { abort, cleanupMark, cleanupSince, resetLifecycle } from './lifecycle.js'
 import { parseDuration, parseWhole } from './parse.js'
 import type { Params, Scenario } from './scenario.js'
 
@@ -163,6 +163,7 @@ function paramsOf(s: Scenario, given: Record<string, unknown>): Params {
  */
 async function guarded<T>(fn: () => Promise<T>): Promise<T> {
   resetLifecycle()
+  const mark = cleanupMark()
   let signalled: NodeJS.Signals | undefined
   const onSignal = (sig: NodeJS.Signals) => {
     signalled = sig
@@ -183,7 +184,7 @@ async function guarded<T>(fn: () => Promise<T>): Promise<T> {
     result = { ok: false, error: e }
   }
   const { abortSignal } = await import('./lifecycle.js')
-  const errors = await cleanupAll()
+  const errors = await cleanupSince(mark)
   for (const s of signals) process.off(s, onSignal)
   process.off('uncaughtException', onError)
   process.off('unhandledRejection', onError)

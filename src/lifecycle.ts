@@ -29,8 +29,18 @@ export function onCleanup(name: string, run: () => Promise<void>, force?: () => 
 
 /** Runs every registered disposer, newest first; a failing one never stops the others. Returns their errors. */
 export async function cleanupAll(): Promise<Error[]> {
+  return cleanupSince(0)
+}
+
+/** How many disposers are registered now: cleanupSince(mark) later runs only those registered after. */
+export function cleanupMark(): number {
+  return stack.length
+}
+
+/** Runs the disposers registered since `mark` (cleanupMark()), newest first, as cleanupAll does. */
+export async function cleanupSince(mark: number): Promise<Error[]> {
   const errors: Error[] = []
-  while (stack.length) {
+  while (stack.length > mark) {
     const d = stack.pop()!
     try {
       await d.run()
@@ -76,9 +86,8 @@ function abortedPromise(signal: AbortSignal): Promise<never> {
 }
 let aborted = abortedPromise(abortSignal)
 
-/** A fresh abort state for the next run in this process (the API's run(); its cleanup stack must be empty). */
+/** A fresh abort state for the next run in this process (the API's run(), which cleans up what it registered). */
 export function resetLifecycle(): void {
-  if (stack.length) throw new Error(`resetLifecycle with ${stack.length} cleanups pending`)
   abortController = new AbortController()
   abortSignal = abortController.signal
   aborted = abortedPromise(abortSignal)
