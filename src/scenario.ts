@@ -318,6 +318,11 @@ export function appWait(param: string, what: string, o: Pick<StepDef, 'rejectIf'
 
 /** One session template replicated as s1..sN (the N-way races). */
 export function replicate(n: number, spec: SessionSpec): Record<string, SessionSpec> {
+  if (!Number.isInteger(n) || n < 1) {
+    const got = n === undefined ? 'nothing' : typeof n === 'object' ? 'an object (the session first? write replicate(v.n, { steps: {...} }))' : `${typeof n} ${String(n)}`
+    throw new TypeError(`replicate(n, session): n is how many sessions (v.n), got ${got}`)
+  }
+  if (!spec || typeof spec !== 'object' || !spec.steps || typeof spec.steps !== 'object') throw new TypeError(`replicate(n, session): session must be { steps: { name: 'sql', ... } }`)
   return Object.fromEntries(Array.from({ length: n }, (_, i) => [`s${i + 1}`, spec]))
 }
 

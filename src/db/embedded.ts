@@ -69,6 +69,32 @@ async function binaries(): Promise<Binaries> {
   return mod
 }
 
+/**
+ * The first folder on the way to `file` that the server's user (`ids`) may not enter, if any: as root, race runs the
+ * server as postgres, which cannot start binaries installed under a private folder (a project in /root, a mkdtemp).
+ */
+function closedFolder(file: string, ids: { uid: number; gid: number }): string | undefined {
+  let dir = path.dirname(path.resolve(file))
+  const chain: string[] = []
+  for (;;) {
+    chain.unshift(dir)
+    const up = path.dirname(dir)
+    if (up === dir) break
+    dir = up
+  }
+  for (const d of chain) {
+    let st: fs.Stats
+    try {
+      st = fs.statSync(d)
+    } catch {
+      return undefined
+    }
+    const bit = st.uid === ids.uid ? 0o100 : st.gid === ids.gid ? 0o010 : 0o001
+    if (!(st.mode & bit)) return d
+  }
+  return undefined
+}
+
 /** npm tarballs cannot hold symlinks; the package's postinstall makes them. Redo it if it was skipped. */
 function hydrateSymlinks(nativeDir: string): void {
   let links: { source: string; target: string }[]
@@ -290,7 +316,9 @@ async function prepareCluster(
       discard(cache.dir, t.dir)
     }
   }
-  // The first run of this build and these options: a password nobody keeps (each run then sets its own).
+  // The first run of this build and these options: a password nobody keeps (each run then sets its own). It takes
+  // seconds where a copy takes a fraction of one: said on stderr, so a first run (or a CI log) does not look hung.
+  process.stderr.write(`race: first run of this PostgreSQL build: creating its template cluster (initdb, a few seconds, once; race cache shows it)\n`)
   await initdb(bins, ids, dir, data, randomBytes(18).toString('base64url'), timeoutMs)
   const major = fs.readFileSync(path.join(data, 'PG_VERSION'), 'utf8').trim()
   const stored = storeTemplate(cache.dir, key, data, { binaries, major, initdb: INITDB_OPTIONS })
@@ -343,6 +371,12 @@ async function startOnce(opts: EmbeddedOptions): Promise<EmbeddedServer> {
   await reapOrphans()
   const bins = await binaries()
   const ids = postgresUser('PostgreSQL refuses to run as root and there is no postgres user to run it as: create one (useradd postgres), run race as another user, or pass --database-url')
+  const closed = ids && closedFolder(bins.postgres, ids)
+  if (closed) {
+    throw new RunError(
+      `the embedded PostgreSQL runs as user postgres (race runs as root), which cannot reach its binaries: ${closed} is private to its owner; run race from a folder others may enter (chmod o+x ${closed}), as another user, or pass --database-url`,
+    )
+  }
   const dir = fs.mkdtempSync(path.join(runRoot(), DIR_PREFIX))
   let child: ChildProcess | undefined
   const removeDir = () => {
