@@ -107,3 +107,105 @@ export function maintenanceOnly(sql: string): boolean {
     !list.some((st) => /\./.test(st))
   )
 }
+
+/**
+ * The texts a block runs, to read what it does: the block, and (three levels deep) what it hands to the server
+ * as a body or a string: a DO block's or a function's body, the SQL an EXECUTE runs. SQL assembled at run time
+ * from pieces (`'co' || 'py'`) is not read: the rule in docs/spec-setup-rules.md says so.
+ */
+function innerTexts(sql: string, depth = 0): string[] {
+  const out = [sql]
+  if (depth >= 3) return out
+  let i = 0
+  while (i < sql.length) {
+    const ch = sql[i]
+    if (ch === '-' && sql[i + 1] === '-') {
+      const e = sql.indexOf('\n', i)
+      i = e < 0 ? sql.length : e
+    } else if (ch === '/' && sql[i + 1] === '*') {
+      const e = sql.indexOf('*/', i + 2)
+      i = e < 0 ? sql.length : e + 2
+    } else if (ch === '"') {
+      const e = sql.indexOf('"', i + 1)
+      i = e < 0 ? sql.length : e + 1
+    } else if (ch === "'") {
+      let k = i + 1
+      while (k < sql.length && !(sql[k] === "'" && sql[k + 1] !== "'")) k += sql[k] === "'" ? 2 : 1
+      out.push(...innerTexts(sql.slice(i + 1, k).replace(/''/g, "'"), depth + 1))
+      i = k + 1
+    } else if (ch === '$' && /^\$([A-Za-z_][A-Za-z0-9_]*)?\$/.test(sql.slice(i)) && !/[A-Za-z0-9_]/.test(sql[i - 1] ?? '')) {
+      const tag = /^\$([A-Za-z_][A-Za-z0-9_]*)?\$/.exec(sql.slice(i))![0]
+      const e = sql.indexOf(tag, i + tag.length)
+      out.push(...innerTexts(sql.slice(i + tag.length, e < 0 ? sql.length : e), depth + 1))
+      i = e < 0 ? sql.length : e + tag.length
+    } else i++
+  }
+  return out
+}
+
+/** A statement with its comments dropped and every string and dollar-quoted text emptied ('' and $$$$). */
+function masked(st: string): string {
+  return st
+    .replace(/--[^\n]*|\/\*[\s\S]*?\*\//g, ' ')
+    .replace(/\$([A-Za-z_][A-Za-z0-9_]*)?\$[\s\S]*?\$\1\$/g, '$$$$')
+    .replace(/'(?:[^']|'')*'/g, "''")
+}
+
+/** Functions that act outside the database or on other connections: files, other backends, the server's state. */
+const OUTSIDE_FUNCTIONS =
+  /\b(lo_export|pg_file_write|pg_file_rename|pg_file_unlink|pg_file_sync|dblink\w*|pg_background_\w+|pg_terminate_backend|pg_cancel_backend|pg_reload_conf|pg_rotate_logfile\w*|pg_promote|pg_switch_wal|pg_create_restore_point|pg_stat_reset\w*|pg_create_\w*replication_slot|pg_drop_replication_slot|pg_copy_\w*replication_slot|pg_replication_origin_(create|drop))\s*\(/i
+
+/**
+ * What a block does outside the database, which no transaction can take back and no catalog shows, as a few words
+ * (the first found), or undefined: COPY to a server file, COPY to or from a program, and the functions above.
+ */
+export function outsideReach(sql: string): string | undefined {
+  for (const text of innerTexts(sql)) {
+    for (const st of statements(text)) {
+      const m = masked(st)
+      if (/\bcopy\b[\s\S]*\b(to|from)\s+program\b/i.test(m)) return `runs a program on the server (copy ... program)`
+      if (/\bcopy\b[\s\S]*\bto\s+(e\s*)?''/i.test(m)) return `writes a file on the server (copy ... to '<file>')`
+      const f = OUTSIDE_FUNCTIONS.exec(m)
+      if (f) return `calls ${f[1].toLowerCase()}(), which acts outside the database or on other connections`
+    }
+  }
+  return undefined
+}
+
+/** A relation name as SQL writes one: an identifier or a quoted one, optionally qualified. */
+const NAME = String.raw`(?:"(?:[^"]|"")+"|[\w$]+)(?:\s*\.\s*(?:"(?:[^"]|"")+"|[\w$]+))*`
+
+/**
+ * What a maintenance statement (maintenanceOnly) works on, for checking before it runs outside a transaction
+ * (where the guard cannot take it back): the relation names it names, or `all` and what it would touch when it
+ * names none of them (every table of the database, a whole schema).
+ */
+export function maintenanceTargets(st: string): { names: string[] } | { all: string } {
+  const s = st.trim().replace(/\s+/g, ' ')
+  if (/^checkpoint$/i.test(s)) return { names: [] }
+  let m = /^(vacuum|analy[sz]e)\b\s*(?:\([^)]*\))?((?:\s*\b(?:full|freeze|verbose|analy[sz]e|skip_locked)\b)*)\s*([\s\S]*)$/i.exec(s)
+  if (m) {
+    const rest = m[3].trim()
+    if (!rest) return { all: `${m[1].toLowerCase()}s every table of the database` }
+    const names: string[] = []
+    let depth = 0
+    let cur = ''
+    for (const ch of rest) {
+      if (ch === '(') depth++
+      if (ch === ')') depth--
+      if (ch === ',' && depth === 0) {
+        names.push(cur)
+        cur = ''
+      } else cur += ch
+    }
+    names.push(cur)
+    return { names: names.map((x) => x.replace(/\([\s\S]*\)\s*$/, '').trim()) }
+  }
+  m = new RegExp(String.raw`^create (?:unique )?index concurrently (?:if not exists )?(?:${NAME} )?on (?:only )?(${NAME})`, 'i').exec(s)
+  if (m) return { names: [m[1]] }
+  m = new RegExp(String.raw`^reindex (?:\([^)]*\) )?(index|table|schema|database|system) concurrently (${NAME})?`, 'i').exec(s)
+  if (m) return /^(index|table)$/i.test(m[1]) && m[2] ? { names: [m[2]] } : { all: `reindexes a whole ${m[1].toLowerCase()}` }
+  m = /^drop index concurrently (?:if exists )?([\s\S]*?)(?: (?:cascade|restrict))?$/i.exec(s)
+  if (m) return { names: m[1].split(',').map((x) => x.trim()) }
+  return { all: `runs '${s.split(' ').slice(0, 3).join(' ')}'` }
+}

@@ -65,7 +65,50 @@ export function fingerprintSql(schema: string): string {
     `select 'pg_roles:' || t.oid || ':' || md5(t::text), format('role %I', t.rolname) from pg_catalog.pg_roles t`,
     `select 'pg_auth_members:' || md5(t::text) || ':0', 'a role membership' from pg_catalog.pg_auth_members t`,
     `select 'pg_db_role_setting:' || t.setdatabase || '/' || t.setrole || ':' || md5(t::text), 'a role or database setting' from pg_catalog.pg_db_role_setting t`,
+    // Comments: on anything outside the schema (a schema, a function, a database, a role) and on the schema itself
+    // (race's mark). Built-in objects' comments are never in the schema, so only user objects are identified.
+    `select 'pg_description:' || t.classoid || '/' || t.objoid || '/' || t.objsubid || ':' || t.xmin, 'the comment on ' || coalesce(pg_catalog.pg_describe_object(t.classoid, t.objoid, t.objsubid), 'a dropped object')
+       from pg_catalog.pg_description t
+      where t.objoid < 16384 or coalesce((pg_catalog.pg_identify_object(t.classoid, t.objoid, t.objsubid)).schema not in (select nspname from pg_catalog.pg_namespace where oid in ${x}), true)`,
+    `select 'pg_shdescription:' || t.classoid || '/' || t.objoid || ':' || t.xmin, 'the comment on ' || coalesce(pg_catalog.pg_describe_object(t.classoid, t.objoid, 0), 'a dropped object') from pg_catalog.pg_shdescription t`,
   ].join('\n union all ')
+}
+
+/** The guard's own temporary table (race run): left out of the check of temporary objects. */
+const GUARD_TEMP = 'race_guard_before'
+
+/**
+ * Temporary objects of this session (a SQL expression, rows d): a setup block must create none. They would live
+ * on race's control connection only, where the invariant would read a temporary table in place of the schema's
+ * table of the same name (pg_temp comes first in every search_path), and the sessions never see them.
+ */
+export function tempSql(): string {
+  return `select format('creates temporary %s %I', ${KIND}, c.relname) as d from pg_catalog.pg_class c
+     where c.relnamespace = pg_catalog.pg_my_temp_schema() and c.relname <> '${GUARD_TEMP}'
+   union all select format('creates temporary function %I', p.proname) from pg_catalog.pg_proc p where p.pronamespace = pg_catalog.pg_my_temp_schema()
+   union all select format('creates temporary type %I', t.typname) from pg_catalog.pg_type t
+     where t.typnamespace = pg_catalog.pg_my_temp_schema() and t.typrelid = 0 and t.typelem = 0`
+}
+
+/**
+ * Back to the session state race gave the connection (its startup parameters and the role it logged in as), after a
+ * setup or teardown block: what a block SETs (search_path, default_transaction_read_only, a role...), the session
+ * advisory locks it takes, the cursors it keeps open and the channels it listens to end with it, so that the
+ * next block, the guard and the invariant work in race's schema as race left them. Statements (no result rows);
+ * `search_path`: a SQL expression of the search_path to set again (race run's control sets it after login).
+ */
+export function restoreSql(searchPath?: string): string {
+  return `do $race_restore$
+declare path text := ${searchPath ?? 'null'};
+begin
+  set session authorization default;
+  reset all;
+  if path is not null then perform pg_catalog.set_config('search_path', path, false); end if;
+  perform pg_catalog.pg_advisory_unlock_all();
+end
+$race_restore$;
+close all;
+unlisten *`
 }
 
 /** What this transaction holds for writing outside the schema (a SQL expression): relation locks stronger than reading. */
@@ -117,8 +160,8 @@ export function guardedSql(block: string, where: string): string {
   const schema = `current_setting('race.guard_schema')`
   const tail = `', outside race''s schema ' || ${schema} || ': a spec may change only what it creates in its own schema (name objects without a schema); nothing was changed'`
   return `set transaction isolation level repeatable read;
-select set_config('race.guard_schema', current_schema(), true);
-create temp table race_guard_before on commit drop as ${fingerprintSql(schema)};
+select set_config('race.guard_schema', current_schema(), true), set_config('race.guard_path', current_setting('search_path'), true);
+create temp table ${GUARD_TEMP} on commit drop as ${fingerprintSql(schema)};
 ${BLOCK_BEGINS}
 ${block}
 ${BLOCK_ENDS}
@@ -133,13 +176,15 @@ begin
          select 'creates ' || a.d as d from a left join b using (id) where b.id is null
          union all select 'changes ' || a.d from a join b using (id) where a.k <> b.k
          union all select 'drops ' || b.d from b left join a using (id) where a.id is null
-         union all select d from (${locksSql(schema)}) l)
+         union all select d from (${locksSql(schema)}) l
+         union all select d from (${tempSql()}) t)
   select string_agg(d, ', ') into found from (select d from changes limit 3) s;
   if found is not null then
     raise exception using errcode = '${GUARD_SQLSTATE}', message = ${lit(where + ' ')} || found || ${tail};
   end if;
 end
-$race_guard$`
+$race_guard$;
+${restoreSql(`current_setting('race.guard_path')`)}`
 }
 
 /** The spec's own block inside a guardedSql text (for race show); other text unchanged. */
