@@ -169,6 +169,9 @@ ${BLOCK_ENDS}
 do $race_guard$
 declare found text;
 begin
+  -- The check reads its own table as the role race logged in as, whatever role the block set.
+  set session authorization default;
+  reset role;
   with after as (${fingerprintSql(schema)}),
        a as (select regexp_replace(k, ':[^:]*$', '') as id, k, d from after),
        b as (select regexp_replace(k, ':[^:]*$', '') as id, k, d from race_guard_before),
