@@ -39,48 +39,86 @@ export function libpqEnv(env: NodeJS.ProcessEnv = process.env): { params: [strin
   return { params, appName: env.PGAPPNAME }
 }
 
+/**
+ * Where the comment, string, quoted identifier or dollar-quoted text starting at `i` ends (the index after it),
+ * as PostgreSQL's scanner reads it: `--` to the end of the line, nested block comments, '' and "" doubled,
+ * backslash escapes in E'' strings, $tag$ only where an identifier does not go on. undefined: none starts at
+ * `i`; `open`: it never ends.
+ */
+export function lexeme(sql: string, i: number): { end: number; open: boolean; kind: 'comment' | 'string' | 'identifier' | 'dollar' } | undefined {
+  const ch = sql[i]
+  const before = sql[i - 1] ?? ''
+  if (ch === '-' && sql[i + 1] === '-') {
+    const e = sql.indexOf('\n', i)
+    return { end: e < 0 ? sql.length : e, open: false, kind: 'comment' }
+  }
+  if (ch === '/' && sql[i + 1] === '*') {
+    let depth = 1
+    let k = i + 2
+    while (k < sql.length && depth > 0) {
+      if (sql[k] === '/' && sql[k + 1] === '*') (depth++, (k += 2))
+      else if (sql[k] === '*' && sql[k + 1] === '/') (depth--, (k += 2))
+      else k++
+    }
+    return { end: k, open: depth > 0, kind: 'comment' }
+  }
+  if (ch === "'" || ch === '"') {
+    const escapes = ch === "'" && /[eE]/.test(before) && !/[\w$]/.test(sql[i - 2] ?? '')
+    let k = i + 1
+    while (k < sql.length) {
+      if (escapes && sql[k] === '\\') k += 2
+      else if (sql[k] === ch && sql[k + 1] === ch) k += 2
+      else if (sql[k] === ch) return { end: k + 1, open: false, kind: ch === '"' ? 'identifier' : 'string' }
+      else k++
+    }
+    return { end: sql.length, open: true, kind: ch === '"' ? 'identifier' : 'string' }
+  }
+  if (ch === '$' && !/[\w$]/.test(before)) {
+    const m = /^\$([A-Za-z_\x80-\uffff][A-Za-z0-9_\x80-\uffff]*)?\$/.exec(sql.slice(i))
+    if (m) {
+      const e = sql.indexOf(m[0], i + m[0].length)
+      return { end: e < 0 ? sql.length : e + m[0].length, open: e < 0, kind: 'dollar' }
+    }
+  }
+  return undefined
+}
+
+/**
+ * What in a block never ends (a quoted string, a dollar-quoted text, a block comment), in words, or undefined.
+ * race run sends a setup block between its guard's statements: an unended quote would swallow them.
+ */
+export function unterminated(sql: string): string | undefined {
+  for (let i = 0; i < sql.length; ) {
+    const l = lexeme(sql, i)
+    if (!l) {
+      i++
+      continue
+    }
+    if (l.open) return { comment: 'a /* comment', string: 'a quoted string', identifier: 'a quoted identifier', dollar: 'a dollar-quoted string' }[l.kind]
+    i = l.end
+  }
+  return undefined
+}
+
 /** Splits SQL into statements (outside quotes, dollar quotes and comments); used to read what a block does. */
 export function statements(sql: string): string[] {
   const out: string[] = []
   let cur = ''
   let i = 0
   while (i < sql.length) {
-    const ch = sql[i]
-    if (ch === '-' && sql[i + 1] === '-') {
-      const e = sql.indexOf('\n', i)
-      i = e < 0 ? sql.length : e
+    const l = lexeme(sql, i)
+    if (l) {
+      cur += l.kind === 'comment' ? ' ' : sql.slice(i, l.end)
+      i = l.end
       continue
     }
-    if (ch === '/' && sql[i + 1] === '*') {
-      const e = sql.indexOf('*/', i + 2)
-      i = e < 0 ? sql.length : e + 2
-      cur += ' '
-      continue
-    }
-    if (ch === "'" || ch === '"') {
-      let k = i + 1
-      while (k < sql.length && !(sql[k] === ch && sql[k + 1] !== ch)) k += sql[k] === ch ? 2 : 1
-      cur += sql.slice(i, k + 1)
-      i = k + 1
-      continue
-    }
-    if (ch === '$') {
-      const m = /^\$([A-Za-z_][A-Za-z0-9_]*)?\$/.exec(sql.slice(i))
-      if (m) {
-        const e = sql.indexOf(m[0], i + m[0].length)
-        const stop = e < 0 ? sql.length : e + m[0].length
-        cur += sql.slice(i, stop)
-        i = stop
-        continue
-      }
-    }
-    if (ch === ';') {
+    if (sql[i] === ';') {
       if (cur.trim()) out.push(cur.trim())
       cur = ''
       i++
       continue
     }
-    cur += ch
+    cur += sql[i]
     i++
   }
   if (cur.trim()) out.push(cur.trim())
@@ -116,39 +154,37 @@ export function maintenanceOnly(sql: string): boolean {
 function innerTexts(sql: string, depth = 0): string[] {
   const out = [sql]
   if (depth >= 3) return out
-  let i = 0
-  while (i < sql.length) {
-    const ch = sql[i]
-    if (ch === '-' && sql[i + 1] === '-') {
-      const e = sql.indexOf('\n', i)
-      i = e < 0 ? sql.length : e
-    } else if (ch === '/' && sql[i + 1] === '*') {
-      const e = sql.indexOf('*/', i + 2)
-      i = e < 0 ? sql.length : e + 2
-    } else if (ch === '"') {
-      const e = sql.indexOf('"', i + 1)
-      i = e < 0 ? sql.length : e + 1
-    } else if (ch === "'") {
-      let k = i + 1
-      while (k < sql.length && !(sql[k] === "'" && sql[k + 1] !== "'")) k += sql[k] === "'" ? 2 : 1
-      out.push(...innerTexts(sql.slice(i + 1, k).replace(/''/g, "'"), depth + 1))
-      i = k + 1
-    } else if (ch === '$' && /^\$([A-Za-z_][A-Za-z0-9_]*)?\$/.test(sql.slice(i)) && !/[A-Za-z0-9_]/.test(sql[i - 1] ?? '')) {
-      const tag = /^\$([A-Za-z_][A-Za-z0-9_]*)?\$/.exec(sql.slice(i))![0]
-      const e = sql.indexOf(tag, i + tag.length)
-      out.push(...innerTexts(sql.slice(i + tag.length, e < 0 ? sql.length : e), depth + 1))
-      i = e < 0 ? sql.length : e + tag.length
-    } else i++
+  for (let i = 0; i < sql.length; ) {
+    const l = lexeme(sql, i)
+    if (!l) {
+      i++
+      continue
+    }
+    if (l.kind === 'string') {
+      const open = sql.indexOf("'", i)
+      out.push(...innerTexts(sql.slice(open + 1, l.open ? l.end : l.end - 1).replace(/''/g, "'"), depth + 1))
+    } else if (l.kind === 'dollar') {
+      const tag = /^\$[^$]*\$/.exec(sql.slice(i))![0]
+      out.push(...innerTexts(sql.slice(i + tag.length, l.open ? l.end : l.end - tag.length), depth + 1))
+    }
+    i = l.end
   }
   return out
 }
 
 /** A statement with its comments dropped and every string and dollar-quoted text emptied ('' and $$$$). */
 function masked(st: string): string {
-  return st
-    .replace(/--[^\n]*|\/\*[\s\S]*?\*\//g, ' ')
-    .replace(/\$([A-Za-z_][A-Za-z0-9_]*)?\$[\s\S]*?\$\1\$/g, '$$$$')
-    .replace(/'(?:[^']|'')*'/g, "''")
+  let out = ''
+  for (let i = 0; i < st.length; ) {
+    const l = lexeme(st, i)
+    if (!l) {
+      out += st[i++]
+      continue
+    }
+    out += l.kind === 'comment' ? ' ' : l.kind === 'string' ? "''" : l.kind === 'dollar' ? '$$$$' : st.slice(i, l.end)
+    i = l.end
+  }
+  return out
 }
 
 /** Functions that act outside the database or on other connections: files, other backends, the server's state. */

@@ -152,15 +152,34 @@ export const BLOCK_BEGINS = '-- race: the spec block begins'
 export const BLOCK_ENDS = '-- race: the spec block ends'
 
 /**
+ * Whether a schema (a SQL expression of its name) is the one race marked for this connection: its comment is race's
+ * mark naming this backend (Lab.createSchemaSql). race's own record of where the run works, which the block cannot
+ * move: the mark is a comment on the schema, which the fingerprint covers.
+ */
+function marked(schema: string): string {
+  return `exists (select 1 from pg_catalog.pg_namespace n join pg_catalog.pg_description d
+     on d.objoid = n.oid and d.classoid = 'pg_catalog.pg_namespace'::pg_catalog.regclass and d.objsubid = 0
+   where n.nspname = ${schema} and d.description like 'race:{%' and pg_catalog.strpos(d.description, '"backend":' || pg_catalog.pg_backend_pid() || ',') > 0)`
+}
+
+/**
  * One statement list that runs `block` in a single implicit transaction (race run's setup): REPEATABLE READ,
- * the schema noted (search_path is the run's schema here), a fingerprint, the block, then a check that raises
- * GUARD_SQLSTATE (rolling all of it back) naming what it found.
+ * the schema noted (search_path is the run's schema here: the engine sets it, and each block ends by setting it
+ * again) and checked against race's mark, a fingerprint, the block, then a check that raises GUARD_SQLSTATE
+ * (rolling all of it back) naming what it found, and the session state put back as race left it (restoreSql).
  */
 export function guardedSql(block: string, where: string): string {
   const schema = `current_setting('race.guard_schema')`
   const tail = `', outside race''s schema ' || ${schema} || ': a spec may change only what it creates in its own schema (name objects without a schema); nothing was changed'`
   return `set transaction isolation level repeatable read;
-select set_config('race.guard_schema', current_schema(), true), set_config('race.guard_path', current_setting('search_path'), true);
+select set_config('race.guard_schema', current_schema(), true);
+do $race_guard_own$
+begin
+  if not ${marked(schema)} then
+    raise exception using errcode = '${GUARD_SQLSTATE}', message = ${lit(where + " would run outside race's schema (search_path ")} || current_setting('search_path') || '): nothing was changed';
+  end if;
+end
+$race_guard_own$;
 create temp table ${GUARD_TEMP} on commit drop as ${fingerprintSql(schema)};
 ${BLOCK_BEGINS}
 ${block}
@@ -172,6 +191,9 @@ begin
   -- The check reads its own table as the role race logged in as, whatever role the block set.
   set session authorization default;
   reset role;
+  if not ${marked(schema)} then
+    raise exception using errcode = '${GUARD_SQLSTATE}', message = ${lit(where + " sets race.guard_schema, which race's guard keeps: leave it alone; nothing was changed")};
+  end if;
   with after as (${fingerprintSql(schema)}),
        a as (select regexp_replace(k, ':[^:]*$', '') as id, k, d from after),
        b as (select regexp_replace(k, ':[^:]*$', '') as id, k, d from race_guard_before),
@@ -187,7 +209,7 @@ begin
   end if;
 end
 $race_guard$;
-${restoreSql(`current_setting('race.guard_path')`)}`
+${restoreSql(`pg_catalog.quote_ident(current_setting('race.guard_schema'))`)}`
 }
 
 /** The spec's own block inside a guardedSql text (for race show); other text unchanged. */
