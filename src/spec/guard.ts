@@ -66,12 +66,21 @@ export function fingerprintSql(schema: string): string {
     `select 'pg_auth_members:' || md5(t::text) || ':0', 'a role membership' from pg_catalog.pg_auth_members t`,
     `select 'pg_db_role_setting:' || t.setdatabase || '/' || t.setrole || ':' || md5(t::text), 'a role or database setting' from pg_catalog.pg_db_role_setting t`,
     // Comments: on anything outside the schema (a schema, a function, a database, a role) and on the schema itself
-    // (race's mark). Built-in objects' comments are never in the schema, so only user objects are identified.
-    `select 'pg_description:' || t.classoid || '/' || t.objoid || '/' || t.objsubid || ':' || t.xmin, 'the comment on ' || coalesce(pg_catalog.pg_describe_object(t.classoid, t.objoid, t.objsubid), 'a dropped object')
+    // (race's mark). Built-in objects' comments are never in the schema, so only user objects are identified. Their
+    // words come from words() only for what changed: describing all five thousand costs a third of a second.
+    `select 'pg_description:' || t.classoid || '/' || t.objoid || '/' || t.objsubid || ':' || t.xmin, 'comment ' || t.classoid || ' ' || t.objoid || ' ' || t.objsubid
        from pg_catalog.pg_description t
       where t.objoid < 16384 or coalesce((pg_catalog.pg_identify_object(t.classoid, t.objoid, t.objsubid)).schema not in (select nspname from pg_catalog.pg_namespace where oid in ${x}), true)`,
-    `select 'pg_shdescription:' || t.classoid || '/' || t.objoid || ':' || t.xmin, 'the comment on ' || coalesce(pg_catalog.pg_describe_object(t.classoid, t.objoid, 0), 'a dropped object') from pg_catalog.pg_shdescription t`,
+    `select 'pg_shdescription:' || t.classoid || '/' || t.objoid || ':' || t.xmin, 'comment ' || t.classoid || ' ' || t.objoid || ' 0' from pg_catalog.pg_shdescription t`,
   ].join('\n union all ')
+}
+
+/** A change in words (a SQL expression of one): 'changes comment 2615 2200 0' becomes 'changes the comment on schema public'. */
+export function words(change: string): string {
+  const part = (n: number) => `pg_catalog.split_part(${change}, ' ', ${n})`
+  return `case when ${change} ~ '^(creates|changes|drops) comment [0-9]+ [0-9]+ -?[0-9]+$'
+    then ${part(1)} || ' the comment on ' || coalesce(pg_catalog.pg_describe_object(${part(3)}::oid, ${part(4)}::oid, ${part(5)}::int), 'a dropped object')
+    else ${change} end`
 }
 
 /** The guard's own temporary table (race run): left out of the check of temporary objects. */
@@ -203,7 +212,7 @@ begin
          union all select 'drops ' || b.d from b left join a using (id) where a.id is null
          union all select d from (${locksSql(schema)}) l
          union all select d from (${tempSql()}) t)
-  select string_agg(d, ', ') into found from (select d from changes limit 3) s;
+  select string_agg(${words('d')}, ', ') into found from (select d from changes limit 3) s;
   if found is not null then
     raise exception using errcode = '${GUARD_SQLSTATE}', message = ${lit(where + ' ')} || found || ${tail};
   end if;

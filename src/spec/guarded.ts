@@ -5,7 +5,7 @@
 // maintenance statements below resolve names in race's schema.
 import { UsageError } from '../errors.js'
 import { maintenanceOnly, maintenanceTargets, outsideReach, statements, transactionControl } from './files.js'
-import { diff, fingerprintSql, locksSql, refusal, restoreSql, schemaLiteral, tempSql } from './guard.js'
+import { diff, fingerprintSql, locksSql, refusal, restoreSql, schemaLiteral, tempSql, words } from './guard.js'
 import type { PgConn, PgResult } from './pgconn.js'
 
 async function rows(control: PgConn, sql: string): Promise<string[][]> {
@@ -87,8 +87,9 @@ async function checked(control: PgConn, sql: string, schema: string, where: stri
   const after = new Map((await rows(control, fingerprintSql(schemaLiteral(schema)))).map(([k, d]) => [k, d]))
   const changes = [...diff(before, after), ...(await rows(control, locksSql(schemaLiteral(schema)))).map(([d]) => d), ...(await rows(control, tempSql())).map(([d]) => d)]
   if (changes.length) {
+    const said = await rows(control, `select ${words('x')} from unnest(array[${changes.slice(0, 3).map(schemaLiteral).join(', ')}]::text[]) x`)
     await control.exec('ROLLBACK')
-    throw new UsageError(refusal(where, schema, changes))
+    throw new UsageError(refusal(where, schema, [...said.map(([d]) => d), ...changes.slice(3)]))
   }
   await control.exec('COMMIT')
   control.errorMessage = message
