@@ -115,13 +115,14 @@ expect held
   }
 })
 
-test('a setup block that sets default_transaction_read_only or a role: the run still judges, and its schema is dropped', async () => {
+test('a setup block that sets default_transaction_read_only and holds a session advisory lock: both end with the block, the run judges, its schema is dropped', async () => {
   // The audit's case: read-only on control lost the results (exit 3) and the drop failed, leaving the schema.
   const spec = file(
     'ro.spec',
     `setup { create table orders (id int, status text); set default_transaction_read_only = on; select pg_advisory_lock(20) }
 setup { create table more (id int) }
 session s*
+step lock { select pg_advisory_lock_shared(20) }
 step ins { insert into orders values (1, 'open') }
 invariant "at most one open order" { select count(*) <= 1 from orders where status = 'open' }
 expect violated
@@ -133,6 +134,18 @@ expect violated
     assert.match(r.stdout, /expected {3}violated {2}MATCH/, t.name)
     assert.deepEqual(await schemasOf(t.admin, r.pid), [], t.name)
   }
+})
+
+test("a block that moves the guard's own record of the schema is refused", async () => {
+  const spec = file(
+    'moved.spec',
+    `setup { create table mine (id int); select set_config('race.guard_schema', '${outside}', true) }
+setup { create table accounts2 (id int) }
+session s1
+step a { select 1 }
+`,
+  )
+  for (const t of targets) await refused(t, ['run', spec], /setup block 1 sets race\.guard_schema, which race's guard keeps: leave it alone; nothing was changed$/)
 })
 
 test('a temporary table in setup, which would shadow the invariant, is refused with one line', async () => {
