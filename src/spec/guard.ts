@@ -1,13 +1,17 @@
 // Nothing outside race's schema: a spec's setup (and teardown) block runs in one REPEATABLE READ transaction
-// that race checks before it commits. Two checks, both read from the server in that transaction:
+// that race checks before it commits. Three checks, all read from the server in that transaction:
 //  - a fingerprint (oid and xmin, or the row itself for shared catalogs) of every catalog row that is not in
 //    race's schema, taken before and after the block: any object created, altered or dropped elsewhere
 //    (a table or function in public, a schema, an extension, a role, a database setting) changes it, and the
 //    snapshot keeps other sessions' concurrent changes out of the comparison;
 //  - the relation locks the transaction holds for writing on relations outside the schema: INSERT, UPDATE,
-//    DELETE, TRUNCATE, nextval, ALTER, CREATE INDEX or a trigger on someone else's table.
-// If either finds something, the transaction is rolled back: the database is as it was, and the run fails
-// with one line naming what the block would have changed.
+//    DELETE, TRUNCATE, nextval, ALTER, CREATE INDEX or a trigger on someone else's table;
+//  - temporary objects the block created (they would shadow the schema's tables on the control connection).
+// If any finds something, the transaction is rolled back: the database is as it was, and the run fails
+// with one line naming what the block would have changed. Comments (pg_description, pg_shdescription) are
+// part of the fingerprint. What no catalog shows (COPY to a file or a program, functions acting outside the
+// database) is refused from the block's text before it runs (files.ts outsideReach). After every block the
+// connection's session state is put back as race left it (restoreSql). The rule: docs/spec-setup-rules.md.
 
 /** A SQL string literal. */
 function lit(s: string): string {
