@@ -13,7 +13,7 @@
 import path from 'node:path'
 import type { Row, Scenario, SessionSpec, Step } from '../scenario.js'
 import { guardedSql } from './guard.js'
-import { transactionControl } from './files.js'
+import { outsideReach, transactionControl, unterminated } from './files.js'
 import type { Permutation, Spec, SpecSession } from './parse.js'
 import { SpecError } from './parse.js'
 // What run and check use of a file's scenario lives apart, so that they do not load the spec parser.
@@ -74,6 +74,10 @@ export function specToScenario(spec: Spec, story: string[] = []): Scenario {
   for (const [i, b] of spec.setup.entries()) {
     const own = transactionControl(b.sql)
     if (own) throw new SpecError(file, b.pos.line, b.pos.column, `setup block ${i + 1} runs '${own.split(/\s+/).slice(0, 3).join(' ')}': race runs each setup block in a transaction of its own (to check it changes nothing outside race's schema): leave transaction control out of it`)
+    const open = unterminated(b.sql)
+    if (open) throw new SpecError(file, b.pos.line, b.pos.column, `setup block ${i + 1} has ${open} that never ends: close it inside the block`)
+    const reach = outsideReach(b.sql)
+    if (reach) throw new SpecError(file, b.pos.line, b.pos.column, `setup block ${i + 1} ${reach}: a spec may change only what it creates in race's schema, and nothing outside the database (see docs/spec-setup-rules.md)`)
   }
   const template = spec.sessions.some((s) => s.template)
   const fixed = spec.sessions.length
