@@ -12,7 +12,7 @@ import { c, verdictColor } from '../report/color.js'
 import { fitTable, type Col } from '../report/table.js'
 import { columns, hang, joinFit } from '../report/width.js'
 import { annotationsOf, checkWritable, ciCase, githubWanted, printAnnotations, writeJunit } from '../report/ci.js'
-import { addCiOptions, addTargetOptions, assertRunsOn, engineFor, ownSettings, parseBounds, runOnce, withLab, type CiOptions, type TargetOptions, type Trial } from './common.js'
+import { addCiOptions, addTargetOptions, assertRunsOn, eachPg, engineFor, ownSettings, parseBounds, runOnce, withLab, type CiOptions, type TargetOptions, type Trial } from './common.js'
 import { expectsOverride, specFailure } from '../spec/scenario.js'
 import { addPoolerOptions, parsePool, requirePooler, sizePool, type PoolerOptions } from './pooler.js'
 
@@ -30,10 +30,10 @@ export function registerCheck(program: Command, exit: (code: number) => void): C
     .command('check')
     .description('every scenario in lockstep against one database: exit 0 only if each behaves exactly as documented')
     .argument('[scenarios...]', 'scenario ids (default: all), .spec files or .mjs modules')
-  addTargetOptions(cmd, { keep: false })
+  addTargetOptions(cmd, { keep: false, pg: true })
   addCiOptions(cmd, 'case')
   addPoolerOptions(cmd, { config: false })
-  cmd.action(async (ids: string[], o: TargetOptions & CiOptions & PoolerOptions, self: Command) => exit(await checkCommand(ids, o, self)))
+  cmd.action(async (ids: string[], o: TargetOptions & CiOptions & PoolerOptions, self: Command) => exit(await eachPg(o, () => checkCommand(ids, o, self))))
   cmd.addHelpText(
     'after',
     `
