@@ -71,6 +71,11 @@ let embeddedCache = true
 let pgList: number[] | undefined
 let pgNow: number | undefined
 
+/** The version withLab's embedded server is of from now on (undefined: 18, the dependency). */
+export function selectPg(v: number | undefined): void {
+  pgNow = v
+}
+
 /** The versions --pg asked for (undefined without --pg). */
 export function pgVersions(): number[] | undefined {
   return pgList
