@@ -2,7 +2,8 @@
 // race cache clear removes the folder (the next run of the embedded server builds the template again).
 import type { Command } from 'commander'
 import { clearCache, describeCache, type CacheReport } from '../db/template.js'
-import { BUILDS, BUNDLED, describeBinaries, SUPPORTED, type BinEntry } from '../db/versions.js'
+import fs from 'node:fs'
+import { BUILDS, BUNDLED, describeBinaries, mirrors, SUPPORTED, type BinEntry } from '../db/versions.js'
 import { RunError } from '../errors.js'
 import { c } from '../report/color.js'
 import { columns, hang } from '../report/width.js'
@@ -81,6 +82,8 @@ export function cacheCommand(o: { json?: boolean }): number {
 export function clearCommand(o: { json?: boolean }): number {
   const bins = describeAll().binaries.length
   const r = clearCache()
+  // The copies of fetched versions made for the postgres user (race as root) go with the cache they came from.
+  if (!r.why) for (const m of mirrors()) fs.rmSync(m, { recursive: true, force: true })
   if (r.why) throw new RunError(`${r.dir ?? 'the cache folder'} is not race's to remove: ${r.why}`)
   const removed = r.removed
   if (o.json) {

