@@ -70,6 +70,13 @@ export function invariantSql(scenario: Scenario, variant: Variant): string {
 }
 
 /** Why a scenario does not run on an engine: its own one-line reason, or that nothing is documented there. */
+/** Why the scenario cannot run on this PostgreSQL (older than its postgresSince), or undefined. */
+export function tooOldFor(scenario: Pick<Scenario, 'id' | 'postgresSince'>, server: { versionNum: number; version: string }, engine: Variant['engine']): string | undefined {
+  const since = scenario.postgresSince
+  if (engine !== 'postgres' || !since || server.versionNum >= since.major * 10000) return undefined
+  return `${scenario.id} needs PostgreSQL ${since.major} or later (it uses ${since.why}); this server is PostgreSQL ${server.version}`
+}
+
 export function unavailableOn(scenario: Scenario, engine: Variant['engine']): string | undefined {
   if (scenario.documented[engine]) return undefined
   const why = scenario.unavailable?.[engine]

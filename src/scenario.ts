@@ -284,6 +284,11 @@ export interface Scenario {
   documented: Partial<Record<Engine, EngineDoc>>
   /** Why the scenario cannot exist on an engine it does not document (one line, for race list and exit 2). */
   unavailable?: Partial<Record<Engine, string>>
+  /**
+   * The oldest PostgreSQL major version the scenario runs on, and what it uses that older ones lack (one line):
+   * race run refuses an older server (exit 2), race check lists it as not run there.
+   */
+  postgresSince?: { major: number; why: string }
   checks?: CheckCase[]
   /**
    * Documented through a connection pooler too (race run/check --pooler): `sessions`, `isolation`,

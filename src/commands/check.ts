@@ -5,14 +5,14 @@ import { describeDoc, exitCode, summarize, worstExit, type Summary } from '../ju
 import type { Driver } from '../db/driver.js'
 import { resolveTarget } from '../db/target.js'
 import { UsageError } from '../errors.js'
-import { assertSound, documentedFor, ownServerRefusal, plan } from '../plan.js'
+import { assertSound, documentedFor, ownServerRefusal, plan, tooOldFor } from '../plan.js'
 import { defaultParams, type CheckCase, type Documented, type Engine, type Params, type Pool, type Scenario } from '../scenario.js'
 import { findScenario, scenarios } from '../registry.js'
 import { c, verdictColor } from '../report/color.js'
 import { fitTable, type Col } from '../report/table.js'
 import { columns, hang, joinFit } from '../report/width.js'
 import { annotationsOf, checkWritable, ciCase, githubWanted, printAnnotations, writeJunit } from '../report/ci.js'
-import { addCiOptions, addTargetOptions, assertRunsOn, engineFor, ownSettings, parseBounds, runOnce, withLab, type CiOptions, type TargetOptions, type Trial } from './common.js'
+import { addCiOptions, addTargetOptions, assertRunsOn, eachPg, engineFor, ownSettings, parseBounds, runOnce, withLab, type CiOptions, type TargetOptions, type Trial } from './common.js'
 import { expectsOverride, specFailure } from '../spec/scenario.js'
 import { addPoolerOptions, parsePool, requirePooler, sizePool, type PoolerOptions } from './pooler.js'
 
@@ -30,10 +30,10 @@ export function registerCheck(program: Command, exit: (code: number) => void): C
     .command('check')
     .description('every scenario in lockstep against one database: exit 0 only if each behaves exactly as documented')
     .argument('[scenarios...]', 'scenario ids (default: all), .spec files or .mjs modules')
-  addTargetOptions(cmd, { keep: false })
+  addTargetOptions(cmd, { keep: false, pg: true })
   addCiOptions(cmd, 'case')
   addPoolerOptions(cmd, { config: false })
-  cmd.action(async (ids: string[], o: TargetOptions & CiOptions & PoolerOptions, self: Command) => exit(await checkCommand(ids, o, self)))
+  cmd.action(async (ids: string[], o: TargetOptions & CiOptions & PoolerOptions, self: Command) => exit(await eachPg(o, () => checkCommand(ids, o, self))))
   cmd.addHelpText(
     'after',
     `
@@ -120,7 +120,11 @@ export async function checkCommand(ids: string[], o: TargetOptions & CiOptions &
       })
       rows.push({ k, t: trial, docs, ms, summary: summarize([trial], docs, expectsOverride(k.scenario)) })
     }
-    for (const k of shared) await one(lab, k)
+    // A scenario that needs a newer PostgreSQL than this one is left out (asked for by name, it is refused).
+    const old = shared.filter((k) => tooOldFor(k.scenario, lab.server, lab.engine))
+    const named = old.find((k) => ids.includes(k.scenario.id))
+    if (named) throw new UsageError(tooOldFor(named.scenario, lab.server, lab.engine)!)
+    for (const k of shared) if (!old.includes(k)) await one(lab, k)
     for (const s of [...new Set(own.map((k) => k.scenario))]) {
       await withLab(undefined, bounds, async (ownLab) => {
         for (const k of own.filter((x) => x.scenario === s)) await one(ownLab, k)
@@ -151,7 +155,10 @@ export async function checkCommand(ids: string[], o: TargetOptions & CiOptions &
           deviations: summary.deviations,
           ms,
         })),
-        skipped: skipped.map((k) => ({ scenario: k.scenario.id, case: k.label, why: ownServerRefusal(k.scenario) })),
+        skipped: [
+          ...skipped.map((k) => ({ scenario: k.scenario.id, case: k.label, why: ownServerRefusal(k.scenario) })),
+          ...old.map((k) => ({ scenario: k.scenario.id, case: k.label, why: tooOldFor(k.scenario, lab.server, lab.engine)! })),
+        ],
         matched: code === 0,
         exitCode: code,
       }
@@ -183,6 +190,7 @@ export async function checkCommand(ids: string[], o: TargetOptions & CiOptions &
     for (const s of [...new Set(skipped.map((k) => k.scenario))]) {
       lines.push(...hang(c.dim(`not run here: ${s.id} (it ${s.ownServer!.why}; it runs only on race's own embedded server: race check without --database-url runs it)`), w, 2))
     }
+    for (const s of [...new Set(old.map((k) => k.scenario))]) lines.push(...hang(c.dim(`not run here: ${tooOldFor(s, lab.server, lab.engine)}`), w, 2))
     lines.push(bad.length ? c.red(`${bad.length} of ${rows.length} did not behave as documented`) : c.green(`all ${rows.length} behaved as documented`))
     process.stdout.write(lines.join('\n') + '\n')
     printAnnotations(notes, false)

@@ -15,7 +15,7 @@ import { expectsOverride, qualifyPermutation, specFailure } from '../spec/common
 import { addPoolerOptions, parsePool, sizePool, type PoolerOptions } from './pool-options.js'
 // The PostgreSQL driver, which withLab imports when it opens the target: loaded with this module, not after it.
 import '../db/lab.js'
-import { addCiOptions, addScenarioParamOptions, addTargetOptions, assertRunsOn, self, type Bounds, type CiOptions, describeParams, docsFor, engineFor, judgeTrial, ownSettings, parseBounds, scenarioParams, withLab, type TargetOptions, type Trial } from './common.js'
+import { addCiOptions, addScenarioParamOptions, addTargetOptions, assertRunsOn, eachPg, self, type Bounds, type CiOptions, describeParams, docsFor, engineFor, judgeTrial, ownSettings, parseBounds, scenarioParams, withLab, type TargetOptions, type Trial } from './common.js'
 
 export const SCHEDULES: readonly Schedule[] = ['barrier', 'lockstep', 'serial']
 
@@ -53,10 +53,10 @@ export function registerRun(program: Command, all: readonly ScenarioSummary[], e
     .option('--hold <duration>', "keep the race's locks held (before the first commit) this long, for race locks in another terminal")
     .option('--step', 'presenter mode (a terminal): before each step show the sessions and the SQL; Enter runs it, b the story, q stops')
   addScenarioParamOptions(cmd, all)
-  addTargetOptions(cmd)
+  addTargetOptions(cmd, { pg: true })
   addCiOptions(cmd, 'run')
   addPoolerOptions(cmd)
-  cmd.action(async (id: string, o: RunOptions, self: Command) => exit(await runCommand(id, o, self)))
+  cmd.action(async (id: string, o: RunOptions, self: Command) => exit(await eachPg(o, () => runCommand(id, o, self))))
   cmd.addHelpText(
     'after',
     `

