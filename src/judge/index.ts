@@ -1,12 +1,13 @@
 // Pure judgement: facts in, verdicts out; a run against its documented outcome, session by session. Never
 // touches the database, so every rule here is tested with hand-made facts.
-import { conditionName, isPrevention } from '../db/sqlstate.js'
+import { conditionName, isConcurrencyControl, isIntegrityViolation, sqlstateOf } from '../db/sqlstate.js'
 import type { Documented, Level, Verdict, Who } from '../scenario.js'
 import type { InvariantReport, SessionReport } from '../engine/types.js'
 
 type Judged = Pick<SessionReport, 'name' | 'outcome' | 'sqlstate' | 'errors' | 'waitedMs' | 'step' | 'reason'>
 
-const SQLSTATE = /^[0-9A-Z]{5}$/
+/** A SQLSTATE, or MySQL's 'SQLSTATE/errno' ('23000/1062'). */
+const SQLSTATE = /^[0-9A-Z]{5}(\/\d+)?$/
 
 /**
  * The SQLSTATEs the documented outcomes name. A session that fails with one of them does what the documentation
@@ -21,10 +22,13 @@ export function documentedCodes(docs: readonly Pick<Documented, 'who'>[]): Set<s
 
 /**
  * The verdict of one trial from what the sessions did and whether the invariant held. `expected`: SQLSTATEs the
- * documentation names (documentedCodes), which count like the codes by which PostgreSQL keeps an invariant.
+ * scenario declares (documentedCodes, a spec's `prevented by` line). A session that failed counts as the server's
+ * prevention only with a code of its concurrency control (40001, 40P01, 55P03, ...) or one declared here: an
+ * integrity error no one declared (23502 from an insert that omits a NOT NULL column, 23514 from a CHECK a typo
+ * breaks) says the SQL never did what the race needs, so the trial is undecided, never `prevented`.
  */
 export function judge(sessions: readonly Judged[], invariant: Pick<InvariantReport, 'held' | 'error'>, expected: ReadonlySet<string> = new Set()): { verdict: Verdict; why: string } {
-  const prevents = (code: string | undefined) => isPrevention(code) || (code !== undefined && expected.has(code))
+  const prevents = (code: string | undefined) => isConcurrencyControl(code) || (code !== undefined && expected.has(code))
   const timedOut = sessions.find((s) => s.outcome === 'timeout')
   if (timedOut) {
     return { verdict: 'unknown', why: `${timedOut.name} timed out in step ${timedOut.step ?? '?'}${timedOut.reason ? ` (${timedOut.reason})` : ''}` }
@@ -41,9 +45,10 @@ export function judge(sessions: readonly Judged[], invariant: Pick<InvariantRepo
   const odd = sessions.find((s) => s.outcome === 'failed' && !prevents(s.sqlstate ?? undefined))
   if (odd) {
     const code = odd.sqlstate ?? undefined
+    const integrity = isIntegrityViolation(code) ? `: an integrity error is a prevention only where it is declared (a spec's line: prevented by ${sqlstateOf(code!)}; docs/verdicts.md)` : ''
     return {
       verdict: 'unknown',
-      why: `${odd.name} failed with ${code ?? odd.reason ?? 'an error'}${conditionName(code) ? ' ' + conditionName(code) : ''}, which its documentation does not name`,
+      why: `${odd.name} failed with ${code ?? odd.reason ?? 'an error'}${conditionName(code) ? ' ' + conditionName(code) : ''}, which its documentation does not name${integrity}`,
     }
   }
   const preventer = sessions.find((s) => s.errors.some(prevents))
