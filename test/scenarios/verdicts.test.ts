@@ -125,3 +125,37 @@ test("a spec's unique index is its prevention only when a `prevented by 23505` l
   assert.equal(u.code, 3, u.stdout + u.stderr)
   assert.match(u.stdout, /23505 unique_violation, which its documentation does not name: an integrity error is a prevention only where it is declared \(a spec's line: prevented by 23505/)
 })
+
+/** A superuser login role with `settings` (ALTER ROLE ... SET), dropped after `fn`. */
+async function withRole(settings: Record<string, string>, fn: (url: string) => Promise<void>): Promise<void> {
+  const role = `race_t_${randomBytes(4).toString('hex')}`
+  const password = `pw-${randomBytes(6).toString('hex')}`
+  await ctx.sql.unsafe(`create role ${role} login superuser password '${password}'`)
+  for (const [k, v] of Object.entries(settings)) await ctx.sql.unsafe(`alter role ${role} set ${k} = '${v}'`)
+  try {
+    const u = new URL(ctx.server.url)
+    u.username = role
+    u.password = password
+    await fn(u.toString())
+  } finally {
+    await ctx.sql`select pg_terminate_backend(pid, 5000) from pg_stat_activity where usename = ${role}`
+    await ctx.sql.unsafe(`drop role ${role}`)
+  }
+}
+
+test("predicate-locks --scan is the plan that ran, whatever the role's planner settings: index gives tuple and index-page SIReadLocks, seq the relation", async () => {
+  const observed = async (url: string, scan: string) => {
+    const r = await race(['run', 'predicate-locks', '--scan', scan, '--database-url', url, '--json'])
+    assert.equal(r.code, 0, r.stdout + r.stderr)
+    return String(JSON.parse(r.stdout).invariant.observed)
+  }
+  await withRole({ enable_indexscan: 'off', enable_bitmapscan: 'off' }, async (url) => {
+    const index = await observed(url, 'index')
+    assert.match(index, /t1 3 \(tuple doctors 0 1, tuple doctors 0 2, page doctors_on_call 1\)/, 'read through the index although the role turned index scans off')
+    assert.doesNotMatch(index, /relation doctors/)
+  })
+  await withRole({ enable_seqscan: 'off' }, async (url) => {
+    const seq = await observed(url, 'seq')
+    assert.match(seq, /t1 1 \(relation doctors\), t2 1 \(relation doctors\)/, 'a sequential scan although the role turned it off')
+  })
+})
