@@ -91,6 +91,24 @@ export function mysqlConnectError(err: unknown, target: Target): RunError {
   return new RunError(`could not connect to ${target.label}: ${why}`)
 }
 
+/**
+ * A session's connection refused: one line, exit 3. The connection limits (the account's MAX_USER_CONNECTIONS, 1226;
+ * the server's max_connections, 1040) say how to fix it, as PostgreSQL's 53300 does; any other error is
+ * mysqlConnectError's line. Read by error number, never by message text.
+ */
+export function sessionConnectError(err: unknown, target: Target): Error {
+  if (err instanceof RunError || abortSignal.aborted) return err as Error
+  const e = err as { errno?: number; sqlState?: string; text?: string; message?: string }
+  if (e?.errno === 1226 || e?.errno === 1040) {
+    const code = `${e.sqlState ?? 'HY000'}/${e.errno}`
+    const limit = e.errno === 1226 ? "the account's MAX_USER_CONNECTIONS" : "the server's max_connections"
+    return new RunError(
+      `the server refused a session's connection: ${e.text ?? e.message} (${code} ${conditionName(code)}): race needs --n connections besides its control and watch connections: use a smaller --n, or raise ${limit}`,
+    )
+  }
+  return mysqlConnectError(err, target)
+}
+
 async function endQuietly(c: Conn | undefined, destroy = false): Promise<void> {
   if (!c) return
   try {
@@ -395,11 +413,16 @@ export class MysqlLab implements Driver {
       if (!/^[a-z_][a-z0-9_]*$/i.test(k)) throw new RunError(`session parameter '${k}' is not a MySQL variable name`)
       return `set session ${k} = ${mysqlLiteral(v)}`
     })
-    const conn = await mariadb.createConnection({
-      ...connectionOptions(this.target, o.connectTimeoutMs, o.space),
-      connectAttributes: { program_name: o.applicationName },
-      ...(init.length ? { initSql: init } : {}),
-    })
+    let conn: Conn
+    try {
+      conn = await mariadb.createConnection({
+        ...connectionOptions(this.target, o.connectTimeoutMs, o.space),
+        connectAttributes: { program_name: o.applicationName },
+        ...(init.length ? { initSql: init } : {}),
+      })
+    } catch (e) {
+      throw sessionConnectError(e, this.target)
+    }
     return new MysqlSession(this, conn)
   }
 
@@ -654,7 +677,18 @@ class MysqlSession implements SessionConn {
     return endQuietly(this.conn)
   }
 
-  destroy(): Promise<void> {
+  /**
+   * Ends the thread now. Not with the connector's destroy() while a statement is in flight: that KILLs the thread
+   * from a connection of its own and leaves the KILL's failure (1094 Unknown thread id, when the thread had
+   * already ended, e.g. killed by race's cleanup a moment before) as an unhandled rejection. So race ends the
+   * thread itself, where 1094 only means it is gone, and waits (bounded) until the connector has seen its socket
+   * close: destroy() then has nothing left to kill.
+   */
+  async destroy(): Promise<void> {
+    if (!this.closed) {
+      await this.lab.terminate([this.pid])
+      for (let i = 0; i < 100 && !this.closed; i++) await sleep(10)
+    }
     return endQuietly(this.conn, true)
   }
 }
