@@ -34,6 +34,13 @@ const NAMES: Record<string, string> = {
   '0A000': 'feature_not_supported',
 }
 
+/**
+ * A session's isolation level as the driver reports it when it asked the server and got no answer in time (MySQL:
+ * no fresh copy of INNODB_TRX): the session's transaction had a level, unknown. The judge never compares such a
+ * run in silence (judge.unreadLevels).
+ */
+export const UNREAD_LEVEL = '?'
+
 /** MySQL/MariaDB error numbers race meets, by their manual's names. */
 const MYSQL: Record<string, string> = {
   '1020': 'ER_CHECKREAD',

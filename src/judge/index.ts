@@ -1,6 +1,6 @@
 // Pure judgement: facts in, verdicts out; a run against its documented outcome, session by session. Never
 // touches the database, so every rule here is tested with hand-made facts.
-import { conditionName, isConcurrencyControl, isIntegrityViolation, sqlstateOf } from '../db/sqlstate.js'
+import { UNREAD_LEVEL, conditionName, isConcurrencyControl, isIntegrityViolation, sqlstateOf } from '../db/sqlstate.js'
 import type { Documented, Level, Verdict, Who } from '../scenario.js'
 import type { InvariantReport, SessionReport } from '../engine/types.js'
 
@@ -28,7 +28,8 @@ export function documentedCodes(docs: readonly Pick<Documented, 'who'>[]): Set<s
  * breaks) says the SQL never did what the race needs, so the trial is undecided, never `prevented`.
  */
 export function judge(sessions: readonly Judged[], invariant: Pick<InvariantReport, 'held' | 'error'>, expected: ReadonlySet<string> = new Set()): { verdict: Verdict; why: string } {
-  const prevents = (code: string | undefined) => isConcurrencyControl(code) || (code !== undefined && expected.has(code))
+  // A declared SQLSTATE covers MySQL's codes under it ('23000' covers '23000/1062'), as a retry loop's does.
+  const prevents = (code: string | undefined) => isConcurrencyControl(code) || (code !== undefined && (expected.has(code) || expected.has(sqlstateOf(code))))
   const timedOut = sessions.find((s) => s.outcome === 'timeout')
   if (timedOut) {
     return { verdict: 'unknown', why: `${timedOut.name} timed out in step ${timedOut.step ?? '?'}${timedOut.reason ? ` (${timedOut.reason})` : ''}` }
@@ -162,7 +163,7 @@ export function isolationDifferences(sessions: readonly Compared[], documented: 
   const out: string[] = []
   for (const s of sessions) {
     const want = documented[s.name]
-    if (!want || !s.isolation || s.isolation === want) continue
+    if (!want || !s.isolation || s.isolation === want || s.isolation === UNREAD_LEVEL) continue
     out.push(`${s.name}: ran at ${s.isolation}, documented for ${want}`)
   }
   return out
@@ -176,10 +177,28 @@ export interface Comparison {
   undecided?: boolean
 }
 
+/**
+ * Sessions documented at a level whose transaction's level race asked for and the server did not tell in time
+ * (UNREAD_LEVEL, shown as '?'): the transaction had a level, and a run at another one could match by chance. Not
+ * compared in silence: such a run cannot be compared (undecided). (A level that is simply absent, null, is one no
+ * statement depended on: MySQL shows no transaction that read or wrote no InnoDB row.)
+ */
+export function unreadLevels(sessions: readonly Compared[], documented: Record<string, Level | null>): string[] {
+  const out: string[] = []
+  for (const s of sessions) {
+    const want = documented[s.name]
+    if (!want || s.isolation !== UNREAD_LEVEL) continue
+    out.push(`${s.name}: its isolation level could not be read from the server (documented for ${want}): the run cannot be compared with its documentation`)
+  }
+  return out
+}
+
 /** A trial against its documented outcomes: it matches when it equals any one of them, at the documented levels. */
 export function compare(verdict: Verdict, sessions: readonly Compared[], docs: readonly Documented[], levels: Record<string, Level | null>): Comparison {
   const iso = isolationDifferences(sessions, levels)
   if (verdict === 'unknown') return { matched: false, deviations: [...iso], undecided: true }
+  const unread = unreadLevels(sessions, levels)
+  if (unread.length) return { matched: false, deviations: [...unread, ...iso], undecided: true }
   // A session that lost its connection or timed out did not end the way any documentation describes, and not
   // because of the database's semantics: the run cannot be compared (the verdict may still be a fact).
   const cut = sessions.filter((s) => s.outcome === 'lost' || s.outcome === 'timeout')

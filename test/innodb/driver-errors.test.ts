@@ -108,3 +108,17 @@ test("--window on MariaDB sleeps with the engine's own SLEEP, and race show prin
   assert.match(show.stdout, /race point: --window <d> sleeps here, between check and write: select sleep\(0\.3\) for --window 300ms/)
   assert.doesNotMatch(show.stdout, /pg_sleep/)
 })
+
+test('every session\'s isolation level is read on InnoDB, a rejected one\'s and a deadlock victim\'s too: none is "?"', async (t) => {
+  if (why) return t.skip(why)
+  const r = await race(['run', 'advisory', '--n', '3', '--schedule', 'lockstep', '--database-url', MYSQL_URL, '--json'])
+  assert.equal(r.code, 0, r.stdout + r.stderr)
+  const doc = JSON.parse(r.stdout) as { sessions: { outcome: string; isolation: string | null }[] }
+  assert.deepEqual(doc.sessions.map((s) => s.outcome).sort(), ['committed', 'rejected', 'rejected'])
+  assert.deepEqual(doc.sessions.map((s) => s.isolation), ['read committed', 'read committed', 'read committed'])
+  const d = await race(['run', 'lost-update', '--isolation', 'serializable', '--database-url', MYSQL_URL, '--json'])
+  assert.equal(d.code, 0, d.stdout + d.stderr)
+  const dd = JSON.parse(d.stdout) as { sessions: { sqlstate: string | null; isolation: string | null }[] }
+  assert.ok(dd.sessions.some((s) => s.sqlstate === '40001/1213'), 'a deadlock victim')
+  assert.deepEqual(dd.sessions.map((s) => s.isolation), ['serializable', 'serializable'])
+})

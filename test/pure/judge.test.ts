@@ -163,3 +163,20 @@ test('a session whose COMMIT answered ROLLBACK has failed, and a failure without
   assert.equal(v.verdict, 'unknown')
   assert.match(v.why, /COMMIT answered ROLLBACK/)
 })
+
+test("a session documented at a level whose level race asked for and never got ('?') is not compared in silence: undecided", () => {
+  const doc: Documented[] = [{ verdict: 'serialized', who: { committed: 1, rejected: 1 }, why: 'x' }]
+  const levels = { s1: 'read committed' as const, s2: 'read committed' as const }
+  const read = [s({ waitedMs: 0 }), s({ name: 's2', outcome: 'rejected', waitedMs: 3 })]
+  assert.deepEqual(compare('serialized', read, doc, levels), { matched: true, deviations: [] })
+  // null: no statement depended on a level (MySQL: no InnoDB row read or written), nothing to compare.
+  assert.equal(compare('serialized', [s({}), s({ name: 's2', outcome: 'rejected', waitedMs: 3, isolation: null })], doc, levels).matched, true)
+  const unread = [s({}), s({ name: 's2', outcome: 'rejected', waitedMs: 3, isolation: '?' })]
+  const c = compare('serialized', unread, doc, levels)
+  assert.equal(c.matched, false)
+  assert.equal(c.undecided, true)
+  assert.deepEqual(c.deviations, ['s2: its isolation level could not be read from the server (documented for read committed): the run cannot be compared with its documentation'])
+  assert.equal(exitCode(summarize([{ verdict: 'serialized', comparison: c }], doc)), 3)
+  // No level documented (a spec file): nothing to compare, nothing to read.
+  assert.equal(compare('serialized', unread, doc, { s1: null, s2: null }).matched, true)
+})
