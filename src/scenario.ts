@@ -304,6 +304,12 @@ export interface Scenario {
   expects?: 'held' | 'violated' | 'reported'
   /** Runs only on a server race starts for it (see OwnServer). */
   ownServer?: OwnServer
+  /**
+   * SQLSTATEs (MySQL: 'SQLSTATE/errno') by which the server keeps the invariant, besides those the documented
+   * outcomes name: a spec file's `prevented by` line. An integrity error (class 23) counts as a prevention only when
+   * it is named here, in the documented outcomes or in a session's `retry.on` (docs/verdicts.md).
+   */
+  prevention?: readonly string[]
 }
 
 /** Identity, for type checking: `export default defineScenario({...})`. */

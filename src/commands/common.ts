@@ -318,6 +318,17 @@ function stuckNote(): string {
   return s ? `: ${s}` : ''
 }
 
+/**
+ * The codes a run declares as its prevention: those its documented outcomes name, the scenario's `prevention` (a
+ * spec's `prevented by` line), and those a session's retry loop catches (the application expects them).
+ */
+export function declaredCodes(docs: readonly Documented[], p: Pick<Plan, 'scenario' | 'sessions'>): Set<string> {
+  const out = documentedCodes(docs)
+  for (const c of p.scenario.prevention ?? []) out.add(c)
+  for (const s of p.sessions) for (const c of s.spec.retry?.on ?? []) out.add(c)
+  return out
+}
+
 /** A trial judged: its verdict, and how it compares with what is documented. */
 export interface Trial extends TrialFacts {
   verdict: Verdict
@@ -326,7 +337,7 @@ export interface Trial extends TrialFacts {
 }
 
 export function judgeTrial(facts: TrialFacts, docs: readonly Documented[], p: Plan): Trial {
-  const { verdict, why } = judge(facts.sessions, facts.invariant, documentedCodes(docs))
+  const { verdict, why } = judge(facts.sessions, facts.invariant, declaredCodes(docs, p))
   return { ...facts, verdict, why, comparison: compare(verdict, facts.sessions, docs, p.isolation) }
 }
 

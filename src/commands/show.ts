@@ -6,7 +6,7 @@ import { UsageError } from '../errors.js'
 import { describeDoc } from '../judge/index.js'
 import { formatDuration, parseWhole } from '../parse.js'
 import { tokenize } from '../permutation.js'
-import { BUILTIN_BINDS, assertSound, documentedFor, plan, sessionCount, type Plan, type PlannedSession } from '../plan.js'
+import { BUILTIN_BINDS, assertSound, documentedFor, plan, sessionCount, windowSql, type Plan, type PlannedSession } from '../plan.js'
 import { bindNames } from '../binds.js'
 import { findScenario, summaries, sourceText, type ScenarioSummary } from '../registry.js'
 import { c } from '../report/color.js'
@@ -145,7 +145,7 @@ export async function showCommand(id: string, o: ShowOptions, cmd: Command): Pro
     if (sess.spec.shares) lines.push(c.dim(`  connection: ${sess.spec.shares}'s, borrowed from the pool after it (same backend)`))
     for (const st of sess.steps) {
       lines.push(...stepLines(st.name, st.def, p, w))
-      if (st.name === sess.spec.racePoint) lines.push(c.dim(`  -- race point: --window sleeps here, between check and write`))
+      if (st.name === sess.spec.racePoint) lines.push(c.dim(`  -- race point: --window <d> sleeps here, between check and write: ${windowSql(p.variant.engine, 300)} for --window 300ms`))
     }
     if (sess.spec.release) lines.push(c.yellow(`  application, finally (after a rejection or an error): ${sess.spec.release}`))
     const retry = sess.spec.retry

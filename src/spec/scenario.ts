@@ -117,5 +117,6 @@ export function specToScenario(spec: Spec, story: string[] = []): Scenario {
     invariant: { description, sql: invariantSql, observed },
     documented: { postgres: { lockstep: [], serial: [], barrier: [] } },
     expects: spec.expect?.value ?? 'reported',
+    ...(spec.prevented ? { prevention: spec.prevented.codes } : {}),
   }
 }
