@@ -105,7 +105,7 @@ export async function matrixCommand(ids: string[], o: TargetOptions & CiOptions)
         return ciCase(`race.matrix.${r.scenario.id}`, level, ms, t, s, exitCode(s))
       }),
     )
-    if (junit) writeJunit(junit, 'race matrix', ci, { server: `PostgreSQL ${lab.server.version}`, target: target.label, schedule: 'lockstep' })
+    if (junit) writeJunit(junit, 'race matrix', ci, { server: `PostgreSQL ${lab.server.version}`, target: target.label, schedule: 'lockstep' }, Math.round(performance.now()))
     const notes = githubWanted(o.github) ? annotationsOf((k) => `race matrix: ${k.classname.slice('race.matrix.'.length)} at ${k.name}`, ci) : []
     if (o.json) {
       const doc = {

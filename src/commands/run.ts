@@ -226,8 +226,10 @@ export async function runCommand(id: string, o: RunOptions, cmd: Command): Promi
     const view: RunView = { scenario, params, given, n, schedule, windowMs, holdMs, plan: p, target: target.label, schema: out.schema, server: out.server, trials: judged, summary, docs, representative, ...(pooled?.describe ? { pooled: pooled.describe } : {}) }
     const code = exitCode(summary)
     const name = [schedule, `n=${n}`, describeParams(scenario, params)].filter(Boolean).join(' ')
-    const cases = ci ? [ci.ciCase(`race.run.${scenario.id}`, name, Math.round(performance.now() - started), representative, summary, code)] : []
-    if (junit) ci!.writeJunit(junit, 'race run', cases, { server: `PostgreSQL ${out.server.version}`, target: target.label, schedule, trials: String(trials) })
+    const file = scenario.source.article === 'file' ? { file: scenario.source.section } : {}
+    const cases = ci ? [{ ...ci.ciCase(`race.run.${scenario.id}`, name, Math.round(performance.now() - started), representative, summary, code), ...file }] : []
+    // The suite's time is the whole run's (since race started), the case's its trials'.
+    if (junit) ci!.writeJunit(junit, 'race run', cases, { server: `PostgreSQL ${out.server.version}`, target: target.label, schedule, trials: String(trials) }, Math.round(performance.now()))
     const notes = ci?.githubWanted(o.github) ? ci.annotationsOf(() => `race run ${scenario.id} (${name})`, cases) : []
     if (json) process.stdout.write(JSON.stringify(json.toJson(view, { timeline: drawn !== undefined, exitCode: code, kept: Boolean(o.keep) }), null, 2) + '\n')
     else process.stdout.write(render(view, drawn ?? (o.step ? 'race' : undefined), Boolean(o.keep), table, drawing?.timeline) + '\n')

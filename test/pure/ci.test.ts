@@ -5,7 +5,7 @@ import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import { test } from 'node:test'
-import { annotation, ciCase, junitXml, xml } from '../../src/report/ci.js'
+import { annotation, annotationsOf, ciCase, junitXml, xml } from '../../src/report/ci.js'
 import { niceTicks } from '../../src/bench/report.js'
 import { NEEDS, junitProblems } from '../support/tools.js'
 
@@ -40,6 +40,33 @@ test('JUnit XML: counts, seconds, escaping (no colour codes, no control characte
     fs.rmSync(file, { force: true })
   }
   assert.equal(xml("a'b"), 'a&apos;b')
+})
+
+test('JUnit XML: a case left out on this server is <skipped> with its reason and counted; the suite\'s time is the whole run\'s when given (issue 23)', () => {
+  const cases = [
+    ciCase('race.check.a', 'default', 1500, judged('clean', true), { matched: true, deviations: [], expected: ['clean'] }, 0),
+    { classname: 'race.check.lock-limit', name: 'default', ms: 0, skipped: 'lock-limit runs only on race\'s own embedded server' },
+  ]
+  const text = junitXml('race check', cases, { timestamp: new Date('2026-01-02T03:04:05Z'), ms: 47_000 })
+  assert.match(text, /<testsuite name="race check" tests="2" failures="0" errors="0" skipped="1" time="47.000"/)
+  assert.match(text, /<testcase classname="race.check.lock-limit" name="default" time="0.000">\n\s*<skipped message="lock-limit runs only on race&apos;s own embedded server"\/>/)
+  // Without the run's time: the cases' sum, as before.
+  assert.match(junitXml('race check', cases), / skipped="1" time="1.500"/)
+  if (NEEDS.xmllint) return // the schema check needs xmllint; the assertions above ran
+  const file = path.join(os.tmpdir(), `race-junit-skip-${process.pid}.xml`)
+  try {
+    fs.writeFileSync(file, text)
+    assert.equal(junitProblems(file), '')
+  } finally {
+    fs.rmSync(file, { force: true })
+  }
+})
+
+test('GitHub annotations: a case from a spec or .mjs file carries file= (relative to the checkout), escaped like a property', () => {
+  const k = { ...ciCase('race.run.x', 'lockstep', 1, judged('anomaly', false), { matched: false, deviations: ['s1: documented committed, got 23505'], expected: ['clean'] }, 1), file: path.join(process.cwd(), 'specs', 'a,b.spec') }
+  const [a] = annotationsOf(() => 'race run a,b.spec', [k])
+  assert.match(a, /^::error file=specs\/a%2Cb\.spec,title=race run a%2Cb\.spec::s1: documented committed, got 23505/)
+  assert.equal(annotation('t', ['x'], 'error', 'tests/own.mjs'), '::error file=tests/own.mjs,title=t::x')
 })
 
 test('GitHub annotations: one line, %, CR and LF escaped; the title also escapes : and ,', () => {
