@@ -50,6 +50,7 @@ export function registerRun(program: Command, all: readonly ScenarioSummary[], e
     .option('--user <uuid>', 'act for this user (fixes the advisory keys, e.g. to watch them with race locks); default a fresh uuid per trial')
     .option('--hold <duration>', "keep the race's locks held (before the first commit) this long, for race locks in another terminal")
     .option('--step', 'presenter mode (a terminal): before each step show the sessions and the SQL; Enter runs it, b the story, q stops')
+    .option('--theme <theme>', 'presenter: bold instead of dim, for a projector (default: default)')
   addScenarioParamOptions(cmd, all)
   addTargetOptions(cmd)
   addCiOptions(cmd, 'run')
@@ -61,6 +62,7 @@ export function registerRun(program: Command, all: readonly ScenarioSummary[], e
 Examples:
   $ race run broken --n 2 --timeline
   $ race run broken --step                 (in a terminal: one step per Enter)
+  $ race run broken --step --theme presenter   (bold, for a projector)
   $ race run broken --schedule lockstep --trials 20
   $ race run advisory --n 5 --max-pending 3
   $ race run advisory --n 50 --max-pending 3 --trials 200

@@ -8,11 +8,18 @@ export type Style = ChalkInstance
 
 export let c: Style = new Chalk({ level: 0 })
 
-export function setColor(enabled: boolean, stream: NodeJS.WriteStream = process.stdout): void {
+/** How the styles look: 'presenter' (race run --theme presenter) is for a projector: bold where dim would wash out. */
+export const THEMES = ['default', 'presenter'] as const
+export type Theme = (typeof THEMES)[number]
+
+export function setColor(enabled: boolean, stream: { isTTY?: boolean } = process.stdout, theme: Theme = 'default'): void {
   const env = process.env
   const off = !enabled || (env.NO_COLOR !== undefined && env.NO_COLOR !== '') || env.FORCE_COLOR === '0' || env.TERM === 'dumb'
   const forced = env.FORCE_COLOR !== undefined && env.FORCE_COLOR !== '0'
-  c = new Chalk({ level: !off && (forced || Boolean(stream.isTTY)) ? 1 : 0 })
+  const next = new Chalk({ level: !off && (forced || Boolean(stream.isTTY)) ? 1 : 0 })
+  // chalk's styles are getters on its prototype: an own property on this instance makes dim draw bold.
+  if (theme === 'presenter') Object.defineProperty(next, 'dim', { get: () => next.bold })
+  c = next
 }
 export function verdictColor(v: string): string {
   switch (v) {

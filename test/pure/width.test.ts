@@ -7,7 +7,7 @@ import { fitTable, fitWidths, sessionsTable } from '../../src/report/table.js'
 import type { SessionReport } from '../../src/engine/types.js'
 import { timeline, visibleEvents } from '../../src/report/timeline.js'
 import { columns, hang, strip, truncate, width, wrap } from '../../src/report/width.js'
-import { setColor } from '../../src/report/color.js'
+import { c, setColor } from '../../src/report/color.js'
 import { isSetup } from '../../src/engine/session.js'
 
 const red = new Chalk({ level: 1 }).red
@@ -66,6 +66,26 @@ test('fitWidths: natural when it fits; else what gives way first narrows, widest
   assert.deepEqual(fitWidths([10, 20, 30], [], 60), [10, 20, 30])
   assert.deepEqual(fitWidths([10, 20, 30], [{ shrink: 0 }, {}, {}], 40), [10, 15, 15])
   assert.deepEqual(fitWidths([10, 20, 30], [{}, { shrink: 2 }, {}], 45), [10, 8, 27])
+})
+
+test('--theme presenter: dim text is drawn bold (a projector washes dim out); colours stay chalk\'s (issue 23)', () => {
+  const saved = { NO_COLOR: process.env.NO_COLOR, FORCE_COLOR: process.env.FORCE_COLOR, TERM: process.env.TERM }
+  delete process.env.NO_COLOR
+  delete process.env.FORCE_COLOR
+  process.env.TERM = 'xterm'
+  try {
+    setColor(true, { isTTY: true }, 'presenter')
+    assert.equal(c.dim('pid 4711'), '\u001b[1mpid 4711\u001b[22m')
+    assert.equal(c.red('x'), red('x'))
+    setColor(true, { isTTY: true })
+    assert.equal(c.dim('pid 4711'), '\u001b[2mpid 4711\u001b[22m')
+    setColor(true, { isTTY: false }, 'presenter')
+    assert.equal(c.dim('pid 4711'), 'pid 4711', 'no colour in a pipe, whatever the theme')
+  } finally {
+    for (const [k, v] of Object.entries(saved)) if (v === undefined) delete process.env[k]
+    else process.env[k] = v
+    setColor(false)
+  }
 })
 
 test('fitWidths: every column keeps its longest word while another can still wrap at a space; words break only after', () => {
