@@ -174,13 +174,18 @@ test('CLI: unknown step or session in --schedule, and a bad --isolation, are exi
   }
 })
 
-test('CLI: the check-then-insert family on the isolation grid: race matrix broken, race run broken --isolation serializable (issue 23)', async () => {
-  const m = await race(['matrix', 'broken', '--json'], { url: ctx.server.url })
+test('CLI: the check-then-insert family on the isolation grid: race matrix broken for-update unique-index, race run broken --isolation serializable (issue 23)', async () => {
+  const m = await race(['matrix', 'broken', 'for-update', 'unique-index', '--json'], { url: ctx.server.url })
   assert.equal(m.code, 0, m.stdout + m.stderr)
   const doc = JSON.parse(m.stdout)
   assert.equal(doc.deviations, 0)
-  const cells = doc.rows.find((x: { scenario: string }) => x.scenario === 'broken').cells
-  assert.deepEqual(['read committed', 'repeatable read', 'serializable'].map((l) => cells[l].happened), ['anomaly', 'anomaly', 'prevented 40001'])
+  const row = (id: string) => {
+    const cells = doc.rows.find((x: { scenario: string }) => x.scenario === id).cells
+    return ['read committed', 'repeatable read', 'serializable'].map((l) => cells[l].happened)
+  }
+  assert.deepEqual(row('broken'), ['anomaly', 'anomaly', 'prevented 40001'])
+  assert.deepEqual(row('for-update'), ['anomaly', 'anomaly', 'prevented 40001'])
+  assert.deepEqual(row('unique-index'), ['prevented 23505', 'prevented 23505', 'prevented 40001'])
   const r = await race(['run', 'broken', '--isolation', 'serializable', '--n', '3', '--schedule', 'lockstep', '--json'], { url: ctx.server.url })
   assert.equal(r.code, 0, r.stdout + r.stderr)
   const run = JSON.parse(r.stdout)
