@@ -69,6 +69,14 @@ test('race check --junit on a server: lock-limit (left out there) is a <skipped>
   }
 })
 
+test('--json: a run that fails only by --expect names it in deviations, not [] (issue 23)', async () => {
+  const r = await race(['run', 'advisory', '--n', '5', '--max-pending', '3', '--expect', 'violated', '--json'], { url: ctx.server.url })
+  assert.equal(r.code, 1, r.stderr)
+  const doc = JSON.parse(r.stdout)
+  assert.equal(doc.matched, false)
+  assert.deepEqual(doc.deviations, ['--expect violated, but the invariant was never violated (1 of 1 trial held)'])
+})
+
 test('inside GitHub Actions annotations come by themselves; with --json they go to stderr and stdout stays one document', async () => {
   const r = await race(['check', 'broken', '--json'], { url: rrByDefault(ctx.server.url), env: { GITHUB_ACTIONS: 'true' } })
   assert.equal(r.code, 1)
