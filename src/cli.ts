@@ -110,8 +110,10 @@ Exit codes: 0 as documented, 1 a deviation, 2 bad input, 3 could not run.`,
   for (const register of registers) register(p, all)
   p.hook('preAction', async (_p, action) => {
     active = { name: action.name(), opts: action.opts() }
-    const { setColor } = await import('./report/color.js')
-    setColor(action.opts().color !== false)
+    const { setColor, THEMES } = await import('./report/color.js')
+    const theme = action.opts().theme
+    if (theme !== undefined && !THEMES.includes(theme)) throw new UsageError(`--theme ${theme} is not a theme: use ${THEMES.join(' or ')} (presenter: bold instead of dim, for a projector)`)
+    setColor(action.opts().color !== false, process.stdout, theme)
   })
   return p
 }

@@ -132,8 +132,11 @@ export async function checkCommand(ids: string[], o: TargetOptions & CiOptions &
     }
     if (!o.json && process.stderr.isTTY) process.stderr.write('\r\x1b[2K')
     const code = worstExit(rows.map((r) => exitCode(r.summary)))
-    const ci = rows.map(({ k, t, summary, ms }) => ciCase(`race.check.${k.scenario.id}`, caseName(k), ms, t, summary, exitCode(summary)))
-    if (junit) writeJunit(junit, 'race check', ci, { server: `PostgreSQL ${lab.server.version}`, target: target.label, schedule: 'lockstep' })
+    const ci = rows.map(({ k, t, summary, ms }) => ({ ...ciCase(`race.check.${k.scenario.id}`, caseName(k), ms, t, summary, exitCode(summary)), ...fileOf(k.scenario) }))
+    // A case left out on this server is in the file, skipped with the reason, not missing.
+    for (const k of skipped) ci.push({ classname: `race.check.${k.scenario.id}`, name: caseName(k), ms: 0, skipped: ownServerRefusal(k.scenario) })
+    // The suite's time is the whole run's (since race started: connecting, servers of their own, every case).
+    if (junit) writeJunit(junit, 'race check', ci, { server: `PostgreSQL ${lab.server.version}`, target: target.label, schedule: 'lockstep' }, Math.round(performance.now()))
     const notes = githubWanted(o.github) ? annotationsOf((k) => `race check: ${k.classname.slice('race.check.'.length)} (${k.name})`, ci) : []
     if (o.json) {
       const doc = {
@@ -183,7 +186,10 @@ export async function checkCommand(ids: string[], o: TargetOptions & CiOptions &
     const how = through?.kind === 'pgbouncer' ? 'each case through a PgBouncer of its own' : through ? 'through the pooler you run (--pooled)' : ''
     const lines = [...joinFit([c.bold('race check'), `${lab.server.product ?? 'PostgreSQL'} ${lab.server.version} (${target.label})`, 'lockstep', how], '  ·  ', w, 2), table]
     for (const r of bad) {
-      lines.push(...hang(c.red(`${r.k.scenario.id} (${r.k.label}): documented ${r.docs.map(describeDoc).join(' | ')}`), w, 2))
+      // What it was held to: the documented outcomes, the file's --expect, or (never an empty "documented") neither.
+      const by = expectsOverride(r.k.scenario)
+      const said = by ? `expected ${by} (the file's expect)` : r.docs.length ? `documented ${r.docs.map(describeDoc).join(' | ')}` : 'not documented (give it an expect, or run it with --expect held|violated)'
+      lines.push(...hang(c.red(`${r.k.scenario.id} (${r.k.label}): ${said}`), w, 2))
       for (const d of r.summary.deviations.length ? r.summary.deviations : [r.t.why]) lines.push(...hang(c.red(`  ${d}`), w, 4))
     }
     for (const s of [...new Set(own.map((k) => k.scenario))]) lines.push(...hang(c.dim(`${s.id} ran on an embedded server of its own, started with ${ownSettings(s)} (it ${s.ownServer!.why})`), w, 2))
@@ -202,4 +208,9 @@ function tally(list: string[]): string {
   const m = new Map<string, number>()
   for (const x of list) m.set(x, (m.get(x) ?? 0) + 1)
   return [...m].map(([k, v]) => `${v} ${k}`).join(', ')
+}
+
+/** A user's own scenario file (spec or .mjs), for the annotations' file=. */
+function fileOf(s: Scenario): { file?: string } {
+  return s.source.article === 'file' ? { file: s.source.section } : {}
 }

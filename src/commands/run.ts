@@ -52,6 +52,7 @@ export function registerRun(program: Command, all: readonly ScenarioSummary[], e
     .option('--user <uuid>', 'act for this user (fixes the advisory keys, e.g. to watch them with race locks); default a fresh uuid per trial')
     .option('--hold <duration>', "keep the race's locks held (before the first commit) this long, for race locks in another terminal")
     .option('--step', 'presenter mode (a terminal): before each step show the sessions and the SQL; Enter runs it, b the story, q stops')
+    .option('--theme <theme>', 'presenter: bold instead of dim, for a projector (default: default)')
   addScenarioParamOptions(cmd, all)
   addTargetOptions(cmd, { pg: true })
   addCiOptions(cmd, 'run')
@@ -63,6 +64,7 @@ export function registerRun(program: Command, all: readonly ScenarioSummary[], e
 Examples:
   $ race run broken --n 2 --timeline
   $ race run broken --step                 (in a terminal: one step per Enter)
+  $ race run broken --step --theme presenter   (bold, for a projector)
   $ race run broken --schedule lockstep --trials 20
   $ race run advisory --n 5 --max-pending 3
   $ race run advisory --n 50 --max-pending 3 --trials 200
@@ -208,8 +210,10 @@ export async function runCommand(id: string, o: RunOptions, cmd: Command): Promi
   }
   const { schedule, representative, summary } = view
   const name = [schedule, `n=${n}`, describeParams(scenario, params)].filter(Boolean).join(' ')
-  const cases = ci ? [ci.ciCase(`race.run.${scenario.id}`, name, Math.round(performance.now() - started), representative, summary, code)] : []
-  if (junit) ci!.writeJunit(junit, 'race run', cases, { server: `PostgreSQL ${view.server.version}`, target: view.target, schedule, trials: String(trials) })
+  const file = scenario.source.article === 'file' ? { file: scenario.source.section } : {}
+  const cases = ci ? [{ ...ci.ciCase(`race.run.${scenario.id}`, name, Math.round(performance.now() - started), representative, summary, code), ...file }] : []
+  // The suite's time is the whole run's (since race started), the case's its trials'.
+  if (junit) ci!.writeJunit(junit, 'race run', cases, { server: `PostgreSQL ${view.server.version}`, target: view.target, schedule, trials: String(trials) }, Math.round(performance.now()))
   const notes = ci?.githubWanted(o.github) ? ci.annotationsOf(() => `race run ${scenario.id} (${name})`, cases) : []
   if (json) process.stdout.write(JSON.stringify(json.toJson(view, { timeline: drawn !== undefined, exitCode: code, kept: Boolean(o.keep) }), null, 2) + '\n')
   else process.stdout.write(render(view, drawn ?? (o.step ? 'race' : undefined), Boolean(o.keep), await table, drawing?.timeline) + '\n')

@@ -249,6 +249,11 @@ async function trial(lab: Driver, cfg: RunConfig, schema: string, order: Entry[]
       const left = order.filter((e) => !launched.has(`${e.session}.${e.step}`) && !sessions[e.session].finished).length
       const pause: StepPause = { done: launched.size, left, session: s.name, step: s.steps[step].name, sessions: await states(), events, refresh: states }
       await Promise.race([cfg.beforeStep(pause), whenAborted()])
+      // The clock starts at the first step, not while the room reads the first screen (issue 23).
+      if (!launched.size) {
+        t0 = performance.now()
+        sessions.forEach((x) => x.markStart(0))
+      }
       launched.add(`${s.index}.${step}`)
     }
     if (!cfg.holdMs || step !== s.steps.length - 1) return
