@@ -17,6 +17,8 @@ export interface CiCase {
   failure?: { message: string; lines: string[] }
   /** Could not run or decide (exit 3). */
   error?: { message: string; lines: string[] }
+  /** Not run, and why (a skipped case is not a pass). */
+  skipped?: { message: string }
   /** What happened, for the record (verdict, invariant). */
   out?: string
 }
@@ -37,13 +39,14 @@ const secs = (ms: number) => (Math.max(0, ms) / 1000).toFixed(3)
 export function junitXml(suite: string, cases: readonly CiCase[], o: { timestamp?: Date; properties?: Record<string, string> } = {}): string {
   const failures = cases.filter((k) => k.failure).length
   const errors = cases.filter((k) => k.error && !k.failure).length
+  const skipped = cases.filter((k) => k.skipped && !k.failure && !k.error).length
   const ms = cases.reduce((a, k) => a + k.ms, 0)
   const stamp = (o.timestamp ?? new Date()).toISOString().replace(/\.\d+Z$/, '')
   const props = Object.entries(o.properties ?? {})
   const lines = [
     '<?xml version="1.0" encoding="UTF-8"?>',
     `<testsuites name="${xml(suite)}" tests="${cases.length}" failures="${failures}" errors="${errors}" time="${secs(ms)}">`,
-    `  <testsuite name="${xml(suite)}" tests="${cases.length}" failures="${failures}" errors="${errors}" skipped="0" time="${secs(ms)}" timestamp="${stamp}" hostname="${xml(os.hostname())}">`,
+    `  <testsuite name="${xml(suite)}" tests="${cases.length}" failures="${failures}" errors="${errors}" skipped="${skipped}" time="${secs(ms)}" timestamp="${stamp}" hostname="${xml(os.hostname())}">`,
   ]
   if (props.length) {
     lines.push('    <properties>')
@@ -55,6 +58,7 @@ export function junitXml(suite: string, cases: readonly CiCase[], o: { timestamp
     const body: string[] = []
     if (k.failure) body.push(`      <failure message="${xml(k.failure.message)}" type="deviation">${xml(k.failure.lines.join('\n'))}</failure>`)
     else if (k.error) body.push(`      <error message="${xml(k.error.message)}" type="undecided">${xml(k.error.lines.join('\n'))}</error>`)
+    else if (k.skipped) body.push(`      <skipped message="${xml(k.skipped.message)}"/>`)
     if (k.out) body.push(`      <system-out>${xml(k.out)}</system-out>`)
     lines.push(body.length ? [`${open}>`, ...body, '    </testcase>'].join('\n') : `${open}/>`)
   }
