@@ -88,18 +88,21 @@ export async function specCommand(files: string[], o: SpecOptions): Promise<numb
     for (const spec of specs) {
       const name = specName(spec.file)
       const started = performance.now()
-      lab.checkControl()
+      if (lab.controlLost) throw new RunError(`${spec.file}: lost race's control connection to ${lab.target.label} before the spec started (CONNECTION_CLOSED): something ended it; nothing of this spec ran`)
       const schema = await lab.createSchema('spec', Boolean(o.keep))
       let text = ''
+      // Set when race's control connection is lost: the transcript ends there too (what the sessions say as race
+      // ends them is not part of it).
+      let stopped = false
       // Once the run is aborted (Ctrl-C, --run-timeout), the transcript ends: what the ended sessions still say is not part of it.
       const sink = {
         out: (s: string) => {
-          if (abortSignal.aborted) return
+          if (abortSignal.aborted || stopped) return
           text += s
           if (streaming) process.stdout.write(Buffer.from(s, 'latin1'))
         },
         err: (s: string) => {
-          if (abortSignal.aborted) return
+          if (abortSignal.aborted || stopped) return
           text += s
           if (streaming) process.stderr.write(Buffer.from(s, 'latin1'))
         },
@@ -130,7 +133,10 @@ export async function specCommand(files: string[], o: SpecOptions): Promise<numb
           whenAborted(),
           // race's own control backend marks the schema as this live run's: without it, the next race command
           // would take the schema for a killed run's and drop it under the sessions. So the run stops.
-          lab.whenLost(),
+          lab.whenLost().catch((e: unknown) => {
+            stopped = true
+            throw e
+          }),
         ])
       } catch (e) {
         if (!abortSignal.aborted && isConnectionLoss(e) && lab.controlLost) {
