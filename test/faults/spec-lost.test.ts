@@ -9,6 +9,8 @@ import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import { after, test } from 'node:test'
+import { spawn } from 'node:child_process'
+import { NATIVE, testerFor } from '../support/conformance.js'
 import { leftBy, oneCleanLine, outside, useOutside } from '../support/faults.js'
 import { race } from '../support/server.js'
 
@@ -106,4 +108,38 @@ step b { select pg_advisory_lock(${key}); }
   } finally {
     await holder.end({ timeout: 1 })
   }
+})
+
+test("up to the loss, race's transcript is isolationtester's (which then fails to send the next step and exits 1)", async (t) => {
+  const [r0] = await ctx.sql`select current_setting('server_version_num')::int as v`
+  const tester = testerFor(Number(r0.v))
+  if (!tester) return t.skip(`no isolationtester for PostgreSQL ${r0.v} on this machine`)
+  const file = specFile(
+    'against-isolationtester',
+    `session s1
+step a { select pg_advisory_xact_lock(2); }
+step b { select 1; }
+session s2
+step h { begin; select pg_advisory_xact_lock(2); }
+step k { select count(pg_terminate_backend(pid)) from pg_stat_activity where pg_backend_pid() = any(pg_blocking_pids(pid)); }
+step c { commit; }
+permutation h a k b c
+`,
+  )
+  const r = await raceSpec(file)
+  assert.equal(r.code, 3, r.stderr)
+  const oracle = await new Promise<{ code: number | null; out: string }>((resolve) => {
+    const env: NodeJS.ProcessEnv = { ...process.env, LD_LIBRARY_PATH: path.join(NATIVE, 'lib') }
+    for (const k of ['PGOPTIONS', 'PGAPPNAME', 'PGDATESTYLE', 'PGTZ']) delete env[k]
+    const child = spawn(tester, [ctx.server.url], { env, stdio: ['pipe', 'pipe', 'pipe'] })
+    let out = ''
+    child.stdout.on('data', (d) => (out += d))
+    child.stderr.on('data', (d) => (out += d))
+    const timer = setTimeout(() => child.kill('SIGKILL'), 120_000)
+    child.on('close', (code) => (clearTimeout(timer), resolve({ code, out })))
+    child.stdin.end(fs.readFileSync(file))
+  })
+  assert.equal(oracle.code, 1, oracle.out)
+  assert.ok(oracle.out.startsWith(r.stdout), `race's transcript is where isolationtester's starts:\n--- race\n${r.stdout}\n--- isolationtester\n${oracle.out}`)
+  assert.equal(oracle.out.slice(r.stdout.length), 'failed to send query for step b: no connection to the server\n\n')
 })
