@@ -143,3 +143,32 @@ permutation h a k b c
   assert.ok(oracle.out.startsWith(r.stdout), `race's transcript is where isolationtester's starts:\n--- race\n${r.stdout}\n--- isolationtester\n${oracle.out}`)
   assert.equal(oracle.out.slice(r.stdout.length), 'failed to send query for step b: no connection to the server\n\n')
 })
+
+test('a role whose sessions end after idle_session_timeout: race spec ends in one line (exit 3), nothing left, no hang', async () => {
+  // Every connection of the run is this role's, race's own control too (idle while the spec runs): the step
+  // waits until that backend is gone, so the spec outlasts the timeout whatever the machine's load.
+  const role = `race_test_idle_${process.pid}`
+  const password = `p${process.pid}x${Date.now()}`
+  await ctx.sql.unsafe(`create role ${role} login password '${password}'; alter role ${role} set idle_session_timeout = '300ms'`)
+  try {
+    const [db] = await ctx.sql`select current_database() as d`
+    await ctx.sql.unsafe(`grant create on database "${db.d}" to ${role}`)
+    const u = new URL(ctx.server.url)
+    u.username = role
+    u.password = password
+    const file = specFile(
+      'role-idle-timeout',
+      `session s1
+step w { do $$ begin while exists (select 1 from pg_stat_activity where pid = (select (substr(obj_description(oid, 'pg_namespace'), 6)::jsonb ->> 'backend')::int from pg_namespace where nspname = current_schema())) loop perform pg_sleep(0.01); perform pg_stat_clear_snapshot(); end loop; end $$; }
+step b { select 1; }
+`,
+    )
+    const r = await race(['spec', file, '--run-timeout', '90s'], { url: u.toString(), timeoutMs: 120_000 })
+    assert.notEqual(r.code, null, 'no hang')
+    assert.equal(r.code, 3, r.stdout + r.stderr)
+    oneCleanLine(r.stderr, /lost race's control connection|the server closed (session \w+|race's isolationtester control connection)'s connection/)
+    assert.deepEqual(await leftBy(ctx.sql, r.pid), [])
+  } finally {
+    await ctx.sql.unsafe(`drop owned by ${role}; drop role ${role}`)
+  }
+})
