@@ -6,7 +6,8 @@ import { Lab } from '../db/lab.js'
 import fs from 'node:fs'
 import path from 'node:path'
 import type { Command } from 'commander'
-import { UsageError } from '../errors.js'
+import { RunError, UsageError } from '../errors.js'
+import { isConnectionLoss } from '../db/sqlstate.js'
 import { abortSignal, onCleanup, whenAborted } from '../lifecycle.js'
 import { parseDuration, parseWhole } from '../parse.js'
 import { c } from '../report/color.js'
@@ -87,17 +88,21 @@ export async function specCommand(files: string[], o: SpecOptions): Promise<numb
     for (const spec of specs) {
       const name = specName(spec.file)
       const started = performance.now()
+      if (lab.controlLost) throw new RunError(`${spec.file}: lost race's control connection to ${lab.target.label} before the spec started (CONNECTION_CLOSED): something ended it; nothing of this spec ran`)
       const schema = await lab.createSchema('spec', Boolean(o.keep))
       let text = ''
+      // Set when race's control connection is lost: the transcript ends there too (what the sessions say as race
+      // ends them is not part of it).
+      let stopped = false
       // Once the run is aborted (Ctrl-C, --run-timeout), the transcript ends: what the ended sessions still say is not part of it.
       const sink = {
         out: (s: string) => {
-          if (abortSignal.aborted) return
+          if (abortSignal.aborted || stopped) return
           text += s
           if (streaming) process.stdout.write(Buffer.from(s, 'latin1'))
         },
         err: (s: string) => {
-          if (abortSignal.aborted) return
+          if (abortSignal.aborted || stopped) return
           text += s
           if (streaming) process.stderr.write(Buffer.from(s, 'latin1'))
         },
@@ -126,7 +131,19 @@ export async function specCommand(files: string[], o: SpecOptions): Promise<numb
             sink,
           ),
           whenAborted(),
+          // race's own control backend marks the schema as this live run's: without it, the next race command
+          // would take the schema for a killed run's and drop it under the sessions. So the run stops.
+          lab.whenLost().catch((e: unknown) => {
+            stopped = true
+            throw e
+          }),
         ])
+      } catch (e) {
+        if (!abortSignal.aborted && isConnectionLoss(e) && lab.controlLost) {
+          const code = (e as { code?: string }).code
+          throw new RunError(`${spec.file}: lost race's control connection to ${lab.target.label} mid-run (${code}): something ended it; the spec stopped, its sessions were ended and its schema dropped`)
+        }
+        throw e
       } finally {
         release()
         if (!result) await terminate()

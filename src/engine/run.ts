@@ -384,6 +384,20 @@ async function trial(lab: Driver, cfg: RunConfig, schema: string, order: Entry[]
   }
 }
 
+/** PostgreSQL's boolean type. */
+const BOOL_OID = 16
+
+/** A PostgreSQL type's name, for a message (its oid when the catalog cannot say). */
+async function typeName(lab: Driver, oid: number): Promise<string> {
+  try {
+    const [r] = await lab.query(`select format_type($1::oid, null) as t`, [oid])
+    return String(r?.t ?? `type oid ${oid}`)
+  } catch (e) {
+    if (isConnectionLoss(e)) throw e
+    return `type oid ${oid}`
+  }
+}
+
 /** The invariant's SQL on the control connection: `held` true, false, or NULL (could not be decided). */
 async function evaluate(lab: Driver, cfg: RunConfig, user: string, seen: SeenBy): Promise<InvariantReport> {
   const inv = cfg.plan.scenario.invariant
@@ -394,7 +408,12 @@ async function evaluate(lab: Driver, cfg: RunConfig, user: string, seen: SeenBy)
     const row = rows[0] as Row | undefined
     if (!row) return { description, observed: 'no row', held: null, error: 'the invariant query returned no row' }
     const observed = inv.observed ? inv.observed(row) : defaultObserved(row)
-    // MySQL has no boolean type: its `held` is 1 or 0 (NULL stays undecided).
+    // Only a SQL boolean decides (PostgreSQL's bool, type oid 16): postgres.js also turns a json or jsonb `true`
+    // into a JavaScript true, which must not count as held. MySQL has no boolean type: its `held` is 1 or 0.
+    const type = (rows as { columns?: { name: string; type: number }[] }).columns?.find((x) => x.name === 'held')?.type
+    if (lab.engine === 'postgres' && type !== undefined && type !== BOOL_OID) {
+      return { description, observed, held: null, error: `the invariant's held column is not a boolean (${await typeName(lab, type)}): make it a SQL boolean expression (e.g. count(*) <= 1), not json or text` }
+    }
     const held = typeof row.held === 'boolean' ? row.held : lab.engine === 'mysql' && (row.held === 1 || row.held === 0) ? row.held === 1 : null
     return held === null ? { description, observed, held, error: 'the invariant said NULL: something it needs is missing' } : { description, observed, held }
   } catch (e) {
