@@ -9,7 +9,6 @@ import { c } from '../report/color.js'
 import { columns, hang, joinFit } from '../report/width.js'
 import { specFailure } from '../spec/common.js'
 import { DEFAULT_MAX, DEFAULT_SAMPLE, DEFAULT_SHRINK, exploreOn, type ExploreResult } from '../explore/index.js'
-import { parseExpect } from './run.js'
 import { addScenarioParamOptions, addTargetOptions, assertRunsOn, engineFor, parseBounds, scenarioParams, self, withLab, type TargetOptions } from './common.js'
 
 export interface ExploreCommandOptions extends TargetOptions {
@@ -70,7 +69,8 @@ export async function exploreCommand(id: string, o: ExploreCommandOptions, cmd: 
   const sample = o.sample === undefined ? undefined : parseWhole('--sample', o.sample, 1, 1_000_000)
   const seed = o.seed === undefined ? undefined : parseWhole('--seed', o.seed, 0, 2 ** 32 - 1)
   const shrink = parseWhole('--shrink', o.shrink, 0, 100_000)
-  const expect = parseExpect(o.expect)
+  if (o.expect !== undefined && o.expect !== 'held' && o.expect !== 'violated') throw new UsageError(`--expect takes held or violated, got '${o.expect}'`)
+  const expect = o.expect as 'held' | 'violated' | undefined
   const bounds = parseBounds(o)
   assertSound(scenario, params, n, engine)
   const p = plan(scenario, { params, n, engine })
