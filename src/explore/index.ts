@@ -282,7 +282,10 @@ export async function exploreOn(lab: Driver, targetLabel: string, scenario: Scen
   const every = [...seen.values()]
   const judged = every.map((x) => ({ verdict: x.verdict, comparison: { matched: x.verdict !== 'unknown', deviations: [], ...(x.verdict === 'unknown' ? { undecided: true } : {}) } }))
   const summary = summarize(judged, [], expect)
-  const code = exitCode(summary)
+  const diverged = search instanceof Dfs ? search.diverged : 0
+  // Every interleaving held, but some were not run as chosen: "held in all" is not known (unknown is never a pass).
+  const incomplete = diverged > 0 && violating === 0 && expect === 'held'
+  const code = incomplete ? 3 : exitCode(summary)
   const shortest = current ? { ...current.it, ...(shrinkFrom && shrinkFrom !== current.it.line ? { shrunk: { from: shrinkFrom, runs: shrinkRuns } } : {}) } : null
   return {
     scenario: scenario.id,
@@ -301,10 +304,10 @@ export async function exploreOn(lab: Driver, targetLabel: string, scenario: Scen
     groups: groupsOf(every),
     shortest,
     replay: current ? replayCommand(o.name ?? (isFileScenario(scenario) ? scenario.source.section : scenario.id), scenario, p, current.it.line) : null,
-    diverged: search instanceof Dfs ? search.diverged : 0,
+    diverged,
     every,
     expected: expect ?? 'reported (no expectation: use --expect held|violated)',
-    matched: summary.matched,
+    matched: summary.matched && !incomplete,
     exitCode: code,
     ms: Math.round(ms),
     perSecond: allRuns / (ms / 1000),

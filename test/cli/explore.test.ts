@@ -141,3 +141,31 @@ test('bad numbers and options are refused with one line naming the fix, exit 2',
     assert.doesNotMatch(r.stderr, /\n\s+at /)
   }
 })
+
+test('a deadlock: the victim takes no more steps (they end its line), and race run --schedule replays that line to the same 40P01', async () => {
+  const { code, j } = await explore(['deadlock'])
+  assert.equal(code, 0, 'the deadlock scenario documents no anomaly: held is expected, and money is never made or lost')
+  assert.equal(j.violating, 0)
+  const victim = j.groups.find((g) => g.key === 'HELD prevented: s1 committed, s2 40P01')
+  assert.ok(victim && victim.count > 0, j.groups.map((g) => g.key).join('; '))
+  const line = victim.lines[0]
+  assert.match(line, /s2\.move s2\.commit$/, 'the steps s2 never ran come last')
+  const r = await race(['run', 'deadlock', '--schedule', line, '--trials', '2', '--json'], { url: server.url, timeoutMs: 120_000 })
+  const run = JSON.parse(r.stdout) as { trialVerdicts: string[]; sessions: { name: string; outcome: string; sqlstate: string | null }[] }
+  assert.deepEqual(run.trialVerdicts, ['prevented', 'prevented'])
+  assert.deepEqual(
+    run.sessions.map((s) => [s.name, s.outcome, s.sqlstate]),
+    [
+      ['s1', 'committed', null],
+      ['s2', 'failed', '40P01'],
+    ],
+  )
+})
+
+test('an interleaving that cannot end (a session-level lock its holder never releases): exit 3 with one line, nothing left behind', async () => {
+  const r = await race(['explore', 'session-lock'], { url: server.url, timeoutMs: 120_000 })
+  assert.equal(r.code, 3, r.stdout + r.stderr)
+  assert.equal(r.stderr.trim().split('\n').length, 1, r.stderr)
+  assert.match(r.stderr, /^race: an interleaving cannot finish: \S+ waits for \S+, which ran all its steps and still holds the lock/)
+  assert.deepEqual(await schemasOf(admin, r.pid), [])
+})
