@@ -35,7 +35,7 @@ export function registerExplore(program: Command, all: readonly ScenarioSummary[
     .option('--expect <held|violated>', 'held: exit 1 when any interleaving violates; violated: exit 1 when none does (default: the spec\'s expect line, or the scenario\'s documentation)')
     .option('--all', 'list every interleaving of each group (default: the first 3, fewest switches first)')
   addScenarioParamOptions(cmd, all)
-  addTargetOptions(cmd)
+  addTargetOptions(cmd, { keep: false })
   cmd.action(async (id: string, o: ExploreCommandOptions, self: Command) => exit(await exploreCommand(id, o, self)))
   cmd.addHelpText(
     'after',
@@ -77,8 +77,9 @@ export async function exploreCommand(id: string, o: ExploreCommandOptions, cmd: 
   const tty = process.stderr.isTTY
   let lastLine = 0
   const started = Date.now()
-  const onProgress = (x: { runs: number; violating: number; planned: number | null; phase: 'explore' | 'shrink' }) => {
-    const text = `${x.phase === 'shrink' ? 'shrinking' : 'exploring'}: ${x.runs}${x.planned && x.phase === 'explore' ? `/${x.planned}` : ''} runs, ${x.violating} violating`
+  const onProgress = (x: { runs: number; violating: number; planned: number | null; exact: boolean; phase: 'explore' | 'shrink' }) => {
+    const of = x.planned === null ? '' : x.exact ? `/${x.planned}` : ` (of at most ${x.planned})`
+    const text = `${x.phase === 'shrink' ? 'shrinking' : 'exploring'}: ${x.runs}${of} runs, ${x.violating} violating`
     if (tty) process.stderr.write(`\r\x1b[2K${text}`)
     else if (Date.now() - lastLine >= 10_000 && Date.now() - started >= 10_000) {
       // In a log (CI), a line every 10 s once the run is long.
@@ -118,8 +119,9 @@ function render(r: ExploreResult, all: boolean): string {
       : `a random sample: ${r.runs} runs, seed ${r.sample!.seed} (${r.interleavings} different interleavings of ${r.orders} orders of the steps; --seed ${r.sample!.seed} draws it again)`
   lines.push(...hang(c.dim(what), w, 2))
   lines.push(...hang(`${c.dim('invariant')}  ${r.invariant}`, w, 11))
-  const share = `${r.violating} of ${r.interleavings} interleavings`
-  lines.push(r.violating ? c.red(c.bold(`VIOLATED in ${share}`)) : r.unknown ? c.yellow(`held in ${r.interleavings - r.unknown}, undecided in ${r.unknown} of ${r.interleavings}`) : c.green(c.bold(`HELD in all ${r.interleavings} interleavings`)))
+  const sampled = r.mode === 'sample' ? ' sampled' : ''
+  const share = `${r.violating} of ${r.interleavings}${sampled} interleavings`
+  lines.push(r.violating ? c.red(c.bold(`VIOLATED in ${share}`)) : r.unknown ? c.yellow(`held in ${r.interleavings - r.unknown}, undecided in ${r.unknown} of ${r.interleavings}`) : c.green(c.bold(`HELD in all ${r.interleavings}${sampled} interleavings`)) + (sampled ? c.dim(' (a sample: the others were not run)') : ''))
   lines.push('')
   for (const g of r.groups) {
     const state = g.held === false ? c.red('VIOLATED') : g.held === null ? c.yellow('UNKNOWN') : c.green('HELD')
@@ -135,7 +137,12 @@ function render(r: ExploreResult, all: boolean): string {
   if (r.shortest) {
     const how = r.shortest.shrunk ? `, shrunk in ${r.shortest.shrunk.runs} runs from ${r.shortest.shrunk.from}` : r.mode === 'all' ? ', the fewest of all' : ''
     lines.push(...hang(`shortest violating (${r.shortest.switches} switch${r.shortest.switches === 1 ? '' : 'es'} between sessions${how}):`, w, 2))
-    lines.push(...hang(`  ${r.replay!.replace(/^race /, `${self()} `)}`, w, 4))
+    // Copied into a shell as printed: a break falls inside the quoted schedule (its tokens split on any space), or
+    // after a backslash.
+    const cmd = r.replay!.replace(/^race /, `${self()} `)
+    const at = cmd.lastIndexOf(' --schedule "')
+    if (cmd.length + 2 <= w || at < 0) lines.push(...hang(`  ${cmd}`, w, 4))
+    else lines.push(`  ${cmd.slice(0, at)} \\`, ...hang(`    ${cmd.slice(at + 1)}`, w, 6))
   }
   if (r.diverged) lines.push(...hang(c.yellow(`${r.diverged} run(s) went otherwise than the same choices did before: the database did not repeat itself, so some interleavings may be missing`), w, 2))
   const verdict = r.matched ? c.green('MATCH') : c.red('DEVIATION')

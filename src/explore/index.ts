@@ -52,8 +52,12 @@ export interface ExploreOptions {
   connectTimeoutMs?: number
   stepTimeoutMs?: number
   runTimeoutMs?: number
-  /** After each run: how many have run, how many violated, how many runs are planned (null: unknown yet). */
-  onProgress?: (p: { runs: number; violating: number; planned: number | null; phase: 'explore' | 'shrink' }) => void
+  /**
+   * After each run: how many have run (shrinking's too), how many different interleavings violated, and how many runs
+   * are planned: exactly (a sample), at most (every interleaving: orders with waiting steps do not run), null while
+   * shrinking.
+   */
+  onProgress?: (p: { runs: number; violating: number; planned: number | null; exact: boolean; phase: 'explore' | 'shrink' }) => void
 }
 
 export interface Interleaving {
@@ -272,7 +276,7 @@ export async function exploreOn(lab: Driver, targetLabel: string, scenario: Scen
         current = { free: [...free], it }
         candidates = shrinkCandidates(free)
       }
-      o.onProgress?.({ runs: allRuns, violating, planned: phase === 'explore' ? planned : null, phase })
+      o.onProgress?.({ runs: allRuns, violating, planned: phase === 'explore' ? planned : null, exact: sampling, phase })
     },
   }).catch((e) => {
     throw specFailure(scenario, exploreFailure(e))

@@ -169,3 +169,15 @@ test('an interleaving that cannot end (a session-level lock its holder never rel
   assert.match(r.stderr, /^race: an interleaving cannot finish: \S+ waits for \S+, which ran all its steps and still holds the lock/)
   assert.deepEqual(await schemasOf(admin, r.pid), [])
 })
+
+test('explore() from code: the same counts and the line to replay, with progress reported as it goes', async () => {
+  const { explore: exploreApi } = await import('../../src/explore/index.js')
+  const seen: number[] = []
+  const r = await exploreApi(ORDERS, { databaseUrl: server.url, onProgress: (p) => seen.push(p.runs) })
+  assert.equal(r.interleavings, 20)
+  assert.equal(r.violating, 12)
+  assert.equal(r.exitCode, 1)
+  assert.equal(r.shortest?.switches, 2)
+  assert.deepEqual(seen, Array.from({ length: 20 }, (_, i) => i + 1))
+  assert.ok(r.perSecond > 0)
+})
