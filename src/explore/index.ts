@@ -123,12 +123,16 @@ export interface ExploreResult {
   perSecond: number
 }
 
-/** The expectation explore judges by: --expect, else the spec's expect line, else held unless an anomaly is documented. */
+/**
+ * The expectation explore judges by: --expect, else the spec's expect line (none: report only), else, for a scenario
+ * with documented outcomes (built-in or a .mjs module), violated when any documented outcome is an anomaly, else held.
+ */
 export function expectationOf(s: Scenario, p: Plan, given?: 'held' | 'violated'): ExpectOverride {
   if (given) return given
   const own = expectsOverride(s)
   if (own) return own
-  if (isFileScenario(s)) return undefined
+  // A spec with no expect line promises nothing: report only.
+  if (s.expects === 'reported') return undefined
   const docs = (['lockstep', 'serial', 'barrier'] as const).flatMap((schedule) => {
     try {
       return documentedFor(s, { ...p.variant, schedule, windowMs: 0 })
