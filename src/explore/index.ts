@@ -176,10 +176,15 @@ export async function explore(scenarioOrId: string | Scenario, o: ExploreOptions
     o.databaseUrl,
     bounds,
     async (lab, target) => {
-      assertRunsOn(scenario, lab.engine)
-      assertSound(scenario, params, n, lab.engine)
-      const p = plan(scenario, { params, n, engine: lab.engine })
-      return exploreOn(lab, target.label, scenario, p, { ...o, max, shrink: shrinkBudget }, bounds)
+      // Called from code, nothing else ends the control connection: it would keep the caller's process alive.
+      try {
+        assertRunsOn(scenario, lab.engine)
+        assertSound(scenario, params, n, lab.engine)
+        const p = plan(scenario, { params, n, engine: lab.engine })
+        return await exploreOn(lab, target.label, scenario, p, { ...o, max, shrink: shrinkBudget }, bounds)
+      } finally {
+        await lab.close()
+      }
     },
     scenario,
     { sessions: n },
