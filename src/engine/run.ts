@@ -20,7 +20,7 @@ import { orderFor, ownServerRefusal, tooOldFor, type Plan } from '../plan.js'
 import type { Entry } from '../permutation.js'
 import type { BindCtx, Row, Rows, Schedule } from '../scenario.js'
 import { fitToKeep, SessionConns } from './conns.js'
-import { runBarrier, runPermutation, type BlockProbe } from './schedule.js'
+import { runBarrier, runChosen, runPermutation, type BlockProbe, type Chooser } from './schedule.js'
 import { Session, sessionOptions } from './session.js'
 import type { InvariantReport, SessionState, StepPause, TimelineEvent, TrialFacts } from './types.js'
 
@@ -55,6 +55,14 @@ export interface RunConfig {
    * Default: they are opened while control runs the setup, and kept across trials where the driver can reset them.
    */
   freshConnections?: boolean
+  /**
+   * race explore: trial k's order is chosen while it runs, step by step, by what this returns for k (schedule.ts
+   * runChosen); the run ends, whatever `trials` says, at the first k it returns undefined for. Called after
+   * onTrial of trial k-1, so a trial's order may depend on what the trials before it did.
+   */
+  choose?: (trial: number) => Chooser | undefined
+  /** With choose: the order each trial's steps were launched in, after its onTrial. */
+  onOrder?: (trial: number, order: Entry[]) => void
 }
 
 export interface RunOutput {
@@ -86,7 +94,7 @@ export async function run(lab: Driver, cfg: RunConfig): Promise<RunOutput> {
     )
   }
   // Bad permutations are refused before any schema or connection exists.
-  const order = cfg.schedule === 'barrier' ? [] : orderFor(plan, cfg.schedule, cfg.permutation)
+  const order = cfg.schedule === 'barrier' || cfg.choose ? [] : orderFor(plan, cfg.schedule, cfg.permutation)
   // Statements on control before the race (create schema, setup) end early on Ctrl-C or --run-timeout; the
   // one in flight (held up by an outside lock, say) is then cancelled before cleanup uses the connection.
   let inFlight: { settled: boolean; done: Promise<void> } | undefined
@@ -118,6 +126,8 @@ export async function run(lab: Driver, cfg: RunConfig): Promise<RunOutput> {
     const space = schema.name
     for (let k = 0; k < cfg.trials; k++) {
       if (abortSignal.aborted) throw abortSignal.reason
+      const chooser = cfg.choose?.(k)
+      if (cfg.choose && !chooser) break
       // The same schema (name, mark) again, empty, and control working in it: one round trip.
       await onControl(k > 0 ? `${lab.recreateSql(space, cfg.keep)}; ${lab.useSql(space)}` : lab.useSql(space))
       const user = cfg.user ?? randomUUID()
@@ -127,10 +137,11 @@ export async function run(lab: Driver, cfg: RunConfig): Promise<RunOutput> {
         const { text, names } = parseBinds(stmt, lab.placeholders)
         await onControl(text, values(names, cfg, user, 'setup'))
       }
-      const { facts, connections } = await trial(lab, cfg, space, order, user, cfg.freshConnections ? undefined : conns)
+      const { facts, connections, ran } = await trial(lab, cfg, space, order, user, cfg.freshConnections ? undefined : conns, chooser)
       opened += connections
       trials.push(facts)
       cfg.onTrial?.(k + 1, facts)
+      if (ran) cfg.onOrder?.(k, ran)
     }
   } catch (e) {
     failure = e
@@ -200,7 +211,15 @@ function values(names: string[], cfg: RunConfig, user: string, where: string, se
  * One trial. `conns`: where its sessions take their connections and give them back when they can serve the next
  * trial; absent (freshConnections): each session opens its own and closes it at the end.
  */
-async function trial(lab: Driver, cfg: RunConfig, schema: string, order: Entry[], user: string, conns?: SessionConns): Promise<{ facts: TrialFacts; connections: number }> {
+async function trial(
+  lab: Driver,
+  cfg: RunConfig,
+  schema: string,
+  order: Entry[],
+  user: string,
+  conns?: SessionConns,
+  chooser?: Chooser,
+): Promise<{ facts: TrialFacts; connections: number; ran?: Entry[] }> {
   const { plan } = cfg
   const events: TimelineEvent[] = []
   let t0 = performance.now()
@@ -352,8 +371,13 @@ async function trial(lab: Driver, cfg: RunConfig, schema: string, order: Entry[]
       throw new RunError(`two sessions share a backend (pids ${pids.join(', ')}): is a pooler in between?${lab.engine === 'postgres' ? ' Say so with --pooled' : ''}`)
     }
 
+    let ran: Entry[] | undefined
     const schedule = async () => {
-      if (cfg.schedule === 'barrier') {
+      if (chooser) {
+        t0 = performance.now()
+        sessions.forEach((s) => s.markStart(0))
+        ran = await runChosen(sessions, chooser, probe, before)
+      } else if (cfg.schedule === 'barrier') {
         // Connect and begin, then wait at the barrier; the clock starts when all are through.
         await Promise.all(sessions.map((s) => s.start(0)))
         events.length = 0
@@ -374,7 +398,7 @@ async function trial(lab: Driver, cfg: RunConfig, schema: string, order: Entry[]
     const invariant = await Promise.race([evaluate(lab, cfg, user, seen), lab.whenLost()])
     // Connections that outlive the trial (a pooler's) are reset: what it left on them must not reach the next.
     if (lab.afterTrial) await Promise.race([lab.afterTrial(), whenAborted()])
-    return { facts: { sessions: sessions.map((s) => s.report()), invariant, events }, connections }
+    return { facts: { sessions: sessions.map((s) => s.report()), invariant, events }, connections, ran }
   } catch (e) {
     sessions.forEach((s) => s.abandon(abortSignal.aborted ? 'the run was aborted' : 'the run failed'))
     await killAll()
