@@ -40,3 +40,6 @@ export { checkScenario } from './plan.js'
 // Running a race from a test runner (node:test, vitest, jest): run() resolves to `race run --json`'s document.
 export { run, RaceError } from './api.js'
 export type { RunOptions, RunResult, ScenarioRef } from './api.js'
+// Every interleaving of a race's steps, each judged (race explore).
+export { explore } from './api.js'
+export type { ExploreOptions, ExploreResult, Interleaving, Group } from './explore/index.js'

@@ -171,7 +171,7 @@ test('an interleaving that cannot end (a session-level lock its holder never rel
 })
 
 test('explore() from code: the same counts and the line to replay, with progress reported as it goes', async () => {
-  const { explore: exploreApi } = await import('../../src/explore/index.js')
+  const { explore: exploreApi } = await import('../../src/index.js')
   const seen: number[] = []
   const r = await exploreApi(ORDERS, { databaseUrl: server.url, onProgress: (p) => seen.push(p.runs) })
   assert.equal(r.interleavings, 20)
