@@ -299,6 +299,11 @@ export interface Scenario {
   expects?: 'held' | 'violated' | 'reported'
   /** Runs only on a server race starts for it (see OwnServer). */
   ownServer?: OwnServer
+  /**
+   * An application race (src/app): the user's own function is each session; its queries are the steps. Its
+   * `sessions` then stand for the functions (one placeholder step each), and the engine runs src/app's trial.
+   */
+  app?: import('./app/scenario.js').AppScenario
 }
 
 /** Identity, for type checking: `export default defineScenario({...})`. */

@@ -55,6 +55,12 @@ export interface RunConfig {
    * Default: they are opened while control runs the setup, and kept across trials where the driver can reset them.
    */
   freshConnections?: boolean
+  /**
+   * An application race only (plan.scenario.app): the chooser of trial k (0-based), which decides at every quiet
+   * moment which ready session's query goes next (src/app/types.ts, Chooser); it replaces the schedule. The trial's
+   * facts then carry `order`, the labels as they were released. For an explorer.
+   */
+  chooser?: (trial: number) => import('../app/types.js').Chooser
 }
 
 export interface RunOutput {
@@ -83,8 +89,14 @@ export async function run(lab: Driver, cfg: RunConfig): Promise<RunOutput> {
       `${scenario.id}: sessions ${sharing.map((x) => `${x.name} and ${x.spec.shares}`).join(', ')} take turns on one pooled connection, which a barrier cannot start together: use --schedule lockstep, serial or a permutation`,
     )
   }
-  // Bad permutations are refused before any schema or connection exists.
-  const order = cfg.schedule === 'barrier' ? [] : orderFor(plan, cfg.schedule, cfg.permutation)
+  const app = scenario.app
+  if (app && cfg.beforeStep) throw new UsageError(`${scenario.id} is an application race: --step is not available for it (its steps are known only as the function sends them)`)
+  if (app && cfg.holdMs) throw new UsageError(`${scenario.id} is an application race: --hold is not available for it`)
+  if (app && plan.variant.pool) throw new UsageError(`${scenario.id} is an application race: its sessions are the driver's own connections, not a pooler's clients (leave out --pooler/--pooled)`)
+  // Bad permutations are refused before any schema or connection exists (an application race's by src/app).
+  const order = cfg.schedule === 'barrier' || app ? [] : orderFor(plan, cfg.schedule, cfg.permutation)
+  const appTrial = app ? (await import('../app/trial.js')).appTrial : undefined
+  if (app && cfg.schedule === 'permutation') (await import('../app/trial.js')).parseAppPermutation(cfg.permutation ?? '', plan.sessions.map((s) => s.name))
   // Statements on control before the race (create schema, setup) end early on Ctrl-C or --run-timeout; the
   // one in flight (held up by an outside lock, say) is then cancelled before cleanup uses the connection.
   let inFlight: { settled: boolean; done: Promise<void> } | undefined
@@ -110,7 +122,7 @@ export async function run(lab: Driver, cfg: RunConfig): Promise<RunOutput> {
   }
   try {
     // Where sessions can connect before the schema exists, the first trial's connect while control creates it.
-    const early = !cfg.freshConnections && lab.earlySessions ? spaceName(scenario.id) : undefined
+    const early = !cfg.freshConnections && lab.earlySessions && !app ? spaceName(scenario.id) : undefined
     if (early) prepare(early)
     schema = await lab.createSpace(scenario.id, cfg.keep, onControl, early)
     const space = schema.name
@@ -120,12 +132,30 @@ export async function run(lab: Driver, cfg: RunConfig): Promise<RunOutput> {
       await onControl(k > 0 ? `${lab.recreateSql(space, cfg.keep)}; ${lab.useSql(space)}` : lab.useSql(space))
       const user = cfg.user ?? randomUUID()
       // The sessions connect (those not kept from the last trial) while control runs the setup.
-      if (!cfg.freshConnections) prepare(space)
+      if (!cfg.freshConnections && !app) prepare(space)
       for (const stmt of plan.setup) {
         const { text, names } = parseBinds(stmt, lab.placeholders)
         await onControl(text, values(names, cfg, user, 'setup'))
       }
-      const { facts, connections } = await trial(lab, cfg, space, order, user, cfg.freshConnections ? undefined : conns)
+      const { facts, connections } = appTrial
+        ? {
+            facts: await appTrial(lab, {
+              race: app!.race,
+              file: app!.file,
+              n,
+              schedule: cfg.schedule,
+              permutation: cfg.permutation,
+              chooser: cfg.chooser?.(k),
+              scenarioId: scenario.id,
+              schema: space,
+              user,
+              stepTimeoutMs: cfg.stepTimeoutMs,
+              connectTimeoutMs: cfg.connectTimeoutMs,
+              evaluate: () => evaluate(lab, cfg, user, () => undefined),
+            }),
+            connections: n,
+          }
+        : await trial(lab, cfg, space, order, user, cfg.freshConnections ? undefined : conns)
       opened += connections
       trials.push(facts)
       cfg.onTrial?.(k + 1, facts)
@@ -146,7 +176,7 @@ export async function run(lab: Driver, cfg: RunConfig): Promise<RunOutput> {
   await closing
   if (failure === undefined && schema) {
     if (left) throw new RunError(left.note)
-    return { schema: schema.name, server: lab.server, trials, connections: { opened: cfg.freshConnections ? opened : conns.counts.opened, kept: conns.counts.kept } }
+    return { schema: schema.name, server: lab.server, trials, connections: { opened: cfg.freshConnections || app ? opened : conns.counts.opened, kept: conns.counts.kept } }
   }
   if (!abortSignal.aborted && isConnectionLoss(failure)) {
     const code = (failure as { code?: string }).code

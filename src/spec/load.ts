@@ -9,6 +9,7 @@ import { checkScenario, sessionCount } from '../plan.js'
 import { defaultParams, type Scenario } from '../scenario.js'
 import { readSpec } from './files.js'
 import { specToScenario } from './scenario.js'
+import { appScenario, isAppRace } from '../app/scenario.js'
 
 export { isScenarioPath } from '../registry.js'
 
@@ -52,6 +53,7 @@ async function load(file: string, abs: string): Promise<Scenario> {
     }
     throw new UsageError(`${file} could not be loaded: ${(e as Error).message.split('\n')[0]}`)
   }
+  if (isAppRace(mod.default)) return appScenario(mod.default, file)
   const s = mod.default as Scenario | undefined
   if (!s || typeof s !== 'object' || typeof s.id !== 'string' || typeof s.sessions !== 'function') {
     throw new UsageError(`${file}: its default export must be defineScenario({ id, title, sessions, invariant, documented, ... }) from 'race'`)
