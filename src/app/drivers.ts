@@ -71,7 +71,9 @@ export async function openPg(pg: Any, target: Target, o: AppConnOptions, s: AppS
   client.on('end', () => (s.lostConnection = true))
   await client.connect()
   const raw = client.query.bind(client)
-  const pid = Number((await raw('select pg_backend_pid() as pid')).rows[0].pid)
+  const [me] = (await raw("select pg_backend_pid() as pid, current_setting('default_transaction_isolation') as level")).rows
+  const pid = Number(me.pid)
+  s.defaultLevel = me.level
   client.query = wrapPgQuery(raw, s, client)
   const release = () => {}
   const poolClient = new Proxy(client, {
@@ -214,9 +216,10 @@ export async function openPostgresJs(postgres: Any, target: Target, o: AppConnOp
     ...(socket ? { path: socket } : {}),
   }
   const sql = url ? postgres(url, options) : postgres(options)
-  const probe = sql`select pg_backend_pid() as pid`
+  const probe = sql`select pg_backend_pid() as pid, current_setting('default_transaction_isolation') as level`
   patchQuery(Object.getPrototypeOf(probe))
-  const [{ pid }] = await probe
+  const [{ pid, level }] = await probe
+  s.defaultLevel = level
   return {
     db: sql,
     pid: Number(pid),

@@ -137,6 +137,7 @@ export class AppSession {
       mine()
       return
     }
+    this.noteLevel(sql)
     this.current = { label: step, startedAt: this.env.now(), blocked: false, everBlocked: false }
     this.state = 'running'
     this.stopTimer = this.env.timeQuery(this)
@@ -156,6 +157,16 @@ export class AppSession {
     this.state = 'app'
     this.appSince = this.env.now()
     this.env.notify()
+  }
+
+  /** The server's default_transaction_isolation for this connection, read when it connected. */
+  defaultLevel?: string
+  /** The level the session's transaction runs at: its BEGIN's (or SET TRANSACTION's) own clause, else the default. */
+  level?: string
+  private noteLevel(sql: string): void {
+    const lvl = /\bisolation\s+level\s+(read\s+uncommitted|read\s+committed|repeatable\s+read|serializable)\b/i.exec(sql)?.[1]?.toLowerCase().replace(/\s+/, ' ')
+    if (/^\s*(begin|start\s+transaction)\b/i.test(sql)) this.level ??= lvl ?? this.defaultLevel
+    else if (lvl && /^\s*set\s+transaction\b/i.test(sql)) this.level = lvl
   }
 
   /** The query in flight came back with a result. */
@@ -289,7 +300,7 @@ export class AppSession {
       sqlstate: this.sqlstate ?? null,
       condition: conditionName(this.sqlstate) ?? null,
       step: this.endStep ?? null,
-      isolation: null,
+      isolation: this.level ?? this.defaultLevel ?? null,
       commitTag: this.commitTag ?? null,
       waitedMs: round(this.waitedMs),
       ms: round((this.endedAt ?? this.env.now()) - this.startedAt),
