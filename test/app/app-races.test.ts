@@ -1,7 +1,10 @@
+/* eslint-disable @typescript-eslint/no-explicit-any -- the drivers are the user's, untyped here */
 // Application races (issue 21): the user's own repository function, unchanged, on N real connections of the
 // driver it uses (node-postgres, postgres.js, Drizzle and Kysely over node-postgres), every query held at a gate.
 // Against a real server (DATABASE_URL, else embedded PostgreSQL 18).
 import assert from 'node:assert/strict'
+import fs from 'node:fs'
+import os from 'node:os'
 import path from 'node:path'
 import { pathToFileURL } from 'node:url'
 import { test } from 'node:test'
@@ -204,6 +207,29 @@ test('postgres.js: sql.begin count-then-insert violates in lockstep over 10 sess
   }
 })
 
+test('postgres.js at SERIALIZABLE (sql.begin with its level): the level is the one that ran, the loser fails with 40001 at its COMMIT', async () => {
+  const s = appScenario(
+    {
+      driver: 'postgres',
+      setup: ['create table t (k int)'],
+      session: (sql: any) =>
+        sql.begin('isolation level serializable', async (tx: any) => {
+          const [{ n }] = await tx`select count(*)::int as n from t`
+          if (n === 0) await tx`insert into t values (1)`
+        }),
+      invariant: 'select count(*) <= 1 from t',
+      expect: 'held',
+    },
+    path.join(EX, 'serializable.race.mjs'),
+  )
+  const { trials: [t] } = await race1(s, 2, 'lockstep')
+  assert.deepEqual(t.sessions.map((x) => x.isolation), ['serializable', 'serializable'])
+  assert.deepEqual(t.sessions.map((x) => x.outcome), ['committed', 'failed'])
+  assert.equal(t.sessions[1].sqlstate, '40001')
+  assert.equal(t.sessions[1].step, 'q4')
+  assert.equal(t.verdict, 'prevented')
+})
+
 for (const orm of ['drizzle', 'kysely'] as const) {
   test(`${orm}: the ORM's own transaction races in lockstep (violated); with pg_advisory_xact_lock it holds`, async () => {
     const { createOrder } = await load(`orders-${orm}.mjs`)
@@ -239,6 +265,19 @@ test('CLI: race run and race show take a race module; a bad permutation or modul
   assert.equal(bad.code, 2)
   assert.equal(bad.stderr.trim().split('\n').length, 1)
   assert.match(bad.stderr, /s1\.q2 comes before s1\.q1/)
+  // In CI: the module says what the code promises; a race that breaks it fails the step (exit 1) and the JUnit report.
+  const junit = path.join(os.tmpdir(), `race-app-${process.pid}.xml`)
+  const failing = await race(['run', file, '--n', '3', '--schedule', 'lockstep', '--expect', 'held', '--junit', junit], { url })
+  assert.equal(failing.code, 1, failing.stderr)
+  assert.match(fs.readFileSync(junit, 'utf8'), /<failure/)
+  fs.rmSync(junit, { force: true })
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'race-app-'))
+  fs.writeFileSync(path.join(dir, 'bad.race.mjs'), "export default { driver: 'mysql2', session: () => {}, invariant: 'select true', expect: 'held' }\n")
+  const badModule = await race(['run', path.join(dir, 'bad.race.mjs')], { url })
+  fs.rmSync(dir, { recursive: true, force: true })
+  assert.equal(badModule.code, 2)
+  assert.equal(badModule.stderr.trim().split('\n').length, 1)
+  assert.match(badModule.stderr, /driver is "mysql2": use 'pg'/)
   const show = await race(['show', file])
   assert.equal(show.code, 0, show.stderr)
   assert.match(show.stdout, /createOrder\(db, ctx\.user, 42\)/)
