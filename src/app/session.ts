@@ -38,6 +38,19 @@ export function summarizeResult(command: string | undefined, count: number | nul
 const BEGINS = new Set(['BEGIN', 'START', 'START TRANSACTION'])
 const ENDS = new Set(['COMMIT', 'ROLLBACK', 'PREPARE TRANSACTION'])
 
+/** What a function returned, in a few characters, for a reason: ` { status: 409 }`, ` 'conflict'`; nothing when undefined. */
+function describeValue(v: unknown): string {
+  if (v === undefined || v === null) return ''
+  if (v instanceof Error) return `: ${v.message}`
+  let text: string
+  try {
+    text = typeof v === 'string' ? v : JSON.stringify(v)
+  } catch {
+    text = String(v)
+  }
+  return `: ${text.length > 80 ? `${text.slice(0, 77)}...` : text}`
+}
+
 export class AppSession {
   state: AppState = 'starting'
   /** Since when it has been running JavaScript without reaching a gate (for the step timeout). */
@@ -231,10 +244,17 @@ export class AppSession {
   }
 
   /** The function returned. */
-  returned(): void {
+  returned(value?: unknown): void {
     const step = this.lastStep()
     if (this.commitTag === 'ROLLBACK' && !this.inTx && this.lastWasRollbackOfCommit) return this.end('failed', step, { reason: 'COMMIT answered ROLLBACK: the transaction had failed' })
     if (this.inTx) return this.end('failed', step, { reason: 'the function returned with its transaction still open (no COMMIT)' })
+    // Its last transaction ended in its own ROLLBACK and it returned: the application said no without throwing
+    // (`return { status: 409 }`). Nothing was committed: rejected, with what it returned as the reason.
+    if (this.commitTag === 'ROLLBACK') {
+      const reason = `rolled back and returned${describeValue(value)}`
+      this.record(step, 'reject', reason)
+      return this.end('rejected', step, { reason })
+    }
     this.end('committed', step)
   }
   /** Set by the adapter when a COMMIT's command tag was ROLLBACK. */

@@ -149,7 +149,7 @@ export async function appTrial(lab: Driver, cfg: AppTrialConfig): Promise<AppTri
       const call = () => Promise.resolve().then(() => cfg.race.session(c.db, ctx))
       const p = cfg.race.driver === 'postgres' ? running.run(s, call) : call()
       return p.then(
-        () => s.returned(),
+        (v) => s.returned(v),
         (e) => s.threw(e),
       ).finally(notify)
     })

@@ -143,6 +143,32 @@ test('outcomes: a SQLSTATE fails the session, an application error rejects it wi
   assert.deepEqual(u.order, ['s1.q1', 's1.check', 's2.q1', 's2.check', 's1.q2', 's2.q2'])
 })
 
+test('a function that rolls back and returns (no throw) is rejected with what it returned, never committed', async () => {
+  const s = appScenario(
+    {
+      driver: 'pg',
+      setup: ['create table t (k int)'],
+      session: async (db: any) => {
+        await db.query('begin')
+        const { rows } = await db.query('select count(*)::int as n from t')
+        if (rows[0].n > 0) {
+          await db.query('rollback')
+          return { status: 409 }
+        }
+        await db.query('insert into t values (1)')
+        await db.query('commit')
+        return { status: 201 }
+      },
+      invariant: 'select count(*) = 1 from t',
+      expect: 'held',
+    },
+    path.join(EX, 'returns.race.mjs'),
+  )
+  const { trials: [t] } = await race1(s, 2, 'serial')
+  assert.deepEqual(t.sessions.map((x) => x.outcome), ['committed', 'rejected'])
+  assert.equal(t.sessions[1].reason, 'rolled back and returned: {"status":409}')
+})
+
 test('a barrier at a point the code marks: every session reaches ctx.point before any goes on', async () => {
   const s = appScenario(
     {
