@@ -91,6 +91,7 @@ export async function run(lab: Driver, cfg: RunConfig): Promise<RunOutput> {
   }
   const app = scenario.app
   if (app && cfg.beforeStep) throw new UsageError(`${scenario.id} is an application race: --step is not available for it (its steps are known only as the function sends them)`)
+  if (app && plan.windowMs) throw new UsageError(`${scenario.id} is an application race: --window has no race point to sleep at; mark one in your code with ctx.point('check') and stand the barrier there (barrier: 'check')`)
   if (app && cfg.holdMs) throw new UsageError(`${scenario.id} is an application race: --hold is not available for it`)
   if (app && plan.variant.pool) throw new UsageError(`${scenario.id} is an application race: its sessions are the driver's own connections, not a pooler's clients (leave out --pooler/--pooled)`)
   // Bad permutations are refused before any schema or connection exists (an application race's by src/app).

@@ -304,6 +304,10 @@ test('CLI: race run and race show take a race module; a bad permutation or modul
   assert.equal(badModule.code, 2)
   assert.equal(badModule.stderr.trim().split('\n').length, 1)
   assert.match(badModule.stderr, /driver is "mysql2": use 'pg'/)
+  // --window has no race point to sleep at in someone else's code: refused, with how to get one.
+  const win = await race(['run', file, '--window', '100ms'], { url })
+  assert.equal(win.code, 2)
+  assert.match(win.stderr, /ctx\.point/)
   const show = await race(['show', file])
   assert.equal(show.code, 0, show.stderr)
   assert.match(show.stdout, /createOrder\(db, ctx\.user, 42\)/)
