@@ -1,8 +1,12 @@
+/* eslint-disable @typescript-eslint/no-explicit-any -- driver objects */
 // What racing the application's own code costs per query (issue 21): the same loop of K queries (`select $1::int`)
 // on one connection, bare (the driver alone) and through race's gate, side by side, alternating A B, B A, ...
 //
 //   pg bare        a node-postgres Client, its own query()
-//   pg gated free  the same through an application session whose gates pass (a barrier after its release)
+//   pg gate only   the same through race's wrapped query() on a session whose gates all pass, without the engine
+//                  (what the interception itself costs)
+//   pg gated free  the same through the engine, gates passing (a barrier after its release), its watcher asking
+//                  the control connection every 2 ms whether the session is blocked
 //   pg gated step  the same, each query released by the chooser at a quiet moment (lockstep: the control
 //                  connection asks whether the session is blocked while each query runs)
 //   postgres.js    the same three for a postgres.js sql
@@ -15,7 +19,9 @@ import { performance } from 'node:perf_hooks'
 import { fileURLToPath } from 'node:url'
 import pg from 'pg'
 import postgres from 'postgres'
+import { openPg, openPostgresJs, running } from '../src/app/drivers.js'
 import { appScenario } from '../src/app/scenario.js'
+import { AppSession } from '../src/app/session.js'
 import type { AppRace } from '../src/app/types.js'
 import { unixSocket } from '../src/db/connect.js'
 import { startEmbedded } from '../src/db/embedded.js'
@@ -83,11 +89,28 @@ async function main() {
       await run(lab, { plan: plan(s, { params: {}, n: 1, engine: 'postgres' }), schedule, trials: 1, stepTimeoutMs: 30_000, connectTimeoutMs: 5000, keep: false })
       return us
     }
+    /** The interception alone: a session whose gates all pass, no engine, no watcher asking the server. */
+    const gateOnly = async (driver: 'pg' | 'postgres') => {
+      const env = { record: () => undefined, now: () => performance.now(), notify: () => {}, released: () => {}, timeQuery: () => () => {} }
+      const s = new AppSession('s1', 0, env)
+      s.free = true
+      const o = { applicationName: 'race bench', schema: 'public', params: {}, connectTimeoutMs: 5000 }
+      const target = resolveTarget(url)
+      const c = driver === 'pg' ? await openPg(pg, target, o, s) : await openPostgresJs(postgres, target, o, s)
+      try {
+        const db = c.db as any
+        return driver === 'pg' ? await loop((i) => db.query('select $1::int as i', [i])) : await running.run(s, () => loop((i) => db`select ${i}::int as i`))
+      } finally {
+        await c.close()
+      }
+    }
     const rows: [string, () => Promise<number>][] = [
       ['pg bare', bare.pg],
+      ['pg gate only (no engine)', () => gateOnly('pg')],
       ['pg gated free (barrier)', () => gated('pg', 'barrier')],
       ['pg gated step (lockstep)', () => gated('pg', 'lockstep')],
       ['postgres.js bare', bare.postgres],
+      ['postgres.js gate only (no engine)', () => gateOnly('postgres')],
       ['postgres.js gated free (barrier)', () => gated('postgres', 'barrier')],
       ['postgres.js gated step (lockstep)', () => gated('postgres', 'lockstep')],
     ]
