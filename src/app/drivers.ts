@@ -16,8 +16,27 @@ export interface AppConnOptions {
   connectTimeoutMs: number
 }
 
+/**
+ * What a kept connection is reset with before the next trial: everything a fresh one would not have, except the
+ * driver's own prepared statements (node-postgres and postgres.js remember which they prepared: DEALLOCATE ALL,
+ * as DISCARD ALL does, would break them), whose plans are re-made against the new trial's tables anyway.
+ */
+const RESET_SQL = 'close all; reset all; unlisten *; select pg_advisory_unlock_all(); discard plans; discard temp; discard sequences'
+
+/** The session a connection serves now (a kept connection serves the same session of the next trial). */
+export interface Holder {
+  s: AppSession
+  /** The connection ended or broke: it is not kept. */
+  broken: boolean
+}
+
 /** A session's connection, as the function gets it. */
 export interface AppConn {
+  readonly holder: Holder
+  /** default_transaction_isolation, read when it connected. */
+  defaultLevel: string
+  /** Makes it what a fresh connection would be, for the next trial (bounded); false: it could not (close it). */
+  reset(): Promise<boolean>
   /** What the function receives as `db`. */
   db: unknown
   pid: number
@@ -59,6 +78,7 @@ const withTimeout = <T>(p: Promise<T>, ms: number): Promise<T | undefined> =>
 // ---- node-postgres: the Client's own query, wrapped on the instance -------------------------------------------
 
 export async function openPg(pg: Any, target: Target, o: AppConnOptions, s: AppSession): Promise<AppConn> {
+  const holder: Holder = { s, broken: false }
   const options = [`-c search_path=${o.schema}`, ...Object.entries(o.params).map(([k, v]) => `-c ${k}=${String(v).replace(/ /g, '\\ ')}`)].join(' ')
   const client = new pg.Client({
     ...(target.url ? { connectionString: target.url } : {}),
@@ -67,20 +87,26 @@ export async function openPg(pg: Any, target: Target, o: AppConnOptions, s: AppS
     connectionTimeoutMillis: o.connectTimeoutMs,
   })
   // A connection the server ends emits 'error' on the client: it is the session's loss, never the process's crash.
-  client.on('error', () => (s.lostConnection = true))
-  client.on('end', () => (s.lostConnection = true))
+  const lost = () => {
+    holder.broken = true
+    holder.s.lostConnection = true
+  }
+  client.on('error', lost)
+  client.on('end', lost)
   await client.connect()
   const raw = client.query.bind(client)
   const [me] = (await raw("select pg_backend_pid() as pid, current_setting('default_transaction_isolation') as level")).rows
   const pid = Number(me.pid)
-  s.defaultLevel = me.level
-  client.query = wrapPgQuery(raw, s, client)
+  client.query = wrapPgQuery(raw, holder, client)
   const release = () => {}
   const poolClient = new Proxy(client, {
     get: (t, k) => (k === 'release' ? release : Reflect.get(t, k, t)),
   })
   const pool = poolOver(client, poolClient)
   return {
+    holder,
+    defaultLevel: me.level,
+    reset: async () => !holder.broken && (await withTimeout(raw(RESET_SQL).then(() => true, () => false), 2000)) === true && !holder.broken,
     db: client,
     pid,
     pool,
@@ -103,8 +129,9 @@ export async function openPg(pg: Any, target: Target, o: AppConnOptions, s: AppS
 }
 
 /** node-postgres's query(text | config | submittable, values?, callback?), every form gated. */
-function wrapPgQuery(raw: Any, s: AppSession, client: Any) {
+function wrapPgQuery(raw: Any, holder: Holder, client: Any) {
   return function query(config: Any, values?: Any, callback?: Any): Any {
+    const s = holder.s
     const cb = typeof values === 'function' ? values : typeof callback === 'function' ? callback : undefined
     const vals = typeof values === 'function' ? undefined : values
     const text: string = typeof config === 'string' ? config : (config?.text ?? '')
@@ -204,6 +231,7 @@ function patchQuery(proto: Any): void {
 }
 
 export async function openPostgresJs(postgres: Any, target: Target, o: AppConnOptions, s: AppSession): Promise<AppConn> {
+  const holder: Holder = { s, broken: false }
   const { url, socket } = unixSocket(target.url)
   const options: Any = {
     max: 1,
@@ -212,15 +240,21 @@ export async function openPostgresJs(postgres: Any, target: Target, o: AppConnOp
     max_lifetime: null,
     connect_timeout: Math.max(1, Math.ceil(o.connectTimeoutMs / 1000)),
     connection: { application_name: o.applicationName, search_path: o.schema, ...o.params },
-    onclose: () => (s.lostConnection = true),
+    onclose: () => {
+      holder.broken = true
+      holder.s.lostConnection = true
+    },
     ...(socket ? { path: socket } : {}),
   }
   const sql = url ? postgres(url, options) : postgres(options)
   const probe = sql`select pg_backend_pid() as pid, current_setting('default_transaction_isolation') as level`
   patchQuery(Object.getPrototypeOf(probe))
   const [{ pid, level }] = await probe
-  s.defaultLevel = level
   return {
+    holder,
+    defaultLevel: level,
+    reset: async () =>
+      !holder.broken && (await withTimeout(running.exit(() => sql.unsafe(RESET_SQL).then(() => true, () => false)), 2000)) === true && !holder.broken,
     db: sql,
     pid: Number(pid),
     rollback: async () => {

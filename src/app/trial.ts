@@ -30,6 +30,11 @@ export interface AppTrialConfig {
   user: string
   stepTimeoutMs: number
   connectTimeoutMs: number
+  /**
+   * Connections kept from the last trial of the same run, by session index (and left here for the next); absent:
+   * every trial opens its own and closes them. The run closes what is left (closeKept).
+   */
+  kept?: (AppConn | undefined)[]
   /** The invariant, evaluated on the control connection once every session has ended and its connection is idle. */
   evaluate(): Promise<InvariantReport>
 }
@@ -106,9 +111,18 @@ export async function appTrial(lab: Driver, cfg: AppTrialConfig): Promise<AppTri
       await Promise.race([
         Promise.all(
           sessions.map(async (s, i) => {
-            const c = await open(driver, lab.target, { applicationName: `race ${cfg.scenarioId} ${s.name}`, schema: cfg.schema, params: cfg.race.connection ?? {}, connectTimeoutMs: cfg.connectTimeoutMs }, s)
+            let c = cfg.kept?.[i]
+            if (cfg.kept) cfg.kept[i] = undefined
+            if (c) c.holder.s = s
+            if (c && !(await c.reset())) {
+              await c.destroy()
+              await lab.terminate([c.pid]).catch(() => {})
+              c = undefined
+            }
+            c ??= await open(driver, lab.target, { applicationName: `race ${cfg.scenarioId} ${s.name}`, schema: cfg.schema, params: cfg.race.connection ?? {}, connectTimeoutMs: cfg.connectTimeoutMs }, s)
             conns[i] = c
             s.pid = c.pid
+            s.defaultLevel = c.defaultLevel
           }),
         ),
         whenAborted(),
@@ -251,7 +265,18 @@ export async function appTrial(lab: Driver, cfg: AppTrialConfig): Promise<AppTri
         if (s.inTx && !s.lostConnection && !signalled.has(s.pid)) await conns[i]?.rollback()
       }),
     )
-    await Promise.all(conns.map((c, i) => (signalled.has(sessions[i].pid) ? c?.destroy() : c?.close())))
+    // A connection race signalled, or that broke, ends; the others are kept for the next trial when the run keeps them.
+    await Promise.all(
+      conns.map((c, i) => {
+        if (!c) return undefined
+        if (signalled.has(sessions[i].pid) || c.holder.broken) return c.destroy()
+        if (cfg.kept) {
+          cfg.kept[i] = c
+          return undefined
+        }
+        return c.close()
+      }),
+    )
     if (signalled.size) await lab.terminate([...signalled]).catch(() => {})
     lab.checkControl()
     const invariant = await Promise.race([cfg.evaluate(), lab.whenLost()])
@@ -263,6 +288,12 @@ export async function appTrial(lab: Driver, cfg: AppTrialConfig): Promise<AppTri
   } finally {
     abortSignal.removeEventListener('abort', onAbort)
   }
+}
+
+/** Closes the connections a run kept for a next trial that will not come. */
+export async function closeKept(kept: (AppConn | undefined)[]): Promise<void> {
+  await Promise.all(kept.map((c) => c?.close()))
+  kept.length = 0
 }
 
 /** The schedule's chooser: lockstep (query k of every session before k+1), serial, or a permutation of labels. */

@@ -97,6 +97,8 @@ export async function run(lab: Driver, cfg: RunConfig): Promise<RunOutput> {
   // Bad permutations are refused before any schema or connection exists (an application race's by src/app).
   const order = cfg.schedule === 'barrier' || app ? [] : orderFor(plan, cfg.schedule, cfg.permutation)
   const appTrial = app ? (await import('../app/trial.js')).appTrial : undefined
+  // An application race keeps its sessions' connections across trials (reset between them) unless told not to.
+  const appKept = app && !cfg.freshConnections ? ([] as import('../app/drivers.js').AppConn[]) : undefined
   if (app && cfg.schedule === 'permutation') (await import('../app/trial.js')).parseAppPermutation(cfg.permutation ?? '', plan.sessions.map((s) => s.name))
   // Statements on control before the race (create schema, setup) end early on Ctrl-C or --run-timeout; the
   // one in flight (held up by an outside lock, say) is then cancelled before cleanup uses the connection.
@@ -153,6 +155,7 @@ export async function run(lab: Driver, cfg: RunConfig): Promise<RunOutput> {
               stepTimeoutMs: cfg.stepTimeoutMs,
               connectTimeoutMs: cfg.connectTimeoutMs,
               evaluate: () => evaluate(lab, cfg, user, () => undefined),
+              ...(appKept ? { kept: appKept } : {}),
             }),
             connections: n,
           }
@@ -170,6 +173,7 @@ export async function run(lab: Driver, cfg: RunConfig): Promise<RunOutput> {
   if (inFlight && !inFlight.settled) await lab.cancelControl(inFlight.done)
   // Connections held for a next trial that will not come: their sockets closed at once (their backends are idle).
   if (failure !== undefined) await conns.kill()
+  if (appKept) await (await import('../app/trial.js')).closeKept(appKept)
   // After the last trial they end while the schema is dropped: reset, they hold nothing the drop waits for.
   const closing = conns.close()
   // Cleanup never hides the failure it follows: what it could not do is added to that failure's one line.

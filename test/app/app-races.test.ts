@@ -104,6 +104,9 @@ test('an explorer drives a trial with a chooser: it sees who is ready and who is
   })
   const [t] = out.trials
   assert.equal(out.trials.length, 2)
+  // The sessions' connections were kept for the second trial (reset between them), as the engine keeps its own.
+  assert.deepEqual(out.trials[1].sessions.map((x) => x.pid), t.sessions.map((x) => x.pid))
+  assert.deepEqual(out.trials[1].order!.slice(0, 4), ['s1.q1', 's1.q2', 's2.q1', 's2.q2'], 'the second trial is driven by its own chooser')
   assert.deepEqual(t.order!.slice(0, 4), ['s1.q1', 's1.q2', 's2.q1', 's2.q2'])
   // After s2.q2 was released, s2 waits for s1's lock: the next moment shows it blocked, and only s1 ready.
   const after = moments.find((m) => m.order.length === 4)!
