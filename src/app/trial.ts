@@ -270,6 +270,8 @@ export async function appTrial(lab: Driver, cfg: AppTrialConfig): Promise<AppTri
       conns.map((c, i) => {
         if (!c) return undefined
         if (signalled.has(sessions[i].pid) || c.holder.broken) return c.destroy()
+        // It ended inside a transaction (rolled back above, as far as race can tell): a fresh one next time, not a guess.
+        if (sessions[i].inTx) return c.close()
         if (cfg.kept) {
           cfg.kept[i] = c
           return undefined
