@@ -52,7 +52,7 @@ export interface AppConn {
 type Any = any
 
 /** Loads a driver package from the user's module's folder, else race's own. */
-export async function loadDriver(name: 'pg' | 'postgres', from?: string): Promise<Any> {
+export async function loadDriver(name: 'pg' | 'postgres' | 'mariadb', from?: string): Promise<Any> {
   if (from) {
     try {
       const req = createRequire(from)
@@ -68,7 +68,7 @@ export async function loadDriver(name: 'pg' | 'postgres', from?: string): Promis
     const mod = (await import(name)) as Any
     return mod.default ?? mod
   } catch {
-    throw new UsageError(`driver '${name === 'pg' ? 'pg' : 'postgres'}' is not installed: npm install ${name} next to your race module`)
+    throw new UsageError(`driver '${name}' is not installed: npm install ${name} next to your race module`)
   }
 }
 
@@ -267,6 +267,103 @@ export async function openPostgresJs(postgres: Any, target: Target, o: AppConnOp
     destroy: async () => {
       await withTimeout(sql.end({ timeout: 0 }).catch(() => {}), 1000)
     },
+  }
+}
+
+// ---- the mariadb connector (MySQL/MariaDB): the Connection's own methods, wrapped on the instance ---------------
+
+/** The statement's first keyword as a command tag (MySQL answers none): BEGIN, COMMIT, ROLLBACK, SELECT, INSERT... */
+function tagOf(text: string): string {
+  const w = /^\s*(\w+)(\s+\w+)?/.exec(text)
+  if (!w) return ''
+  const first = w[1].toUpperCase()
+  if (first === 'START' && /^\s*TRANSACTION/i.test(w[2] ?? '')) return 'BEGIN'
+  if (first === 'XA') return ''
+  return first
+}
+
+export async function openMariadb(mariadb: Any, target: Target, o: AppConnOptions, s: AppSession): Promise<AppConn> {
+  const { connectionOptions, normalizeError } = await import('../db/mysql.js')
+  const holder: Holder = { s, broken: false }
+  const init = Object.entries(o.params).map(([k, v]) => {
+    if (!/^[a-z_][a-z0-9_]*$/i.test(k)) throw new UsageError(`connection parameter '${k}' is not a MySQL variable name`)
+    return `set session ${k} = '${String(v).replace(/'/g, "''")}'`
+  })
+  const conn = await mariadb.createConnection({
+    ...connectionOptions(target, o.connectTimeoutMs, o.schema),
+    connectAttributes: { program_name: o.applicationName },
+    ...(init.length ? { initSql: init } : {}),
+  })
+  conn.on('error', () => {
+    holder.broken = true
+    holder.s.lostConnection = true
+  })
+  const raw = {
+    query: conn.query.bind(conn),
+    execute: conn.execute?.bind(conn),
+    batch: conn.batch?.bind(conn),
+    beginTransaction: conn.beginTransaction.bind(conn),
+    commit: conn.commit.bind(conn),
+    rollback: conn.rollback.bind(conn),
+  }
+  let level: string | undefined
+  for (const v of ['@@transaction_isolation', '@@tx_isolation']) {
+    try {
+      const [r] = await raw.query(`select ${v} as level`)
+      level = String(r.level).toLowerCase().replace(/-/g, ' ')
+      break
+    } catch {
+      /* the other name */
+    }
+  }
+  s.codeOf = (e) => normalizeError(e, holder.broken).code
+  const gated =
+    (method: keyof typeof raw, fixed?: string) =>
+    (...args: Any[]): Any => {
+      const s = holder.s
+      s.codeOf = (e) => normalizeError(e, holder.broken).code
+      const first = args[0]
+      const text: string = fixed ?? (typeof first === 'string' ? first : (first?.sql ?? ''))
+      const step = s.nextQuery()
+      return (async () => {
+        await s.enter(step, text)
+        try {
+          const res = await raw[method]!(...args)
+          const tag = fixed ? tagOf(fixed) : tagOf(text)
+          const rows = Array.isArray(res) ? res : undefined
+          s.ok(tag, rows || ['BEGIN', 'COMMIT', 'ROLLBACK'].includes(tag) ? undefined : Number(res?.affectedRows ?? 0), rows)
+          return res
+        } catch (e) {
+          s.failed(e)
+          throw e
+        }
+      })()
+    }
+  conn.query = gated('query')
+  if (raw.execute) conn.execute = gated('execute')
+  if (raw.batch) conn.batch = gated('batch')
+  conn.beginTransaction = gated('beginTransaction', 'START TRANSACTION')
+  conn.commit = gated('commit', 'COMMIT')
+  conn.rollback = gated('rollback', 'ROLLBACK')
+  const end = async (now: boolean) => {
+    try {
+      await withTimeout(now ? Promise.resolve(conn.destroy()) : conn.end(), 2000)
+    } catch {
+      /* already gone */
+    }
+  }
+  return {
+    holder,
+    defaultLevel: level ?? '',
+    // Not kept across trials: the connector's own caches (prepared statements of execute()) would not survive a reset.
+    reset: async () => false,
+    db: conn,
+    pid: Number(conn.threadId),
+    rollback: async () => {
+      await withTimeout(raw.query('rollback').catch(() => {}), 2000)
+    },
+    close: () => end(false),
+    destroy: () => end(true),
   }
 }
 

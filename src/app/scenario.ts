@@ -44,7 +44,9 @@ export function invariantSqlOf(race: AppRace): string {
 /** Problems with an application race's declaration: the first is the one line a user sees. */
 export function appProblems(race: AppRace): string[] {
   const out: string[] = []
-  if (race.driver !== 'pg' && race.driver !== 'postgres') out.push(`driver is ${JSON.stringify(race.driver)}: use 'pg' (node-postgres) or 'postgres' (postgres.js)`)
+  if (race.driver !== 'pg' && race.driver !== 'postgres' && race.driver !== 'mariadb') {
+    out.push(`driver is ${JSON.stringify(race.driver)}: use 'pg' (node-postgres), 'postgres' (postgres.js) or 'mariadb' (the mariadb connector, on MySQL/MariaDB)`)
+  }
   if (typeof race.session !== 'function') out.push('session must be a function (db, ctx) => ... that calls your code')
   if (race.expect !== 'held' && race.expect !== 'violated') out.push(`expect is ${JSON.stringify(race.expect)}: say 'held' or 'violated' (what your documentation promises under this race)`)
   const inv = typeof race.invariant === 'string' ? race.invariant : race.invariant?.sql
@@ -80,8 +82,9 @@ export function appScenario(race: AppRace, file: string): Scenario {
     sessions: (v) => replicate(v.n, { steps: { function: '' } }),
     defaultSchedule: 'barrier',
     invariant: { description, sql: invariantSqlOf(race) },
-    documented: { postgres: { lockstep: [], serial: [] } },
-    unavailable: { mysql: 'an application race drives a PostgreSQL driver (pg or postgres.js)' },
+    ...(race.driver === 'mariadb'
+      ? { documented: { mysql: { lockstep: [], serial: [] } }, unavailable: { postgres: 'its driver is the mariadb connector: give a mysql:// or mariadb:// --database-url' } }
+      : { documented: { postgres: { lockstep: [], serial: [] } }, unavailable: { mysql: `its driver (${race.driver}) is a PostgreSQL driver` } }),
     expects: race.expect,
     app,
   }

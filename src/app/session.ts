@@ -197,12 +197,15 @@ export class AppSession {
     this.toApp()
   }
 
+  /** How this driver's errors name their SQLSTATE (default: `code`; the mariadb connector: 'SQLSTATE/errno', as race's MySQL driver says it). */
+  codeOf: (err: unknown) => string | undefined = (err) => (err as { code?: string })?.code
+
   /** The query in flight came back with an error (the driver's: remembered, so that the function's throw of it is a failure). */
   failed(err: unknown): void {
     if (err && typeof err === 'object') this.driverErrors.add(err)
     const cur = this.endQuery()
     if (!cur) return
-    const code = (err as { code?: string })?.code
+    const code = this.codeOf(err)
     if (isServerError(code)) {
       this.errors.push(code)
       // A failed statement inside a transaction leaves it aborted: still open until the application rolls back.
@@ -267,7 +270,7 @@ export class AppSession {
     const driver = this.driverError(err)
     if (err instanceof SessionEnded) return this.end('lost', step, { reason: err.message })
     if (driver) {
-      const code = (driver as { code?: string }).code
+      const code = this.codeOf(driver)
       if (this.lostConnection || isConnectionLoss(driver)) return this.end('lost', step, { reason: `connection lost (${code ?? 'closed'})` })
       if (isServerError(code)) return this.end('failed', step, { sqlstate: code, reason: (driver as Error).message })
       return this.end('failed', step, { reason: (driver as Error).message ?? String(driver) })

@@ -10,7 +10,7 @@ import type { TimelineEvent, TrialFacts, InvariantReport } from '../engine/types
 import { RunError, UsageError } from '../errors.js'
 import { abortSignal, setStuckDescriber, whenAborted } from '../lifecycle.js'
 import type { Schedule } from '../scenario.js'
-import { loadDriver, openPg, openPostgresJs, running, type AppConn } from './drivers.js'
+import { loadDriver, openMariadb, openPg, openPostgresJs, running, type AppConn } from './drivers.js'
 import { AppSession } from './session.js'
 import type { AppRace, Chooser, Moment } from './types.js'
 import { parseAppPermutation } from './labels.js'
@@ -43,8 +43,9 @@ export interface AppTrialConfig {
 export type AppTrialFacts = TrialFacts & { order: string[] }
 
 export async function appTrial(lab: Driver, cfg: AppTrialConfig): Promise<AppTrialFacts> {
-  if (lab.engine !== 'postgres') throw new UsageError(`${cfg.scenarioId}: an application race runs on PostgreSQL (driver ${cfg.race.driver})`)
-  const driver = await loadDriver(cfg.race.driver === 'pg' ? 'pg' : 'postgres', cfg.file)
+  const wants = cfg.race.driver === 'mariadb' ? 'mysql' : 'postgres'
+  if (lab.engine !== wants) throw new UsageError(`${cfg.scenarioId}: driver ${cfg.race.driver} runs on ${wants === 'mysql' ? 'MySQL/MariaDB' : 'PostgreSQL'}`)
+  const driver = await loadDriver(cfg.race.driver, cfg.file)
   const events: TimelineEvent[] = []
   const order: string[] = []
   let t0 = performance.now()
@@ -106,7 +107,7 @@ export async function appTrial(lab: Driver, cfg: AppTrialConfig): Promise<AppTri
   )
   try {
     // ---- connect every session (its driver, its pid, the run's schema as search_path) ----
-    const open = cfg.race.driver === 'pg' ? openPg : openPostgresJs
+    const open = cfg.race.driver === 'pg' ? openPg : cfg.race.driver === 'mariadb' ? openMariadb : openPostgresJs
     try {
       await Promise.race([
         Promise.all(

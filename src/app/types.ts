@@ -3,8 +3,8 @@
 // sees before it is sent and releases when the schedule says so; a point the code marks (ctx.point('check')) is a
 // step that sends nothing.
 
-/** The drivers a session can hand the function: node-postgres (a connected Client) or postgres.js (a `sql`). */
-export type AppDriver = 'pg' | 'postgres'
+/** The drivers a session can hand the function: node-postgres (a connected Client), postgres.js (a `sql`), or the mariadb connector (a connected Connection, on MySQL/MariaDB). */
+export type AppDriver = 'pg' | 'postgres' | 'mariadb'
 
 /** What a session's function receives besides its driver object. */
 export interface AppCtx {
