@@ -119,6 +119,19 @@ async function main() {
       const order = r % 2 ? [...rows].reverse() : rows
       for (const [k, f] of order) got.get(k)!.push(await f())
     }
+    // The gate's own bookkeeping, no server: enter (the gate passes) and the result noted, 100,000 times.
+    {
+      const env = { record: () => undefined, now: () => performance.now(), notify: () => {}, released: () => {}, timeQuery: () => () => {} }
+      const s = new AppSession('s1', 0, env)
+      s.free = true
+      const M = 100_000
+      const t = performance.now()
+      for (let i = 0; i < M; i++) {
+        await s.enter(s.nextQuery(), 'select $1::int as i')
+        s.ok('SELECT', 1, [{ i }])
+      }
+      process.stdout.write(`the gate's bookkeeping alone (no server): ${(((performance.now() - t) * 1000) / M).toFixed(2)} us/query\n`)
+    }
     const med = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]
     const fmt = (x: number) => x.toFixed(1)
     process.stdout.write(`${K} queries x ${ROUNDS} rounds, one connection, ${lab.server.product ?? 'PostgreSQL'} ${lab.server.version}\n`)
