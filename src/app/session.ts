@@ -206,12 +206,12 @@ export class AppSession {
     const cur = this.endQuery()
     if (!cur) return
     const code = this.codeOf(err)
-    if (isServerError(code)) {
+    if (this.lostConnection || isConnectionLoss(err) || isConnectionLoss({ code })) {
+      this.record(cur.label, 'lost', code)
+    } else if (isServerError(code)) {
       this.errors.push(code)
       // A failed statement inside a transaction leaves it aborted: still open until the application rolls back.
       this.record(cur.label, 'error', `${code} ${conditionName(code) ?? ''}`.trim())
-    } else if (this.lostConnection || isConnectionLoss(err)) {
-      this.record(cur.label, 'lost', code)
     } else this.record(cur.label, 'error', (err as Error)?.message)
     this.toApp()
   }
@@ -271,7 +271,7 @@ export class AppSession {
     if (err instanceof SessionEnded) return this.end('lost', step, { reason: err.message })
     if (driver) {
       const code = this.codeOf(driver)
-      if (this.lostConnection || isConnectionLoss(driver)) return this.end('lost', step, { reason: `connection lost (${code ?? 'closed'})` })
+      if (this.lostConnection || isConnectionLoss(driver) || isConnectionLoss({ code })) return this.end('lost', step, { reason: `connection lost (${code ?? 'closed'})` })
       if (isServerError(code)) return this.end('failed', step, { sqlstate: code, reason: (driver as Error).message })
       return this.end('failed', step, { reason: (driver as Error).message ?? String(driver) })
     }

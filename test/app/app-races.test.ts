@@ -221,6 +221,34 @@ test('a query that waits past the step timeout ends its session as timeout, with
   assert.equal(n, 0, 'the run dropped its schema')
 })
 
+test('a session whose backend is ended from outside is lost (not failed with 57P01), and the run cannot decide', async () => {
+  const s = appScenario(
+    {
+      id: 'lost-one',
+      driver: 'pg',
+      setup: [],
+      session: async (db: any, c) => {
+        // Lockstep: s1.q1, s2.q1 (s2 takes the lock), s1.q2 (waits for it), s2.q2 (ends s1's backend mid-query).
+        if (c.index === 0) {
+          await db.query('select 1')
+          await db.query('select pg_advisory_lock(9)')
+          return
+        }
+        await db.query('select pg_advisory_lock(9)')
+        await db.query("select pg_terminate_backend(pid, 5000) from pg_stat_activity where application_name = 'race lost-one s1'")
+      },
+      invariant: 'select true',
+      expect: 'held',
+    },
+    path.join(EX, 'lost.race.mjs'),
+  )
+  const { trials: [t] } = await race1(s, 2, 'lockstep')
+  assert.equal(t.sessions[0].outcome, 'lost')
+  assert.deepEqual(t.sessions[0].errors, [], 'a lost connection is not a server error the session raised')
+  assert.equal(t.sessions[1].outcome, 'committed')
+  assert.equal(t.verdict, 'unknown')
+})
+
 test('postgres.js: sql.begin count-then-insert violates in lockstep over 10 sessions; with the advisory lock it holds', async () => {
   const { createOrder } = await load('orders-postgresjs.mjs')
   const bad = orders({ driver: 'postgres', session: (sql, c) => createOrder(sql, c.user, 42), expect: 'violated' }, 'orders-postgresjs.race.mjs')
