@@ -15,6 +15,8 @@ import { run } from '../../src/engine/run.js'
 import { judgeTrial } from '../../src/commands/common.js'
 import type { Schedule } from '../../src/scenario.js'
 import { ROOT, count, race, runScenario, useLab } from '../support/server.js'
+import { backendsOf, leftBy, oneCleanLine, outside } from '../support/faults.js'
+import { spawnRace, until } from '../support/procs.js'
 
 const ctx = useLab()
 const EX = path.join(ROOT, 'examples', 'app')
@@ -247,6 +249,35 @@ test('a session whose backend is ended from outside is lost (not failed with 57P
   assert.deepEqual(t.sessions[0].errors, [], 'a lost connection is not a server error the session raised')
   assert.equal(t.sessions[1].outcome, 'committed')
   assert.equal(t.verdict, 'unknown')
+})
+
+test('Ctrl-C while a session of an application race waits for a lock: exit 130, one line, its schema dropped, no backend left', async () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'race-app-'))
+  const file = path.join(dir, 'held.race.mjs')
+  // s1 takes a session-level lock and returns; s2 waits for it (until the step timeout, 60s: the signal comes first).
+  fs.writeFileSync(
+    file,
+    "export default { driver: 'pg', sessions: 2, session: async (db) => { await db.query('select pg_advisory_lock(4242)') }, invariant: 'select true', expect: 'held' }\n",
+  )
+  const sql = outside(ctx.server.url, 'race-test app signals')
+  try {
+    const child = spawnRace(['run', file, '--schedule', 'lockstep', '--step-timeout', '60s'], ctx.server.url)
+    const waiting = await until('s2 waiting for the lock', async () => {
+      const rows = await sql`select a.pid from pg_stat_activity a join pg_locks l on l.pid = a.pid where a.application_name = 'race held s2' and not l.granted`
+      return rows.length ? Number(rows[0].pid) : undefined
+    })
+    const s1 = (await backendsOf(sql, child)).map((b) => b.pid)
+    child.child.kill('SIGINT')
+    const r = await child.done
+    assert.equal(r.code, 130, r.stdout + r.stderr)
+    oneCleanLine(r.stderr, /interrupted by SIGINT: stopped, cleaned up/)
+    assert.deepEqual(await leftBy(sql, child), [], 'schema dropped')
+    const left = await sql`select pid from pg_stat_activity where pid = any(${[waiting, ...s1]}::int[])`
+    assert.deepEqual(left.map((x) => x.pid), [], 'no backend left')
+  } finally {
+    await sql.end({ timeout: 1 })
+    fs.rmSync(dir, { recursive: true, force: true })
+  }
 })
 
 test('postgres.js: sql.begin count-then-insert violates in lockstep over 10 sessions; with the advisory lock it holds', async () => {
