@@ -74,7 +74,7 @@ export default defineScenario({
   invariant: {
     description: "every read saw, of each row, exactly the version the article's four rules make visible in its snapshot",
     sql: `with v as (  -- each version, with the xid that replaced it (its xmax), if any
-  select v.*, (select min(w.made_by) from versions w where w.id = v.id and w.made_by > v.made_by) as replaced_by from versions v),
+  select v.*, (select w.made_by from versions w where w.id = v.id and w.made_by > v.made_by order by w.made_by limit 1) as replaced_by from versions v),
 pick as (      -- for each read and row: the versions the rules make visible
   select s.session, s.step, s.id, s.at as seen_ctid, s.balance, s.row_xmin as seen_xmin, s.row_xmax as seen_xmax, s.snap::text as snap,
          array_agg(v.at) filter (where visible(v.made_by, s.snap) and (v.replaced_by is null or not visible(v.replaced_by, s.snap))) as ruled,

@@ -3,7 +3,8 @@
 // as the article prints them; then SSI fails one session with 40001 (t2, in its update, once t1 has committed).
 // At READ COMMITTED and REPEATABLE READ there are no SIReadLocks, and both doctors go off call. --scan index
 // reads through the on_call index: tuple and index-page locks, as in the article; a sequential scan of the
-// small table locks the whole relation.
+// small table locks the whole relation. The scan is pinned in the transaction (step `scan`): a role or database
+// whose planner settings differ (enable_indexscan = off, enable_seqscan = off) cannot turn the flag into a label.
 import { anomaly, clean, defineScenario, levelParam, prevented, step, type Params, type SessionSpec } from '../src/scenario.js'
 import { SER_SSI, begin, isolationParam } from './_fixtures/isolation.js'
 
@@ -12,11 +13,22 @@ const siread = `select count(*)::int as siread,
        coalesce(string_agg(concat_ws(' ', locktype, relation::regclass, page, tuple), ', ' order by locktype desc, relation::regclass::text, page, tuple), 'none') as locks
   from pg_locks where mode = 'SIReadLock' and pid = pg_backend_pid()`
 
+/**
+ * --scan, made true whatever the role's or database's planner settings: every scan method set for this transaction
+ * (set_config(..., true) is SET LOCAL), so the count has one plan left: a Seq Scan, or an Index Scan on
+ * doctors_on_call. The planner's costs then choose nothing.
+ */
+export function pinScan(scan: string): string {
+  const on = scan === 'index' ? ['enable_indexscan'] : ['enable_seqscan']
+  const all = ['enable_seqscan', 'enable_indexscan', 'enable_indexonlyscan', 'enable_bitmapscan', 'enable_tidscan']
+  return `select ${all.map((g) => `set_config('${g}', '${on.includes(g) ? 'on' : 'off'}', true)`).join(',\n       ')}`
+}
+
 function doctor(p: Params, id: number): SessionSpec {
   return {
     steps: {
       begin: begin(p),
-      ...(p.scan === 'index' ? { scan: 'set local enable_seqscan = off' } : {}),
+      scan: pinScan(String(p.scan)),
       check: 'select count(*)::int as on_call from doctors where on_call',
       locks: siread,
       off: step(`update doctors set on_call = false where id = ${id}`, {
@@ -38,6 +50,7 @@ export default defineScenario({
     'The doctors of write skew: Alice and Bob on call, Carol not. t1 and t2 each count the doctors on call (2) and go off call.',
     "At SERIALIZABLE each read leaves SIReadLock markers in pg_locks: they block nobody, they record what was read. After its read each session lists its own (locktype, relation, page, tuple).",
     'A sequential scan of this small table marks the whole relation; --scan index reads through the on_call index and marks the tuples and the index page, as the article shows.',
+    "Each session pins its scan first (step scan: every enable_*scan set for the transaction), so the role's or database's planner settings cannot make --scan a label.",
     "t1 goes off call and commits. t2's update then closes a read/write dependency cycle: SSI fails it with 40001 in that step, and one doctor stays on call.",
     'At READ COMMITTED and REPEATABLE READ there are no SIReadLocks, and nobody stays on call.',
   ],
@@ -45,7 +58,7 @@ export default defineScenario({
     ...isolationParam('serializable'),
     scan: {
       flag: '--scan <scan>',
-      description: 'how the count reads doctors: seq (the planner\'s choice here) or index (enable_seqscan off: through the on_call index)',
+      description: 'how the count reads doctors, pinned in each transaction: seq (only enable_seqscan on) or index (only enable_indexscan on: an Index Scan on the on_call index)',
       kind: 'choice',
       choices: ['seq', 'index'],
       default: 'seq',
@@ -59,10 +72,7 @@ export default defineScenario({
     `insert into doctors values (1, 'Alice', true), (2, 'Bob', true), (3, 'Carol', false)`,
   ],
   sessions: ({ params }) => ({ t1: doctor(params, 1), t2: doctor(params, 2) }),
-  permutation: ({ params }) => {
-    const scan = (t: string) => (params.scan === 'index' ? ` ${t}.scan` : '')
-    return `t1.begin${scan('t1')} t1.check t2.begin${scan('t2')} t2.check t1.locks t2.locks t1.off t1.commit t2.off t2.commit`
-  },
+  permutation: 't1.begin t1.scan t1.check t2.begin t2.scan t2.check t1.locks t2.locks t1.off t1.commit t2.off t2.commit',
   defaultSchedule: 'lockstep',
   invariant: {
     description: 'at least one doctor on call',

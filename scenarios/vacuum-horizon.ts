@@ -130,6 +130,7 @@ select case when after1 is null then null when after1 = 0 then true when open1 >
       (r.after2 !== null ? `; after long ended, VACUUM left ${r.after2}` : '') +
       (r.holders1 && !r.open1 && r.after1 ? ` (${r.holders1} backends outside this run held old snapshots)` : ''),
   },
+  postgresSince: { major: 15, why: 'pg_stat_force_next_flush(), without which pg_stat_user_tables counts dead tuples only after a delay' },
   unavailable: { mysql: "VACUUM and dead tuples are PostgreSQL's; InnoDB purges old row versions from its undo log by itself" },
   documented: {
     postgres: {

@@ -4,6 +4,7 @@
 import type { Command } from 'commander'
 import fs from 'node:fs'
 import { Interrupted, RunError, UsageError } from './errors.js'
+import { isPostgresJsDestroyedFetch, isPostgresJsNextWriteBug } from './known-bugs.js'
 import { abortSignal, cleanupAll, installSignalHandlers } from './lifecycle.js'
 import { prefetchScenario, summaries, type ScenarioSummary } from './registry.js'
 import { columns, fitLines } from './report/width.js'
@@ -18,6 +19,7 @@ const COMMANDS: { name: string; scenarios?: boolean; load: () => Promise<Registe
   { name: 'list', scenarios: true, load: async () => { const { registerList } = await import('./commands/list.js'); return (p) => registerList(p, setExit) } },
   { name: 'show', scenarios: true, load: async () => { const { registerShow } = await import('./commands/show.js'); return (p, all) => registerShow(p, all, setExit) } },
   { name: 'run', scenarios: true, load: async () => { const { registerRun } = await import('./commands/run.js'); return (p, all) => registerRun(p, all, setExit) } },
+  { name: 'explore', scenarios: true, load: async () => { const { registerExplore } = await import('./commands/explore.js'); return (p, all) => registerExplore(p, all, setExit) } },
   { name: 'check', load: async () => { const { registerCheck } = await import('./commands/check.js'); return (p) => registerCheck(p, setExit) } },
   { name: 'key', load: async () => { const { registerKey } = await import('./commands/key.js'); return (p) => registerKey(p, setExit) } },
   { name: 'locks', load: async () => { const { registerLocks } = await import('./commands/locks.js'); return (p) => registerLocks(p, setExit) } },
@@ -30,34 +32,6 @@ const COMMANDS: { name: string; scenarios?: boolean; load: () => Promise<Registe
 /** package.json's version (read as a file: no CommonJS loader for one field). */
 function version(): string {
   return (JSON.parse(fs.readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }).version
-}
-
-/**
- * postgres.js 3.4.9 throws an uncatchable TypeError from connection.js nextWrite when a backend is
- * terminated while a query is in flight (upstream #1208, #1154). That session is already recorded as
- * lost, so exactly this error is ignored; anything else is a bug in race and ends the run with exit 3.
- */
-function isPostgresJsNextWriteBug(err: unknown): boolean {
-  return (
-    err instanceof TypeError &&
-    /reading 'write'/.test(err.message) &&
-    /nextWrite/.test(err.stack ?? '') &&
-    /postgres[\\/]src[\\/]connection\.js/.test(err.stack ?? '')
-  )
-}
-
-/**
- * postgres.js 3.4.9 fetches array types right after login in an async function whose promise nobody holds
- * (connection.js ReadyForQuery: `return fetchArrayTypes()`). When race ends a connection that is still in
- * that phase (its run failed while others were connecting, e.g. 53300), the fetch rejects with
- * CONNECTION_DESTROYED as an unhandled rejection. race asked for that ending, so exactly this is ignored.
- */
-function isPostgresJsDestroyedFetch(err: unknown): boolean {
-  return (
-    err instanceof Error &&
-    (err as { code?: string }).code === 'CONNECTION_DESTROYED' &&
-    /at Object\.terminate .*postgres[\\/]src[\\/]connection\.js/.test(err.stack ?? '')
-  )
 }
 
 let finishing = false
@@ -137,8 +111,10 @@ Exit codes: 0 as documented, 1 a deviation, 2 bad input, 3 could not run.`,
   for (const register of registers) register(p, all)
   p.hook('preAction', async (_p, action) => {
     active = { name: action.name(), opts: action.opts() }
-    const { setColor } = await import('./report/color.js')
-    setColor(action.opts().color !== false)
+    const { setColor, THEMES } = await import('./report/color.js')
+    const theme = action.opts().theme
+    if (theme !== undefined && !THEMES.includes(theme)) throw new UsageError(`--theme ${theme} is not a theme: use ${THEMES.join(' or ')} (presenter: bold instead of dim, for a projector)`)
+    setColor(action.opts().color !== false, process.stdout, theme)
   })
   return p
 }

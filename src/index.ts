@@ -1,4 +1,4 @@
-// The package's public entry: what a user's own scenario module imports (`import { defineScenario } from 'race'`).
+// The package's public entry: what a user's own scenario module imports (`import { defineScenario } from 'racelab'`).
 // The same contract the built-in scenarios use; `race run ./my-race.mjs` loads it and checks it first.
 export {
   defineScenario,
@@ -37,3 +37,6 @@ export type {
   Rows,
 } from './scenario.js'
 export { checkScenario } from './plan.js'
+// Running a race from a test runner (node:test, vitest, jest): run() resolves to `race run --json`'s document.
+export { run, RaceError } from './api.js'
+export type { RunOptions, RunResult, ScenarioRef } from './api.js'

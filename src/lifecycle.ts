@@ -4,10 +4,14 @@ import { Interrupted } from './errors.js'
 
 type Disposer = { name: string; run: () => Promise<void>; force?: () => void }
 const stack: Disposer[] = []
-const abortController = new AbortController()
+let abortController = new AbortController()
 
-/** Aborted on SIGINT/SIGTERM (reason: Interrupted) or by a whole-run timeout (reason: RunError). */
-export const abortSignal: AbortSignal = abortController.signal
+/**
+ * Aborted on SIGINT/SIGTERM (reason: Interrupted) or by a whole-run timeout (reason: RunError). The CLI runs one
+ * command per process; the API (src/api.ts) runs one race after another in its caller's process and starts each
+ * with a fresh one (resetLifecycle).
+ */
+export let abortSignal: AbortSignal = abortController.signal
 
 export function abort(reason: Error): void {
   if (!abortController.signal.aborted) abortController.abort(reason)
@@ -25,8 +29,18 @@ export function onCleanup(name: string, run: () => Promise<void>, force?: () => 
 
 /** Runs every registered disposer, newest first; a failing one never stops the others. Returns their errors. */
 export async function cleanupAll(): Promise<Error[]> {
+  return cleanupSince(0)
+}
+
+/** How many disposers are registered now: cleanupSince(mark) later runs only those registered after. */
+export function cleanupMark(): number {
+  return stack.length
+}
+
+/** Runs the disposers registered since `mark` (cleanupMark()), newest first, as cleanupAll does. */
+export async function cleanupSince(mark: number): Promise<Error[]> {
   const errors: Error[] = []
-  while (stack.length) {
+  while (stack.length > mark) {
     const d = stack.pop()!
     try {
       await d.run()
@@ -63,10 +77,22 @@ export function installSignalHandlers(): void {
 }
 
 /** One shared promise that rejects when the run is aborted; race any await that could otherwise hang. */
-const aborted: Promise<never> = new Promise<never>((_, reject) => {
-  abortSignal.addEventListener('abort', () => reject(abortSignal.reason), { once: true })
-})
-aborted.catch(() => {}) // observed by whoever races it; never an unhandled rejection by itself
+function abortedPromise(signal: AbortSignal): Promise<never> {
+  const p = new Promise<never>((_, reject) => {
+    signal.addEventListener('abort', () => reject(signal.reason), { once: true })
+  })
+  p.catch(() => {}) // observed by whoever races it; never an unhandled rejection by itself
+  return p
+}
+let aborted = abortedPromise(abortSignal)
+
+/** A fresh abort state for the next run in this process (the API's run(), which cleans up what it registered). */
+export function resetLifecycle(): void {
+  abortController = new AbortController()
+  abortSignal = abortController.signal
+  aborted = abortedPromise(abortSignal)
+  stuck = () => ''
+}
 
 export function whenAborted(): Promise<never> {
   return aborted

@@ -3,7 +3,7 @@
 import { bindNames } from './binds.js'
 import { UsageError } from './errors.js'
 import { lockstepOrder, parsePermutation, serialOrder, type Entry } from './permutation.js'
-import type { DocCtx, DocEntry, Documented, Level, Params, Pool, Scenario, Schedule, SessionSpec, Step, StepDef, Variant } from './scenario.js'
+import type { DocCtx, DocEntry, Documented, Engine, Level, Params, Pool, Scenario, Schedule, SessionSpec, Step, StepDef, Variant } from './scenario.js'
 
 export interface PlannedStep {
   name: string
@@ -44,18 +44,23 @@ export function asDef(step: Step): StepDef {
   return typeof step === 'string' ? { sql: step } : step
 }
 
-/** A session's steps in order; with --window, a pg_sleep step named 'window' right after the race point. */
-export function stepsOf(spec: SessionSpec, windowMs: number): PlannedStep[] {
+/** The --window sleep in the engine's own words: pg_sleep on PostgreSQL, SLEEP on MySQL/MariaDB (seconds). */
+export function windowSql(engine: Engine, windowMs: number): string {
+  return `select ${engine === 'mysql' ? 'sleep' : 'pg_sleep'}(${windowMs / 1000})`
+}
+
+/** A session's steps in order; with --window, the engine's sleep as a step named 'window' right after the race point. */
+export function stepsOf(spec: SessionSpec, windowMs: number, engine: Engine = 'postgres'): PlannedStep[] {
   const steps: PlannedStep[] = Object.entries(spec.steps).map(([name, step]) => ({ name, def: asDef(step) }))
   if (windowMs > 0 && spec.racePoint) {
     const at = steps.findIndex((s) => s.name === spec.racePoint)
-    steps.splice(at + 1, 0, { name: 'window', def: { sql: `select pg_sleep(${windowMs / 1000})` }, window: true })
+    steps.splice(at + 1, 0, { name: 'window', def: { sql: windowSql(engine, windowMs) }, window: true })
   }
   return steps
 }
 
 export function plan(scenario: Scenario, variant: Variant, windowMs = 0): Plan {
-  const sessions = Object.entries(scenario.sessions(variant)).map(([name, spec]) => ({ name, spec, steps: stepsOf(spec, windowMs) }))
+  const sessions = Object.entries(scenario.sessions(variant)).map(([name, spec]) => ({ name, spec, steps: stepsOf(spec, windowMs, variant.engine) }))
   const setup = typeof scenario.setup === 'function' ? scenario.setup(variant) : scenario.setup
   const permutation = typeof scenario.permutation === 'function' ? scenario.permutation(variant) : scenario.permutation
   const iso = typeof scenario.isolation === 'function' ? scenario.isolation(variant) : scenario.isolation
@@ -70,6 +75,13 @@ export function invariantSql(scenario: Scenario, variant: Variant): string {
 }
 
 /** Why a scenario does not run on an engine: its own one-line reason, or that nothing is documented there. */
+/** Why the scenario cannot run on this PostgreSQL (older than its postgresSince), or undefined. */
+export function tooOldFor(scenario: Pick<Scenario, 'id' | 'postgresSince'>, server: { versionNum: number; version: string }, engine: Variant['engine']): string | undefined {
+  const since = scenario.postgresSince
+  if (engine !== 'postgres' || !since || server.versionNum >= since.major * 10000) return undefined
+  return `${scenario.id} needs PostgreSQL ${since.major} or later (it uses ${since.why}); this server is PostgreSQL ${server.version}`
+}
+
 export function unavailableOn(scenario: Scenario, engine: Variant['engine']): string | undefined {
   if (scenario.documented[engine]) return undefined
   const why = scenario.unavailable?.[engine]

@@ -284,6 +284,11 @@ export interface Scenario {
   documented: Partial<Record<Engine, EngineDoc>>
   /** Why the scenario cannot exist on an engine it does not document (one line, for race list and exit 2). */
   unavailable?: Partial<Record<Engine, string>>
+  /**
+   * The oldest PostgreSQL major version the scenario runs on, and what it uses that older ones lack (one line):
+   * race run refuses an older server (exit 2), race check lists it as not run there.
+   */
+  postgresSince?: { major: number; why: string }
   checks?: CheckCase[]
   /**
    * Documented through a connection pooler too (race run/check --pooler): `sessions`, `isolation`,
@@ -304,6 +309,12 @@ export interface Scenario {
    * `sessions` then stand for the functions (one placeholder step each), and the engine runs src/app's trial.
    */
   app?: import('./app/scenario.js').AppScenario
+  /**
+   * SQLSTATEs (MySQL: 'SQLSTATE/errno') by which the server keeps the invariant, besides those the documented
+   * outcomes name: a spec file's `prevented by` line. An integrity error (class 23) counts as a prevention only when
+   * it is named here, in the documented outcomes or in a session's `retry.on` (docs/verdicts.md).
+   */
+  prevention?: readonly string[]
 }
 
 /** Identity, for type checking: `export default defineScenario({...})`. */
@@ -323,6 +334,11 @@ export function appWait(param: string, what: string, o: Pick<StepDef, 'rejectIf'
 
 /** One session template replicated as s1..sN (the N-way races). */
 export function replicate(n: number, spec: SessionSpec): Record<string, SessionSpec> {
+  if (!Number.isInteger(n) || n < 1) {
+    const got = n === undefined ? 'nothing' : typeof n === 'object' ? 'an object (the session first? write replicate(v.n, { steps: {...} }))' : `${typeof n} ${String(n)}`
+    throw new TypeError(`replicate(n, session): n is how many sessions (v.n), got ${got}`)
+  }
+  if (!spec || typeof spec !== 'object' || !spec.steps || typeof spec.steps !== 'object') throw new TypeError(`replicate(n, session): session must be { steps: { name: 'sql', ... } }`)
   return Object.fromEntries(Array.from({ length: n }, (_, i) => [`s${i + 1}`, spec]))
 }
 

@@ -338,3 +338,27 @@ export function chooserFor(cfg: Pick<AppTrialConfig, 'schedule' | 'permutation'>
   }
 }
 
+
+/**
+ * race explore's chooser (engine/schedule.ts: it picks one of the ready sessions, by identity) as an application
+ * race's: each ready session is offered as { index, name } (and its label and SQL), the same object each time.
+ */
+export function fromEngineChooser(choose: (ready: readonly never[]) => unknown): Chooser {
+  return (m) => {
+    const ready = m.ready.map((r) => ({ index: r.index, name: r.session, label: r.label, sql: r.sql }))
+    const s = choose(ready as never[]) as { index?: number; name?: string } | undefined
+    const at = ready.findIndex((r) => r === s || (s !== undefined && r.index === s.index))
+    if (at < 0) throw new UsageError(`the schedule chose ${s?.name ?? 'no session'}, which cannot start a step now`)
+    return at
+  }
+}
+
+/** The labels an application trial ran (s1.q3) as engine entries (session 0, step 2); points have no step number and are left out. */
+export function orderEntries(order: readonly string[], names: readonly string[]): { session: number; step: number }[] {
+  const out: { session: number; step: number }[] = []
+  for (const label of order) {
+    const m = /^([^.]+)\.q(\d+)$/.exec(label)
+    if (m && names.includes(m[1])) out.push({ session: names.indexOf(m[1]), step: Number(m[2]) - 1 })
+  }
+  return out
+}

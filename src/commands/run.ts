@@ -8,13 +8,15 @@ import { findScenario, summaries, type ScenarioSummary } from '../registry.js'
 import { c } from '../report/color.js'
 import type { RunView } from '../report/json.js'
 import { columns, hang, joinFit } from '../report/width.js'
-import type { Params, Scenario, Schedule } from '../scenario.js'
+import type { Driver } from '../db/driver.js'
+import type { Target } from '../db/target.js'
+import type { Engine, Params, Pool, Scenario, Schedule } from '../scenario.js'
 import { expectsOverride, qualifyPermutation, specFailure } from '../spec/common.js'
 import { parseAppPermutation } from '../app/labels.js'
 import { addPoolerOptions, parsePool, sizePool, type PoolerOptions } from './pool-options.js'
 // The PostgreSQL driver, which withLab imports when it opens the target: loaded with this module, not after it.
 import '../db/lab.js'
-import { addCiOptions, addScenarioParamOptions, addTargetOptions, assertRunsOn, self, type CiOptions, describeParams, docsFor, engineFor, judgeTrial, ownSettings, parseBounds, scenarioParams, withLab, type TargetOptions, type Trial } from './common.js'
+import { addCiOptions, addScenarioParamOptions, addTargetOptions, assertRunsOn, eachPg, self, type Bounds, type CiOptions, describeParams, docsFor, engineFor, judgeTrial, ownSettings, parseBounds, scenarioParams, withLab, type TargetOptions, type Trial } from './common.js'
 
 export const SCHEDULES: readonly Schedule[] = ['barrier', 'lockstep', 'serial']
 
@@ -51,17 +53,19 @@ export function registerRun(program: Command, all: readonly ScenarioSummary[], e
     .option('--user <uuid>', 'act for this user (fixes the advisory keys, e.g. to watch them with race locks); default a fresh uuid per trial')
     .option('--hold <duration>', "keep the race's locks held (before the first commit) this long, for race locks in another terminal")
     .option('--step', 'presenter mode (a terminal): before each step show the sessions and the SQL; Enter runs it, b the story, q stops')
+    .option('--theme <theme>', 'presenter: bold instead of dim, for a projector (default: default)')
   addScenarioParamOptions(cmd, all)
-  addTargetOptions(cmd)
+  addTargetOptions(cmd, { pg: true })
   addCiOptions(cmd, 'run')
   addPoolerOptions(cmd)
-  cmd.action(async (id: string, o: RunOptions, self: Command) => exit(await runCommand(id, o, self)))
+  cmd.action(async (id: string, o: RunOptions, self: Command) => exit(await eachPg(o, () => runCommand(id, o, self))))
   cmd.addHelpText(
     'after',
     `
 Examples:
   $ race run broken --n 2 --timeline
   $ race run broken --step                 (in a terminal: one step per Enter)
+  $ race run broken --step --theme presenter   (bold, for a projector)
   $ race run broken --schedule lockstep --trials 20
   $ race run advisory --n 5 --max-pending 3
   $ race run advisory --n 50 --max-pending 3 --trials 200
@@ -165,34 +169,123 @@ export async function runCommand(id: string, o: RunOptions, cmd: Command): Promi
   }
   const params = extendForHold(scenario, given, holdMs)
   const asked = parsePool(o, cmd, engine)
+  const json = o.json ? await import('../report/json.js') : undefined
+  const step = o.step ? await import('./step.js') : undefined
+  const drawing = drawn || o.step ? await import('../report/timeline.js') : undefined
+  const progress = !o.json && process.stderr.isTTY && trials > 1
+  const started = performance.now()
+  // The input is checked: the report's tables load while the run connects.
+  const table = import('../report/table.js')
+  table.catch(() => {}) // awaited once the run is done
+  let presenter: ReturnType<NonNullable<typeof step>['stepper']> | undefined
+  const { view, code } = await executeRun({
+    scenario,
+    engine,
+    params,
+    given,
+    n,
+    windowMs,
+    trials,
+    override,
+    bounds,
+    user,
+    holdMs,
+    pool: asked,
+    scheduleText: o.schedule ?? (o.step ? 'lockstep' : undefined),
+    keep: Boolean(o.keep),
+    freshConnections: Boolean(o.freshConnections),
+    databaseUrl: o.databaseUrl,
+    onHold: (pids, ms, lab, target) => {
+      if (lab.engine === 'mysql') {
+        process.stderr.write(`holding for ${formatDuration(ms)} (threads ${pids.join(', ')}); in another client: select * from information_schema.innodb_lock_waits\n`)
+        return
+      }
+      const url = target.kind === 'embedded' ? ` --database-url '${lab.target.url}'` : o.databaseUrl ? ` --database-url '<the same URL>'` : ''
+      process.stderr.write(`holding for ${formatDuration(ms)} (backends ${pids.join(', ')}); in another terminal:\n  ${self()} locks${url}\n`)
+    },
+    presenter: step
+      ? (lab, target, p, schedule) => {
+          presenter = step.stepper(p, [headParts(scenario.id, `${lab.server.product ?? 'PostgreSQL'} ${lab.server.version}`, target.label, n, schedule, windowMs).join('  ·  ') + '  ·  --step'])
+          return presenter
+        }
+      : undefined,
+    onTrial: (done, violations) => {
+      if (progress) process.stderr.write(`\r\x1b[2Ktrial ${done}/${trials}  violated ${violations}`)
+    },
+  })
+  if (progress) process.stderr.write('\r\x1b[2K')
+  if (presenter) {
+    presenter.close()
+    process.stdout.write('\x1b[2J\x1b[H')
+  }
+  const { schedule, representative, summary } = view
+  const name = [schedule, `n=${n}`, describeParams(scenario, params)].filter(Boolean).join(' ')
+  const file = scenario.source.article === 'file' ? { file: scenario.source.section } : {}
+  const cases = ci ? [{ ...ci.ciCase(`race.run.${scenario.id}`, name, Math.round(performance.now() - started), representative, summary, code), ...file }] : []
+  // The suite's time is the whole run's (since race started), the case's its trials'.
+  if (junit) ci!.writeJunit(junit, 'race run', cases, { server: `PostgreSQL ${view.server.version}`, target: view.target, schedule, trials: String(trials) }, Math.round(performance.now()))
+  const notes = ci?.githubWanted(o.github) ? ci.annotationsOf(() => `race run ${scenario.id} (${name})`, cases) : []
+  if (json) process.stdout.write(JSON.stringify(json.toJson(view, { timeline: drawn !== undefined, exitCode: code, kept: Boolean(o.keep) }), null, 2) + '\n')
+  else process.stdout.write(render(view, drawn ?? (o.step ? 'race' : undefined), Boolean(o.keep), await table, drawing?.timeline) + '\n')
+  ci?.printAnnotations(notes, Boolean(o.json))
+  if (code === 3) process.stderr.write(`race: could not decide: ${representative.verdict === 'unknown' ? representative.why : (representative.comparison.deviations[0] ?? representative.why)}\n`)
+  return code
+}
+
+/** One race, its input checked: what `race run` and the API's run() both run. Nothing is printed here. */
+export interface RunInput {
+  scenario: Scenario
+  engine: Engine
+  /** The params the run uses (lock timeouts extended by --hold), and as given. */
+  params: Params
+  given: Params
+  n: number
+  windowMs: number
+  trials: number
+  override: ExpectOverride
+  bounds: Bounds
+  user?: string
+  holdMs: number
+  /** The pooler the sessions go through (parsed), if any. */
+  pool?: Pool
+  /** --schedule as given: a name or a permutation; absent: the scenario's default. */
+  scheduleText?: string
+  keep: boolean
+  freshConnections: boolean
+  databaseUrl?: string
+  onHold?: (pids: number[], ms: number, lab: Driver, target: Target) => void
+  /** --step: the presenter, made once the server is known. */
+  presenter?: (lab: Driver, target: Target, p: Plan, schedule: Schedule) => { beforeStep: RunOptionsOf['beforeStep']; onEvent: RunOptionsOf['onEvent'] }
+  /** After each trial: how many ran, how many violated the invariant. */
+  onTrial?: (done: number, violations: number) => void
+}
+
+type RunOptionsOf = Parameters<typeof import('../engine/run.js').run>[1]
+
+/** Runs the checked input on its target (the embedded server when none is given) and judges every trial. */
+export async function executeRun(input: RunInput): Promise<{ view: RunView; code: 0 | 1 | 3 }> {
+  const { scenario, engine, params, given, n, windowMs, trials, override, bounds, holdMs } = input
   // The pooler's code (PgBouncer, the pooled driver) is loaded only when one is asked for.
-  const pooler = asked ? await import('./pooler.js') : undefined
-  pooler?.requirePooler(asked)
-  const pool = asked && sizePool(asked, scenario, plan(scenario, { params, n, engine, pool: asked }).sessions.length)
+  const pooler = input.pool ? await import('./pooler.js') : undefined
+  pooler?.requirePooler(input.pool)
+  const pool = input.pool && sizePool(input.pool, scenario, plan(scenario, { params, n, engine, pool: input.pool }).sessions.length)
   assertSound(scenario, params, n, engine, pool)
   const p = plan(scenario, { params, n, engine, ...(pool ? { pool } : {}) }, windowMs)
-  // --step runs the scenario's deterministic interleaving unless a schedule is given.
-  const { schedule, permutation } = parseSchedule(o.schedule ?? (o.step ? 'lockstep' : (scenario.defaultSchedule ?? 'barrier')), p)
+  const { schedule, permutation } = parseSchedule(input.scheduleText ?? scenario.defaultSchedule ?? 'barrier', p)
   if (pool?.size && schedule === 'barrier' && pool.mode !== 'statement' && pool.size < p.sessions.length) {
     throw new UsageError(
       `--schedule barrier holds all ${p.sessions.length} sessions' transactions open at once, which needs --pool-size ${p.sessions.length} or more (got ${pool.size}): raise it, or use --schedule lockstep`,
     )
   }
   const docs = docsFor(scenario, p, schedule, windowMs)
-  const progress = !o.json && process.stderr.isTTY && trials > 1
   let violations = 0
-
-  const started = performance.now()
-  const step = o.step ? await import('./step.js') : undefined
-  const json = o.json ? await import('../report/json.js') : undefined
-  const drawing = drawn || o.step ? await import('../report/timeline.js') : undefined
-  // The input is checked: the engine and the report's tables load while withLab connects.
-  const later = Promise.all([import('../engine/run.js'), import('../report/table.js')])
-  later.catch(() => {}) // awaited once connected
-  return withLab(o.databaseUrl, bounds, async (lab, target, via) => {
-    const [{ run }, table] = await later
+  // The engine loads while withLab connects.
+  const engineModule = import('../engine/run.js')
+  engineModule.catch(() => {}) // awaited once connected
+  return withLab(input.databaseUrl, bounds, async (lab, target, via) => {
+    const { run } = await engineModule
     const judged: Trial[] = []
-    const presenter = step ? step.stepper(p, [headParts(scenario.id, `${lab.server.product ?? 'PostgreSQL'} ${lab.server.version}`, target.label, n, schedule, windowMs).join('  ·  ') + '  ·  --step']) : undefined
+    const presenter = input.presenter?.(lab, target, p, schedule)
     // Through a pooler the sessions are its clients (race's own PgBouncer, or the one at --database-url).
     const pooled = pool ? pooler!.pooledDriver(pool, lab, bounds.connectTimeoutMs, via) : undefined
     const out = await run(pooled ?? lab, {
@@ -202,48 +295,27 @@ export async function runCommand(id: string, o: RunOptions, cmd: Command): Promi
       trials,
       stepTimeoutMs: bounds.stepTimeoutMs,
       connectTimeoutMs: bounds.connectTimeoutMs,
-      keep: Boolean(o.keep),
-      freshConnections: Boolean(o.freshConnections),
-      user,
+      keep: input.keep,
+      freshConnections: input.freshConnections,
+      user: input.user,
       holdMs,
-      onHold: (pids, ms) => {
-        if (lab.engine === 'mysql') {
-          process.stderr.write(`holding for ${formatDuration(ms)} (threads ${pids.join(', ')}); in another client: select * from information_schema.innodb_lock_waits\n`)
-          return
-        }
-        const url = target.kind === 'embedded' ? ` --database-url '${lab.target.url}'` : o.databaseUrl ? ` --database-url '<the same URL>'` : ''
-        process.stderr.write(`holding for ${formatDuration(ms)} (backends ${pids.join(', ')}); in another terminal:\n  ${self()} locks${url}\n`)
-      },
+      onHold: (pids, ms) => input.onHold?.(pids, ms, lab, target),
       beforeStep: presenter?.beforeStep,
       onEvent: presenter?.onEvent,
       onTrial: (done, facts) => {
         const t = judgeTrial(facts, docs, p)
         judged.push(t)
         if (t.verdict === 'anomaly') violations++
-        if (progress) process.stderr.write(`\r\x1b[2Ktrial ${done}/${trials}  violated ${violations}`)
+        input.onTrial?.(done, violations)
       },
     }).catch((e) => {
       throw specFailure(scenario, e)
     })
-    if (progress) process.stderr.write('\r\x1b[2K')
-    if (presenter) {
-      presenter.close()
-      process.stdout.write('\x1b[2J\x1b[H')
-    }
     const summary = summarize(judged, docs, override)
     const representative =
       judged.find((t) => !t.comparison.matched && !override) ?? judged.find((t) => t.verdict === summary.verdict) ?? judged[judged.length - 1]
     const view: RunView = { scenario, params, given, n, schedule, windowMs, holdMs, plan: p, target: target.label, schema: out.schema, server: out.server, trials: judged, summary, docs, representative, ...(pooled?.describe ? { pooled: pooled.describe } : {}) }
-    const code = exitCode(summary)
-    const name = [schedule, `n=${n}`, describeParams(scenario, params)].filter(Boolean).join(' ')
-    const cases = ci ? [ci.ciCase(`race.run.${scenario.id}`, name, Math.round(performance.now() - started), representative, summary, code)] : []
-    if (junit) ci!.writeJunit(junit, 'race run', cases, { server: `PostgreSQL ${out.server.version}`, target: target.label, schedule, trials: String(trials) })
-    const notes = ci?.githubWanted(o.github) ? ci.annotationsOf(() => `race run ${scenario.id} (${name})`, cases) : []
-    if (json) process.stdout.write(JSON.stringify(json.toJson(view, { timeline: drawn !== undefined, exitCode: code, kept: Boolean(o.keep) }), null, 2) + '\n')
-    else process.stdout.write(render(view, drawn ?? (o.step ? 'race' : undefined), Boolean(o.keep), table, drawing?.timeline) + '\n')
-    ci?.printAnnotations(notes, Boolean(o.json))
-    if (code === 3) process.stderr.write(`race: could not decide: ${representative.verdict === 'unknown' ? representative.why : (representative.comparison.deviations[0] ?? representative.why)}\n`)
-    return code
+    return { view, code: exitCode(summary) }
   }, scenario, { pooled: pool?.kind === 'external', sessions: p.sessions.length })
 }
 
@@ -253,7 +325,7 @@ function headParts(id: string, server: string, target: string, n: number, schedu
   return [c.bold(`race run ${id}`), `${server} (${target})`, `${n} session${n === 1 ? '' : 's'}`, `${schedule}${windowMs ? ` window ${formatDuration(windowMs)}` : ''}`]
 }
 
-function render(
+export function render(
   r: RunView,
   drawn: 'race' | 'all' | undefined,
   kept: boolean,

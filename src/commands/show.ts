@@ -6,7 +6,7 @@ import { UsageError } from '../errors.js'
 import { describeDoc } from '../judge/index.js'
 import { formatDuration, parseWhole } from '../parse.js'
 import { tokenize } from '../permutation.js'
-import { BUILTIN_BINDS, assertSound, documentedFor, plan, sessionCount, type Plan, type PlannedSession } from '../plan.js'
+import { BUILTIN_BINDS, assertSound, documentedFor, plan, sessionCount, windowSql, type Plan, type PlannedSession } from '../plan.js'
 import { bindNames } from '../binds.js'
 import { findScenario, summaries, sourceText, type ScenarioSummary } from '../registry.js'
 import { c } from '../report/color.js'
@@ -123,6 +123,7 @@ export async function showCommand(id: string, o: ShowOptions, cmd: Command): Pro
       binds,
       permutation: p.permutation ?? null,
       ownServer: s.ownServer ?? null,
+      postgresSince: s.postgresSince ?? null,
       invariant: { description: typeof s.invariant.description === 'function' ? s.invariant.description(params) : s.invariant.description, sql: p.invariantSql },
       documented,
       checks: s.checks ?? [],
@@ -149,7 +150,7 @@ export async function showCommand(id: string, o: ShowOptions, cmd: Command): Pro
     if (sess.spec.shares) lines.push(c.dim(`  connection: ${sess.spec.shares}'s, borrowed from the pool after it (same backend)`))
     for (const st of sess.steps) {
       lines.push(...stepLines(st.name, st.def, p, w))
-      if (st.name === sess.spec.racePoint) lines.push(c.dim(`  -- race point: --window sleeps here, between check and write`))
+      if (st.name === sess.spec.racePoint) lines.push(c.dim(`  -- race point: --window <d> sleeps here, between check and write: ${windowSql(p.variant.engine, 300)} for --window 300ms`))
     }
     if (sess.spec.release) lines.push(c.yellow(`  application, finally (after a rejection or an error): ${sess.spec.release}`))
     const retry = sess.spec.retry
@@ -161,6 +162,7 @@ export async function showCommand(id: string, o: ShowOptions, cmd: Command): Pro
     lines.push('', c.bold('binds') + c.dim(' (sent as bind parameters)'))
     for (const b of binds) lines.push(`  :${b.name.padEnd(10)} ${b.describe}`)
   }
+  if (s.postgresSince) lines.push('', `${c.bold('postgres')}   ${s.postgresSince.major} or later (it uses ${s.postgresSince.why}); an older server is refused`)
   if (s.ownServer) lines.push('', `${c.bold('server')}     its own: race starts an embedded server with ${ownSettings(s)} (it ${s.ownServer.why}); --database-url is refused`)
   const levels = [...new Set(Object.values(p.isolation).map((l) => l ?? 'not assumed'))]
   lines.push('', `${c.bold('isolation')}  ${levels.join(', ')} ${c.dim("(documented for; each session's real level is read from the server)")}`)

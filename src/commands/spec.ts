@@ -6,7 +6,8 @@ import { Lab } from '../db/lab.js'
 import fs from 'node:fs'
 import path from 'node:path'
 import type { Command } from 'commander'
-import { UsageError } from '../errors.js'
+import { RunError, UsageError } from '../errors.js'
+import { isConnectionLoss } from '../db/sqlstate.js'
 import { abortSignal, onCleanup, whenAborted } from '../lifecycle.js'
 import { parseDuration, parseWhole } from '../parse.js'
 import { c } from '../report/color.js'
@@ -15,7 +16,7 @@ import { libpqEnv, readSpec, specName } from '../spec/files.js'
 import { guardedBlock } from '../spec/guarded.js'
 import { expandTemplates, hasTemplate, type Spec } from '../spec/parse.js'
 import { countPermutations, runTester } from '../spec/tester.js'
-import { addTargetOptions, parseBounds, withLab, type TargetOptions } from './common.js'
+import { addTargetOptions, eachPg, parseBounds, withLab, type TargetOptions } from './common.js'
 
 export interface SpecOptions extends TargetOptions {
   results?: string
@@ -32,10 +33,10 @@ export function registerSpec(program: Command, exit: (code: number) => void): Co
     .option('--results <dir>', 'write each transcript to DIR/<name>.out instead of printing it')
     .option('--expected <dir>', 'compare each transcript with DIR/<name>.out (or <name>_1.out ...): ok or FAILED, and the differences')
     .option('--n <n>', 'sessions each template session (session s*) becomes (default 2)')
-  addTargetOptions(cmd, { stepTimeout: false })
+  addTargetOptions(cmd, { stepTimeout: false, pg: true })
   const runTimeout = cmd.options.find((x) => x.long === '--run-timeout')
   if (runTimeout) runTimeout.default('30m')
-  cmd.action(async (files: string[], o: SpecOptions) => exit(await specCommand(files, o)))
+  cmd.action(async (files: string[], o: SpecOptions) => exit(await eachPg(o, () => specCommand(files, o))))
   cmd.addHelpText(
     'after',
     `
@@ -87,17 +88,21 @@ export async function specCommand(files: string[], o: SpecOptions): Promise<numb
     for (const spec of specs) {
       const name = specName(spec.file)
       const started = performance.now()
+      if (lab.controlLost) throw new RunError(`${spec.file}: lost race's control connection to ${lab.target.label} before the spec started (CONNECTION_CLOSED): something ended it; nothing of this spec ran`)
       const schema = await lab.createSchema('spec', Boolean(o.keep))
       let text = ''
+      // Set when race's control connection is lost: the transcript ends there too (what the sessions say as race
+      // ends them is not part of it).
+      let stopped = false
       // Once the run is aborted (Ctrl-C, --run-timeout), the transcript ends: what the ended sessions still say is not part of it.
       const sink = {
         out: (s: string) => {
-          if (abortSignal.aborted) return
+          if (abortSignal.aborted || stopped) return
           text += s
           if (streaming) process.stdout.write(Buffer.from(s, 'latin1'))
         },
         err: (s: string) => {
-          if (abortSignal.aborted) return
+          if (abortSignal.aborted || stopped) return
           text += s
           if (streaming) process.stderr.write(Buffer.from(s, 'latin1'))
         },
@@ -126,7 +131,19 @@ export async function specCommand(files: string[], o: SpecOptions): Promise<numb
             sink,
           ),
           whenAborted(),
+          // race's own control backend marks the schema as this live run's: without it, the next race command
+          // would take the schema for a killed run's and drop it under the sessions. So the run stops.
+          lab.whenLost().catch((e: unknown) => {
+            stopped = true
+            throw e
+          }),
         ])
+      } catch (e) {
+        if (!abortSignal.aborted && isConnectionLoss(e) && lab.controlLost) {
+          const code = (e as { code?: string }).code
+          throw new RunError(`${spec.file}: lost race's control connection to ${lab.target.label} mid-run (${code}): something ended it; the spec stopped, its sessions were ended and its schema dropped`)
+        }
+        throw e
       } finally {
         release()
         if (!result) await terminate()

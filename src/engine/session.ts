@@ -433,6 +433,7 @@ export class Session {
     try {
       const r = await this.conn.rollback()
       if (r?.command) this.commitTag = r.command
+      if (r?.level && this.isolation === undefined) this.isolation = r.level
       this.inTx = false
     } catch {
       /* a lost connection rolls back by itself */

@@ -1,12 +1,13 @@
 // Pure judgement: facts in, verdicts out; a run against its documented outcome, session by session. Never
 // touches the database, so every rule here is tested with hand-made facts.
-import { conditionName, isPrevention } from '../db/sqlstate.js'
+import { UNREAD_LEVEL, conditionName, isConcurrencyControl, isIntegrityViolation, sqlstateOf } from '../db/sqlstate.js'
 import type { Documented, Level, Verdict, Who } from '../scenario.js'
 import type { InvariantReport, SessionReport } from '../engine/types.js'
 
 type Judged = Pick<SessionReport, 'name' | 'outcome' | 'sqlstate' | 'errors' | 'waitedMs' | 'step' | 'reason'>
 
-const SQLSTATE = /^[0-9A-Z]{5}$/
+/** A SQLSTATE, or MySQL's 'SQLSTATE/errno' ('23000/1062'). */
+const SQLSTATE = /^[0-9A-Z]{5}(\/\d+)?$/
 
 /**
  * The SQLSTATEs the documented outcomes name. A session that fails with one of them does what the documentation
@@ -21,10 +22,14 @@ export function documentedCodes(docs: readonly Pick<Documented, 'who'>[]): Set<s
 
 /**
  * The verdict of one trial from what the sessions did and whether the invariant held. `expected`: SQLSTATEs the
- * documentation names (documentedCodes), which count like the codes by which PostgreSQL keeps an invariant.
+ * scenario declares (documentedCodes, a spec's `prevented by` line). A session that failed counts as the server's
+ * prevention only with a code of its concurrency control (40001, 40P01, 55P03, ...) or one declared here: an
+ * integrity error no one declared (23502 from an insert that omits a NOT NULL column, 23514 from a CHECK a typo
+ * breaks) says the SQL never did what the race needs, so the trial is undecided, never `prevented`.
  */
 export function judge(sessions: readonly Judged[], invariant: Pick<InvariantReport, 'held' | 'error'>, expected: ReadonlySet<string> = new Set()): { verdict: Verdict; why: string } {
-  const prevents = (code: string | undefined) => isPrevention(code) || (code !== undefined && expected.has(code))
+  // A declared SQLSTATE covers MySQL's codes under it ('23000' covers '23000/1062'), as a retry loop's does.
+  const prevents = (code: string | undefined) => isConcurrencyControl(code) || (code !== undefined && (expected.has(code) || expected.has(sqlstateOf(code))))
   const timedOut = sessions.find((s) => s.outcome === 'timeout')
   if (timedOut) {
     return { verdict: 'unknown', why: `${timedOut.name} timed out in step ${timedOut.step ?? '?'}${timedOut.reason ? ` (${timedOut.reason})` : ''}` }
@@ -41,9 +46,10 @@ export function judge(sessions: readonly Judged[], invariant: Pick<InvariantRepo
   const odd = sessions.find((s) => s.outcome === 'failed' && !prevents(s.sqlstate ?? undefined))
   if (odd) {
     const code = odd.sqlstate ?? undefined
+    const integrity = isIntegrityViolation(code) ? `: an integrity error is a prevention only where it is declared (a spec's line: prevented by ${sqlstateOf(code!)}; docs/verdicts.md)` : ''
     return {
       verdict: 'unknown',
-      why: `${odd.name} failed with ${code ?? odd.reason ?? 'an error'}${conditionName(code) ? ' ' + conditionName(code) : ''}, which its documentation does not name`,
+      why: `${odd.name} failed with ${code ?? odd.reason ?? 'an error'}${conditionName(code) ? ' ' + conditionName(code) : ''}, which its documentation does not name${integrity}`,
     }
   }
   const preventer = sessions.find((s) => s.errors.some(prevents))
@@ -157,7 +163,7 @@ export function isolationDifferences(sessions: readonly Compared[], documented: 
   const out: string[] = []
   for (const s of sessions) {
     const want = documented[s.name]
-    if (!want || !s.isolation || s.isolation === want) continue
+    if (!want || !s.isolation || s.isolation === want || s.isolation === UNREAD_LEVEL) continue
     out.push(`${s.name}: ran at ${s.isolation}, documented for ${want}`)
   }
   return out
@@ -171,10 +177,28 @@ export interface Comparison {
   undecided?: boolean
 }
 
+/**
+ * Sessions documented at a level whose transaction's level race asked for and the server did not tell in time
+ * (UNREAD_LEVEL, shown as '?'): the transaction had a level, and a run at another one could match by chance. Not
+ * compared in silence: such a run cannot be compared (undecided). (A level that is simply absent, null, is one no
+ * statement depended on: MySQL shows no transaction that read or wrote no InnoDB row.)
+ */
+export function unreadLevels(sessions: readonly Compared[], documented: Record<string, Level | null>): string[] {
+  const out: string[] = []
+  for (const s of sessions) {
+    const want = documented[s.name]
+    if (!want || s.isolation !== UNREAD_LEVEL) continue
+    out.push(`${s.name}: its isolation level could not be read from the server (documented for ${want}): the run cannot be compared with its documentation`)
+  }
+  return out
+}
+
 /** A trial against its documented outcomes: it matches when it equals any one of them, at the documented levels. */
 export function compare(verdict: Verdict, sessions: readonly Compared[], docs: readonly Documented[], levels: Record<string, Level | null>): Comparison {
   const iso = isolationDifferences(sessions, levels)
   if (verdict === 'unknown') return { matched: false, deviations: [...iso], undecided: true }
+  const unread = unreadLevels(sessions, levels)
+  if (unread.length) return { matched: false, deviations: [...unread, ...iso], undecided: true }
   // A session that lost its connection or timed out did not end the way any documentation describes, and not
   // because of the database's semantics: the run cannot be compared (the verdict may still be a fact).
   const cut = sessions.filter((s) => s.outcome === 'lost' || s.outcome === 'timeout')
@@ -237,8 +261,21 @@ export function summarize(trials: readonly JudgedTrial[], docs: readonly Documen
     expected = docs.length ? describeDocs(docs) : ['(not documented: use --expect held|violated)']
     matched = trials.length > 0 && unknowns === 0 && deviatingTrials.length === 0
   }
-  const first = override ? [] : (deviatingTrials[0]?.comparison.deviations ?? [])
-  return { verdict, tally, trials: trials.length, violations, unknowns, expected, matched, deviating: override ? 0 : deviatingTrials.length, deviations: first }
+  if (override) {
+    // What --expect asked for is the documentation here: when it is not met, that is the deviation to report.
+    const of = (k: number) => `${k} of ${trials.length} trial${trials.length === 1 ? '' : 's'}`
+    const why = matched
+      ? []
+      : !trials.length
+        ? [`--expect ${override}: no trial ran`]
+        : override === 'held'
+          ? [violations ? `--expect held, but the invariant was violated in ${of(violations)}` : `--expect held, but the invariant could not be decided in ${of(unknowns)}`]
+          : [`--expect violated, but the invariant was never violated (${of(trials.length - unknowns)} held${unknowns ? `, ${unknowns} undecided` : ''})`]
+    const deviating = matched ? 0 : override === 'held' ? trials.filter((t) => t.verdict === 'anomaly' || t.verdict === 'unknown' || t.comparison.undecided).length : trials.length
+    return { verdict, tally, trials: trials.length, violations, unknowns, expected, matched, deviating, deviations: why }
+  }
+  const first = deviatingTrials[0]?.comparison.deviations ?? []
+  return { verdict, tally, trials: trials.length, violations, unknowns, expected, matched, deviating: deviatingTrials.length, deviations: first }
 }
 
 /** 0 as documented (or as --expect asked), 1 a deviation, 3 could not decide. */

@@ -20,6 +20,8 @@ export function specFailure(s: Scenario, e: unknown): unknown {
   const code = (e as { code?: string })?.code
   const message = (e as Error)?.message ?? String(e)
   if (code === GUARD_SQLSTATE) return new UsageError(message)
+  // 25001: VACUUM, CREATE INDEX CONCURRENTLY, ALTER SYSTEM... cannot run in the one transaction race checks a block in.
+  if (code === '25001') return new UsageError(`${s.source.section}: a setup block runs what cannot run inside a transaction (${message}): race run checks each setup block in one transaction; leave it out (race spec runs it, when it names only race's own tables); nothing was changed`)
   if (typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code)) return new RunError(`${s.source.section}: a setup block failed: ${message} (${code})`)
   return e
 }

@@ -39,48 +39,86 @@ export function libpqEnv(env: NodeJS.ProcessEnv = process.env): { params: [strin
   return { params, appName: env.PGAPPNAME }
 }
 
+/**
+ * Where the comment, string, quoted identifier or dollar-quoted text starting at `i` ends (the index after it),
+ * as PostgreSQL's scanner reads it: `--` to the end of the line, nested block comments, '' and "" doubled,
+ * backslash escapes in E'' strings, $tag$ only where an identifier does not go on. undefined: none starts at
+ * `i`; `open`: it never ends.
+ */
+export function lexeme(sql: string, i: number): { end: number; open: boolean; kind: 'comment' | 'string' | 'identifier' | 'dollar' } | undefined {
+  const ch = sql[i]
+  const before = sql[i - 1] ?? ''
+  if (ch === '-' && sql[i + 1] === '-') {
+    const e = sql.indexOf('\n', i)
+    return { end: e < 0 ? sql.length : e, open: false, kind: 'comment' }
+  }
+  if (ch === '/' && sql[i + 1] === '*') {
+    let depth = 1
+    let k = i + 2
+    while (k < sql.length && depth > 0) {
+      if (sql[k] === '/' && sql[k + 1] === '*') (depth++, (k += 2))
+      else if (sql[k] === '*' && sql[k + 1] === '/') (depth--, (k += 2))
+      else k++
+    }
+    return { end: k, open: depth > 0, kind: 'comment' }
+  }
+  if (ch === "'" || ch === '"') {
+    const escapes = ch === "'" && /[eE]/.test(before) && !/[\w$]/.test(sql[i - 2] ?? '')
+    let k = i + 1
+    while (k < sql.length) {
+      if (escapes && sql[k] === '\\') k += 2
+      else if (sql[k] === ch && sql[k + 1] === ch) k += 2
+      else if (sql[k] === ch) return { end: k + 1, open: false, kind: ch === '"' ? 'identifier' : 'string' }
+      else k++
+    }
+    return { end: sql.length, open: true, kind: ch === '"' ? 'identifier' : 'string' }
+  }
+  if (ch === '$' && !/[\w$]/.test(before)) {
+    const m = /^\$([A-Za-z_\x80-\uffff][A-Za-z0-9_\x80-\uffff]*)?\$/.exec(sql.slice(i))
+    if (m) {
+      const e = sql.indexOf(m[0], i + m[0].length)
+      return { end: e < 0 ? sql.length : e + m[0].length, open: e < 0, kind: 'dollar' }
+    }
+  }
+  return undefined
+}
+
+/**
+ * What in a block never ends (a quoted string, a dollar-quoted text, a block comment), in words, or undefined.
+ * race run sends a setup block between its guard's statements: an unended quote would swallow them.
+ */
+export function unterminated(sql: string): string | undefined {
+  for (let i = 0; i < sql.length; ) {
+    const l = lexeme(sql, i)
+    if (!l) {
+      i++
+      continue
+    }
+    if (l.open) return { comment: 'a /* comment', string: 'a quoted string', identifier: 'a quoted identifier', dollar: 'a dollar-quoted string' }[l.kind]
+    i = l.end
+  }
+  return undefined
+}
+
 /** Splits SQL into statements (outside quotes, dollar quotes and comments); used to read what a block does. */
 export function statements(sql: string): string[] {
   const out: string[] = []
   let cur = ''
   let i = 0
   while (i < sql.length) {
-    const ch = sql[i]
-    if (ch === '-' && sql[i + 1] === '-') {
-      const e = sql.indexOf('\n', i)
-      i = e < 0 ? sql.length : e
+    const l = lexeme(sql, i)
+    if (l) {
+      cur += l.kind === 'comment' ? ' ' : sql.slice(i, l.end)
+      i = l.end
       continue
     }
-    if (ch === '/' && sql[i + 1] === '*') {
-      const e = sql.indexOf('*/', i + 2)
-      i = e < 0 ? sql.length : e + 2
-      cur += ' '
-      continue
-    }
-    if (ch === "'" || ch === '"') {
-      let k = i + 1
-      while (k < sql.length && !(sql[k] === ch && sql[k + 1] !== ch)) k += sql[k] === ch ? 2 : 1
-      cur += sql.slice(i, k + 1)
-      i = k + 1
-      continue
-    }
-    if (ch === '$') {
-      const m = /^\$([A-Za-z_][A-Za-z0-9_]*)?\$/.exec(sql.slice(i))
-      if (m) {
-        const e = sql.indexOf(m[0], i + m[0].length)
-        const stop = e < 0 ? sql.length : e + m[0].length
-        cur += sql.slice(i, stop)
-        i = stop
-        continue
-      }
-    }
-    if (ch === ';') {
+    if (sql[i] === ';') {
       if (cur.trim()) out.push(cur.trim())
       cur = ''
       i++
       continue
     }
-    cur += ch
+    cur += sql[i]
     i++
   }
   if (cur.trim()) out.push(cur.trim())
@@ -106,4 +144,104 @@ export function maintenanceOnly(sql: string): boolean {
     list.every((st) => /^(vacuum|analyze|analyse|checkpoint|create\s+(unique\s+)?index\s+concurrently|reindex\s+\(?.*concurrently|drop\s+index\s+concurrently)\b/i.test(st)) &&
     !list.some((st) => /\./.test(st))
   )
+}
+
+/**
+ * The texts a block runs, to read what it does: the block, and (three levels deep) what it hands to the server
+ * as a body or a string: a DO block's or a function's body, the SQL an EXECUTE runs. SQL assembled at run time
+ * from pieces (`'co' || 'py'`) is not read: the rule in docs/spec-setup-rules.md says so.
+ */
+function innerTexts(sql: string, depth = 0): string[] {
+  const out = [sql]
+  if (depth >= 3) return out
+  for (let i = 0; i < sql.length; ) {
+    const l = lexeme(sql, i)
+    if (!l) {
+      i++
+      continue
+    }
+    if (l.kind === 'string') {
+      const open = sql.indexOf("'", i)
+      out.push(...innerTexts(sql.slice(open + 1, l.open ? l.end : l.end - 1).replace(/''/g, "'"), depth + 1))
+    } else if (l.kind === 'dollar') {
+      const tag = /^\$[^$]*\$/.exec(sql.slice(i))![0]
+      out.push(...innerTexts(sql.slice(i + tag.length, l.open ? l.end : l.end - tag.length), depth + 1))
+    }
+    i = l.end
+  }
+  return out
+}
+
+/** A statement with its comments dropped and every string and dollar-quoted text emptied ('' and $$$$). */
+function masked(st: string): string {
+  let out = ''
+  for (let i = 0; i < st.length; ) {
+    const l = lexeme(st, i)
+    if (!l) {
+      out += st[i++]
+      continue
+    }
+    out += l.kind === 'comment' ? ' ' : l.kind === 'string' ? "''" : l.kind === 'dollar' ? '$$$$' : st.slice(i, l.end)
+    i = l.end
+  }
+  return out
+}
+
+/** Functions that act outside the database or on other connections: files, other backends, the server's state. */
+const OUTSIDE_FUNCTIONS =
+  /\b(lo_export|pg_file_write|pg_file_rename|pg_file_unlink|pg_file_sync|dblink\w*|pg_background_\w+|pg_terminate_backend|pg_cancel_backend|pg_reload_conf|pg_rotate_logfile\w*|pg_promote|pg_switch_wal|pg_create_restore_point|pg_stat_reset\w*|pg_create_\w*replication_slot|pg_drop_replication_slot|pg_copy_\w*replication_slot|pg_replication_origin_(create|drop))\s*\(/i
+
+/**
+ * What a block does outside the database, which no transaction can take back and no catalog shows, as a few words
+ * (the first found), or undefined: COPY to a server file, COPY to or from a program, and the functions above.
+ */
+export function outsideReach(sql: string): string | undefined {
+  for (const text of innerTexts(sql)) {
+    for (const st of statements(text)) {
+      const m = masked(st)
+      if (/\bcopy\b[\s\S]*\b(to|from)\s+program\b/i.test(m)) return `runs a program on the server (copy ... program)`
+      if (/\bcopy\b[\s\S]*\bto\s+(e\s*)?''/i.test(m)) return `writes a file on the server (copy ... to '<file>')`
+      const f = OUTSIDE_FUNCTIONS.exec(m)
+      if (f) return `calls ${f[1].toLowerCase()}(), which acts outside the database or on other connections`
+    }
+  }
+  return undefined
+}
+
+/** A relation name as SQL writes one: an identifier or a quoted one, optionally qualified. */
+const NAME = String.raw`(?:"(?:[^"]|"")+"|[\w$]+)(?:\s*\.\s*(?:"(?:[^"]|"")+"|[\w$]+))*`
+
+/**
+ * What a maintenance statement (maintenanceOnly) works on, for checking before it runs outside a transaction
+ * (where the guard cannot take it back): the relation names it names, or `all` and what it would touch when it
+ * names none of them (every table of the database, a whole schema).
+ */
+export function maintenanceTargets(st: string): { names: string[] } | { all: string } {
+  const s = st.trim().replace(/\s+/g, ' ')
+  if (/^checkpoint$/i.test(s)) return { names: [] }
+  let m = /^(vacuum|analy[sz]e)\b\s*(?:\([^)]*\))?((?:\s*\b(?:full|freeze|verbose|analy[sz]e|skip_locked)\b)*)\s*([\s\S]*)$/i.exec(s)
+  if (m) {
+    const rest = m[3].trim()
+    if (!rest) return { all: `${m[1].toLowerCase()}s every table of the database` }
+    const names: string[] = []
+    let depth = 0
+    let cur = ''
+    for (const ch of rest) {
+      if (ch === '(') depth++
+      if (ch === ')') depth--
+      if (ch === ',' && depth === 0) {
+        names.push(cur)
+        cur = ''
+      } else cur += ch
+    }
+    names.push(cur)
+    return { names: names.map((x) => x.replace(/\([\s\S]*\)\s*$/, '').trim()) }
+  }
+  m = new RegExp(String.raw`^create (?:unique )?index concurrently (?:if not exists )?(?:${NAME} )?on (?:only )?(${NAME})`, 'i').exec(s)
+  if (m) return { names: [m[1]] }
+  m = new RegExp(String.raw`^reindex (?:\([^)]*\) )?(index|table|schema|database|system) concurrently (${NAME})?`, 'i').exec(s)
+  if (m) return /^(index|table)$/i.test(m[1]) && m[2] ? { names: [m[2]] } : { all: `reindexes a whole ${m[1].toLowerCase()}` }
+  m = /^drop index concurrently (?:if exists )?([\s\S]*?)(?: (?:cascade|restrict))?$/i.exec(s)
+  if (m) return { names: m[1].split(',').map((x) => x.trim()) }
+  return { all: `runs '${s.split(' ').slice(0, 3).join(' ')}'` }
 }

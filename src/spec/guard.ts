@@ -1,13 +1,17 @@
 // Nothing outside race's schema: a spec's setup (and teardown) block runs in one REPEATABLE READ transaction
-// that race checks before it commits. Two checks, both read from the server in that transaction:
+// that race checks before it commits. Three checks, all read from the server in that transaction:
 //  - a fingerprint (oid and xmin, or the row itself for shared catalogs) of every catalog row that is not in
 //    race's schema, taken before and after the block: any object created, altered or dropped elsewhere
 //    (a table or function in public, a schema, an extension, a role, a database setting) changes it, and the
 //    snapshot keeps other sessions' concurrent changes out of the comparison;
 //  - the relation locks the transaction holds for writing on relations outside the schema: INSERT, UPDATE,
-//    DELETE, TRUNCATE, nextval, ALTER, CREATE INDEX or a trigger on someone else's table.
-// If either finds something, the transaction is rolled back: the database is as it was, and the run fails
-// with one line naming what the block would have changed.
+//    DELETE, TRUNCATE, nextval, ALTER, CREATE INDEX or a trigger on someone else's table;
+//  - temporary objects the block created (they would shadow the schema's tables on the control connection).
+// If any finds something, the transaction is rolled back: the database is as it was, and the run fails
+// with one line naming what the block would have changed. Comments (pg_description, pg_shdescription) are
+// part of the fingerprint. What no catalog shows (COPY to a file or a program, functions acting outside the
+// database) is refused from the block's text before it runs (files.ts outsideReach). After every block the
+// connection's session state is put back as race left it (restoreSql). The rule: docs/spec-setup-rules.md.
 
 /** A SQL string literal. */
 function lit(s: string): string {
@@ -65,7 +69,59 @@ export function fingerprintSql(schema: string): string {
     `select 'pg_roles:' || t.oid || ':' || md5(t::text), format('role %I', t.rolname) from pg_catalog.pg_roles t`,
     `select 'pg_auth_members:' || md5(t::text) || ':0', 'a role membership' from pg_catalog.pg_auth_members t`,
     `select 'pg_db_role_setting:' || t.setdatabase || '/' || t.setrole || ':' || md5(t::text), 'a role or database setting' from pg_catalog.pg_db_role_setting t`,
+    // Comments: on anything outside the schema (a schema, a function, a database, a role) and on the schema itself
+    // (race's mark). Built-in objects' comments are never in the schema, so only user objects are identified. Their
+    // words come from words() only for what changed: describing all five thousand costs a third of a second.
+    `select 'pg_description:' || t.classoid || '/' || t.objoid || '/' || t.objsubid || ':' || t.xmin, 'comment ' || t.classoid || ' ' || t.objoid || ' ' || t.objsubid
+       from pg_catalog.pg_description t
+      where t.objoid < 16384 or coalesce((pg_catalog.pg_identify_object(t.classoid, t.objoid, t.objsubid)).schema not in (select nspname from pg_catalog.pg_namespace where oid in ${x}), true)`,
+    `select 'pg_shdescription:' || t.classoid || '/' || t.objoid || ':' || t.xmin, 'comment ' || t.classoid || ' ' || t.objoid || ' 0' from pg_catalog.pg_shdescription t`,
   ].join('\n union all ')
+}
+
+/** A change in words (a SQL expression of one): 'changes comment 2615 2200 0' becomes 'changes the comment on schema public'. */
+export function words(change: string): string {
+  const part = (n: number) => `pg_catalog.split_part(${change}, ' ', ${n})`
+  return `case when ${change} ~ '^(creates|changes|drops) comment [0-9]+ [0-9]+ -?[0-9]+$'
+    then ${part(1)} || ' the comment on ' || coalesce(pg_catalog.pg_describe_object(${part(3)}::oid, ${part(4)}::oid, ${part(5)}::int), 'a dropped object')
+    else ${change} end`
+}
+
+/** The guard's own temporary table (race run): left out of the check of temporary objects. */
+const GUARD_TEMP = 'race_guard_before'
+
+/**
+ * Temporary objects of this session (a SQL expression, rows d): a setup block must create none. They would live
+ * on race's control connection only, where the invariant would read a temporary table in place of the schema's
+ * table of the same name (pg_temp comes first in every search_path), and the sessions never see them.
+ */
+export function tempSql(): string {
+  return `select format('creates temporary %s %I', ${KIND}, c.relname) as d from pg_catalog.pg_class c
+     where c.relnamespace = pg_catalog.pg_my_temp_schema() and c.relname <> '${GUARD_TEMP}'
+   union all select format('creates temporary function %I', p.proname) from pg_catalog.pg_proc p where p.pronamespace = pg_catalog.pg_my_temp_schema()
+   union all select format('creates temporary type %I', t.typname) from pg_catalog.pg_type t
+     where t.typnamespace = pg_catalog.pg_my_temp_schema() and t.typrelid = 0 and t.typelem = 0`
+}
+
+/**
+ * Back to the session state race gave the connection (its startup parameters and the role it logged in as), after a
+ * setup or teardown block: what a block SETs (search_path, default_transaction_read_only, a role...), the session
+ * advisory locks it takes, the cursors it keeps open and the channels it listens to end with it, so that the
+ * next block, the guard and the invariant work in race's schema as race left them. Statements (no result rows);
+ * `search_path`: a SQL expression of the search_path to set again (race run's control sets it after login).
+ */
+export function restoreSql(searchPath?: string): string {
+  return `do $race_restore$
+declare path text := ${searchPath ?? 'null'};
+begin
+  set session authorization default;
+  reset all;
+  if path is not null then perform pg_catalog.set_config('search_path', path, false); end if;
+  perform pg_catalog.pg_advisory_unlock_all();
+end
+$race_restore$;
+close all;
+unlisten *`
 }
 
 /** What this transaction holds for writing outside the schema (a SQL expression): relation locks stronger than reading. */
@@ -109,16 +165,35 @@ export const BLOCK_BEGINS = '-- race: the spec block begins'
 export const BLOCK_ENDS = '-- race: the spec block ends'
 
 /**
+ * Whether a schema (a SQL expression of its name) is the one race marked for this connection: its comment is race's
+ * mark naming this backend (Lab.createSchemaSql). race's own record of where the run works, which the block cannot
+ * move: the mark is a comment on the schema, which the fingerprint covers.
+ */
+function marked(schema: string): string {
+  return `exists (select 1 from pg_catalog.pg_namespace n join pg_catalog.pg_description d
+     on d.objoid = n.oid and d.classoid = 'pg_catalog.pg_namespace'::pg_catalog.regclass and d.objsubid = 0
+   where n.nspname = ${schema} and d.description like 'race:{%' and pg_catalog.strpos(d.description, '"backend":' || pg_catalog.pg_backend_pid() || ',') > 0)`
+}
+
+/**
  * One statement list that runs `block` in a single implicit transaction (race run's setup): REPEATABLE READ,
- * the schema noted (search_path is the run's schema here), a fingerprint, the block, then a check that raises
- * GUARD_SQLSTATE (rolling all of it back) naming what it found.
+ * the schema noted (search_path is the run's schema here: the engine sets it, and each block ends by setting it
+ * again) and checked against race's mark, a fingerprint, the block, then a check that raises GUARD_SQLSTATE
+ * (rolling all of it back) naming what it found, and the session state put back as race left it (restoreSql).
  */
 export function guardedSql(block: string, where: string): string {
   const schema = `current_setting('race.guard_schema')`
   const tail = `', outside race''s schema ' || ${schema} || ': a spec may change only what it creates in its own schema (name objects without a schema); nothing was changed'`
   return `set transaction isolation level repeatable read;
 select set_config('race.guard_schema', current_schema(), true);
-create temp table race_guard_before on commit drop as ${fingerprintSql(schema)};
+do $race_guard_own$
+begin
+  if not ${marked(schema)} then
+    raise exception using errcode = '${GUARD_SQLSTATE}', message = ${lit(where + " would run outside race's schema (search_path ")} || current_setting('search_path') || '): nothing was changed';
+  end if;
+end
+$race_guard_own$;
+create temp table ${GUARD_TEMP} on commit drop as ${fingerprintSql(schema)};
 ${BLOCK_BEGINS}
 ${block}
 ${BLOCK_ENDS}
@@ -126,6 +201,12 @@ ${BLOCK_ENDS}
 do $race_guard$
 declare found text;
 begin
+  -- The check reads its own table as the role race logged in as, whatever role the block set.
+  set session authorization default;
+  reset role;
+  if not ${marked(schema)} then
+    raise exception using errcode = '${GUARD_SQLSTATE}', message = ${lit(where + " sets race.guard_schema, which race's guard keeps: leave it alone; nothing was changed")};
+  end if;
   with after as (${fingerprintSql(schema)}),
        a as (select regexp_replace(k, ':[^:]*$', '') as id, k, d from after),
        b as (select regexp_replace(k, ':[^:]*$', '') as id, k, d from race_guard_before),
@@ -133,13 +214,15 @@ begin
          select 'creates ' || a.d as d from a left join b using (id) where b.id is null
          union all select 'changes ' || a.d from a join b using (id) where a.k <> b.k
          union all select 'drops ' || b.d from b left join a using (id) where a.id is null
-         union all select d from (${locksSql(schema)}) l)
-  select string_agg(d, ', ') into found from (select d from changes limit 3) s;
+         union all select d from (${locksSql(schema)}) l
+         union all select d from (${tempSql()}) t)
+  select string_agg(${words('d')}, ', ') into found from (select d from changes limit 3) s;
   if found is not null then
     raise exception using errcode = '${GUARD_SQLSTATE}', message = ${lit(where + ' ')} || found || ${tail};
   end if;
 end
-$race_guard$`
+$race_guard$;
+${restoreSql(`pg_catalog.quote_ident(current_setting('race.guard_schema'))`)}`
 }
 
 /** The spec's own block inside a guardedSql text (for race show); other text unchanged. */

@@ -1,8 +1,10 @@
 // Loading a user's own scenario by path: a spec file (compiled by spec/scenario.ts) or a JavaScript module
 // whose default export is defineScenario({...}) from the package's public entry (`import { defineScenario }
-// from 'race'`). Either way it is checked with checkScenario before anything connects.
+// from 'racelab'`). A module's shape is checked field by field first (one line per mistake, exit 2), then with
+// checkScenario, before anything connects.
 import fs from 'node:fs'
 import path from 'node:path'
+import { register } from 'node:module'
 import { pathToFileURL } from 'node:url'
 import { UsageError } from '../errors.js'
 import { checkScenario, sessionCount } from '../plan.js'
@@ -45,21 +47,91 @@ async function load(file: string, abs: string): Promise<Scenario> {
   if (!/\.(mjs|js)$/.test(file)) throw new UsageError(`${file}: race runs .spec files and .mjs modules (default export: defineScenario({...}))`)
   let mod: { default?: unknown }
   try {
+    resolveSelf()
     mod = (await import(pathToFileURL(abs).href)) as { default?: unknown }
   } catch (e) {
-    const code = (e as { code?: string }).code
-    if (code === 'ERR_MODULE_NOT_FOUND' && /'race'/.test((e as Error).message)) {
-      throw new UsageError(`${file} imports 'race', which is not installed where the module is: npm install race (or link it) next to it`)
-    }
     throw new UsageError(`${file} could not be loaded: ${(e as Error).message.split('\n')[0]}`)
   }
-  if (isAppRace(mod.default)) return appScenario(mod.default, file)
-  const s = mod.default as Scenario | undefined
-  if (!s || typeof s !== 'object' || typeof s.id !== 'string' || typeof s.sessions !== 'function') {
-    throw new UsageError(`${file}: its default export must be defineScenario({ id, title, sessions, invariant, documented, ... }) from 'race'`)
+  return userScenario(mod.default, file)
+}
+
+let hooked = false
+/** `import ... from 'racelab'` in a user's module resolves to this race when racelab is not installed next to it. */
+function resolveSelf(): void {
+  if (hooked) return
+  hooked = true
+  register(new URL('./self-hook.js', import.meta.url).href, { data: { self: new URL('../index.js', import.meta.url).href } })
+}
+
+/**
+ * A user's scenario (a module's default export, or an object handed to the API's run()), checked: its shape field
+ * by field, each mistake one line naming the field and the fix, then its soundness (checkScenario). `where` names it
+ * in the messages (the file's path).
+ */
+export function userScenario(value: unknown, where: string): Scenario {
+  // An application race (src/app): the user's own function, its queries the steps.
+  if (isAppRace(value)) return appScenario(value, where)
+  const bad = (what: string) => new UsageError(`${where}: ${what}`)
+  if (!value || typeof value !== 'object') {
+    throw bad(`its default export must be defineScenario({ id, sessionCount, setup, sessions, invariant, documented }) from 'racelab', got ${describe(value)}`)
   }
-  const scenario: Scenario = { ...s, source: s.source ?? { article: 'file', section: file }, story: s.story ?? [], params: s.params ?? {} }
-  const problems = checkScenario(scenario, defaultParams(scenario), sessionCount(scenario).default)
-  if (problems.length) throw new UsageError(`${file}: scenario ${scenario.id} is not sound: ${problems[0]}${problems.length > 1 ? ` (and ${problems.length - 1} more)` : ''}`)
+  const s = value as Record<string, unknown>
+  for (const k of shapeProblems(s)) throw bad(k)
+  const scenario = {
+    ...(s as unknown as Scenario),
+    title: typeof s.title === 'string' ? s.title : String(s.id),
+    source: (s.source as Scenario['source']) ?? { article: 'file', section: where },
+    story: (s.story as string[]) ?? [],
+    params: (s.params as Scenario['params']) ?? {},
+    isolation: (s.isolation as Scenario['isolation']) ?? 'read committed',
+  }
+  let problems: string[]
+  try {
+    problems = checkScenario(scenario, defaultParams(scenario), sessionCount(scenario).default)
+  } catch (e) {
+    problems = [`checking it threw: ${(e as Error)?.message ?? e}`]
+  }
+  if (problems.length) throw bad(`scenario ${scenario.id} is not sound: ${problems[0]}${problems.length > 1 ? ` (and ${problems.length - 1} more)` : ''}`)
   return scenario
+}
+
+function describe(v: unknown): string {
+  if (v === undefined) return 'nothing (export default defineScenario({...}))'
+  if (v === null) return 'null'
+  if (Array.isArray(v)) return 'an array'
+  if (typeof v === 'string') return `a string ('${v.length > 30 ? v.slice(0, 30) + '...' : v}')`
+  return `a ${typeof v}`
+}
+
+/** The fields a scenario must have, by type, with the fix for each mistake; the first problem is reported. */
+function shapeProblems(s: Record<string, unknown>): string[] {
+  const out: string[] = []
+  if (typeof s.id !== 'string' || !s.id) out.push(`id is ${describe(s.id)}: give it a kebab-case name, e.g. id: 'double-booking'`)
+  const count = s.sessionCount as Record<string, unknown> | undefined
+  if (count === undefined) out.push(`sessionCount is missing: say how many sessions it runs, e.g. sessionCount: { default: 2 } (add min and max to allow --n)`)
+  else if (typeof count !== 'object' || count === null || !Number.isInteger(count.default) || (count.default as number) < 1) {
+    out.push(`sessionCount must be { default: <whole number>, min?, max? }, got ${JSON.stringify(count)}`)
+  } else {
+    for (const k of ['min', 'max'] as const) if (count[k] !== undefined && !Number.isInteger(count[k])) out.push(`sessionCount.${k} must be a whole number, got ${describe(count[k])}`)
+  }
+  if (typeof s.setup === 'string') out.push(`setup must be a list of SQL statements, one string each (setup: ['create table ...', 'insert ...']), got one string`)
+  else if (s.setup !== undefined && typeof s.setup !== 'function' && !(Array.isArray(s.setup) && s.setup.every((x) => typeof x === 'string'))) {
+    out.push(`setup must be a list of SQL strings (or a function of the variant returning one), got ${describe(s.setup)}`)
+  }
+  if (typeof s.sessions !== 'function') {
+    out.push(`sessions must be a function of the variant returning the sessions by name, e.g. sessions: (v) => replicate(v.n, { steps: {...} }), got ${describe(s.sessions)}`)
+  }
+  const inv = s.invariant as Record<string, unknown> | undefined
+  if (!inv || typeof inv !== 'object') out.push(`invariant is ${describe(inv)}: give { description: '...', sql: 'select <boolean> as held ...' }`)
+  else {
+    if (typeof inv.sql !== 'string' && typeof inv.sql !== 'function') out.push(`invariant.sql must be SQL returning a boolean column held, got ${describe(inv.sql)}`)
+    if (typeof inv.description !== 'string' && typeof inv.description !== 'function') out.push(`invariant.description must say what must hold, e.g. 'at most one order per user', got ${describe(inv.description)}`)
+  }
+  const doc = s.documented as Record<string, unknown> | undefined
+  if (s.expects === undefined && (!doc || typeof doc !== 'object' || !Object.keys(doc).length)) {
+    out.push(`documented is ${describe(doc)}: say what the server is documented to do, e.g. documented: { postgres: { lockstep: anomaly('...', { s1: 'committed', s2: 'committed' }), serial: clean('...', {...}) } }`)
+  }
+  if (s.setup === undefined) out.push(`setup is missing: the SQL that creates its tables, e.g. setup: ['create table orders (...)'] (an empty list when it needs none)`)
+  if (s.params !== undefined && (typeof s.params !== 'object' || s.params === null || Array.isArray(s.params))) out.push(`params must be an object of param declarations, got ${describe(s.params)}`)
+  return out
 }

@@ -1,7 +1,8 @@
 // The spec file format: PostgreSQL's isolation-test format (the grammar of src/test/isolation as of
 // PostgreSQL 14-18: setup blocks, one teardown, sessions with setup/steps/teardown, permutation lines whose
 // steps may carry blocker markers `(*)`, `(other)`, `(other notices N)`), plus race's three lines:
-// `invariant "description" { sql }`, `expect held|violated`, and `session NAME*` (a template that --n replicates).
+// `invariant "description" { sql }`, `expect held|violated`, `prevented by SQLSTATE, ...` (the errors by which
+// the server keeps the invariant, docs/verdicts.md), and `session NAME*` (a template that --n replicates).
 // Pure: text in, a Spec out, or a SpecError naming file:line:column and what was expected.
 //
 // Text is handled as bytes (latin1 strings hold one byte per character), so SQL reaches the server and the
@@ -71,6 +72,11 @@ export interface Spec {
   permutations: Permutation[]
   invariants: SpecInvariant[]
   expect?: { value: 'held' | 'violated'; pos: Pos }
+  /**
+   * `prevented by 23505, 23P01`: the SQLSTATEs by which the server keeps the invariant. Without it an integrity
+   * error (class 23) is no prevention: a session failing with one leaves the trial undecided (docs/verdicts.md).
+   */
+  prevented?: { codes: string[]; pos: Pos }
   /** Step names defined but used in no permutation line (isolationtester warns about them on stderr). */
   unused: string[]
 }
@@ -84,7 +90,7 @@ interface Tok {
   quoted?: boolean
 }
 
-const KEYWORDS = new Set(['notices', 'permutation', 'session', 'setup', 'step', 'teardown', 'invariant', 'expect'])
+const KEYWORDS = new Set(['notices', 'permutation', 'session', 'setup', 'step', 'teardown', 'invariant', 'expect', 'prevented'])
 const IDENT_START = /[A-Za-z\x80-\xff_]/
 const IDENT_CONT = /[A-Za-z\x80-\xff_0-9$]/
 
@@ -223,6 +229,23 @@ export function parseSpec(text: string, file = 'spec'): Spec {
     return t
   }
 
+  // A SQLSTATE is five digits or upper-case letters; the scanner splits 23P01 into the number 23 and the name P01,
+  // so a code is the tokens that touch each other on one line.
+  const isCodeStart = (t: Tok) => t.kind === 'int' || (t.kind === 'ident' && !t.quoted)
+  const sqlstate = (): string => {
+    const first = next()
+    if (!isCodeStart(first) && !(first.kind === 'ident' && first.quoted)) fail(first, `a SQLSTATE after 'prevented by', e.g. 23505`)
+    let text = first.text
+    let end = first.pos.column + first.text.length
+    while (!first.quoted && isCodeStart(peek()) && peek().pos.line === first.pos.line && peek().pos.column === end) {
+      const t = next()
+      text += t.text
+      end = t.pos.column + t.text.length
+    }
+    if (!/^[0-9A-Z]{5}$/.test(text)) throw new SpecError(file, first.pos.line, first.pos.column, `'${text}' is not a SQLSTATE: prevented by takes five-character codes such as 23505 or 23P01`)
+    return text
+  }
+
   const spec: Spec = { file, setup: [], sessions: [], permutations: [], invariants: [], unused: [] }
   // race's own lines may stand wherever a setup, teardown or permutation line may.
   const raceLine = (): boolean => {
@@ -241,6 +264,21 @@ export function parseSpec(text: string, file = 'spec'): Spec {
       if (v.kind !== 'ident' || (v.text !== 'held' && v.text !== 'violated')) fail(v, `held or violated after 'expect'`)
       if (spec.expect) throw new SpecError(file, t.pos.line, t.pos.column, `a second expect line: the first is at line ${spec.expect.pos.line}; a spec expects one outcome`)
       spec.expect = { value: v.text as 'held' | 'violated', pos: t.pos }
+      return true
+    }
+    if (isKw(t, 'prevented')) {
+      next()
+      const by = next()
+      if (by.kind !== 'ident' || by.quoted || by.text !== 'by') fail(by, `'by' after 'prevented' (prevented by 23505, 23P01)`)
+      if (spec.prevented) throw new SpecError(file, t.pos.line, t.pos.column, `a second prevented by line: the first is at line ${spec.prevented.pos.line}; name every code in one line`)
+      const codes: string[] = []
+      for (;;) {
+        const c = sqlstate()
+        if (!codes.includes(c)) codes.push(c)
+        if (peek().kind === 'punct' && peek().text === ',') next()
+        else if (!isCodeStart(peek())) break
+      }
+      spec.prevented = { codes, pos: t.pos }
       return true
     }
     return false
@@ -302,7 +340,7 @@ export function parseSpec(text: string, file = 'spec'): Spec {
     if (raceLine()) continue
     const t = peek()
     if (t.kind === 'eof') break
-    if (!isKw(t, 'permutation')) fail(t, `'permutation', 'session', invariant, expect or the end of the file`)
+    if (!isKw(t, 'permutation')) fail(t, `'permutation', 'session', invariant, expect, prevented by or the end of the file`)
     next()
     const perm: Permutation = { steps: [], pos: t.pos }
     while (peek().kind === 'ident') {

@@ -11,9 +11,10 @@
 //  - documented: nothing per session. A spec says only `expect held|violated` (or nothing): that is the
 //    scenario's `expects`, judged as --expect is.
 import path from 'node:path'
+import { withoutFinalSemicolon } from '../binds.js'
 import type { Row, Scenario, SessionSpec, Step } from '../scenario.js'
 import { guardedSql } from './guard.js'
-import { transactionControl } from './files.js'
+import { outsideReach, transactionControl, unterminated } from './files.js'
 import type { Permutation, Spec, SpecSession } from './parse.js'
 import { SpecError } from './parse.js'
 // What run and check use of a file's scenario lives apart, so that they do not load the spec parser.
@@ -30,8 +31,9 @@ export function idFromFile(file: string): string {
   )
 }
 
-function stripSemicolon(sql: string): string {
-  return sql.trim().replace(/;\s*$/, '')
+/** An invariant's query as a subquery: without its final `;`, and on lines of its own (a `-- comment` it ends with stays a comment). */
+function asSubquery(sql: string): string {
+  return `(\n${withoutFinalSemicolon(sql)}\n)`
 }
 
 function sessionNames(spec: Spec, n: number): string[][] {
@@ -74,13 +76,17 @@ export function specToScenario(spec: Spec, story: string[] = []): Scenario {
   for (const [i, b] of spec.setup.entries()) {
     const own = transactionControl(b.sql)
     if (own) throw new SpecError(file, b.pos.line, b.pos.column, `setup block ${i + 1} runs '${own.split(/\s+/).slice(0, 3).join(' ')}': race runs each setup block in a transaction of its own (to check it changes nothing outside race's schema): leave transaction control out of it`)
+    const open = unterminated(b.sql)
+    if (open) throw new SpecError(file, b.pos.line, b.pos.column, `setup block ${i + 1} has ${open} that never ends: close it inside the block`)
+    const reach = outsideReach(b.sql)
+    if (reach) throw new SpecError(file, b.pos.line, b.pos.column, `setup block ${i + 1} ${reach}: a spec may change only what it creates in race's schema, and nothing outside the database (see docs/spec-setup-rules.md)`)
   }
   const template = spec.sessions.some((s) => s.template)
   const fixed = spec.sessions.length
   const perm = lockstepPermutation(spec)
   const invariants = spec.invariants
   const invariantSql = invariants.length
-    ? `select ${invariants.map((_, i) => `i${i}`).join(' and ')} as held, ${invariants.map((_, i) => `i${i}`).join(', ')} from (select ${invariants.map((x, i) => `(${stripSemicolon(x.sql)}) as i${i}`).join(', ')}) as race_invariants`
+    ? `select ${invariants.map((_, i) => `i${i}`).join(' and ')} as held, ${invariants.map((_, i) => `i${i}`).join(', ')} from (select ${invariants.map((x, i) => `${asSubquery(x.sql)} as i${i}`).join(', ')}) as race_invariants`
     : `select true as held`
   const description = invariants.length ? invariants.map((x) => x.description).join('; ') : 'none declared (the spec has no invariant line)'
   const value = (v: unknown) => (v === null || v === undefined ? 'NULL' : String(v))
@@ -113,5 +119,6 @@ export function specToScenario(spec: Spec, story: string[] = []): Scenario {
     invariant: { description, sql: invariantSql, observed },
     documented: { postgres: { lockstep: [], serial: [], barrier: [] } },
     expects: spec.expect?.value ?? 'reported',
+    ...(spec.prevented ? { prevention: spec.prevented.codes } : {}),
   }
 }

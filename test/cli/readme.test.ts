@@ -1,5 +1,5 @@
 // The README stands alone and tells the truth: no paths outside the package, the articles by their English
-// titles, `npx race` in its commands, and every sample is what race prints today (re-run and compared, after
+// titles, `./bin/race` (or `npx race` in a project) in its commands, and every sample is what race prints today (re-run and compared, after
 // normalising what legitimately varies: pids, timings, versions, ports, random names).
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
@@ -20,7 +20,7 @@ after(async () => {
 const md = readme()
 const samples = parseSamples(md)
 
-test('the README stands alone: no ../shared, no design notes, no untranslated text; commands through npx', () => {
+test('the README stands alone: no ../shared, no design notes, no untranslated text; commands through ./bin/race or npx', () => {
   assert.doesNotMatch(md, /\.\.\/shared|seeds\/|DESIGN\.md/)
   assert.doesNotMatch(md, /[\u3040-\u30ff\u3400-\u9fff\uff00-\uffef]/, 'every citation in English')
   const flat = md.replace(/\s+/g, ' ')
@@ -30,7 +30,12 @@ test('the README stands alone: no ../shared, no design notes, no untranslated te
   const commands = [...md.matchAll(/```sh\n([\s\S]*?)```/g)].flatMap((m) => m[1].split('\n'))
   assert.ok(commands.length > 10)
   const bare = commands.filter((l) => /^(\$ )?race\b/.test(l.trim()))
-  assert.deepEqual(bare, [], 'a command line starts with npx race (race is not on PATH after npm install)')
+  assert.deepEqual(bare, [], 'a command line starts with ./bin/race, or npx race in a project (race is not on PATH after npm install)')
+  // The set-up's first race is this checkout's: never npx in the checkout (npm copies and rebuilds it first), never
+  // a registry package (the registry's race is someone else's).
+  const setup = md.slice(md.indexOf('## Set-up'), md.indexOf('## Add race to your project'))
+  assert.match(setup, /```sh\nnpm install\n\.\/bin\/race run advisory --n 5 --max-pending 3\n```/)
+  assert.deepEqual(commands.filter((l) => /\bnpm (install|i|exec)\b.*\srace(\s|$)|\bnpx race@/.test(l)), [], 'no command installs the registry package named race')
 })
 
 test('every sample marker has its output written under it, and names a command race has', async () => {

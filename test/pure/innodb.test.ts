@@ -7,7 +7,7 @@ import { parseBinds } from '../../src/binds.js'
 import { checkCases } from '../../src/commands/check.js'
 import { matrixLevels } from '../../src/commands/matrix.js'
 import { commandOf, statements } from '../../src/db/mysql.js'
-import { conditionName, isPrevention, isServerError, sqlstateOf } from '../../src/db/sqlstate.js'
+import { conditionName, isConcurrencyControl, isIntegrityViolation, isServerError, sqlstateOf } from '../../src/db/sqlstate.js'
 import { checkScenario, isMatrixRow, unavailableOn } from '../../src/plan.js'
 import { scenarios } from '../../src/registry.js'
 
@@ -53,8 +53,10 @@ test('MySQL errors: SQLSTATE and error number together, HY000 told apart by the 
   assert.equal(conditionName('40001/1213'), 'ER_LOCK_DEADLOCK')
   assert.equal(conditionName('23000/1062'), 'ER_DUP_ENTRY')
   assert.equal(conditionName('40001'), 'serialization_failure')
-  assert.ok(isPrevention('40001/1213') && isPrevention('23000/1062') && isPrevention('HY000/1020') && isPrevention('HY000/1205'))
-  assert.ok(!isPrevention('HY000/1064') && !isPrevention('70100/1317'))
+  assert.ok(isConcurrencyControl('40001/1213') && isConcurrencyControl('HY000/1020') && isConcurrencyControl('HY000/1205'))
+  assert.ok(!isConcurrencyControl('HY000/1064') && !isConcurrencyControl('70100/1317'))
+  // A duplicate key or a NOT NULL column left out (1048) is an integrity error: a prevention only where declared.
+  assert.ok(!isConcurrencyControl('23000/1062') && isIntegrityViolation('23000/1062') && isIntegrityViolation('23000/1048'))
 })
 
 test('statements and their command tags (MySQL sends none)', () => {

@@ -1,7 +1,7 @@
 // judge/ is pure: verdicts from hand-made outcomes, and verdicts against expectations.
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
-import { compare, describeDoc, differences, exitCode, judge, summarize, type Comparison, type JudgedTrial } from '../../src/judge/index.js'
+import { compare, describeDoc, differences, documentedCodes, exitCode, judge, summarize, type Comparison, type JudgedTrial } from '../../src/judge/index.js'
 import type { SessionReport } from '../../src/engine/types.js'
 import type { Documented } from '../../src/scenario.js'
 
@@ -26,11 +26,31 @@ test('a violated invariant is an anomaly, whatever the sessions did', () => {
   assert.equal(judge([s({}), s({ name: 's2' })], { held: false }).verdict, 'anomaly')
 })
 
-test('held because PostgreSQL raised an error: prevented (23505, 40001, 40P01, 55P03)', () => {
-  for (const code of ['23505', '40001', '40P01', '55P03']) {
+test('held because PostgreSQL raised an error: prevented (40001, 40P01, 55P03; 23505 where declared)', () => {
+  for (const code of ['40001', '40P01', '55P03', '40001/1213', 'HY000/1205']) {
     const v = judge([s({}), s({ name: 's2', outcome: 'failed', sqlstate: code, errors: [code] })], { held: true })
     assert.equal(v.verdict, 'prevented', code)
   }
+  for (const code of ['23505', '23000/1062']) {
+    const v = judge([s({}), s({ name: 's2', outcome: 'failed', sqlstate: code, errors: [code] })], { held: true }, documentedCodes([{ who: { committed: 1, [code]: 1 } }]))
+    assert.equal(v.verdict, 'prevented', code)
+  }
+})
+
+test('an integrity error no one declared is never a prevention: every session failing 23502/23514 is unknown, not held', () => {
+  for (const code of ['23502', '23514', '23505', '23000/1048', '23000/4025']) {
+    const all = [1, 2, 3].map((i) => s({ name: `s${i}`, outcome: 'failed', sqlstate: code, errors: [code], step: 'insert' }))
+    // The documentation declares another code (an exclusion constraint's 23P01), not the one that happened.
+    const v = judge(all, { held: true }, documentedCodes([{ who: { committed: 1, '23P01': 2 } }]))
+    assert.equal(v.verdict, 'unknown', code)
+    assert.ok(v.why.startsWith(`s1 failed with ${code}`), v.why)
+    assert.match(v.why, /a prevention only where it is declared \(a spec's line: prevented by 23/)
+    const held = summarize([{ verdict: v.verdict, comparison: compare(v.verdict, all, [], {}) }], [], 'held')
+    assert.equal(held.matched, false, `--expect held with every session failing ${code}`)
+    assert.equal(exitCode(held), 3)
+  }
+  // A violation is still a fact, whatever else failed.
+  assert.equal(judge([s({ outcome: 'failed', sqlstate: '23502', errors: ['23502'] })], { held: false }).verdict, 'anomaly')
 })
 
 test('a 40001 that a retry recovered from still counts as prevented', () => {
@@ -78,6 +98,20 @@ test('--expect violated passes when at least one trial violated; --expect held n
   assert.equal(summarize(trials, DOC, 'held').matched, false)
   assert.equal(summarize([t('clean')], DOC, 'held').matched, true)
   assert.equal(summarize([t('unknown')], DOC, 'held').matched, false)
+})
+
+test('a run that fails only by --expect says so in its deviations, never an empty list (issue 23)', () => {
+  const held = summarize([t('clean'), t('anomaly', off('x')), t('clean')], DOC, 'held')
+  assert.equal(held.matched, false)
+  assert.deepEqual(held.deviations, ['--expect held, but the invariant was violated in 1 of 3 trials'])
+  assert.equal(held.deviating, 1)
+  const violated = summarize([t('clean'), t('serialized')], DOC, 'violated')
+  assert.equal(violated.matched, false)
+  assert.deepEqual(violated.deviations, ['--expect violated, but the invariant was never violated (2 of 2 trials held)'])
+  assert.equal(violated.deviating, 2)
+  assert.deepEqual(summarize([t('unknown', { matched: false, deviations: [], undecided: true } as never)], DOC, 'held').deviations, ['--expect held, but the invariant could not be decided in 1 of 1 trial'])
+  // Met: nothing deviates.
+  assert.deepEqual(summarize([t('anomaly', off('x'))], DOC, 'violated').deviations, [])
 })
 
 test('no documented expectation (custom permutation): decided verdicts pass, unknown does not', () => {
@@ -142,4 +176,21 @@ test('a session whose COMMIT answered ROLLBACK has failed, and a failure without
   const v = judge([s({ outcome: 'failed', reason: 'COMMIT answered ROLLBACK: the transaction had failed', commitTag: 'ROLLBACK' })], { held: true })
   assert.equal(v.verdict, 'unknown')
   assert.match(v.why, /COMMIT answered ROLLBACK/)
+})
+
+test("a session documented at a level whose level race asked for and never got ('?') is not compared in silence: undecided", () => {
+  const doc: Documented[] = [{ verdict: 'serialized', who: { committed: 1, rejected: 1 }, why: 'x' }]
+  const levels = { s1: 'read committed' as const, s2: 'read committed' as const }
+  const read = [s({ waitedMs: 0 }), s({ name: 's2', outcome: 'rejected', waitedMs: 3 })]
+  assert.deepEqual(compare('serialized', read, doc, levels), { matched: true, deviations: [] })
+  // null: no statement depended on a level (MySQL: no InnoDB row read or written), nothing to compare.
+  assert.equal(compare('serialized', [s({}), s({ name: 's2', outcome: 'rejected', waitedMs: 3, isolation: null })], doc, levels).matched, true)
+  const unread = [s({}), s({ name: 's2', outcome: 'rejected', waitedMs: 3, isolation: '?' })]
+  const c = compare('serialized', unread, doc, levels)
+  assert.equal(c.matched, false)
+  assert.equal(c.undecided, true)
+  assert.deepEqual(c.deviations, ['s2: its isolation level could not be read from the server (documented for read committed): the run cannot be compared with its documentation'])
+  assert.equal(exitCode(summarize([{ verdict: 'serialized', comparison: c }], doc)), 3)
+  // No level documented (a spec file): nothing to compare, nothing to read.
+  assert.equal(compare('serialized', unread, doc, { s1: null, s2: null }).matched, true)
 })

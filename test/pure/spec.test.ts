@@ -7,7 +7,7 @@ import { stepWait } from '../../src/commands/spec.js'
 import { UsageError } from '../../src/errors.js'
 import { checkScenario, plan } from '../../src/plan.js'
 import { diffLines } from '../../src/spec/diff.js'
-import { libpqEnv, maintenanceOnly, statements, transactionControl } from '../../src/spec/files.js'
+import { libpqEnv, maintenanceOnly, maintenanceTargets, outsideReach, statements, transactionControl, unterminated } from '../../src/spec/files.js'
 import { errorPosition, formatMessage, printResult } from '../../src/spec/format.js'
 import { diff, guardedSql, shownBlock } from '../../src/spec/guard.js'
 import { expandTemplates, parseSpec, SpecError } from '../../src/spec/parse.js'
@@ -234,6 +234,53 @@ describe('setup blocks and the schema guard (pure parts)', () => {
     assert.ok(!maintenanceOnly('create table t (id int)'))
   })
 
+  test('what a block does outside the database is found in its statements, DO bodies and EXECUTEd strings', () => {
+    assert.match(outsideReach("copy (select 1) to program 'touch /tmp/x'") ?? '', /runs a program on the server/)
+    assert.match(outsideReach("COPY t FROM PROGRAM 'cat /etc/passwd'") ?? '', /runs a program on the server/)
+    assert.match(outsideReach("create table t (id int); copy t to '/tmp/t.csv'") ?? '', /writes a file on the server/)
+    assert.match(outsideReach("copy t to E'/tmp/t.csv' with (format csv)") ?? '', /writes a file on the server/)
+    assert.match(outsideReach("do $$ begin execute 'copy (select 1) to ''/tmp/x'''; end $$") ?? '', /writes a file on the server/)
+    assert.match(outsideReach("create function f() returns void language plpgsql as $f$ begin copy (select 1) to program 'id'; end $f$") ?? '', /program/)
+    assert.match(outsideReach("select lo_export(1, '/tmp/x')") ?? '', /calls lo_export\(\)/)
+    assert.match(outsideReach("select dblink_exec('dbname=test', 'drop table x')") ?? '', /calls dblink_exec\(\)/)
+    assert.match(outsideReach('select pg_terminate_backend(pid) from pg_stat_activity') ?? '', /calls pg_terminate_backend\(\)/)
+    // What stays inside: COPY to the client, from a file (it changes nothing outside), the words in strings or comments.
+    assert.equal(outsideReach('copy t to stdout'), undefined)
+    assert.equal(outsideReach("copy t from '/tmp/t.csv'"), undefined)
+    assert.equal(outsideReach("insert into notes values ('sent to program x'); -- copy t to '/tmp/x'"), undefined)
+    // A string is read as SQL too (an EXECUTE may run it): one that says copy ... to program is refused.
+    assert.match(outsideReach("insert into notes values ('copy t to program x')") ?? '', /program/)
+    assert.equal(outsideReach("create table copy (program text); insert into copy values ('to')"), undefined)
+  })
+
+  test("a quote, dollar quote or comment that never ends is found as PostgreSQL's scanner reads it", () => {
+    assert.equal(unterminated("select 'a''b', \"x\"\"y\", $f$ ' $f$, E'\\'' /* /* */ */ -- '"), undefined)
+    assert.equal(unterminated("select E'\\'"), 'a quoted string', "E'\\' escapes the quote")
+    assert.equal(unterminated("select 'x"), 'a quoted string')
+    assert.equal(unterminated('select $race_guard$ x'), 'a dollar-quoted string')
+    assert.equal(unterminated('select 1 /* /* */'), 'a /* comment', 'block comments nest')
+    assert.equal(unterminated('select "x'), 'a quoted identifier')
+    assert.equal(unterminated('select a$b$ from t'), undefined, 'a $ inside an identifier starts no dollar quote')
+    assert.deepEqual(statements("select E'\\''; copy t to program 'x'"), ["select E'\\''", "copy t to program 'x'"])
+    assert.throws(() => specToScenario(parseSpec('setup { create table t (id int); select $q$ }\nsession s1\nstep a { select 1 }\n', 'q.spec')), {
+      message: /^q\.spec:1:1: setup block 1 has a dollar-quoted string that never ends/,
+    })
+  })
+
+  test('the relations a maintenance statement names, or what it reaches when it names none', () => {
+    assert.deepEqual(maintenanceTargets('vacuum full'), { all: 'vacuums every table of the database' })
+    assert.deepEqual(maintenanceTargets('VACUUM (VERBOSE, ANALYZE)'), { all: 'vacuums every table of the database' })
+    assert.deepEqual(maintenanceTargets('vacuum full freeze t, "Odd T" (a, b), s.u'), { names: ['t', '"Odd T"', 's.u'] })
+    assert.deepEqual(maintenanceTargets('vacuum (analyze) t (id)'), { names: ['t'] })
+    assert.deepEqual(maintenanceTargets('reindex schema concurrently public'), { all: 'reindexes a whole schema' })
+    assert.deepEqual(maintenanceTargets('reindex (verbose) database concurrently test'), { all: 'reindexes a whole database' })
+    assert.deepEqual(maintenanceTargets('reindex table concurrently t'), { names: ['t'] })
+    assert.deepEqual(maintenanceTargets('create unique index concurrently if not exists i on only t using btree (id)'), { names: ['t'] })
+    assert.deepEqual(maintenanceTargets('create index concurrently on "T" (id)'), { names: ['"T"'] })
+    assert.deepEqual(maintenanceTargets('drop index concurrently if exists i, j'), { names: ['i', 'j'] })
+    assert.deepEqual(maintenanceTargets('checkpoint'), { names: [] })
+  })
+
   test('fingerprint differences in words: created, changed, dropped', () => {
     const before = new Map([
       ['pg_class:1:100', 'table public.a'],
@@ -290,7 +337,7 @@ permutation ins2 ins1 ins1 c1
     )
     assert.equal(
       s.invariant.sql,
-      "select i0 and i1 as held, i0, i1 from (select (select count(*) <= 1 from orders where status = 'open') as i0, (select true) as i1) as race_invariants",
+      "select i0 and i1 as held, i0, i1 from (select (\nselect count(*) <= 1 from orders where status = 'open'\n) as i0, (\nselect true\n) as i1) as race_invariants",
     )
     assert.equal(s.invariant.observed!({ held: false, i0: false, i1: true }), 'one open order false')
     assert.deepEqual(checkScenario(s, {}, 2), [])

@@ -1,5 +1,5 @@
 // A spec (and a .mjs module) as a race scenario, through the real CLI: templates with --n, invariants, expect
-// lines, the nothing-outside-the-schema rule, bad spec files, and a user's module importing 'race'.
+// lines, the nothing-outside-the-schema rule, bad spec files, and a user's module importing 'racelab'.
 import assert from 'node:assert/strict'
 import { randomBytes } from 'node:crypto'
 import fs from 'node:fs'
@@ -172,12 +172,12 @@ test('bad spec files: one line with file:line:column and what was expected, exit
   assert.match(missing.stderr, /nope\.spec: no such file/)
 })
 
-test("a .mjs module importing defineScenario from 'race' runs through the same contract, and is checked first", async () => {
+test("a .mjs module importing defineScenario from 'racelab' runs through the same contract, and is checked first", async () => {
   const proj = fs.mkdtempSync(path.join(os.tmpdir(), 'race-mjs-'))
   try {
     fs.mkdirSync(path.join(proj, 'node_modules'))
-    fs.symlinkSync(ROOT, path.join(proj, 'node_modules', 'race'))
-    const body = (documented: string) => `import { defineScenario, step, replicate, anomaly, clean } from 'race'
+    fs.symlinkSync(ROOT, path.join(proj, 'node_modules', 'racelab'))
+    const body = (documented: string) => `import { defineScenario, step, replicate, anomaly, clean } from 'racelab'
 export default defineScenario({
   id: 'coupon',
   title: 'a coupon redeemed twice',
@@ -212,6 +212,16 @@ export default defineScenario({
     assert.equal(show.code, 0, show.stderr)
     assert.match(show.stdout, /^coupon: a coupon redeemed twice\nfrom the file \.\/coupon\.mjs/)
     fs.writeFileSync(path.join(proj, 'unsound.mjs'), body(`{ s1: 'committed', s9: 'committed' }`).replace("id: 'coupon'", "id: 'unsound'"))
+    // Where racelab is not installed next to the module, its import resolves to the race running it.
+    const bare = fs.mkdtempSync(path.join(os.tmpdir(), 'race-mjs-bare-'))
+    try {
+      fs.writeFileSync(path.join(bare, 'coupon.mjs'), body(`{ s1: 'committed', s2: 'committed' }`))
+      const b = await race(['run', './coupon.mjs'], { url: server.url, cwd: bare, env: { COLUMNS: '200' } })
+      assert.equal(b.code, 0, b.stdout + b.stderr)
+      assert.match(b.stdout, /expected {3}anomaly: s1 committed, s2 committed {2}MATCH/)
+    } finally {
+      fs.rmSync(bare, { recursive: true, force: true })
+    }
     const u = await race(['run', './unsound.mjs'], { url: server.url, cwd: proj })
     assert.equal(u.code, 2, u.stdout + u.stderr)
     assert.match(u.stderr, /unsound\.mjs: scenario unsound is not sound: lockstep: documents session 's9', which this variant does not have/)

