@@ -57,6 +57,11 @@ Examples:
 
 export async function exploreCommand(id: string, o: ExploreCommandOptions, cmd: Command): Promise<number> {
   const scenario = await findScenario(id)
+  if (scenario.app) {
+    throw new UsageError(
+      `${scenario.id} is an application race: race explore does not enumerate its queries yet; race it with race run (--schedule lockstep, a permutation of its query labels, or --trials at the barrier)`,
+    )
+  }
   const engine = engineFor(o.databaseUrl)
   assertRunsOn(scenario, engine)
   const params = scenarioParams(scenario, cmd, o, await summaries(), engine)

@@ -12,6 +12,7 @@ import type { Driver } from '../db/driver.js'
 import type { Target } from '../db/target.js'
 import type { Engine, Params, Pool, Scenario, Schedule } from '../scenario.js'
 import { expectsOverride, qualifyPermutation, specFailure } from '../spec/common.js'
+import { parseAppPermutation } from '../app/labels.js'
 import { addPoolerOptions, parsePool, sizePool, type PoolerOptions } from './pool-options.js'
 // The PostgreSQL driver, which withLab imports when it opens the target: loaded with this module, not after it.
 import '../db/lab.js'
@@ -85,6 +86,15 @@ Examples:
 
 /** A schedule name, or a permutation ("s1.begin s2.begin ..."), checked against the plan's sessions. */
 export function parseSchedule(raw: string, p: Plan): { schedule: Schedule; permutation?: string } {
+  if (p.scenario.app) {
+    const v = String(raw).trim()
+    if ((SCHEDULES as readonly string[]).includes(v)) return { schedule: v as Schedule }
+    if (v.includes('.')) {
+      parseAppPermutation(v, p.sessions.map((s) => s.name))
+      return { schedule: 'permutation', permutation: v }
+    }
+    throw new UsageError(`unknown schedule '${raw}': use barrier, lockstep (query k of every session before k+1), serial, or a permutation of query labels like "s1.q1 s2.q1 s1.q2 ..."`)
+  }
   const v = qualifyPermutation(p, String(raw).trim())
   if ((SCHEDULES as readonly string[]).includes(v)) return { schedule: v as Schedule }
   if (v.includes('.')) {
@@ -333,7 +343,10 @@ export function render(
   lines.push('')
   if (drawn && timeline) lines.push(timeline(t, { all: drawn === 'all', width: w }), '')
   if (summary.trials > 1) lines.push(trialsTable(r.trials, summary, w), '', c.dim(`one ${t.comparison.matched ? t.verdict : 'deviating'} trial:`))
-  lines.push(sessionsTable(t, w), ...backendLines(t, w), invariantLine(t, w), verdictLine(summary, summary.trials === 1 ? t.why : undefined, w), ...deviationLines(summary, w))
+  lines.push(sessionsTable(t, w), ...backendLines(t, w))
+  // An application race: the order its queries ran in, as a permutation that --schedule replays.
+  if (t.order?.length) lines.push(...hang(`${c.dim('order')}      ${t.order.join(' ')}`, w, 11))
+  lines.push(invariantLine(t, w), verdictLine(summary, summary.trials === 1 ? t.why : undefined, w), ...deviationLines(summary, w))
   if (kept) lines.push(...hang(c.dim(`schema ${r.schema} kept (--keep): drop schema "${r.schema}" cascade`), w, 2))
   return lines.join('\n')
 }

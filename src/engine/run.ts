@@ -56,6 +56,12 @@ export interface RunConfig {
    */
   freshConnections?: boolean
   /**
+   * An application race only (plan.scenario.app): the chooser of trial k (0-based), which decides at every quiet
+   * moment which ready session's query goes next (src/app/types.ts, Chooser); it replaces the schedule. The trial's
+   * facts then carry `order`, the labels as they were released. For an explorer.
+   */
+  chooser?: (trial: number) => import('../app/types.js').Chooser
+  /**
    * race explore: trial k's order is chosen while it runs, step by step, by what this returns for k (schedule.ts
    * runChosen); the run ends, whatever `trials` says, at the first k it returns undefined for. Called after
    * onTrial of trial k-1, so a trial's order may depend on what the trials before it did.
@@ -93,8 +99,17 @@ export async function run(lab: Driver, cfg: RunConfig): Promise<RunOutput> {
       `${scenario.id}: sessions ${sharing.map((x) => `${x.name} and ${x.spec.shares}`).join(', ')} take turns on one pooled connection, which a barrier cannot start together: use --schedule lockstep, serial or a permutation`,
     )
   }
-  // Bad permutations are refused before any schema or connection exists.
-  const order = cfg.schedule === 'barrier' || cfg.choose ? [] : orderFor(plan, cfg.schedule, cfg.permutation)
+  const app = scenario.app
+  if (app && cfg.beforeStep) throw new UsageError(`${scenario.id} is an application race: --step is not available for it (its steps are known only as the function sends them)`)
+  if (app && plan.windowMs) throw new UsageError(`${scenario.id} is an application race: --window has no race point to sleep at; mark one in your code with ctx.point('check') and stand the barrier there (barrier: 'check')`)
+  if (app && cfg.holdMs) throw new UsageError(`${scenario.id} is an application race: --hold is not available for it`)
+  if (app && plan.variant.pool) throw new UsageError(`${scenario.id} is an application race: its sessions are the driver's own connections, not a pooler's clients (leave out --pooler/--pooled)`)
+  // Bad permutations are refused before any schema or connection exists (an application race's by src/app).
+  const order = cfg.schedule === 'barrier' || cfg.choose || app ? [] : orderFor(plan, cfg.schedule, cfg.permutation)
+  const appTrial = app ? (await import('../app/trial.js')).appTrial : undefined
+  // An application race keeps its sessions' connections across trials (reset between them) unless told not to.
+  const appKept = app && !cfg.freshConnections ? ([] as import('../app/drivers.js').AppConn[]) : undefined
+  if (app && cfg.schedule === 'permutation') (await import('../app/trial.js')).parseAppPermutation(cfg.permutation ?? '', plan.sessions.map((s) => s.name))
   // Statements on control before the race (create schema, setup) end early on Ctrl-C or --run-timeout; the
   // one in flight (held up by an outside lock, say) is then cancelled before cleanup uses the connection.
   let inFlight: { settled: boolean; done: Promise<void> } | undefined
@@ -120,7 +135,7 @@ export async function run(lab: Driver, cfg: RunConfig): Promise<RunOutput> {
   }
   try {
     // Where sessions can connect before the schema exists, the first trial's connect while control creates it.
-    const early = !cfg.freshConnections && lab.earlySessions ? spaceName(scenario.id) : undefined
+    const early = !cfg.freshConnections && lab.earlySessions && !app ? spaceName(scenario.id) : undefined
     if (early) prepare(early)
     schema = await lab.createSpace(scenario.id, cfg.keep, onControl, early)
     const space = schema.name
@@ -132,12 +147,37 @@ export async function run(lab: Driver, cfg: RunConfig): Promise<RunOutput> {
       await onControl(k > 0 ? `${lab.recreateSql(space, cfg.keep)}; ${lab.useSql(space)}` : lab.useSql(space))
       const user = cfg.user ?? randomUUID()
       // The sessions connect (those not kept from the last trial) while control runs the setup.
-      if (!cfg.freshConnections) prepare(space)
+      if (!cfg.freshConnections && !app) prepare(space)
       for (const stmt of plan.setup) {
         const { text, names } = parseBinds(stmt, lab.placeholders)
         await onControl(text, values(names, cfg, user, 'setup'))
       }
-      const { facts, connections, ran } = await trial(lab, cfg, space, order, user, cfg.freshConnections ? undefined : conns, chooser)
+      let ran: Entry[] | undefined
+      let facts: TrialFacts
+      let connections: number
+      if (appTrial) {
+        // race explore's chooser (engine Sessions) drives an application race through src/app's: the same ready
+        // sessions (index, name), and the order back as entries (s1.q3: session 0, step 2).
+        const appChooser = cfg.chooser?.(k) ?? (chooser ? (await import('../app/trial.js')).fromEngineChooser(chooser) : undefined)
+        const f = await appTrial(lab, {
+          race: app!.race,
+          file: app!.file,
+          n,
+          schedule: cfg.schedule,
+          permutation: cfg.permutation,
+          chooser: appChooser,
+          scenarioId: scenario.id,
+          schema: space,
+          user,
+          stepTimeoutMs: cfg.stepTimeoutMs,
+          connectTimeoutMs: cfg.connectTimeoutMs,
+          evaluate: () => evaluate(lab, cfg, user, () => undefined),
+          ...(appKept ? { kept: appKept } : {}),
+        })
+        facts = f
+        connections = n
+        if (chooser) ran = (await import('../app/trial.js')).orderEntries(f.order, plan.sessions.map((x) => x.name))
+      } else ({ facts, connections, ran } = await trial(lab, cfg, space, order, user, cfg.freshConnections ? undefined : conns, chooser))
       opened += connections
       trials.push(facts)
       cfg.onTrial?.(k + 1, facts)
@@ -152,6 +192,7 @@ export async function run(lab: Driver, cfg: RunConfig): Promise<RunOutput> {
   if (inFlight && !inFlight.settled) await lab.cancelControl(inFlight.done)
   // Connections held for a next trial that will not come: their sockets closed at once (their backends are idle).
   if (failure !== undefined) await conns.kill()
+  if (appKept) await (await import('../app/trial.js')).closeKept(appKept)
   // After the last trial they end while the schema is dropped: reset, they hold nothing the drop waits for.
   const closing = conns.close()
   // Cleanup never hides the failure it follows: what it could not do is added to that failure's one line.
@@ -159,7 +200,7 @@ export async function run(lab: Driver, cfg: RunConfig): Promise<RunOutput> {
   await closing
   if (failure === undefined && schema) {
     if (left) throw new RunError(left.note)
-    return { schema: schema.name, server: lab.server, trials, connections: { opened: cfg.freshConnections ? opened : conns.counts.opened, kept: conns.counts.kept } }
+    return { schema: schema.name, server: lab.server, trials, connections: { opened: cfg.freshConnections || app ? opened : conns.counts.opened, kept: conns.counts.kept } }
   }
   if (!abortSignal.aborted && isConnectionLoss(failure)) {
     const code = (failure as { code?: string }).code

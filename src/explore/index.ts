@@ -159,6 +159,13 @@ interface Done {
 
 export async function explore(scenarioOrId: string | Scenario, o: ExploreOptions = {}): Promise<ExploreResult> {
   const scenario = typeof scenarioOrId === 'string' ? await findScenario(scenarioOrId) : scenarioOrId
+  // An application race's steps are the queries its function sends, known only as they come: the exploration
+  // here counts and names the declared steps of a spec or scenario. Until it learns them, say so (exit 2).
+  if (scenario.app) {
+    throw new UsageError(
+      `${scenario.id} is an application race: race explore does not enumerate its queries yet; race it with race run (--schedule lockstep, a permutation of its query labels, or --trials at the barrier)`,
+    )
+  }
   const bounds: Bounds = { connectTimeoutMs: o.connectTimeoutMs ?? 5000, stepTimeoutMs: o.stepTimeoutMs ?? 10_000, runTimeoutMs: o.runTimeoutMs ?? 30 * 60_000 }
   const count = sessionCount(scenario)
   const n = o.n ?? count.default
