@@ -36,6 +36,8 @@ export interface PgConnOptions {
   connectTimeoutMs: number
   /** Startup parameters, in order (user and database are added first). */
   params: [string, string][]
+  /** The database to connect to, instead of the target's. */
+  database?: string
 }
 
 type Async = 'idle' | 'busy' | 'ready'
@@ -78,7 +80,7 @@ export class PgConn {
   ) {}
 
   static async connect(target: Target, o: PgConnOptions): Promise<PgConn> {
-    const info = connInfo(target)
+    const info = { ...connInfo(target), ...(o.database !== undefined ? { database: o.database } : {}) }
     const c = new PgConn(info.host, info.port)
     await c.open(info, o)
     return c

@@ -1,0 +1,175 @@
+// `race spec` in pg_regress's role: each spec runs in a database of its own, created as pg_isolation_regress
+// creates its database (from template0, with the same ALTER DATABASE ... SET settings), and dropped afterwards
+// WITH (FORCE), whatever the spec did inside it (a damaged catalog included). Roles are cluster-wide: the roles
+// a spec created and its teardown did not drop are dropped after the database.
+//
+// On a server of the user's, the database is marked with its owner (COMMENT ON DATABASE, the same mark race
+// writes on its schemas, see db/lab.ts), so that the next run drops what a killed run left, and never a database
+// whose run is still alive.
+import { randomBytes } from 'node:crypto'
+import type { Sql } from 'postgres'
+import { literal, type Lab } from '../db/lab.js'
+import { conditionName } from '../db/sqlstate.js'
+import { onCleanup } from '../lifecycle.js'
+import { PgConn } from './pgconn.js'
+
+/** The name pg_isolation_regress gives its database (used on race's own server, where no other run can be). */
+export const REGRESS_DATABASE = 'isolation_regression'
+
+/** Where a database race spec creates on a shared server is named: race_spec_<hex>. */
+const PREFIX = 'race_spec_'
+
+/** The settings pg_regress gives the database it creates (create_database in pg_regress.c). */
+export const REGRESS_DATABASE_SETTINGS: readonly [string, string][] = [
+  ['lc_messages', 'C'],
+  ['lc_monetary', 'C'],
+  ['lc_numeric', 'C'],
+  ['lc_time', 'C'],
+  ['bytea_output', 'hex'],
+  ['timezone_abbreviations', 'Default'],
+]
+
+/** The server settings pg_regress's temporary instance has that a spec can observe (max_prepared_transactions). */
+export const REGRESS_SERVER_SETTINGS: Record<string, string> = { max_prepared_transactions: '2' }
+
+function ident(s: string): string {
+  return `"${s.replace(/"/g, '""')}"`
+}
+
+/** Whether this role may create a database (superuser or CREATEDB) on a server that has DROP DATABASE ... WITH (FORCE). */
+export async function mayCreateDatabase(lab: Lab): Promise<boolean> {
+  if (lab.server.versionNum < 130000) return false
+  const [r] = await lab.control`select rolsuper or rolcreatedb as may from pg_catalog.pg_roles where rolname = current_user`
+  return Boolean(r?.may)
+}
+
+/** The roles that exist now (name by oid). */
+async function roles(control: Sql): Promise<Map<number, string>> {
+  const rows = await control`select oid::int as oid, rolname from pg_catalog.pg_roles`
+  return new Map(rows.map((r) => [Number(r.oid), String(r.rolname)]))
+}
+
+export class SpecDatabase {
+  private constructor(
+    private readonly lab: Lab,
+    readonly name: string,
+    readonly keep: boolean,
+    private readonly rolesBefore: Map<number, string>,
+    private readonly unregister: () => void,
+  ) {}
+
+  /**
+   * Creates the database (the name pg_isolation_regress uses on race's own server, else race_spec_<hex>) with
+   * pg_regress's settings, marked as this run's. Its removal is registered with the lifecycle (Ctrl-C, errors).
+   */
+  static async create(lab: Lab, o: { own: boolean; keep: boolean }): Promise<SpecDatabase> {
+    const name = o.own ? REGRESS_DATABASE : `${PREFIX}${randomBytes(4).toString('hex')}`
+    const before = await roles(lab.control)
+    if (o.own) await lab.control.unsafe(`drop database if exists ${ident(name)} with (force)`)
+    await lab.control.unsafe(`create database ${ident(name)} template template0`)
+    let db: SpecDatabase | undefined
+    const unregister = onCleanup(`database ${name}`, async () => {
+      const left = await db?.drop()
+      if (left) throw new Error(left)
+    })
+    db = new SpecDatabase(lab, name, o.keep, before, unregister)
+    try {
+      const mark = literal('race:' + JSON.stringify(lab.mark(o.keep)))
+      await lab.control.unsafe(
+        [`comment on database ${ident(name)} is ${mark}`, ...REGRESS_DATABASE_SETTINGS.map(([k, v]) => `alter database ${ident(name)} set ${k} to ${literal(v)}`)].join(';\n'),
+      )
+    } catch (e) {
+      db.release()
+      await db.drop()
+      throw e
+    }
+    return db
+  }
+
+  /** Stops the lifecycle from dropping it (the caller drops it itself). */
+  release(): void {
+    this.unregister()
+  }
+
+  /**
+   * Drops the database (unless kept) and the roles the spec created and left; returns what was left behind, with
+   * the statement that removes it, or undefined. `mentioned`: on a shared server, only a new role whose name the
+   * spec's text contains is the spec's (another run may create roles meanwhile); undefined: every new role.
+   */
+  async drop(mentioned?: string): Promise<string | undefined> {
+    const notes: string[] = []
+    if (!this.keep) {
+      const left = await dropDatabase(this.lab, this.name)
+      if (left) notes.push(left)
+    }
+    try {
+      const now = await this.lab.onControlOrFresh((sql) => roles(sql))
+      for (const [oid, name] of now) {
+        if (this.rolesBefore.has(oid)) continue
+        if (mentioned !== undefined && !mentioned.toLowerCase().includes(name.toLowerCase())) continue
+        const stmt = `drop role if exists ${ident(name)}`
+        try {
+          await this.lab.onControlOrFresh((sql) => sql.unsafe(stmt))
+        } catch (e) {
+          const code = (e as { code?: string }).code
+          notes.push(`role ${name}, which the spec created, was left behind (${code ?? (e as Error).message}${conditionName(code) ? ' ' + conditionName(code) : ''}): ${stmt}`)
+        }
+      }
+    } catch (e) {
+      notes.push(`race could not list the roles the spec may have left: ${(e as Error).message}`)
+    }
+    return notes.length ? notes.join('; ') : undefined
+  }
+}
+
+/**
+ * DROP DATABASE ... WITH (FORCE), after rolling back the transactions prepared in it (which FORCE does not end).
+ * Returns what was left, or undefined.
+ */
+export async function dropDatabase(lab: Lab, name: string): Promise<string | undefined> {
+  const stmt = `drop database if exists ${ident(name)} with (force)`
+  try {
+    const prepared = await lab.onControlOrFresh((sql) => sql`select gid from pg_catalog.pg_prepared_xacts where database = ${name}`)
+    if (prepared.length) {
+      // ROLLBACK PREPARED runs in the database the transaction was prepared in.
+      const conn = await PgConn.connect(lab.target, { connectTimeoutMs: lab.connectTimeoutMs, params: [['application_name', 'race cleanup']], database: name })
+      try {
+        for (const p of prepared) await conn.exec(`rollback prepared ${literal(String(p.gid))}`)
+      } finally {
+        await conn.close()
+      }
+    }
+    await lab.onControlOrFresh((sql) => sql.unsafe(stmt))
+    return undefined
+  } catch (e) {
+    const code = (e as { code?: string }).code
+    return `database ${name} was left behind (${code ?? (e as Error).message}${conditionName(code) ? ' ' + conditionName(code) : ''}): drop it with: ${stmt}`
+  }
+}
+
+/**
+ * Drops the databases of this role that a race spec run marked and whose run is gone (its control backend no longer
+ * exists). Never one marked --keep, never one whose run still lives, never another role's. Returns their names.
+ */
+export async function reapDatabases(lab: Lab): Promise<string[]> {
+  let names: string[]
+  try {
+    const rows = await lab.control`
+        select d.datname
+          from pg_catalog.pg_database d
+          join pg_catalog.pg_shdescription s on s.objoid = d.oid and s.classoid = 'pg_catalog.pg_database'::regclass
+         where d.datname like 'race\\_spec\\_%'
+           and d.datdba = (select oid from pg_catalog.pg_roles where rolname = current_user)
+           and s.description ~ '^race:\\{.*\\}$'
+           and not coalesce((substr(s.description, 6)::jsonb ->> 'keep')::boolean, false)
+           and not exists (select 1 from pg_catalog.pg_stat_activity a
+                            where a.pid = (substr(s.description, 6)::jsonb ->> 'backend')::int
+                              and a.backend_start::text = substr(s.description, 6)::jsonb ->> 'backendStart')`
+    names = rows.map((r) => String(r.datname))
+  } catch {
+    return [] // a mark this role may not read: leave everything alone
+  }
+  const reaped: string[] = []
+  for (const name of names) if (!(await dropDatabase(lab, name))) reaped.push(name)
+  return reaped
+}
