@@ -246,10 +246,14 @@ export class PgConn {
     if (!this.bad) this.sock.write(Buffer.concat([head, body]))
   }
 
-  /** PQisBusy (parses what is buffered). */
+  /**
+   * PQisBusy (parses what is buffered). As libpq's, false once the connection is lost and nothing is left to
+   * read: getResult then reports the loss, instead of a caller polling a dead connection forever (a loop that
+   * never yields to the event loop, so that not even Ctrl-C's cleanup could run).
+   */
   isBusy(): boolean {
     this.parseInput()
-    return this.async === 'busy'
+    return this.async === 'busy' && !(this.bad && !this.incoming.length)
   }
 
   /** PQgetResult: the next result, waiting for it; null when the query is done. */

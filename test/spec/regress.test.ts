@@ -4,12 +4,13 @@
 // refusal or failure never stopping the others, and the databases a killed run left reaped by the next run
 // (never a live run's). Specs are this file's own, written to a temporary folder.
 import assert from 'node:assert/strict'
+import { spawn } from 'node:child_process'
 import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import { after, before, test } from 'node:test'
 import postgres, { type Sql } from 'postgres'
-import { race, useServer, type TestServer } from '../support/server.js'
+import { BIN, race, useServer, type TestServer } from '../support/server.js'
 
 let server: TestServer
 let admin: Sql
@@ -172,4 +173,39 @@ test("a database a killed run left is dropped by the next run; one whose run is 
     await admin.unsafe(`drop database if exists "${dead}"`)
     await admin.unsafe(`drop database if exists "${live}"`)
   }
+})
+
+test('Ctrl-C while a step waits for a session that cannot go on: race ends its backends, drops the database and exits 130', async () => {
+  const f = spec(
+    'stuck',
+    `setup { create table t (a int); }
+session a
+step db { select current_database(); }
+step l { begin; lock t; }
+step c { commit; }
+session b
+step w { begin; lock t; }
+step w2 { select 1; }
+permutation db l w w2 c
+`,
+  )
+  const env: NodeJS.ProcessEnv = { ...process.env, NO_COLOR: '1' }
+  delete env.DATABASE_URL
+  const child = spawn(process.execPath, [BIN, 'spec', f, '--database-url', server.url], { env, stdio: ['ignore', 'pipe', 'pipe'] })
+  let stdout = ''
+  let stderr = ''
+  child.stderr.on('data', (d) => (stderr += d))
+  const code = await new Promise<number | null>((resolve) => {
+    // Bounded: if race never ends, the test fails instead of hanging.
+    const timer = setTimeout(() => child.kill('SIGKILL'), 90_000)
+    child.stdout.on('data', (d) => {
+      stdout += d
+      // The step is reported waiting: the transcript says so before race polls the busy session.
+      if (stdout.includes('step w: begin; lock t; <waiting ...>')) child.kill('SIGINT')
+    })
+    child.on('close', (c) => (clearTimeout(timer), resolve(c)))
+  })
+  assert.equal(code, 130, stdout + stderr)
+  const db = databaseOf(stdout)
+  assert.equal(await databaseExists(db), false, `${db} was left`)
 })
