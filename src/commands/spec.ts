@@ -137,10 +137,27 @@ export async function specCommand(files: string[], o: SpecOptions): Promise<numb
       }
       const maxStepWaitMs = stepWait(lab.server.versionNum)
       const outcomes: Outcome[] = []
-      for (const item of items) {
+      // Each spec's database is created while the spec before it runs (creating one costs as much as a short spec).
+      const newDatabase = () => {
+        const p = SpecDatabase.create(lab, { own, keep: Boolean(o.keep) })
+        p.catch(() => {}) // awaited by the spec it is for
+        return p
+      }
+      const runnable = items.map((x, i) => (x.spec ? i : -1)).filter((i) => i >= 0)
+      let ahead = inDatabase && runnable.length ? newDatabase() : undefined
+      for (const [i, item] of items.entries()) {
         const name = specName(item.file)
+        let db: Promise<SpecDatabase> | undefined
+        if (item.spec && ahead) {
+          db = ahead
+          ahead = undefined
+        }
+        // The next spec's database, once this spec's is ready (control does one thing at a time).
+        const begun = () => {
+          if (inDatabase && !ahead && runnable.some((j) => j > i)) ahead = newDatabase()
+        }
         const x: Outcome = item.spec
-          ? await runOne(lab, item.spec, { o, env, bounds, maxStepWaitMs, streaming, inDatabase, own })
+          ? await runOne(lab, item.spec, db, { o, env, bounds, maxStepWaitMs, streaming, inDatabase, own, begun })
           : { file: item.file, name, text: '', status: 'error', code: exitCodeOf(item.error), reason: oneLine(item.error), error: item.error, ms: 0 }
         if (!multi && x.error !== undefined) throw x.error
         if (x.status === 'error' && x.reason !== undefined) {
@@ -221,10 +238,12 @@ interface RunContext {
   streaming: boolean
   inDatabase: boolean
   own: boolean
+  /** Called once the spec's database is ready, or on failing to make it. */
+  begun: () => void
 }
 
 /** One spec, in a database (or a guarded schema) of its own; never throws but for an abort (Ctrl-C, --run-timeout). */
-async function runOne(lab: Lab, spec: Spec, k: RunContext): Promise<Outcome> {
+async function runOne(lab: Lab, spec: Spec, database: Promise<SpecDatabase> | undefined, k: RunContext): Promise<Outcome> {
   const { o, env, bounds, streaming } = k
   const name = specName(spec.file)
   const started = performance.now()
@@ -254,9 +273,17 @@ async function runOne(lab: Lab, spec: Spec, k: RunContext): Promise<Outcome> {
   let db: SpecDatabase | undefined
   let schema: RunSchema | undefined
   try {
-    if (k.inDatabase) db = await SpecDatabase.create(lab, { own: k.own, keep: Boolean(o.keep) })
-    else schema = await lab.createSchema('spec', Boolean(o.keep))
+    if (database) {
+      db = await database
+      await db.begin()
+    } else schema = await lab.createSchema('spec', Boolean(o.keep))
+    k.begun()
   } catch (e) {
+    k.begun()
+    if (db) {
+      db.release()
+      await db.drop()
+    }
     if (abortSignal.aborted) throw e
     return done('error', exitCodeOf(e), e instanceof UsageError || e instanceof RunError ? e : new RunError(`could not create the spec's ${k.inDatabase ? 'database' : 'schema'}: ${oneLine(e)}`))
   }

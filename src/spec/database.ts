@@ -13,7 +13,7 @@ import { conditionName } from '../db/sqlstate.js'
 import { onCleanup } from '../lifecycle.js'
 import { PgConn } from './pgconn.js'
 
-/** The name pg_isolation_regress gives its database (used on race's own server, where no other run can be). */
+/** The name pg_isolation_regress gives its database (a spec's database on race's own server, where no other run can be). */
 export const REGRESS_DATABASE = 'isolation_regression'
 
 /** Where a database race spec creates on a shared server is named: race_spec_<hex>. */
@@ -50,29 +50,32 @@ async function roles(control: Sql): Promise<Map<number, string>> {
 }
 
 export class SpecDatabase {
+  private rolesBefore = new Map<number, string>()
   private constructor(
     private readonly lab: Lab,
-    readonly name: string,
+    /** Its name now (on race's own server it is renamed to pg_isolation_regress's name when its spec begins). */
+    public name: string,
     readonly keep: boolean,
-    private readonly rolesBefore: Map<number, string>,
+    private readonly own: boolean,
     private readonly unregister: () => void,
   ) {}
 
   /**
-   * Creates the database (the name pg_isolation_regress uses on race's own server, else race_spec_<hex>) with
-   * pg_regress's settings, marked as this run's. Its removal is registered with the lifecycle (Ctrl-C, errors).
+   * Creates a database for a spec, with pg_regress's settings, marked as this run's (race_spec_<hex>); its removal
+   * is registered with the lifecycle (Ctrl-C, errors). It may be created while the previous spec still runs: `begin`
+   * makes it the spec's.
    */
   static async create(lab: Lab, o: { own: boolean; keep: boolean }): Promise<SpecDatabase> {
-    const name = o.own ? REGRESS_DATABASE : `${PREFIX}${randomBytes(4).toString('hex')}`
-    const before = await roles(lab.control)
-    if (o.own) await lab.control.unsafe(`drop database if exists ${ident(name)} with (force)`)
-    await lab.control.unsafe(`create database ${ident(name)} template template0`)
+    const name = `${PREFIX}${randomBytes(4).toString('hex')}`
+    // On race's own server (fsync off, a small cluster) a file copy is the cheaper way to copy template0.
+    const strategy = o.own && lab.server.versionNum >= 150000 ? ' strategy file_copy' : ''
+    await lab.control.unsafe(`create database ${ident(name)} template template0${strategy}`)
     let db: SpecDatabase | undefined
     const unregister = onCleanup(`database ${name}`, async () => {
       const left = await db?.drop()
       if (left) throw new Error(left)
     })
-    db = new SpecDatabase(lab, name, o.keep, before, unregister)
+    db = new SpecDatabase(lab, name, o.keep, o.own, unregister)
     try {
       const mark = literal('race:' + JSON.stringify(lab.mark(o.keep)))
       await lab.control.unsafe(
@@ -84,6 +87,19 @@ export class SpecDatabase {
       throw e
     }
     return db
+  }
+
+  /**
+   * Makes it the spec's, right before the spec runs: on race's own server it takes pg_isolation_regress's name
+   * (the previous spec's database is gone by then); the roles that exist now are noted.
+   */
+  async begin(): Promise<void> {
+    if (this.own) {
+      await this.lab.control.unsafe(`drop database if exists ${ident(REGRESS_DATABASE)} with (force)`)
+      await this.lab.control.unsafe(`alter database ${ident(this.name)} rename to ${ident(REGRESS_DATABASE)}`)
+      this.name = REGRESS_DATABASE
+    }
+    this.rolesBefore = await roles(this.lab.control)
   }
 
   /** Stops the lifecycle from dropping it (the caller drops it itself). */
