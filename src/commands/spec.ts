@@ -3,6 +3,7 @@
 // create databases) and prints the transcript
 // isolationtester prints; --results writes DIR/<name>.out, --expected compares with DIR/<name>.out (or an
 // alternate <name>_1.out ... as pg_regress accepts) and prints ok / FAILED and the differences.
+import { connect, endQuietly } from '../db/connect.js'
 import { Lab, type RunSchema } from '../db/lab.js'
 import fs from 'node:fs'
 import path from 'node:path'
@@ -13,7 +14,7 @@ import { parseDuration, parseWhole } from '../parse.js'
 import { c } from '../report/color.js'
 import { diffLines } from '../spec/diff.js'
 import { libpqEnv, readSpec, specName } from '../spec/files.js'
-import { mayCreateDatabase, reapDatabases, REGRESS_SERVER_SETTINGS, SpecDatabase } from '../spec/database.js'
+import { fsyncOff, mayCreateDatabase, reapDatabases, REGRESS_SERVER_SETTINGS, SpecDatabase } from '../spec/database.js'
 import { guardedBlock } from '../spec/guarded.js'
 import { expandTemplates, hasTemplate, type Spec } from '../spec/parse.js'
 import { countPermutations, runTester } from '../spec/tester.js'
@@ -138,12 +139,18 @@ export async function specCommand(files: string[], o: SpecOptions): Promise<numb
       const maxStepWaitMs = stepWait(lab.server.versionNum)
       const outcomes: Outcome[] = []
       // Each spec's database is created while the spec before it runs (creating one costs as much as a short spec).
+      const fileCopy = inDatabase && (await fsyncOff(lab))
+      // Databases are created and dropped on a connection of their own, beside the spec that runs.
+      const aux = inDatabase ? connect(lab.target, { connectTimeoutMs: bounds.connectTimeoutMs, applicationName: 'race spec databases' }) : undefined
+      const endAux = aux ? onCleanup('connection for the spec databases', () => endQuietly(aux, 1)) : () => {}
       const newDatabase = () => {
-        const p = SpecDatabase.create(lab, { own, keep: Boolean(o.keep) })
+        const p = SpecDatabase.create(lab, { own, keep: Boolean(o.keep), fileCopy, sql: aux })
         p.catch(() => {}) // awaited by the spec it is for
         return p
       }
       const runnable = items.map((x, i) => (x.spec ? i : -1)).filter((i) => i >= 0)
+      // Databases being dropped while the next spec runs (on a shared server, where each has a name of its own).
+      const pending: { p: Promise<string | undefined>; i: number }[] = []
       let ahead = inDatabase && runnable.length ? newDatabase() : undefined
       for (const [i, item] of items.entries()) {
         const name = specName(item.file)
@@ -157,7 +164,7 @@ export async function specCommand(files: string[], o: SpecOptions): Promise<numb
           if (inDatabase && !ahead && runnable.some((j) => j > i)) ahead = newDatabase()
         }
         const x: Outcome = item.spec
-          ? await runOne(lab, item.spec, db, { o, env, bounds, maxStepWaitMs, streaming, inDatabase, own, begun })
+          ? await runOne(lab, item.spec, db, { o, env, bounds, maxStepWaitMs, streaming, inDatabase, own, begun, later: multi && !own ? (p) => pending.push({ p, i: outcomes.length }) : undefined })
           : { file: item.file, name, text: '', status: 'error', code: exitCodeOf(item.error), reason: oneLine(item.error), error: item.error, ms: 0 }
         if (!multi && x.error !== undefined) throw x.error
         if (x.status === 'error' && x.reason !== undefined) {
@@ -168,6 +175,17 @@ export async function specCommand(files: string[], o: SpecOptions): Promise<numb
         outcomes.push(x)
         if (o.results !== undefined) fs.writeFileSync(path.join(o.results, `${name}.out`), Buffer.from(x.text, 'latin1'))
       }
+      // What a database dropped in the background left is its spec's error.
+      for (const { p, i } of pending) {
+        const left = await p
+        const x = outcomes[i]
+        if (!left || x.status === 'error') continue
+        Object.assign(x, { status: 'error', code: 3, reason: left, error: new RunError(left), text: x.text + `race: ${left}\n` })
+        if (streaming) process.stderr.write(`race: ${x.file}: ${left}\n`)
+        if (o.results !== undefined) fs.writeFileSync(path.join(o.results, `${x.name}.out`), Buffer.from(x.text, 'latin1'))
+      }
+      endAux()
+      await endQuietly(aux, 1)
       const json = () => {
         const results = outcomes.map((x) => ({
           spec: x.file,
@@ -240,6 +258,8 @@ interface RunContext {
   own: boolean
   /** Called once the spec's database is ready, or on failing to make it. */
   begun: () => void
+  /** When given, the spec's database is dropped while the next spec runs: what the drop left comes through here. */
+  later?: (drop: Promise<string | undefined>) => void
 }
 
 /** One spec, in a database (or a guarded schema) of its own; never throws but for an abort (Ctrl-C, --run-timeout). */
@@ -325,9 +345,11 @@ async function runOne(lab: Lab, spec: Spec, database: Promise<SpecDatabase> | un
     if (!result) await terminate()
     let left: string | undefined
     if (db) {
-      db.release()
       // On race's own server every role the spec left is its; on a shared one, only those its text names.
-      left = await db.drop(k.own ? undefined : fs.readFileSync(spec.file, 'latin1'))
+      const d = db
+      const drop = d.drop(k.own ? undefined : fs.readFileSync(spec.file, 'latin1')).finally(() => d.release())
+      if (k.later && failure === undefined && !abortSignal.aborted) k.later(drop)
+      else left = await drop
       if (o.keep) process.stderr.write(`race: ${spec.file}: database ${db.name} kept (--keep): drop database "${db.name}" with (force)\n`)
     } else if (schema) {
       schema.release()

@@ -43,6 +43,12 @@ export async function mayCreateDatabase(lab: Lab): Promise<boolean> {
   return Boolean(r?.may)
 }
 
+/** Whether the server runs with fsync off (race's own server does): then copying files is cheaper than WAL-logging them. */
+export async function fsyncOff(lab: Lab): Promise<boolean> {
+  const [r] = await lab.control`select current_setting('fsync') = 'off' as off`
+  return Boolean(r?.off)
+}
+
 /** The roles that exist now (name by oid). */
 async function roles(control: Sql): Promise<Map<number, string>> {
   const rows = await control`select oid::int as oid, rolname from pg_catalog.pg_roles`
@@ -58,6 +64,8 @@ export class SpecDatabase {
     readonly keep: boolean,
     private readonly own: boolean,
     private readonly unregister: () => void,
+    /** The connection that creates and drops it (not control, so that the next spec need not wait for it). */
+    private readonly sql: Sql,
   ) {}
 
   /**
@@ -65,20 +73,21 @@ export class SpecDatabase {
    * is registered with the lifecycle (Ctrl-C, errors). It may be created while the previous spec still runs: `begin`
    * makes it the spec's.
    */
-  static async create(lab: Lab, o: { own: boolean; keep: boolean }): Promise<SpecDatabase> {
+  static async create(lab: Lab, o: { own: boolean; keep: boolean; fileCopy?: boolean; sql?: Sql }): Promise<SpecDatabase> {
+    const sql = o.sql ?? lab.control
     const name = `${PREFIX}${randomBytes(4).toString('hex')}`
-    // On race's own server (fsync off, a small cluster) a file copy is the cheaper way to copy template0.
-    const strategy = o.own && lab.server.versionNum >= 150000 ? ' strategy file_copy' : ''
-    await lab.control.unsafe(`create database ${ident(name)} template template0${strategy}`)
+    // On a server with fsync off (race's own), a file copy is the cheaper way to copy template0: its checkpoints sync nothing.
+    const strategy = o.fileCopy && lab.server.versionNum >= 150000 ? ' strategy file_copy' : ''
+    await sql.unsafe(`create database ${ident(name)} template template0${strategy}`)
     let db: SpecDatabase | undefined
     const unregister = onCleanup(`database ${name}`, async () => {
       const left = await db?.drop()
       if (left) throw new Error(left)
     })
-    db = new SpecDatabase(lab, name, o.keep, o.own, unregister)
+    db = new SpecDatabase(lab, name, o.keep, o.own, unregister, sql)
     try {
       const mark = literal('race:' + JSON.stringify(lab.mark(o.keep)))
-      await lab.control.unsafe(
+      await sql.unsafe(
         [`comment on database ${ident(name)} is ${mark}`, ...REGRESS_DATABASE_SETTINGS.map(([k, v]) => `alter database ${ident(name)} set ${k} to ${literal(v)}`)].join(';\n'),
       )
     } catch (e) {
@@ -115,17 +124,17 @@ export class SpecDatabase {
   async drop(mentioned?: string): Promise<string | undefined> {
     const notes: string[] = []
     if (!this.keep) {
-      const left = await dropDatabase(this.lab, this.name)
+      const left = await dropDatabase(this.lab, this.name, this.sql)
       if (left) notes.push(left)
     }
     try {
-      const now = await this.lab.onControlOrFresh((sql) => roles(sql))
+      const now = await roles(this.sql).catch(() => this.lab.onControlOrFresh((sql) => roles(sql)))
       for (const [oid, name] of now) {
         if (this.rolesBefore.has(oid)) continue
         if (mentioned !== undefined && !mentioned.toLowerCase().includes(name.toLowerCase())) continue
         const stmt = `drop role if exists ${ident(name)}`
         try {
-          await this.lab.onControlOrFresh((sql) => sql.unsafe(stmt))
+          await this.sql.unsafe(stmt).catch(() => this.lab.onControlOrFresh((sql) => sql.unsafe(stmt)))
         } catch (e) {
           const code = (e as { code?: string }).code
           notes.push(`role ${name}, which the spec created, was left behind (${code ?? (e as Error).message}${conditionName(code) ? ' ' + conditionName(code) : ''}): ${stmt}`)
@@ -142,10 +151,12 @@ export class SpecDatabase {
  * DROP DATABASE ... WITH (FORCE), after rolling back the transactions prepared in it (which FORCE does not end).
  * Returns what was left, or undefined.
  */
-export async function dropDatabase(lab: Lab, name: string): Promise<string | undefined> {
+export async function dropDatabase(lab: Lab, name: string, via?: Sql): Promise<string | undefined> {
   const stmt = `drop database if exists ${ident(name)} with (force)`
+  // On `via` (a connection of its own), else on control (or a fresh connection, if control is gone).
+  const on = <T>(fn: (sql: Sql) => PromiseLike<T>): Promise<T> => (via ? Promise.resolve(fn(via)).catch(() => lab.onControlOrFresh(fn)) : lab.onControlOrFresh(fn))
   try {
-    const prepared = await lab.onControlOrFresh((sql) => sql`select gid from pg_catalog.pg_prepared_xacts where database = ${name}`)
+    const prepared = await on((sql) => sql`select gid from pg_catalog.pg_prepared_xacts where database = ${name}`)
     if (prepared.length) {
       // ROLLBACK PREPARED runs in the database the transaction was prepared in.
       const conn = await PgConn.connect(lab.target, { connectTimeoutMs: lab.connectTimeoutMs, params: [['application_name', 'race cleanup']], database: name })
@@ -155,7 +166,7 @@ export async function dropDatabase(lab: Lab, name: string): Promise<string | und
         await conn.close()
       }
     }
-    await lab.onControlOrFresh((sql) => sql.unsafe(stmt))
+    await on((sql) => sql.unsafe(stmt))
     return undefined
   } catch (e) {
     const code = (e as { code?: string }).code
