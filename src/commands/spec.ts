@@ -138,33 +138,35 @@ export async function specCommand(files: string[], o: SpecOptions): Promise<numb
       }
       const maxStepWaitMs = stepWait(lab.server.versionNum)
       const outcomes: Outcome[] = []
-      // Each spec's database is created while the spec before it runs (creating one costs as much as a short spec).
       const fileCopy = inDatabase && (await fsyncOff(lab))
       // Databases are created and dropped on a connection of their own, beside the spec that runs.
       const aux = inDatabase ? connect(lab.target, { connectTimeoutMs: bounds.connectTimeoutMs, applicationName: 'race spec databases' }) : undefined
       const endAux = aux ? onCleanup('connection for the spec databases', () => endQuietly(aux, 1)) : () => {}
-      const newDatabase = () => {
-        const p = SpecDatabase.create(lab, { own, keep: Boolean(o.keep), fileCopy, sql: aux })
-        p.catch(() => {}) // awaited by the spec it is for
-        return p
-      }
-      const runnable = items.map((x, i) => (x.spec ? i : -1)).filter((i) => i >= 0)
+      // A spec that leaves its database as fresh as it found it (its teardown dropped what its setup made: race
+      // compares the database's catalogs with a fresh copy's) hands it to the next spec; any other is dropped.
+      let spare: SpecDatabase | undefined
       // Databases being dropped while the next spec runs (on a shared server, where each has a name of its own).
       const pending: { p: Promise<string | undefined>; i: number }[] = []
-      let ahead = inDatabase && runnable.length ? newDatabase() : undefined
       for (const [i, item] of items.entries()) {
         const name = specName(item.file)
         let db: Promise<SpecDatabase> | undefined
-        if (item.spec && ahead) {
-          db = ahead
-          ahead = undefined
+        if (item.spec && inDatabase) {
+          db = spare ? Promise.resolve(spare) : SpecDatabase.create(lab, { own, keep: Boolean(o.keep), fileCopy, sql: aux })
+          spare = undefined
         }
-        // The next spec's database, once this spec's is ready (control does one thing at a time).
-        const begun = () => {
-          if (inDatabase && !ahead && runnable.some((j) => j > i)) ahead = newDatabase()
-        }
+        void i
         const x: Outcome = item.spec
-          ? await runOne(lab, item.spec, db, { o, env, bounds, maxStepWaitMs, streaming, inDatabase, own, begun, later: multi && !own ? (p) => pending.push({ p, i: outcomes.length }) : undefined })
+          ? await runOne(lab, item.spec, db, {
+              o,
+              env,
+              bounds,
+              maxStepWaitMs,
+              streaming,
+              inDatabase,
+              own,
+              reuse: items.slice(i + 1).some((x) => x.spec) ? (d) => (spare = d) : undefined,
+              later: multi && !own ? (p) => pending.push({ p, i: outcomes.length }) : undefined,
+            })
           : { file: item.file, name, text: '', status: 'error', code: exitCodeOf(item.error), reason: oneLine(item.error), error: item.error, ms: 0 }
         if (!multi && x.error !== undefined) throw x.error
         if (x.status === 'error' && x.reason !== undefined) {
@@ -174,6 +176,12 @@ export async function specCommand(files: string[], o: SpecOptions): Promise<numb
         }
         outcomes.push(x)
         if (o.results !== undefined) fs.writeFileSync(path.join(o.results, `${name}.out`), Buffer.from(x.text, 'latin1'))
+      }
+      if (spare) {
+        const d: SpecDatabase = spare
+        d.release()
+        const left = await d.drop()
+        if (left) process.stderr.write(`race: ${left}\n`)
       }
       // What a database dropped in the background left is its spec's error.
       for (const { p, i } of pending) {
@@ -256,8 +264,8 @@ interface RunContext {
   streaming: boolean
   inDatabase: boolean
   own: boolean
-  /** Called once the spec's database is ready, or on failing to make it. */
-  begun: () => void
+  /** When given, a database the spec left as fresh as it was goes back here, for the next spec. */
+  reuse?: (db: SpecDatabase) => void
   /** When given, the spec's database is dropped while the next spec runs: what the drop left comes through here. */
   later?: (drop: Promise<string | undefined>) => void
 }
@@ -297,9 +305,7 @@ async function runOne(lab: Lab, spec: Spec, database: Promise<SpecDatabase> | un
       db = await database
       await db.begin()
     } else schema = await lab.createSchema('spec', Boolean(o.keep))
-    k.begun()
   } catch (e) {
-    k.begun()
     if (db) {
       db.release()
       await db.drop()
@@ -347,9 +353,14 @@ async function runOne(lab: Lab, spec: Spec, database: Promise<SpecDatabase> | un
     if (db) {
       // On race's own server every role the spec left is its; on a shared one, only those its text names.
       const d = db
-      const drop = d.drop(k.own ? undefined : fs.readFileSync(spec.file, 'latin1')).finally(() => d.release())
-      if (k.later && failure === undefined && !abortSignal.aborted) k.later(drop)
-      else left = await drop
+      const mentioned = k.own ? undefined : fs.readFileSync(spec.file, 'latin1')
+      const clean = k.reuse !== undefined && result !== undefined && failure === undefined && !abortSignal.aborted && (await d.pristine())
+      if (clean && !(await d.dropRoles(mentioned))) k.reuse!(d)
+      else {
+        const drop = d.drop(mentioned).finally(() => d.release())
+        if (k.later && failure === undefined && !abortSignal.aborted) k.later(drop)
+        else left = await drop
+      }
       if (o.keep) process.stderr.write(`race: ${spec.file}: database ${db.name} kept (--keep): drop database "${db.name}" with (force)\n`)
     } else if (schema) {
       schema.release()

@@ -55,8 +55,13 @@ async function roles(control: Sql): Promise<Map<number, string>> {
   return new Map(rows.map((r) => [Number(r.oid), String(r.rolname)]))
 }
 
+/** What a fresh copy of template0 holds, per server (see SpecDatabase.state). */
+const baselines = new WeakMap<Lab, string>()
+
 export class SpecDatabase {
   private rolesBefore = new Map<number, string>()
+  /** A transaction id taken once the database was made: any catalog row written later is newer. */
+  private x0 = ''
   private constructor(
     private readonly lab: Lab,
     /** Its name now (on race's own server it is renamed to pg_isolation_regress's name when its spec begins). */
@@ -90,6 +95,9 @@ export class SpecDatabase {
       await sql.unsafe(
         [`comment on database ${ident(name)} is ${mark}`, ...REGRESS_DATABASE_SETTINGS.map(([k, v]) => `alter database ${ident(name)} set ${k} to ${literal(v)}`)].join(';\n'),
       )
+      const [r] = await sql`select (txid_current() % 4294967296)::text as x`
+      db.x0 = String(r.x)
+      if (!baselines.has(lab)) baselines.set(lab, await db.state())
     } catch (e) {
       db.release()
       await db.drop()
@@ -99,14 +107,52 @@ export class SpecDatabase {
   }
 
   /**
+   * What the database holds, as one string: per catalog of the database, its row count and how many of its rows
+   * were written after the database was made; the transactions prepared in it; its pg_database row and settings
+   * (written since?). A database whose state equals a fresh copy's (no row written since, none removed, none
+   * added) is, as far as anything a spec can see in its catalogs, a fresh database.
+   */
+  async state(): Promise<string> {
+    const conn = await PgConn.connect(this.lab.target, { connectTimeoutMs: this.lab.connectTimeoutMs, params: [['application_name', 'race spec databases']], database: this.name })
+    try {
+      const list = await conn.exec(`select relname from pg_catalog.pg_class where relnamespace = 'pg_catalog'::regnamespace and relkind = 'r' and not relisshared order by relname`)
+      if (list?.status !== 'TUPLES_OK') throw new Error(conn.errorMessage.trim())
+      const x = `age(${literal(this.x0)}::xid)`
+      const parts = list.rows.map(([t]) => `select ${literal(t!)} as c, count(*) as n, count(*) filter (where age(xmin) <= ${x}) as m from pg_catalog.${ident(t!)}`)
+      parts.push(`select 'prepared', count(*), 0 from pg_catalog.pg_prepared_xacts where database = current_database()`)
+      parts.push(`select 'pg_database', count(*), count(*) filter (where age(xmin) <= ${x}) from pg_catalog.pg_database where datname = current_database()`)
+      parts.push(`select 'pg_db_role_setting', count(*), count(*) filter (where age(xmin) <= ${x}) from pg_catalog.pg_db_role_setting where setdatabase = (select oid from pg_catalog.pg_database where datname = current_database())`)
+      const r = await conn.exec(`select string_agg(c || ':' || n || ':' || m, ',' order by c) from (${parts.join('\n union all ')}) s`)
+      if (r?.status !== 'TUPLES_OK') throw new Error(conn.errorMessage.trim())
+      return r.rows[0][0] ?? ''
+    } finally {
+      await conn.close()
+    }
+  }
+
+  /** Whether the spec left it as fresh as it was made (so the next spec may run in it); false when unsure. */
+  async pristine(): Promise<boolean> {
+    const base = baselines.get(this.lab)
+    if (!base || this.keep) return false
+    try {
+      return (await this.state()) === base
+    } catch {
+      return false
+    }
+  }
+
+  /**
    * Makes it the spec's, right before the spec runs: on race's own server it takes pg_isolation_regress's name
    * (the previous spec's database is gone by then); the roles that exist now are noted.
    */
   async begin(): Promise<void> {
-    if (this.own) {
+    if (this.own && this.name !== REGRESS_DATABASE) {
       await this.lab.control.unsafe(`drop database if exists ${ident(REGRESS_DATABASE)} with (force)`)
       await this.lab.control.unsafe(`alter database ${ident(this.name)} rename to ${ident(REGRESS_DATABASE)}`)
       this.name = REGRESS_DATABASE
+      // The rename wrote its pg_database row: rows written from here on are the spec's.
+      const [r] = await this.lab.control`select (txid_current() % 4294967296)::text as x`
+      this.x0 = String(r.x)
     }
     this.rolesBefore = await roles(this.lab.control)
   }
@@ -127,6 +173,13 @@ export class SpecDatabase {
       const left = await dropDatabase(this.lab, this.name, this.sql)
       if (left) notes.push(left)
     }
+    const roleNotes = await this.dropRoles(mentioned)
+    return [...notes, ...(roleNotes ? [roleNotes] : [])].join('; ') || undefined
+  }
+
+  /** Drops the roles the spec created and left (see drop); what it could not drop, or undefined. */
+  async dropRoles(mentioned?: string): Promise<string | undefined> {
+    const notes: string[] = []
     try {
       const now = await roles(this.sql).catch(() => this.lab.onControlOrFresh((sql) => roles(sql)))
       for (const [oid, name] of now) {

@@ -209,3 +209,18 @@ permutation db l w w2 c
   const db = databaseOf(stdout)
   assert.equal(await databaseExists(db), false, `${db} was left`)
 })
+
+test('what one spec leaves in its database (a table, a comment on a system function) is never seen by the next spec', async () => {
+  const leave = spec('leave', `setup { create table leftover (a int); comment on function pg_catalog.now() is 'race was here'; }\nsession a\nstep r { select count(*) from leftover; }\n`)
+  const tidy = spec('tidy', `setup { create table tidy (a int); }\nteardown { drop table tidy; }\nsession a\nstep r { select count(*) from tidy; }\n`)
+  const look = spec('look', `session a\nstep t { select count(*) from leftover; }\nstep c { select coalesce(obj_description('pg_catalog.now()'::regprocedure, 'pg_proc'), 'none') as comment; }\n`)
+  for (const url of [undefined, server.url]) {
+    const out = path.join(dir, `out-leave-${url ? 'url' : 'own'}`)
+    const r = await race(['spec', leave, look, tidy, look, '--results', out, ...(url ? ['--database-url', url] : [])], { timeoutMs: 120_000 })
+    assert.equal(r.code, 0, r.stderr + r.stdout)
+    const text = fs.readFileSync(path.join(out, 'look.out'), 'utf8') // the last look, after tidy; the first ran right after leave
+    assert.match(text, /^ERROR: {2}relation "leftover" does not exist/m, text)
+    assert.match(text, /^current transaction time\n\(1 row\)/m, text)
+    assert.doesNotMatch(text, /race was here/)
+  }
+})
