@@ -57,6 +57,8 @@ async function roles(control: Sql): Promise<Map<number, string>> {
 
 /** What a fresh copy of template0 holds, per server (see SpecDatabase.state). */
 const baselines = new WeakMap<Lab, string>()
+/** The catalogs of a database, per server (the same in every copy of template0). */
+const catalogs = new WeakMap<Lab, string[]>()
 
 export class SpecDatabase {
   private rolesBefore = new Map<number, string>()
@@ -115,10 +117,15 @@ export class SpecDatabase {
   async state(): Promise<string> {
     const conn = await PgConn.connect(this.lab.target, { connectTimeoutMs: this.lab.connectTimeoutMs, params: [['application_name', 'race spec databases']], database: this.name })
     try {
-      const list = await conn.exec(`select relname from pg_catalog.pg_class where relnamespace = 'pg_catalog'::regnamespace and relkind = 'r' and not relisshared order by relname`)
-      if (list?.status !== 'TUPLES_OK') throw new Error(conn.errorMessage.trim())
+      let names = catalogs.get(this.lab)
+      if (!names) {
+        const list = await conn.exec(`select relname from pg_catalog.pg_class where relnamespace = 'pg_catalog'::regnamespace and relkind = 'r' and not relisshared order by relname`)
+        if (list?.status !== 'TUPLES_OK') throw new Error(conn.errorMessage.trim())
+        names = list.rows.map(([t]) => t ?? '')
+        catalogs.set(this.lab, names)
+      }
       const x = `age(${literal(this.x0)}::xid)`
-      const parts = list.rows.map(([t]) => `select ${literal(t!)} as c, count(*) as n, count(*) filter (where age(xmin) <= ${x}) as m from pg_catalog.${ident(t!)}`)
+      const parts = names.map((t) => `select ${literal(t)} as c, count(*) as n, count(*) filter (where age(xmin) <= ${x}) as m from pg_catalog.${ident(t)}`)
       parts.push(`select 'prepared', count(*), 0 from pg_catalog.pg_prepared_xacts where database = current_database()`)
       parts.push(`select 'pg_database', count(*), count(*) filter (where age(xmin) <= ${x}) from pg_catalog.pg_database where datname = current_database()`)
       parts.push(`select 'pg_db_role_setting', count(*), count(*) filter (where age(xmin) <= ${x}) from pg_catalog.pg_db_role_setting where setdatabase = (select oid from pg_catalog.pg_database where datname = current_database())`)
