@@ -36,6 +36,8 @@ export interface PgConnOptions {
   connectTimeoutMs: number
   /** Startup parameters, in order (user and database are added first). */
   params: [string, string][]
+  /** The database to connect to, instead of the target's. */
+  database?: string
 }
 
 type Async = 'idle' | 'busy' | 'ready'
@@ -86,7 +88,7 @@ export class PgConn {
   ) {}
 
   static async connect(target: Target, o: PgConnOptions): Promise<PgConn> {
-    const info = connInfo(target)
+    const info = { ...connInfo(target), ...(o.database !== undefined ? { database: o.database } : {}) }
     const c = new PgConn(info.host, info.port)
     await c.open(info, o)
     return c
@@ -271,10 +273,14 @@ export class PgConn {
     return true
   }
 
-  /** PQisBusy (parses what is buffered). */
+  /**
+   * PQisBusy (parses what is buffered). As libpq's, false once the connection is lost and nothing is left to
+   * read: getResult then reports the loss, instead of a caller polling a dead connection forever (a loop that
+   * never yields to the event loop, so that not even Ctrl-C's cleanup could run).
+   */
   isBusy(): boolean {
     this.parseInput()
-    return this.async === 'busy'
+    return this.async === 'busy' && !(this.bad && !this.incoming.length)
   }
 
   /** PQgetResult: the next result, waiting for it; null when the query is done. */

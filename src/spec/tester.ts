@@ -56,6 +56,8 @@ const RETRY = 2
 
 export interface TesterOptions {
   target: Target
+  /** The database the connections open (default: the target's). */
+  database?: string
   connectTimeoutMs: number
   /** Startup parameters every connection sends (options, datestyle, timezone, search_path...). */
   params: [string, string][]
@@ -96,7 +98,7 @@ export async function runTester(spec: Spec, o: TesterOptions, sink: TranscriptSi
       if (o.appName !== undefined) params.unshift(['application_name', o.appName])
       let conn: PgConn
       try {
-        conn = await PgConn.connect(o.target, { connectTimeoutMs: o.connectTimeoutMs, params })
+        conn = await PgConn.connect(o.target, { connectTimeoutMs: o.connectTimeoutMs, params, database: o.database })
       } catch (e) {
         throw new RunError(`could not connect to ${o.target.label} (connection ${i}): ${(e as Error).message}`)
       }
