@@ -26,7 +26,7 @@ function specFile(name: string, text: string): string {
 
 /** race spec on the test server, bounded: a hang is the child killed (code null), which fails the test. */
 async function raceSpec(file: string) {
-  const r = await race(['spec', file, '--run-timeout', '90s'], { url: ctx.server.url, timeoutMs: 120_000 })
+  const r = await race(['spec', file, '--schema', '--run-timeout', '90s'], { url: ctx.server.url, timeoutMs: 120_000 })
   assert.notEqual(r.code, null, `race spec did not end within the test's bound (a hang); stdout: ${r.stdout}`)
   return r
 }
@@ -163,7 +163,7 @@ step w { do $$ begin while exists (select 1 from pg_stat_activity where pid = (s
 step b { select 1; }
 `,
     )
-    const r = await race(['spec', file, '--run-timeout', '90s'], { url: u.toString(), timeoutMs: 120_000 })
+    const r = await race(['spec', file, '--schema', '--run-timeout', '90s'], { url: u.toString(), timeoutMs: 120_000 })
     assert.notEqual(r.code, null, 'no hang')
     assert.equal(r.code, 3, r.stdout + r.stderr)
     oneCleanLine(r.stderr, /lost race's control connection|the server closed (session \w+|race's isolationtester control connection)'s connection/)

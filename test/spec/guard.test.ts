@@ -160,7 +160,7 @@ expect held
 `,
   )
   for (const t of targets) {
-    for (const cmd of ['run', 'spec']) await refused(t, [cmd, spec], /setup block 2 creates temporary table orders.*nothing was changed$/)
+    for (const cmd of ['run', 'spec']) await refused(t, cmd === 'spec' ? [cmd, spec, '--schema'] : [cmd, spec], /setup block 2 creates temporary table orders.*nothing was changed$/)
   }
 })
 
@@ -174,7 +174,7 @@ test('comments outside the schema (a schema, a function, the database, a role) a
   for (const [what, sql, says] of cases) {
     const spec = file(`comment-${what}.spec`, `setup { create table mine (id int); ${sql}; }\nsession s1\nstep a { select 1 }\n`)
     for (const t of targets) {
-      for (const cmd of ['run', 'spec']) await refused(t, [cmd, spec], says)
+      for (const cmd of ['run', 'spec']) await refused(t, cmd === 'spec' ? [cmd, spec, '--schema'] : [cmd, spec], says)
     }
   }
 })
@@ -189,7 +189,7 @@ test('COPY to a program or a server file is refused before it runs, also from in
   for (const [what, sql, says] of cases) {
     const spec = file(`copy-${what}.spec`, `setup { create table mine (id int); ${sql}; }\nsession s1\nstep a { select 1 }\n`)
     for (const t of targets) {
-      for (const cmd of ['run', 'spec']) await refused(t, [cmd, spec], says)
+      for (const cmd of ['run', 'spec']) await refused(t, cmd === 'spec' ? [cmd, spec, '--schema'] : [cmd, spec], says)
     }
   }
   assert.ok(!fs.existsSync(mark), 'no program ran and no file was written')
@@ -202,7 +202,7 @@ test("race spec: maintenance blocks, which run outside a transaction, are refuse
   ]
   for (const [what, sql, says] of cases) {
     const spec = file(`maint-${what}.spec`, `setup { create table mine (id int) }\nsetup { ${sql} }\nsession s1\nstep a { select 1 }\n`)
-    for (const t of targets) await refused(t, ['spec', spec], says)
+    for (const t of targets) await refused(t, ['spec', spec, '--schema'], says)
   }
   // A search_path set in block 1 no longer reaches block 2: the index outside is not found, and stays.
   const drop = file('maint-drop.spec', `setup { create table mine (id int); set search_path = ${outside} }\nsetup { drop index concurrently ${outside}_idx }\nsession s1\nstep a { select 1 }\n`)
@@ -210,11 +210,11 @@ test("race spec: maintenance blocks, which run outside a transaction, are refuse
   const own = file('maint-own.spec', `setup { create table mine (id int) }\nsetup { vacuum full mine }\nsetup { create index concurrently mine_id on mine (id) }\nsetup { drop index concurrently mine_id }\nsession s1\nstep a { select count(*) from mine }\n`)
   for (const t of targets) {
     const was = await state(t)
-    const r = await race(['spec', drop], { url: t.url })
+    const r = await race(['spec', drop, '--schema'], { url: t.url })
     assert.match(r.stdout + r.stderr, new RegExp(`setup failed: ERROR:  index "${outside}_idx" does not exist`), `${t.name}: ${r.stdout}${r.stderr}`)
     assert.equal(await state(t), was, `${t.name}: the index outside is still there`)
     assert.deepEqual(await schemasOf(t.admin, r.pid), [], t.name)
-    const ok = await race(['spec', own], { url: t.url })
+    const ok = await race(['spec', own, '--schema'], { url: t.url })
     assert.equal(ok.code, 0, `${t.name}: ${ok.stdout}${ok.stderr}`)
     assert.match(ok.stdout, /step a: select count\(\*\) from mine/, t.name)
   }
