@@ -62,7 +62,8 @@ test('slow-holder: the key is held through the API call; the others wait lock_ti
   assert.ok(Number(m![1]) >= 500, `held ${m![1]} ms, through the 500 ms call`)
   for (const w of ['s2', 's3']) {
     assert.equal(by(t, w).sqlstate, '55P03')
-    assert.ok(by(t, w).waitedMs >= 200 && by(t, w).waitedMs < 500, `${w} waited ${by(t, w).waitedMs} ms`)
+    // At least lock_timeout (no upper bound: on a busy machine the answer comes late; 55P03 says it was the timeout).
+    assert.ok(by(t, w).waitedMs >= 200, `${w} waited ${by(t, w).waitedMs} ms`)
   }
   assert.ok(t.events.some((e) => e.session === 's1' && e.step === 'api' && e.detail === 'waited 500 ms'))
 })
