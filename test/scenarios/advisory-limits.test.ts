@@ -62,24 +62,33 @@ test('slow-holder: the key is held through the API call; the others wait lock_ti
   assert.ok(Number(m![1]) >= 500, `held ${m![1]} ms, through the 500 ms call`)
   for (const w of ['s2', 's3']) {
     assert.equal(by(t, w).sqlstate, '55P03')
-    assert.ok(by(t, w).waitedMs >= 200 && by(t, w).waitedMs < 500, `${w} waited ${by(t, w).waitedMs} ms`)
+    // At least lock_timeout (no upper bound: on a busy machine the answer comes late; 55P03 says it was the timeout).
+    assert.ok(by(t, w).waitedMs >= 200, `${w} waited ${by(t, w).waitedMs} ms`)
   }
   assert.ok(t.events.some((e) => e.session === 's1' && e.step === 'api' && e.detail === 'waited 500 ms'))
 })
 
-test('slow-holder --outside: the API is called after COMMIT; the lock section is short, nobody times out', async () => {
+test('slow-holder --outside: the API is called after COMMIT; the others find the key free, and pg_locks shows none held at the call', async () => {
   const [t] = (await runScenario(ctx.lab, 'slow-holder', { params: { outside: true } })).trials
   assert.ok(t.comparison.matched, t.comparison.deviations.join('; '))
-  assert.equal(t.verdict, 'serialized')
-  const m = /^s1 held the key (\d+) ms \(lock_timeout 200 ms\); 1 pending; outbox: 1 recorded, 1 sent after COMMIT$/.exec(t.invariant.observed)
+  assert.equal(t.verdict, 'clean')
+  const m = /^s1 held the key (\d+) ms \(lock_timeout 200 ms\); 1 pending; outbox: 1 recorded, 1 sent after COMMIT; advisory locks held at the API call: 0$/.exec(t.invariant.observed)
   assert.ok(m, t.invariant.observed)
-  assert.ok(Number(m![1]) < 200)
   for (const w of ['s2', 's3']) {
     assert.equal(by(t, w).reason, 'pending request exists')
-    assert.ok(by(t, w).waitedMs > 0 && by(t, w).waitedMs < 200, `${w} waited ${by(t, w).waitedMs} ms`)
+    assert.equal(by(t, w).waitedMs, 0, `${w} waited ${by(t, w).waitedMs} ms`)
   }
   const order = t.events.filter((e) => e.session === 's1' && e.kind === 'ok').map((e) => e.step)
-  assert.ok(order.indexOf('commit') < order.indexOf('api'), order.join(' '))
+  assert.ok(order.indexOf('commit') < order.indexOf('calling') && order.indexOf('calling') < order.indexOf('api'), order.join(' '))
+})
+
+test('slow-holder --outside decides from facts, not durations: with lock_timeout 1ms (a holder 200 times slower) still as documented', async () => {
+  // Before, the others waited through s1's insert and COMMIT and the verdict compared how long s1 held the key
+  // with lock_timeout: on a busy machine both ran over (55P03, "anomaly"). 1ms makes any machine that busy.
+  const [t] = (await runScenario(ctx.lab, 'slow-holder', { params: { outside: true, lockTimeout: 1 } })).trials
+  assert.ok(t.comparison.matched, t.comparison.deviations.join('; '))
+  assert.equal(t.invariant.held, true, t.invariant.observed)
+  assert.ok(t.sessions.every((x) => x.sqlstate === null), t.sessions.map((x) => x.sqlstate).join())
 })
 
 test('race show slow-holder: the API call is labelled application code, not SQL', async () => {
