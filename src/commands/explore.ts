@@ -128,9 +128,13 @@ function render(r: ExploreResult, all: boolean): string {
         : `a random sample: ${r.runs} runs, seed ${r.sample!.seed} (${r.interleavings} different interleavings of ${r.orders} orders of the steps; --seed ${r.sample!.seed} draws it again)`
   lines.push(...hang(c.dim(what), w, 2))
   lines.push(...hang(`${c.dim('invariant')}  ${r.invariant}`, w, 11))
+  // A search stopped at --max ran some interleavings only: "all" is not what it saw.
+  const partial = r.mode === 'all' && !r.complete
   const sampled = r.mode === 'sample' ? ' sampled' : ''
-  const share = `${r.violating} of ${r.interleavings}${sampled} interleavings`
-  lines.push(r.violating ? c.red(c.bold(`VIOLATED in ${share}`)) : r.unknown ? c.yellow(`held in ${r.interleavings - r.unknown}, undecided in ${r.unknown} of ${r.interleavings}`) : c.green(c.bold(`HELD in all ${r.interleavings}${sampled} interleavings`)) + (sampled ? c.dim(' (a sample: the others were not run)') : ''))
+  const share = partial ? `${r.violating} of the ${r.interleavings} interleavings run` : `${r.violating} of ${r.interleavings}${sampled} interleavings`
+  const heldAll = partial ? `HELD in the ${r.interleavings} interleavings run` : `HELD in all ${r.interleavings}${sampled} interleavings`
+  const others = sampled ? ' (a sample: the others were not run)' : partial ? ' (--max stopped the search: the others were not run)' : ''
+  lines.push(r.violating ? c.red(c.bold(`VIOLATED in ${share}`)) : r.unknown ? c.yellow(`held in ${r.interleavings - r.unknown}, undecided in ${r.unknown} of ${r.interleavings}`) : c.green(c.bold(heldAll)) + c.dim(others))
   lines.push('')
   for (const g of r.groups) {
     const state = g.held === false ? c.red('VIOLATED') : g.held === null ? c.yellow('UNKNOWN') : c.green('HELD')
