@@ -158,7 +158,7 @@ function render(r: ExploreResult, all: boolean): string {
     if (cmd.length + 2 <= w || at < 0) lines.push(...hang(`  ${cmd}`, w, 4))
     else lines.push(`  ${cmd.slice(0, at)} \\`, ...hang(`    ${cmd.slice(at + 1)}`, w, 6))
   }
-  if (r.diverged) lines.push(...hang(c.yellow(`${r.diverged} run(s) went otherwise than the same choices did before: the database did not repeat itself, so some interleavings may be missing`), w, 2))
+  if (r.diverged) lines.push(...hang(c.yellow(`${r.diverged} run(s) went otherwise than the same choices did before: the database${r.steps === 'discovered' ? " (or the application's code)" : ''} did not repeat itself, so some interleavings may be missing`), w, 2))
   const verdict = r.matched ? c.green('MATCH') : c.red('DEVIATION')
   lines.push(...hang(`${c.dim('expected')}   ${r.expected}  ${verdict}`, w, 11))
   lines.push(c.dim(`${r.runs} runs in ${(r.ms / 1000).toFixed(1)} s: ${r.perSecond.toFixed(1)} interleavings per second`))

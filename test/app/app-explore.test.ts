@@ -47,6 +47,7 @@ interface Explored {
   matched: boolean
   exitCode: number
   perSecond: number
+  diverged: number
 }
 
 async function explore(args: string[]): Promise<{ code: number | null; j: Explored; stderr: string }> {
@@ -243,6 +244,37 @@ test('a tree larger than its first run promised: every interleaving within --max
   assert.equal(cut.j.complete, false)
   assert.equal(cut.j.runs, 20)
   assert.equal(cut.j.exitCode, 3)
+})
+
+test('a function that does not do the same again under the same choices: the search says so, and held is not claimed (exit 3)', async () => {
+  // s1 sends two queries in the first interleaving and one in every later one (module state: its code remembers);
+  // the second interleaving replays "s1 first" and finds s1 ended where it had a query before.
+  const file = path.join(dir, 'moody.race.mjs')
+  fs.writeFileSync(
+    file,
+    `let trials = 0
+export default {
+  driver: 'pg',
+  sessions: 2,
+  setup: ['create table t (k int)'],
+  session: async (db, ctx) => {
+    const first = ctx.index === 0 && trials++ === 0
+    await db.query('insert into t values ($1)', [ctx.index])
+    if (first || ctx.index === 1) await db.query('select count(*) from t')
+  },
+  invariant: 'select count(*) = 2 from t',
+  expect: 'held',
+}
+`,
+  )
+  const r = await race(['explore', file], { url: server.url, timeoutMs: 300_000 })
+  assert.equal(r.code, 3, r.stdout + r.stderr)
+  assert.deepEqual(await schemasOf(admin, r.pid), [])
+  assert.match(r.stdout.replace(/\s+/g, ' '), /went otherwise than the same choices did before: the database \(or the application's code\) did not repeat itself/)
+  assert.match(r.stderr, /went otherwise than chosen: some interleavings may be missing/)
+  const j = await explore([file])
+  assert.ok(j.j.diverged > 0)
+  assert.equal(j.j.matched, false)
 })
 
 test('explore() from code on an application race module: the same counts, and 2 sessions by default', async () => {
