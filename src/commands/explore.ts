@@ -51,7 +51,7 @@ Examples:
   $ race explore examples/explore-orders-fixed.spec    holds in all
   $ race explore lost-update --expect held --json
   $ race explore examples/orders.spec --n 3 --sample 100 --seed 7
-  $ race explore examples/app/orders.race.mjs           60 of 70 violate (2 sessions)`,
+  $ race explore examples/app/orders.race.mjs   60 of 70 violate (2 sessions)`,
   )
   return cmd
 }
