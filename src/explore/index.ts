@@ -236,6 +236,8 @@ export async function exploreOn(lab: Driver, targetLabel: string, scenario: Scen
   const seen = new Map<string, Interleaving>()
   let runs = 0
   let allRuns = 0
+  // Runs made but not part of the search (an application race's first run, when a sample replaces the search).
+  let discarded = 0
   let violating = 0
   let phase: 'explore' | 'shrink' = 'explore'
   // The trial in flight: its free choices (sessions chosen by the strategy, not pinned), set by its chooser.
@@ -312,7 +314,7 @@ export async function exploreOn(lab: Driver, targetLabel: string, scenario: Scen
           sampling = true
           search = new Sampler(size, seed)
           planned = size
-          o.onProgress?.({ runs: allRuns, violating, planned, exact: true, phase })
+          discarded++
           return
         }
       }
@@ -332,7 +334,7 @@ export async function exploreOn(lab: Driver, targetLabel: string, scenario: Scen
         current = { free: [...free], it }
         candidates = shrinkCandidates(free)
       }
-      o.onProgress?.({ runs: allRuns, violating, planned: phase === 'explore' ? planned : null, exact: sampling, phase })
+      o.onProgress?.({ runs: allRuns - discarded, violating, planned: phase === 'explore' ? planned : null, exact: sampling, phase })
     },
   }).catch((e) => {
     throw specFailure(scenario, exploreFailure(e))
