@@ -8,7 +8,7 @@ import { findScenario, summaries, type ScenarioSummary } from '../registry.js'
 import { c } from '../report/color.js'
 import { columns, hang, joinFit } from '../report/width.js'
 import { specFailure } from '../spec/common.js'
-import { DEFAULT_MAX, DEFAULT_SAMPLE, DEFAULT_SHRINK, exploreOn, type ExploreResult } from '../explore/index.js'
+import { DEFAULT_MAX, DEFAULT_SAMPLE, DEFAULT_SHRINK, exploreOn, exploreSessions, type ExploreResult } from '../explore/index.js'
 import { addScenarioParamOptions, addTargetOptions, assertRunsOn, engineFor, parseBounds, scenarioParams, self, withLab, type TargetOptions } from './common.js'
 
 export interface ExploreCommandOptions extends TargetOptions {
@@ -50,18 +50,14 @@ Examples:
   $ race explore examples/explore-orders.spec          12 of 20 violate
   $ race explore examples/explore-orders-fixed.spec    holds in all
   $ race explore lost-update --expect held --json
-  $ race explore examples/orders.spec --n 3 --sample 100 --seed 7`,
+  $ race explore examples/orders.spec --n 3 --sample 100 --seed 7
+  $ race explore examples/app/orders.race.mjs   60 of 70 violate (2 sessions)`,
   )
   return cmd
 }
 
 export async function exploreCommand(id: string, o: ExploreCommandOptions, cmd: Command): Promise<number> {
   const scenario = await findScenario(id)
-  if (scenario.app) {
-    throw new UsageError(
-      `${scenario.id} is an application race: race explore does not enumerate its queries yet; race it with race run (--schedule lockstep, a permutation of its query labels, or --trials at the barrier)`,
-    )
-  }
   const engine = engineFor(o.databaseUrl)
   assertRunsOn(scenario, engine)
   const params = scenarioParams(scenario, cmd, o, await summaries(), engine)
@@ -69,7 +65,7 @@ export async function exploreCommand(id: string, o: ExploreCommandOptions, cmd: 
   if (o.n !== undefined && count.min === count.max && String(o.n).trim() !== String(count.min)) {
     throw new UsageError(`${scenario.id} has exactly ${count.min} sessions; leave out --n`)
   }
-  const n = o.n === undefined ? count.default : parseWhole('--n', o.n, count.min, count.max)
+  const n = o.n === undefined ? exploreSessions(scenario) : parseWhole('--n', o.n, count.min, count.max)
   const max = parseWhole('--max', o.max, 1)
   const sample = o.sample === undefined ? undefined : parseWhole('--sample', o.sample, 1, 1_000_000)
   const seed = o.seed === undefined ? undefined : parseWhole('--seed', o.seed, 0, 2 ** 32 - 1)
@@ -106,7 +102,9 @@ export async function exploreCommand(id: string, o: ExploreCommandOptions, cmd: 
       } else process.stdout.write(render(r, Boolean(o.all)) + '\n')
       if (r.exitCode === 3) {
         const first = r.every.find((x) => x.verdict === 'unknown')
-        process.stderr.write(`race: could not decide ${r.unknown} interleaving(s)${first ? `, e.g. ${first.line}: ${first.why}` : ''}\n`)
+        if (r.unknown || (r.complete && !r.diverged)) process.stderr.write(`race: could not decide ${r.unknown} interleaving(s)${first ? `, e.g. ${first.line}: ${first.why}` : ''}\n`)
+        else if (!r.complete) process.stderr.write(`race: held in the ${r.interleavings} interleavings run, but --max ${r.runs} runs left others unexplored: raise --max to run them all, or --sample K to sample\n`)
+        else process.stderr.write(`race: held in every interleaving run, but ${r.diverged} run(s) went otherwise than chosen: some interleavings may be missing\n`)
       }
       return r.exitCode
     },
@@ -118,15 +116,26 @@ export async function exploreCommand(id: string, o: ExploreCommandOptions, cmd: 
 function render(r: ExploreResult, all: boolean): string {
   const w = columns()
   const lines = joinFit([c.bold(`race explore ${r.scenario}`), `${r.server.product ?? 'PostgreSQL'} ${r.server.version} (${r.target})`, `${r.n} session${r.n === 1 ? '' : 's'}`], '  ·  ', w, 2)
+  const discovered = r.steps === 'discovered'
   const what =
     r.mode === 'all'
-      ? `every interleaving: ${r.interleavings} (${r.orders} orders of the steps keep each session's order${r.interleavings < Number(r.orders) ? '; the others would start a step of a session while it waits, or after it ended' : ''})`
-      : `a random sample: ${r.runs} runs, seed ${r.sample!.seed} (${r.interleavings} different interleavings of ${r.orders} orders of the steps; --seed ${r.sample!.seed} draws it again)`
+      ? discovered
+        ? r.complete
+          ? `every interleaving: ${r.interleavings} (the sessions' queries, discovered as each function ran: the leaves of the tree of choices)`
+          : `the first ${r.interleavings} interleavings (the search reached --max ${r.runs} runs with interleavings left: raise --max, or --sample)`
+        : `every interleaving: ${r.interleavings} (${r.orders} orders of the steps keep each session's order${r.interleavings < Number(r.orders) ? '; the others would start a step of a session while it waits, or after it ended' : ''})`
+      : discovered
+        ? `a random sample: ${r.runs} runs, seed ${r.sample!.seed} (${r.interleavings} different interleavings; the first run's queries alone have ${r.orders} orders; --seed ${r.sample!.seed} draws it again)`
+        : `a random sample: ${r.runs} runs, seed ${r.sample!.seed} (${r.interleavings} different interleavings of ${r.orders} orders of the steps; --seed ${r.sample!.seed} draws it again)`
   lines.push(...hang(c.dim(what), w, 2))
   lines.push(...hang(`${c.dim('invariant')}  ${r.invariant}`, w, 11))
+  // A search stopped at --max ran some interleavings only: "all" is not what it saw.
+  const partial = r.mode === 'all' && !r.complete
   const sampled = r.mode === 'sample' ? ' sampled' : ''
-  const share = `${r.violating} of ${r.interleavings}${sampled} interleavings`
-  lines.push(r.violating ? c.red(c.bold(`VIOLATED in ${share}`)) : r.unknown ? c.yellow(`held in ${r.interleavings - r.unknown}, undecided in ${r.unknown} of ${r.interleavings}`) : c.green(c.bold(`HELD in all ${r.interleavings}${sampled} interleavings`)) + (sampled ? c.dim(' (a sample: the others were not run)') : ''))
+  const share = partial ? `${r.violating} of the ${r.interleavings} interleavings run` : `${r.violating} of ${r.interleavings}${sampled} interleavings`
+  const heldAll = partial ? `HELD in the ${r.interleavings} interleavings run` : `HELD in all ${r.interleavings}${sampled} interleavings`
+  const others = sampled ? ' (a sample: the others were not run)' : partial ? ' (--max stopped the search: the others were not run)' : ''
+  lines.push(r.violating ? c.red(c.bold(`VIOLATED in ${share}`)) : r.unknown ? c.yellow(`held in ${r.interleavings - r.unknown}, undecided in ${r.unknown} of ${r.interleavings}`) : c.green(c.bold(heldAll)) + c.dim(others))
   lines.push('')
   for (const g of r.groups) {
     const state = g.held === false ? c.red('VIOLATED') : g.held === null ? c.yellow('UNKNOWN') : c.green('HELD')
@@ -149,7 +158,7 @@ function render(r: ExploreResult, all: boolean): string {
     if (cmd.length + 2 <= w || at < 0) lines.push(...hang(`  ${cmd}`, w, 4))
     else lines.push(`  ${cmd.slice(0, at)} \\`, ...hang(`    ${cmd.slice(at + 1)}`, w, 6))
   }
-  if (r.diverged) lines.push(...hang(c.yellow(`${r.diverged} run(s) went otherwise than the same choices did before: the database did not repeat itself, so some interleavings may be missing`), w, 2))
+  if (r.diverged) lines.push(...hang(c.yellow(`${r.diverged} run(s) went otherwise than the same choices did before: the database${r.steps === 'discovered' ? " (or the application's code)" : ''} did not repeat itself, so some interleavings may be missing`), w, 2))
   const verdict = r.matched ? c.green('MATCH') : c.red('DEVIATION')
   lines.push(...hang(`${c.dim('expected')}   ${r.expected}  ${verdict}`, w, 11))
   lines.push(c.dim(`${r.runs} runs in ${(r.ms / 1000).toFixed(1)} s: ${r.perSecond.toFixed(1)} interleavings per second`))

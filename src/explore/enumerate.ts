@@ -26,8 +26,10 @@ export interface Strategy {
 /**
  * Every interleaving, depth first. The first run takes the first ready session at each choice; each later run
  * replays the path to the deepest choice with an untried option, takes that option, then the first ones again.
- * A replayed choice that is no longer ready (the database did something else this time) is counted in
- * `diverged` and replaced by the first ready session: the search goes on from what really happened.
+ * A replayed choice whose ready sessions are not the ones seen there before (the database, or the application's
+ * code, did something else this time), or a run that ends before its replayed path does, is counted in `diverged`;
+ * the choice is then made afresh from the first ready session: the search goes on from what really happened, and
+ * the tree it counts may miss or repeat interleavings.
  */
 export class Dfs implements Strategy {
   /** Per depth of the current path: the ready sessions seen there, and which one the path takes. */
@@ -43,8 +45,8 @@ export class Dfs implements Strategy {
     return (ready) => {
       const d = depth++
       if (d < this.prefix.length) {
-        const want = this.prefix[d]
-        if (ready.includes(want)) return want
+        const was = this.path[d].options
+        if (ready.length === was.length && ready.every((x) => was.includes(x))) return this.prefix[d]
         this.diverged++
         this.path.length = d
         this.prefix.length = d
@@ -56,6 +58,8 @@ export class Dfs implements Strategy {
 
   done(launched: readonly number[]): void {
     this.runs++
+    // The run ended before the choice it was replayed to make: the tree there is not the one seen before.
+    if (launched.length < this.prefix.length) this.diverged++
     this.path.length = Math.min(this.path.length, launched.length)
     for (let d = this.path.length - 1; d >= 0; d--) {
       const node = this.path[d]

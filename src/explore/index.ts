@@ -97,8 +97,19 @@ export interface ExploreResult {
   target: string
   invariant: string
   mode: 'all' | 'sample'
-  /** How many orders of the steps keep each session's own order (isolationtester's count), as a decimal string. */
+  /**
+   * How many orders of the steps keep each session's own order (isolationtester's count), as a decimal string. An
+   * application race's steps are discovered as its functions run: then the orders of the queries its first run sent
+   * (each session's count along that run), which decided between every interleaving and a sample.
+   */
   orders: string
+  /** declared: a spec's or scenario's steps, known before; discovered: an application race's queries, as they were sent. */
+  steps: 'declared' | 'discovered'
+  /**
+   * mode 'all': every interleaving was run. False when the search of an application race's tree reached --max runs
+   * with interleavings left (its first run promised fewer); then "held in all" is not known (exit 3 if expected).
+   */
+  complete: boolean
   /** With mode 'sample': the sample's size and seed. */
   sample?: { size: number; seed: number }
   /** Runs made in the search (a sample's draws), shrinking's not counted. */
@@ -159,16 +170,9 @@ interface Done {
 
 export async function explore(scenarioOrId: string | Scenario, o: ExploreOptions = {}): Promise<ExploreResult> {
   const scenario = typeof scenarioOrId === 'string' ? await findScenario(scenarioOrId) : scenarioOrId
-  // An application race's steps are the queries its function sends, known only as they come: the exploration
-  // here counts and names the declared steps of a spec or scenario. Until it learns them, say so (exit 2).
-  if (scenario.app) {
-    throw new UsageError(
-      `${scenario.id} is an application race: race explore does not enumerate its queries yet; race it with race run (--schedule lockstep, a permutation of its query labels, or --trials at the barrier)`,
-    )
-  }
   const bounds: Bounds = { connectTimeoutMs: o.connectTimeoutMs ?? 5000, stepTimeoutMs: o.stepTimeoutMs ?? 10_000, runTimeoutMs: o.runTimeoutMs ?? 30 * 60_000 }
   const count = sessionCount(scenario)
-  const n = o.n ?? count.default
+  const n = o.n ?? exploreSessions(scenario)
   if (!Number.isInteger(n) || n < count.min || n > count.max) throw new UsageError(`${scenario.id} takes ${count.min === count.max ? count.min : `${count.min} to ${count.max}`} sessions, got ${n}`)
   const max = o.max ?? DEFAULT_MAX
   const shrinkBudget = o.shrink ?? DEFAULT_SHRINK
@@ -198,20 +202,42 @@ export async function explore(scenarioOrId: string | Scenario, o: ExploreOptions
   )
 }
 
+/**
+ * How many sessions explore races when not told: the scenario's default; for an application race, 2 (or its
+ * least, when it needs more). An application race's default is for race run (10 sessions at a barrier); every
+ * interleaving of 10 functions is out of reach, and two sessions already show a check-then-insert race whole.
+ */
+export function exploreSessions(s: Scenario): number {
+  const count = sessionCount(s)
+  return s.app ? Math.min(count.default, Math.max(2, count.min)) : count.default
+}
+
 /** explore on an open driver (the command and the API open it with withLab). */
 export async function exploreOn(lab: Driver, targetLabel: string, scenario: Scenario, p: Plan, o: ExploreOptions & { max: number; shrink: number }, bounds: Bounds): Promise<ExploreResult> {
   const expect = expectationOf(scenario, p, o.expect)
-  const counts = p.sessions.map((s, i) => s.steps.filter((_, k) => !pinned(scenario, p, i, k)).length)
-  const orders = ordersOf(counts)
-  const sampling = o.sample !== undefined || orders > BigInt(o.max)
+  // An application race's steps are the queries its functions send, discovered as they run: a session's count may
+  // differ from one interleaving to the next (count, then insert or throw). The tree's branching is known only
+  // where it is reached, so the count of orders is not known before: the first run (the first ready session at every
+  // choice) gives each session's queries along it, and their orders decide between every interleaving and a sample.
+  const app = Boolean(scenario.app)
+  const counts = app ? [] : p.sessions.map((s, i) => s.steps.filter((_, k) => !pinned(scenario, p, i, k)).length)
+  let orders = app ? 0n : ordersOf(counts)
+  let sampling = o.sample !== undefined || (!app && orders > BigInt(o.max))
   const seed = o.seed ?? Math.floor(Math.random() * 2 ** 31)
   const size = o.sample ?? DEFAULT_SAMPLE
-  const search: Strategy & { diverged?: number } = sampling ? new Sampler(size, seed) : new Dfs()
-  const planned = sampling ? size : Number(orders)
+  let search: Strategy & { diverged?: number; runs: number } = sampling ? new Sampler(size, seed) : new Dfs()
+  let planned: number | null = sampling ? size : app ? null : Number(orders)
+  // The application race's first run: its queries give `orders`, and, unless --sample was given, decide whether
+  // every interleaving fits in --max.
+  let probing = app
+  // Every interleaving was run: false when a search of an application race's tree reached --max runs with more left.
+  let complete = true
 
   const seen = new Map<string, Interleaving>()
   let runs = 0
   let allRuns = 0
+  // Runs made but not part of the search (an application race's first run, when a sample replaces the search).
+  let discarded = 0
   let violating = 0
   let phase: 'explore' | 'shrink' = 'explore'
   // The trial in flight: its free choices (sessions chosen by the strategy, not pinned), set by its chooser.
@@ -234,7 +260,8 @@ export async function exploreOn(lab: Driver, targetLabel: string, scenario: Scen
       if (!open.length) return take(ready[0])
       const idx = pick(
         open.map((s) => s.index),
-        open.map((s) => counts[s.index] - free.filter((x) => x === s.index).length),
+        // What each session has left is known only for declared steps.
+        app ? undefined : open.map((s) => counts[s.index] - free.filter((x) => x === s.index).length),
       )
       const s = open.find((x) => x.index === idx) ?? open[0]
       free.push(s.index)
@@ -261,8 +288,11 @@ export async function exploreOn(lab: Driver, targetLabel: string, scenario: Scen
     keep: false,
     choose: () => {
       if (phase === 'explore') {
-        const pick = search.next()
+        // An application race's tree may be larger than its first run's orders said: stop at --max runs, and say
+        // when interleavings were left (a search of declared steps ends by itself within the orders it counted).
+        const pick = app && !sampling && search.runs >= o.max ? undefined : search.next()
         if (pick) return chooserOf(pick)
+        if (app && !sampling && search.next()) complete = false
         phase = 'shrink'
         if (!sampling || !current || !o.shrink) return undefined
         shrinkFrom = current.it.line
@@ -276,6 +306,18 @@ export async function exploreOn(lab: Driver, targetLabel: string, scenario: Scen
     onOrder: (_k, ran) => {
       const { facts, trial } = last!
       allRuns++
+      if (probing) {
+        probing = false
+        orders = ordersOf(p.sessions.map((_, i) => ran.filter((e) => e.session === i).length))
+        if (!sampling && orders > BigInt(o.max)) {
+          // Too many to run them all: a seeded sample instead, as for declared steps. This first run is not one of its draws.
+          sampling = true
+          search = new Sampler(size, seed)
+          planned = size
+          discarded++
+          return
+        }
+      }
       const it = interleavingOf(p, ran, facts, trial, switches(free))
       if (phase === 'explore') {
         runs++
@@ -292,7 +334,7 @@ export async function exploreOn(lab: Driver, targetLabel: string, scenario: Scen
         current = { free: [...free], it }
         candidates = shrinkCandidates(free)
       }
-      o.onProgress?.({ runs: allRuns, violating, planned: phase === 'explore' ? planned : null, exact: sampling, phase })
+      o.onProgress?.({ runs: allRuns - discarded, violating, planned: phase === 'explore' ? planned : null, exact: sampling, phase })
     },
   }).catch((e) => {
     throw specFailure(scenario, exploreFailure(e))
@@ -303,8 +345,9 @@ export async function exploreOn(lab: Driver, targetLabel: string, scenario: Scen
   const judged = every.map((x) => ({ verdict: x.verdict, comparison: { matched: x.verdict !== 'unknown', deviations: [], ...(x.verdict === 'unknown' ? { undecided: true } : {}) } }))
   const summary = summarize(judged, [], expect)
   const diverged = search instanceof Dfs ? search.diverged : 0
-  // Every interleaving held, but some were not run as chosen: "held in all" is not known (unknown is never a pass).
-  const incomplete = diverged > 0 && violating === 0 && expect === 'held'
+  // Every interleaving held, but some were not run as chosen, or not run at all (an application race's tree larger
+  // than --max): "held in all" is not known (unknown is never a pass).
+  const incomplete = (diverged > 0 || !complete) && violating === 0 && expect === 'held'
   const code = incomplete ? 3 : exitCode(summary)
   const shortest = current ? { ...current.it, ...(shrinkFrom && shrinkFrom !== current.it.line ? { shrunk: { from: shrinkFrom, runs: shrinkRuns } } : {}) } : null
   return {
@@ -316,6 +359,8 @@ export async function exploreOn(lab: Driver, targetLabel: string, scenario: Scen
     invariant: typeof scenario.invariant.description === 'function' ? scenario.invariant.description(p.variant.params) : scenario.invariant.description,
     mode: sampling ? 'sample' : 'all',
     orders: orders.toString(),
+    steps: app ? 'discovered' : 'declared',
+    complete,
     ...(sampling ? { sample: { size, seed } } : {}),
     runs,
     interleavings: every.length,
@@ -357,13 +402,18 @@ function better(a: Interleaving, b: Interleaving): boolean {
   return a.switches < b.switches || (a.switches === b.switches && steps(a) < steps(b))
 }
 
-/** A run as an interleaving: its launch order as a permutation line (steps a session never ran, because it ended, last). */
+/**
+ * A run as an interleaving: its launch order as a permutation line (steps a session never ran, because it ended,
+ * last). An application race's line is the labels its queries were released under (s1.q1 s2.q1 ...): the steps
+ * that exist are the ones its functions sent.
+ */
 function interleavingOf(p: Plan, ran: Entry[], facts: TrialFacts, trial: Trial, sw: number): Interleaving {
   const named = p.sessions.map((s) => ({ name: s.name, steps: s.steps }))
   const got = new Set(ran.map((e) => `${e.session}.${e.step}`))
   const rest = p.sessions.flatMap((s, i) => s.steps.map((_, k) => ({ session: i, step: k })).filter((e) => !got.has(`${e.session}.${e.step}`)))
+  const order = (facts as TrialFacts & { order?: string[] }).order
   return {
-    line: formatPermutation([...ran, ...rest], named),
+    line: p.scenario.app && order ? order.join(' ') : formatPermutation([...ran, ...rest], named),
     verdict: trial.verdict,
     held: facts.invariant.held,
     observed: facts.invariant.observed,

@@ -73,6 +73,34 @@ test('a step that waits for a lock: its session takes no step until it has the l
   assert.ok(runs.some((r) => key(r).startsWith('00110')), 'while s2 waits, s1 goes on')
 })
 
+test('a run that goes otherwise than the same choices went before is counted as diverged, not taken as the tree', () => {
+  // Code whose steps are not the same each time (it reads the clock, a random number): session 0 sends two steps on
+  // the first run and one on every later one. The second run replays "s1 first" and then finds s1 ended where it
+  // had a step before: the tree counted is not the one explored, and the search says so. (A change only in a part
+  // of the tree not yet replayed cannot be seen: a stateless search trusts the code to do the same again.)
+  let run = 0
+  const dfs = new Dfs()
+  for (let pick = dfs.next(); pick && run < 50; pick = dfs.next(), run++) {
+    const steps = [run === 0 ? 2 : 1, 2]
+    const next = [0, 0]
+    const launched: number[] = []
+    for (;;) {
+      const ready = [0, 1].filter((i) => next[i] < steps[i])
+      if (!ready.length) break
+      const i = pick(ready)
+      next[i]++
+      launched.push(i)
+    }
+    dfs.done(launched)
+  }
+  assert.ok(dfs.diverged > 0)
+  // The same model without the change: no divergence, and the 3 orders of 2 and 1 steps.
+  const steady = new Dfs()
+  const runs = drive(steady, [['a', 'b'], ['a']])
+  assert.equal(runs.length, 3)
+  assert.equal(steady.diverged, 0)
+})
+
 test('a seeded sample: the size asked, the same runs for the same seed, others for another seed', () => {
   const model = [['b', 'i', 'c'], ['b', 'i', 'c'], ['b', 'i', 'c']]
   const a = drive(new Sampler(25, 7), model).map(key)
