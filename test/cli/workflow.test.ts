@@ -1,4 +1,4 @@
-// The README's GitHub Actions workflow, run here step by step: its YAML parses, and its `run:` steps, in a fresh
+// docs/ci.md's GitHub Actions workflow, run here step by step: its YAML parses, and its `run:` steps, in a fresh
 // copy of the project (the checkout), with DATABASE_URL pointing at this test's server (the postgres service) and
 // GITHUB_ACTIONS=true, exit 0 and leave valid JUnit files. `npm ci` runs offline, from npm's cache: tests do not
 // reach the registry.
@@ -20,9 +20,9 @@ after(async () => {
 })
 
 function workflow(): string {
-  const md = fs.readFileSync(path.join(ROOT, 'README.md'), 'utf8')
+  const md = fs.readFileSync(path.join(ROOT, 'docs', 'ci.md'), 'utf8')
   const m = /```yaml\n(name: race[\s\S]*?)```/.exec(md)
-  assert.ok(m, 'the README has the workflow')
+  assert.ok(m, 'docs/ci.md has the workflow')
   return m[1]
 }
 
