@@ -8,7 +8,7 @@
 //
 // Options follow the command after ` | `, each `name value`:
 //   columns N        the terminal width (default 80)
-//   prompt           the block starts with `$ npx race ...`
+//   prompt [npx]     the block starts with `$ ./bin/race ...` (the checkout's), or `$ npx race ...` (a project's)
 //   head N / tail N  only the first / last N lines (a `...` line between, when both)
 //   exit N           the exit code the command must end with (default 0)
 //   env K=V          an environment variable (several allowed)
@@ -165,7 +165,8 @@ export async function render(s: Sample): Promise<string> {
     if ((head || tail) && lines.length > head + tail) lines = [...lines.slice(0, head), ...(head && tail ? ['...'] : []), ...(tail ? lines.slice(-tail) : [])]
     // A URL printed by the embedded server carries its throwaway password: shown masked, like race masks others.
     lines = lines.map((l) => l.replace(/(postgres:\/\/[^:/@\s]+:)[^@\s]+@/g, '$1...@'))
-    if ('prompt' in s.options) lines.unshift(`$ npx ${s.command.replace(/\$URL/, "'postgres://...'")}`)
+    // The prompt line: `./bin/race ...` as the checkout runs it (the documents' convention), or `npx race ...` (`prompt npx`).
+    if ('prompt' in s.options) lines.unshift(`$ ${opt(s, 'prompt') === 'npx' ? 'npx ' : './bin/'}${s.command.replace(/\$URL/, "'postgres://...'")}`)
     return lines.join('\n') + '\n'
   } finally {
     background?.kill('SIGINT')
@@ -214,7 +215,7 @@ async function inTerminal(args: string[], s: Sample, scratch: string): Promise<s
 /** What legitimately varies between two runs: pids, timings, versions, ports, keys, names with random parts. */
 export function normalize(text: string, o: { unordered?: boolean; anySession?: boolean } = {}): string[] {
   let lines = text
-    .replace(/^\$ npx .*\n/, '')
+    .replace(/^\$ (npx race|\.\/bin\/race)\b.*\n/, '')
     .split('\n')
     .map((l) =>
       l
