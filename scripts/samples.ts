@@ -101,8 +101,11 @@ export function argv(line: string): string[] {
 const opt = (s: Sample, name: string) => s.options[name]?.[0]
 
 function env(s: Sample, extra: Record<string, string> = {}): NodeJS.ProcessEnv {
-  // npm_command=exec is what npx sets (race then suggests `npx race ...`): the README's commands run through npx.
-  const e: NodeJS.ProcessEnv = { ...process.env, NO_COLOR: '1', COLUMNS: opt(s, 'columns') ?? '80', npm_command: 'exec' }
+  // The documents run ./bin/race (race then suggests `race ...`); `prompt npx` runs as npx does, which sets
+  // npm_command=exec (race then suggests `npx race ...`).
+  const e: NodeJS.ProcessEnv = { ...process.env, NO_COLOR: '1', COLUMNS: opt(s, 'columns') ?? '80' }
+  delete e.npm_command
+  if (opt(s, 'prompt') === 'npx') e.npm_command = 'exec'
   for (const k of ['PGHOST', 'PGDATABASE', 'PGUSER', 'PGPORT', 'PGPASSWORD', 'GITHUB_ACTIONS', 'FORCE_COLOR']) delete e[k]
   if (!('server' in s.options)) delete e.DATABASE_URL
   else if (!e.DATABASE_URL) throw new Error(`${s.command}: this sample runs against a server: set DATABASE_URL`)
