@@ -28,14 +28,14 @@ function workflow(): string {
 
 const pythonYaml = spawnSync('python3', ['-c', 'import yaml'], { encoding: 'utf8' }).status === 0
 
-test('the workflow is YAML a runner can read: a postgres service, Node 20, npx race check with --junit', { skip: pythonYaml ? false : 'needs python3 with PyYAML to parse the YAML (Debian: apt-get install -y python3-yaml)' }, () => {
+test('the workflow is YAML a runner can read: a postgres service, Node 20, race check with --junit (./bin/race in its own checkout)', { skip: pythonYaml ? false : 'needs python3 with PyYAML to parse the YAML (Debian: apt-get install -y python3-yaml)' }, () => {
   const json = execFileSync('python3', ['-c', 'import json, sys, yaml; print(json.dumps(yaml.safe_load(sys.stdin.read())))'], { input: workflow(), encoding: 'utf8' })
   const wf = JSON.parse(json)
   const job = Object.values(wf.jobs as Record<string, { services: Record<string, { image: string }>; steps: { run?: string; uses?: string; with?: Record<string, unknown> }[]; env: Record<string, string> }>)[0]
   assert.match(job.services.postgres.image, /^postgres:\d+/)
   assert.match(job.env.DATABASE_URL, /^postgres:\/\/postgres:postgres@localhost:5432\/postgres$/)
   assert.ok(job.steps.some((s) => s.uses?.startsWith('actions/setup-node') && String(s.with?.['node-version']) === '20'))
-  assert.ok(job.steps.some((s) => /^npx race check --database-url "\$DATABASE_URL" --junit \S+\.xml$/.test(s.run ?? '')))
+  assert.ok(job.steps.some((s) => /^(npx race|\.\/bin\/race) check --database-url "\$DATABASE_URL" --junit \S+\.xml$/.test(s.run ?? '')))
 })
 
 function offlineCache(): string | false {
@@ -56,7 +56,7 @@ test("the workflow's steps, run here: npm ci, then each npx race step against th
       const line = run === 'npm ci' ? 'npm ci --offline --no-audit --no-fund' : run
       const r = spawnSync('sh', ['-c', line], { cwd: dir, env, encoding: 'utf8', timeout: 600_000 })
       assert.equal(r.status, 0, `$ ${line}\n${r.stdout}${r.stderr}`)
-      if (run.startsWith('npx race')) assert.doesNotMatch(r.stdout, /^::error/m, 'nothing to annotate: the service behaves as documented')
+      if (/^(npx race|\.\/bin\/race)\b/.test(run)) assert.doesNotMatch(r.stdout, /^::error/m, 'nothing to annotate: the service behaves as documented')
     }
     const xmls = fs.readdirSync(dir).filter((f) => f.endsWith('.xml'))
     assert.ok(xmls.length >= 1)
