@@ -159,7 +159,7 @@ export async function render(s: Sample): Promise<string> {
     } else {
       const r = await runRace(args, env(s), cwd)
       const want = Number(opt(s, 'exit') ?? 0)
-      if (r.code !== want) throw new Error(`${s.command} exited ${r.code}, the sample says ${want}: ${r.stderr}`)
+      if (r.code !== want) throw new Error(`${s.command} exited ${r.code}, the sample says ${want}: ${r.stderr}${r.stdout.split('\n').filter((l) => /DEVIATION|differs|could not/.test(l)).slice(0, 8).join('\n')}`)
       out = opt(s, 'file') ? fs.readFileSync(path.join(cwd, opt(s, 'file')!), 'utf8') : 'stderr' in s.options ? r.stderr : r.stdout
     }
     let lines = out.replace(/\s+$/, '').split('\n').map((l) => l.trimEnd())
