@@ -1,8 +1,12 @@
 // unique-index (advisory-locks §5): the broken code, with a partial unique index on pending requests. The
 // second insert waits for the first transaction, then fails with unique_violation (23505): held.
-import { clean, defineScenario, prevented, replicate } from '../src/scenario.js'
-import { EXISTS, checkThenInsert, invariant, myCheckThenInsert, myPendingUnique, myTable, oneByOne, partialUniqueIndex, table } from './_fixtures/setup-requests.js'
-import { DUPLICATE } from './_fixtures/innodb.js'
+// --isolation (a row of race matrix): 23505 at READ COMMITTED and REPEATABLE READ; at SERIALIZABLE PostgreSQL
+// reports the same conflict as 40001 (the other row was inserted by a concurrent serializable transaction). On
+// InnoDB 1062 up to REPEATABLE READ; at SERIALIZABLE the checks lock the empty range and the inserts deadlock.
+import { defineScenario, levelParam, replicate } from '../src/scenario.js'
+import { isolationParam, otherLevels } from './_fixtures/isolation.js'
+import { DEADLOCK, DUPLICATE, M } from './_fixtures/innodb.js'
+import { beginAt, checkThenInsert, invariant, myCheckThenInsert, myPendingUnique, myTable, onTheGrid, partialUniqueIndex, table } from './_fixtures/setup-requests.js'
 
 const WHY = "every insert after the first waits on the first one's index entry, then fails with unique_violation"
 const WHY_MY = "every insert after the first waits on the first one's unique key entry, then fails with 1062 ER_DUP_ENTRY"
@@ -17,32 +21,29 @@ export default defineScenario({
     "The second insert waits on the first transaction's index entry; when that commits, it fails with unique_violation (23505).",
     'A constraint binds every write path (admin screens, future batch jobs); an advisory lock binds only code that takes it.',
   ],
-  params: {},
+  params: isolationParam(),
   sessionCount: { default: 2 },
-  isolation: 'read committed',
+  isolation: levelParam,
   setup: ({ engine }) => (engine === 'mysql' ? [myTable, myPendingUnique] : [table, partialUniqueIndex]),
-  sessions: ({ n, engine }) => replicate(n, { steps: engine === 'mysql' ? myCheckThenInsert() : checkThenInsert(), racePoint: 'check' }),
+  sessions: ({ n, engine, params }) =>
+    replicate(n, { steps: engine === 'mysql' ? myCheckThenInsert(false, String(params.isolation)) : checkThenInsert(beginAt(params)), racePoint: 'check' }),
   invariant: invariant(),
   documented: {
-    postgres: {
-      lockstep: ({ n }) => (n > 1 ? prevented(WHY, { committed: 1, '23505': n - 1 }) : clean('one request alone', { committed: 1 })),
-      serial: (v) => clean('each check sees the requests committed before it', oneByOne(v, 1, EXISTS)),
-      // Free-running: a session whose check comes after the first commit is told no instead.
-      barrier: (v) =>
-        v.n > 1
-          ? [prevented(WHY, { committed: 1, '23505': [1, v.n - 1], [`rejected: ${EXISTS}`]: [0, v.n - 2] }), clean('the sessions happened not to overlap', oneByOne(v, 1, EXISTS))]
-          : clean('one request alone', { committed: 1 }),
-    },
+    postgres: onTheGrid({
+      'read committed': { prevented: WHY, losers: '23505' },
+      'repeatable read': { prevented: `${WHY} (REPEATABLE READ too: the index is checked against what is committed, not the snapshot)`, losers: '23505' },
+      serializable: { prevented: "SERIALIZABLE reports the same unique-index conflict as serialization_failure (40001): the other row was inserted by a concurrent serializable transaction", losers: '40001' },
+    }),
     // MySQL's form: a stored generated column, the user id while pending (NULL otherwise), with a unique key.
     // The second INSERT finds the first one's uncommitted key, waits for it (a shared lock on the duplicate), and
     // fails with 1062 ER_DUP_ENTRY (SQLSTATE 23000) when it commits (InnoDB: Locks Set by Different SQL Statements).
-    mysql: {
-      lockstep: ({ n }) => (n > 1 ? prevented(WHY_MY, { committed: 1, [DUPLICATE]: n - 1 }) : clean('one request alone', { committed: 1 })),
-      serial: (v) => clean('each check sees the requests committed before it', oneByOne(v, 1, EXISTS)),
-      barrier: (v) =>
-        v.n > 1
-          ? [prevented(WHY_MY, { committed: 1, [DUPLICATE]: [1, v.n - 1], [`rejected: ${EXISTS}`]: [0, v.n - 2] }), clean('the sessions happened not to overlap', oneByOne(v, 1, EXISTS))]
-          : clean('one request alone', { committed: 1 }),
-    },
+    mysql: onTheGrid({
+      'read uncommitted': { prevented: WHY_MY, losers: DUPLICATE },
+      'read committed': { prevented: WHY_MY, losers: DUPLICATE },
+      'repeatable read': { prevented: WHY_MY, losers: DUPLICATE },
+      serializable: { prevented: `${M.SER}: each check locks the empty range, each INSERT waits for the other's lock; ${M.DEADLOCK}`, losers: DEADLOCK, wait: true },
+    }),
   },
+  // race check runs the whole column of the matrix for it.
+  checks: [...otherLevels(), { label: 'read uncommitted', params: { isolation: 'read uncommitted' }, engines: ['mysql'] }],
 })

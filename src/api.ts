@@ -69,11 +69,28 @@ export type RunResult = JsonDoc & {
 
 let queue: Promise<unknown> = Promise.resolve()
 
-/** Runs one race and judges it; see the module comment. */
-export function run(scenario: ScenarioRef, options: RunOptions = {}): Promise<RunResult> {
-  const mine = queue.then(() => guarded(() => runOnce(scenario, options)))
+/** One at a time in this process, each with race's run-wide state fresh and its cleanup done (see guarded). */
+function serialized<T>(fn: () => Promise<T>): Promise<T> {
+  const mine = queue.then(() => guarded(fn))
   queue = mine.catch(() => {})
   return mine
+}
+
+/** Runs one race and judges it; see the module comment. */
+export function run(scenario: ScenarioRef, options: RunOptions = {}): Promise<RunResult> {
+  return serialized(() => runOnce(scenario, options))
+}
+
+/**
+ * Every interleaving of the race's steps, each judged (race explore): how many violate, grouped, and the shortest
+ * violating one as a permutation `run(..., { schedule })` replays. Like run(): one at a time, cleaned up, RaceError.
+ */
+export function explore(scenario: ScenarioRef, options: import('./explore/index.js').ExploreOptions = {}): Promise<import('./explore/index.js').ExploreResult> {
+  return serialized(async () => {
+    const [{ explore: exploreOnce }, { userScenario }] = await Promise.all([import('./explore/index.js'), import('./spec/load.js')])
+    const s = typeof scenario === 'string' ? scenario : userScenario(scenario, `explore(): scenario ${typeof scenario?.id === 'string' ? scenario.id : ''}`.trim())
+    return exploreOnce(s, options)
+  })
 }
 
 async function runOnce(ref: ScenarioRef, o: RunOptions): Promise<RunResult> {

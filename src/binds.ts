@@ -18,7 +18,64 @@ export type Placeholders = 'dollar' | 'question'
 const IDENT_START = /[A-Za-z_]/
 const IDENT = /[A-Za-z0-9_]/
 
-/** Finds every named bind of `sql`. Pure; never throws. */
+/**
+ * Where the text that starts at `i` and is not SQL code ends: a -- or nested /* comment, a 'string' (E'...'
+ * and every MySQL string with backslash escapes), a "quoted identifier", a MySQL `identifier`, a $tag$ body.
+ * Returns `i` itself when code starts there.
+ */
+export function skipNonCode(sql: string, i: number, style: Placeholders = 'dollar'): number {
+  const mysql = style === 'question'
+  const n = sql.length
+  const at = (k: number) => sql[k] ?? ''
+  const ch = sql[i]
+  // -- line comment
+  if (ch === '-' && at(i + 1) === '-') {
+    const end = sql.indexOf('\n', i)
+    return end < 0 ? n : end
+  }
+  // /* block comment */ (nested, as PostgreSQL allows)
+  if (ch === '/' && at(i + 1) === '*') {
+    let depth = 0
+    let k = i
+    while (k < n) {
+      if (sql[k] === '/' && at(k + 1) === '*') {
+        depth++
+        k += 2
+      } else if (sql[k] === '*' && at(k + 1) === '/') {
+        depth--
+        k += 2
+        if (depth === 0) break
+      } else k++
+    }
+    return k
+  }
+  // 'string' (with '' escapes; E'...' also with backslash escapes, as every MySQL string) and "quoted identifier" (with "")
+  if (ch === "'" || ch === '"') {
+    const escapes = ch === "'" && (mysql || (i > 0 && /[eE]/.test(sql[i - 1]) && (i < 2 || !IDENT.test(sql[i - 2]))))
+    return closingQuote(sql, i, escapes)
+  }
+  // `quoted identifier` (MySQL)
+  if (mysql && ch === '`') {
+    const end = sql.indexOf('`', i + 1)
+    return end < 0 ? n : end + 1
+  }
+  // $tag$ dollar-quoted body $tag$ (not $1, a positional parameter)
+  if (!mysql && ch === '$' && (i === 0 || !IDENT.test(sql[i - 1]))) {
+    const m = /^\$([A-Za-z_][A-Za-z0-9_]*)?\$/.exec(sql.slice(i))
+    if (m) {
+      const tag = m[0]
+      const end = sql.indexOf(tag, i + tag.length)
+      return end < 0 ? n : end + tag.length
+    }
+  }
+  return i
+}
+
+/**
+ * Finds every named bind of `sql`. Pure; never throws. A colon is a bind only where a value can stand: not in
+ * a `::cast`, nor inside a subscript's brackets (`arr[1:n]`, `arr[:n]` are array slices; an ARRAY[...]
+ * constructor's elements are values, so `array[:a, :b]` has binds), nor in text that is not code.
+ */
 export function parseBinds(sql: string, style: Placeholders = 'dollar'): Parsed {
   const mysql = style === 'question'
   const names: string[] = []
@@ -26,64 +83,21 @@ export function parseBinds(sql: string, style: Placeholders = 'dollar'): Parsed 
   let i = 0
   const n = sql.length
   const at = (k: number) => sql[k] ?? ''
+  // Open brackets, innermost last: true for a subscript (a slice's colon is not a bind), false for ARRAY[.
+  const brackets: boolean[] = []
   while (i < n) {
     const ch = sql[i]
-    // -- line comment
-    if (ch === '-' && at(i + 1) === '-') {
-      const end = sql.indexOf('\n', i)
-      const stop = end < 0 ? n : end
-      out += sql.slice(i, stop)
-      i = stop
-      continue
-    }
-    // /* block comment */ (nested, as PostgreSQL allows)
-    if (ch === '/' && at(i + 1) === '*') {
-      let depth = 0
-      let k = i
-      while (k < n) {
-        if (sql[k] === '/' && at(k + 1) === '*') {
-          depth++
-          k += 2
-        } else if (sql[k] === '*' && at(k + 1) === '/') {
-          depth--
-          k += 2
-          if (depth === 0) break
-        } else k++
-      }
+    const k = skipNonCode(sql, i, style)
+    if (k > i) {
       out += sql.slice(i, k)
       i = k
       continue
     }
-    // 'string' (with '' escapes; E'...' also with backslash escapes, as every MySQL string) and "quoted identifier" (with "")
-    if (ch === "'" || ch === '"') {
-      const escapes = ch === "'" && (mysql || (i > 0 && /[eE]/.test(sql[i - 1]) && (i < 2 || !IDENT.test(sql[i - 2]))))
-      const k = closingQuote(sql, i, escapes)
-      out += sql.slice(i, k)
-      i = k
-      continue
-    }
-    // `quoted identifier` (MySQL)
-    if (mysql && ch === '`') {
-      const end = sql.indexOf('`', i + 1)
-      const stop = end < 0 ? n : end + 1
-      out += sql.slice(i, stop)
-      i = stop
-      continue
-    }
-    // $tag$ dollar-quoted body $tag$ (not $1, a positional parameter)
-    if (!mysql && ch === '$' && (i === 0 || !IDENT.test(sql[i - 1]))) {
-      const m = /^\$([A-Za-z_][A-Za-z0-9_]*)?\$/.exec(sql.slice(i))
-      if (m) {
-        const tag = m[0]
-        const end = sql.indexOf(tag, i + tag.length)
-        const stop = end < 0 ? n : end + tag.length
-        out += sql.slice(i, stop)
-        i = stop
-        continue
-      }
-    }
-    // :name, :step.column or (in an invariant) :session.step.column, but not ::cast and not a:b inside an identifier run
-    if (ch === ':' && at(i + 1) !== ':' && at(i - 1) !== ':' && IDENT_START.test(at(i + 1))) {
+    if (ch === '[') brackets.push(!/\barray\s*$/i.test(out.slice(-64)))
+    else if (ch === ']') brackets.pop()
+    // :name, :step.column or (in an invariant) :session.step.column, but not ::cast and not a slice bound
+    const inSubscript = brackets.length > 0 && brackets[brackets.length - 1]
+    if (ch === ':' && !inSubscript && at(i + 1) !== ':' && at(i - 1) !== ':' && IDENT_START.test(at(i + 1))) {
       let k = i + 1
       while (k < n && IDENT.test(sql[k])) k++
       for (let dots = 0; dots < 2 && sql[k] === '.' && IDENT_START.test(at(k + 1)); dots++) {
@@ -110,6 +124,27 @@ export function parseBinds(sql: string, style: Placeholders = 'dollar'): Parsed 
     i++
   }
   return { text: out, names }
+}
+
+/**
+ * The SQL without a final `;` (and what follows it, when that is only blanks and comments), so that it can be
+ * wrapped as a subquery: `select 1; -- done` becomes `select 1`, and a trailing `-- comment` without one is kept
+ * (the caller wraps with a newline before its closing parenthesis).
+ */
+export function withoutFinalSemicolon(sql: string, style: Placeholders = 'dollar'): string {
+  let last = -1
+  for (let i = 0; i < sql.length; ) {
+    const k = skipNonCode(sql, i, style)
+    if (k > i) {
+      // Strings, quoted identifiers and dollar bodies are code as far as the end is concerned; comments are not.
+      if (!(sql.startsWith('--', i) || sql.startsWith('/*', i))) last = k - 1
+      i = k
+      continue
+    }
+    if (!/\s/.test(sql[i])) last = i
+    i++
+  }
+  return last >= 0 && sql[last] === ';' ? sql.slice(0, last).trim() : sql.trim()
 }
 
 /** The index just past the quote that closes the one at `i` (a doubled quote is part of the text). */

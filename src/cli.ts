@@ -19,6 +19,7 @@ const COMMANDS: { name: string; scenarios?: boolean; load: () => Promise<Registe
   { name: 'list', scenarios: true, load: async () => { const { registerList } = await import('./commands/list.js'); return (p) => registerList(p, setExit) } },
   { name: 'show', scenarios: true, load: async () => { const { registerShow } = await import('./commands/show.js'); return (p, all) => registerShow(p, all, setExit) } },
   { name: 'run', scenarios: true, load: async () => { const { registerRun } = await import('./commands/run.js'); return (p, all) => registerRun(p, all, setExit) } },
+  { name: 'explore', scenarios: true, load: async () => { const { registerExplore } = await import('./commands/explore.js'); return (p, all) => registerExplore(p, all, setExit) } },
   { name: 'check', load: async () => { const { registerCheck } = await import('./commands/check.js'); return (p) => registerCheck(p, setExit) } },
   { name: 'key', load: async () => { const { registerKey } = await import('./commands/key.js'); return (p) => registerKey(p, setExit) } },
   { name: 'locks', load: async () => { const { registerLocks } = await import('./commands/locks.js'); return (p) => registerLocks(p, setExit) } },
@@ -110,8 +111,10 @@ Exit codes: 0 as documented, 1 a deviation, 2 bad input, 3 could not run.`,
   for (const register of registers) register(p, all)
   p.hook('preAction', async (_p, action) => {
     active = { name: action.name(), opts: action.opts() }
-    const { setColor } = await import('./report/color.js')
-    setColor(action.opts().color !== false)
+    const { setColor, THEMES } = await import('./report/color.js')
+    const theme = action.opts().theme
+    if (theme !== undefined && !THEMES.includes(theme)) throw new UsageError(`--theme ${theme} is not a theme: use ${THEMES.join(' or ')} (presenter: bold instead of dim, for a projector)`)
+    setColor(action.opts().color !== false, process.stdout, theme)
   })
   return p
 }

@@ -40,3 +40,9 @@ export { checkScenario } from './plan.js'
 // Running a race from a test runner (node:test, vitest, jest): run() resolves to `race run --json`'s document.
 export { run, RaceError } from './api.js'
 export type { RunOptions, RunResult, ScenarioRef } from './api.js'
+// Every interleaving of a race's steps, each judged (race explore).
+export { explore } from './api.js'
+export type { ExploreOptions, ExploreResult, Interleaving, Group } from './explore/index.js'
+// Races of the application's own code: its function, unchanged, on N real connections, every query a step.
+export { defineAppRace, isAppRace } from './app/index.js'
+export type { AppRace, AppCtx, AppDriver, Chooser, Moment, PoolLike, ReadyStep } from './app/index.js'

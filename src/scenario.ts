@@ -305,6 +305,11 @@ export interface Scenario {
   /** Runs only on a server race starts for it (see OwnServer). */
   ownServer?: OwnServer
   /**
+   * An application race (src/app): the user's own function is each session; its queries are the steps. Its
+   * `sessions` then stand for the functions (one placeholder step each), and the engine runs src/app's trial.
+   */
+  app?: import('./app/scenario.js').AppScenario
+  /**
    * SQLSTATEs (MySQL: 'SQLSTATE/errno') by which the server keeps the invariant, besides those the documented
    * outcomes name: a spec file's `prevented by` line. An integrity error (class 23) counts as a prevention only when
    * it is named here, in the documented outcomes or in a session's `retry.on` (docs/verdicts.md).

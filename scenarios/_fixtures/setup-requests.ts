@@ -1,7 +1,7 @@
 // The check-then-insert family of the advisory-locks article (§1-§5): one table, one invariant, the steps
 // its variants share, and the outcomes they document. Each scenario differs from `broken` only where the
 // article's code differs.
-import { anomaly, clean, keyBind, step, type Bind, type EngineDoc, type Invariant, type Params, type SessionSpec, type Step, type Variant, type Who } from '../../src/scenario.js'
+import { anomaly, clean, keyBind, prevented, serialized, step, type Bind, type DocEntry, type Documented, type EngineDoc, type Invariant, type Level, type Params, type SessionSpec, type Step, type Variant, type Who } from '../../src/scenario.js'
 
 export const table = `create table setup_requests (
   id         uuid        primary key default gen_random_uuid(),
@@ -28,6 +28,9 @@ export function checkExists(forUpdate = false): string {
 export const insertUnlessFound = step(`insert into setup_requests (user_id, status) values (:user, 'pending')`, {
   rejectIf: ({ prior }) => prior.check && 'pending request exists',
 })
+
+/** The article's code says begin (READ COMMITTED, the default); another level (--isolation) is asked for on the BEGIN. */
+export const beginAt = (p: Params): string => (p.isolation === undefined || p.isolation === 'read committed' ? 'begin' : `begin isolation level ${p.isolation}`)
 
 /** The steps of §1 (and §2 with FOR UPDATE): begin, check, insert, commit. */
 export function checkThenInsert(begin = 'begin', forUpdate = false): Record<string, Step> {
@@ -158,5 +161,37 @@ export function racesThrough(race: string): EngineDoc {
       v.n > 1
         ? [anomaly(race, { committed: [2, v.n], [`rejected: ${EXISTS}`]: [0, v.n - 2] }), clean('the sessions happened not to overlap', oneByOne(v, 1, EXISTS))]
         : alone,
+  }
+}
+
+/** What a check-then-insert variant does at one isolation level: races through, or prevented (the losers' ending). */
+export type LevelOutcome = { races: string } | { prevented: string; losers: string; wait?: boolean }
+
+/**
+ * A variant of the family on the isolation grid (a row of race matrix): per level, it races through as
+ * racesThrough documents, or all but one session end as `losers` (a SQLSTATE). Free-running, a session that
+ * checks after the winner committed is told no instead; with `wait` (a locking read) a check may also wait for the
+ * winner's commit and then be told no.
+ */
+export function onTheGrid(levels: Partial<Record<Level, LevelOutcome>>): EngineDoc {
+  const alone = clean('one request alone', { committed: 1 })
+  const apart = (v: Variant) => clean('the sessions happened not to overlap', oneByOne(v, 1, EXISTS))
+  const at = (v: Variant): LevelOutcome | undefined => levels[String(v.params.isolation) as Level]
+  const lockstep = (o: LevelOutcome): DocEntry =>
+    'races' in o ? racesThrough(o.races).lockstep! : (v) => (v.n > 1 ? prevented(o.prevented, { committed: 1, [o.losers]: v.n - 1 }) : alone)
+  return {
+    levels: Object.fromEntries(Object.entries(levels).map(([l, o]) => [l, lockstep(o!)])),
+    serial: (v) => clean('each check sees the requests committed before it', oneByOne(v, 1, EXISTS)),
+    barrier: (v) => {
+      const o = at(v)
+      if (!o) return []
+      if ('races' in o) return (racesThrough(o.races).barrier as (v: Variant) => Documented | Documented[])(v)
+      if (v.n === 1) return alone
+      return [
+        prevented(o.prevented, { committed: 1, [o.losers]: [1, v.n - 1], [`rejected: ${EXISTS}`]: [0, v.n - 2] }),
+        ...(o.wait ? [serialized('a check waited for the committed insert', oneByOne(v, 1, EXISTS))] : []),
+        apart(v),
+      ]
+    },
   }
 }

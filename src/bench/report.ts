@@ -175,7 +175,7 @@ export function mixLines(r: BenchReport): string[] {
 export function text(r: BenchReport, w = columns()): string {
   const cfg = r.config
   const lines = [
-    `${c.bold('race bench')}  ${r.server.product ?? 'PostgreSQL'} ${r.server.version} at ${r.target}`,
+    `${c.bold('race bench')}  ${r.server.product ?? 'PostgreSQL'} ${r.server.version} (${r.target})`,
     `clients ${cfg.clients}, ${cfg.durationMs / 1000}s a cell after ${cfg.warmupMs / 1000}s warmup, max-tries ${cfg.maxTries}, driver ${cfg.driver}` +
       (cfg.pgbench ? `; pgbench: ${cfg.pgbench.version}, -M prepared -j 1` : '') +
       (cfg.slap ? `; slap: ${cfg.slap.version}` : ''),
@@ -289,9 +289,21 @@ function groups(r: BenchReport): { label: string; cells: CellResult[] }[] {
   return out
 }
 
-/** Round tick values (1, 2, 2.5 or 5 times a power of ten) from 0 to at least `max`, about five of them. */
-export function niceTicks(max: number, about = 5): number[] {
+/**
+ * Round tick values (1, 2, 2.5 or 5 times a power of ten) from 0 to at least `max`, five to nine of them: of those,
+ * the ones whose last tick is closest above `max` (the axis fits the data), the fewest on a tie.
+ */
+export function niceTicks(max: number): number[] {
   if (!(max > 0)) return [0, 1]
+  let best = ticksOf(max, 5)
+  for (let about = 6; about <= 8; about++) {
+    const t = ticksOf(max, about)
+    if (t[t.length - 1] < best[best.length - 1]) best = t
+  }
+  return best
+}
+
+function ticksOf(max: number, about: number): number[] {
   const raw = max / about
   const pow = Math.pow(10, Math.floor(Math.log10(raw)))
   const step = [1, 2, 2.5, 5, 10].map((m) => m * pow).find((x) => x >= raw)!
@@ -330,11 +342,15 @@ function throughputSvg(r: BenchReport): string {
   const gs = groups(r)
   const withPg = r.cells.some((x) => x.pgbench)
   const levels = r.config.isolation
-  const bw = 26
+  // The groups share the plot's whole width, bars centred in each: a few groups widen their bars (up to 48) and a
+  // single one gets a narrower chart, so the chart is not mostly empty on its right (issue 23).
   const gap = 34
-  const gw = levels.length * bw * (withPg ? 2 : 1) + gap
+  const perGroup = levels.length * (withPg ? 2 : 1)
   const left = 78
-  const W = Math.max(640, left + gs.length * gw + 20)
+  const W = Math.max(gs.length > 1 ? 640 : 420, left + gs.length * (perGroup * 26 + gap) + 20)
+  const slot = (W - 10 - left) / Math.max(1, gs.length)
+  const bw = Math.max(26, Math.min(48, Math.floor((slot - gap) / perGroup)))
+  const gw = perGroup * bw + gap
   const labelOf = (x: CellResult) => [x.race.anomalies ? `${x.race.anomalies.toLocaleString('en-US')} anomalies` : '', x.race.failures ? `${x.race.failures.toLocaleString('en-US')} failed` : ''].filter(Boolean).join(', ')
   const plotH = 220
   const max = Math.max(1, ...r.cells.map((x) => Math.max(x.race.tps, x.pgbench?.tps ?? 0, (x.article ?? 0) * rcTps(r, x))))
@@ -350,7 +366,7 @@ function throughputSvg(r: BenchReport): string {
   }
   parts.push(`<text class="axis-title" transform="translate(16,${top + plotH / 2}) rotate(-90)" text-anchor="middle">transactions per second</text>`)
   gs.forEach((g, gi) => {
-    const x0 = left + 10 + gi * gw
+    const x0 = left + gi * slot + (slot - (gw - gap)) / 2
     let k = 0
     for (const x of g.cells) {
       const col = LEVEL_COLOUR[x.isolation] ?? '#888'
@@ -470,7 +486,7 @@ export function html(r: BenchReport): string {
 <style>body{font-family:sans-serif;margin:1.5em auto;max-width:960px;padding:0 1em;color:#222}svg.chart{display:block;max-width:100%;height:auto}.scroll{overflow-x:auto}table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:3px 8px;text-align:right;white-space:nowrap}td:first-child,th:first-child{text-align:left}th{background:#f4f4f4}td.bad{color:#c00;font-weight:bold}.note{color:#555;font-size:90%}</style>
 </head><body>
 <h1>race bench</h1>
-<p>PostgreSQL ${esc(r.server.version)} at ${esc(r.target)}; ${cfg.clients} clients, ${cfg.durationMs / 1000}s a cell after ${cfg.warmupMs / 1000}s warmup, max-tries ${cfg.maxTries}, driver ${esc(cfg.driver)}${cfg.pgbench ? `; ${esc(cfg.pgbench.version)}` : ''}.</p>
+<p>${esc(r.server.product ?? 'PostgreSQL')} ${esc(r.server.version)} (${esc(r.target)}); ${cfg.clients} clients, ${cfg.durationMs / 1000}s a cell after ${cfg.warmupMs / 1000}s warmup, max-tries ${cfg.maxTries}, driver ${esc(cfg.driver)}${cfg.pgbench ? `; ${esc(cfg.pgbench.version)}` : ''}.</p>
 <h2>Throughput by isolation level and contention</h2>
 ${throughputSvg(r)}
 <p class="note">${notes.map(esc).join(' ')}</p>

@@ -113,6 +113,14 @@ export async function checkCommand(ids: string[], o: TargetOptions & CiOptions &
   const shared = cases.filter((k) => !k.scenario.ownServer)
   return withLab(o.databaseUrl, bounds, async (lab, target, via) => {
     const rows: { k: Case; t: Trial; docs: Documented[]; ms: number; summary: Summary }[] = []
+    // Cases whose sessions set a parameter this role may not set (deadlock_timeout needs a superuser): each is
+    // skipped with the reason, and the others run, instead of the first one's connection refusal ending them all.
+    const refused = new Map<Case, string>()
+    const unsettable = await unsettableParameters(lab, [...new Set(shared.flatMap((k) => connectionParameters(k, engine)))])
+    for (const k of shared) {
+      const names = connectionParameters(k, engine).filter((x) => unsettable.has(x))
+      if (names.length) refused.set(k, unsettableReason(names))
+    }
     const one = async (l: Driver, k: Case) => {
       if (!o.json && process.stderr.isTTY) process.stderr.write(`\r\x1b[2Kchecking ${k.scenario.id} (${caseName(k)})...`)
       const { trial, docs, ms } = await runOnce(l, bounds, k.scenario, k.params, k.n, k.pool, via).catch((e) => {
@@ -124,16 +132,22 @@ export async function checkCommand(ids: string[], o: TargetOptions & CiOptions &
     const old = shared.filter((k) => tooOldFor(k.scenario, lab.server, lab.engine))
     const named = old.find((k) => ids.includes(k.scenario.id))
     if (named) throw new UsageError(tooOldFor(named.scenario, lab.server, lab.engine)!)
-    for (const k of shared) if (!old.includes(k)) await one(lab, k)
+    for (const k of shared) if (!old.includes(k) && !refused.has(k)) await one(lab, k)
     for (const s of [...new Set(own.map((k) => k.scenario))]) {
       await withLab(undefined, bounds, async (ownLab) => {
         for (const k of own.filter((x) => x.scenario === s)) await one(ownLab, k)
       }, s)
     }
     if (!o.json && process.stderr.isTTY) process.stderr.write('\r\x1b[2K')
-    const code = worstExit(rows.map((r) => exitCode(r.summary)))
-    const ci = rows.map(({ k, t, summary, ms }) => ciCase(`race.check.${k.scenario.id}`, caseName(k), ms, t, summary, exitCode(summary)))
-    if (junit) writeJunit(junit, 'race check', ci, { server: `PostgreSQL ${lab.server.version}`, target: target.label, schedule: 'lockstep' })
+    // A skipped case is not a pass: with nothing run at all, nothing was checked (exit 3).
+    const code = rows.length || !refused.size ? worstExit(rows.map((r) => exitCode(r.summary))) : 3
+    const ci = rows.map(({ k, t, summary, ms }) => ({ ...ciCase(`race.check.${k.scenario.id}`, caseName(k), ms, t, summary, exitCode(summary)), ...fileOf(k.scenario) }))
+    // A case left out on this server is in the file, skipped with the reason, not missing.
+    for (const k of skipped) ci.push({ classname: `race.check.${k.scenario.id}`, name: caseName(k), ms: 0, skipped: ownServerRefusal(k.scenario) })
+    for (const k of old) ci.push({ classname: `race.check.${k.scenario.id}`, name: caseName(k), ms: 0, skipped: tooOldFor(k.scenario, lab.server, lab.engine)! })
+    for (const [k, why] of refused) ci.push({ classname: `race.check.${k.scenario.id}`, name: caseName(k), ms: 0, skipped: why })
+    // The suite's time is the whole run's (since race started: connecting, servers of their own, every case).
+    if (junit) writeJunit(junit, 'race check', ci, { server: `PostgreSQL ${lab.server.version}`, target: target.label, schedule: 'lockstep' }, Math.round(performance.now()))
     const notes = githubWanted(o.github) ? annotationsOf((k) => `race check: ${k.classname.slice('race.check.'.length)} (${k.name})`, ci) : []
     if (o.json) {
       const doc = {
@@ -158,6 +172,7 @@ export async function checkCommand(ids: string[], o: TargetOptions & CiOptions &
         skipped: [
           ...skipped.map((k) => ({ scenario: k.scenario.id, case: k.label, why: ownServerRefusal(k.scenario) })),
           ...old.map((k) => ({ scenario: k.scenario.id, case: k.label, why: tooOldFor(k.scenario, lab.server, lab.engine)! })),
+          ...[...refused].map(([k, why]) => ({ scenario: k.scenario.id, case: k.label, why })),
         ],
         matched: code === 0,
         exitCode: code,
@@ -183,7 +198,10 @@ export async function checkCommand(ids: string[], o: TargetOptions & CiOptions &
     const how = through?.kind === 'pgbouncer' ? 'each case through a PgBouncer of its own' : through ? 'through the pooler you run (--pooled)' : ''
     const lines = [...joinFit([c.bold('race check'), `${lab.server.product ?? 'PostgreSQL'} ${lab.server.version} (${target.label})`, 'lockstep', how], '  ·  ', w, 2), table]
     for (const r of bad) {
-      lines.push(...hang(c.red(`${r.k.scenario.id} (${r.k.label}): documented ${r.docs.map(describeDoc).join(' | ')}`), w, 2))
+      // What it was held to: the documented outcomes, the file's --expect, or (never an empty "documented") neither.
+      const by = expectsOverride(r.k.scenario)
+      const said = by ? `expected ${by} (the file's expect)` : r.docs.length ? `documented ${r.docs.map(describeDoc).join(' | ')}` : 'not documented (give it an expect, or run it with --expect held|violated)'
+      lines.push(...hang(c.red(`${r.k.scenario.id} (${r.k.label}): ${said}`), w, 2))
       for (const d of r.summary.deviations.length ? r.summary.deviations : [r.t.why]) lines.push(...hang(c.red(`  ${d}`), w, 4))
     }
     for (const s of [...new Set(own.map((k) => k.scenario))]) lines.push(...hang(c.dim(`${s.id} ran on an embedded server of its own, started with ${ownSettings(s)} (it ${s.ownServer!.why})`), w, 2))
@@ -191,15 +209,55 @@ export async function checkCommand(ids: string[], o: TargetOptions & CiOptions &
       lines.push(...hang(c.dim(`not run here: ${s.id} (it ${s.ownServer!.why}; it runs only on race's own embedded server: race check without --database-url runs it)`), w, 2))
     }
     for (const s of [...new Set(old.map((k) => k.scenario))]) lines.push(...hang(c.dim(`not run here: ${tooOldFor(s, lab.server, lab.engine)}`), w, 2))
-    lines.push(bad.length ? c.red(`${bad.length} of ${rows.length} did not behave as documented`) : c.green(`all ${rows.length} behaved as documented`))
+    for (const [k, why] of refused) lines.push(...hang(c.yellow(`skipped: ${k.scenario.id} (${caseName(k)}): ${why}`), w, 2))
+    const skippedNote = refused.size ? c.yellow(`; ${refused.size} skipped (not checked)`) : ''
+    lines.push(
+      !rows.length && refused.size
+        ? c.red(`nothing could be checked: all ${refused.size} skipped`)
+        : (bad.length ? c.red(`${bad.length} of ${rows.length} did not behave as documented`) : c.green(`all ${rows.length} behaved as documented`)) + skippedNote,
+    )
     process.stdout.write(lines.join('\n') + '\n')
     printAnnotations(notes, false)
     return code
   }, undefined, { pooled: through?.kind === 'external' })
 }
 
+/** The startup parameters a case's sessions set (PostgreSQL; MySQL sessions set none this way). */
+function connectionParameters(k: Case, engine: Engine): string[] {
+  if (engine !== 'postgres') return []
+  const p = plan(k.scenario, { params: k.params, n: k.n, engine, ...(k.pool ? { pool: k.pool } : {}) })
+  return [...new Set(p.sessions.flatMap((x) => Object.keys(x.spec.connection ?? {})))]
+}
+
+/**
+ * Of these parameters, those the server says this role may not set at connect: a superuser-only parameter
+ * (pg_settings.context superuser or superuser-backend) for a role that is not a superuser, unless on
+ * PostgreSQL 15+ it was granted SET on that parameter (has_parameter_privilege).
+ */
+async function unsettableParameters(lab: Driver, names: string[]): Promise<Set<string>> {
+  if (!names.length || lab.engine !== 'postgres') return new Set()
+  const granted = lab.server.versionNum >= 150000 ? `(s.context = 'superuser' and has_parameter_privilege(s.name, 'SET'))` : 'false'
+  const rows = await lab.query(
+    `select s.name from pg_settings s
+      where s.name = any($1::text[]) and s.context in ('superuser', 'superuser-backend')
+        and not (select rolsuper from pg_roles where rolname = current_user) and not ${granted}`,
+    [names],
+  )
+  return new Set(rows.map((r) => String(r.name)))
+}
+
+function unsettableReason(names: string[]): string {
+  const list = names.join(', ')
+  return `its sessions set ${list}, which only a superuser may set (this role is not one): run race check as a superuser${names.length === 1 ? `, or on PostgreSQL 15+ GRANT SET ON PARAMETER ${list} TO this role` : ''}`
+}
+
 function tally(list: string[]): string {
   const m = new Map<string, number>()
   for (const x of list) m.set(x, (m.get(x) ?? 0) + 1)
   return [...m].map(([k, v]) => `${v} ${k}`).join(', ')
+}
+
+/** A user's own scenario file (spec or .mjs), for the annotations' file=. */
+function fileOf(s: Scenario): { file?: string } {
+  return s.source.article === 'file' ? { file: s.source.section } : {}
 }

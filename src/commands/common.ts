@@ -269,7 +269,7 @@ export async function withLab<T>(
   bounds: Bounds,
   fn: (lab: Driver, target: Target, via?: Target) => Promise<T>,
   own?: Scenario,
-  o: { pooled?: boolean; sessions?: number } = {},
+  o: { pooled?: boolean; sessions?: number; settings?: Record<string, string> } = {},
 ): Promise<T> {
   let target = resolveTarget(databaseUrl)
   if (own?.ownServer && target.kind !== 'embedded') throw new UsageError(ownServerRefusal(own))
@@ -293,7 +293,7 @@ export async function withLab<T>(
     if (target.kind === 'embedded') {
       if (process.stderr.isTTY) process.stderr.write(`starting the embedded PostgreSQL ${pg}...\r`)
       const { connectionsFor, startEmbedded } = await import('../db/embedded.js')
-      const server = await startEmbedded({ settings: own?.ownServer?.settings, cache: embeddedCache, maxConnections: connectionsFor(o.sessions), tcp: false, pg, log })
+      const server = await startEmbedded({ settings: { ...o.settings, ...own?.ownServer?.settings }, cache: embeddedCache, maxConnections: connectionsFor(o.sessions), tcp: false, pg, log })
       if (process.stderr.isTTY) process.stderr.write('\x1b[2K')
       if (server.cluster.cache === 'unavailable' && process.stderr.isTTY) process.stderr.write(`race: initdb instead of the cached template, which is not usable: ${server.cluster.why}\n`)
       // Through its Unix socket only: no TCP port, no password (nor its hashing on every connection).

@@ -213,7 +213,7 @@ export async function matrixCommand(ids: string[], o: TargetOptions & CiOptions)
   const code = worstExit([...codes, ...grids.map((g) => g.code)])
   const ci = grids.flatMap((g) => g.ci)
   const g0 = grids[0]
-  if (junit) writeJunit(junit, 'race matrix', ci, { server: grids.map((g) => `PostgreSQL ${g.server.version}`).join(', '), target: g0.target, schedule: 'lockstep' })
+  if (junit) writeJunit(junit, 'race matrix', ci, { server: grids.map((g) => `PostgreSQL ${g.server.version}`).join(', '), target: g0.target, schedule: 'lockstep' }, Math.round(performance.now()))
   const notes = githubWanted(o.github) ? annotationsOf((k) => `race matrix: ${k.classname.slice('race.matrix.'.length)} at ${k.name}`, ci) : []
   const differences = grids.length > 1 ? versionDifferences(grids) : []
   if (o.json) {

@@ -12,6 +12,7 @@ import type { Driver } from '../db/driver.js'
 import type { Target } from '../db/target.js'
 import type { Engine, Params, Pool, Scenario, Schedule } from '../scenario.js'
 import { expectsOverride, qualifyPermutation, specFailure } from '../spec/common.js'
+import { parseAppPermutation } from '../app/labels.js'
 import { addPoolerOptions, parsePool, sizePool, type PoolerOptions } from './pool-options.js'
 // The PostgreSQL driver, which withLab imports when it opens the target: loaded with this module, not after it.
 import '../db/lab.js'
@@ -52,6 +53,7 @@ export function registerRun(program: Command, all: readonly ScenarioSummary[], e
     .option('--user <uuid>', 'act for this user (fixes the advisory keys, e.g. to watch them with race locks); default a fresh uuid per trial')
     .option('--hold <duration>', "keep the race's locks held (before the first commit) this long, for race locks in another terminal")
     .option('--step', 'presenter mode (a terminal): before each step show the sessions and the SQL; Enter runs it, b the story, q stops')
+    .option('--theme <theme>', 'presenter: bold instead of dim, for a projector (default: default)')
   addScenarioParamOptions(cmd, all)
   addTargetOptions(cmd, { pg: true })
   addCiOptions(cmd, 'run')
@@ -63,6 +65,7 @@ export function registerRun(program: Command, all: readonly ScenarioSummary[], e
 Examples:
   $ race run broken --n 2 --timeline
   $ race run broken --step                 (in a terminal: one step per Enter)
+  $ race run broken --step --theme presenter   (bold, for a projector)
   $ race run broken --schedule lockstep --trials 20
   $ race run advisory --n 5 --max-pending 3
   $ race run advisory --n 50 --max-pending 3 --trials 200
@@ -83,6 +86,15 @@ Examples:
 
 /** A schedule name, or a permutation ("s1.begin s2.begin ..."), checked against the plan's sessions. */
 export function parseSchedule(raw: string, p: Plan): { schedule: Schedule; permutation?: string } {
+  if (p.scenario.app) {
+    const v = String(raw).trim()
+    if ((SCHEDULES as readonly string[]).includes(v)) return { schedule: v as Schedule }
+    if (v.includes('.')) {
+      parseAppPermutation(v, p.sessions.map((s) => s.name))
+      return { schedule: 'permutation', permutation: v }
+    }
+    throw new UsageError(`unknown schedule '${raw}': use barrier, lockstep (query k of every session before k+1), serial, or a permutation of query labels like "s1.q1 s2.q1 s1.q2 ..."`)
+  }
   const v = qualifyPermutation(p, String(raw).trim())
   if ((SCHEDULES as readonly string[]).includes(v)) return { schedule: v as Schedule }
   if (v.includes('.')) {
@@ -208,8 +220,10 @@ export async function runCommand(id: string, o: RunOptions, cmd: Command): Promi
   }
   const { schedule, representative, summary } = view
   const name = [schedule, `n=${n}`, describeParams(scenario, params)].filter(Boolean).join(' ')
-  const cases = ci ? [ci.ciCase(`race.run.${scenario.id}`, name, Math.round(performance.now() - started), representative, summary, code)] : []
-  if (junit) ci!.writeJunit(junit, 'race run', cases, { server: `PostgreSQL ${view.server.version}`, target: view.target, schedule, trials: String(trials) })
+  const file = scenario.source.article === 'file' ? { file: scenario.source.section } : {}
+  const cases = ci ? [{ ...ci.ciCase(`race.run.${scenario.id}`, name, Math.round(performance.now() - started), representative, summary, code), ...file }] : []
+  // The suite's time is the whole run's (since race started), the case's its trials'.
+  if (junit) ci!.writeJunit(junit, 'race run', cases, { server: `PostgreSQL ${view.server.version}`, target: view.target, schedule, trials: String(trials) }, Math.round(performance.now()))
   const notes = ci?.githubWanted(o.github) ? ci.annotationsOf(() => `race run ${scenario.id} (${name})`, cases) : []
   if (json) process.stdout.write(JSON.stringify(json.toJson(view, { timeline: drawn !== undefined, exitCode: code, kept: Boolean(o.keep) }), null, 2) + '\n')
   else process.stdout.write(render(view, drawn ?? (o.step ? 'race' : undefined), Boolean(o.keep), await table, drawing?.timeline) + '\n')
@@ -329,7 +343,10 @@ export function render(
   lines.push('')
   if (drawn && timeline) lines.push(timeline(t, { all: drawn === 'all', width: w }), '')
   if (summary.trials > 1) lines.push(trialsTable(r.trials, summary, w), '', c.dim(`one ${t.comparison.matched ? t.verdict : 'deviating'} trial:`))
-  lines.push(sessionsTable(t, w), ...backendLines(t, w), invariantLine(t, w), verdictLine(summary, summary.trials === 1 ? t.why : undefined, w), ...deviationLines(summary, w))
+  lines.push(sessionsTable(t, w), ...backendLines(t, w))
+  // An application race: the order its queries ran in, as a permutation that --schedule replays.
+  if (t.order?.length) lines.push(...hang(`${c.dim('order')}      ${t.order.join(' ')}`, w, 11))
+  lines.push(invariantLine(t, w), verdictLine(summary, summary.trials === 1 ? t.why : undefined, w), ...deviationLines(summary, w))
   if (kept) lines.push(...hang(c.dim(`schema ${r.schema} kept (--keep): drop schema "${r.schema}" cascade`), w, 2))
   return lines.join('\n')
 }

@@ -29,6 +29,7 @@ const NAMES: Record<string, string> = {
   '57P01': 'admin_shutdown',
   '57P02': 'crash_shutdown',
   '57P03': 'cannot_connect_now',
+  '57P05': 'idle_session_timeout',
   '08006': 'connection_failure',
   '08P01': 'protocol_violation',
   '0A000': 'feature_not_supported',

@@ -20,7 +20,7 @@ import { orderFor, ownServerRefusal, tooOldFor, type Plan } from '../plan.js'
 import type { Entry } from '../permutation.js'
 import type { BindCtx, Row, Rows, Schedule } from '../scenario.js'
 import { fitToKeep, SessionConns } from './conns.js'
-import { runBarrier, runPermutation, type BlockProbe } from './schedule.js'
+import { runBarrier, runChosen, runPermutation, type BlockProbe, type Chooser } from './schedule.js'
 import { Session, sessionOptions } from './session.js'
 import type { InvariantReport, SessionState, StepPause, TimelineEvent, TrialFacts } from './types.js'
 
@@ -55,6 +55,20 @@ export interface RunConfig {
    * Default: they are opened while control runs the setup, and kept across trials where the driver can reset them.
    */
   freshConnections?: boolean
+  /**
+   * An application race only (plan.scenario.app): the chooser of trial k (0-based), which decides at every quiet
+   * moment which ready session's query goes next (src/app/types.ts, Chooser); it replaces the schedule. The trial's
+   * facts then carry `order`, the labels as they were released. For an explorer.
+   */
+  chooser?: (trial: number) => import('../app/types.js').Chooser
+  /**
+   * race explore: trial k's order is chosen while it runs, step by step, by what this returns for k (schedule.ts
+   * runChosen); the run ends, whatever `trials` says, at the first k it returns undefined for. Called after
+   * onTrial of trial k-1, so a trial's order may depend on what the trials before it did.
+   */
+  choose?: (trial: number) => Chooser | undefined
+  /** With choose: the order each trial's steps were launched in, after its onTrial. */
+  onOrder?: (trial: number, order: Entry[]) => void
 }
 
 export interface RunOutput {
@@ -85,8 +99,17 @@ export async function run(lab: Driver, cfg: RunConfig): Promise<RunOutput> {
       `${scenario.id}: sessions ${sharing.map((x) => `${x.name} and ${x.spec.shares}`).join(', ')} take turns on one pooled connection, which a barrier cannot start together: use --schedule lockstep, serial or a permutation`,
     )
   }
-  // Bad permutations are refused before any schema or connection exists.
-  const order = cfg.schedule === 'barrier' ? [] : orderFor(plan, cfg.schedule, cfg.permutation)
+  const app = scenario.app
+  if (app && cfg.beforeStep) throw new UsageError(`${scenario.id} is an application race: --step is not available for it (its steps are known only as the function sends them)`)
+  if (app && plan.windowMs) throw new UsageError(`${scenario.id} is an application race: --window has no race point to sleep at; mark one in your code with ctx.point('check') and stand the barrier there (barrier: 'check')`)
+  if (app && cfg.holdMs) throw new UsageError(`${scenario.id} is an application race: --hold is not available for it`)
+  if (app && plan.variant.pool) throw new UsageError(`${scenario.id} is an application race: its sessions are the driver's own connections, not a pooler's clients (leave out --pooler/--pooled)`)
+  // Bad permutations are refused before any schema or connection exists (an application race's by src/app).
+  const order = cfg.schedule === 'barrier' || cfg.choose || app ? [] : orderFor(plan, cfg.schedule, cfg.permutation)
+  const appTrial = app ? (await import('../app/trial.js')).appTrial : undefined
+  // An application race keeps its sessions' connections across trials (reset between them) unless told not to.
+  const appKept = app && !cfg.freshConnections ? ([] as import('../app/drivers.js').AppConn[]) : undefined
+  if (app && cfg.schedule === 'permutation') (await import('../app/trial.js')).parseAppPermutation(cfg.permutation ?? '', plan.sessions.map((s) => s.name))
   // Statements on control before the race (create schema, setup) end early on Ctrl-C or --run-timeout; the
   // one in flight (held up by an outside lock, say) is then cancelled before cleanup uses the connection.
   let inFlight: { settled: boolean; done: Promise<void> } | undefined
@@ -112,25 +135,53 @@ export async function run(lab: Driver, cfg: RunConfig): Promise<RunOutput> {
   }
   try {
     // Where sessions can connect before the schema exists, the first trial's connect while control creates it.
-    const early = !cfg.freshConnections && lab.earlySessions ? spaceName(scenario.id) : undefined
+    const early = !cfg.freshConnections && lab.earlySessions && !app ? spaceName(scenario.id) : undefined
     if (early) prepare(early)
     schema = await lab.createSpace(scenario.id, cfg.keep, onControl, early)
     const space = schema.name
     for (let k = 0; k < cfg.trials; k++) {
       if (abortSignal.aborted) throw abortSignal.reason
+      const chooser = cfg.choose?.(k)
+      if (cfg.choose && !chooser) break
       // The same schema (name, mark) again, empty, and control working in it: one round trip.
       await onControl(k > 0 ? `${lab.recreateSql(space, cfg.keep)}; ${lab.useSql(space)}` : lab.useSql(space))
       const user = cfg.user ?? randomUUID()
       // The sessions connect (those not kept from the last trial) while control runs the setup.
-      if (!cfg.freshConnections) prepare(space)
+      if (!cfg.freshConnections && !app) prepare(space)
       for (const stmt of plan.setup) {
         const { text, names } = parseBinds(stmt, lab.placeholders)
         await onControl(text, values(names, cfg, user, 'setup'))
       }
-      const { facts, connections } = await trial(lab, cfg, space, order, user, cfg.freshConnections ? undefined : conns)
+      let ran: Entry[] | undefined
+      let facts: TrialFacts
+      let connections: number
+      if (appTrial) {
+        // race explore's chooser (engine Sessions) drives an application race through src/app's: the same ready
+        // sessions (index, name), and the order back as entries (s1.q3: session 0, step 2).
+        const appChooser = cfg.chooser?.(k) ?? (chooser ? (await import('../app/trial.js')).fromEngineChooser(chooser) : undefined)
+        const f = await appTrial(lab, {
+          race: app!.race,
+          file: app!.file,
+          n,
+          schedule: cfg.schedule,
+          permutation: cfg.permutation,
+          chooser: appChooser,
+          scenarioId: scenario.id,
+          schema: space,
+          user,
+          stepTimeoutMs: cfg.stepTimeoutMs,
+          connectTimeoutMs: cfg.connectTimeoutMs,
+          evaluate: () => evaluate(lab, cfg, user, () => undefined),
+          ...(appKept ? { kept: appKept } : {}),
+        })
+        facts = f
+        connections = n
+        if (chooser) ran = (await import('../app/trial.js')).orderEntries(f.order, plan.sessions.map((x) => x.name))
+      } else ({ facts, connections, ran } = await trial(lab, cfg, space, order, user, cfg.freshConnections ? undefined : conns, chooser))
       opened += connections
       trials.push(facts)
       cfg.onTrial?.(k + 1, facts)
+      if (ran) cfg.onOrder?.(k, ran)
     }
   } catch (e) {
     failure = e
@@ -141,6 +192,7 @@ export async function run(lab: Driver, cfg: RunConfig): Promise<RunOutput> {
   if (inFlight && !inFlight.settled) await lab.cancelControl(inFlight.done)
   // Connections held for a next trial that will not come: their sockets closed at once (their backends are idle).
   if (failure !== undefined) await conns.kill()
+  if (appKept) await (await import('../app/trial.js')).closeKept(appKept)
   // After the last trial they end while the schema is dropped: reset, they hold nothing the drop waits for.
   const closing = conns.close()
   // Cleanup never hides the failure it follows: what it could not do is added to that failure's one line.
@@ -148,7 +200,7 @@ export async function run(lab: Driver, cfg: RunConfig): Promise<RunOutput> {
   await closing
   if (failure === undefined && schema) {
     if (left) throw new RunError(left.note)
-    return { schema: schema.name, server: lab.server, trials, connections: { opened: cfg.freshConnections ? opened : conns.counts.opened, kept: conns.counts.kept } }
+    return { schema: schema.name, server: lab.server, trials, connections: { opened: cfg.freshConnections || app ? opened : conns.counts.opened, kept: conns.counts.kept } }
   }
   if (!abortSignal.aborted && isConnectionLoss(failure)) {
     const code = (failure as { code?: string }).code
@@ -200,7 +252,15 @@ function values(names: string[], cfg: RunConfig, user: string, where: string, se
  * One trial. `conns`: where its sessions take their connections and give them back when they can serve the next
  * trial; absent (freshConnections): each session opens its own and closes it at the end.
  */
-async function trial(lab: Driver, cfg: RunConfig, schema: string, order: Entry[], user: string, conns?: SessionConns): Promise<{ facts: TrialFacts; connections: number }> {
+async function trial(
+  lab: Driver,
+  cfg: RunConfig,
+  schema: string,
+  order: Entry[],
+  user: string,
+  conns?: SessionConns,
+  chooser?: Chooser,
+): Promise<{ facts: TrialFacts; connections: number; ran?: Entry[] }> {
   const { plan } = cfg
   const events: TimelineEvent[] = []
   let t0 = performance.now()
@@ -249,6 +309,11 @@ async function trial(lab: Driver, cfg: RunConfig, schema: string, order: Entry[]
       const left = order.filter((e) => !launched.has(`${e.session}.${e.step}`) && !sessions[e.session].finished).length
       const pause: StepPause = { done: launched.size, left, session: s.name, step: s.steps[step].name, sessions: await states(), events, refresh: states }
       await Promise.race([cfg.beforeStep(pause), whenAborted()])
+      // The clock starts at the first step, not while the room reads the first screen (issue 23).
+      if (!launched.size) {
+        t0 = performance.now()
+        sessions.forEach((x) => x.markStart(0))
+      }
       launched.add(`${s.index}.${step}`)
     }
     if (!cfg.holdMs || step !== s.steps.length - 1) return
@@ -347,8 +412,13 @@ async function trial(lab: Driver, cfg: RunConfig, schema: string, order: Entry[]
       throw new RunError(`two sessions share a backend (pids ${pids.join(', ')}): is a pooler in between?${lab.engine === 'postgres' ? ' Say so with --pooled' : ''}`)
     }
 
+    let ran: Entry[] | undefined
     const schedule = async () => {
-      if (cfg.schedule === 'barrier') {
+      if (chooser) {
+        t0 = performance.now()
+        sessions.forEach((s) => s.markStart(0))
+        ran = await runChosen(sessions, chooser, probe, before)
+      } else if (cfg.schedule === 'barrier') {
         // Connect and begin, then wait at the barrier; the clock starts when all are through.
         await Promise.all(sessions.map((s) => s.start(0)))
         events.length = 0
@@ -369,13 +439,27 @@ async function trial(lab: Driver, cfg: RunConfig, schema: string, order: Entry[]
     const invariant = await Promise.race([evaluate(lab, cfg, user, seen), lab.whenLost()])
     // Connections that outlive the trial (a pooler's) are reset: what it left on them must not reach the next.
     if (lab.afterTrial) await Promise.race([lab.afterTrial(), whenAborted()])
-    return { facts: { sessions: sessions.map((s) => s.report()), invariant, events }, connections }
+    return { facts: { sessions: sessions.map((s) => s.report()), invariant, events }, connections, ran }
   } catch (e) {
     sessions.forEach((s) => s.abandon(abortSignal.aborted ? 'the run was aborted' : 'the run failed'))
     await killAll()
     throw e
   } finally {
     abortSignal.removeEventListener('abort', onAbort)
+  }
+}
+
+/** PostgreSQL's boolean type. */
+const BOOL_OID = 16
+
+/** A PostgreSQL type's name, for a message (its oid when the catalog cannot say). */
+async function typeName(lab: Driver, oid: number): Promise<string> {
+  try {
+    const [r] = await lab.query(`select format_type($1::oid, null) as t`, [oid])
+    return String(r?.t ?? `type oid ${oid}`)
+  } catch (e) {
+    if (isConnectionLoss(e)) throw e
+    return `type oid ${oid}`
   }
 }
 
@@ -389,7 +473,12 @@ async function evaluate(lab: Driver, cfg: RunConfig, user: string, seen: SeenBy)
     const row = rows[0] as Row | undefined
     if (!row) return { description, observed: 'no row', held: null, error: 'the invariant query returned no row' }
     const observed = inv.observed ? inv.observed(row) : defaultObserved(row)
-    // MySQL has no boolean type: its `held` is 1 or 0 (NULL stays undecided).
+    // Only a SQL boolean decides (PostgreSQL's bool, type oid 16): postgres.js also turns a json or jsonb `true`
+    // into a JavaScript true, which must not count as held. MySQL has no boolean type: its `held` is 1 or 0.
+    const type = (rows as { columns?: { name: string; type: number }[] }).columns?.find((x) => x.name === 'held')?.type
+    if (lab.engine === 'postgres' && type !== undefined && type !== BOOL_OID) {
+      return { description, observed, held: null, error: `the invariant's held column is not a boolean (${await typeName(lab, type)}): make it a SQL boolean expression (e.g. count(*) <= 1), not json or text` }
+    }
     const held = typeof row.held === 'boolean' ? row.held : lab.engine === 'mysql' && (row.held === 1 || row.held === 0) ? row.held === 1 : null
     return held === null ? { description, observed, held, error: 'the invariant said NULL: something it needs is missing' } : { description, observed, held }
   } catch (e) {

@@ -137,3 +137,43 @@ export async function runBarrier(sessions: readonly Session[], probe: BlockProbe
     for (const s of running) if (blocked.has(s)) s.markBlocked()
   }
 }
+
+/**
+ * Picks which session launches its next step, among those that can (race explore). `ready`: the sessions that are
+ * not running or waiting in a step, have not ended, and have steps left, in session order (never empty).
+ * It returns one of them; anything else ends the run with that error (a replay that no longer fits).
+ */
+export type Chooser = (ready: readonly Session[]) => Session
+
+/**
+ * A schedule chosen while it runs: each time the sessions settle (every step done or seen waiting), the chooser
+ * picks which ready session launches its next step, and that step runs until it completes or is seen blocked, as
+ * in runPermutation. A session waiting in a step is never offered: an order that would launch a waiting
+ * session's next step cannot happen (isolationtester before PostgreSQL 14 skipped such a permutation as
+ * invalid; 14 and later wait out the blocked step until its timeout cancels it). Steps left by a session that
+ * ended (rejected, failed) are never launched. Returns the order the steps were launched in.
+ */
+export async function runChosen(sessions: readonly Session[], choose: Chooser, probe: BlockProbe, before?: BeforeStep): Promise<Entry[]> {
+  const next = sessions.map(() => 0)
+  const order: Entry[] = []
+  for (;;) {
+    const ready = sessions.filter((s, i) => !s.busy && !s.finished && next[i] < s.steps.length)
+    if (ready.length) {
+      const s = choose(ready)
+      if (!ready.includes(s)) throw new Error(`the schedule chose ${s?.name ?? 'no session'}, which cannot start a step now`)
+      const k = next[s.index]++
+      order.push({ session: s.index, step: k })
+      await before?.(s, k)
+      s.start(k)
+      await settleOrBlocked(s, probe)
+      await settleWoken(sessions, probe)
+      continue
+    }
+    const inFlight = sessions.filter((s) => s.busy).map((s) => s.current!.done)
+    if (!inFlight.length) return order
+    // Every session left waits: for each other (the deadlock detector ends it), or for one that has run all its steps.
+    await refuseIfStuck(sessions, probe)
+    await Promise.race(inFlight)
+    await settleWoken(sessions, probe)
+  }
+}

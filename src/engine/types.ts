@@ -63,6 +63,8 @@ export interface TrialFacts {
   sessions: SessionReport[]
   invariant: InvariantReport
   events: TimelineEvent[]
+  /** An application race: the steps' labels (s1.q1, s2.q1, ...) in the order they were released. */
+  order?: string[]
 }
 
 /** Where a session stands while a step-by-step run waits before its next step (race run --step). */

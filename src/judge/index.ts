@@ -261,8 +261,21 @@ export function summarize(trials: readonly JudgedTrial[], docs: readonly Documen
     expected = docs.length ? describeDocs(docs) : ['(not documented: use --expect held|violated)']
     matched = trials.length > 0 && unknowns === 0 && deviatingTrials.length === 0
   }
-  const first = override ? [] : (deviatingTrials[0]?.comparison.deviations ?? [])
-  return { verdict, tally, trials: trials.length, violations, unknowns, expected, matched, deviating: override ? 0 : deviatingTrials.length, deviations: first }
+  if (override) {
+    // What --expect asked for is the documentation here: when it is not met, that is the deviation to report.
+    const of = (k: number) => `${k} of ${trials.length} trial${trials.length === 1 ? '' : 's'}`
+    const why = matched
+      ? []
+      : !trials.length
+        ? [`--expect ${override}: no trial ran`]
+        : override === 'held'
+          ? [violations ? `--expect held, but the invariant was violated in ${of(violations)}` : `--expect held, but the invariant could not be decided in ${of(unknowns)}`]
+          : [`--expect violated, but the invariant was never violated (${of(trials.length - unknowns)} held${unknowns ? `, ${unknowns} undecided` : ''})`]
+    const deviating = matched ? 0 : override === 'held' ? trials.filter((t) => t.verdict === 'anomaly' || t.verdict === 'unknown' || t.comparison.undecided).length : trials.length
+    return { verdict, tally, trials: trials.length, violations, unknowns, expected, matched, deviating, deviations: why }
+  }
+  const first = deviatingTrials[0]?.comparison.deviations ?? []
+  return { verdict, tally, trials: trials.length, violations, unknowns, expected, matched, deviating: deviatingTrials.length, deviations: first }
 }
 
 /** 0 as documented (or as --expect asked), 1 a deviation, 3 could not decide. */

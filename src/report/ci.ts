@@ -19,6 +19,10 @@ export interface CiCase {
   error?: { message: string; lines: string[] }
   /** What happened, for the record (verdict, invariant). */
   out?: string
+  /** Left out on this server, and why (e.g. lock-limit on a server race did not start): a <skipped/>. */
+  skipped?: string
+  /** The user's own scenario file (a spec file, a .mjs module) the case came from: an annotation's file=. */
+  file?: string
 }
 
 // XML 1.0 allows tab, newline, carriage return and everything from space up, except surrogates and U+FFFE/F.
@@ -34,16 +38,18 @@ export function xml(s: string): string {
 const secs = (ms: number) => (Math.max(0, ms) / 1000).toFixed(3)
 
 /** One <testsuites> with one <testsuite>: the shape Jenkins, GitLab, GitHub test reporters and Surefire read. */
-export function junitXml(suite: string, cases: readonly CiCase[], o: { timestamp?: Date; properties?: Record<string, string> } = {}): string {
+/** `ms`: the whole run's time (connecting, creating and dropping the schema, starting servers), else the cases' sum. */
+export function junitXml(suite: string, cases: readonly CiCase[], o: { timestamp?: Date; properties?: Record<string, string>; ms?: number } = {}): string {
   const failures = cases.filter((k) => k.failure).length
   const errors = cases.filter((k) => k.error && !k.failure).length
-  const ms = cases.reduce((a, k) => a + k.ms, 0)
+  const skipped = cases.filter((k) => k.skipped !== undefined && !k.failure && !k.error).length
+  const ms = o.ms ?? cases.reduce((a, k) => a + k.ms, 0)
   const stamp = (o.timestamp ?? new Date()).toISOString().replace(/\.\d+Z$/, '')
   const props = Object.entries(o.properties ?? {})
   const lines = [
     '<?xml version="1.0" encoding="UTF-8"?>',
     `<testsuites name="${xml(suite)}" tests="${cases.length}" failures="${failures}" errors="${errors}" time="${secs(ms)}">`,
-    `  <testsuite name="${xml(suite)}" tests="${cases.length}" failures="${failures}" errors="${errors}" skipped="0" time="${secs(ms)}" timestamp="${stamp}" hostname="${xml(os.hostname())}">`,
+    `  <testsuite name="${xml(suite)}" tests="${cases.length}" failures="${failures}" errors="${errors}" skipped="${skipped}" time="${secs(ms)}" timestamp="${stamp}" hostname="${xml(os.hostname())}">`,
   ]
   if (props.length) {
     lines.push('    <properties>')
@@ -55,6 +61,7 @@ export function junitXml(suite: string, cases: readonly CiCase[], o: { timestamp
     const body: string[] = []
     if (k.failure) body.push(`      <failure message="${xml(k.failure.message)}" type="deviation">${xml(k.failure.lines.join('\n'))}</failure>`)
     else if (k.error) body.push(`      <error message="${xml(k.error.message)}" type="undecided">${xml(k.error.lines.join('\n'))}</error>`)
+    else if (k.skipped !== undefined) body.push(`      <skipped message="${xml(k.skipped)}"/>`)
     if (k.out) body.push(`      <system-out>${xml(k.out)}</system-out>`)
     lines.push(body.length ? [`${open}>`, ...body, '    </testcase>'].join('\n') : `${open}/>`)
   }
@@ -76,8 +83,9 @@ export function checkWritable(flag: string, file: string): string {
   return target
 }
 
-export function writeJunit(file: string, suite: string, cases: readonly CiCase[], properties?: Record<string, string>): void {
-  fs.writeFileSync(file, junitXml(suite, cases, { properties }))
+/** `ms`: the whole run's time, for the suite (see junitXml). */
+export function writeJunit(file: string, suite: string, cases: readonly CiCase[], properties?: Record<string, string>, ms?: number): void {
+  fs.writeFileSync(file, junitXml(suite, cases, { properties, ...(ms === undefined ? {} : { ms }) }))
 }
 
 // ---------- GitHub Actions ----------
@@ -91,9 +99,15 @@ export function githubWanted(flag: boolean | undefined): boolean {
 const data = (s: string) => strip(s).replace(/%/g, '%25').replace(/\r/g, '%0D').replace(/\n/g, '%0A')
 const prop = (s: string) => data(s).replace(/:/g, '%3A').replace(/,/g, '%2C')
 
-/** One ::error workflow command: shown as an annotation on the run (title, then the lines). */
-export function annotation(title: string, lines: readonly string[], level: 'error' | 'warning' = 'error'): string {
-  return `::${level} title=${prop(title)}::${data(lines.join('\n'))}`
+/**
+ * One ::error workflow command: shown as an annotation on the run (title, then the lines); with `file`, on that
+ * file too (a user's spec or .mjs scenario, as a path relative to the working directory, which in a workflow is
+ * the checkout).
+ */
+export function annotation(title: string, lines: readonly string[], level: 'error' | 'warning' = 'error', file?: string): string {
+  const rel = file && path.isAbsolute(file) ? path.relative(process.cwd(), file) : file
+  const at = file ? `file=${prop(rel && !rel.startsWith('..') ? rel : file)},` : ''
+  return `::${level} ${at}title=${prop(title)}::${data(lines.join('\n'))}`
 }
 
 /**
@@ -141,5 +155,5 @@ export function ciCase(
 
 /** The annotations of the cases that deviate or could not be decided. */
 export function annotationsOf(title: (k: CiCase) => string, cases: readonly CiCase[]): string[] {
-  return cases.filter((k) => k.failure || k.error).map((k) => annotation(title(k), [(k.failure ?? k.error)!.message, ...(k.failure ?? k.error)!.lines.filter((l) => l !== (k.failure ?? k.error)!.message)]))
+  return cases.filter((k) => k.failure || k.error).map((k) => annotation(title(k), [(k.failure ?? k.error)!.message, ...(k.failure ?? k.error)!.lines.filter((l) => l !== (k.failure ?? k.error)!.message)], 'error', k.file))
 }

@@ -47,6 +47,8 @@ export function toJson(r: RunView, o: { timeline: boolean; exitCode: number; kep
     /** The level each session is documented at; each session's own `isolation` is what the server said. */
     isolation: r.plan.isolation,
     sessions: t.sessions,
+    // An application race: the labels in the order they ran, a permutation --schedule replays.
+    ...(t.order ? { order: t.order.join(' ') } : {}),
     invariant: t.invariant,
     verdict: r.summary.verdict,
     why: t.why,

@@ -2,8 +2,9 @@
 import type { Summary } from '../judge/index.js'
 import type { SessionReport, TrialFacts } from '../engine/types.js'
 import type { Level, Verdict } from '../scenario.js'
+import Table from 'cli-table3'
 import { c, outcomeColor, verdictColor } from './color.js'
-import { columns, hang, joinFit, pad, truncate, widest, width, wrap } from './width.js'
+import { columns, hang, joinFit, strip, truncate, widest, width, wrap } from './width.js'
 export { columns } from './width.js'
 
 /** How a column gives way when the table is wider than the screen. */
@@ -27,21 +28,31 @@ export type CellValue = string | number | bigint | null | undefined | { content:
 /**
  * Column widths that fit `budget` (the width minus borders and padding): natural widths when they fit; else the
  * columns that give way first narrow, the widest of them a column at a time, down to their minimum, then the next.
+ * `words` (each column's longest word) is a floor kept first: no column breaks a word (a SQLSTATE, a header) while
+ * another column can still wrap at a space; only when every column is down to its longest word do words break.
  */
-export function fitWidths(natural: readonly number[], cols: readonly Col[], budget: number): number[] {
+export function fitWidths(natural: readonly number[], cols: readonly Col[], budget: number, words: readonly number[] = []): number[] {
   const w = [...natural]
   const min = natural.map((n, i) => Math.min(n, cols[i]?.shrink === 0 ? n : (cols[i]?.min ?? 8)))
+  const whole = min.map((m, i) => Math.min(natural[i], Math.max(m, words[i] ?? 0)))
   const total = () => w.reduce((a, x) => a + x, 0)
   const groups = [...new Set(cols.map((c) => c?.shrink ?? 1).concat(natural.map(() => 1)))].filter((g) => g > 0).sort((a, b) => b - a)
-  for (const g of groups) {
-    while (total() > budget) {
-      let at = -1
-      for (let i = 0; i < w.length; i++) if ((cols[i]?.shrink ?? 1) === g && w[i] > min[i] && (at < 0 || w[i] > w[at])) at = i
-      if (at < 0) break
-      w[at]--
+  for (const floor of [whole, min]) {
+    for (const g of groups) {
+      while (total() > budget) {
+        let at = -1
+        for (let i = 0; i < w.length; i++) if ((cols[i]?.shrink ?? 1) === g && w[i] > floor[i] && (at < 0 || w[i] > w[at])) at = i
+        if (at < 0) break
+        w[at]--
+      }
     }
   }
   return w
+}
+
+/** The widest word (text between spaces) of a cell's lines. */
+function longestWord(s: string): number {
+  return Math.max(0, ...strip(s).split(/[ \n]+/).map(width))
 }
 
 /**
@@ -58,7 +69,10 @@ export function fitTable(head: readonly string[], rows: readonly (readonly CellV
   const body = rows.map((r) => (isSpan(r) ? r : r.filter((_, i) => keep[i])))
   const n = heads.length
   const natural = heads.map((h, i) => Math.max(widest(h), ...body.filter((r) => r.length === n).map((r) => widest(text(r[i])))))
-  const widths = fitWidths(natural, specs, w - (3 * n + 1))
+  // A column whose text is cut (…) has no words to keep whole.
+  const cuts = (i: number) => specs[i]?.overflow === 'cut'
+  const words = heads.map((h, i) => (cuts(i) ? 0 : Math.max(longestWord(h), ...body.filter((r) => r.length === n).map((r) => longestWord(text(r[i]))))))
+  const widths = fitWidths(natural, specs, w - (3 * n + 1), words)
   const fit = (v: string, i: number) =>
     v
       .split('\n')
@@ -68,135 +82,29 @@ export function fitTable(head: readonly string[], rows: readonly (readonly CellV
       })
       .join('\n')
   const span = widths.reduce((a, x) => a + x, 0) + 3 * (n - 1)
-  const lines = [heads.map((h, i) => fit(c.bold(h), i))]
+  // race decided every cell's lines; cli-table3 draws them (padding of one space, a rule under the header only).
+  const table = new Table({
+    head: heads.map((h, i) => fit(c.bold(h), i)),
+    chars: CHARS,
+    style: { head: [], border: [], 'padding-left': 1, 'padding-right': 1, compact: true },
+    colWidths: widths.map((x) => x + 2),
+  })
   for (const r of body) {
     if (isSpan(r) && n > 1) {
       const v = r[0] as { content: string; overflow?: 'wrap' | 'cut' }
-      lines.push([(v.overflow === 'cut' ? v.content.split('\n').map((l) => truncate(l, span)) : wrap(v.content, span)).join('\n')])
+      table.push([{ content: (v.overflow === 'cut' ? v.content.split('\n').map((l) => truncate(l, span)) : wrap(v.content, span)).join('\n'), colSpan: n }])
       continue
     }
-    lines.push(r.map((v, i) => fit(text(v), i)))
+    table.push(r.map((v, i) => fit(text(v), i)))
   }
-  return drawTable(lines, widths)
+  return table.toString()
 }
 
-/**
- * Draws the fitted cells in a box (race's own renderer; the layout cli-table3 drew for race, character for
- * character): padding of one space, a rule under the header row and none between the other rows, a row of one
- * cell spanning every column. `widths` are the columns' text widths (without padding).
- */
-function drawTable(rows: readonly (readonly string[])[], widths: readonly number[]): string {
-  const n = widths.length
-  const out: string[] = []
-  // The width of cell i of a row (a row of one cell spans every column: their widths and the rules between).
-  const cellWidths = (row: readonly string[]) => (row.length === 1 && n > 1 ? [widths.reduce((a, x) => a + x + 3, -3)] : widths)
-  rows.forEach((row, y) => {
-    const ws = cellWidths(row)
-    if (y === 0) out.push('┌' + widths.map((w) => '─'.repeat(w + 2)).join('┬') + '┐')
-    // Under the header: the columns of the row below meet it (a spanning row closes them with ┴).
-    if (y === 1) out.push('├' + widths.map((w) => '─'.repeat(w + 2)).join(ws.length === 1 ? '┴' : '┼') + '┤')
-    const cells = row.map((text) => colorizeLines(text.split('\n')))
-    const height = Math.max(1, ...cells.map((l) => l.length))
-    for (let k = 0; k < height; k++) {
-      out.push('│' + cells.map((l, i) => (k < l.length ? ` ${fill(l[k], ws[i])} ` : ' '.repeat(ws[i] + 2))).join('│') + '│')
-    }
-    if (y === rows.length - 1) out.push('└' + ws.map((w) => '─'.repeat(w + 2)).join('┴') + '┘')
-  })
-  return out.join('\n')
-}
-
-// Each line of a cell opens the styles the line before it left open and closes the ones it leaves open, so that
-// a style never runs into the border (bold, italic, underline, inverse, strikethrough, a colour, a background).
-const STYLE_CODES: Record<string, [string, boolean]> = {
-  '\u001b[1m': ['bold', true], '\u001b[22m': ['bold', false],
-  '\u001b[3m': ['italics', true], '\u001b[23m': ['italics', false],
-  '\u001b[4m': ['underline', true], '\u001b[24m': ['underline', false],
-  '\u001b[7m': ['inverse', true], '\u001b[27m': ['inverse', false],
-  '\u001b[9m': ['strikethrough', true], '\u001b[29m': ['strikethrough', false],
-}
-const STYLE_ON: Record<string, string> = { bold: '\u001b[1m', italics: '\u001b[3m', underline: '\u001b[4m', inverse: '\u001b[7m', strikethrough: '\u001b[9m' }
-const STYLE_OFF: Record<string, string> = { bold: '\u001b[22m', italics: '\u001b[23m', underline: '\u001b[24m', inverse: '\u001b[27m', strikethrough: '\u001b[29m' }
-
-interface StyleState {
-  on: Record<string, boolean>
-  fg?: string
-  bg?: string
-}
-
-// eslint-disable-next-line no-control-regex
-const CODE = /\u001b\[((?:\d*;){0,5}\d*)m/g
-
-/** The state after one colour code. */
-function apply(state: StyleState, code: string, params: string): void {
-  const n = params ? Number.parseInt(params.split(';')[0], 10) : 0
-  if ((n >= 30 && n <= 39) || (n >= 90 && n <= 97)) state.fg = code
-  else if ((n >= 40 && n <= 49) || (n >= 100 && n <= 107)) state.bg = code
-  else if (n === 0) {
-    state.on = {}
-    state.fg = state.bg = undefined
-  } else if (STYLE_CODES[code]) state.on[STYLE_CODES[code][0]] = STYLE_CODES[code][1]
-}
-
-function readState(line: string): StyleState {
-  const state: StyleState = { on: {} }
-  for (const m of line.matchAll(CODE)) apply(state, m[0], m[1])
-  return state
-}
-
-/** Closes what `state` leaves open, at the end of `line`. */
-function unwind(state: StyleState, line: string): string {
-  let out = line
-  for (const k of Object.keys(state.on)) if (state.on[k]) out += STYLE_OFF[k]
-  if (state.bg && state.bg !== '\u001b[49m') out += '\u001b[49m'
-  if (state.fg && state.fg !== '\u001b[39m') out += '\u001b[39m'
-  return out
-}
-
-/** A line made exactly `w` columns wide: padded with spaces, or (wider) cut. */
-function fill(line: string, w: number): string {
-  const n = width(line)
-  return n > w ? pad(cut(line, w), w) : line + ' '.repeat(w - n)
-}
-
-/**
- * A line cut to `w` columns ending in …, when it is wider (never for a fitted cell, whose lines already fit):
- * the text up to w - 1 columns with the codes inside it, its open styles closed.
- */
-function cut(line: string, w: number): string {
-  if (width(line) <= w) return line
-  const room = w - 1
-  const texts = line.split(/\u001b\[(?:\d*;){0,5}\d*m/)
-  const codes = [...line.matchAll(CODE)]
-  const state: StyleState = { on: {} }
-  let out = ''
-  let used = 0
-  for (let i = 0; used < room; i++) {
-    let t = texts[i] ?? ''
-    if (used + width(t) > room) {
-      while (width(t) > room - used) t = t.slice(0, -1)
-    }
-    out += t
-    used += width(t)
-    if (used < room) {
-      const m = codes[i]
-      if (!m) break
-      out += m[0]
-      apply(state, m[0], m[1])
-    }
-  }
-  return unwind(state, out) + '…'
-}
-
-function colorizeLines(lines: readonly string[]): string[] {
-  let state: StyleState = { on: {} }
-  return lines.map((text) => {
-    let line = text
-    for (const k of Object.keys(state.on)) if (state.on[k]) line = STYLE_ON[k] + line
-    if (state.bg && state.bg !== '\u001b[49m') line = state.bg + line
-    if (state.fg && state.fg !== '\u001b[39m') line = state.fg + line
-    state = readState(line)
-    return unwind(state, line)
-  })
+/** Rules and borders, no colour in them; a rule under the header, so it reads as one without colour too. */
+const CHARS = {
+  top: '─', 'top-mid': '┬', 'top-left': '┌', 'top-right': '┐',
+  bottom: '─', 'bottom-mid': '┴', 'bottom-left': '└', 'bottom-right': '┘',
+  left: '│', 'left-mid': '├', mid: '─', 'mid-mid': '┼', right: '│', 'right-mid': '┤', middle: '│',
 }
 
 /** A table built row by row and fitted to the screen when printed (`widths` is ignored: kept for old callers). */

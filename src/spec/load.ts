@@ -11,6 +11,7 @@ import { checkScenario, sessionCount } from '../plan.js'
 import { defaultParams, type Scenario } from '../scenario.js'
 import { readSpec } from './files.js'
 import { specToScenario } from './scenario.js'
+import { appScenario, isAppRace } from '../app/scenario.js'
 
 export { isScenarioPath } from '../registry.js'
 
@@ -68,6 +69,8 @@ function resolveSelf(): void {
  * in the messages (the file's path).
  */
 export function userScenario(value: unknown, where: string): Scenario {
+  // An application race (src/app): the user's own function, its queries the steps.
+  if (isAppRace(value)) return appScenario(value, where)
   const bad = (what: string) => new UsageError(`${where}: ${what}`)
   if (!value || typeof value !== 'object') {
     throw bad(`its default export must be defineScenario({ id, sessionCount, setup, sessions, invariant, documented }) from 'racelab', got ${describe(value)}`)

@@ -36,6 +36,8 @@ export interface PgConnOptions {
   connectTimeoutMs: number
   /** Startup parameters, in order (user and database are added first). */
   params: [string, string][]
+  /** The database to connect to, instead of the target's. */
+  database?: string
 }
 
 type Async = 'idle' | 'busy' | 'ready'
@@ -66,7 +68,15 @@ export class PgConn {
   errorMessage = ''
   /** Transaction status of the last ReadyForQuery: I idle, T in a transaction, E failed. */
   txStatus = 'I'
+  /** The socket has closed (what was received before may still be unread). */
   bad = false
+  /**
+   * The connection is gone as libpq would know it: reading found the end of the stream (or the socket broke)
+   * with nothing left unread. A query can no longer be sent (PQsendQuery fails), nor input consumed.
+   */
+  closed = false
+  /** The last FATAL error the server sent (why it ended the session: 57P01, 57P05, 25P03...). */
+  fatal?: Record<string, string>
   private waiter?: () => void
   readonly notifies: Notify[] = []
   readonly parameters = new Map<string, string>()
@@ -78,7 +88,7 @@ export class PgConn {
   ) {}
 
   static async connect(target: Target, o: PgConnOptions): Promise<PgConn> {
-    const info = connInfo(target)
+    const info = { ...connInfo(target), ...(o.database !== undefined ? { database: o.database } : {}) }
     const c = new PgConn(info.host, info.port)
     await c.open(info, o)
     return c
@@ -224,15 +234,31 @@ export class PgConn {
     })
   }
 
-  /** PQconsumeInput: moves what arrived into the input buffer (no parsing). */
-  consumeInput(): void {
-    if (!this.incoming.length) return
-    this.buf = Buffer.concat([this.buf, ...this.incoming])
-    this.incoming = []
+  /**
+   * PQconsumeInput: moves what arrived into the input buffer (no parsing). False, as libpq's, once the
+   * connection is gone and nothing is left to read: a caller that waits for readable input must stop then,
+   * or it would find the closed socket readable forever.
+   */
+  consumeInput(): boolean {
+    if (this.incoming.length) {
+      this.buf = Buffer.concat([this.buf, ...this.incoming])
+      this.incoming = []
+      return true
+    }
+    if (this.bad) {
+      if (!this.closed) this.errorMessage += CLOSED_MESSAGE
+      this.closed = true
+      return false
+    }
+    return !this.closed
   }
 
-  /** PQsendQuery. */
-  sendQuery(sql: string): void {
+  /** PQsendQuery: false (and errorMessage says why) once the connection is known to be gone. */
+  sendQuery(sql: string): boolean {
+    if (this.closed) {
+      this.errorMessage = 'no connection to the server\n'
+      return false
+    }
     this.errorMessage = ''
     this.lastQuery = sql
     this.result = null
@@ -241,13 +267,20 @@ export class PgConn {
     const head = Buffer.alloc(5)
     head[0] = 0x51
     head.writeInt32BE(body.length + 4, 1)
+    // A socket the server has closed but whose last words are still unread takes the query as libpq's would
+    // (its write succeeds): reading then finds the server's FATAL error and the end of the stream.
     if (!this.bad) this.sock.write(Buffer.concat([head, body]))
+    return true
   }
 
-  /** PQisBusy (parses what is buffered). */
+  /**
+   * PQisBusy (parses what is buffered). As libpq's, false once the connection is lost and nothing is left to
+   * read: getResult then reports the loss, instead of a caller polling a dead connection forever (a loop that
+   * never yields to the event loop, so that not even Ctrl-C's cleanup could run).
+   */
   isBusy(): boolean {
     this.parseInput()
-    return this.async === 'busy'
+    return this.async === 'busy' && !(this.bad && !this.incoming.length)
   }
 
   /** PQgetResult: the next result, waiting for it; null when the query is done. */
@@ -255,8 +288,9 @@ export class PgConn {
     this.parseInput()
     while (this.async === 'busy') {
       if (this.bad && !this.incoming.length) {
+        if (!this.closed) this.errorMessage += CLOSED_MESSAGE
+        this.closed = true
         this.async = 'idle'
-        this.errorMessage += CLOSED_MESSAGE
         return { status: 'FATAL_ERROR', fields: [], rows: [], tag: '', errorMessage: CLOSED_MESSAGE }
       }
       await this.waitReadable(-1)
@@ -272,7 +306,7 @@ export class PgConn {
 
   /** PQexec: the last result of the query. */
   async exec(sql: string): Promise<PgResult | null> {
-    this.sendQuery(sql)
+    if (!this.sendQuery(sql)) return null
     let last: PgResult | null = null
     for (let r = await this.getResult(); r; r = await this.getResult()) last = r
     return last
@@ -306,6 +340,7 @@ export class PgConn {
         this.buf = this.buf.subarray(1 + len)
         if (type === 0x45) {
           const f = errorFields(body)
+          if ((f.V ?? f.S) === 'FATAL') this.fatal = f
           this.onNotice(formatMessage(f, false))
         } else if (type === 0x53) {
           const [k, v] = body.toString('latin1').split('\0')
@@ -322,6 +357,7 @@ export class PgConn {
           break
         case 0x45: {
           const f = errorFields(body)
+          if ((f.V ?? f.S) === 'FATAL') this.fatal = f
           const msg = formatMessage(f, true, f.P ? this.lastQuery : undefined)
           this.result = { status: 'FATAL_ERROR', fields: [], rows: [], tag: '', err: f, errorMessage: msg }
           this.errorMessage += msg

@@ -11,6 +11,7 @@
 //  - documented: nothing per session. A spec says only `expect held|violated` (or nothing): that is the
 //    scenario's `expects`, judged as --expect is.
 import path from 'node:path'
+import { withoutFinalSemicolon } from '../binds.js'
 import type { Row, Scenario, SessionSpec, Step } from '../scenario.js'
 import { guardedSql } from './guard.js'
 import { outsideReach, transactionControl, unterminated } from './files.js'
@@ -30,8 +31,9 @@ export function idFromFile(file: string): string {
   )
 }
 
-function stripSemicolon(sql: string): string {
-  return sql.trim().replace(/;\s*$/, '')
+/** An invariant's query as a subquery: without its final `;`, and on lines of its own (a `-- comment` it ends with stays a comment). */
+function asSubquery(sql: string): string {
+  return `(\n${withoutFinalSemicolon(sql)}\n)`
 }
 
 function sessionNames(spec: Spec, n: number): string[][] {
@@ -84,7 +86,7 @@ export function specToScenario(spec: Spec, story: string[] = []): Scenario {
   const perm = lockstepPermutation(spec)
   const invariants = spec.invariants
   const invariantSql = invariants.length
-    ? `select ${invariants.map((_, i) => `i${i}`).join(' and ')} as held, ${invariants.map((_, i) => `i${i}`).join(', ')} from (select ${invariants.map((x, i) => `(${stripSemicolon(x.sql)}) as i${i}`).join(', ')}) as race_invariants`
+    ? `select ${invariants.map((_, i) => `i${i}`).join(' and ')} as held, ${invariants.map((_, i) => `i${i}`).join(', ')} from (select ${invariants.map((x, i) => `${asSubquery(x.sql)} as i${i}`).join(', ')}) as race_invariants`
     : `select true as held`
   const description = invariants.length ? invariants.map((x) => x.description).join('; ') : 'none declared (the spec has no invariant line)'
   const value = (v: unknown) => (v === null || v === undefined ? 'NULL' : String(v))

@@ -8,6 +8,7 @@
 // holds its completion back while that step runs, (other notices N) until that session has sent N notices.
 // A step is cancelled after PGISOLATIONTIMEOUT seconds (default 300) and the run ends after twice that.
 import type { Target } from '../db/target.js'
+import { conditionName } from '../db/sqlstate.js'
 import { RunError, UsageError } from '../errors.js'
 import { printResult } from './format.js'
 import type { Permutation, PermutationStep, Spec, SpecStep } from './parse.js'
@@ -20,6 +21,20 @@ export interface TranscriptSink {
 
 /** Where isolationtester would exit(1): the transcript ends here, without teardown. */
 class Exit extends Error {}
+
+/**
+ * A connection the server closed (pg_terminate_backend, idle_session_timeout, a crash): the transcript ends
+ * with what isolationtester prints for the step that found it (the server's FATAL error, "server closed the
+ * connection unexpectedly"), and the run stops there: exit 3, one line naming the session, the step and why.
+ * isolationtester would go on and fail at the session's next step, or finish without it; a spec that lost a
+ * session tested something else than it says, so race does not judge the rest.
+ */
+export function connectionLost(file: string, who: string, during: string, conn: PgConn): RunError {
+  const f = conn.fatal
+  const code = f?.C
+  const why = f ? ` (${code ?? 'FATAL'}${conditionName(code) ? ' ' + conditionName(code) : ''}: ${Buffer.from(f.M ?? '', 'latin1').toString('utf8')})` : ''
+  return new RunError(`${file}: the server closed ${who}'s connection${why} ${during}: the spec stopped there`)
+}
 
 interface Conn {
   conn: PgConn
@@ -41,6 +56,8 @@ const RETRY = 2
 
 export interface TesterOptions {
   target: Target
+  /** The database the connections open (default: the target's). */
+  database?: string
   connectTimeoutMs: number
   /** Startup parameters every connection sends (options, datestyle, timezone, search_path...). */
   params: [string, string][]
@@ -81,7 +98,7 @@ export async function runTester(spec: Spec, o: TesterOptions, sink: TranscriptSi
       if (o.appName !== undefined) params.unshift(['application_name', o.appName])
       let conn: PgConn
       try {
-        conn = await PgConn.connect(o.target, { connectTimeoutMs: o.connectTimeoutMs, params })
+        conn = await PgConn.connect(o.target, { connectTimeoutMs: o.connectTimeoutMs, params, database: o.database })
       } catch (e) {
         throw new RunError(`could not connect to ${o.target.label} (connection ${i}): ${(e as Error).message}`)
       }
@@ -105,6 +122,18 @@ export async function runTester(spec: Spec, o: TesterOptions, sink: TranscriptSi
       .join(',')
 
     const exec = async (c: PgConn, sql: string) => c.exec(sql)
+    const lost = (c: Conn, during: string) => connectionLost(spec.file, c === conns[0] ? "race's isolationtester control connection" : `session ${c.name}`, during, c.conn)
+    // A block on control that fails because control was closed (the guard's own questions included) is that loss.
+    const onControl = async <T>(run: () => Promise<T>, during: string): Promise<T> => {
+      try {
+        const r = await run()
+        if (control.closed) throw lost(conns[0], during)
+        return r
+      } catch (e) {
+        if (control.closed && !(e instanceof RunError)) throw lost(conns[0], during)
+        throw e
+      }
+    }
     const block = o.block ?? ((c: PgConn, sql: string) => exec(c, sql))
 
     const stepHasBlocker = (p: PStep): boolean =>
@@ -127,11 +156,13 @@ export async function runTester(spec: Spec, o: TesterOptions, sink: TranscriptSi
       while (conn.isBusy()) {
         const readable = await conn.waitReadable(10)
         if (readable) {
-          conn.consumeInput()
+          // isolationtester: "PQconsumeInput failed", exit 1. A closed socket stays readable: never loop on it.
+          if (!conn.consumeInput()) throw lost(ic, `during step ${p.name}`)
           continue
         }
         if (flags & NONBLOCK) {
           const r = await control.exec(`SELECT pg_catalog.pg_isolation_test_session_is_blocked(${conn.pid}, '{${pidList}}')`)
+          if (control.closed) throw lost(conns[0], `while asking whether step ${p.name} waits`)
           if (r?.status !== 'TUPLES_OK' || r.rows.length !== 1) {
             sink.err(`lock wait query failed: ${control.errorMessage}`)
             throw new Exit()
@@ -169,6 +200,7 @@ export async function runTester(spec: Spec, o: TesterOptions, sink: TranscriptSi
           sink.out(sev !== undefined && msg !== undefined ? `${sev}:  ${msg}\n` : `${r.errorMessage ?? ''}\n`)
         }
       }
+      if (conn.closed) throw lost(ic, `in step ${p.name}`)
       conn.consumeInput()
       for (let n = conn.nextNotify(); n; n = conn.nextNotify()) {
         const sender = conns.slice(1).find((c) => c.conn.pid === n!.pid)?.name ?? `PID ${n.pid}`
@@ -206,7 +238,7 @@ export async function runTester(spec: Spec, o: TesterOptions, sink: TranscriptSi
       let waiting: PStep[] = []
       sink.out(`\nstarting permutation:${steps.map((s) => ` ${s.name}`).join('')}\n`)
       for (let i = 0; i < spec.setup.length; i++) {
-        const r = await block(control, spec.setup[i].sql, 'setup', i)
+        const r = await onControl(() => block(control, spec.setup[i].sql, 'setup', i), `in setup block ${i + 1}`)
         if (r?.status === 'TUPLES_OK') sink.out(printResult(r))
         else if (r?.status !== 'COMMAND_OK') {
           sink.err(`setup failed: ${control.errorMessage}`)
@@ -218,6 +250,7 @@ export async function runTester(spec: Spec, o: TesterOptions, sink: TranscriptSi
         if (s.setup === undefined) continue
         const c = conns[i + 1].conn
         const r = await exec(c, s.setup)
+        if (c.closed) throw lost(conns[i + 1], 'in its setup block')
         if (r?.status === 'TUPLES_OK') sink.out(printResult(r))
         else if (r?.status !== 'COMMAND_OK') {
           sink.err(`setup of session ${s.name} failed: ${c.errorMessage}`)
@@ -240,7 +273,9 @@ export async function runTester(spec: Spec, o: TesterOptions, sink: TranscriptSi
             }
           }
         }
-        ic.conn.sendQuery(p.step.sql)
+        // isolationtester: "failed to send query for step", exit 1 (race stops as soon as a session is lost, so
+        // this is only a safeguard).
+        if (!ic.conn.sendQuery(p.step.sql)) throw lost(ic, `before step ${p.name}`)
         ic.active = p
         p.targets = p.blockers.map((b) => (b.kind === 'notices' ? b.count + conns[1 + stepByName.get(b.step)!.session].notices : -1))
         const mustWait = await tryComplete(p, NONBLOCK)
@@ -257,11 +292,12 @@ export async function runTester(spec: Spec, o: TesterOptions, sink: TranscriptSi
         if (s.teardown === undefined) continue
         const c = conns[i + 1].conn
         const r = await exec(c, s.teardown)
+        if (c.closed) throw lost(conns[i + 1], 'in its teardown block')
         if (r?.status === 'TUPLES_OK') sink.out(printResult(r))
         else if (r?.status !== 'COMMAND_OK') sink.err(`teardown of session ${s.name} failed: ${c.errorMessage}`)
       }
       if (spec.teardown) {
-        const r = await block(control, spec.teardown.sql, 'teardown', 0)
+        const r = await onControl(() => block(control, spec.teardown!.sql, 'teardown', 0), 'in the teardown block')
         if (r?.status === 'TUPLES_OK') sink.out(printResult(r))
         else if (r?.status !== 'COMMAND_OK') sink.err(`teardown failed: ${control.errorMessage}`)
       }

@@ -34,9 +34,10 @@ test('race check --junit: one testcase per case with its duration, a <failure> c
     const xml = fs.readFileSync(file, 'utf8')
     assert.equal(junitProblems(file), '')
     const cases = testcases(xml)
-    assert.deepEqual(cases.map((k) => `${k.classname} ${k.name}`), ['race.check.broken default', 'race.check.advisory default', 'race.check.advisory n=5 max-pending=3'])
+    // broken's other levels (its column of the matrix) ask for their level on the BEGIN: only its default deviates.
+    assert.deepEqual(cases.map((k) => `${k.classname} ${k.name}`), ['race.check.broken default', 'race.check.broken repeatable read', 'race.check.broken serializable', 'race.check.advisory default', 'race.check.advisory n=5 max-pending=3'])
     assert.ok(cases.every((k) => k.time > 0), xml)
-    assert.match(xml, /tests="3" failures="1" errors="0"/)
+    assert.match(xml, /tests="5" failures="1" errors="0"/)
     assert.match(xml, /<failure message="s1: ran at repeatable read, documented for read committed" type="deviation">[^<]*s2: ran at repeatable read, documented for read committed<\/failure>/)
     // The annotation: on stdout, one line per deviating case, after the report.
     const notes = r.stdout.split('\n').filter((l) => l.startsWith('::'))
@@ -45,6 +46,36 @@ test('race check --junit: one testcase per case with its duration, a <failure> c
   } finally {
     fs.rmSync(file, { force: true })
   }
+})
+
+test('race check --junit on a server: lock-limit (left out there) is a <skipped> testcase with the reason; the suite\'s time is the whole run\'s (issue 23)', async () => {
+  const file = tmp('check-all.xml')
+  try {
+    const t0 = performance.now()
+    const r = await race(['check', '--junit', file], { url: ctx.server.url })
+    const wall = (performance.now() - t0) / 1000
+    // 0 as documented; 1 if a case deviated on this (busy) server: the file is what this test reads.
+    assert.ok(r.code === 0 || r.code === 1, r.stdout + r.stderr)
+    const xml = fs.readFileSync(file, 'utf8')
+    if (!NEEDS.xmllint) assert.equal(junitProblems(file), '')
+    assert.match(xml, /<testcase classname="race\.check\.lock-limit" name="default" time="0\.000">\s*<skipped message="lock-limit [^"]*runs only on race&apos;s own embedded server[^"]*"\/>/)
+    const suite = /<testsuite name="race check" tests="(\d+)" failures="\d+" errors="\d+" skipped="1" time="([\d.]+)"/.exec(xml)
+    assert.ok(suite, xml.slice(0, 400))
+    assert.equal(Number(suite[1]), testcases(xml).length)
+    const cases = testcases(xml).reduce((a, k) => a + k.time, 0)
+    // The run's time: more than its cases' sum (connecting, creating the schema, starting), within what the test saw.
+    assert.ok(Number(suite[2]) > cases + 0.001 && Number(suite[2]) <= wall, `suite ${suite[2]} s, cases ${cases.toFixed(3)} s, wall ${wall.toFixed(3)} s`)
+  } finally {
+    fs.rmSync(file, { force: true })
+  }
+})
+
+test('--json: a run that fails only by --expect names it in deviations, not [] (issue 23)', async () => {
+  const r = await race(['run', 'advisory', '--n', '5', '--max-pending', '3', '--expect', 'violated', '--json'], { url: ctx.server.url })
+  assert.equal(r.code, 1, r.stderr)
+  const doc = JSON.parse(r.stdout)
+  assert.equal(doc.matched, false)
+  assert.deepEqual(doc.deviations, ['--expect violated, but the invariant was never violated (1 of 1 trial held)'])
 })
 
 test('inside GitHub Actions annotations come by themselves; with --json they go to stderr and stdout stays one document', async () => {

@@ -40,6 +40,26 @@ test('race run broken --step: every step shown before it runs, with the sessions
   }
 })
 
+test('--step: the elapsed time starts at the first step, not while the room reads the first screen (issue 23)', { skip: NEEDS.tmux }, async () => {
+  const tty = new Tty(['run', 'broken', '--step', '--timeline', 'all'], { env: { DATABASE_URL: ctx.server.url }, width: 100, height: 45 })
+  try {
+    await tty.waitFor(/next {2}step 1 of 8: s1 begin/)
+    // The presenter talks before the first Enter: those seconds are not the race's.
+    const talk = 3000
+    await new Promise((r) => setTimeout(r, talk))
+    tty.key('Enter')
+    const s = await tty.waitFor(/next {2}step 2 of 8: s2 begin/)
+    // The timeline's first row: its ms since the first step.
+    const row = /^ *([\d.]+) +begin → BEGIN/m.exec(s)
+    assert.ok(row, s)
+    assert.ok(Number(row[1]) < talk, `the first step at ${row[1]} ms, after ${talk} ms before the first Enter:\n${s}`)
+    tty.key('q')
+    assert.equal(await tty.exitCode(), 130)
+  } finally {
+    tty.close()
+  }
+})
+
 test('--step: a waiting session says whom it waits for; b shows the story; q stops with cleanup (exit 130)', { skip: NEEDS.tmux }, async () => {
   const tty = new Tty(['run', 'advisory', '--n', '3', '--step'], { env: { DATABASE_URL: ctx.server.url }, width: 100, height: 45 })
   try {
@@ -75,6 +95,7 @@ test('--step without a terminal, or with --json, --trials or a barrier: one line
     [['run', 'broken', '--step', '--json'], /--step is for a room, --json for a machine/],
     [['run', 'broken', '--step', '--trials', '3'], /--step walks through one race: leave out --trials/],
     [['run', 'broken', '--step', '--schedule', 'barrier'], /--step runs a deterministic interleaving/],
+    [['run', 'broken', '--step', '--theme', 'dark'], /--theme dark is not a theme: use default or presenter/],
   ] as const) {
     const r = await race([...args, '--database-url', down])
     assert.equal(r.code, 2, `${args.join(' ')}: ${r.stderr}`)

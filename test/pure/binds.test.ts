@@ -26,3 +26,23 @@ test('no binds: the text is unchanged', () => {
   const sql = "select count(*)::int as pending from setup_requests where status = 'pending'"
   assert.deepEqual(parseBinds(sql), { text: sql, names: [] })
 })
+
+test('a colon inside a subscript is an array slice, not a bind; an ARRAY[...] constructor holds values, which may be binds', async () => {
+  const sql = 'select arr[1:n], arr[:n], arr[n:], arr[lo : hi], m[1:2][:k], array[:a, :b], array[x[1:n], :c], t[1]::int[], :d from t'
+  const p = parseBinds(sql)
+  assert.deepEqual(p.names, ['a', 'b', 'c', 'd'])
+  assert.equal(p.text, 'select arr[1:n], arr[:n], arr[n:], arr[lo : hi], m[1:2][:k], array[$1, $2], array[x[1:n], $3], t[1]::int[], $4 from t')
+  // Brackets inside strings and comments do not count.
+  assert.deepEqual(parseBinds("select '[', :x -- ]\n, :y").names, ['x', 'y'])
+  assert.deepEqual(parseBinds('select a[1:n] from t where id = ?', 'question').names, [])
+})
+
+test('withoutFinalSemicolon: the final ; goes with the blanks and comments after it; a comment without one stays', async () => {
+  const { withoutFinalSemicolon } = await import('../../src/binds.js')
+  assert.equal(withoutFinalSemicolon('select 1;'), 'select 1')
+  assert.equal(withoutFinalSemicolon('  select 1 ;  -- done\n /* and */ \n'), 'select 1')
+  assert.equal(withoutFinalSemicolon('select 1 -- no semicolon'), 'select 1 -- no semicolon')
+  assert.equal(withoutFinalSemicolon("select ';' -- x"), "select ';' -- x")
+  assert.equal(withoutFinalSemicolon('select $$;$$'), 'select $$;$$')
+  assert.equal(withoutFinalSemicolon("select 'a;'"), "select 'a;'")
+})

@@ -100,6 +100,20 @@ test('--expect violated passes when at least one trial violated; --expect held n
   assert.equal(summarize([t('unknown')], DOC, 'held').matched, false)
 })
 
+test('a run that fails only by --expect says so in its deviations, never an empty list (issue 23)', () => {
+  const held = summarize([t('clean'), t('anomaly', off('x')), t('clean')], DOC, 'held')
+  assert.equal(held.matched, false)
+  assert.deepEqual(held.deviations, ['--expect held, but the invariant was violated in 1 of 3 trials'])
+  assert.equal(held.deviating, 1)
+  const violated = summarize([t('clean'), t('serialized')], DOC, 'violated')
+  assert.equal(violated.matched, false)
+  assert.deepEqual(violated.deviations, ['--expect violated, but the invariant was never violated (2 of 2 trials held)'])
+  assert.equal(violated.deviating, 2)
+  assert.deepEqual(summarize([t('unknown', { matched: false, deviations: [], undecided: true } as never)], DOC, 'held').deviations, ['--expect held, but the invariant could not be decided in 1 of 1 trial'])
+  // Met: nothing deviates.
+  assert.deepEqual(summarize([t('anomaly', off('x'))], DOC, 'violated').deviations, [])
+})
+
 test('no documented expectation (custom permutation): decided verdicts pass, unknown does not', () => {
   assert.equal(summarize([t('anomaly')], []).matched, true)
   assert.equal(summarize([t('unknown', { matched: false, deviations: [] })], []).matched, false)

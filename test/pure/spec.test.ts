@@ -337,7 +337,7 @@ permutation ins2 ins1 ins1 c1
     )
     assert.equal(
       s.invariant.sql,
-      "select i0 and i1 as held, i0, i1 from (select (select count(*) <= 1 from orders where status = 'open') as i0, (select true) as i1) as race_invariants",
+      "select i0 and i1 as held, i0, i1 from (select (\nselect count(*) <= 1 from orders where status = 'open'\n) as i0, (\nselect true\n) as i1) as race_invariants",
     )
     assert.equal(s.invariant.observed!({ held: false, i0: false, i1: true }), 'one open order false')
     assert.deepEqual(checkScenario(s, {}, 2), [])

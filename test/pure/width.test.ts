@@ -3,10 +3,11 @@ import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import { Chalk } from 'chalk'
 import type { TimelineEvent } from '../../src/engine/types.js'
-import { fitTable, fitWidths } from '../../src/report/table.js'
+import { fitTable, fitWidths, sessionsTable } from '../../src/report/table.js'
+import type { SessionReport } from '../../src/engine/types.js'
 import { timeline, visibleEvents } from '../../src/report/timeline.js'
 import { columns, hang, strip, truncate, width, wrap } from '../../src/report/width.js'
-import { setColor } from '../../src/report/color.js'
+import { c, setColor } from '../../src/report/color.js'
 import { isSetup } from '../../src/engine/session.js'
 
 const red = new Chalk({ level: 1 }).red
@@ -65,6 +66,67 @@ test('fitWidths: natural when it fits; else what gives way first narrows, widest
   assert.deepEqual(fitWidths([10, 20, 30], [], 60), [10, 20, 30])
   assert.deepEqual(fitWidths([10, 20, 30], [{ shrink: 0 }, {}, {}], 40), [10, 15, 15])
   assert.deepEqual(fitWidths([10, 20, 30], [{}, { shrink: 2 }, {}], 45), [10, 8, 27])
+})
+
+test('--theme presenter: dim text is drawn bold (a projector washes dim out); colours stay chalk\'s (issue 23)', () => {
+  const saved = { NO_COLOR: process.env.NO_COLOR, FORCE_COLOR: process.env.FORCE_COLOR, TERM: process.env.TERM }
+  delete process.env.NO_COLOR
+  delete process.env.FORCE_COLOR
+  process.env.TERM = 'xterm'
+  try {
+    setColor(true, { isTTY: true }, 'presenter')
+    assert.equal(c.dim('pid 4711'), '\u001b[1mpid 4711\u001b[22m')
+    assert.equal(c.red('x'), red('x'))
+    setColor(true, { isTTY: true })
+    assert.equal(c.dim('pid 4711'), '\u001b[2mpid 4711\u001b[22m')
+    setColor(true, { isTTY: false }, 'presenter')
+    assert.equal(c.dim('pid 4711'), 'pid 4711', 'no colour in a pipe, whatever the theme')
+  } finally {
+    for (const [k, v] of Object.entries(saved)) if (v === undefined) delete process.env[k]
+    else process.env[k] = v
+    setColor(false)
+  }
+})
+
+test('fitWidths: every column keeps its longest word while another can still wrap at a space; words break only after', () => {
+  // The second column gives way first, but not below its longest word (18) while the third can still narrow.
+  assert.deepEqual(fitWidths([10, 30, 24], [{ shrink: 0 }, { min: 16 }, { shrink: 2, min: 5 }], 50, [10, 8, 18]), [10, 22, 18])
+  // Nothing left to wrap at a space: then words break, down to each column's minimum.
+  assert.deepEqual(fitWidths([10, 30, 24], [{ shrink: 0 }, { min: 16 }, { shrink: 2, min: 5 }], 30, [10, 8, 18]), [10, 16, 5])
+})
+
+test('sessionsTable at 80 columns: a SQLSTATE and its header stay whole, the outcome wraps at spaces instead (issue 23)', () => {
+  setColor(false)
+  const s = (name: string, o: Partial<SessionReport>): SessionReport => ({
+    name, pid: 12525, outcome: 'committed', reason: null, sqlstate: null, condition: null, step: null, isolation: 'read committed',
+    commitTag: 'COMMIT', waitedMs: 233.4, ms: 505.2, retries: 0, errors: [], ...o,
+  })
+  const cases: [string, SessionReport[], string[]][] = [
+    // race run lock-timeout
+    ['lock-timeout', [
+      s('holder', { outcome: 'rejected', reason: "the holder's request fails", step: 'request' }),
+      s('s1', { outcome: 'failed', step: 'lock', sqlstate: '55P03', condition: 'lock_not_available' }),
+      s('retry', {}),
+    ], ['55P03', 'lock_not_available']],
+    // race run serializable --retries 3
+    ['serializable --retries 3', [
+      s('s1', { retries: 2, errors: ['40001', '40001'] }),
+      s('s2', { outcome: 'rejected', reason: 'pending request exists for this user, with a long reason', step: 'check', errors: ['40001'] }),
+    ], ['(40001 retried)', '(40001, 40001 retried)']],
+    // race run lock-limit
+    ['lock-limit', [
+      s('filler', { outcome: 'rejected', reason: 'the lock table is full (53200) after many keys taken by one transaction', step: 'fill' }),
+      s('probe', { outcome: 'failed', step: 'try', sqlstate: '53200', condition: 'out_of_memory' }),
+    ], ['53200', 'out_of_memory']],
+  ]
+  for (const [name, sessions, whole] of cases) {
+    const out = sessionsTable({ sessions, invariant: { description: 'x', observed: 'y', held: true }, events: [] } as never, 80)
+    assert.ok(out.split('\n').every((l) => width(l) <= 80), `${name}:\n${out}`)
+    const cells = out.split('\n').map((l) => l.split('│').map((x) => x.trim()))
+    assert.ok(cells.some((r) => r.includes('sqlstate')), `${name}: the header whole:\n${out}`)
+    // Each word of the sqlstate cells is on one line of the table (a '(40001,' may end one line, '40001' start the next).
+    for (const w of whole.flatMap((x) => x.split(' '))) assert.ok(out.includes(w), `${name}: ${w} whole:\n${out}`)
+  }
 })
 
 test('fitTable: fits the width, rule under the header, an empty column dropped, a cut column ends in …', () => {

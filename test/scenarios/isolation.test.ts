@@ -164,7 +164,7 @@ test('CLI: unknown step or session in --schedule, and a bad --isolation, are exi
     ['run', 'write-skew', '--schedule', 't1.begin t3.begin'],
     ['run', 'write-skew', '--isolation', 'snapshot'],
     ['run', 'skip-locked', '--isolation', 'read uncommitted'],
-    ['matrix', 'broken'],
+    ['matrix', 'advisory'],
     ['show', 'write-skew', '--isolation', 'snapshot'],
   ]) {
     const r = await race(args, { url: ctx.server.url })
@@ -172,6 +172,29 @@ test('CLI: unknown step or session in --schedule, and a bad --isolation, are exi
     assert.equal(r.stderr.trim().split('\n').length, 1, r.stderr)
     assert.doesNotMatch(r.stderr, /at .*\.js/, 'no stack trace')
   }
+})
+
+test('CLI: the check-then-insert family on the isolation grid: race matrix broken for-update unique-index, race run broken --isolation serializable (issue 23)', async () => {
+  const m = await race(['matrix', 'broken', 'for-update', 'unique-index', '--json'], { url: ctx.server.url })
+  assert.equal(m.code, 0, m.stdout + m.stderr)
+  const doc = JSON.parse(m.stdout)
+  assert.equal(doc.deviations, 0)
+  const row = (id: string) => {
+    const cells = doc.rows.find((x: { scenario: string }) => x.scenario === id).cells
+    return ['read committed', 'repeatable read', 'serializable'].map((l) => cells[l].happened)
+  }
+  assert.deepEqual(row('broken'), ['anomaly', 'anomaly', 'prevented 40001'])
+  assert.deepEqual(row('for-update'), ['anomaly', 'anomaly', 'prevented 40001'])
+  assert.deepEqual(row('unique-index'), ['prevented 23505', 'prevented 23505', 'prevented 40001'])
+  const r = await race(['run', 'broken', '--isolation', 'serializable', '--n', '3', '--schedule', 'lockstep', '--json'], { url: ctx.server.url })
+  assert.equal(r.code, 0, r.stdout + r.stderr)
+  const run = JSON.parse(r.stdout)
+  assert.equal(run.verdict, 'prevented')
+  assert.deepEqual(run.sessions.map((x: { isolation: string }) => x.isolation), ['serializable', 'serializable', 'serializable'])
+  assert.deepEqual(run.sessions.map((x: { outcome: string; sqlstate: string | null }) => x.sqlstate ?? x.outcome).sort(), ['40001', '40001', 'committed'])
+  // The article's code, at its own level, is still the plain begin.
+  const show = await race(['show', 'broken'], { env: { COLUMNS: '200' } })
+  assert.match(show.stdout, /step begin +\{ begin \}/)
 })
 
 test('CLI: race show prints the default interleaving like a spec', async () => {

@@ -1,0 +1,13 @@
+// race run examples/app/orders-locked.race.mjs --n 10
+// The same function with pg_advisory_xact_lock on the user's key before the count: the invariant holds.
+import { createOrderLocked } from './orders.mjs'
+
+export default {
+  title: 'createOrderLocked: the count and the insert under a transaction-scoped advisory lock',
+  driver: 'pg',
+  sessions: 10,
+  setup: ['create table orders (id bigserial primary key, user_id text not null, amount int not null, status text not null)'],
+  session: (db, ctx) => createOrderLocked(db, ctx.user, 42),
+  invariant: "select count(*) <= 1 from orders where status = 'pending'",
+  expect: 'held',
+}

@@ -1,0 +1,91 @@
+// An application race as a scenario: what the registry, race show, race run and the judge already know how to
+// handle. Its sessions have no declared steps (their steps are the queries the function sends, labelled as they
+// go: s1.q1, s1.q2, ..., and the points it marks); its documentation is the race's `expect` (held or violated),
+// judged as a spec file's expect line is.
+import path from 'node:path'
+import { UsageError } from '../errors.js'
+import { replicate, type Scenario } from '../scenario.js'
+import type { AppRace } from './types.js'
+
+/** Marks what defineAppRace returns (a global symbol: the user's copy of the package and race's agree). */
+export const APP_RACE = Symbol.for('racelab.appRace')
+
+/** What a scenario made from an application race carries for the engine. */
+export interface AppScenario {
+  race: AppRace
+  /** The race module's path (its driver is loaded from beside it). */
+  file?: string
+}
+
+/** Identity with a mark, for type checking and for the loader: `export default defineAppRace({...})`. */
+export function defineAppRace(race: AppRace): AppRace {
+  Object.defineProperty(race, APP_RACE, { value: true, enumerable: false })
+  return race
+}
+
+export function isAppRace(x: unknown): x is AppRace {
+  if (!x || typeof x !== 'object') return false
+  return (x as Record<symbol, unknown>)[APP_RACE] === true || (typeof (x as AppRace).session === 'function' && !('sessions' in x && typeof (x as { sessions: unknown }).sessions === 'function'))
+}
+
+/** The id of a race module: its own, else its file name without .race.mjs / .mjs, in kebab-case. */
+function idOf(race: AppRace, file: string): string {
+  if (race.id) return race.id
+  const base = path.basename(file).replace(/\.(race\.)?(mjs|js)$/, '')
+  return base.toLowerCase().replace(/[^a-z0-9]+/g, '-').replace(/^-+|-+$/g, '') || 'app-race'
+}
+
+/** The invariant's SQL: as written when it names a `held` column, else its first value as `held`. */
+export function invariantSqlOf(race: AppRace): string {
+  const sql = (typeof race.invariant === 'string' ? race.invariant : race.invariant?.sql ?? '').trim().replace(/;\s*$/, '')
+  return /\bheld\b/i.test(sql) ? sql : `select (${sql}) as held`
+}
+
+/** Problems with an application race's declaration: the first is the one line a user sees. */
+export function appProblems(race: AppRace): string[] {
+  const out: string[] = []
+  if (race.driver !== 'pg' && race.driver !== 'postgres' && race.driver !== 'mariadb') {
+    out.push(`driver is ${JSON.stringify(race.driver)}: use 'pg' (node-postgres), 'postgres' (postgres.js) or 'mariadb' (the mariadb connector, on MySQL/MariaDB)`)
+  }
+  if (typeof race.session !== 'function') out.push('session must be a function (db, ctx) => ... that calls your code')
+  if (race.expect !== 'held' && race.expect !== 'violated') out.push(`expect is ${JSON.stringify(race.expect)}: say 'held' or 'violated' (what your documentation promises under this race)`)
+  const inv = typeof race.invariant === 'string' ? race.invariant : race.invariant?.sql
+  if (typeof inv !== 'string' || !inv.trim()) out.push("invariant must be SQL returning a boolean, e.g. 'select count(*) <= 1 from orders'")
+  if (race.setup !== undefined && (!Array.isArray(race.setup) || race.setup.some((x) => typeof x !== 'string'))) out.push('setup must be a list of SQL strings')
+  const b = race.barrier
+  if (b !== undefined && !(typeof b === 'number' && Number.isInteger(b) && b >= 1) && !(typeof b === 'string' && /^[A-Za-z_]\w*$/.test(b))) {
+    out.push(`barrier is ${JSON.stringify(b)}: give the query number k (the barrier stands before each session's k-th query) or a point's name`)
+  }
+  const s = race.sessions
+  if (s !== undefined && !(typeof s === 'number' && Number.isInteger(s) && s >= 1) && !(typeof s === 'object' && Number.isInteger(s.default) && s.default >= 1)) {
+    out.push('sessions must be a whole number (the default --n) or { default, min, max }')
+  }
+  return out
+}
+
+export function appScenario(race: AppRace, file: string): Scenario {
+  const problems = appProblems(race)
+  if (problems.length) throw new UsageError(`${file}: ${problems[0]}${problems.length > 1 ? ` (and ${problems.length - 1} more)` : ''}`)
+  const count = typeof race.sessions === 'object' ? race.sessions : { default: race.sessions ?? 2 }
+  const description = typeof race.invariant === 'object' && race.invariant.description ? race.invariant.description : (typeof race.invariant === 'string' ? race.invariant : race.invariant.sql).trim()
+  const app: AppScenario = { race, file: path.resolve(file) }
+  return {
+    id: idOf(race, file),
+    title: race.title ?? `the application's own function, raced (${path.basename(file)})`,
+    source: { article: 'file', section: file },
+    story: race.story ?? [],
+    params: {},
+    sessionCount: { default: count.default, min: count.min ?? 1, max: count.max ?? 1000 },
+    isolation: () => ({}),
+    setup: race.setup ?? [],
+    // No declared steps: a session's steps are the queries its function sends. One placeholder stands for them.
+    sessions: (v) => replicate(v.n, { steps: { function: '' } }),
+    defaultSchedule: 'barrier',
+    invariant: { description, sql: invariantSqlOf(race) },
+    ...(race.driver === 'mariadb'
+      ? { documented: { mysql: { lockstep: [], serial: [] } }, unavailable: { postgres: 'its driver is the mariadb connector: give a mysql:// or mariadb:// --database-url' } }
+      : { documented: { postgres: { lockstep: [], serial: [] } }, unavailable: { mysql: `its driver (${race.driver}) is a PostgreSQL driver` } }),
+    expects: race.expect,
+    app,
+  }
+}

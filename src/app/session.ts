@@ -1,0 +1,335 @@
+// One session of an application race: the user's function, running on its own connection, whose every query waits
+// at a gate until the schedule releases it. The session records facts as the engine's sessions do (events, an
+// outcome, its SQLSTATE), so that the same judge and reports read them.
+import { conditionName, isConnectionLoss, isServerError } from '../db/sqlstate.js'
+import type { EventKind, Outcome, SessionReport, TimelineEvent } from '../engine/types.js'
+
+/** Where a session stands. app: its function runs JavaScript (between queries); ready: at its gate. */
+export type AppState = 'starting' | 'app' | 'ready' | 'running' | 'done'
+
+export interface AppSessionEnv {
+  record(e: Omit<TimelineEvent, 't'>): TimelineEvent | void
+  now(): number
+  /** Something changed (a session reached its gate, a query ended, a session ended): the scheduler looks again. */
+  notify(): void
+  /** A query was released: its label goes into the trial's order. */
+  released(label: string): void
+  /** Starts the step timer of a query now in flight; returns its stop. */
+  timeQuery(s: AppSession): () => void
+}
+
+/** The error a query of a session that race has given up on (timeout, lost) throws instead of being sent. */
+export class SessionEnded extends Error {
+  readonly code = 'RACE_SESSION_ENDED'
+}
+
+/** A query's result in a few characters, as the engine's summarize: `INSERT 1`, `n=0`, `2 rows`. */
+export function summarizeResult(command: string | undefined, count: number | null | undefined, rows: unknown[] | undefined): string {
+  if (command && command !== 'SELECT') return `${command} ${count ?? ''}`.trim()
+  const r = rows ?? []
+  if (r.length === 1 && r[0] && typeof r[0] === 'object' && !Array.isArray(r[0])) {
+    const entries = Object.entries(r[0] as Record<string, unknown>)
+    if (entries.length <= 3 && entries.every(([, v]) => v === null || typeof v !== 'object')) return entries.map(([k, v]) => `${k}=${v}`).join(' ')
+  }
+  return `${r.length} row${r.length === 1 ? '' : 's'}`
+}
+
+/** Command tags after which the session is inside a transaction / outside one. */
+const BEGINS = new Set(['BEGIN', 'START', 'START TRANSACTION'])
+const ENDS = new Set(['COMMIT', 'ROLLBACK', 'PREPARE TRANSACTION'])
+
+/** What a function returned, in a few characters, for a reason: ` { status: 409 }`, ` 'conflict'`; nothing when undefined. */
+function describeValue(v: unknown): string {
+  if (v === undefined || v === null) return ''
+  if (v instanceof Error) return `: ${v.message}`
+  let text: string
+  try {
+    text = typeof v === 'string' ? v : JSON.stringify(v)
+  } catch {
+    text = String(v)
+  }
+  return `: ${text.length > 80 ? `${text.slice(0, 77)}...` : text}`
+}
+
+export class AppSession {
+  state: AppState = 'starting'
+  /** Since when it has been running JavaScript without reaching a gate (for the step timeout). */
+  appSince = 0
+  pid = 0
+  /** The step at the gate. */
+  pending?: { label: string; sql: string; point: boolean; go: () => void }
+  /** The query in flight. */
+  current?: { label: string; startedAt: number; blocked: boolean; everBlocked: boolean }
+  /** Every gate passes at once (barrier after its release, or before it except at `holdAt`). */
+  free = false
+  /** With `free`: the step (label without the session) at which the session still waits (the barrier). */
+  holdAt?: (step: string, point: boolean) => boolean
+  /** Not free: which points are steps (a permutation names them, or a barrier stands there); others pass. */
+  holdsPoint: (step: string) => boolean = () => false
+  private queries = 0
+  private readonly points = new Map<string, number>()
+  /** Queries wait for the one before them to end (one connection: pipelined queries go one at a time). */
+  private chain: Promise<void> = Promise.resolve()
+
+  outcome?: Outcome
+  reason?: string
+  sqlstate?: string
+  endStep?: string
+  waitedMs = 0
+  readonly errors: string[] = []
+  blockedBy?: number[]
+  commitTag?: string
+  inTx = false
+  lostConnection = false
+  private startedAt = 0
+  private endedAt?: number
+  /** Errors the driver raised for this session's queries: a function that throws one failed, any other error is the application's. */
+  private readonly driverErrors = new WeakSet<object>()
+  private stopTimer?: () => void
+
+  constructor(
+    readonly name: string,
+    readonly index: number,
+    private readonly env: AppSessionEnv,
+  ) {}
+
+  markStart(t: number): void {
+    this.startedAt = t
+  }
+
+  get finished(): boolean {
+    return this.state === 'done'
+  }
+
+  /** The label of the session's next query. */
+  nextQuery(): string {
+    return `q${++this.queries}`
+  }
+
+  /** The label of a point: its name, then name@2, name@3 when the code passes it again. */
+  nextPoint(name: string): string {
+    const k = (this.points.get(name) ?? 0) + 1
+    this.points.set(name, k)
+    return k === 1 ? name : `${name}@${k}`
+  }
+
+  /**
+   * Called by the driver adapter before it sends a query (or by ctx.point): resolves when the schedule lets it go.
+   * Returns the function to call when the query has ended (with its result or error).
+   */
+  async enter(step: string, sql: string, point = false): Promise<void> {
+    if (this.finished) throw new SessionEnded(`session ${this.name} was ended by race (${this.outcome}): ${step} not sent`)
+    const prev = this.chain
+    let mine!: () => void
+    this.chain = new Promise((r) => (mine = r))
+    await prev
+    this.releaseChain = mine
+    if (this.finished) {
+      mine()
+      throw new SessionEnded(`session ${this.name} was ended by race (${this.outcome}): ${step} not sent`)
+    }
+    const held = this.free ? Boolean(this.holdAt?.(step, point)) : !point || this.holdsPoint(step)
+    if (held) {
+      await new Promise<void>((go) => {
+        this.pending = { label: step, sql, point, go }
+        this.state = 'ready'
+        this.env.notify()
+      })
+      this.pending = undefined
+      if (this.finished) {
+        mine()
+        throw new SessionEnded(`session ${this.name} was ended by race (${this.outcome}): ${step} not sent`)
+      }
+    }
+    // A point that passes by itself is no step of the order (a replay of the order passes it the same way).
+    if (!point || held) this.env.released(`${this.name}.${step}`)
+    this.record(step, 'run')
+    if (point) {
+      this.record(step, 'ok', 'point')
+      this.toApp()
+      mine()
+      return
+    }
+    this.noteLevel(sql)
+    this.current = { label: step, startedAt: this.env.now(), blocked: false, everBlocked: false }
+    this.state = 'running'
+    this.stopTimer = this.env.timeQuery(this)
+  }
+  private releaseChain?: () => void
+
+  /** The scheduler lets the step at the gate go. */
+  release(): void {
+    const p = this.pending
+    if (!p) return
+    this.state = p.point ? 'app' : 'running'
+    p.go()
+  }
+
+  private toApp(): void {
+    if (this.finished) return
+    this.state = 'app'
+    this.appSince = this.env.now()
+    this.env.notify()
+  }
+
+  /** The server's default_transaction_isolation for this connection, read when it connected. */
+  defaultLevel?: string
+  /** The level the session's transaction runs at: its BEGIN's (or SET TRANSACTION's) own clause, else the default. */
+  level?: string
+  private noteLevel(sql: string): void {
+    const lvl = /\bisolation\s+level\s+(read\s+uncommitted|read\s+committed|repeatable\s+read|serializable)\b/i.exec(sql)?.[1]?.toLowerCase().replace(/\s+/, ' ')
+    if (/^\s*(begin|start\s+transaction)\b/i.test(sql)) this.level ??= lvl ?? this.defaultLevel
+    else if (lvl && /^\s*set\s+transaction\b/i.test(sql)) this.level = lvl
+  }
+
+  /** The query in flight came back with a result. */
+  ok(command: string | undefined, count: number | null | undefined, rows: unknown[] | undefined): void {
+    const cur = this.endQuery()
+    if (!cur) return
+    const tag = (command ?? '').toUpperCase()
+    if (BEGINS.has(tag)) this.inTx = true
+    if (ENDS.has(tag)) {
+      this.inTx = false
+      this.commitTag = tag
+    }
+    const setup = BEGINS.has(tag) || tag === 'SET' || tag === 'SHOW'
+    this.record(cur.label, 'ok', summarizeResult(command, count, rows), setup)
+    this.toApp()
+  }
+
+  /** How this driver's errors name their SQLSTATE (default: `code`; the mariadb connector: 'SQLSTATE/errno', as race's MySQL driver says it). */
+  codeOf: (err: unknown) => string | undefined = (err) => (err as { code?: string })?.code
+
+  /** The query in flight came back with an error (the driver's: remembered, so that the function's throw of it is a failure). */
+  failed(err: unknown): void {
+    if (err && typeof err === 'object') this.driverErrors.add(err)
+    const cur = this.endQuery()
+    if (!cur) return
+    const code = this.codeOf(err)
+    if (this.lostConnection || isConnectionLoss(err) || isConnectionLoss({ code })) {
+      this.record(cur.label, 'lost', code)
+    } else if (isServerError(code)) {
+      this.errors.push(code)
+      // A failed statement inside a transaction leaves it aborted: still open until the application rolls back.
+      this.record(cur.label, 'error', `${code} ${conditionName(code) ?? ''}`.trim())
+    } else this.record(cur.label, 'error', (err as Error)?.message)
+    this.toApp()
+  }
+
+  private endQuery(): { label: string; startedAt: number; blocked: boolean; everBlocked: boolean } | undefined {
+    const cur = this.current
+    this.stopTimer?.()
+    this.stopTimer = undefined
+    this.current = undefined
+    this.releaseChain?.()
+    this.releaseChain = undefined
+    if (!cur) return undefined
+    if (cur.everBlocked) {
+      this.waitedMs += this.env.now() - cur.startedAt
+      this.record(cur.label, 'woke')
+    }
+    return cur
+  }
+
+  markBlocked(): void {
+    const cur = this.current
+    if (!cur || cur.blocked) return
+    cur.blocked = true
+    if (!cur.everBlocked) {
+      cur.everBlocked = true
+      this.record(cur.label, 'wait')
+    }
+  }
+
+  /** Seen no longer blocked (it woke, and its query is finishing). */
+  unblocked(): void {
+    if (this.current) this.current.blocked = false
+  }
+
+  /** The function returned. */
+  returned(value?: unknown): void {
+    const step = this.lastStep()
+    if (this.commitTag === 'ROLLBACK' && !this.inTx && this.lastWasRollbackOfCommit) return this.end('failed', step, { reason: 'COMMIT answered ROLLBACK: the transaction had failed' })
+    if (this.inTx) return this.end('failed', step, { reason: 'the function returned with its transaction still open (no COMMIT)' })
+    // Its last transaction ended in its own ROLLBACK and it returned: the application said no without throwing
+    // (`return { status: 409 }`). Nothing was committed: rejected, with what it returned as the reason.
+    if (this.commitTag === 'ROLLBACK') {
+      const reason = `rolled back and returned${describeValue(value)}`
+      this.record(step, 'reject', reason)
+      return this.end('rejected', step, { reason })
+    }
+    this.end('committed', step)
+  }
+  /** Set by the adapter when a COMMIT's command tag was ROLLBACK. */
+  lastWasRollbackOfCommit = false
+
+  /** The function threw. */
+  threw(err: unknown): void {
+    const step = this.lastStep()
+    if (this.finished) return
+    const driver = this.driverError(err)
+    if (err instanceof SessionEnded) return this.end('lost', step, { reason: err.message })
+    if (driver) {
+      const code = this.codeOf(driver)
+      if (this.lostConnection || isConnectionLoss(driver) || isConnectionLoss({ code })) return this.end('lost', step, { reason: `connection lost (${code ?? 'closed'})` })
+      if (isServerError(code)) return this.end('failed', step, { sqlstate: code, reason: (driver as Error).message })
+      return this.end('failed', step, { reason: (driver as Error).message ?? String(driver) })
+    }
+    const reason = (err as Error)?.message ?? String(err)
+    this.record(step, 'reject', reason)
+    this.end('rejected', step, { reason })
+  }
+
+  /** The driver's own error, thrown as it is or wrapped by an ORM (Drizzle's DrizzleQueryError keeps it as its cause). */
+  private driverError(err: unknown): object | undefined {
+    if (err && typeof err === 'object' && this.driverErrors.has(err)) return err
+    const cause = (err as { cause?: unknown })?.cause
+    if ((err as Error)?.name === 'DrizzleQueryError' && cause && typeof cause === 'object' && this.driverErrors.has(cause)) return cause
+    return undefined
+  }
+
+  private lastStep(): string {
+    return this.current?.label ?? this.lastLabel ?? 'start'
+  }
+  lastLabel?: string
+
+  record(step: string, kind: EventKind, detail?: string, setup?: boolean): void {
+    this.lastLabel = step
+    this.env.record({ session: this.name, step, kind, detail, ...(setup ? { setup } : {}) })
+  }
+
+  /** Race gives up on the session (step timeout, lost connection, aborted run): its next query is not sent. */
+  end(outcome: Outcome, step: string, o: { reason?: string; sqlstate?: string } = {}): void {
+    if (this.outcome) return
+    this.outcome = outcome
+    this.endStep = step
+    this.reason = o.reason
+    this.sqlstate = o.sqlstate
+    this.endedAt = this.env.now()
+    this.stopTimer?.()
+    this.state = 'done'
+    // A step held at the gate is let go: enter() sees the session ended and throws SessionEnded.
+    this.pending?.go()
+    this.env.notify()
+  }
+
+  report(): SessionReport {
+    const round = (ms: number) => Math.round(ms * 10) / 10
+    return {
+      name: this.name,
+      pid: this.pid,
+      outcome: this.outcome ?? 'lost',
+      reason: this.reason ?? null,
+      sqlstate: this.sqlstate ?? null,
+      condition: conditionName(this.sqlstate) ?? null,
+      step: this.endStep ?? null,
+      isolation: this.level ?? this.defaultLevel ?? null,
+      commitTag: this.commitTag ?? null,
+      waitedMs: round(this.waitedMs),
+      ms: round((this.endedAt ?? this.env.now()) - this.startedAt),
+      retries: 0,
+      errors: [...this.errors],
+      ...(this.outcome === 'timeout' ? { blockedBy: this.blockedBy ?? [] } : {}),
+    }
+  }
+}

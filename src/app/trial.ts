@@ -1,0 +1,364 @@
+// One trial of an application race: N sessions, each the user's function on its own connection, every query held
+// at its gate until the schedule lets it go. Barrier (all reach the barrier step, then all go at once and run free),
+// or step by step under a chooser: lockstep, serial, a permutation of query labels, or an explorer's own. Blocking
+// is seen from the control connection by each session's backend pid, never guessed from time.
+import { performance } from 'node:perf_hooks'
+import { setTimeout as sleep } from 'node:timers/promises'
+import type { Driver } from '../db/driver.js'
+import { POLL_MS } from '../engine/schedule.js'
+import type { TimelineEvent, TrialFacts, InvariantReport } from '../engine/types.js'
+import { RunError, UsageError } from '../errors.js'
+import { abortSignal, setStuckDescriber, whenAborted } from '../lifecycle.js'
+import type { Schedule } from '../scenario.js'
+import { loadDriver, openMariadb, openPg, openPostgresJs, running, type AppConn } from './drivers.js'
+import { AppSession } from './session.js'
+import type { AppRace, Chooser, Moment } from './types.js'
+import { parseAppPermutation } from './labels.js'
+export { parseAppPermutation } from './labels.js'
+
+export interface AppTrialConfig {
+  race: AppRace
+  /** Where the race module is (its driver package is loaded from there). */
+  file?: string
+  n: number
+  schedule: Schedule
+  permutation?: string
+  /** An explorer's chooser: replaces the schedule's (step by step, its decision at every quiet moment). */
+  chooser?: Chooser
+  scenarioId: string
+  schema: string
+  user: string
+  stepTimeoutMs: number
+  connectTimeoutMs: number
+  /**
+   * Connections kept from the last trial of the same run, by session index (and left here for the next); absent:
+   * every trial opens its own and closes them. The run closes what is left (closeKept).
+   */
+  kept?: (AppConn | undefined)[]
+  /** The invariant, evaluated on the control connection once every session has ended and its connection is idle. */
+  evaluate(): Promise<InvariantReport>
+}
+
+/** The facts of an application trial: the engine's, plus the labels in the order they were released. */
+export type AppTrialFacts = TrialFacts & { order: string[] }
+
+export async function appTrial(lab: Driver, cfg: AppTrialConfig): Promise<AppTrialFacts> {
+  const wants = cfg.race.driver === 'mariadb' ? 'mysql' : 'postgres'
+  if (lab.engine !== wants) throw new UsageError(`${cfg.scenarioId}: driver ${cfg.race.driver} runs on ${wants === 'mysql' ? 'MySQL/MariaDB' : 'PostgreSQL'}`)
+  const driver = await loadDriver(cfg.race.driver, cfg.file)
+  const events: TimelineEvent[] = []
+  const order: string[] = []
+  let t0 = performance.now()
+  const now = () => performance.now() - t0
+  let wake: () => void = () => {}
+  let tick = new Promise<void>((r) => (wake = r))
+  const notify = () => {
+    const w = wake
+    tick = new Promise<void>((r) => (wake = r))
+    w()
+  }
+  const sessions: AppSession[] = []
+  const conns: (AppConn | undefined)[] = []
+  const signalled = new Set<number>()
+  const ours = () => sessions.map((s) => s.pid).filter((p) => p > 0)
+  const giveUp = async (s: AppSession, why: string) => {
+    if (s.finished) return
+    const pid = s.pid
+    s.blockedBy = await lab.blockers(pid).catch(() => [])
+    const by = s.blockedBy.length ? `, waiting for pid ${s.blockedBy.join(', ')}` : ''
+    s.record(s.current?.label ?? s.pending?.label ?? 'start', 'timeout', why)
+    s.end('timeout', s.current?.label ?? s.pending?.label ?? 'start', { reason: `${why}${by}` })
+    signalled.add(pid)
+    await lab.cancel(pid, false).catch(() => {})
+    await sleep(200)
+    await lab.cancel(pid, true).catch(() => {})
+  }
+  const env = {
+    record: (e: Omit<TimelineEvent, 't'>) => {
+      const ev: TimelineEvent = { t: Math.round(now() * 10) / 10, ...e }
+      events.push(ev)
+      return ev
+    },
+    now,
+    notify,
+    released: (label: string) => void order.push(label),
+    // Timers start outside the session's async context: what they send on the control connection is never gated.
+    timeQuery: (s: AppSession) =>
+      running.exit(() => {
+        const t = setTimeout(() => void giveUp(s, `no result within ${cfg.stepTimeoutMs}ms`), cfg.stepTimeoutMs)
+        return () => clearTimeout(t)
+      }),
+  }
+  for (let i = 0; i < cfg.n; i++) sessions.push(new AppSession(`s${i + 1}`, i, env))
+  const killAll = async () => {
+    await Promise.all(conns.map((c) => c?.destroy()))
+    await lab.terminate(ours()).catch(() => {})
+  }
+  const onAbort = () => {
+    for (const s of sessions) s.end('lost', s.current?.label ?? 'start', { reason: 'the run was aborted' })
+    void killAll()
+  }
+  abortSignal.addEventListener('abort', onAbort, { once: true })
+  setStuckDescriber(() =>
+    sessions
+      .filter((s) => s.state === 'running')
+      .map((s) => `${s.name} (pid ${s.pid}) in ${s.current?.label ?? '?'}${s.current?.blocked ? ' (waiting)' : ''}`)
+      .join(', '),
+  )
+  try {
+    // ---- connect every session (its driver, its pid, the run's schema as search_path) ----
+    const open = cfg.race.driver === 'pg' ? openPg : cfg.race.driver === 'mariadb' ? openMariadb : openPostgresJs
+    try {
+      await Promise.race([
+        Promise.all(
+          sessions.map(async (s, i) => {
+            let c = cfg.kept?.[i]
+            if (cfg.kept) cfg.kept[i] = undefined
+            if (c) c.holder.s = s
+            if (c && !(await c.reset())) {
+              await c.destroy()
+              await lab.terminate([c.pid]).catch(() => {})
+              c = undefined
+            }
+            c ??= await open(driver, lab.target, { applicationName: `race ${cfg.scenarioId} ${s.name}`, schema: cfg.schema, params: cfg.race.connection ?? {}, connectTimeoutMs: cfg.connectTimeoutMs }, s)
+            conns[i] = c
+            s.pid = c.pid
+            s.defaultLevel = c.defaultLevel
+          }),
+        ),
+        whenAborted(),
+      ])
+    } catch (e) {
+      if (abortSignal.aborted) throw abortSignal.reason
+      const code = (e as { code?: string }).code
+      throw new RunError(`a session of ${cfg.scenarioId} could not connect: ${(e as Error).message}${code ? ` (${code})` : ''}`)
+    }
+    // ---- the schedule's gates, then every function starts ----
+    const chooser = cfg.chooser ?? chooserFor(cfg, sessions)
+    const barrier = !cfg.chooser && cfg.schedule === 'barrier'
+    const at = cfg.race.barrier ?? 2
+    if (barrier) {
+      for (const s of sessions) {
+        s.free = true
+        s.holdAt = (step, point) => (typeof at === 'number' ? !point && step === `q${at}` : point && step === at)
+      }
+    } else if (cfg.permutation && !cfg.chooser) {
+      const named = new Set(cfg.permutation.split(/[\s,]+/).filter(Boolean))
+      for (const s of sessions) s.holdsPoint = (step) => named.has(`${s.name}.${step}`)
+    }
+    t0 = performance.now()
+    sessions.forEach((s) => s.markStart(0))
+    const ended = sessions.map((s, i) => {
+      const c = conns[i]!
+      const ctx = {
+        session: s.name,
+        index: i,
+        n: cfg.n,
+        user: cfg.user,
+        schema: cfg.schema,
+        point: (name: string) => s.enter(s.nextPoint(String(name)), '', true),
+        ...(c.pool ? { pool: c.pool, client: c.client } : {}),
+      }
+      s.state = 'app'
+      s.appSince = now()
+      const call = () => Promise.resolve().then(() => cfg.race.session(c.db, ctx))
+      const p = cfg.race.driver === 'postgres' ? running.run(s, call) : call()
+      return p.then(
+        (v) => s.returned(v),
+        (e) => s.threw(e),
+      ).finally(notify)
+    })
+
+    const probe = async (ask: AppSession[]) => {
+      if (!ask.length) return new Set<AppSession>()
+      const got = await lab.blocked(ask.map((s) => ({ pid: s.pid }) as never), ours())
+      const pids = new Set([...got].map((x) => (x as { pid: number }).pid))
+      return new Set(ask.filter((s) => pids.has(s.pid)))
+    }
+    /** Sessions running JavaScript too long without reaching a gate or returning are given up on. */
+    const boundApp = () => {
+      for (const s of sessions) {
+        if (s.state === 'app' && now() - s.appSince > cfg.stepTimeoutMs) {
+          s.end('timeout', s.lastLabel ?? 'start', { reason: `the function neither sent a query nor returned within ${cfg.stepTimeoutMs}ms` })
+          void conns[s.index]?.destroy()
+        }
+      }
+    }
+    /**
+     * Waits until nothing moves: every session is at its gate, done, or its query is seen blocked. A session seen
+     * blocked that is no longer (its blocker ended) is waited for again, as isolationtester does.
+     */
+    const quiet = async () => {
+      for (;;) {
+        if (abortSignal.aborted) throw abortSignal.reason
+        boundApp()
+        const waiting = sessions.filter((s) => s.state === 'running' && s.current?.blocked)
+        if (waiting.length) {
+          const still = await probe(waiting)
+          for (const s of waiting) if (!still.has(s)) s.unblocked()
+        }
+        const runningFree = sessions.filter((s) => s.state === 'running' && s.current && !s.current.blocked)
+        if (runningFree.length) {
+          const b = await probe(runningFree)
+          for (const s of b) s.markBlocked()
+        }
+        const moving = sessions.filter((s) => s.state === 'app' || s.state === 'starting' || (s.state === 'running' && !s.current?.blocked))
+        if (!moving.length) return
+        await Promise.race([tick, sleep(POLL_MS)])
+      }
+    }
+
+    const drive = async () => {
+      if (barrier) {
+        // Every session runs until it is at the barrier (or has ended, or waits for a lock); then all go at once.
+        await quiet()
+        events.length = 0
+        order.length = 0
+        t0 = performance.now()
+        sessions.forEach((s) => s.markStart(0))
+        const there = sessions.filter((s) => s.state === 'ready')
+        for (const s of sessions) {
+          s.free = true
+          s.holdAt = undefined
+        }
+        for (const s of there) s.release()
+        // Run free; a watcher marks queries seen blocked (the waited column and the timeline). It asks every
+        // POLL_MS, as the engine's barrier does, not at every query's end (which would double the server's work).
+        const all = Promise.all(ended)
+        while (!sessions.every((s) => s.finished)) {
+          if (abortSignal.aborted) throw abortSignal.reason
+          boundApp()
+          const runningFree = sessions.filter((s) => s.state === 'running' && s.current && !s.current.blocked)
+          if (runningFree.length) for (const s of await probe(runningFree)) s.markBlocked()
+          await Promise.race([all, sleep(POLL_MS)])
+        }
+        return
+      }
+      for (;;) {
+        await quiet()
+        if (sessions.every((s) => s.finished)) return
+        const ready = sessions.filter((s) => s.state === 'ready')
+        if (!ready.length) {
+          // Only waits are left: they end by themselves (a deadlock, a lock timeout) or by the step timeout.
+          await Promise.race([tick, sleep(50)])
+          continue
+        }
+        const moment: Moment = {
+          ready: ready.map((s) => ({ session: s.name, index: s.index, label: `${s.name}.${s.pending!.label}`, sql: s.pending!.sql })),
+          blocked: sessions.filter((s) => s.state === 'running' && s.current?.blocked).map((s) => ({ session: s.name, index: s.index, label: `${s.name}.${s.current!.label}` })),
+          done: sessions.filter((s) => s.finished).map((s) => s.name),
+          order: [...order],
+        }
+        const pick = await chooser(moment)
+        const s = typeof pick === 'number' ? ready[pick] : ready.find((x) => x.name === pick)
+        if (!s) throw new UsageError(`the chooser picked ${JSON.stringify(pick)}, which is not one of the ready sessions (${ready.map((x) => x.name).join(', ')})`)
+        s.release()
+        // The released query runs until it ends or is seen blocked (quiet, at the top of the loop).
+        await Promise.race([tick, sleep(0)])
+      }
+    }
+    await Promise.race([drive(), whenAborted(), lab.whenLost()])
+    // Every function has returned or thrown (bounded: a session given up on is not awaited further).
+    await Promise.race([Promise.all(ended), sleep(2000)])
+    // Nothing a session left open (a transaction) is there when the invariant runs.
+    await Promise.all(
+      sessions.map(async (s, i) => {
+        if (s.inTx && !s.lostConnection && !signalled.has(s.pid)) await conns[i]?.rollback()
+      }),
+    )
+    // A connection race signalled, or that broke, ends; the others are kept for the next trial when the run keeps them.
+    await Promise.all(
+      conns.map((c, i) => {
+        if (!c) return undefined
+        if (signalled.has(sessions[i].pid) || c.holder.broken) return c.destroy()
+        // It ended inside a transaction (rolled back above, as far as race can tell): a fresh one next time, not a guess.
+        if (sessions[i].inTx) return c.close()
+        if (cfg.kept) {
+          cfg.kept[i] = c
+          return undefined
+        }
+        return c.close()
+      }),
+    )
+    if (signalled.size) await lab.terminate([...signalled]).catch(() => {})
+    lab.checkControl()
+    const invariant = await Promise.race([cfg.evaluate(), lab.whenLost()])
+    return { sessions: sessions.map((s) => s.report()), invariant, events, order }
+  } catch (e) {
+    for (const s of sessions) s.end('lost', s.current?.label ?? 'start', { reason: abortSignal.aborted ? 'the run was aborted' : 'the run failed' })
+    await killAll()
+    throw e
+  } finally {
+    abortSignal.removeEventListener('abort', onAbort)
+  }
+}
+
+/** Closes the connections a run kept for a next trial that will not come. */
+export async function closeKept(kept: (AppConn | undefined)[]): Promise<void> {
+  await Promise.all(kept.map((c) => c?.close()))
+  kept.length = 0
+}
+
+/** The schedule's chooser: lockstep (query k of every session before k+1), serial, or a permutation of labels. */
+export function chooserFor(cfg: Pick<AppTrialConfig, 'schedule' | 'permutation'>, sessions: readonly { name: string }[]): Chooser {
+  const released = new Map<string, number>()
+  const count = (name: string) => released.get(name) ?? 0
+  const lockstep: Chooser = (m) => {
+    let best = 0
+    for (let i = 1; i < m.ready.length; i++) {
+      const a = m.ready[i]
+      const b = m.ready[best]
+      if (count(a.session) < count(b.session) || (count(a.session) === count(b.session) && a.index < b.index)) best = i
+    }
+    released.set(m.ready[best].session, count(m.ready[best].session) + 1)
+    return best
+  }
+  if (cfg.schedule === 'serial') {
+    return (m) => m.ready.reduce((best, r, i) => (r.index < m.ready[best].index ? i : best), 0)
+  }
+  if (cfg.schedule !== 'permutation' || !cfg.permutation) return lockstep
+  const entries = parseAppPermutation(cfg.permutation, sessions.map((s) => s.name))
+  return (m) => {
+    for (let i = 0; i < entries.length; i++) {
+      const e = entries[i]
+      if (m.done.includes(e.session)) {
+        entries.splice(i--, 1)
+        continue
+      }
+      const r = m.ready.findIndex((x) => x.session === e.session)
+      if (r < 0) continue // its session waits for a lock: the next entry of another session goes (isolationtester's rule)
+      if (m.ready[r].label !== e.label) {
+        throw new UsageError(`the permutation says ${e.label} next, but ${e.session}'s next step is ${m.ready[r].label} (${m.ready[r].sql.trim().slice(0, 60) || 'a point'}): list every query of a session in its order`)
+      }
+      entries.splice(i, 1)
+      return r
+    }
+    // Past the permutation's end (or only waiting sessions left in it): the rest in lockstep order.
+    return lockstep(m)
+  }
+}
+
+
+/**
+ * race explore's chooser (engine/schedule.ts: it picks one of the ready sessions, by identity) as an application
+ * race's: each ready session is offered as { index, name } (and its label and SQL), the same object each time.
+ */
+export function fromEngineChooser(choose: (ready: readonly never[]) => unknown): Chooser {
+  return (m) => {
+    const ready = m.ready.map((r) => ({ index: r.index, name: r.session, label: r.label, sql: r.sql }))
+    const s = choose(ready as never[]) as { index?: number; name?: string } | undefined
+    const at = ready.findIndex((r) => r === s || (s !== undefined && r.index === s.index))
+    if (at < 0) throw new UsageError(`the schedule chose ${s?.name ?? 'no session'}, which cannot start a step now`)
+    return at
+  }
+}
+
+/** The labels an application trial ran (s1.q3) as engine entries (session 0, step 2); points have no step number and are left out. */
+export function orderEntries(order: readonly string[], names: readonly string[]): { session: number; step: number }[] {
+  const out: { session: number; step: number }[] = []
+  for (const label of order) {
+    const m = /^([^.]+)\.q(\d+)$/.exec(label)
+    if (m && names.includes(m[1])) out.push({ session: names.indexOf(m[1]), step: Number(m[2]) - 1 })
+  }
+  return out
+}

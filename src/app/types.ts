@@ -1,0 +1,108 @@
+// An application race: the user's own function (imported from their code, unchanged), run by N sessions, each on
+// one real connection of the driver the function already uses. Every query the function sends is a step that race
+// sees before it is sent and releases when the schedule says so; a point the code marks (ctx.point('check')) is a
+// step that sends nothing.
+
+/** The drivers a session can hand the function: node-postgres (a connected Client), postgres.js (a `sql`), or the mariadb connector (a connected Connection, on MySQL/MariaDB). */
+export type AppDriver = 'pg' | 'postgres' | 'mariadb'
+
+/** What a session's function receives besides its driver object. */
+export interface AppCtx {
+  /** The session's name: s1, s2, ... */
+  session: string
+  /** 0-based index of the session. */
+  index: number
+  /** The number of sessions. */
+  n: number
+  /** The user every session of this trial acts for (a fresh uuid per trial, as for built-in scenarios). */
+  user: string
+  /** The run's schema (already the connection's search_path). */
+  schema: string
+  /**
+   * Marks a point in the application's code: a step that sends nothing (its label is the name). A barrier may stand
+   * there (`barrier: 'check'`) and a permutation may name it (`s1.check`); elsewhere it passes at once.
+   */
+  point(name: string): Promise<void>
+  /**
+   * node-postgres only: a Pool-shaped object over the session's one connection, for code that takes a pool
+   * (`query`, `connect()` handing out the same connection, `release()` a no-op, `end()` a no-op).
+   */
+  pool?: PoolLike
+  /** node-postgres only: the connected Client (the same object the function gets as `db`). */
+  client?: unknown
+}
+
+/** The Pool-shaped object over one connection (node-postgres). */
+export interface PoolLike {
+  query(...args: unknown[]): unknown
+  connect(cb?: (err: Error | undefined, client?: unknown, release?: () => void) => void): Promise<unknown> | void
+  end(): Promise<void>
+  on(event: string, listener: (...a: unknown[]) => void): PoolLike
+  readonly totalCount: number
+  readonly idleCount: number
+  readonly waitingCount: number
+}
+
+/** What `export default defineAppRace({...})` declares. */
+export interface AppRace {
+  /** kebab-case id (default: the file's name without .race.mjs). */
+  id?: string
+  title?: string
+  /** A few lines for race show. */
+  story?: string[]
+  driver: AppDriver
+  /** Sessions: the default for --n, or { default, min, max }. */
+  sessions?: number | { default: number; min?: number; max?: number }
+  /** SQL run on the control connection, in the run's own schema, before each trial. */
+  setup?: readonly string[]
+  /**
+   * The function under test: one session's work (for example `(db, ctx) => createOrder(db, ctx.user, 42)`).
+   * Returning is the session's success; throwing an error that is not the driver's is the application's rejection
+   * (its message is the reason); a driver error ends the session failed with its SQLSTATE.
+   */
+  session: (db: any, ctx: AppCtx) => unknown // eslint-disable-line @typescript-eslint/no-explicit-any
+  /**
+   * SQL run on the control connection after every session has ended: its first row's first boolean column (or a
+   * column named `held`) says whether the invariant held; NULL: it could not be decided. `:user` and `:n` binds.
+   */
+  invariant: string | { sql: string; description?: string }
+  /** What the application's documentation says of the invariant under this race: held, or violated. */
+  expect: 'held' | 'violated'
+  /**
+   * Where the barrier schedule holds every session until all are there: before a session's k-th query (a number,
+   * default 2: after its first query, usually its BEGIN), or at a point the code marks (its name).
+   */
+  barrier?: number | string
+  /** Startup parameters of every session's connection (e.g. { default_transaction_isolation: 'serializable' }). */
+  connection?: Record<string, string>
+}
+
+/** A session waiting at its gate: the query (or point) it is about to send. */
+export interface ReadyStep {
+  session: string
+  index: number
+  /** s1.q3, or s1.check for a point. */
+  label: string
+  /** The SQL it is about to send ('' for a point). */
+  sql: string
+}
+
+/**
+ * What a chooser sees at a quiet moment: every session is at its gate (ready), blocked on the server (seen by the
+ * control connection waiting for another backend), or done. Nothing is in flight but blocked queries.
+ */
+export interface Moment {
+  ready: ReadyStep[]
+  /** Sessions whose query in flight waits for a lock, with that query's label. */
+  blocked: { session: string; index: number; label: string }[]
+  /** Sessions that have ended. */
+  done: string[]
+  /** The labels released so far, in order. */
+  order: readonly string[]
+}
+
+/**
+ * Decides which ready session's step goes next: its index in `moment.ready` (a number), or the session's name.
+ * Called only when at least one session is ready.
+ */
+export type Chooser = (moment: Moment) => number | string | Promise<number | string>

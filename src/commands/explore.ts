@@ -1,0 +1,157 @@
+// race explore <scenario|FILE.spec|FILE.mjs>: every interleaving of the sessions' steps (or a seeded sample),
+// each judged by the invariant; how many violate it, grouped, and the shortest violating one as a --schedule line.
+import type { Command } from 'commander'
+import { UsageError } from '../errors.js'
+import { parseWhole } from '../parse.js'
+import { assertSound, plan, sessionCount } from '../plan.js'
+import { findScenario, summaries, type ScenarioSummary } from '../registry.js'
+import { c } from '../report/color.js'
+import { columns, hang, joinFit } from '../report/width.js'
+import { specFailure } from '../spec/common.js'
+import { DEFAULT_MAX, DEFAULT_SAMPLE, DEFAULT_SHRINK, exploreOn, type ExploreResult } from '../explore/index.js'
+import { addScenarioParamOptions, addTargetOptions, assertRunsOn, engineFor, parseBounds, scenarioParams, self, withLab, type TargetOptions } from './common.js'
+
+export interface ExploreCommandOptions extends TargetOptions {
+  n?: string
+  max: string
+  sample?: string
+  seed?: string
+  shrink: string
+  expect?: string
+  all?: boolean
+  [param: string]: unknown
+}
+
+export function registerExplore(program: Command, all: readonly ScenarioSummary[], exit: (code: number) => void): Command {
+  const cmd = program
+    .command('explore')
+    .description('run every interleaving of the sessions\' steps, judge each by the invariant, and give the shortest violating one')
+    .argument('<scenario>', 'scenario id (race list), .spec file or .mjs module')
+    .option('--n <n>', 'number of sessions; default per scenario, usually 2')
+    .option('--max <count>', 'run every interleaving when the steps have at most this many orders; above it, a seeded random sample', String(DEFAULT_MAX))
+    .option('--sample <k>', `run K random interleavings instead of all (default ${DEFAULT_SAMPLE} when the count is above --max)`)
+    .option('--seed <s>', "the sample's seed (default a random one, printed: the same seed draws the same sample)")
+    .option('--shrink <runs>', 'runs spent at most on shrinking a sampled violation to a minimal one (0: none)', String(DEFAULT_SHRINK))
+    .option('--expect <held|violated>', 'held: exit 1 when any interleaving violates; violated: exit 1 when none does (default: the spec\'s expect line, or the scenario\'s documentation)')
+    .option('--all', 'list every interleaving of each group (default: the first 3, fewest switches first)')
+  addScenarioParamOptions(cmd, all)
+  addTargetOptions(cmd, { keep: false })
+  cmd.action(async (id: string, o: ExploreCommandOptions, self: Command) => exit(await exploreCommand(id, o, self)))
+  cmd.addHelpText(
+    'after',
+    `
+Each interleaving runs from a fresh state (the schema made again, the setup run
+again), through the same engine, block detection and judge as race run. A step
+of a session that is seen waiting is not offered until it wakes: an order that
+would run it then cannot happen. The shortest violating interleaving (fewest
+switches between sessions) is printed as a race run --schedule line.
+
+Examples:
+  $ race explore examples/explore-orders.spec          12 of 20 violate
+  $ race explore examples/explore-orders-fixed.spec    holds in all
+  $ race explore lost-update --expect held --json
+  $ race explore examples/orders.spec --n 3 --sample 100 --seed 7`,
+  )
+  return cmd
+}
+
+export async function exploreCommand(id: string, o: ExploreCommandOptions, cmd: Command): Promise<number> {
+  const scenario = await findScenario(id)
+  if (scenario.app) {
+    throw new UsageError(
+      `${scenario.id} is an application race: race explore does not enumerate its queries yet; race it with race run (--schedule lockstep, a permutation of its query labels, or --trials at the barrier)`,
+    )
+  }
+  const engine = engineFor(o.databaseUrl)
+  assertRunsOn(scenario, engine)
+  const params = scenarioParams(scenario, cmd, o, await summaries(), engine)
+  const count = sessionCount(scenario)
+  if (o.n !== undefined && count.min === count.max && String(o.n).trim() !== String(count.min)) {
+    throw new UsageError(`${scenario.id} has exactly ${count.min} sessions; leave out --n`)
+  }
+  const n = o.n === undefined ? count.default : parseWhole('--n', o.n, count.min, count.max)
+  const max = parseWhole('--max', o.max, 1)
+  const sample = o.sample === undefined ? undefined : parseWhole('--sample', o.sample, 1, 1_000_000)
+  const seed = o.seed === undefined ? undefined : parseWhole('--seed', o.seed, 0, 2 ** 32 - 1)
+  const shrink = parseWhole('--shrink', o.shrink, 0, 100_000)
+  if (o.expect !== undefined && o.expect !== 'held' && o.expect !== 'violated') throw new UsageError(`--expect takes held or violated, got '${o.expect}'`)
+  const expect = o.expect as 'held' | 'violated' | undefined
+  const bounds = parseBounds(o)
+  assertSound(scenario, params, n, engine)
+  const p = plan(scenario, { params, n, engine })
+  const tty = process.stderr.isTTY
+  let lastLine = 0
+  const started = Date.now()
+  const onProgress = (x: { runs: number; violating: number; planned: number | null; exact: boolean; phase: 'explore' | 'shrink' }) => {
+    const of = x.planned === null ? '' : x.exact ? `/${x.planned}` : ` (of at most ${x.planned})`
+    const text = `${x.phase === 'shrink' ? 'shrinking' : 'exploring'}: ${x.runs}${of} runs, ${x.violating} violating`
+    if (tty) process.stderr.write(`\r\x1b[2K${text}`)
+    else if (Date.now() - lastLine >= 10_000 && Date.now() - started >= 10_000) {
+      // In a log (CI), a line every 10 s once the run is long.
+      lastLine = Date.now()
+      process.stderr.write(`race explore: ${text}\n`)
+    }
+  }
+  return withLab(
+    o.databaseUrl,
+    bounds,
+    async (lab, target) => {
+      const r = await exploreOn(lab, target.label, scenario, p, { max, sample, seed, shrink, expect, name: id, onProgress }, bounds).catch((e) => {
+        throw specFailure(scenario, e)
+      })
+      if (tty) process.stderr.write('\r\x1b[2K')
+      if (o.json) {
+        const { every, ...rest } = r
+        process.stdout.write(JSON.stringify({ ...rest, interleavings: r.interleavings, every }, null, 2) + '\n')
+      } else process.stdout.write(render(r, Boolean(o.all)) + '\n')
+      if (r.exitCode === 3) {
+        const first = r.every.find((x) => x.verdict === 'unknown')
+        process.stderr.write(`race: could not decide ${r.unknown} interleaving(s)${first ? `, e.g. ${first.line}: ${first.why}` : ''}\n`)
+      }
+      return r.exitCode
+    },
+    scenario,
+    { sessions: n },
+  )
+}
+
+function render(r: ExploreResult, all: boolean): string {
+  const w = columns()
+  const lines = joinFit([c.bold(`race explore ${r.scenario}`), `${r.server.product ?? 'PostgreSQL'} ${r.server.version} (${r.target})`, `${r.n} session${r.n === 1 ? '' : 's'}`], '  ·  ', w, 2)
+  const what =
+    r.mode === 'all'
+      ? `every interleaving: ${r.interleavings} (${r.orders} orders of the steps keep each session's order${r.interleavings < Number(r.orders) ? '; the others would start a step of a session while it waits, or after it ended' : ''})`
+      : `a random sample: ${r.runs} runs, seed ${r.sample!.seed} (${r.interleavings} different interleavings of ${r.orders} orders of the steps; --seed ${r.sample!.seed} draws it again)`
+  lines.push(...hang(c.dim(what), w, 2))
+  lines.push(...hang(`${c.dim('invariant')}  ${r.invariant}`, w, 11))
+  const sampled = r.mode === 'sample' ? ' sampled' : ''
+  const share = `${r.violating} of ${r.interleavings}${sampled} interleavings`
+  lines.push(r.violating ? c.red(c.bold(`VIOLATED in ${share}`)) : r.unknown ? c.yellow(`held in ${r.interleavings - r.unknown}, undecided in ${r.unknown} of ${r.interleavings}`) : c.green(c.bold(`HELD in all ${r.interleavings}${sampled} interleavings`)) + (sampled ? c.dim(' (a sample: the others were not run)') : ''))
+  lines.push('')
+  for (const g of r.groups) {
+    const state = g.held === false ? c.red('VIOLATED') : g.held === null ? c.yellow('UNKNOWN') : c.green('HELD')
+    const ends = Object.entries(g.outcomes)
+      .map(([k, v]) => `${k} ${v}`)
+      .join(', ')
+    lines.push(...hang(`${String(g.count).padStart(5)}  ${state} ${g.verdict}: ${ends}`, w, 7))
+    const shown = all ? g.lines : g.lines.slice(0, 3)
+    for (const l of shown) lines.push(...hang(c.dim(`       ${l}`), w, 9))
+    if (shown.length < g.lines.length) lines.push(c.dim(`       ... ${g.lines.length - shown.length} more (--all, or --json)`))
+  }
+  lines.push('')
+  if (r.shortest) {
+    const how = r.shortest.shrunk ? `, shrunk in ${r.shortest.shrunk.runs} runs from ${r.shortest.shrunk.from}` : r.mode === 'all' ? ', the fewest of all' : ''
+    lines.push(...hang(`shortest violating (${r.shortest.switches} switch${r.shortest.switches === 1 ? '' : 'es'} between sessions${how}):`, w, 2))
+    // Copied into a shell as printed: a break falls inside the quoted schedule (its tokens split on any space), or
+    // after a backslash.
+    const cmd = r.replay!.replace(/^race /, `${self()} `)
+    const at = cmd.lastIndexOf(' --schedule "')
+    if (cmd.length + 2 <= w || at < 0) lines.push(...hang(`  ${cmd}`, w, 4))
+    else lines.push(`  ${cmd.slice(0, at)} \\`, ...hang(`    ${cmd.slice(at + 1)}`, w, 6))
+  }
+  if (r.diverged) lines.push(...hang(c.yellow(`${r.diverged} run(s) went otherwise than the same choices did before: the database did not repeat itself, so some interleavings may be missing`), w, 2))
+  const verdict = r.matched ? c.green('MATCH') : c.red('DEVIATION')
+  lines.push(...hang(`${c.dim('expected')}   ${r.expected}  ${verdict}`, w, 11))
+  lines.push(c.dim(`${r.runs} runs in ${(r.ms / 1000).toFixed(1)} s: ${r.perSecond.toFixed(1)} interleavings per second`))
+  return lines.join('\n')
+}

@@ -1,0 +1,403 @@
+// race explore: every interleaving of a scenario's sessions (or a seeded sample of them), each run from a fresh
+// state through the engine's own trials and judged by the scenario's invariant; how many violate it, grouped by
+// how they ended, and the shortest violating one as a permutation line `race run --schedule` replays.
+//
+// The engine runs the trials (engine/run.ts: the schema made again and the setup run before each, the sessions'
+// connections kept and reset); each trial's order is chosen while it runs (engine/schedule.ts runChosen) by a
+// strategy from enumerate.ts: depth-first over every choice, or seeded random runs, then shrinking.
+import { performance } from 'node:perf_hooks'
+import type { Driver, ServerInfo } from '../db/driver.js'
+import type { Session } from '../engine/session.js'
+import type { Chooser } from '../engine/schedule.js'
+import type { TrialFacts } from '../engine/types.js'
+import { RunError, UsageError } from '../errors.js'
+import { exitCode, labelOf, summarize, type ExpectOverride } from '../judge/index.js'
+import { formatPermutation, type Entry } from '../permutation.js'
+import { assertSound, documentedFor, plan, sessionCount, type Plan } from '../plan.js'
+import { findScenario } from '../registry.js'
+import { defaultParams, type Params, type Scenario, type Verdict } from '../scenario.js'
+import { expectsOverride, isFileScenario, specFailure } from '../spec/common.js'
+import { assertRunsOn, judgeTrial, withLab, type Bounds, type Trial } from '../commands/common.js'
+import { Dfs, follow, ordersOf, Sampler, shrinkCandidates, switches, type Pick, type Strategy } from './enumerate.js'
+
+export { Dfs, Sampler, follow, ordersOf, shrinkCandidates, switches } from './enumerate.js'
+export type { Pick, Strategy } from './enumerate.js'
+
+/** Above this many orders of the steps, explore samples instead of running every one (--max). */
+export const DEFAULT_MAX = 1000
+/** Runs in a sample when the count is above --max and no --sample is given. */
+export const DEFAULT_SAMPLE = 200
+/** Runs spent at most on shrinking a sampled violation (--shrink). */
+export const DEFAULT_SHRINK = 100
+
+export interface ExploreOptions {
+  /** postgres://... or mysql://...; default DATABASE_URL, PG* variables, else race's embedded PostgreSQL. */
+  databaseUrl?: string
+  /** Sessions (a template session's copies); default the scenario's. */
+  n?: number
+  /** The scenario's params; the rest default. */
+  params?: Params
+  /** Run every interleaving when the steps have at most this many orders; else sample. Default 1000. */
+  max?: number
+  /** Sample this many random runs (even when every interleaving would fit in --max). */
+  sample?: number
+  /** The sample's seed; default a random one (reported, to run the same sample again). */
+  seed?: number
+  /** Runs spent at most on shrinking a sampled violation to a minimal one; 0: no shrinking. Default 100. */
+  shrink?: number
+  /** How the replay command names the scenario (the command passes what the user typed); default its id, or its file. */
+  name?: string
+  /** held: every interleaving must hold; violated: at least one must violate. Default: the scenario's own. */
+  expect?: 'held' | 'violated'
+  connectTimeoutMs?: number
+  stepTimeoutMs?: number
+  runTimeoutMs?: number
+  /**
+   * After each run: how many have run (shrinking's too), how many different interleavings violated, and how many runs
+   * are planned: exactly (a sample), at most (every interleaving: orders with waiting steps do not run), null while
+   * shrinking.
+   */
+  onProgress?: (p: { runs: number; violating: number; planned: number | null; exact: boolean; phase: 'explore' | 'shrink' }) => void
+}
+
+export interface Interleaving {
+  /** The permutation line: `race run <scenario> --schedule "<line>"` runs this interleaving again. */
+  line: string
+  verdict: Verdict
+  /** The invariant held (true), was violated (false), or could not be decided (null). */
+  held: boolean | null
+  observed: string
+  /** How each session ended: committed, rejected: <reason>, a SQLSTATE, lost, timeout. */
+  outcomes: Record<string, string>
+  /** Sessions seen waiting for another in this interleaving. */
+  waited: string[]
+  /** How many times the schedule leaves one session for another (the smaller, the simpler to read). */
+  switches: number
+  /** How many runs had this interleaving (a sample can draw one twice). */
+  runs: number
+  why: string
+}
+
+export interface Group {
+  /** VIOLATED, HELD or UNKNOWN, the verdict, and how the sessions ended: what the interleavings here share. */
+  key: string
+  held: boolean | null
+  verdict: Verdict
+  outcomes: Record<string, string>
+  count: number
+  /** Their permutation lines, fewest switches first. */
+  lines: string[]
+}
+
+export interface ExploreResult {
+  scenario: string
+  n: number
+  params: Params
+  server: ServerInfo
+  target: string
+  invariant: string
+  mode: 'all' | 'sample'
+  /** How many orders of the steps keep each session's own order (isolationtester's count), as a decimal string. */
+  orders: string
+  /** With mode 'sample': the sample's size and seed. */
+  sample?: { size: number; seed: number }
+  /** Runs made in the search (a sample's draws), shrinking's not counted. */
+  runs: number
+  /** Different interleavings among them. */
+  interleavings: number
+  violating: number
+  unknown: number
+  groups: Group[]
+  /** The violating interleaving with the fewest switches (after shrinking, for a sample). */
+  shortest: (Interleaving & { shrunk?: { from: string; runs: number } }) | null
+  /** `race run ... --schedule "..."`: the command that replays the shortest. */
+  replay: string | null
+  /** Runs whose replayed choices went otherwise than before (the database did something else that time). */
+  diverged: number
+  every: Interleaving[]
+  expected: string
+  matched: boolean
+  exitCode: 0 | 1 | 3
+  ms: number
+  /** Runs (search and shrinking) per second of the whole exploration. */
+  perSecond: number
+}
+
+/**
+ * The expectation explore judges by: --expect, else the spec's expect line (none: report only), else, for a scenario
+ * with documented outcomes (built-in or a .mjs module), violated when any documented outcome is an anomaly, else held.
+ */
+export function expectationOf(s: Scenario, p: Plan, given?: 'held' | 'violated'): ExpectOverride {
+  if (given) return given
+  const own = expectsOverride(s)
+  if (own) return own
+  // A spec with no expect line promises nothing: report only.
+  if (s.expects === 'reported') return undefined
+  const docs = (['lockstep', 'serial', 'barrier'] as const).flatMap((schedule) => {
+    try {
+      return documentedFor(s, { ...p.variant, schedule, windowMs: 0 })
+    } catch {
+      return []
+    }
+  })
+  return docs.some((d) => d.verdict === 'anomaly') ? 'violated' : 'held'
+}
+
+/** A spec session's own setup and teardown blocks run first and last, as isolationtester runs them: not choices. */
+function pinned(s: Scenario, p: Plan, i: number, k: number): 'first' | 'last' | undefined {
+  if (!isFileScenario(s)) return undefined
+  const steps = p.sessions[i].steps
+  if (k === 0 && steps[0]?.name === 'setup') return 'first'
+  if (k === steps.length - 1 && k > 0 && steps[k].name === 'teardown') return 'last'
+  return undefined
+}
+
+interface Done {
+  facts: TrialFacts
+  trial: Trial
+}
+
+export async function explore(scenarioOrId: string | Scenario, o: ExploreOptions = {}): Promise<ExploreResult> {
+  const scenario = typeof scenarioOrId === 'string' ? await findScenario(scenarioOrId) : scenarioOrId
+  // An application race's steps are the queries its function sends, known only as they come: the exploration
+  // here counts and names the declared steps of a spec or scenario. Until it learns them, say so (exit 2).
+  if (scenario.app) {
+    throw new UsageError(
+      `${scenario.id} is an application race: race explore does not enumerate its queries yet; race it with race run (--schedule lockstep, a permutation of its query labels, or --trials at the barrier)`,
+    )
+  }
+  const bounds: Bounds = { connectTimeoutMs: o.connectTimeoutMs ?? 5000, stepTimeoutMs: o.stepTimeoutMs ?? 10_000, runTimeoutMs: o.runTimeoutMs ?? 30 * 60_000 }
+  const count = sessionCount(scenario)
+  const n = o.n ?? count.default
+  if (!Number.isInteger(n) || n < count.min || n > count.max) throw new UsageError(`${scenario.id} takes ${count.min === count.max ? count.min : `${count.min} to ${count.max}`} sessions, got ${n}`)
+  const max = o.max ?? DEFAULT_MAX
+  const shrinkBudget = o.shrink ?? DEFAULT_SHRINK
+  const whole = (flag: string, v: number, least: number) => {
+    if (!Number.isInteger(v) || v < least) throw new UsageError(`${flag} takes a whole number of runs, ${least} or more, got ${v}`)
+  }
+  whole('--max', max, 1)
+  whole('--shrink', shrinkBudget, 0)
+  if (o.sample !== undefined) whole('--sample', o.sample, 1)
+  const params = defaultParams(scenario, o.params ?? {})
+  return withLab(
+    o.databaseUrl,
+    bounds,
+    async (lab, target) => {
+      // Called from code, nothing else ends the control connection: it would keep the caller's process alive.
+      try {
+        assertRunsOn(scenario, lab.engine)
+        assertSound(scenario, params, n, lab.engine)
+        const p = plan(scenario, { params, n, engine: lab.engine })
+        return await exploreOn(lab, target.label, scenario, p, { ...o, max, shrink: shrinkBudget }, bounds)
+      } finally {
+        await lab.close()
+      }
+    },
+    scenario,
+    { sessions: n },
+  )
+}
+
+/** explore on an open driver (the command and the API open it with withLab). */
+export async function exploreOn(lab: Driver, targetLabel: string, scenario: Scenario, p: Plan, o: ExploreOptions & { max: number; shrink: number }, bounds: Bounds): Promise<ExploreResult> {
+  const expect = expectationOf(scenario, p, o.expect)
+  const counts = p.sessions.map((s, i) => s.steps.filter((_, k) => !pinned(scenario, p, i, k)).length)
+  const orders = ordersOf(counts)
+  const sampling = o.sample !== undefined || orders > BigInt(o.max)
+  const seed = o.seed ?? Math.floor(Math.random() * 2 ** 31)
+  const size = o.sample ?? DEFAULT_SAMPLE
+  const search: Strategy & { diverged?: number } = sampling ? new Sampler(size, seed) : new Dfs()
+  const planned = sampling ? size : Number(orders)
+
+  const seen = new Map<string, Interleaving>()
+  let runs = 0
+  let allRuns = 0
+  let violating = 0
+  let phase: 'explore' | 'shrink' = 'explore'
+  // The trial in flight: its free choices (sessions chosen by the strategy, not pinned), set by its chooser.
+  let free: number[] = []
+  let last: Done | undefined
+  // Shrinking: the current violating interleaving (free choices), and the candidates left to try.
+  let current: { free: number[]; it: Interleaving } | undefined
+  let candidates: number[][] = []
+  let shrinkRuns = 0
+  let shrinkFrom: string | undefined
+
+  const chooserOf = (pick: Pick): Chooser => {
+    const launched = p.sessions.map(() => 0)
+    free = []
+    return (ready: readonly Session[]) => {
+      const take = (s: Session) => (launched[s.index]++, s)
+      const first = ready.find((s) => pinned(scenario, p, s.index, launched[s.index]) === 'first')
+      if (first) return take(first)
+      const open = ready.filter((s) => pinned(scenario, p, s.index, launched[s.index]) !== 'last')
+      if (!open.length) return take(ready[0])
+      const idx = pick(
+        open.map((s) => s.index),
+        open.map((s) => counts[s.index] - free.filter((x) => x === s.index).length),
+      )
+      const s = open.find((x) => x.index === idx) ?? open[0]
+      free.push(s.index)
+      return take(s)
+    }
+  }
+
+  const nextShrink = (): Chooser | undefined => {
+    if (!current || shrinkRuns >= o.shrink) return undefined
+    const c = candidates.shift()
+    if (!c) return undefined
+    shrinkRuns++
+    return chooserOf(follow(c))
+  }
+
+  const started = performance.now()
+  const { run } = await import('../engine/run.js')
+  const out = await run(lab, {
+    plan: p,
+    schedule: 'lockstep',
+    trials: Number.MAX_SAFE_INTEGER,
+    stepTimeoutMs: bounds.stepTimeoutMs,
+    connectTimeoutMs: bounds.connectTimeoutMs,
+    keep: false,
+    choose: () => {
+      if (phase === 'explore') {
+        const pick = search.next()
+        if (pick) return chooserOf(pick)
+        phase = 'shrink'
+        if (!sampling || !current || !o.shrink) return undefined
+        shrinkFrom = current.it.line
+        candidates = shrinkCandidates(current.free)
+      }
+      return nextShrink()
+    },
+    onTrial: (_k, facts) => {
+      last = { facts, trial: judgeTrial(facts, [], p) }
+    },
+    onOrder: (_k, ran) => {
+      const { facts, trial } = last!
+      allRuns++
+      const it = interleavingOf(p, ran, facts, trial, switches(free))
+      if (phase === 'explore') {
+        runs++
+        search.done(free)
+        const had = seen.get(it.line)
+        if (had) had.runs++
+        else {
+          seen.set(it.line, it)
+          if (it.held === false) violating++
+        }
+        if (it.held === false && (!current || better(it, current.it))) current = { free: [...free], it }
+      } else if (it.held === false && current && better(it, current.it)) {
+        // A shorter violation: shrink from it.
+        current = { free: [...free], it }
+        candidates = shrinkCandidates(free)
+      }
+      o.onProgress?.({ runs: allRuns, violating, planned: phase === 'explore' ? planned : null, exact: sampling, phase })
+    },
+  }).catch((e) => {
+    throw specFailure(scenario, exploreFailure(e))
+  })
+  const ms = performance.now() - started
+
+  const every = [...seen.values()]
+  const judged = every.map((x) => ({ verdict: x.verdict, comparison: { matched: x.verdict !== 'unknown', deviations: [], ...(x.verdict === 'unknown' ? { undecided: true } : {}) } }))
+  const summary = summarize(judged, [], expect)
+  const diverged = search instanceof Dfs ? search.diverged : 0
+  // Every interleaving held, but some were not run as chosen: "held in all" is not known (unknown is never a pass).
+  const incomplete = diverged > 0 && violating === 0 && expect === 'held'
+  const code = incomplete ? 3 : exitCode(summary)
+  const shortest = current ? { ...current.it, ...(shrinkFrom && shrinkFrom !== current.it.line ? { shrunk: { from: shrinkFrom, runs: shrinkRuns } } : {}) } : null
+  return {
+    scenario: scenario.id,
+    n: p.variant.n,
+    params: p.variant.params,
+    server: out.server,
+    target: targetLabel,
+    invariant: typeof scenario.invariant.description === 'function' ? scenario.invariant.description(p.variant.params) : scenario.invariant.description,
+    mode: sampling ? 'sample' : 'all',
+    orders: orders.toString(),
+    ...(sampling ? { sample: { size, seed } } : {}),
+    runs,
+    interleavings: every.length,
+    violating,
+    unknown: every.filter((x) => x.verdict === 'unknown').length,
+    groups: groupsOf(every),
+    shortest,
+    replay: current ? replayCommand(o.name ?? (isFileScenario(scenario) ? scenario.source.section : scenario.id), scenario, p, current.it.line) : null,
+    diverged,
+    every,
+    expected: expect ?? 'reported (no expectation: use --expect held|violated)',
+    matched: summary.matched && !incomplete,
+    exitCode: code,
+    ms: Math.round(ms),
+    perSecond: allRuns / (ms / 1000),
+  }
+}
+
+/** `race run <scenario> [--n N] [its params] --schedule "<line>"`, quoted for a POSIX shell. */
+export function replayCommand(name: string, s: Scenario, p: Plan, line: string): string {
+  const q = (x: string) => (/^[\w./:@%+=,-]+$/.test(x) ? x : `'${x.replace(/'/g, `'\\''`)}'`)
+  const args = ['race', 'run', q(name)]
+  if (p.variant.n !== s.sessionCount.default) args.push('--n', String(p.variant.n))
+  const defaults = defaultParams(s, {})
+  for (const [k, spec] of Object.entries(s.params)) {
+    const v = p.variant.params[k]
+    if (v === defaults[k]) continue
+    const flag = spec.flag.split(' ')[0]
+    if (spec.kind === 'boolean') args.push(v ? flag.replace(/^--no-/, '--') : flag.startsWith('--no-') ? flag : `--no-${flag.slice(2)}`)
+    else args.push(flag, q(spec.kind === 'duration' ? `${v}ms` : String(v)))
+  }
+  args.push('--schedule', `"${line}"`)
+  return args.join(' ')
+}
+
+/** Fewer switches, then fewer steps. */
+function better(a: Interleaving, b: Interleaving): boolean {
+  const steps = (x: Interleaving) => x.line.split(' ').length
+  return a.switches < b.switches || (a.switches === b.switches && steps(a) < steps(b))
+}
+
+/** A run as an interleaving: its launch order as a permutation line (steps a session never ran, because it ended, last). */
+function interleavingOf(p: Plan, ran: Entry[], facts: TrialFacts, trial: Trial, sw: number): Interleaving {
+  const named = p.sessions.map((s) => ({ name: s.name, steps: s.steps }))
+  const got = new Set(ran.map((e) => `${e.session}.${e.step}`))
+  const rest = p.sessions.flatMap((s, i) => s.steps.map((_, k) => ({ session: i, step: k })).filter((e) => !got.has(`${e.session}.${e.step}`)))
+  return {
+    line: formatPermutation([...ran, ...rest], named),
+    verdict: trial.verdict,
+    held: facts.invariant.held,
+    observed: facts.invariant.observed,
+    outcomes: Object.fromEntries(facts.sessions.map((s) => [s.name, labelOf(s)])),
+    waited: facts.sessions.filter((s) => s.waitedMs > 0).map((s) => s.name),
+    switches: sw,
+    runs: 1,
+    why: trial.why,
+  }
+}
+
+function groupsOf(every: Interleaving[]): Group[] {
+  const groups = new Map<string, Group>()
+  for (const it of every) {
+    const state = it.verdict === 'unknown' ? 'UNKNOWN' : it.held === false ? 'VIOLATED' : 'HELD'
+    const ends = Object.entries(it.outcomes)
+      .map(([k, v]) => `${k} ${v}`)
+      .join(', ')
+    const key = `${state} ${it.verdict}: ${ends}`
+    const g = groups.get(key) ?? { key, held: it.verdict === 'unknown' ? null : it.held, verdict: it.verdict, outcomes: it.outcomes, count: 0, lines: [] }
+    g.count++
+    g.lines.push(it.line)
+    groups.set(key, g)
+  }
+  const rank = (g: Group) => (g.held === false ? 0 : g.held === null ? 1 : 2)
+  const sw = new Map(every.map((x) => [x.line, x.switches]))
+  for (const g of groups.values()) g.lines.sort((a, b) => sw.get(a)! - sw.get(b)!)
+  return [...groups.values()].sort((a, b) => rank(a) - rank(b) || b.count - a.count)
+}
+
+/** An interleaving that cannot finish (every session left waits for one that has run all its steps) ends the exploration: say so in explore's words. */
+function exploreFailure(e: unknown): unknown {
+  if (e instanceof UsageError && /^the permutation cannot finish/.test(e.message)) {
+    return new RunError(`an interleaving cannot finish: ${e.message.replace(/^the permutation cannot finish: /, '').replace(/: put the waiting step.*$/, '')}; race explore needs every interleaving to end (release such locks in the sessions' last steps)`)
+  }
+  return e
+}

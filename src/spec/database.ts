@@ -1,0 +1,262 @@
+// `race spec` in pg_regress's role: each spec runs in a database of its own, created as pg_isolation_regress
+// creates its database (from template0, with the same ALTER DATABASE ... SET settings), and dropped afterwards
+// WITH (FORCE), whatever the spec did inside it (a damaged catalog included). Roles are cluster-wide: the roles
+// a spec created and its teardown did not drop are dropped after the database.
+//
+// On a server of the user's, the database is marked with its owner (COMMENT ON DATABASE, the same mark race
+// writes on its schemas, see db/lab.ts), so that the next run drops what a killed run left, and never a database
+// whose run is still alive.
+import { randomBytes } from 'node:crypto'
+import type { Sql } from 'postgres'
+import { literal, type Lab } from '../db/lab.js'
+import { conditionName } from '../db/sqlstate.js'
+import { onCleanup } from '../lifecycle.js'
+import { PgConn } from './pgconn.js'
+
+/** The name pg_isolation_regress gives its database (a spec's database on race's own server, where no other run can be). */
+export const REGRESS_DATABASE = 'isolation_regression'
+
+/** Where a database race spec creates on a shared server is named: race_spec_<hex>. */
+const PREFIX = 'race_spec_'
+
+/** The settings pg_regress gives the database it creates (create_database in pg_regress.c). */
+export const REGRESS_DATABASE_SETTINGS: readonly [string, string][] = [
+  ['lc_messages', 'C'],
+  ['lc_monetary', 'C'],
+  ['lc_numeric', 'C'],
+  ['lc_time', 'C'],
+  ['bytea_output', 'hex'],
+  ['timezone_abbreviations', 'Default'],
+]
+
+/** The server settings pg_regress's temporary instance has that a spec can observe (max_prepared_transactions). */
+export const REGRESS_SERVER_SETTINGS: Record<string, string> = { max_prepared_transactions: '2' }
+
+function ident(s: string): string {
+  return `"${s.replace(/"/g, '""')}"`
+}
+
+/** Whether this role may create a database (superuser or CREATEDB) on a server that has DROP DATABASE ... WITH (FORCE). */
+export async function mayCreateDatabase(lab: Lab): Promise<boolean> {
+  if (lab.server.versionNum < 130000) return false
+  const [r] = await lab.control`select rolsuper or rolcreatedb as may from pg_catalog.pg_roles where rolname = current_user`
+  return Boolean(r?.may)
+}
+
+/** Whether the server runs with fsync off (race's own server does): then copying files is cheaper than WAL-logging them. */
+export async function fsyncOff(lab: Lab): Promise<boolean> {
+  const [r] = await lab.control`select current_setting('fsync') = 'off' as off`
+  return Boolean(r?.off)
+}
+
+/** The roles that exist now (name by oid). */
+async function roles(control: Sql): Promise<Map<number, string>> {
+  const rows = await control`select oid::int as oid, rolname from pg_catalog.pg_roles`
+  return new Map(rows.map((r) => [Number(r.oid), String(r.rolname)]))
+}
+
+/** What a fresh copy of template0 holds, per server (see SpecDatabase.state). */
+const baselines = new WeakMap<Lab, string>()
+/** The catalogs of a database, per server (the same in every copy of template0). */
+const catalogs = new WeakMap<Lab, string[]>()
+
+export class SpecDatabase {
+  private rolesBefore = new Map<number, string>()
+  /** A transaction id taken once the database was made: any catalog row written later is newer. */
+  private x0 = ''
+  private constructor(
+    private readonly lab: Lab,
+    /** Its name now (on race's own server it is renamed to pg_isolation_regress's name when its spec begins). */
+    public name: string,
+    readonly keep: boolean,
+    private readonly own: boolean,
+    private readonly unregister: () => void,
+    /** The connection that creates and drops it (not control, so that the next spec need not wait for it). */
+    private readonly sql: Sql,
+  ) {}
+
+  /**
+   * Creates a database for a spec, with pg_regress's settings, marked as this run's (race_spec_<hex>); its removal
+   * is registered with the lifecycle (Ctrl-C, errors). It may be created while the previous spec still runs: `begin`
+   * makes it the spec's.
+   */
+  static async create(lab: Lab, o: { own: boolean; keep: boolean; fileCopy?: boolean; sql?: Sql }): Promise<SpecDatabase> {
+    const sql = o.sql ?? lab.control
+    const name = `${PREFIX}${randomBytes(4).toString('hex')}`
+    // On a server with fsync off (race's own), a file copy is the cheaper way to copy template0: its checkpoints sync nothing.
+    const strategy = o.fileCopy && lab.server.versionNum >= 150000 ? ' strategy file_copy' : ''
+    await sql.unsafe(`create database ${ident(name)} template template0${strategy}`)
+    let db: SpecDatabase | undefined
+    const unregister = onCleanup(`database ${name}`, async () => {
+      const left = await db?.drop()
+      if (left) throw new Error(left)
+    })
+    db = new SpecDatabase(lab, name, o.keep, o.own, unregister, sql)
+    try {
+      const mark = literal('race:' + JSON.stringify(lab.mark(o.keep)))
+      await sql.unsafe(
+        [`comment on database ${ident(name)} is ${mark}`, ...REGRESS_DATABASE_SETTINGS.map(([k, v]) => `alter database ${ident(name)} set ${k} to ${literal(v)}`)].join(';\n'),
+      )
+      const [r] = await sql`select (txid_current() % 4294967296)::text as x`
+      db.x0 = String(r.x)
+      if (!baselines.has(lab)) baselines.set(lab, await db.state())
+    } catch (e) {
+      db.release()
+      await db.drop()
+      throw e
+    }
+    return db
+  }
+
+  /**
+   * What the database holds, as one string: per catalog of the database, its row count and how many of its rows
+   * were written after the database was made; the transactions prepared in it; its pg_database row and settings
+   * (written since?). A database whose state equals a fresh copy's (no row written since, none removed, none
+   * added) is, as far as anything a spec can see in its catalogs, a fresh database.
+   */
+  async state(): Promise<string> {
+    const conn = await PgConn.connect(this.lab.target, { connectTimeoutMs: this.lab.connectTimeoutMs, params: [['application_name', 'race spec databases']], database: this.name })
+    try {
+      let names = catalogs.get(this.lab)
+      if (!names) {
+        const list = await conn.exec(`select relname from pg_catalog.pg_class where relnamespace = 'pg_catalog'::regnamespace and relkind = 'r' and not relisshared order by relname`)
+        if (list?.status !== 'TUPLES_OK') throw new Error(conn.errorMessage.trim())
+        names = list.rows.map(([t]) => t ?? '')
+        catalogs.set(this.lab, names)
+      }
+      const x = `age(${literal(this.x0)}::xid)`
+      const parts = names.map((t) => `select ${literal(t)} as c, count(*) as n, count(*) filter (where age(xmin) <= ${x}) as m from pg_catalog.${ident(t)}`)
+      parts.push(`select 'prepared', count(*), 0 from pg_catalog.pg_prepared_xacts where database = current_database()`)
+      parts.push(`select 'pg_database', count(*), count(*) filter (where age(xmin) <= ${x}) from pg_catalog.pg_database where datname = current_database()`)
+      parts.push(`select 'pg_db_role_setting', count(*), count(*) filter (where age(xmin) <= ${x}) from pg_catalog.pg_db_role_setting where setdatabase = (select oid from pg_catalog.pg_database where datname = current_database())`)
+      const r = await conn.exec(`select string_agg(c || ':' || n || ':' || m, ',' order by c) from (${parts.join('\n union all ')}) s`)
+      if (r?.status !== 'TUPLES_OK') throw new Error(conn.errorMessage.trim())
+      return r.rows[0][0] ?? ''
+    } finally {
+      await conn.close()
+    }
+  }
+
+  /** Whether the spec left it as fresh as it was made (so the next spec may run in it); false when unsure. */
+  async pristine(): Promise<boolean> {
+    const base = baselines.get(this.lab)
+    if (!base || this.keep) return false
+    try {
+      return (await this.state()) === base
+    } catch {
+      return false
+    }
+  }
+
+  /**
+   * Makes it the spec's, right before the spec runs: on race's own server it takes pg_isolation_regress's name
+   * (the previous spec's database is gone by then); the roles that exist now are noted.
+   */
+  async begin(): Promise<void> {
+    if (this.own && this.name !== REGRESS_DATABASE) {
+      await this.lab.control.unsafe(`drop database if exists ${ident(REGRESS_DATABASE)} with (force)`)
+      await this.lab.control.unsafe(`alter database ${ident(this.name)} rename to ${ident(REGRESS_DATABASE)}`)
+      this.name = REGRESS_DATABASE
+      // The rename wrote its pg_database row: rows written from here on are the spec's.
+      const [r] = await this.lab.control`select (txid_current() % 4294967296)::text as x`
+      this.x0 = String(r.x)
+    }
+    this.rolesBefore = await roles(this.lab.control)
+  }
+
+  /** Stops the lifecycle from dropping it (the caller drops it itself). */
+  release(): void {
+    this.unregister()
+  }
+
+  /**
+   * Drops the database (unless kept) and the roles the spec created and left; returns what was left behind, with
+   * the statement that removes it, or undefined. `mentioned`: on a shared server, only a new role whose name the
+   * spec's text contains is the spec's (another run may create roles meanwhile); undefined: every new role.
+   */
+  async drop(mentioned?: string): Promise<string | undefined> {
+    const notes: string[] = []
+    if (!this.keep) {
+      const left = await dropDatabase(this.lab, this.name, this.sql)
+      if (left) notes.push(left)
+    }
+    const roleNotes = await this.dropRoles(mentioned)
+    return [...notes, ...(roleNotes ? [roleNotes] : [])].join('; ') || undefined
+  }
+
+  /** Drops the roles the spec created and left (see drop); what it could not drop, or undefined. */
+  async dropRoles(mentioned?: string): Promise<string | undefined> {
+    const notes: string[] = []
+    try {
+      const now = await roles(this.sql).catch(() => this.lab.onControlOrFresh((sql) => roles(sql)))
+      for (const [oid, name] of now) {
+        if (this.rolesBefore.has(oid)) continue
+        if (mentioned !== undefined && !mentioned.toLowerCase().includes(name.toLowerCase())) continue
+        const stmt = `drop role if exists ${ident(name)}`
+        try {
+          await this.sql.unsafe(stmt).catch(() => this.lab.onControlOrFresh((sql) => sql.unsafe(stmt)))
+        } catch (e) {
+          const code = (e as { code?: string }).code
+          notes.push(`role ${name}, which the spec created, was left behind (${code ?? (e as Error).message}${conditionName(code) ? ' ' + conditionName(code) : ''}): ${stmt}`)
+        }
+      }
+    } catch (e) {
+      notes.push(`race could not list the roles the spec may have left: ${(e as Error).message}`)
+    }
+    return notes.length ? notes.join('; ') : undefined
+  }
+}
+
+/**
+ * DROP DATABASE ... WITH (FORCE), after rolling back the transactions prepared in it (which FORCE does not end).
+ * Returns what was left, or undefined.
+ */
+export async function dropDatabase(lab: Lab, name: string, via?: Sql): Promise<string | undefined> {
+  const stmt = `drop database if exists ${ident(name)} with (force)`
+  // On `via` (a connection of its own), else on control (or a fresh connection, if control is gone).
+  const on = <T>(fn: (sql: Sql) => PromiseLike<T>): Promise<T> => (via ? Promise.resolve(fn(via)).catch(() => lab.onControlOrFresh(fn)) : lab.onControlOrFresh(fn))
+  try {
+    const prepared = await on((sql) => sql`select gid from pg_catalog.pg_prepared_xacts where database = ${name}`)
+    if (prepared.length) {
+      // ROLLBACK PREPARED runs in the database the transaction was prepared in.
+      const conn = await PgConn.connect(lab.target, { connectTimeoutMs: lab.connectTimeoutMs, params: [['application_name', 'race cleanup']], database: name })
+      try {
+        for (const p of prepared) await conn.exec(`rollback prepared ${literal(String(p.gid))}`)
+      } finally {
+        await conn.close()
+      }
+    }
+    await on((sql) => sql.unsafe(stmt))
+    return undefined
+  } catch (e) {
+    const code = (e as { code?: string }).code
+    return `database ${name} was left behind (${code ?? (e as Error).message}${conditionName(code) ? ' ' + conditionName(code) : ''}): drop it with: ${stmt}`
+  }
+}
+
+/**
+ * Drops the databases of this role that a race spec run marked and whose run is gone (its control backend no longer
+ * exists). Never one marked --keep, never one whose run still lives, never another role's. Returns their names.
+ */
+export async function reapDatabases(lab: Lab): Promise<string[]> {
+  let names: string[]
+  try {
+    const rows = await lab.control`
+        select d.datname
+          from pg_catalog.pg_database d
+          join pg_catalog.pg_shdescription s on s.objoid = d.oid and s.classoid = 'pg_catalog.pg_database'::regclass
+         where d.datname like 'race\\_spec\\_%'
+           and d.datdba = (select oid from pg_catalog.pg_roles where rolname = current_user)
+           and s.description ~ '^race:\\{.*\\}$'
+           and not coalesce((substr(s.description, 6)::jsonb ->> 'keep')::boolean, false)
+           and not exists (select 1 from pg_catalog.pg_stat_activity a
+                            where a.pid = (substr(s.description, 6)::jsonb ->> 'backend')::int
+                              and a.backend_start::text = substr(s.description, 6)::jsonb ->> 'backendStart')`
+    names = rows.map((r) => String(r.datname))
+  } catch {
+    return [] // a mark this role may not read: leave everything alone
+  }
+  const reaped: string[] = []
+  for (const name of names) if (!(await dropDatabase(lab, name))) reaped.push(name)
+  return reaped
+}

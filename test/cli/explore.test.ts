@@ -1,0 +1,183 @@
+// race explore through the real CLI on a real server: every interleaving of the two-session check-then-insert
+// (12 of 20 violate), the replay of the shortest by race run --schedule, the advisory-lock fix holding in every
+// interleaving that can happen, a seeded sample shrunk to a minimal violation, and bad input.
+import assert from 'node:assert/strict'
+import path from 'node:path'
+import { after, before, test } from 'node:test'
+import postgres, { type Sql } from 'postgres'
+import { race, ROOT, schemasOf, useServer, type TestServer } from '../support/server.js'
+
+let server: TestServer
+let admin: Sql
+before(async () => {
+  server = await useServer()
+  admin = postgres(server.url, { max: 1, onnotice: () => {} })
+})
+after(async () => {
+  await admin.end()
+  await server.stop()
+})
+
+const ORDERS = path.join(ROOT, 'examples', 'explore-orders.spec')
+const FIXED = path.join(ROOT, 'examples', 'explore-orders-fixed.spec')
+const TEMPLATE = path.join(ROOT, 'examples', 'orders.spec')
+
+interface Explored {
+  mode: string
+  orders: string
+  runs: number
+  interleavings: number
+  violating: number
+  unknown: number
+  groups: { key: string; held: boolean | null; count: number; lines: string[] }[]
+  shortest: { line: string; switches: number; shrunk?: { from: string; runs: number } } | null
+  replay: string | null
+  every: { line: string; held: boolean | null; verdict: string; switches: number }[]
+  sample?: { size: number; seed: number }
+  matched: boolean
+  exitCode: number
+  perSecond: number
+}
+
+async function explore(args: string[]): Promise<{ code: number | null; j: Explored; stderr: string }> {
+  const r = await race(['explore', ...args, '--json'], { url: server.url, timeoutMs: 300_000 })
+  assert.deepEqual(await schemasOf(admin, r.pid), [], 'every run schema is dropped')
+  assert.ok(r.stdout.trim().startsWith('{'), r.stdout + r.stderr)
+  return { code: r.code, j: JSON.parse(r.stdout) as Explored, stderr: r.stderr }
+}
+
+/** race run <file> --schedule <line> --trials k: whether the invariant held in each trial (null: undecided). */
+async function replay(file: string, line: string, trials: number, extra: string[] = []): Promise<(boolean | null)[]> {
+  const r = await race(['run', file, ...extra, '--schedule', line, '--trials', String(trials), '--expect', 'held', '--json'], { url: server.url, timeoutMs: 120_000 })
+  const j = JSON.parse(r.stdout) as { trials: number; trialVerdicts: string[] }
+  assert.equal(j.trials, trials)
+  return j.trialVerdicts.map((v) => (v === 'anomaly' ? false : v === 'unknown' ? null : true))
+}
+
+test('two sessions of begin, insert-where-not-exists, commit at READ COMMITTED: 12 of 20 interleavings violate; the shortest replays', async () => {
+  const { code, j } = await explore([ORDERS])
+  assert.equal(code, 1, 'the spec expects held: any violating interleaving fails it')
+  assert.equal(j.exitCode, 1)
+  assert.equal(j.mode, 'all')
+  assert.equal(j.orders, '20')
+  assert.equal(j.interleavings, 20)
+  assert.equal(new Set(j.every.map((x) => x.line)).size, 20)
+  assert.equal(j.violating, 12)
+  assert.equal(j.unknown, 0)
+  assert.deepEqual(
+    j.groups.map((g) => [g.key, g.count]),
+    [
+      ['VIOLATED anomaly: s1 committed, s2 committed', 12],
+      ['HELD clean: s1 committed, s2 committed', 8],
+    ],
+  )
+  // Violated exactly when each insert runs before the other session's commit (worked out by hand).
+  for (const it of j.every) {
+    const at = (s: string) => it.line.split(' ').indexOf(s)
+    const racing = at('s1.ins1') < at('s2.c2') && at('s2.ins2') < at('s1.c1')
+    assert.equal(it.held, !racing, it.line)
+  }
+  // The shortest: two switches (s1 checks and inserts, s2 runs whole, s1 commits, or the mirror image).
+  assert.equal(j.shortest?.switches, 2)
+  assert.ok(j.every.filter((x) => x.held === false).every((x) => x.switches >= 2))
+  assert.match(j.replay!, /^race run \S+explore-orders\.spec --schedule "s\d\.b\d s\d\.ins\d s\d\.b\d s\d\.ins\d s\d\.c\d s\d\.c\d"$/)
+  // race run --schedule replays it: violated every time; a holding interleaving holds every time.
+  assert.deepEqual(await replay(ORDERS, j.shortest!.line, 4), [false, false, false, false])
+  const holding = j.every.find((x) => x.held === true && x.switches > 1)!
+  assert.deepEqual(await replay(ORDERS, holding.line, 4), [true, true, true, true])
+})
+
+test('the advisory-lock fix holds in every interleaving that can happen: 24 of the 70 orders, exit 0', async () => {
+  const { code, j } = await explore([FIXED])
+  assert.equal(code, 0)
+  assert.equal(j.matched, true)
+  assert.equal(j.orders, '70')
+  assert.equal(j.interleavings, 24, 'a session waiting for the lock takes no step until it has it')
+  assert.equal(j.violating, 0)
+  assert.equal(j.shortest, null)
+  assert.equal(j.replay, null)
+  assert.deepEqual(j.groups.map((g) => [g.key, g.count]).sort(), [
+    ['HELD clean: s1 committed, s2 committed', 10],
+    ['HELD serialized: s1 committed, s2 committed', 14],
+  ])
+})
+
+test('--expect violated on the fixed spec: no interleaving violates, exit 1; the text report says why', async () => {
+  const r = await race(['explore', FIXED, '--expect', 'violated'], { url: server.url, timeoutMs: 300_000 })
+  assert.equal(r.code, 1, r.stdout + r.stderr)
+  assert.match(r.stdout, /HELD in all 24 interleavings/)
+  assert.match(r.stdout, /expected {3}violated {2}DEVIATION/)
+  assert.match(r.stdout, /interleavings per second/)
+})
+
+test('a seeded sample of three sessions: the same seed draws the same runs, shrunk to a minimal violation that replays', async () => {
+  const a = await explore([TEMPLATE, '--n', '3', '--sample', '6', '--seed', '11', '--shrink', '20'])
+  const b = await explore([TEMPLATE, '--n', '3', '--sample', '6', '--seed', '11', '--shrink', '0'])
+  assert.equal(a.j.mode, 'sample')
+  assert.deepEqual(a.j.sample, { size: 6, seed: 11 })
+  assert.equal(a.j.runs, 6)
+  assert.equal(a.j.orders, '1680')
+  assert.deepEqual(a.j.every.map((x) => x.line), b.j.every.map((x) => x.line), 'the same seed, the same sample')
+  assert.equal(a.code, 0, 'orders.spec expects violated, and a violation was found')
+  assert.ok(a.j.violating > 0)
+  // With three sessions a violation needs one session split around another's insert: 3 switches at least.
+  assert.ok(a.j.shortest!.switches >= 3)
+  assert.ok(a.j.shortest!.switches <= Math.min(...a.j.every.filter((x) => x.held === false).map((x) => x.switches)))
+  assert.match(a.j.replay!, /--n 3 --schedule/)
+  assert.deepEqual(await replay(TEMPLATE, a.j.shortest!.line, 3, ['--n', '3']), [false, false, false])
+})
+
+test('bad numbers and options are refused with one line naming the fix, exit 2', async () => {
+  for (const [args, re] of [
+    [['--max', '0'], /--max must be at least 1/],
+    [['--sample', 'many'], /--sample must be a whole number/],
+    [['--expect', 'maybe'], /--expect takes held or violated/],
+    [['--n', '3'], /has exactly 2 sessions/],
+  ] as const) {
+    const r = await race(['explore', ORDERS, ...args], { url: server.url })
+    assert.equal(r.code, 2, r.stderr)
+    assert.equal(r.stderr.trim().split('\n').length, 1, r.stderr)
+    assert.match(r.stderr, re)
+    assert.doesNotMatch(r.stderr, /\n\s+at /)
+  }
+})
+
+test('a deadlock: the victim takes no more steps (they end its line), and race run --schedule replays that line to the same 40P01', async () => {
+  const { code, j } = await explore(['deadlock'])
+  assert.equal(code, 0, 'the deadlock scenario documents no anomaly: held is expected, and money is never made or lost')
+  assert.equal(j.violating, 0)
+  const victim = j.groups.find((g) => g.key === 'HELD prevented: s1 committed, s2 40P01')
+  assert.ok(victim && victim.count > 0, j.groups.map((g) => g.key).join('; '))
+  const line = victim.lines[0]
+  assert.match(line, /s2\.move s2\.commit$/, 'the steps s2 never ran come last')
+  const r = await race(['run', 'deadlock', '--schedule', line, '--trials', '2', '--json'], { url: server.url, timeoutMs: 120_000 })
+  const run = JSON.parse(r.stdout) as { trialVerdicts: string[]; sessions: { name: string; outcome: string; sqlstate: string | null }[] }
+  assert.deepEqual(run.trialVerdicts, ['prevented', 'prevented'])
+  assert.deepEqual(
+    run.sessions.map((s) => [s.name, s.outcome, s.sqlstate]),
+    [
+      ['s1', 'committed', null],
+      ['s2', 'failed', '40P01'],
+    ],
+  )
+})
+
+test('an interleaving that cannot end (a session-level lock its holder never releases): exit 3 with one line, nothing left behind', async () => {
+  const r = await race(['explore', 'session-lock'], { url: server.url, timeoutMs: 120_000 })
+  assert.equal(r.code, 3, r.stdout + r.stderr)
+  assert.equal(r.stderr.trim().split('\n').length, 1, r.stderr)
+  assert.match(r.stderr, /^race: an interleaving cannot finish: \S+ waits for \S+, which ran all its steps and still holds the lock/)
+  assert.deepEqual(await schemasOf(admin, r.pid), [])
+})
+
+test('explore() from code: the same counts and the line to replay, with progress reported as it goes', async () => {
+  const { explore: exploreApi } = await import('../../src/index.js')
+  const seen: number[] = []
+  const r = await exploreApi(ORDERS, { databaseUrl: server.url, onProgress: (p) => seen.push(p.runs) })
+  assert.equal(r.interleavings, 20)
+  assert.equal(r.violating, 12)
+  assert.equal(r.exitCode, 1)
+  assert.equal(r.shortest?.switches, 2)
+  assert.deepEqual(seen, Array.from({ length: 20 }, (_, i) => i + 1))
+  assert.ok(r.perSecond > 0)
+})
