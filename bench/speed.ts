@@ -16,7 +16,7 @@
 //
 // Rows 2-6 run against --database-url, else DATABASE_URL, else one embedded server this script starts.
 // Usage: npm run bench [-- --database-url URL] [--rounds K] [--only 1,lockstep,...] [--slice 5] [--sessions 1000]
-//        [--readme] (rewrites the README between <!-- speed: npm run bench --> and <!-- /speed -->).
+//        [--readme] (rewrites CONTRIBUTING.md between <!-- speed: npm run bench --> and <!-- /speed -->).
 // Children are spawned asynchronously: with an embedded server in this process, a blocked event loop would
 // leave the server's stderr pipe undrained and hang everything.
 import { spawn, type ChildProcess } from 'node:child_process'
@@ -31,7 +31,8 @@ import { maskUrl } from '../src/db/target.js'
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..')
 const bin = path.join(root, 'bin', 'race')
 const bare = path.join(root, 'dist', 'bench', 'bare.js')
-const README = path.join(root, 'README.md')
+// The speed figures are contributors' material: they live in CONTRIBUTING.md ("Benchmark of race itself").
+const README = path.join(root, 'CONTRIBUTING.md')
 const BEGIN_MARK = '<!-- speed: npm run bench -->'
 const END_MARK = '<!-- /speed -->'
 const CHILD_TIMEOUT_MS = 10 * 60_000
@@ -523,7 +524,7 @@ function writeReadme(text: string): void {
   const md = fs.readFileSync(README, 'utf8')
   const a = md.indexOf(BEGIN_MARK)
   const b = md.indexOf(END_MARK)
-  if (a < 0 || b < a) usage(`README.md has no ${BEGIN_MARK} ... ${END_MARK} section to rewrite`)
+  if (a < 0 || b < a) usage(`CONTRIBUTING.md has no ${BEGIN_MARK} ... ${END_MARK} section to rewrite`)
   const block = `${BEGIN_MARK}\n\`\`\`text\n${text}\n\`\`\`\n`
   fs.writeFileSync(README, md.slice(0, a) + block + md.slice(b))
 }
@@ -606,5 +607,5 @@ if (interrupted) {
 }
 if (o.readme) {
   writeReadme(out.join('\n'))
-  process.stderr.write(`README.md: the speed section is rewritten\n`)
+  process.stderr.write(`CONTRIBUTING.md: the speed section is rewritten\n`)
 }

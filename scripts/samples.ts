@@ -1,4 +1,5 @@
-// The README's samples are race's real output. A sample is a marker naming the command, then a fenced block:
+// The documents' samples are race's real output: in README.md, CONTRIBUTING.md and every markdown file under
+// docs/ (documents()). A sample is a marker naming the command, then a fenced block:
 //
 //   <!-- sample: race run broken --timeline --schedule lockstep -->
 //   ```text
@@ -7,7 +8,7 @@
 //
 // Options follow the command after ` | `, each `name value`:
 //   columns N        the terminal width (default 80)
-//   prompt           the block starts with `$ npx race ...`
+//   prompt [npx]     the block starts with `$ ./bin/race ...` (the checkout's), or `$ npx race ...` (a project's)
 //   head N / tail N  only the first / last N lines (a `...` line between, when both)
 //   exit N           the exit code the command must end with (default 0)
 //   env K=V          an environment variable (several allowed)
@@ -22,6 +23,8 @@
 //   tries N          compared up to N times: a run through a pooler may or may not see an autocommit step
 //                    on its backend (PgBouncer lends it a server connection only while it runs)
 //   server           run against DATABASE_URL (else the embedded default); written as it ran
+//   checkout         run in the checkout (for a command that names its files: examples/orders.spec), not in an
+//                    empty folder
 //   recorded         a measurement (race bench): not re-run by `npm run readme` unless --recorded; the test
 //                    checks its format against `check C`, a quick run of the same shape
 //   check C          for a recorded sample: the quick command whose table headers must match
@@ -38,6 +41,8 @@ export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '
 const BIN = path.join(ROOT, 'bin', 'race')
 
 export interface Sample {
+  /** The document it is in, relative to the checkout (README.md, docs/ci.md). */
+  doc: string
   /** The command as written, starting with `race`. */
   command: string
   options: Record<string, string[]>
@@ -51,7 +56,7 @@ export interface Sample {
 
 const MARKER = /<!-- sample: ([^\n]*?) -->\n```([a-z]*)\n([\s\S]*?)```/g
 
-export function parseSamples(md: string): Sample[] {
+export function parseSamples(md: string, doc = 'README.md'): Sample[] {
   const out: Sample[] = []
   // A marker shown as an example, inside a ```` fence, is not a sample (blanked out, same length).
   const seen = md.replace(/````[\s\S]*?````/g, (m) => m.replace(/[^\n]/g, ' '))
@@ -65,7 +70,7 @@ export function parseSamples(md: string): Sample[] {
     const command = head.trim().replace(/^npx /, '')
     if (!command.startsWith('race')) throw new Error(`a sample's command starts with race: ${head}`)
     const start = m.index! + m[0].length - m[3].length - 3
-    out.push({ command, options, lang: m[2], text: md.slice(start, start + m[3].length), start, end: start + m[3].length })
+    out.push({ doc, command, options, lang: m[2], text: md.slice(start, start + m[3].length), start, end: start + m[3].length })
   }
   return out
 }
@@ -96,8 +101,11 @@ export function argv(line: string): string[] {
 const opt = (s: Sample, name: string) => s.options[name]?.[0]
 
 function env(s: Sample, extra: Record<string, string> = {}): NodeJS.ProcessEnv {
-  // npm_command=exec is what npx sets (race then suggests `npx race ...`): the README's commands run through npx.
-  const e: NodeJS.ProcessEnv = { ...process.env, NO_COLOR: '1', COLUMNS: opt(s, 'columns') ?? '80', npm_command: 'exec' }
+  // The documents run ./bin/race (race then suggests `race ...`); `prompt npx` runs as npx does, which sets
+  // npm_command=exec (race then suggests `npx race ...`).
+  const e: NodeJS.ProcessEnv = { ...process.env, NO_COLOR: '1', COLUMNS: opt(s, 'columns') ?? '80' }
+  delete e.npm_command
+  if (opt(s, 'prompt') === 'npx') e.npm_command = 'exec'
   for (const k of ['PGHOST', 'PGDATABASE', 'PGUSER', 'PGPORT', 'PGPASSWORD', 'GITHUB_ACTIONS', 'FORCE_COLOR']) delete e[k]
   if (!('server' in s.options)) delete e.DATABASE_URL
   else if (!e.DATABASE_URL) throw new Error(`${s.command}: this sample runs against a server: set DATABASE_URL`)
@@ -126,7 +134,8 @@ function runRace(args: string[], e: NodeJS.ProcessEnv, cwd: string, timeoutMs = 
 
 /** Runs a sample's command the way the README says, and returns the block's new text. */
 export async function render(s: Sample): Promise<string> {
-  const cwd = fs.mkdtempSync(path.join(os.tmpdir(), 'race-sample-'))
+  const scratch = fs.mkdtempSync(path.join(os.tmpdir(), 'race-sample-'))
+  const cwd = 'checkout' in s.options ? ROOT : scratch
   let background: ReturnType<typeof spawn> | undefined
   try {
     let command = s.command
@@ -146,11 +155,11 @@ export async function render(s: Sample): Promise<string> {
     const args = argv(command).slice(1)
     let out: string
     if (s.options.keys) {
-      out = await inTerminal(args, s, cwd)
+      out = await inTerminal(args, s, scratch)
     } else {
       const r = await runRace(args, env(s), cwd)
       const want = Number(opt(s, 'exit') ?? 0)
-      if (r.code !== want) throw new Error(`${s.command} exited ${r.code}, the sample says ${want}: ${r.stderr}`)
+      if (r.code !== want) throw new Error(`${s.command} exited ${r.code}, the sample says ${want}: ${r.stderr}${r.stdout.split('\n').filter((l) => /DEVIATION|differs|could not/.test(l)).slice(0, 8).join('\n')}`)
       out = opt(s, 'file') ? fs.readFileSync(path.join(cwd, opt(s, 'file')!), 'utf8') : 'stderr' in s.options ? r.stderr : r.stdout
     }
     let lines = out.replace(/\s+$/, '').split('\n').map((l) => l.trimEnd())
@@ -159,19 +168,20 @@ export async function render(s: Sample): Promise<string> {
     if ((head || tail) && lines.length > head + tail) lines = [...lines.slice(0, head), ...(head && tail ? ['...'] : []), ...(tail ? lines.slice(-tail) : [])]
     // A URL printed by the embedded server carries its throwaway password: shown masked, like race masks others.
     lines = lines.map((l) => l.replace(/(postgres:\/\/[^:/@\s]+:)[^@\s]+@/g, '$1...@'))
-    if ('prompt' in s.options) lines.unshift(`$ npx ${s.command.replace(/\$URL/, "'postgres://...'")}`)
+    // The prompt line: `./bin/race ...` as the checkout runs it (the documents' convention), or `npx race ...` (`prompt npx`).
+    if ('prompt' in s.options) lines.unshift(`$ ${opt(s, 'prompt') === 'npx' ? 'npx ' : './bin/'}${s.command.replace(/\$URL/, "'postgres://...'")}`)
     return lines.join('\n') + '\n'
   } finally {
     background?.kill('SIGINT')
     if (background && background.exitCode === null) await new Promise((r) => background!.on('close', r))
-    fs.rmSync(cwd, { recursive: true, force: true })
+    fs.rmSync(scratch, { recursive: true, force: true })
   }
 }
 
 /** Runs race in a tmux pane (its own server), presses the keys, waiting for the screen to change after each. */
-async function inTerminal(args: string[], s: Sample, cwd: string): Promise<string> {
+async function inTerminal(args: string[], s: Sample, scratch: string): Promise<string> {
   const socket = `race-readme-${process.pid}`
-  const script = path.join(cwd, 'run.sh')
+  const script = path.join(scratch, 'run.sh')
   const q = (x: string) => `'${x.replace(/'/g, `'\\''`)}'`
   const e = env(s)
   const keep = ['NO_COLOR', 'DATABASE_URL', 'PATH', 'HOME', 'TMPDIR']
@@ -208,7 +218,7 @@ async function inTerminal(args: string[], s: Sample, cwd: string): Promise<strin
 /** What legitimately varies between two runs: pids, timings, versions, ports, keys, names with random parts. */
 export function normalize(text: string, o: { unordered?: boolean; anySession?: boolean } = {}): string[] {
   let lines = text
-    .replace(/^\$ npx .*\n/, '')
+    .replace(/^\$ (npx race|\.\/bin\/race)\b.*\n/, '')
     .split('\n')
     .map((l) =>
       l
@@ -229,6 +239,8 @@ export function normalize(text: string, o: { unordered?: boolean; anySession?: b
         .replace(/time="[\d.]+"/g, 'time="<s>"')
         .replace(/-?\d{8,}/g, '<n>')
         .replace(/\b(pids?|backends?|for) \d{3,7}(, \d{3,7})*/g, '$1 <pids>')
+        // a rate (race explore: "2.7 interleavings per second")
+        .replace(/\b[\d.,]+ (interleavings|trials|runs) per second\b/g, '<rate> $1 per second')
         .replace(/\b\d+(\.\d+)? ?(ms|s)\b/g, '<t>')
         .replace(/^\d+\.\d+ /, '<t> ')
         // pids in a table's pid column, and lists of pids ("waiting for 1234, 1235")
@@ -308,6 +320,29 @@ export function tableHeads(text: string): string[] {
 
 export function readme(): string {
   return fs.readFileSync(path.join(ROOT, 'README.md'), 'utf8')
+}
+
+/** Every document whose samples are race's output: README.md, CONTRIBUTING.md, and every .md under docs/, relative to the checkout. */
+export function documents(): string[] {
+  const out = ['README.md']
+  if (fs.existsSync(path.join(ROOT, 'CONTRIBUTING.md'))) out.push('CONTRIBUTING.md')
+  const walk = (rel: string) => {
+    for (const e of fs.readdirSync(path.join(ROOT, rel), { withFileTypes: true }).sort((a, b) => a.name.localeCompare(b.name))) {
+      if (e.isDirectory()) walk(`${rel}/${e.name}`)
+      else if (e.name.endsWith('.md')) out.push(`${rel}/${e.name}`)
+    }
+  }
+  if (fs.existsSync(path.join(ROOT, 'docs'))) walk('docs')
+  return out
+}
+
+export function readDoc(doc: string): string {
+  return fs.readFileSync(path.join(ROOT, doc), 'utf8')
+}
+
+/** Every sample of every document, in document order. */
+export function allSamples(): Sample[] {
+  return documents().flatMap((d) => parseSamples(readDoc(d), d))
 }
 
 /** Writes new texts for some samples into the README (the rest untouched). */

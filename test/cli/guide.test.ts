@@ -1,4 +1,4 @@
-// The README's "Writing a scenario" guide, followed as written: its shell lines run in a fresh copy of the
+// docs/your-own-races.md's "Writing a scenario" guide, followed as written: its shell lines run in a fresh copy of the
 // project (its own scenarios/ folder, the installed node_modules), and its excerpt of scenarios/write-skew.ts
 // is what that file really says.
 import assert from 'node:assert/strict'
@@ -11,7 +11,7 @@ import { ROOT } from '../support/server.js'
 
 function section(md: string, heading: string): string {
   const at = md.indexOf(`## ${heading}`)
-  assert.ok(at >= 0, `README has a section "${heading}"`)
+  assert.ok(at >= 0, `docs/your-own-races.md has a section "${heading}"`)
   const next = md.indexOf('\n## ', at + 3)
   return md.slice(at, next < 0 ? undefined : next)
 }
@@ -19,7 +19,7 @@ function section(md: string, heading: string): string {
 const blocks = (text: string): string[] => [...text.matchAll(/```[a-z]*\n([\s\S]*?)```/g)].map((m) => m[1])
 
 test('Writing a scenario: the guide works as written, in a fresh copy of the project', () => {
-  const guide = section(fs.readFileSync(path.join(ROOT, 'README.md'), 'utf8'), 'Writing a scenario')
+  const guide = section(fs.readFileSync(path.join(ROOT, 'docs', 'your-own-races.md'), 'utf8'), 'Writing a scenario')
   const lines = blocks(guide)[0].split('\n').filter((l) => l.startsWith('$ ')).map((l) => l.slice(2))
   assert.ok(lines.length >= 5, lines.join('\n'))
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'race-guide-'))
@@ -46,7 +46,7 @@ test('Writing a scenario: the guide works as written, in a fresh copy of the pro
 })
 
 test("Writing a scenario: the excerpt of write-skew.ts is the file's own text", () => {
-  const guide = section(fs.readFileSync(path.join(ROOT, 'README.md'), 'utf8'), 'Writing a scenario')
+  const guide = section(fs.readFileSync(path.join(ROOT, 'docs', 'your-own-races.md'), 'utf8'), 'Writing a scenario')
   const excerpt = blocks(guide).find((b) => b.includes('documented:'))!
   const file = fs.readFileSync(path.join(ROOT, 'scenarios', 'write-skew.ts'), 'utf8')
   const missing = excerpt.split('\n').map((l) => l.trim()).filter((l) => l && !file.includes(l))

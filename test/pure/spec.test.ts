@@ -372,13 +372,13 @@ permutation ins2 ins1 ins1 c1
   })
 })
 
-describe("README's Your own races", () => {
+describe("docs/your-own-races.md's spec files", () => {
   test('the spec it shows is examples/orders.spec, and the fix differs from it in the lines it names', async () => {
     const fs = await import('node:fs')
     const path = await import('node:path')
     const { ROOT } = await import('../support/server.js')
-    const md = fs.readFileSync(path.join(ROOT, 'README.md'), 'utf8')
-    const at = md.indexOf('## Your own races')
+    const md = fs.readFileSync(path.join(ROOT, 'docs', 'your-own-races.md'), 'utf8')
+    const at = md.indexOf('## Spec files')
     assert.ok(at >= 0)
     const blocks = [...md.slice(at).matchAll(/```[a-z]*\n([\s\S]*?)```/g)].map((m) => m[1])
     const orders = fs.readFileSync(path.join(ROOT, 'examples', 'orders.spec'), 'utf8')
