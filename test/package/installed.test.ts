@@ -56,6 +56,11 @@ test('the tarball holds what runs: compiled code, the scenario index, types, bin
   for (const f of ['package/bin/race', 'package/dist/src/cli.js', 'package/dist/src/index.js', 'package/dist/src/index.d.ts', 'package/dist/src/api.d.ts', 'package/dist/scenarios/index.json', 'package/dist/scenarios/advisory.js', 'package/README.md']) {
     assert.ok(files.includes(f), `${f} is in the tarball`)
   }
+  // The README's links to the documents reach files in the package too.
+  const readme = execFileSync('tar', ['-xzOf', tarball, 'package/README.md'], { encoding: 'utf8' })
+  const linked = [...readme.matchAll(/\]\((docs\/[^)#]+\.md)/g)].map((m) => `package/${m[1]}`)
+  assert.ok(linked.length >= 5, `${linked.length} links to docs/`)
+  assert.deepEqual(linked.filter((f) => !files.includes(f)), [], 'every linked document is in the tarball')
   const stray = files.filter((f) => /^package\/(test|src|scripts|bench|conformance|examples|scenarios)\//.test(f) || /\/dist\/(test|bench|conformance|scripts)\//.test(f) || f.endsWith('.map') || f.endsWith('.ts') && !f.endsWith('.d.ts'))
   assert.deepEqual(stray, [])
   const manifest = JSON.parse(execFileSync('tar', ['-xzOf', tarball, 'package/package.json'], { encoding: 'utf8' })) as Record<string, unknown>
