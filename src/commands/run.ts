@@ -147,7 +147,8 @@ export async function runCommand(id: string, o: RunOptions, cmd: Command): Promi
   const windowMs = o.window === undefined ? 0 : parseDuration('--window', o.window, { allowZero: true })
   const trials = parseWhole('--trials', o.trials, 1, 100_000)
   const override = parseExpect(o.expect) ?? expectsOverride(scenario)
-  const bounds = parseBounds(o)
+  // --step: the room talks between steps as long as it likes, within the run's bound: an hour unless given.
+  const bounds = parseBounds(o.step && cmd.getOptionValueSource('runTimeout') !== 'cli' ? { ...o, runTimeout: '60m' } : o)
   const user = o.user === undefined ? undefined : parseUuid(o.user)
   const holdMs = o.hold === undefined ? 0 : parseDuration('--hold', o.hold)
   const drawn = parseTimeline(o.timeline)
@@ -167,7 +168,11 @@ export async function runCommand(id: string, o: RunOptions, cmd: Command): Promi
     const { requireTerminal } = await import('./step.js')
     requireTerminal()
   }
-  const params = extendForHold(scenario, given, holdMs)
+  // --step holds every lock as long as the room pauses: the scenario's safety-net waits (a lock_timeout that is not
+  // the story) and the step bound are extended by the run's whole bound, so a pause never changes an outcome.
+  const paused = o.step ? bounds.runTimeoutMs : 0
+  const params = extendForHold(scenario, given, holdMs || paused)
+  if (paused) bounds.stepTimeoutMs += paused
   const asked = parsePool(o, cmd, engine)
   const json = o.json ? await import('../report/json.js') : undefined
   const step = o.step ? await import('./step.js') : undefined

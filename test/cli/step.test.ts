@@ -88,6 +88,31 @@ test('--step: a waiting session says whom it waits for; b shows the story; q sto
   }
 })
 
+test('--step: a room that talks longer than the lock timeout before the waiting step goes on changes nothing: advisory as documented (issue 20)', { skip: NEEDS.tmux }, async () => {
+  // advisory's lock_timeout (2s) is a safety net, not the story: paused at the prompt while s2 waits for s1's key,
+  // s2 must still wait, not fail with 55P03.
+  const tty = new Tty(['run', 'advisory', '--step'], { env: { DATABASE_URL: ctx.server.url }, width: 120, height: 50 })
+  try {
+    let s = await tty.waitFor(/next {2}step 1 of \d+:/)
+    let paused = false
+    for (let i = 2; i < 30 && !/expected .*(MATCH|DEVIATION)/.test(s); i++) {
+      tty.key('Enter')
+      s = await tty.waitFor(new RegExp(`next {2}step ${i} of \\d+:|expected .*(MATCH|DEVIATION)`))
+      // A pause longer than the lock timeout, once a session waits for the key (a room's pause, not a wait for race).
+      if (/waiting in lock for s1/.test(s) && !paused) {
+        paused = true
+        await new Promise((r) => setTimeout(r, 3000))
+      }
+    }
+    assert.ok(paused, 'the room paused while s2 waited for the key')
+    assert.match(s, /expected .*MATCH/)
+    assert.doesNotMatch(s, /55P03/)
+    assert.equal(await tty.exitCode(), 0)
+  } finally {
+    tty.close()
+  }
+})
+
 test('--step without a terminal, or with --json, --trials or a barrier: one line, exit 2, before connecting', async () => {
   const down = 'postgres://nobody@127.0.0.1:1/x'
   for (const [args, want] of [
