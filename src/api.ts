@@ -14,7 +14,7 @@ import { RunError, UsageError, Interrupted } from './errors.js'
 import { isPostgresJsDestroyedFetch, isPostgresJsNextWriteBug } from './known-bugs.js'
 import { abort, cleanupMark, cleanupSince, resetLifecycle } from './lifecycle.js'
 import { parseDuration, parseWhole } from './parse.js'
-import type { Params, Scenario } from './scenario.js'
+import type { Engine, Params, Scenario } from './scenario.js'
 
 /** What a race is: a built-in scenario's id (race list), a path to a .spec file or a .mjs module, or a scenario object. */
 export type ScenarioRef = string | Scenario
@@ -94,7 +94,7 @@ export function explore(scenario: ScenarioRef, options: import('./explore/index.
 }
 
 async function runOnce(ref: ScenarioRef, o: RunOptions): Promise<RunResult> {
-  const [{ findScenario }, { userScenario }, { engineFor, assertRunsOn, parseBounds, selectPg }, runMod, { expectsOverride }, { sessionCount }] = await Promise.all([
+  const [{ findScenario }, { userScenario }, { engineFor, assertRunsOn, parseBounds, parseParam, selectPg }, runMod, { expectsOverride }, { sessionCount }] = await Promise.all([
     import('./registry.js'),
     import('./spec/load.js'),
     import('./commands/common.js'),
@@ -114,7 +114,7 @@ async function runOnce(ref: ScenarioRef, o: RunOptions): Promise<RunResult> {
     if (resolveTarget(o.databaseUrl).kind !== 'embedded') throw new UsageError(`pg selects race's own embedded PostgreSQL; it cannot go with databaseUrl (or DATABASE_URL / PG* variables): leave out one of them`)
   }
   selectPg(o.pg === 18 ? undefined : o.pg)
-  const given = paramsOf(scenario, o.params ?? {})
+  const given = paramsOf(scenario, o.params ?? {}, engine, parseParam)
   const count = sessionCount(scenario)
   if (o.n !== undefined && count.min === count.max && o.n !== count.min) throw new UsageError(`${scenario.id} has exactly ${count.min} sessions; leave out n`)
   const n = o.n === undefined ? count.default : parseWhole('n', String(o.n), count.min, count.max)
@@ -153,8 +153,11 @@ function ms(name: string, v: string | number, allowZero = false): number {
   return parseDuration(name, v, { allowZero })
 }
 
-/** The scenario's params from run()'s `params`, by key or flag name; defaults for the rest; an unknown name is bad input. */
-function paramsOf(s: Scenario, given: Record<string, unknown>): Params {
+/**
+ * The scenario's params from run()'s `params`, by key or flag name, each checked as `race run` checks its flag
+ * (common.parseParam); defaults for the rest; an unknown name is bad input. A duration may also be milliseconds.
+ */
+function paramsOf(s: Scenario, given: Record<string, unknown>, engine: Engine, parseParam: typeof import('./commands/common.js').parseParam): Params {
   if (typeof given !== 'object' || given === null || Array.isArray(given)) throw new UsageError(`run(): params is an object such as { maxPending: 3 }`)
   const params: Params = Object.fromEntries(Object.entries(s.params).map(([k, p]) => [k, p.default]))
   const flagOf = (k: string) => s.params[k].flag.split(' ')[0].replace(/^--(no-)?/, '')
@@ -166,18 +169,8 @@ function paramsOf(s: Scenario, given: Record<string, unknown>): Params {
     }
     const p = s.params[key]
     const what = `params.${name}`
-    if (p.kind === 'boolean') {
-      if (typeof raw !== 'boolean') throw new UsageError(`${what} is true or false, got ${JSON.stringify(raw)}`)
-      params[key] = raw
-    } else if (p.kind === 'whole') params[key] = parseWhole(what, String(raw), p.min ?? 0, p.max ?? 1_000_000)
-    else if (p.kind === 'duration') params[key] = ms(what, raw as string | number)
-    else {
-      const choices = p.choices ?? []
-      const norm = (x: string) => x.trim().toLowerCase().replace(/[\s_-]+/g, ' ')
-      const hit = choices.find((x) => norm(x) === norm(String(raw)))
-      if (!hit) throw new UsageError(`${what} takes one of ${choices.map((x) => `'${x}'`).join(', ')}, got ${JSON.stringify(raw)}`)
-      params[key] = hit
-    }
+    if (p.kind === 'boolean' && typeof raw !== 'boolean') throw new UsageError(`${what} is true or false, got ${JSON.stringify(raw)}`)
+    params[key] = p.kind === 'duration' && typeof raw === 'number' ? ms(what, raw) : parseParam(p, what, raw, engine)
   }
   return params
 }

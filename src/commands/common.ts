@@ -14,7 +14,7 @@ import { abort, cleanupAll, describeStuck } from '../lifecycle.js'
 import { BUNDLED, parsePg } from '../db/versions.js'
 import { parseDuration, parseWhole, formatDuration } from '../parse.js'
 import { documentedFor, ownServerRefusal, plan, unavailableOn, type Plan } from '../plan.js'
-import type { Documented, Engine, ParamSpec, Params, Pool, Scenario, Schedule, Verdict } from '../scenario.js'
+import type { Documented, Engine, ParamSpec, ParamValue, Params, Pool, Scenario, Schedule, Verdict } from '../scenario.js'
 
 /** What the scenario flags need of a scenario: a loaded one, or its summary from the index (registry.ts). */
 type Flagged = Pick<Scenario, 'id' | 'params'>
@@ -166,11 +166,7 @@ export function scenarioParams(s: Scenario, cmd: Command, opts: Record<string, u
     const raw = opts[key]
     const given = cmd.getOptionValueSource(key) === 'cli'
     const flag = p.flag.split(' ')[0]
-    if (!given || raw === undefined) params[key] = p.default
-    else if (p.kind === 'boolean') params[key] = Boolean(raw)
-    else if (p.kind === 'whole') params[key] = parseWhole(flag, String(raw), p.min ?? 0, p.max ?? 1_000_000)
-    else if (p.kind === 'choice') params[key] = parseChoice(flag, String(raw), p.choicesOn?.[engine] ?? p.choices ?? [])
-    else params[key] = parseDuration(flag, String(raw))
+    params[key] = !given || raw === undefined ? p.default : parseParam(p, flag, raw, engine)
   }
   // A flag of another scenario is a mistake worth saying, not a silent no-op.
   for (const other of all) {
@@ -183,6 +179,14 @@ export function scenarioParams(s: Scenario, cmd: Command, opts: Record<string, u
     }
   }
   return params
+}
+
+/** One param's value as given (a flag's text, or run()'s value), checked as its kind says; `flag` names it in errors. */
+export function parseParam(p: ParamSpec, flag: string, raw: unknown, engine: Engine = 'postgres'): ParamValue {
+  if (p.kind === 'boolean') return Boolean(raw)
+  if (p.kind === 'whole') return parseWhole(flag, String(raw), p.min ?? 0, p.max ?? 1_000_000)
+  if (p.kind === 'choice') return parseChoice(flag, String(raw), p.choicesOn?.[engine] ?? p.choices ?? [])
+  return parseDuration(flag, String(raw))
 }
 
 /** The short names of isolation levels race bench takes too: --isolation rr means the same everywhere. */
