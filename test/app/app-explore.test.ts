@@ -9,6 +9,7 @@ import os from 'node:os'
 import path from 'node:path'
 import { after, before, test } from 'node:test'
 import postgres, { type Sql } from 'postgres'
+import { exploreJson } from '../support/explore.js'
 import { race, ROOT, schemasOf, useServer, type TestServer } from '../support/server.js'
 
 let server: TestServer
@@ -29,33 +30,8 @@ const EX = path.join(ROOT, 'examples', 'app')
 const ORDERS = path.join(EX, 'orders.race.mjs')
 const LOCKED = path.join(EX, 'orders-locked.race.mjs')
 
-interface Explored {
-  mode: string
-  steps: string
-  complete: boolean
-  orders: string
-  n: number
-  runs: number
-  interleavings: number
-  violating: number
-  unknown: number
-  groups: { key: string; held: boolean | null; count: number; lines: string[] }[]
-  shortest: { line: string; switches: number; shrunk?: { from: string; runs: number } } | null
-  replay: string | null
-  every: { line: string; held: boolean | null; verdict: string; switches: number; outcomes: Record<string, string> }[]
-  sample?: { size: number; seed: number }
-  matched: boolean
-  exitCode: number
-  perSecond: number
-  diverged: number
-}
 
-async function explore(args: string[]): Promise<{ code: number | null; j: Explored; stderr: string }> {
-  const r = await race(['explore', ...args, '--json'], { url: server.url, timeoutMs: 300_000 })
-  assert.deepEqual(await schemasOf(admin, r.pid), [], 'every run schema is dropped')
-  assert.ok(r.stdout.trim().startsWith('{'), r.stdout + r.stderr)
-  return { code: r.code, j: JSON.parse(r.stdout) as Explored, stderr: r.stderr }
-}
+const explore = (args: string[]) => exploreJson(server.url, admin, args)
 
 /** race run <module> --schedule <line> --trials k: whether the invariant held in each trial, and the order that ran. */
 async function replay(file: string, line: string, trials: number, extra: string[] = []): Promise<{ held: (boolean | null)[]; order: string }> {

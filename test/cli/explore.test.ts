@@ -5,6 +5,7 @@ import assert from 'node:assert/strict'
 import path from 'node:path'
 import { after, before, test } from 'node:test'
 import postgres, { type Sql } from 'postgres'
+import { exploreJson } from '../support/explore.js'
 import { race, ROOT, schemasOf, useServer, type TestServer } from '../support/server.js'
 
 let server: TestServer
@@ -22,29 +23,8 @@ const ORDERS = path.join(ROOT, 'examples', 'explore-orders.spec')
 const FIXED = path.join(ROOT, 'examples', 'explore-orders-fixed.spec')
 const TEMPLATE = path.join(ROOT, 'examples', 'orders.spec')
 
-interface Explored {
-  mode: string
-  orders: string
-  runs: number
-  interleavings: number
-  violating: number
-  unknown: number
-  groups: { key: string; held: boolean | null; count: number; lines: string[] }[]
-  shortest: { line: string; switches: number; shrunk?: { from: string; runs: number } } | null
-  replay: string | null
-  every: { line: string; held: boolean | null; verdict: string; switches: number }[]
-  sample?: { size: number; seed: number }
-  matched: boolean
-  exitCode: number
-  perSecond: number
-}
 
-async function explore(args: string[]): Promise<{ code: number | null; j: Explored; stderr: string }> {
-  const r = await race(['explore', ...args, '--json'], { url: server.url, timeoutMs: 300_000 })
-  assert.deepEqual(await schemasOf(admin, r.pid), [], 'every run schema is dropped')
-  assert.ok(r.stdout.trim().startsWith('{'), r.stdout + r.stderr)
-  return { code: r.code, j: JSON.parse(r.stdout) as Explored, stderr: r.stderr }
-}
+const explore = (args: string[]) => exploreJson(server.url, admin, args)
 
 /** race run <file> --schedule <line> --trials k: whether the invariant held in each trial (null: undecided). */
 async function replay(file: string, line: string, trials: number, extra: string[] = []): Promise<(boolean | null)[]> {
