@@ -6,10 +6,9 @@ import assert from 'node:assert/strict'
 import { spawn } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
 import { after, before, test } from 'node:test'
-import { setTimeout as sleep } from 'node:timers/promises'
 import type { Connection } from 'mariadb'
 import { BIN, race } from '../support/server.js'
-import { MYSQL_URL, databasesOf, reachMysql } from './support.js'
+import { MYSQL_URL, databasesOf, reachMysql, until } from './support.js'
 
 let conn: Connection | undefined
 let why: string | undefined
@@ -20,15 +19,6 @@ before(async () => {
 after(async () => {
   await conn?.end()
 })
-
-/** Waits (bounded) until `f` is true, polling the server, never guessing from time. */
-async function until(f: () => Promise<boolean>, what: string, ms = 15_000): Promise<void> {
-  const end = Date.now() + ms
-  while (!(await f())) {
-    if (Date.now() > end) throw new Error(`gave up waiting for ${what}`)
-    await sleep(20)
-  }
-}
 
 /** A race child that holds its race (--hold), resolved once it says so on stderr. */
 function holding(args: string[]): Promise<{ pid: number; done: Promise<{ code: number | null; stderr: string }>; kill: (sig: NodeJS.Signals) => void }> {

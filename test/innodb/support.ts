@@ -1,6 +1,7 @@
 // The machine's MariaDB (or the server MYSQL_URL names), for the InnoDB tests: they run when it answers and say
 // so when they skip. Tests look only at their own databases (found by the mark race writes on each).
 import mariadb, { type Connection } from 'mariadb'
+import { setTimeout as sleep } from 'node:timers/promises'
 
 export const MYSQL_URL = process.env.MYSQL_URL ?? 'mysql://root@127.0.0.1:3306/test'
 
@@ -35,4 +36,13 @@ export async function databasesOf(conn: Connection, pid: number): Promise<string
 export async function databaseExists(conn: Connection, name: string): Promise<boolean> {
   const rows = (await conn.query(`select 1 from information_schema.schemata where schema_name = ?`, [name])) as unknown[]
   return rows.length > 0
+}
+
+/** Waits (bounded) until `f` is true, polling the server, never guessing from time. */
+export async function until(f: () => Promise<boolean>, what: string, ms = 15_000): Promise<void> {
+  const end = Date.now() + ms
+  while (!(await f())) {
+    if (Date.now() > end) throw new Error(`gave up waiting for ${what}`)
+    await sleep(20)
+  }
 }
