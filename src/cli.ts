@@ -5,7 +5,7 @@ import type { Command } from 'commander'
 import fs from 'node:fs'
 import { Interrupted, RunError, UsageError } from './errors.js'
 import { isPostgresJsDestroyedFetch, isPostgresJsNextWriteBug } from './known-bugs.js'
-import { abortSignal, cleanupAll, installSignalHandlers } from './lifecycle.js'
+import { abort, abortSignal, cleanupAll, installSignalHandlers } from './lifecycle.js'
 import { prefetchScenario, summaries, type ScenarioSummary } from './registry.js'
 import { columns, fitLines } from './report/width.js'
 
@@ -54,6 +54,9 @@ async function finish2(code: number, message: string | undefined, errors: Error[
 
 function describe(err: unknown): { code: number; message: string } {
   if (err instanceof UsageError || err instanceof RunError) return { code: err.exitCode, message: err.message }
+  // The reader of race's output went away (race spec ... | head): stopped and cleaned up, quietly, as a command killed
+  // by SIGPIPE; only what cleanup could not undo is said.
+  if (err instanceof Interrupted && err.signal === 'SIGPIPE') return { code: err.exitCode, message: err.leftover ? `${err.message}: stopped, ${err.leftover}` : '' }
   if (err instanceof Interrupted) return { code: err.exitCode, message: `${err.message}: stopped, ${err.leftover ?? 'cleaned up'}` }
   const e = err as Error
   if (process.env.RACE_DEBUG) process.stderr.write(`${e?.stack ?? e}\n`)
@@ -149,6 +152,11 @@ function setExit(code: number): void {
 
 async function main(): Promise<void> {
   installSignalHandlers()
+  // A closed pipe on stdout stops the command as SIGPIPE would, but with race's cleanup (databases, servers).
+  process.stdout.on('error', (e: NodeJS.ErrnoException) => {
+    if (e.code === 'EPIPE') abort(new Interrupted('SIGPIPE'))
+    else void finish(3, describe(e).message)
+  })
   prefetch(process.argv)
   commander = import('commander')
   process.on('uncaughtException', (err) => {

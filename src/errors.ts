@@ -18,6 +18,6 @@ export class Interrupted extends Error {
     super(`interrupted by ${signal}`)
   }
   get exitCode(): number {
-    return this.signal === 'SIGINT' ? 130 : this.signal === 'SIGTERM' ? 143 : 129
+    return this.signal === 'SIGINT' ? 130 : this.signal === 'SIGTERM' ? 143 : this.signal === 'SIGPIPE' ? 141 : 129
   }
 }

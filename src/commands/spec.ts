@@ -15,7 +15,7 @@ import { parseDuration, parseWhole } from '../parse.js'
 import { c } from '../report/color.js'
 import { diffLines } from '../spec/diff.js'
 import { libpqEnv, readSpec, specName } from '../spec/files.js'
-import { fsyncOff, mayCreateDatabase, reapDatabases, REGRESS_SERVER_SETTINGS, SpecDatabase } from '../spec/database.js'
+import { fsyncOff, mayCreateDatabase, reapDatabases, REGRESS_DATABASE, REGRESS_SERVER_SETTINGS, SpecDatabase } from '../spec/database.js'
 import { guardedBlock } from '../spec/guarded.js'
 import { expandTemplates, hasTemplate, type Spec } from '../spec/parse.js'
 import { countPermutations, runTester } from '../spec/tester.js'
@@ -331,6 +331,8 @@ async function runOne(lab: Lab, spec: Spec, database: Promise<SpecDatabase> | un
   const release = onCleanup('spec sessions', terminate)
   let result: { exit: 0 | 1 } | undefined
   let failure: unknown
+  // Whether the spec left its database as fresh as a new one (asked on the spec's control connection at its end).
+  let pristine = false
   try {
     result = await Promise.race([
       runTester(
@@ -348,6 +350,12 @@ async function runOne(lab: Lab, spec: Spec, database: Promise<SpecDatabase> | un
                 guardedBlock(control, sql, schema!.name, kind === 'setup' ? `${spec.file}:${spec.setup[index].pos.line}: setup block ${index + 1}` : `${spec.file}:${spec.teardown!.pos.line}: teardown block`)
             : undefined,
           onBackends: (p) => (pids = p),
+          // Beside the transcript (isolationtester's, which shows the server's FATAL error), race says which session
+          // the server ended and why: a spec whose later steps meet that session fails as isolationtester's does.
+          onSessionLost: (note) => {
+            if (!abortSignal.aborted && !stopped) process.stderr.write(`race: ${note}\n`)
+          },
+          atEnd: db && k.reuse ? async (control) => void (pristine = await db!.pristine(control)) : undefined,
         },
         sink,
       ),
@@ -373,11 +381,12 @@ async function runOne(lab: Lab, spec: Spec, database: Promise<SpecDatabase> | un
       // On race's own server every role the spec left is its; on a shared one, only those its text names.
       const d = db
       const mentioned = k.own ? undefined : fs.readFileSync(spec.file, 'latin1')
-      const clean = k.reuse !== undefined && result !== undefined && failure === undefined && !abortSignal.aborted && (await d.pristine())
+      const clean = k.reuse !== undefined && result !== undefined && failure === undefined && !abortSignal.aborted && pristine
       if (clean && !(await d.dropRoles(mentioned))) k.reuse!(d)
       else {
         const drop = d.drop(mentioned).finally(() => d.release())
-        if (k.later && failure === undefined && !abortSignal.aborted) k.later(drop)
+        // In the background, unless it holds pg_regress's name, which the next spec's database is to take.
+        if (k.later && failure === undefined && !abortSignal.aborted && d.name !== REGRESS_DATABASE) k.later(drop)
         else left = await drop
       }
       if (o.keep) process.stderr.write(`race: ${spec.file}: database ${db.name} kept (--keep): drop database "${db.name}" with (force)\n`)

@@ -114,8 +114,8 @@ export class SpecDatabase {
    * (written since?). A database whose state equals a fresh copy's (no row written since, none removed, none
    * added) is, as far as anything a spec can see in its catalogs, a fresh database.
    */
-  async state(): Promise<string> {
-    const conn = await PgConn.connect(this.lab.target, { connectTimeoutMs: this.lab.connectTimeoutMs, params: [['application_name', 'race spec databases']], database: this.name })
+  async state(on?: PgConn): Promise<string> {
+    const conn = on ?? (await PgConn.connect(this.lab.target, { connectTimeoutMs: this.lab.connectTimeoutMs, params: [['application_name', 'race spec databases']], database: this.name }))
     try {
       let names = catalogs.get(this.lab)
       if (!names) {
@@ -133,29 +133,46 @@ export class SpecDatabase {
       if (r?.status !== 'TUPLES_OK') throw new Error(conn.errorMessage.trim())
       return r.rows[0][0] ?? ''
     } finally {
-      await conn.close()
+      if (!on) await conn.close()
     }
   }
 
-  /** Whether the spec left it as fresh as it was made (so the next spec may run in it); false when unsure. */
-  async pristine(): Promise<boolean> {
+  /**
+   * Whether the spec left it as fresh as it was made (so the next spec may run in it); false when unsure. `on`: a
+   * connection to it that may ask (the spec's own control connection, once its sessions are closed).
+   */
+  async pristine(on?: PgConn): Promise<boolean> {
     const base = baselines.get(this.lab)
     if (!base || this.keep) return false
     try {
-      return (await this.state()) === base
+      return (await this.state(on)) === base
     } catch {
       return false
     }
   }
 
   /**
-   * Makes it the spec's, right before the spec runs: on race's own server it takes pg_isolation_regress's name
-   * (the previous spec's database is gone by then); the roles that exist now are noted.
+   * Makes it the spec's, right before the spec runs: it takes pg_isolation_regress's name (on race's own server
+   * always, the previous spec's database is gone by then; on a server of the user's when no database holds that
+   * name); the roles that exist now are noted.
    */
   async begin(): Promise<void> {
-    if (this.own && this.name !== REGRESS_DATABASE) {
-      await this.lab.control.unsafe(`drop database if exists ${ident(REGRESS_DATABASE)} with (force)`)
-      await this.lab.control.unsafe(`alter database ${ident(this.name)} rename to ${ident(REGRESS_DATABASE)}`)
+    if (this.name !== REGRESS_DATABASE) {
+      if (this.own) {
+        await this.lab.control.unsafe(`drop database if exists ${ident(REGRESS_DATABASE)} with (force)`)
+        await this.lab.control.unsafe(`alter database ${ident(this.name)} rename to ${ident(REGRESS_DATABASE)}`)
+      } else {
+        // On a server of the user's it takes that name only while no other database holds it (pg_regress's own, or
+        // another race run's): a spec may name its database (intra-grant-inplace-db grants on it). Else it keeps
+        // race_spec_<hex>, and such a spec's transcript shows that name.
+        try {
+          await this.lab.control.unsafe(`alter database ${ident(this.name)} rename to ${ident(REGRESS_DATABASE)}`)
+        } catch (e) {
+          if ((e as { code?: string }).code !== '42P04') throw e
+          this.rolesBefore = await roles(this.lab.control)
+          return
+        }
+      }
       this.name = REGRESS_DATABASE
       // The rename wrote its pg_database row: rows written from here on are the spec's.
       const [r] = await this.lab.control`select (txid_current() % 4294967296)::text as x`
@@ -245,7 +262,7 @@ export async function reapDatabases(lab: Lab): Promise<string[]> {
         select d.datname
           from pg_catalog.pg_database d
           join pg_catalog.pg_shdescription s on s.objoid = d.oid and s.classoid = 'pg_catalog.pg_database'::regclass
-         where d.datname like 'race\\_spec\\_%'
+         where (d.datname like 'race\\_spec\\_%' or d.datname = ${REGRESS_DATABASE})
            and d.datdba = (select oid from pg_catalog.pg_roles where rolname = current_user)
            and s.description ~ '^race:\\{.*\\}$'
            and not coalesce((substr(s.description, 6)::jsonb ->> 'keep')::boolean, false)

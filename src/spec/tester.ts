@@ -23,17 +23,16 @@ export interface TranscriptSink {
 class Exit extends Error {}
 
 /**
- * A connection the server closed (pg_terminate_backend, idle_session_timeout, a crash): the transcript ends
- * with what isolationtester prints for the step that found it (the server's FATAL error, "server closed the
- * connection unexpectedly"), and the run stops there: exit 3, one line naming the session, the step and why.
- * isolationtester would go on and fail at the session's next step, or finish without it; a spec that lost a
- * session tested something else than it says, so race does not judge the rest.
+ * A connection the server closed (pg_terminate_backend, idle_session_timeout, a crash), in one line naming who,
+ * when and why (the server's FATAL error). For a session, race goes on as isolationtester does (the transcript
+ * shows the FATAL error and "server closed the connection unexpectedly"; the session's next step fails to be
+ * sent, exit 1) and says this line beside the transcript. For race's control connection the spec stops there.
  */
-export function connectionLost(file: string, who: string, during: string, conn: PgConn): RunError {
+function connectionLost(file: string, who: string, during: string, conn: PgConn): string {
   const f = conn.fatal
   const code = f?.C
   const why = f ? ` (${code ?? 'FATAL'}${conditionName(code) ? ' ' + conditionName(code) : ''}: ${Buffer.from(f.M ?? '', 'latin1').toString('utf8')})` : ''
-  return new RunError(`${file}: the server closed ${who}'s connection${why} ${during}: the spec stopped there`)
+  return `${file}: the server closed ${who}'s connection${why} ${during}`
 }
 
 interface Conn {
@@ -72,6 +71,18 @@ export interface TesterOptions {
   block?: (control: PgConn, sql: string, kind: 'setup' | 'teardown', index: number) => Promise<PgResult | null>
   /** Called with the backends once connected (so an abort can end them). */
   onBackends?: (pids: number[]) => void
+  /**
+   * Called once for each session whose connection the server closed (a step that ends its own backend, a session
+   * terminated by another, idle_session_timeout), with a line naming the session, the step and why. The run goes
+   * on as isolationtester's does: the transcript shows the server's FATAL error, and a later step of that session
+   * fails to be sent (exit 1), as isolationtester's.
+   */
+  onSessionLost?: (note: string) => void
+  /**
+   * Called once the spec has run (isolationtester's exit 0 or 1), with its sessions' connections closed and its
+   * control connection still open (race asks it whether the spec left its database as fresh as it found it).
+   */
+  atEnd?: (control: PgConn) => Promise<void>
 }
 
 export interface TesterResult {
@@ -93,27 +104,35 @@ export async function runTester(spec: Spec, o: TesterOptions, sink: TranscriptSi
   }
   try {
     const names = ['control connection', ...spec.sessions.map((s) => s.name)]
-    for (let i = 0; i < names.length; i++) {
-      const params: [string, string][] = [...o.params]
-      if (o.appName !== undefined) params.unshift(['application_name', o.appName])
-      let conn: PgConn
-      try {
-        conn = await PgConn.connect(o.target, { connectTimeoutMs: o.connectTimeoutMs, params, database: o.database })
-      } catch (e) {
-        throw new RunError(`could not connect to ${o.target.label} (connection ${i}): ${(e as Error).message}`)
-      }
-      const c: Conn = { conn, name: names[i], notices: 0 }
-      conns.push(c)
-      if (i > 0) {
-        conn.onNotice = (m) => {
-          sink.out(`${c.name}: ${m}`)
-          c.notices++
-          anyNewNotice = true
+    const params: [string, string][] = [...o.params]
+    if (o.appName !== undefined) params.unshift(['application_name', o.appName])
+    // Every connection at once (isolationtester opens them one after another; nothing in a transcript depends on
+    // the order), so that a spec's start costs one connection's time, not one per session.
+    const slots: (Conn | undefined)[] = names.map(() => undefined)
+    const opened = await Promise.allSettled(
+      names.map(async (name, i) => {
+        let conn: PgConn
+        try {
+          conn = await PgConn.connect(o.target, { connectTimeoutMs: o.connectTimeoutMs, params, database: o.database })
+        } catch (e) {
+          throw new RunError(`could not connect to ${o.target.label} (connection ${i}): ${(e as Error).message}`)
         }
-      }
-      const r = await conn.exec(`SELECT set_config('application_name',\n  current_setting('application_name') || '/' || ${literal(names[i])},\n  false)`)
-      if (r?.status !== 'TUPLES_OK') throw new RunError(`setting the application name failed: ${conn.errorMessage.trim()}`)
-    }
+        const c: Conn = { conn, name, notices: 0 }
+        slots[i] = c
+        if (i > 0) {
+          conn.onNotice = (m) => {
+            sink.out(`${c.name}: ${m}`)
+            c.notices++
+            anyNewNotice = true
+          }
+        }
+        const r = await conn.exec(`SELECT set_config('application_name',\n  current_setting('application_name') || '/' || ${literal(name)},\n  false)`)
+        if (r?.status !== 'TUPLES_OK') throw new RunError(`setting the application name failed: ${conn.errorMessage.trim()}`)
+      }),
+    )
+    for (const c of slots) if (c) conns.push(c)
+    const failed = opened.find((x): x is PromiseRejectedResult => x.status === 'rejected')
+    if (failed) throw failed.reason
     o.onBackends?.(conns.map((c) => c.conn.pid))
     const control = conns[0].conn
     const pidList = conns
@@ -122,7 +141,14 @@ export async function runTester(spec: Spec, o: TesterOptions, sink: TranscriptSi
       .join(',')
 
     const exec = async (c: PgConn, sql: string) => c.exec(sql)
-    const lost = (c: Conn, during: string) => connectionLost(spec.file, c === conns[0] ? "race's isolationtester control connection" : `session ${c.name}`, during, c.conn)
+    const lost = (c: Conn, during: string) => new RunError(`${connectionLost(spec.file, "race's isolationtester control connection", during, c.conn)}: the spec stopped there`)
+    // A session's connection closed: said once (not in the transcript, which stays isolationtester's).
+    const told = new Set<Conn>()
+    const sessionLost = (c: Conn, during: string) => {
+      if (told.has(c)) return
+      told.add(c)
+      o.onSessionLost?.(connectionLost(spec.file, `session ${c.name}`, during, c.conn))
+    }
     // A block on control that fails because control was closed (the guard's own questions included) is that loss.
     const onControl = async <T>(run: () => Promise<T>, during: string): Promise<T> => {
       try {
@@ -157,7 +183,11 @@ export async function runTester(spec: Spec, o: TesterOptions, sink: TranscriptSi
         const readable = await conn.waitReadable(10)
         if (readable) {
           // isolationtester: "PQconsumeInput failed", exit 1. A closed socket stays readable: never loop on it.
-          if (!conn.consumeInput()) throw lost(ic, `during step ${p.name}`)
+          if (!conn.consumeInput()) {
+            sessionLost(ic, `during step ${p.name}`)
+            sink.err(`PQconsumeInput failed: ${conn.errorMessage}\n`)
+            throw new Exit()
+          }
           continue
         }
         if (flags & NONBLOCK) {
@@ -200,7 +230,7 @@ export async function runTester(spec: Spec, o: TesterOptions, sink: TranscriptSi
           sink.out(sev !== undefined && msg !== undefined ? `${sev}:  ${msg}\n` : `${r.errorMessage ?? ''}\n`)
         }
       }
-      if (conn.closed) throw lost(ic, `in step ${p.name}`)
+      if (conn.closed) sessionLost(ic, `in step ${p.name}`)
       conn.consumeInput()
       for (let n = conn.nextNotify(); n; n = conn.nextNotify()) {
         const sender = conns.slice(1).find((c) => c.conn.pid === n!.pid)?.name ?? `PID ${n.pid}`
@@ -250,7 +280,7 @@ export async function runTester(spec: Spec, o: TesterOptions, sink: TranscriptSi
         if (s.setup === undefined) continue
         const c = conns[i + 1].conn
         const r = await exec(c, s.setup)
-        if (c.closed) throw lost(conns[i + 1], 'in its setup block')
+        if (c.closed) sessionLost(conns[i + 1], 'in its setup block')
         if (r?.status === 'TUPLES_OK') sink.out(printResult(r))
         else if (r?.status !== 'COMMAND_OK') {
           sink.err(`setup of session ${s.name} failed: ${c.errorMessage}`)
@@ -273,9 +303,11 @@ export async function runTester(spec: Spec, o: TesterOptions, sink: TranscriptSi
             }
           }
         }
-        // isolationtester: "failed to send query for step", exit 1 (race stops as soon as a session is lost, so
-        // this is only a safeguard).
-        if (!ic.conn.sendQuery(p.step.sql)) throw lost(ic, `before step ${p.name}`)
+        // isolationtester: "failed to send query for step", exit 1 (a session whose connection the server closed).
+        if (!ic.conn.sendQuery(p.step.sql)) {
+          sink.out(`failed to send query for step ${p.name}: ${ic.conn.errorMessage}\n`)
+          throw new Exit()
+        }
         ic.active = p
         p.targets = p.blockers.map((b) => (b.kind === 'notices' ? b.count + conns[1 + stepByName.get(b.step)!.session].notices : -1))
         const mustWait = await tryComplete(p, NONBLOCK)
@@ -292,7 +324,7 @@ export async function runTester(spec: Spec, o: TesterOptions, sink: TranscriptSi
         if (s.teardown === undefined) continue
         const c = conns[i + 1].conn
         const r = await exec(c, s.teardown)
-        if (c.closed) throw lost(conns[i + 1], 'in its teardown block')
+        if (c.closed) sessionLost(conns[i + 1], 'in its teardown block')
         if (r?.status === 'TUPLES_OK') sink.out(printResult(r))
         else if (r?.status !== 'COMMAND_OK') sink.err(`teardown of session ${s.name} failed: ${c.errorMessage}`)
       }
@@ -304,6 +336,7 @@ export async function runTester(spec: Spec, o: TesterOptions, sink: TranscriptSi
     }
 
     const pstep = (ps: PermutationStep): PStep => ({ name: ps.name, step: stepByName.get(ps.name)!, blockers: ps.blockers, targets: [] })
+    let exit: 0 | 1 = 0
     try {
       if (spec.permutations.length) {
         for (const perm of spec.permutations) await runPermutation(perm.steps.map(pstep))
@@ -311,10 +344,14 @@ export async function runTester(spec: Spec, o: TesterOptions, sink: TranscriptSi
         for (const perm of allPermutations(spec)) await runPermutation(perm.steps.map(pstep))
       }
     } catch (e) {
-      if (e instanceof Exit) return { exit: 1 }
-      throw e
+      if (!(e instanceof Exit)) throw e
+      exit = 1
     }
-    return { exit: 0 }
+    if (o.atEnd && !control.closed) {
+      await Promise.all(conns.slice(1).map((c) => c.conn.close()))
+      await o.atEnd(control)
+    }
+    return { exit }
   } finally {
     await close()
   }

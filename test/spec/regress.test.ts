@@ -225,3 +225,28 @@ test('what one spec leaves in its database (a table, a comment on a system funct
     assert.doesNotMatch(text, /race was here/)
   }
 })
+
+test("on a server of the user's a spec's database takes pg_regress's name while no database holds it (a spec may grant on it); else it keeps race_spec_<hex> and the other is untouched", async (t) => {
+  if (await databaseExists('isolation_regression')) return t.skip('a database isolation_regression exists on this server (another run or pg_regress holds the name)')
+  const f = spec('named', `session a\nstep db { select current_database(); }\nstep g { grant temp on database isolation_regression to public; }\n`)
+  const out = path.join(dir, 'out-named')
+  const r = await race(['spec', f, f, '--results', out, '--database-url', server.url], { timeoutMs: 120_000 })
+  assert.equal(r.code, 0, r.stderr + r.stdout)
+  const text = fs.readFileSync(path.join(out, 'named.out'), 'utf8')
+  assert.equal(databaseOf(text), 'isolation_regression')
+  assert.match(text, /^step g: grant temp on database isolation_regression to public;\n(?!ERROR)/m, text)
+  assert.equal(await databaseExists('isolation_regression'), false, 'race dropped the database that held the name')
+  // Someone else's isolation_regression (no race mark): race neither takes the name nor touches that database.
+  await admin.unsafe(`create database isolation_regression template template0`)
+  try {
+    const which = spec('which', `session a\nstep db { select current_database(); }\n`)
+    const r2 = await race(['spec', which, '--results', out, '--database-url', server.url], { timeoutMs: 120_000 })
+    assert.equal(r2.code, 0, r2.stderr + r2.stdout)
+    const db = databaseOf(fs.readFileSync(path.join(out, 'which.out'), 'utf8'))
+    assert.match(db, /^race_spec_[0-9a-f]+$/)
+    assert.equal(await databaseExists(db), false, `${db} was left`)
+    assert.equal(await databaseExists('isolation_regression'), true, "the other database is left alone")
+  } finally {
+    await admin.unsafe(`drop database if exists isolation_regression`)
+  }
+})

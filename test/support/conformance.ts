@@ -28,8 +28,8 @@ function specEnv(file: string, name: string): NodeJS.ProcessEnv {
   return env
 }
 
-/** Runs a command with stdout and stderr into one file (as `> out 2>&1`), stdin from a file. */
-function runTo(cmd: string, args: string[], env: NodeJS.ProcessEnv, stdinFile: string | null, outFile: string, timeoutMs: number): Promise<number | null> {
+/** Runs a command with stdout and stderr into one file (as `> out 2>&1`), stdin from a file; resolves with its exit code (null: killed at the bound). */
+export function runTo(cmd: string, args: string[], env: NodeJS.ProcessEnv, stdinFile: string | null, outFile: string, timeoutMs: number): Promise<number | null> {
   const out = fs.openSync(outFile, 'w')
   const input = stdinFile ? fs.openSync(stdinFile, 'r') : 'ignore'
   return new Promise((resolve) => {
@@ -44,10 +44,19 @@ function runTo(cmd: string, args: string[], env: NodeJS.ProcessEnv, stdinFile: s
   })
 }
 
-function baseEnv(): NodeJS.ProcessEnv {
+/** This process's environment without what would point a client elsewhere or change its output (each caller sets pg_regress's). */
+export function baseEnv(): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = { ...process.env, NO_COLOR: "1" }
   for (const k of ['DATABASE_URL', 'PGHOST', 'PGPORT', 'PGUSER', 'PGDATABASE', 'PGPASSWORD', 'PGOPTIONS', 'PGAPPNAME', 'PGDATESTYLE', 'PGTZ', 'PGISOLATIONTIMEOUT']) delete env[k]
   return env
+}
+
+/**
+ * pg_regress's environment for isolation tests (initialize_environment in pg_regress.c): PGDATESTYLE, PGTZ (PST8PDT
+ * before the releases of 2024, America/Los_Angeles since), PGOPTIONS with intervalstyle; PGAPPNAME is per spec.
+ */
+export function regressEnv(pgtz = 'America/Los_Angeles'): NodeJS.ProcessEnv {
+  return { ...baseEnv(), PGDATESTYLE: 'Postgres, MDY', PGTZ: pgtz, PGOPTIONS: '-c intervalstyle=postgres_verbose' }
 }
 
 export async function conform(server: Server, names: string[], log: (line: string) => void = (l) => process.stdout.write(l)): Promise<{ same: number; total: number; ms: number; different: string[] }> {
