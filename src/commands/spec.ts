@@ -47,8 +47,8 @@ export function registerSpec(program: Command, exit: (code: number) => void): Co
     'after',
     `
 Like libpq, race reads PGOPTIONS, PGDATESTYLE, PGTZ and PGAPPNAME (pg_regress runs isolation tests with
-PGDATESTYLE='Postgres, MDY', PGTZ=PST8PDT and PGAPPNAME=isolation/<test>, which race uses when PGAPPNAME is
-not set). A step is cancelled as the server's own isolationtester would cancel it: after twice
+PGDATESTYLE='Postgres, MDY', PGTZ=America/Los_Angeles, PGOPTIONS='-c intervalstyle=postgres_verbose' and
+PGAPPNAME=isolation/<test>, which race uses when PGAPPNAME is not set). A step is cancelled as the server's own isolationtester would cancel it: after twice
 PG_TEST_TIMEOUT_DEFAULT seconds on PostgreSQL 16 and later (default 360 s), after PGISOLATIONTIMEOUT seconds
 before (default 300 s).
 

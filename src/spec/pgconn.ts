@@ -291,7 +291,10 @@ export class PgConn {
         if (!this.closed) this.errorMessage += CLOSED_MESSAGE
         this.closed = true
         this.async = 'idle'
-        return { status: 'FATAL_ERROR', fields: [], rows: [], tag: '', errorMessage: CLOSED_MESSAGE }
+        // The isolationtester of each version runs on its own libpq: before 15, libpq made this result of all the
+        // connection's error message since the query began (the server's FATAL line again), 15 and later of the new part.
+        const major = parseInt(this.parameters.get('server_version') ?? '', 10)
+        return { status: 'FATAL_ERROR', fields: [], rows: [], tag: '', errorMessage: major < 15 ? this.errorMessage : CLOSED_MESSAGE }
       }
       await this.waitReadable(-1)
       this.consumeInput()

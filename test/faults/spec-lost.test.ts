@@ -11,7 +11,9 @@ import os from 'node:os'
 import path from 'node:path'
 import { after, test } from 'node:test'
 import { spawn } from 'node:child_process'
-import { NATIVE, testerFor } from '../support/conformance.js'
+import { startEmbedded } from '../../src/db/embedded.js'
+import { binariesFor, isolationTester } from '../../src/db/versions.js'
+import { baseEnv, NATIVE, runTo, testerFor } from '../support/conformance.js'
 import { leftBy, oneCleanLine, outside, useOutside } from '../support/faults.js'
 import { race } from '../support/server.js'
 
@@ -181,5 +183,23 @@ step b { select 1; }
     assert.deepEqual(await leftBy(ctx.sql, r.pid), [])
   } finally {
     await ctx.sql.unsafe(`drop owned by ${role}; drop role ${role}`)
+  }
+})
+
+test("on PostgreSQL 14 race's transcript of a lost session is 14's isolationtester's, whose libpq repeats the server's FATAL line", { skip: process.env.DATABASE_URL ? 'the --pg runs are on the first pass (no DATABASE_URL)' : false }, async () => {
+  const bins = await binariesFor(14)
+  const server = await startEmbedded({ pg: 14 })
+  try {
+    const file = specFile('lost-on-14', 'session s1\nstep a { select pg_terminate_backend(pg_backend_pid()); }\nsession s2\nstep b { select 1; }\npermutation a b\n')
+    const r = await race(['spec', file, '--database-url', server.url, '--run-timeout', '90s'], { timeoutMs: 120_000 })
+    assert.equal(r.code, 0, r.stderr)
+    const out = path.join(dir, 'lost-on-14.isolationtester')
+    const env: NodeJS.ProcessEnv = { ...baseEnv(), LD_LIBRARY_PATH: path.join(bins.native, 'lib') }
+    assert.equal(await runTo(isolationTester(bins), [server.url], env, file, out, 120_000), 0)
+    const oracle = fs.readFileSync(out, 'latin1')
+    assert.ok(oracle.includes(`FATAL:  terminating connection due to administrator command\n${CLOSED}`), oracle)
+    assert.equal(r.stdout, oracle)
+  } finally {
+    await server.stop()
   }
 })

@@ -250,3 +250,31 @@ test("on a server of the user's a spec's database takes pg_regress's name while 
     await admin.unsafe(`drop database if exists isolation_regression`)
   }
 })
+
+test('race spec | head: the reader goes away, race stops quietly as under SIGPIPE (exit 141), its database dropped', async () => {
+  const f = spec('piped', `session a\nstep db { select current_database(); }\nstep many { select g from generate_series(1, 20000) g; }\nstep more { select g from generate_series(1, 20000) g; }\n`)
+  const env: NodeJS.ProcessEnv = { ...process.env, NO_COLOR: '1' }
+  delete env.DATABASE_URL
+  const child = spawn(process.execPath, [BIN, 'spec', f, '--database-url', server.url], { env, stdio: ['ignore', 'pipe', 'pipe'] })
+  let stdout = ''
+  let stderr = ''
+  child.stderr.on('data', (d) => (stderr += d))
+  let db = ''
+  const code = await new Promise<number | null>((resolve) => {
+    const timer = setTimeout(() => child.kill('SIGKILL'), 90_000)
+    child.stdout.on('data', (d) => {
+      stdout += d
+      // As head does: read until the database's name is there, then close the pipe.
+      const m = /^(race_spec_[0-9a-f]+|isolation_regression)\s*$/m.exec(stdout)
+      if (m && !db) {
+        db = m[1]
+        child.stdout.destroy()
+      }
+    })
+    child.on('close', (c) => (clearTimeout(timer), resolve(c)))
+  })
+  assert.ok(db, stdout)
+  assert.equal(code, 141, stderr)
+  assert.equal(stderr, '', 'nothing said: the reader asked for no more')
+  assert.equal(await databaseExists(db), false, `${db} was left`)
+})
