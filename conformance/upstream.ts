@@ -51,6 +51,16 @@ function read(f: string): Buffer {
   return fs.existsSync(f) ? fs.readFileSync(f) : Buffer.alloc(0)
 }
 
+/** The embedded server isolationtester runs on: stopped on Ctrl-C or SIGTERM too, never left running. */
+let server: EmbeddedServer | undefined
+for (const sig of ['SIGINT', 'SIGTERM'] as const) {
+  process.on(sig, () => {
+    void Promise.resolve(server?.stop())
+      .catch(() => {})
+      .finally(() => process.exit(sig === 'SIGINT' ? 130 : 143))
+  })
+}
+
 async function main(): Promise<void> {
   const args = process.argv.slice(2)
   const url = take(args, '--database-url')
@@ -72,7 +82,6 @@ async function main(): Promise<void> {
   fs.mkdirSync(testerDir)
 
   // isolationtester's side, as pg_isolation_regress runs it.
-  let server: EmbeddedServer | undefined
   let target = url
   const testerEnv = { ...env }
   if (!url) {

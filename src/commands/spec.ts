@@ -153,14 +153,27 @@ export async function specCommand(files: string[], o: SpecOptions): Promise<numb
       let spare: SpecDatabase | undefined
       // Databases being dropped while the next spec runs (on a shared server, where each has a name of its own).
       const pending: { p: Promise<string | undefined>; i: number }[] = []
+      // The next spec's database is made while a spec runs (on aux), so that a spec that needs a new one (its
+      // predecessor did not leave its database fresh) does not wait for CREATE DATABASE. Not with --keep, where every
+      // database made is a spec's to keep.
+      let ahead: Promise<SpecDatabase> | undefined
+      const make = (): Promise<SpecDatabase> => {
+        const p = SpecDatabase.create(lab, { own, keep: Boolean(o.keep), fileCopy, sql: aux })
+        p.catch(() => {}) // awaited by the spec that takes it, whose error it then is
+        return p
+      }
       for (const [i, item] of items.entries()) {
         const name = specName(item.file)
         let db: Promise<SpecDatabase> | undefined
         if (item.spec && inDatabase) {
-          db = spare ? Promise.resolve(spare) : SpecDatabase.create(lab, { own, keep: Boolean(o.keep), fileCopy, sql: aux })
+          if (spare) db = Promise.resolve(spare)
+          else {
+            db = ahead ?? make()
+            ahead = undefined
+          }
           spare = undefined
+          if (!ahead && !o.keep && items.slice(i + 1).some((x) => x.spec)) ahead = make()
         }
-        void i
         const x: Outcome = item.spec
           ? await runOne(lab, item.spec, db, {
               o,
@@ -183,8 +196,8 @@ export async function specCommand(files: string[], o: SpecOptions): Promise<numb
         outcomes.push(x)
         if (o.results !== undefined) fs.writeFileSync(path.join(o.results, `${name}.out`), Buffer.from(x.text, 'latin1'))
       }
-      if (spare) {
-        const d: SpecDatabase = spare
+      for (const d of [spare, await ahead?.catch(() => undefined)]) {
+        if (!d) continue
         d.release()
         const left = await d.drop()
         if (left) process.stderr.write(`race: ${left}\n`)
