@@ -3,6 +3,7 @@
 import type { Command } from 'commander'
 import { clearCache, describeCache, type CacheReport } from '../db/template.js'
 import fs from 'node:fs'
+import path from 'node:path'
 import { BUILDS, BUNDLED, describeBinaries, mirrors, SUPPORTED, type BinEntry } from '../db/versions.js'
 import { RunError } from '../errors.js'
 import { c } from '../report/color.js'
@@ -79,11 +80,29 @@ export function cacheCommand(o: { json?: boolean }): number {
   return 0
 }
 
+/** Whether a process runs a program from under `dir` (Linux: /proc/<pid>/exe); false where that cannot be read. */
+function runningFrom(dir: string): boolean {
+  let pids: string[]
+  try {
+    pids = fs.readdirSync('/proc').filter((n) => /^\d+$/.test(n))
+  } catch {
+    return false
+  }
+  return pids.some((pid) => {
+    try {
+      return fs.readlinkSync(`/proc/${pid}/exe`).startsWith(dir + path.sep)
+    } catch {
+      return false
+    }
+  })
+}
+
 export function clearCommand(o: { json?: boolean }): number {
   const bins = describeAll().binaries.length
   const r = clearCache()
-  // The copies of fetched versions made for the postgres user (race as root) go with the cache they came from.
-  if (!r.why) for (const m of mirrors()) fs.rmSync(m, { recursive: true, force: true })
+  // The copies of fetched versions made for the postgres user (race as root) go with the cache they came from,
+  // but for one a live run's server runs from: that run's, left alone (the next clear removes it).
+  if (!r.why) for (const m of mirrors()) if (!runningFrom(m)) fs.rmSync(m, { recursive: true, force: true })
   if (r.why) throw new RunError(`${r.dir ?? 'the cache folder'} is not race's to remove: ${r.why}`)
   const removed = r.removed
   if (o.json) {

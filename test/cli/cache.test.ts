@@ -9,6 +9,9 @@ import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import { after, test } from 'node:test'
+import postgres from 'postgres'
+import { startEmbedded } from '../../src/db/embedded.js'
+import { mirrors } from '../../src/db/versions.js'
 import { race, type CliResult } from '../support/server.js'
 import { runDirsOf, startRacing } from '../support/procs.js'
 
@@ -200,4 +203,25 @@ test("a cache folder that is not the user's (another owner, a symbolic link) is 
   await runOnce(other.env)
   assert.deepEqual(fs.readdirSync(target), [], 'nothing written through the link')
   assert.equal((await cacheJson(other.env)).why, 'it is a symbolic link')
+})
+
+test("race cache clear leaves alone the copy of a fetched PostgreSQL that a live run's server runs from (race as root)", { skip: process.getuid?.() !== 0 ? 'the copies are made for root only' : process.env.DATABASE_URL ? 'the --pg runs are on the first pass (no DATABASE_URL)' : false }, async () => {
+  const server = await startEmbedded({ pg: 16 })
+  try {
+    const from = mirrors().find((m) => m.includes('16.'))
+    assert.ok(from, 'the server runs from a copy in the temporary folder')
+    const r = await race(['cache', 'clear', '--json'], { env: freshHome().env })
+    assert.equal(r.code, 0, r.stderr)
+    assert.equal(fs.existsSync(from), true, 'the live server\'s copy is left')
+    const sql = postgres(server.url, { max: 1, onnotice: () => {} })
+    try {
+      // A new connection loads the time zone files from the copy's share folder: they must still be there.
+      assert.equal((await sql`select current_setting('server_version_num')::int / 10000 as major`)[0].major, 16)
+      await sql`set timezone = 'America/Los_Angeles'`
+    } finally {
+      await sql.end({ timeout: 1 })
+    }
+  } finally {
+    await server.stop()
+  }
 })
