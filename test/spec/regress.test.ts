@@ -4,7 +4,7 @@
 // refusal or failure never stopping the others, and the databases a killed run left reaped by the next run
 // (never a live run's). Specs are this file's own, written to a temporary folder.
 import assert from 'node:assert/strict'
-import { spawn } from 'node:child_process'
+import { spawn, type ChildProcess } from 'node:child_process'
 import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
@@ -48,6 +48,28 @@ function databaseOf(out: string): string {
   const m = /^(race_spec_[0-9a-f]+|isolation_regression)\s*$/m.exec(out)
   assert.ok(m, `no database name in:\n${out}`)
   return m[1]
+}
+
+/**
+ * race spec FILE on the test server, its stdout watched as it comes (`onOut` with all of it so far, and the child);
+ * bounded: a race that never ends is killed, and the test fails on its exit code.
+ */
+async function watchSpec(f: string, onOut: (stdout: string, child: ChildProcess) => void): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  const env: NodeJS.ProcessEnv = { ...process.env, NO_COLOR: '1' }
+  delete env.DATABASE_URL
+  const child = spawn(process.execPath, [BIN, 'spec', f, '--database-url', server.url], { env, stdio: ['ignore', 'pipe', 'pipe'] })
+  let stdout = ''
+  let stderr = ''
+  child.stderr.on('data', (d) => (stderr += d))
+  const code = await new Promise<number | null>((resolve) => {
+    const timer = setTimeout(() => child.kill('SIGKILL'), 90_000)
+    child.stdout.on('data', (d) => {
+      stdout += d
+      onOut(stdout, child)
+    })
+    child.on('close', (c) => (clearTimeout(timer), resolve(c)))
+  })
+  return { code, stdout, stderr }
 }
 
 test("on race's own server a spec runs as under pg_regress: its own database, public.x, pg_regress's settings, prepared transactions, isolation/<spec>", async () => {
@@ -190,21 +212,9 @@ step w2 { select 1; }
 permutation db l w w2 c
 `,
   )
-  const env: NodeJS.ProcessEnv = { ...process.env, NO_COLOR: '1' }
-  delete env.DATABASE_URL
-  const child = spawn(process.execPath, [BIN, 'spec', f, '--database-url', server.url], { env, stdio: ['ignore', 'pipe', 'pipe'] })
-  let stdout = ''
-  let stderr = ''
-  child.stderr.on('data', (d) => (stderr += d))
-  const code = await new Promise<number | null>((resolve) => {
-    // Bounded: if race never ends, the test fails instead of hanging.
-    const timer = setTimeout(() => child.kill('SIGKILL'), 90_000)
-    child.stdout.on('data', (d) => {
-      stdout += d
-      // The step is reported waiting: the transcript says so before race polls the busy session.
-      if (stdout.includes('step w: begin; lock t; <waiting ...>')) child.kill('SIGINT')
-    })
-    child.on('close', (c) => (clearTimeout(timer), resolve(c)))
+  // The step is reported waiting: the transcript says so before race polls the busy session.
+  const { code, stdout, stderr } = await watchSpec(f, (out, child) => {
+    if (out.includes('step w: begin; lock t; <waiting ...>')) child.kill('SIGINT')
   })
   assert.equal(code, 130, stdout + stderr)
   const db = databaseOf(stdout)
@@ -253,25 +263,14 @@ test("on a server of the user's a spec's database takes pg_regress's name while 
 
 test('race spec | head: the reader goes away, race stops quietly as under SIGPIPE (exit 141), its database dropped', async () => {
   const f = spec('piped', `session a\nstep db { select current_database(); }\nstep many { select g from generate_series(1, 20000) g; }\nstep more { select g from generate_series(1, 20000) g; }\n`)
-  const env: NodeJS.ProcessEnv = { ...process.env, NO_COLOR: '1' }
-  delete env.DATABASE_URL
-  const child = spawn(process.execPath, [BIN, 'spec', f, '--database-url', server.url], { env, stdio: ['ignore', 'pipe', 'pipe'] })
-  let stdout = ''
-  let stderr = ''
-  child.stderr.on('data', (d) => (stderr += d))
   let db = ''
-  const code = await new Promise<number | null>((resolve) => {
-    const timer = setTimeout(() => child.kill('SIGKILL'), 90_000)
-    child.stdout.on('data', (d) => {
-      stdout += d
-      // As head does: read until the database's name is there, then close the pipe.
-      const m = /^(race_spec_[0-9a-f]+|isolation_regression)\s*$/m.exec(stdout)
-      if (m && !db) {
-        db = m[1]
-        child.stdout.destroy()
-      }
-    })
-    child.on('close', (c) => (clearTimeout(timer), resolve(c)))
+  const { code, stdout, stderr } = await watchSpec(f, (out, child) => {
+    // As head does: read until the database's name is there, then close the pipe.
+    const m = /^(race_spec_[0-9a-f]+|isolation_regression)\s*$/m.exec(out)
+    if (m && !db) {
+      db = m[1]
+      child.stdout!.destroy()
+    }
   })
   assert.ok(db, stdout)
   assert.equal(code, 141, stderr)
