@@ -48,9 +48,9 @@ export function registerSpec(program: Command, exit: (code: number) => void): Co
     `
 Like libpq, race reads PGOPTIONS, PGDATESTYLE, PGTZ and PGAPPNAME (pg_regress runs isolation tests with
 PGDATESTYLE='Postgres, MDY', PGTZ=America/Los_Angeles, PGOPTIONS='-c intervalstyle=postgres_verbose' and
-PGAPPNAME=isolation/<test>, which race uses when PGAPPNAME is not set). A step is cancelled as the server's own isolationtester would cancel it: after twice
-PG_TEST_TIMEOUT_DEFAULT seconds on PostgreSQL 16 and later (default 360 s), after PGISOLATIONTIMEOUT seconds
-before (default 300 s).
+PGAPPNAME=isolation/<test>, which race uses when PGAPPNAME is not set). A step is cancelled as the server's
+own isolationtester would cancel it: after twice PG_TEST_TIMEOUT_DEFAULT seconds on PostgreSQL 16 and later
+(default 360 s), after PGISOLATIONTIMEOUT seconds before (default 300 s).
 
 Each spec runs as pg_isolation_regress runs it: in a database of its own (from template0, with pg_regress's
 settings), dropped afterwards with the roles the spec created; race's own server has pg_regress's configuration

@@ -157,28 +157,34 @@ export class SpecDatabase {
    * name); the roles that exist now are noted.
    */
   async begin(): Promise<void> {
-    if (this.name !== REGRESS_DATABASE) {
-      if (this.own) {
-        await this.lab.control.unsafe(`drop database if exists ${ident(REGRESS_DATABASE)} with (force)`)
-        await this.lab.control.unsafe(`alter database ${ident(this.name)} rename to ${ident(REGRESS_DATABASE)}`)
-      } else {
-        // On a server of the user's it takes that name only while no other database holds it (pg_regress's own, or
-        // another race run's): a spec may name its database (intra-grant-inplace-db grants on it). Else it keeps
-        // race_spec_<hex>, and such a spec's transcript shows that name.
-        try {
-          await this.lab.control.unsafe(`alter database ${ident(this.name)} rename to ${ident(REGRESS_DATABASE)}`)
-        } catch (e) {
-          if ((e as { code?: string }).code !== '42P04') throw e
-          this.rolesBefore = await roles(this.lab.control)
-          return
-        }
-      }
+    if (this.name !== REGRESS_DATABASE && (await this.takeRegressName())) {
       this.name = REGRESS_DATABASE
       // The rename wrote its pg_database row: rows written from here on are the spec's.
       const [r] = await this.lab.control`select (txid_current() % 4294967296)::text as x`
       this.x0 = String(r.x)
     }
     this.rolesBefore = await roles(this.lab.control)
+  }
+
+  /**
+   * Renames it to pg_isolation_regress's name: on race's own server always (dropping the previous spec's database,
+   * should it be left); on a server of the user's only while no other database holds that name (pg_regress's own,
+   * or another race run's), since a spec may name its database (intra-grant-inplace-db grants on it). Whether it did.
+   */
+  private async takeRegressName(): Promise<boolean> {
+    const rename = `alter database ${ident(this.name)} rename to ${ident(REGRESS_DATABASE)}`
+    if (this.own) {
+      await this.lab.control.unsafe(`drop database if exists ${ident(REGRESS_DATABASE)} with (force)`)
+      await this.lab.control.unsafe(rename)
+      return true
+    }
+    try {
+      await this.lab.control.unsafe(rename)
+      return true
+    } catch (e) {
+      if ((e as { code?: string }).code === '42P04') return false // taken: it keeps race_spec_<hex>, which a transcript naming it shows
+      throw e
+    }
   }
 
   /** Stops the lifecycle from dropping it (the caller drops it itself). */

@@ -141,7 +141,8 @@ export async function runTester(spec: Spec, o: TesterOptions, sink: TranscriptSi
       .join(',')
 
     const exec = async (c: PgConn, sql: string) => c.exec(sql)
-    const lost = (c: Conn, during: string) => new RunError(`${connectionLost(spec.file, "race's isolationtester control connection", during, c.conn)}: the spec stopped there`)
+    // race's control connection closed: the spec stops there.
+    const lost = (during: string) => new RunError(`${connectionLost(spec.file, "race's isolationtester control connection", during, control)}: the spec stopped there`)
     // A session's connection closed: said once (not in the transcript, which stays isolationtester's).
     const told = new Set<Conn>()
     const sessionLost = (c: Conn, during: string) => {
@@ -153,10 +154,10 @@ export async function runTester(spec: Spec, o: TesterOptions, sink: TranscriptSi
     const onControl = async <T>(run: () => Promise<T>, during: string): Promise<T> => {
       try {
         const r = await run()
-        if (control.closed) throw lost(conns[0], during)
+        if (control.closed) throw lost(during)
         return r
       } catch (e) {
-        if (control.closed && !(e instanceof RunError)) throw lost(conns[0], during)
+        if (control.closed && !(e instanceof RunError)) throw lost(during)
         throw e
       }
     }
@@ -192,7 +193,7 @@ export async function runTester(spec: Spec, o: TesterOptions, sink: TranscriptSi
         }
         if (flags & NONBLOCK) {
           const r = await control.exec(`SELECT pg_catalog.pg_isolation_test_session_is_blocked(${conn.pid}, '{${pidList}}')`)
-          if (control.closed) throw lost(conns[0], `while asking whether step ${p.name} waits`)
+          if (control.closed) throw lost(`while asking whether step ${p.name} waits`)
           if (r?.status !== 'TUPLES_OK' || r.rows.length !== 1) {
             sink.err(`lock wait query failed: ${control.errorMessage}`)
             throw new Exit()
