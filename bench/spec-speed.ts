@@ -21,7 +21,7 @@ import { fileURLToPath } from 'node:url'
 import postgres from 'postgres'
 import { startEmbedded, type EmbeddedServer } from '../src/db/embedded.js'
 import { maskUrl } from '../src/db/target.js'
-import { REGRESS_DATABASE, REGRESS_DATABASE_SETTINGS, REGRESS_SERVER_SETTINGS } from '../src/spec/database.js'
+import { REGRESS_DATABASE, REGRESS_DATABASE_SETTINGS, REGRESS_SERVER_SETTINGS } from '../src/isolation/database.js'
 import { regressEnv, runTo } from '../test/support/conformance.js'
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..')

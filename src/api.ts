@@ -87,7 +87,7 @@ export function run(scenario: ScenarioRef, options: RunOptions = {}): Promise<Ru
  */
 export function explore(scenario: ScenarioRef, options: import('./explore/index.js').ExploreOptions = {}): Promise<import('./explore/index.js').ExploreResult> {
   return serialized(async () => {
-    const [{ explore: exploreOnce }, { userScenario }] = await Promise.all([import('./explore/index.js'), import('./spec/load.js')])
+    const [{ explore: exploreOnce }, { userScenario }] = await Promise.all([import('./explore/index.js'), import('./isolation/load.js')])
     const s = typeof scenario === 'string' ? scenario : userScenario(scenario, `explore(): scenario ${typeof scenario?.id === 'string' ? scenario.id : ''}`.trim())
     return exploreOnce(s, options)
   })
@@ -96,10 +96,10 @@ export function explore(scenario: ScenarioRef, options: import('./explore/index.
 async function runOnce(ref: ScenarioRef, o: RunOptions): Promise<RunResult> {
   const [{ findScenario }, { userScenario }, { engineFor, assertRunsOn, parseBounds, parseParam, selectPg }, runMod, { expectsOverride }, { sessionCount }] = await Promise.all([
     import('./registry.js'),
-    import('./spec/load.js'),
+    import('./isolation/load.js'),
     import('./commands/common.js'),
     import('./commands/run.js'),
-    import('./spec/common.js'),
+    import('./isolation/common.js'),
     import('./plan.js'),
   ])
   const { resolveTarget } = await import('./db/target.js')

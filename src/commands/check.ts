@@ -13,7 +13,7 @@ import { fitTable, type Col } from '../report/table.js'
 import { columns, hang, joinFit } from '../report/width.js'
 import { annotationsOf, checkWritable, ciCase, githubWanted, printAnnotations, writeJunit } from '../report/ci.js'
 import { addCiOptions, addTargetOptions, assertRunsOn, eachPg, engineFor, ownSettings, parseBounds, runOnce, withLab, type CiOptions, type TargetOptions, type Trial } from './common.js'
-import { expectsOverride, specFailure } from '../spec/scenario.js'
+import { expectsOverride, specFailure } from '../isolation/scenario.js'
 import { addPoolerOptions, parsePool, requirePooler, sizePool, type PoolerOptions } from './pooler.js'
 
 export interface Case {

@@ -7,7 +7,7 @@ import { assertSound, plan, sessionCount } from '../plan.js'
 import { findScenario, summaries, type ScenarioSummary } from '../registry.js'
 import { c } from '../report/color.js'
 import { columns, hang, joinFit } from '../report/width.js'
-import { specFailure } from '../spec/common.js'
+import { specFailure } from '../isolation/common.js'
 import { DEFAULT_MAX, DEFAULT_SAMPLE, DEFAULT_SHRINK, exploreOn, exploreSessions, type ExploreResult } from '../explore/index.js'
 import { addScenarioParamOptions, addTargetOptions, assertRunsOn, engineFor, parseBounds, scenarioParams, self, withLab, type TargetOptions } from './common.js'
 

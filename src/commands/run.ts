@@ -11,7 +11,7 @@ import { columns, hang, joinFit } from '../report/width.js'
 import type { Driver } from '../db/driver.js'
 import type { Target } from '../db/target.js'
 import type { Engine, Params, Pool, Scenario, Schedule } from '../scenario.js'
-import { expectsOverride, qualifyPermutation, specFailure } from '../spec/common.js'
+import { expectsOverride, qualifyPermutation, specFailure } from '../isolation/common.js'
 import { parseAppPermutation } from '../app/labels.js'
 import { addPoolerOptions, parsePool, sizePool, type PoolerOptions } from './pool-options.js'
 // The PostgreSQL driver, which withLab imports when it opens the target: loaded with this module, not after it.

@@ -14,7 +14,7 @@ import { columns, fitLines, hang, width, wrap } from '../report/width.js'
 export { columns } from '../report/width.js'
 import type { Documented, Schedule, StepDef } from '../scenario.js'
 import { addScenarioParamOptions, assertRunsOn, describeParams, engineFor, ownSettings, scenarioParams } from './common.js'
-import { shownBlock } from '../spec/guard.js'
+import { shownBlock } from '../isolation/guard.js'
 import { addPoolerOptions, parsePool, sizePool, type PoolerOptions } from './pool-options.js'
 
 export interface ShowOptions extends PoolerOptions {

@@ -16,7 +16,7 @@ import { formatPermutation, type Entry } from '../permutation.js'
 import { assertSound, documentedFor, plan, sessionCount, type Plan } from '../plan.js'
 import { findScenario } from '../registry.js'
 import { defaultParams, type Params, type Scenario, type Verdict } from '../scenario.js'
-import { expectsOverride, isFileScenario, specFailure } from '../spec/common.js'
+import { expectsOverride, isFileScenario, specFailure } from '../isolation/common.js'
 import { assertRunsOn, judgeTrial, withLab, type Bounds, type Trial } from '../commands/common.js'
 import { Dfs, follow, ordersOf, Sampler, shrinkCandidates, switches, type Pick, type Strategy } from './enumerate.js'
 

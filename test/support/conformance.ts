@@ -1,11 +1,11 @@
-// What npm run conformance (conformance/run.ts) and test/spec/transcript.test.ts share: one spec through race spec and through the
+// What npm run conformance (conformance/run.ts) and test/isolation/transcript.test.ts share: one spec through race spec and through the
 // real isolationtester on the same server, under pg_regress's environment, compared byte for byte.
 import { spawn } from 'node:child_process'
 import fs from 'node:fs'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 import postgres from 'postgres'
-import { diffLines } from '../../src/spec/diff.js'
+import { diffLines } from '../../src/isolation/diff.js'
 
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..', '..')
 export const SPECS = path.join(ROOT, 'conformance', 'specs')

@@ -1,4 +1,4 @@
-// Loading a user's own scenario by path: a spec file (compiled by spec/scenario.ts) or a JavaScript module
+// Loading a user's own scenario by path: a spec file (compiled by isolation/scenario.ts) or a JavaScript module
 // whose default export is defineScenario({...}) from the package's public entry (`import { defineScenario }
 // from 'racelab'`). A module's shape is checked field by field first (one line per mistake, exit 2), then with
 // checkScenario, before anything connects.
