@@ -1,7 +1,7 @@
 // advisory (advisory-locks §4): pg_advisory_xact_lock on the user's namespaced key serializes check-then-insert.
 // Held: n=2 gives 1 committed + 1 rejected; n=5 with --max-pending 3 gives 3 committed + 2 rejected.
 import { clean, defineScenario, replicate, serialized } from '../src/scenario.js'
-import { LIMIT, advisoryParams, advisorySteps, binds, invariant, myAdvisory, myTable, oneByOne, table } from './_fixtures/setup-requests.js'
+import { LIMIT, advisoryParams, advisorySteps, binds, invariant, myAdvisory, myTable, oneByOne, table } from './_shared/setup-requests.js'
 
 export default defineScenario({
   id: 'advisory',

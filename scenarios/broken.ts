@@ -4,9 +4,9 @@
 // either (each check reads its snapshot, the inserts are different rows); SERIALIZABLE prevents it, by SSI on
 // PostgreSQL (40001) and by two-phase locking on InnoDB (a deadlock, 1213).
 import { defineScenario, levelParam, replicate } from '../src/scenario.js'
-import { isolationParam, otherLevels } from './_fixtures/isolation.js'
-import { DEADLOCK, M } from './_fixtures/innodb.js'
-import { beginAt, checkThenInsert, invariant, myCheckThenInsert, myTable, onTheGrid, table } from './_fixtures/setup-requests.js'
+import { isolationParam, otherLevels } from './_shared/isolation.js'
+import { DEADLOCK, M } from './_shared/innodb.js'
+import { beginAt, checkThenInsert, invariant, myCheckThenInsert, myTable, onTheGrid, table } from './_shared/setup-requests.js'
 
 const PG_RC = "READ COMMITTED: no check sees another session's uncommitted insert, so every session inserts"
 const MY_RC = 'READ COMMITTED: each check is a consistent read that sees no uncommitted insert (InnoDB: Consistent Nonlocking Reads), so every session inserts'

@@ -2,8 +2,8 @@
 // between. PostgreSQL never shows uncommitted data, not even at READ UNCOMMITTED: T2 reads the committed 100
 // at every level, without waiting.
 import { anomaly, clean, defineScenario, levelParam, serialized, step, type SessionSpec } from '../src/scenario.js'
-import { begin, isolationParam, readsTable, recordRead, otherLevels } from './_fixtures/isolation.js'
-import { M, keep, myBegin, myReadsTable } from './_fixtures/innodb.js'
+import { begin, isolationParam, readsTable, recordRead, otherLevels } from './_shared/isolation.js'
+import { M, keep, myBegin, myReadsTable } from './_shared/innodb.js'
 
 const WHO = { t1: 'rejected: T1 changes its mind', t2: 'committed' }
 const NEVER = (why: string) => clean(`dirty read not possible: ${why}`, WHO)

@@ -4,9 +4,9 @@
 // losers with 40001 (SSI). On InnoDB REPEATABLE READ and SERIALIZABLE lock the empty range (gap locks): the
 // inserts wait for each other, a deadlock.
 import { defineScenario, levelParam, replicate } from '../src/scenario.js'
-import { isolationParam, otherLevels } from './_fixtures/isolation.js'
-import { DEADLOCK, M } from './_fixtures/innodb.js'
-import { beginAt, checkThenInsert, invariant, myCheckThenInsert, myTable, onTheGrid, table } from './_fixtures/setup-requests.js'
+import { isolationParam, otherLevels } from './_shared/isolation.js'
+import { DEADLOCK, M } from './_shared/innodb.js'
+import { beginAt, checkThenInsert, invariant, myCheckThenInsert, myTable, onTheGrid, table } from './_shared/setup-requests.js'
 
 const PG_RC = 'FOR UPDATE locks only rows the check returns, and it returns none: nobody waits, every session inserts'
 const MY_RC = 'READ COMMITTED: a locking read locks only the index records it finds, no gaps (InnoDB: Transaction Isolation Levels), and it finds none'

@@ -4,8 +4,8 @@
 // still 0 (held, serialized). At READ COMMITTED and READ UNCOMMITTED InnoDB takes no gap locks: s2 inserts at once,
 // and s1's second locking count sees the new row: a phantom in locking reads (violated). InnoDB only.
 import { anomaly, clean, defineScenario, levelParam, serialized } from '../src/scenario.js'
-import { isolationParam } from './_fixtures/isolation.js'
-import { INNODB_LEVELS, M, keep, myBegin, myReadsOf, myReadsTable } from './_fixtures/innodb.js'
+import { isolationParam } from './_shared/isolation.js'
+import { INNODB_LEVELS, M, keep, myBegin, myReadsOf, myReadsTable } from './_shared/innodb.js'
 
 const BOTH = { s1: 'committed', s2: 'committed' }
 const range = 'select count(*) as value from orders where id > 10 and id < 20 for update'

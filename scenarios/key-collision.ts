@@ -6,7 +6,7 @@
 import { createHash, randomUUID } from 'node:crypto'
 import { performance } from 'node:perf_hooks'
 import { advisoryKey, clean, defineScenario, serialized, step, type Bind, type BindCtx, type SessionSpec } from '../src/scenario.js'
-import { EXISTS, table } from './_fixtures/setup-requests.js'
+import { EXISTS, table } from './_shared/setup-requests.js'
 
 /** The namespace number of the two-int form (§8.3: first argument the use, second the resource). */
 const NAMESPACE = 1

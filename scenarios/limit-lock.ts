@@ -4,7 +4,7 @@
 // ("grab a job"): 100 rows, thousands of locks. The safe form fixes the rows in a subquery and locks in the
 // outer query: 100 rows, 100 locks. Invariant: locks held = rows returned, for every form.
 import { advisoryKey, anomaly, clean, defineScenario, type Params, type SessionSpec, type Variant } from '../src/scenario.js'
-import { heldByMe, observations, observe } from './_fixtures/locks.js'
+import { heldByMe, observations, observe } from './_shared/locks.js'
 
 const foo = `create table foo as select id, (id * 7919) % 1000 as v from generate_series(1, 20000) as id`
 

@@ -2,7 +2,7 @@
 // and fail with lock_not_available (55P03), which the application reports as LockBusy; after the holder
 // rolls back, a retry takes the key and succeeds. Prevented: one pending request, the retry's.
 import { clean, defineScenario, prevented, serialized, step, type Params, type SessionSpec, type Step } from '../src/scenario.js'
-import { LIMIT, advisorySteps, binds, invariant, table } from './_fixtures/setup-requests.js'
+import { LIMIT, advisorySteps, binds, invariant, table } from './_shared/setup-requests.js'
 
 const HOLDER = "the holder's request fails"
 

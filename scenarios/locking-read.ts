@@ -4,8 +4,8 @@
 // SERIALIZABLE: the plain SELECT is a shared locking read; T2's UPDATE waits for it, T1's FOR UPDATE queues behind
 // T2's request, and InnoDB rolls T2 back from the deadlock (held, prevented). InnoDB only.
 import { anomaly, clean, defineScenario, levelParam, prevented } from '../src/scenario.js'
-import { isolationParam } from './_fixtures/isolation.js'
-import { DEADLOCK, INNODB_LEVELS, M, keep, myBegin, myReadsOf, myReadsTable } from './_fixtures/innodb.js'
+import { isolationParam } from './_shared/isolation.js'
+import { DEADLOCK, INNODB_LEVELS, M, keep, myBegin, myReadsOf, myReadsTable } from './_shared/innodb.js'
 
 const BOTH = { t1: 'committed', t2: 'committed' }
 const plain = 'select balance as value from accounts where id = 1'

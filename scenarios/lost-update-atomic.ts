@@ -2,8 +2,8 @@
 // overlap: T2's UPDATE waits for T1's row lock. READ COMMITTED: T2 re-evaluates on T1's committed row,
 // balance 120 (held, serialized). REPEATABLE READ and SERIALIZABLE: T2 fails with 40001 (held, prevented).
 import { serialized, defineScenario, levelParam } from '../src/scenario.js'
-import { isolationParam, otherLevels } from './_fixtures/isolation.js'
-import { BOTH, atomic, documented, invariant, myAtomic, myPermutation, myTables, myWaits, tables } from './_fixtures/lost-update.js'
+import { isolationParam, otherLevels } from './_shared/isolation.js'
+import { BOTH, atomic, documented, invariant, myAtomic, myPermutation, myTables, myWaits, tables } from './_shared/lost-update.js'
 
 export default defineScenario({
   id: 'lost-update-atomic',

@@ -2,8 +2,8 @@
 // READ COMMITTED: T2's SELECT FOR UPDATE waits for T1 and then returns 150; balance 120 (held, serialized).
 // REPEATABLE READ and SERIALIZABLE: the waiting SELECT FOR UPDATE fails with 40001 (held, prevented).
 import { serialized, defineScenario, levelParam } from '../src/scenario.js'
-import { isolationParam, otherLevels } from './_fixtures/isolation.js'
-import { BOTH, documented, invariant, myPermutation, myReadModifyWrite, myTables, myWaits, readModifyWrite, tables } from './_fixtures/lost-update.js'
+import { isolationParam, otherLevels } from './_shared/isolation.js'
+import { BOTH, documented, invariant, myPermutation, myReadModifyWrite, myTables, myWaits, readModifyWrite, tables } from './_shared/lost-update.js'
 
 export default defineScenario({
   id: 'lost-update-for-update',

@@ -3,8 +3,8 @@
 // balance 120 (held, nobody waited or failed). REPEATABLE READ and SERIALIZABLE: T2's UPDATE fails with
 // 40001 before it can see the new version (held, prevented).
 import { clean, defineScenario, levelParam } from '../src/scenario.js'
-import { isolationParam, otherLevels } from './_fixtures/isolation.js'
-import { BOTH, documented, invariant, myOptimistic, myPermutation, myTables, myVersioned, tables, versioned } from './_fixtures/lost-update.js'
+import { isolationParam, otherLevels } from './_shared/isolation.js'
+import { BOTH, documented, invariant, myOptimistic, myPermutation, myTables, myVersioned, tables, versioned } from './_shared/lost-update.js'
 
 export default defineScenario({
   id: 'lost-update-version',

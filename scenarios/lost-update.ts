@@ -2,8 +2,8 @@
 // READ COMMITTED: balance 70, T1's deposit lost (violated). REPEATABLE READ and SERIALIZABLE: T2's UPDATE
 // fails with 40001 (first updater wins), balance 150 = 100 + the one committed deposit (held, prevented).
 import { anomaly, defineScenario, levelParam } from '../src/scenario.js'
-import { isolationParam, otherLevels } from './_fixtures/isolation.js'
-import { BOTH, documented, invariant, myLostUpdate, myPermutation, myReadModifyWrite, myTables, readModifyWrite, tables } from './_fixtures/lost-update.js'
+import { isolationParam, otherLevels } from './_shared/isolation.js'
+import { BOTH, documented, invariant, myLostUpdate, myPermutation, myReadModifyWrite, myTables, readModifyWrite, tables } from './_shared/lost-update.js'
 
 export default defineScenario({
   id: 'lost-update',

@@ -2,8 +2,8 @@
 // and commits in between. READ COMMITTED: the second read returns 50 (violated). REPEATABLE READ and
 // SERIALIZABLE: both reads return 100 from one snapshot (held, nobody waits).
 import { anomaly, clean, defineScenario, levelParam, serialized, type SessionSpec } from '../src/scenario.js'
-import { begin, isolationParam, readsOf, readsTable, recordRead, otherLevels } from './_fixtures/isolation.js'
-import { M, keep, myBegin, myReadsOf, myReadsTable } from './_fixtures/innodb.js'
+import { begin, isolationParam, readsOf, readsTable, recordRead, otherLevels } from './_shared/isolation.js'
+import { M, keep, myBegin, myReadsOf, myReadsTable } from './_shared/innodb.js'
 
 const read = 'select balance as value from accounts where id = 1'
 const BOTH = { t1: 'committed', t2: 'committed' }

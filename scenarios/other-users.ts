@@ -2,8 +2,8 @@
 // other (d1..dN: all committed, waited 0), while as many requests for one user are serialized (u1..uN: one
 // committed, the rest rejected after waiting). One run shows both.
 import { clean, defineScenario, keyBind, serialized, step, type SessionSpec, type Variant, type Who } from '../src/scenario.js'
-import { EXISTS, binds, table } from './_fixtures/setup-requests.js'
-import { userOf } from './_fixtures/locks.js'
+import { EXISTS, binds, table } from './_shared/setup-requests.js'
+import { userOf } from './_shared/locks.js'
 
 function request(own: boolean): SessionSpec {
   return {

@@ -2,7 +2,7 @@
 // before the check serializes check-then-insert: held, the second request waits and gets 409. The price: an
 // unrelated profile update of the same user waits behind those locks too (the collateral wait, in `waited`).
 import { defineScenario, serialized, clean, type SessionSpec, type Variant } from '../src/scenario.js'
-import { EXISTS, checkExists, insertUnlessFound, invariant, table } from './_fixtures/setup-requests.js'
+import { EXISTS, checkExists, insertUnlessFound, invariant, table } from './_shared/setup-requests.js'
 
 const users = `create table users (id uuid primary key, name text not null default '')`
 

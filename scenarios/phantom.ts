@@ -2,8 +2,8 @@
 // matching row and commits in between. READ COMMITTED: 3 then 4 (violated). REPEATABLE READ: 3 and 3, which
 // the SQL standard would allow to differ but PostgreSQL does not (Table 13.1). SERIALIZABLE: 3 and 3.
 import { anomaly, clean, defineScenario, levelParam, serialized, type SessionSpec } from '../src/scenario.js'
-import { begin, isolationParam, readsOf, readsTable, recordRead, otherLevels } from './_fixtures/isolation.js'
-import { M, keep, myBegin, myReadsOf, myReadsTable } from './_fixtures/innodb.js'
+import { begin, isolationParam, readsOf, readsTable, recordRead, otherLevels } from './_shared/isolation.js'
+import { M, keep, myBegin, myReadsOf, myReadsTable } from './_shared/innodb.js'
 
 const count = 'select count(*) as value from accounts where balance > 100'
 const BOTH = { t1: 'committed', t2: 'committed' }

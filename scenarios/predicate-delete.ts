@@ -3,8 +3,8 @@
 // removes t2's item, which was never archived: it is gone (violated). REPEATABLE READ and SERIALIZABLE: the
 // DELETE sees t1's snapshot, and t2's item survives for the next run (held, nobody waited).
 import { anomaly, clean, defineScenario, levelParam, serialized } from '../src/scenario.js'
-import { begin, isolationParam, otherLevels } from './_fixtures/isolation.js'
-import { M, myBegin } from './_fixtures/innodb.js'
+import { begin, isolationParam, otherLevels } from './_shared/isolation.js'
+import { M, myBegin } from './_shared/innodb.js'
 
 const BOTH = { t1: 'committed', t2: 'committed' }
 

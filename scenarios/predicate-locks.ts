@@ -6,7 +6,7 @@
 // small table locks the whole relation. The scan is pinned in the transaction (step `scan`): a role or database
 // whose planner settings differ (enable_indexscan = off, enable_seqscan = off) cannot turn the flag into a label.
 import { anomaly, clean, defineScenario, levelParam, prevented, step, type Params, type SessionSpec } from '../src/scenario.js'
-import { SER_SSI, begin, isolationParam } from './_fixtures/isolation.js'
+import { SER_SSI, begin, isolationParam } from './_shared/isolation.js'
 
 /** This backend's predicate locks, one row: how many, and each as "locktype relation page tuple". */
 const siread = `select count(*)::int as siread,

@@ -3,8 +3,8 @@
 // COMMITTED and REPEATABLE READ: the account ends at -50 (violated): RR's snapshot stops phantoms in reads,
 // not this. SERIALIZABLE: SSI's predicate lock catches the insert; t2 fails with 40001 (held, prevented).
 import { anomaly, clean, defineScenario, levelParam, prevented, step } from '../src/scenario.js'
-import { SER_SSI, begin, isolationParam, otherLevels } from './_fixtures/isolation.js'
-import { DEADLOCK, M, myBegin } from './_fixtures/innodb.js'
+import { SER_SSI, begin, isolationParam, otherLevels } from './_shared/isolation.js'
+import { DEADLOCK, M, myBegin } from './_shared/innodb.js'
 
 const BOTH = { t1: 'committed', t2: 'committed' }
 

@@ -2,8 +2,8 @@
 // moves 100 from account 1 to account 2 and commits, T1 reads account 2. READ COMMITTED: T1 sees 500 + 600 =
 // 1100, a total that never existed (violated). REPEATABLE READ and SERIALIZABLE: 500 + 500 from one snapshot.
 import { anomaly, clean, defineScenario, levelParam, serialized, type SessionSpec } from '../src/scenario.js'
-import { begin, isolationParam, readsOf, readsTable, recordRead, otherLevels } from './_fixtures/isolation.js'
-import { M, keep, myBegin, myReadsOf, myReadsTable } from './_fixtures/innodb.js'
+import { begin, isolationParam, readsOf, readsTable, recordRead, otherLevels } from './_shared/isolation.js'
+import { M, keep, myBegin, myReadsOf, myReadsTable } from './_shared/innodb.js'
 
 const BOTH = { t1: 'committed', t2: 'committed' }
 

@@ -2,7 +2,7 @@
 // REPEATABLE READ. With the guard line (SET TRANSACTION ISOLATION LEVEL READ COMMITTED) it holds; with
 // --no-guard the snapshot is taken before the lock wait, and the check misses the winner's row: violated.
 import { anomaly, clean, defineScenario, replicate, serialized } from '../src/scenario.js'
-import { LIMIT, advisoryParams, advisorySteps, binds, invariant, oneByOne, table } from './_fixtures/setup-requests.js'
+import { LIMIT, advisoryParams, advisorySteps, binds, invariant, oneByOne, table } from './_shared/setup-requests.js'
 
 export default defineScenario({
   id: 'repeatable-read',

@@ -5,8 +5,8 @@
 // Detection runs only after deadlock_timeout (--deadlock-timeout, default 1s as in PostgreSQL, set on both
 // connections): the victim's wait, shown in its waited column, is documented as at least that long.
 import { clean, defineScenario, levelParam, prevented, serialized, type Documented, type Params, type SessionSpec } from '../src/scenario.js'
-import { begin, isolationParam } from './_fixtures/isolation.js'
-import { DEADLOCK, M, myBegin, withInnodb } from './_fixtures/innodb.js'
+import { begin, isolationParam } from './_shared/isolation.js'
+import { DEADLOCK, M, myBegin, withInnodb } from './_shared/innodb.js'
 
 interface Leg {
   id: number

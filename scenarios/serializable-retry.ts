@@ -4,7 +4,7 @@
 // are counted. SERIALIZABLE and REPEATABLE READ: losers get 40001 and their retry commits (held, prevented).
 // READ COMMITTED: the losers wait for the row locks and never fail (held, serialized).
 import { clean, defineScenario, levelParam, prevented, replicate, serialized, step, type Variant, type Who } from '../src/scenario.js'
-import { begin, isolationParam } from './_fixtures/isolation.js'
+import { begin, isolationParam } from './_shared/isolation.js'
 
 const AMOUNT = 10
 const INITIAL = 100

@@ -2,8 +2,8 @@
 // fails every loser with serialization_failure (40001). With --retries the loser runs its whole transaction
 // again and is then told no by the business rule.
 import { clean, defineScenario, prevented, replicate, serialized, type Variant } from '../src/scenario.js'
-import { EXISTS, checkThenInsert, invariant, myCheckThenInsert, myTable, oneByOne, table } from './_fixtures/setup-requests.js'
-import { DEADLOCK } from './_fixtures/innodb.js'
+import { EXISTS, checkThenInsert, invariant, myCheckThenInsert, myTable, oneByOne, table } from './_shared/setup-requests.js'
+import { DEADLOCK } from './_shared/innodb.js'
 
 const WHY = 'SSI: each read the empty set the others write into; the first to commit wins, the rest fail with 40001'
 const losers = (v: Variant): string => (Number(v.params.retries) > 0 ? `rejected: ${EXISTS}` : '40001')

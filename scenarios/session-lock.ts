@@ -9,7 +9,7 @@
 // the server connection s1's lock stayed on, and s3, on another one, waits for a lock nobody in its own code
 // took, until its lock_timeout (55P03). In session mode the pool's reset query (DISCARD ALL) unlocks it.
 import { anomaly, clean, defineScenario, keyBind, type DocCtx, type Documented, type SessionSpec, type Variant } from '../src/scenario.js'
-import { heldByMe, observations, observe, probe } from './_fixtures/locks.js'
+import { heldByMe, observations, observe, probe } from './_shared/locks.js'
 
 const simulated = (v: Variant) =>
   v.params.xact

@@ -2,7 +2,7 @@
 // writer's pg_advisory_xact_lock waits for all of them; a reader that arrives after the writer queues behind it
 // (PostgreSQL grants no lock that conflicts with one already awaited). Serialized: the writer was alone.
 import { clean, defineScenario, keyBind, serialized, type SessionSpec } from '../src/scenario.js'
-import { observations, observe } from './_fixtures/locks.js'
+import { observations, observe } from './_shared/locks.js'
 
 function side(fn: string): SessionSpec {
   return {

@@ -4,8 +4,8 @@
 // (held, prevented). --no-skip-locked: the workers queue behind the first one's row lock (held, serialized)
 // at READ COMMITTED; at REPEATABLE READ and SERIALIZABLE the waiters get 40001 and retry (held, prevented).
 import { clean, defineScenario, levelParam, prevented, replicate, serialized, step, type Documented, type Variant, type Who } from '../src/scenario.js'
-import { begin, isolationParam } from './_fixtures/isolation.js'
-import { DEADLOCK, M, myBegin } from './_fixtures/innodb.js'
+import { begin, isolationParam } from './_shared/isolation.js'
+import { DEADLOCK, M, myBegin } from './_shared/innodb.js'
 
 /** Every worker commits, or, without retries, the ones that lost with 40001 are reported. */
 const done = (v: Variant): Who => (Number(v.params.retries) > 0 ? { committed: v.n } : { committed: [1, v.n], '40001': [0, v.n - 1] })

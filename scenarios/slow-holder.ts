@@ -6,7 +6,7 @@
 // others ask for the key while the holder is about to call the API (they find it free), and pg_locks says what
 // the holder holds right then (nothing).
 import { anomaly, appWait, clean, defineScenario, keyBind, replicate, serialized, step, type Documented, type Params, type SessionSpec, type Variant, type Who } from '../src/scenario.js'
-import { EXISTS, table } from './_fixtures/setup-requests.js'
+import { EXISTS, table } from './_shared/setup-requests.js'
 
 const outbox = `create table outbox (
   id         bigserial primary key,

@@ -2,7 +2,7 @@
 // goes on; every other one is answered `busy` at once (rejected, waited 0 ms) and told to retry. Held: one
 // pending. --holder-fails: the holder rolls back after the busy answers were given: nobody succeeded.
 import { clean, defineScenario, replicate, step, type Params, type Step, type Variant } from '../src/scenario.js'
-import { EXISTS, binds, invariant, table } from './_fixtures/setup-requests.js'
+import { EXISTS, binds, invariant, table } from './_shared/setup-requests.js'
 
 const BUSY = 'busy: retry later (the holder may still fail)'
 const FAILED = 'holder failed after others were told busy'

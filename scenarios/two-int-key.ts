@@ -4,7 +4,7 @@
 // the pair (k1, k2) (run with --hold to look).
 import { createHash } from 'node:crypto'
 import { defineScenario, clean, serialized, type SessionSpec } from '../src/scenario.js'
-import { observations } from './_fixtures/locks.js'
+import { observations } from './_shared/locks.js'
 
 /** The two uses of §8.3's example: the first argument numbers the use. */
 const NAMESPACES = { setup_request: 1, withdrawal: 2 } as const

@@ -4,9 +4,9 @@
 // reports the same conflict as 40001 (the other row was inserted by a concurrent serializable transaction). On
 // InnoDB 1062 up to REPEATABLE READ; at SERIALIZABLE the checks lock the empty range and the inserts deadlock.
 import { defineScenario, levelParam, replicate } from '../src/scenario.js'
-import { isolationParam, otherLevels } from './_fixtures/isolation.js'
-import { DEADLOCK, DUPLICATE, M } from './_fixtures/innodb.js'
-import { beginAt, checkThenInsert, invariant, myCheckThenInsert, myPendingUnique, myTable, onTheGrid, partialUniqueIndex, table } from './_fixtures/setup-requests.js'
+import { isolationParam, otherLevels } from './_shared/isolation.js'
+import { DEADLOCK, DUPLICATE, M } from './_shared/innodb.js'
+import { beginAt, checkThenInsert, invariant, myCheckThenInsert, myPendingUnique, myTable, onTheGrid, partialUniqueIndex, table } from './_shared/setup-requests.js'
 
 const WHY = "every insert after the first waits on the first one's index entry, then fails with unique_violation"
 const WHY_MY = "every insert after the first waits on the first one's unique key entry, then fails with 1062 ER_DUP_ENTRY"

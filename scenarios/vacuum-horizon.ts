@@ -5,7 +5,7 @@
 // next statement), and VACUUM proceeds. Every figure is read from the server (pg_stat_user_tables.n_dead_tup,
 // which VACUUM itself sets to the dead tuples it could not remove).
 import { clean, defineScenario, keyBind, anomaly, prevented, type Documented, type Params, type SessionSpec, type Variant } from '../src/scenario.js'
-import { observations, observe } from './_fixtures/locks.js'
+import { observations, observe } from './_shared/locks.js'
 
 const deadTuples = `select n_dead_tup from pg_stat_user_tables where relid = 'items'::regclass`
 

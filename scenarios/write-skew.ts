@@ -5,8 +5,8 @@
 // t2's check waits for t1; at READ COMMITTED it then counts one doctor on call and stays; at REPEATABLE READ
 // and SERIALIZABLE it fails with 40001 instead (t1 changed a row it locks after its snapshot).
 import { anomaly, clean, defineScenario, levelParam, prevented, serialized, step, type DocEntry, type Documented, type Params } from '../src/scenario.js'
-import { RR_UPDATE, SER_SSI, begin, isolationParam, otherLevels } from './_fixtures/isolation.js'
-import { DEADLOCK, M, myBegin, withInnodb } from './_fixtures/innodb.js'
+import { RR_UPDATE, SER_SSI, begin, isolationParam, otherLevels } from './_shared/isolation.js'
+import { DEADLOCK, M, myBegin, withInnodb } from './_shared/innodb.js'
 
 const BOTH = { t1: 'committed', t2: 'committed' }
 const LAST = 'I am the last doctor on call'

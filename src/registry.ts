@@ -1,4 +1,4 @@
-// Where scenarios come from: every module in scenarios/ (files starting with _ are shared fixtures), found
+// Where scenarios come from: every module in scenarios/ (_shared/ holds the code they share, not a scenario), found
 // on disk, so that adding a scenario is adding one file. Ordered as the two articles tell them.
 //
 // What list, show, run and help need of every scenario (its summary: id, title, source, where it runs, its
@@ -127,7 +127,7 @@ interface IndexFile {
   scenarios: ScenarioSummary[]
 }
 
-/** The files a summary depends on: every scenario module and fixture, and the race modules that shape it. */
+/** The files a summary depends on: every scenario module and the code they share (_shared/), and the race modules that shape it. */
 function sources(): string[] {
   const out: string[] = []
   const walk = (dir: string, rel: string) => {
