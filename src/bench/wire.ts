@@ -10,9 +10,9 @@
 // the first row is kept, errors by SQLSTATE. It reached 0.97-1.03x pgbench. Everything else (schema, setup,
 // control) stays on postgres.js. `race bench --driver postgres.js` runs the same workload through postgres.js,
 // to show the difference.
-import { createHash, createHmac, pbkdf2Sync, randomBytes } from 'node:crypto'
+// The protocol's shared parts (start-up, SSL, authentication, framing, error fields) are db/pgwire.ts's.
 import net from 'node:net'
-import tls from 'node:tls'
+import { codedError, connInfo, dial, errorFields, md5Password, messageEnd, plainFallback, plainOnly, Scram, SSL_ACCEPTED, SSL_REQUEST, startTls, startupMessage, TERMINATE, type ConnInfo } from '../db/pgwire.js'
 import type { Target } from '../db/target.js'
 
 /** One statement of a pipelined batch: a prepared statement's name and its parameters (text format). */
@@ -33,46 +33,9 @@ export interface WireError extends Error {
   code: string
 }
 
-function wireError(code: string, message: string): WireError {
-  return Object.assign(new Error(message), { code })
-}
-
-interface ConnInfo {
-  host: string
-  port: number
-  user: string
-  password: string
-  database: string
-  sslmode: string
-}
-
-/** Connection facts from the target's URL, or from the PG* variables as libpq reads them. */
-export function connInfo(target: Target, env: NodeJS.ProcessEnv = process.env): ConnInfo {
-  if (target.url) {
-    const u = new URL(target.url)
-    const user = decodeURIComponent(u.username) || env.PGUSER || 'postgres'
-    return {
-      host: u.searchParams.get('host') ?? (decodeURIComponent(u.hostname) || 'localhost'),
-      port: Number(u.port || u.searchParams.get('port') || 5432),
-      user,
-      password: decodeURIComponent(u.password) || env.PGPASSWORD || '',
-      database: decodeURIComponent(u.pathname.replace(/^\//, '')) || user,
-      sslmode: u.searchParams.get('sslmode') ?? 'disable',
-    }
-  }
-  const user = env.PGUSER ?? env.PGUSERNAME ?? 'postgres'
-  return {
-    host: env.PGHOST ?? 'localhost',
-    port: Number(env.PGPORT ?? 5432),
-    user,
-    password: env.PGPASSWORD ?? '',
-    database: env.PGDATABASE ?? user,
-    sslmode: env.PGSSLMODE ?? 'disable',
-  }
-}
+const wireError: (code: string, message: string) => WireError = codedError
 
 const SYNC = Buffer.from([0x53, 0, 0, 0, 4])
-const TERMINATE = Buffer.from([0x58, 0, 0, 0, 4])
 
 interface Pending {
   /** ReadyForQuery messages (one per Sync) that end this request. */
@@ -202,25 +165,24 @@ export class WireClient {
         },
         reject: fail,
       }
-      const plain = this.info.sslmode === 'disable' || host.startsWith('/')
+      const plain = plainOnly(this.info)
       // Without TLS, the socket reads into one buffer of this client's own and hands it straight to the
       // parser (net's onread): no buffer allocated per read, no stream machinery per reply.
       const onread = plain ? { buffer: Buffer.allocUnsafe(READ_BUFFER), callback: (n: number, b: Buffer) => (this.onRead(b, n), true) } : undefined
-      const sock = host.startsWith('/') ? net.connect({ path: `${host}/.s.PGSQL.${port}`, onread }) : net.connect({ port, host, onread })
+      const sock = dial(host, port, onread)
       this.attach(sock)
       sock.once('connect', () => {
         sock.setNoDelay(true)
         if (plain) return this.sendStartup(o.params)
         // SSLRequest; the answer is one byte, before any message.
         sock.removeAllListeners('data')
-        sock.write(Buffer.from([0, 0, 0, 8, 0x04, 0xd2, 0x16, 0x2f]))
+        sock.write(SSL_REQUEST)
         sock.once('data', (b) => {
-          if (b[0] === 0x53) {
-            const verify = this.info.sslmode.startsWith('verify')
-            const t = tls.connect({ socket: sock, servername: net.isIP(host) ? undefined : host, rejectUnauthorized: verify })
+          if (b[0] === SSL_ACCEPTED) {
+            const t = startTls(sock, this.info)
             this.attach(t)
             t.once('secureConnect', () => this.sendStartup(o.params))
-          } else if (this.info.sslmode === 'prefer' || this.info.sslmode === 'allow') {
+          } else if (plainFallback(this.info)) {
             sock.on('data', (d) => this.onData(d))
             this.sendStartup(o.params)
           } else {
@@ -240,17 +202,8 @@ export class WireClient {
   }
 
   private sendStartup(params: Record<string, string>): void {
-    const w = this.w
-    w.int32(0)
-    w.int32(196608)
     const all: Record<string, string> = { user: this.info.user, database: this.info.database, client_encoding: 'UTF8', ...params }
-    for (const [k, v] of Object.entries(all)) {
-      w.cstr(k)
-      w.cstr(v)
-    }
-    w.byte(0)
-    w.buf.writeInt32BE(w.len, 0)
-    this.socket.write(w.take())
+    this.socket.write(startupMessage(Object.entries(all)))
   }
 
   private lost(e: WireError): void {
@@ -348,11 +301,9 @@ export class WireClient {
       owned = true
     }
     let o = 0
-    while (end - o >= 5) {
-      const len = b.readInt32BE(o + 1)
-      if (end - o < 1 + len) break
-      this.message(b[o], b, o + 5, o + 1 + len)
-      o += 1 + len
+    for (let e = messageEnd(b, o, end); e >= 0; e = messageEnd(b, o, end)) {
+      this.message(b[o], b, o + 5, e)
+      o = e
     }
     if (o < end) this.rest = owned ? b.subarray(o, end) : Buffer.from(b.subarray(o, end))
   }
@@ -382,7 +333,9 @@ export class WireClient {
         return
       case 0x45: {
         // ErrorResponse
-        const { code, message } = fields(b, start, end)
+        const f = errorFields(b, start, end)
+        const code = f.C ?? ''
+        const message = f.M ?? ''
         if (this.startup) {
           this.startup.reject(wireError(code, message))
           this.socket.destroy()
@@ -418,11 +371,7 @@ export class WireClient {
     if (kind === 0) return // AuthenticationOk; ReadyForQuery follows
     if (kind === 3 || kind === 5) {
       let pw = password
-      if (kind === 5) {
-        const salt = b.subarray(start + 4, start + 8)
-        const inner = createHash('md5').update(password + user).digest('hex')
-        pw = 'md5' + createHash('md5').update(Buffer.concat([Buffer.from(inner), salt])).digest('hex')
-      }
+      if (kind === 5) pw = md5Password(user, password, b.subarray(start + 4, start + 8))
       const at = w.begin(0x70)
       w.cstr(pw)
       w.end(at)
@@ -483,39 +432,3 @@ function nulls(n: number): (string | null)[] {
 /** Bytes a plain connection reads at once (net's default for a socket is 64 KiB too). */
 const READ_BUFFER = 64 * 1024
 const EXECUTE = Buffer.from([0x45, 0, 0, 0, 9, 0, 0, 0, 0, 0])
-
-function fields(b: Buffer, start: number, end: number): { code: string; message: string } {
-  let code = ''
-  let message = ''
-  let p = start
-  while (p < end && b[p] !== 0) {
-    const t = b[p]
-    const e = b.indexOf(0, p + 1)
-    if (t === 0x43) code = b.toString('utf8', p + 1, e)
-    else if (t === 0x4d) message = b.toString('utf8', p + 1, e)
-    p = e + 1
-  }
-  return { code, message }
-}
-
-/** SCRAM-SHA-256 (RFC 5802/7677) as PostgreSQL uses it: no channel binding, empty user name. */
-export class Scram {
-  private nonce = randomBytes(18).toString('base64')
-  private firstBare = `n=,r=${this.nonce}`
-  constructor(private readonly password: string) {}
-  clientFirst(): string {
-    return `n,,${this.firstBare}`
-  }
-  clientFinal(serverFirst: string): string {
-    const attrs = Object.fromEntries(serverFirst.split(',').map((kv) => [kv[0], kv.slice(2)]))
-    if (!attrs.r?.startsWith(this.nonce)) throw wireError('AUTH', 'SCRAM: the server nonce does not extend ours')
-    const salted = pbkdf2Sync(this.password.normalize('NFKC'), Buffer.from(attrs.s, 'base64'), Number(attrs.i), 32, 'sha256')
-    const clientKey = createHmac('sha256', salted).update('Client Key').digest()
-    const storedKey = createHash('sha256').update(clientKey).digest()
-    const withoutProof = `c=biws,r=${attrs.r}`
-    const authMessage = `${this.firstBare},${serverFirst},${withoutProof}`
-    const sig = createHmac('sha256', storedKey).update(authMessage).digest()
-    const proof = Buffer.from(clientKey.map((x, i) => x ^ sig[i]))
-    return `${withoutProof},p=${proof.toString('base64')}`
-  }
-}

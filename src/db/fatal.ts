@@ -6,6 +6,7 @@
 // The same reader can also report each ReadyForQuery's transaction status (whether a kept session connection
 // may still be in a transaction) and the WARNINGs the server sends.
 import net from 'node:net'
+import { errorFields, severity } from './pgwire.js'
 
 export interface ServerFatal {
   /** The SQLSTATE, e.g. 25P03 (idle_in_transaction_session_timeout) or 57P01 (admin_shutdown). */
@@ -105,28 +106,14 @@ export function readFatals(socket: NodeJS.EventEmitter, onFatal: (e: ServerFatal
 
 /** The SQLSTATE of a NoticeResponse body when its severity is WARNING. */
 export function parseWarning(body: Buffer): string | undefined {
-  const fields = parseFields(body)
-  return (fields.V ?? fields.S) === 'WARNING' ? fields.C : undefined
+  const fields = errorFields(body)
+  return severity(fields) === 'WARNING' ? fields.C : undefined
 }
 
 /** The SQLSTATE and message of an ErrorResponse body when its severity is FATAL or PANIC. */
 export function parseFatal(body: Buffer): ServerFatal | undefined {
-  const fields = parseFields(body)
-  const severity = fields.V ?? fields.S
-  if ((severity === 'FATAL' || severity === 'PANIC') && fields.C) return { code: fields.C, message: fields.M ?? '' }
+  const fields = errorFields(body)
+  const level = severity(fields)
+  if ((level === 'FATAL' || level === 'PANIC') && fields.C) return { code: fields.C, message: fields.M ?? '' }
   return undefined
-}
-
-/** The fields of an ErrorResponse or NoticeResponse body, by their one-letter codes. */
-function parseFields(body: Buffer): Record<string, string> {
-  const fields: Record<string, string> = {}
-  let at = 0
-  while (at < body.length && body[at] !== 0) {
-    const key = String.fromCharCode(body[at])
-    const end = body.indexOf(0, at + 1)
-    if (end < 0) break
-    fields[key] = body.toString('utf8', at + 1, end)
-    at = end + 1
-  }
-  return fields
 }

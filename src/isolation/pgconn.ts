@@ -3,10 +3,9 @@
 // handed to a processor the moment the input is parsed (in any state, as libpq does), error and notice texts
 // built as libpq builds them at its default verbosity, and cancel requests on a separate socket. Every byte
 // of SQL and every value is kept as a latin1 string (one character per byte), so the transcript is exact.
-import net from 'node:net'
-import tls from 'node:tls'
-import { createHash } from 'node:crypto'
-import { connInfo, Scram } from '../bench/wire.js'
+// The protocol's shared parts (start-up, SSL, authentication, framing, error fields) are db/pgwire.ts's.
+import type net from 'node:net'
+import { cancelRequest, connInfo, cstr, dial, errorFields, frame, md5Password, messageEnd, plainFallback, plainOnly, Scram, severity, SSL_ACCEPTED, SSL_REQUEST, startTls, startupMessage, TERMINATE, type ConnInfo } from '../db/pgwire.js'
 import type { Target } from '../db/target.js'
 import { formatMessage } from './format.js'
 
@@ -94,7 +93,7 @@ export class PgConn {
     return c
   }
 
-  private open(info: ReturnType<typeof connInfo>, o: PgConnOptions): Promise<void> {
+  private open(info: ConnInfo, o: PgConnOptions): Promise<void> {
     return new Promise<void>((resolve, reject) => {
       let scram: Scram | undefined
       let done = false
@@ -113,28 +112,19 @@ export class PgConn {
       }
       const timer = setTimeout(() => finish(new ConnectError(`no answer from ${info.host}:${info.port} within ${o.connectTimeoutMs} ms`, 'CONNECT_TIMEOUT')), o.connectTimeoutMs)
       let pending = Buffer.alloc(0)
-      const write = (type: number, body: Buffer) => {
-        const head = Buffer.alloc(5)
-        head[0] = type
-        head.writeInt32BE(body.length + 4, 1)
-        this.sock.write(Buffer.concat([head, body]))
-      }
+      const write = (type: number, body: Buffer) => this.sock.write(frame(type, body))
       const onData = (d: Buffer) => {
         pending = Buffer.concat([pending, d])
-        while (pending.length >= 5) {
-          const len = pending.readInt32BE(1)
-          if (pending.length < 1 + len) break
+        for (let e = messageEnd(pending, 0, pending.length); e >= 0; e = messageEnd(pending, 0, pending.length)) {
           const type = pending[0]
-          const body = pending.subarray(5, 1 + len)
-          pending = pending.subarray(1 + len)
+          const body = pending.subarray(5, e)
+          pending = pending.subarray(e)
           if (type === 0x52) {
             const kind = body.readInt32BE(0)
             if (kind === 0) continue
             if (kind === 3) write(0x70, cstr(info.password))
-            else if (kind === 5) {
-              const inner = createHash('md5').update(info.password + info.user).digest('hex')
-              write(0x70, cstr('md5' + createHash('md5').update(Buffer.concat([Buffer.from(inner), body.subarray(4, 8)])).digest('hex')))
-            } else if (kind === 10) {
+            else if (kind === 5) write(0x70, cstr(md5Password(info.user, info.password, body.subarray(4, 8))))
+            else if (kind === 10) {
               scram = new Scram(info.password)
               const first = Buffer.from(scram.clientFirst())
               const len4 = Buffer.alloc(4)
@@ -148,7 +138,7 @@ export class PgConn {
               }
             } else if (kind !== 12) return finish(new ConnectError(`unsupported authentication method ${kind}`, 'AUTH'))
           } else if (type === 0x45) {
-            const f = errorFields(body)
+            const f = errorFields(body, 0, body.length, 'latin1')
             return finish(new ConnectError(f.M ?? 'the server refused the connection', f.C))
           } else if (type === 0x4b) {
             this.pid = body.readInt32BE(0)
@@ -163,15 +153,7 @@ export class PgConn {
           }
         }
       }
-      const startup = () => {
-        const parts: Buffer[] = [Buffer.alloc(8)]
-        parts[0].writeInt32BE(196608, 4)
-        for (const [k, v] of [['user', info.user], ['database', info.database], ...o.params] as [string, string][]) parts.push(cstr(k), Buffer.from(v + '\0', 'latin1'))
-        parts.push(Buffer.from([0]))
-        const b = Buffer.concat(parts)
-        b.writeInt32BE(b.length, 0)
-        this.sock.write(b)
-      }
+      const startup = () => this.sock.write(startupMessage([['user', info.user], ['database', info.database], ...o.params], 'latin1'))
       const attach = (s: net.Socket) => {
         this.sock = s
         s.on('data', onData)
@@ -184,19 +166,19 @@ export class PgConn {
           this.lost()
         })
       }
-      const raw = info.host.startsWith('/') ? net.connect(`${info.host}/.s.PGSQL.${info.port}`) : net.connect(info.port, info.host)
+      const raw = dial(info.host, info.port)
       attach(raw)
       raw.once('connect', () => {
         raw.setNoDelay(true)
-        if (info.sslmode === 'disable' || info.host.startsWith('/')) return startup()
+        if (plainOnly(info)) return startup()
         raw.removeListener('data', onData)
-        raw.write(Buffer.from([0, 0, 0, 8, 0x04, 0xd2, 0x16, 0x2f]))
+        raw.write(SSL_REQUEST)
         raw.once('data', (b: Buffer) => {
-          if (b[0] === 0x53) {
-            const t = tls.connect({ socket: raw, servername: net.isIP(info.host) ? undefined : info.host, rejectUnauthorized: info.sslmode.startsWith('verify') })
+          if (b[0] === SSL_ACCEPTED) {
+            const t = startTls(raw, info)
             attach(t)
             t.once('secureConnect', startup)
-          } else if (info.sslmode === 'prefer' || info.sslmode === 'allow') {
+          } else if (plainFallback(info)) {
             raw.on('data', onData)
             startup()
           } else finish(new ConnectError(`the server at ${info.host}:${info.port} does not accept SSL (sslmode=${info.sslmode})`, 'SSL_REFUSED'))
@@ -263,13 +245,9 @@ export class PgConn {
     this.lastQuery = sql
     this.result = null
     this.async = 'busy'
-    const body = Buffer.from(sql + '\0', 'latin1')
-    const head = Buffer.alloc(5)
-    head[0] = 0x51
-    head.writeInt32BE(body.length + 4, 1)
     // A socket the server has closed but whose last words are still unread takes the query as libpq's would
     // (its write succeeds): reading then finds the server's FATAL error and the end of the stream.
-    if (!this.bad) this.sock.write(Buffer.concat([head, body]))
+    if (!this.bad) this.sock.write(frame(0x51, Buffer.from(sql + '\0', 'latin1')))
     return true
   }
 
@@ -318,20 +296,19 @@ export class PgConn {
   /** Messages in the input buffer, handled as libpq's pqParseInput3 does. */
   private parseInput(): void {
     for (;;) {
-      if (this.buf.length < 5) return
-      const len = this.buf.readInt32BE(1)
-      if (this.buf.length < 1 + len) return
+      const end = messageEnd(this.buf, 0, this.buf.length)
+      if (end < 0) return
       const type = this.buf[0]
-      const body = this.buf.subarray(5, 1 + len)
+      const body = this.buf.subarray(5, end)
       if (type === 0x4e) {
         // NoticeResponse: handed over at once, whatever the state.
-        this.buf = this.buf.subarray(1 + len)
-        const f = errorFields(body)
+        this.buf = this.buf.subarray(end)
+        const f = errorFields(body, 0, body.length, 'latin1')
         this.onNotice(formatMessage(f, false, f.P ? this.lastQuery : undefined))
         continue
       }
       if (type === 0x41) {
-        this.buf = this.buf.subarray(1 + len)
+        this.buf = this.buf.subarray(end)
         const pid = body.readInt32BE(0)
         const [channel, payload] = body.subarray(4).toString('latin1').split('\0')
         this.notifies.push({ channel, payload, pid })
@@ -340,10 +317,10 @@ export class PgConn {
       if (this.async !== 'busy') {
         if (this.async === 'ready') return // wait until the application takes the result
         // Idle: an error here is shown as a notice (libpq does the same); everything else is absorbed.
-        this.buf = this.buf.subarray(1 + len)
+        this.buf = this.buf.subarray(end)
         if (type === 0x45) {
-          const f = errorFields(body)
-          if ((f.V ?? f.S) === 'FATAL') this.fatal = f
+          const f = errorFields(body, 0, body.length, 'latin1')
+          if (severity(f) === 'FATAL') this.fatal = f
           this.onNotice(formatMessage(f, false))
         } else if (type === 0x53) {
           const [k, v] = body.toString('latin1').split('\0')
@@ -351,7 +328,7 @@ export class PgConn {
         } else if (type === 0x5a) this.txStatus = String.fromCharCode(body[0])
         continue
       }
-      this.buf = this.buf.subarray(1 + len)
+      this.buf = this.buf.subarray(end)
       switch (type) {
         case 0x43: // CommandComplete
           if (!this.result) this.result = { status: 'COMMAND_OK', fields: [], rows: [], tag: '' }
@@ -359,8 +336,8 @@ export class PgConn {
           this.async = 'ready'
           break
         case 0x45: {
-          const f = errorFields(body)
-          if ((f.V ?? f.S) === 'FATAL') this.fatal = f
+          const f = errorFields(body, 0, body.length, 'latin1')
+          if (severity(f) === 'FATAL') this.fatal = f
           const msg = formatMessage(f, true, f.P ? this.lastQuery : undefined)
           this.result = { status: 'FATAL_ERROR', fields: [], rows: [], tag: '', err: f, errorMessage: msg }
           this.errorMessage += msg
@@ -430,12 +407,8 @@ export class PgConn {
   /** PQcancel: a CancelRequest on a new connection. Resolves when the server has taken it. */
   cancel(): Promise<boolean> {
     return new Promise<boolean>((resolve) => {
-      const s = this.host.startsWith('/') ? net.connect(`${this.host}/.s.PGSQL.${this.port}`) : net.connect(this.port, this.host)
-      const b = Buffer.alloc(16)
-      b.writeInt32BE(16, 0)
-      b.writeInt32BE(80877102, 4)
-      b.writeInt32BE(this.pid, 8)
-      b.writeInt32BE(this.secret, 12)
+      const s = dial(this.host, this.port)
+      const b = cancelRequest(this.pid, this.secret)
       s.once('connect', () => s.end(b))
       s.once('close', () => resolve(true))
       s.once('error', () => resolve(false))
@@ -450,27 +423,11 @@ export class PgConn {
     await new Promise<void>((resolve) => {
       const t = setTimeout(() => (s.destroy(), resolve()), 500)
       s.once('close', () => (clearTimeout(t), resolve()))
-      s.end(Buffer.from([0x58, 0, 0, 0, 4]))
+      s.end(TERMINATE)
     })
   }
 
   destroy(): void {
     this.sock?.destroy()
   }
-}
-
-function cstr(s: string): Buffer {
-  return Buffer.from(s + '\0', 'utf8')
-}
-
-function errorFields(body: Buffer): Record<string, string> {
-  const f: Record<string, string> = {}
-  let p = 0
-  while (p < body.length && body[p] !== 0) {
-    const code = String.fromCharCode(body[p])
-    const e = body.indexOf(0, p + 1)
-    f[code] = body.toString('latin1', p + 1, e)
-    p = e + 1
-  }
-  return f
 }
