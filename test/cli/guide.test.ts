@@ -24,7 +24,7 @@ test('Writing a scenario: the guide works as written, in a fresh copy of the pro
   assert.ok(lines.length >= 5, lines.join('\n'))
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'race-guide-'))
   try {
-    for (const f of ['src', 'scenarios', 'test', 'bench', 'scripts', 'bin', 'package.json', 'tsconfig.json']) fs.cpSync(path.join(ROOT, f), path.join(dir, f), { recursive: true })
+    for (const f of ['src', 'scenarios', 'test', 'speed', 'scripts', 'bin', 'package.json', 'tsconfig.json']) fs.cpSync(path.join(ROOT, f), path.join(dir, f), { recursive: true })
     fs.symlinkSync(path.join(ROOT, 'node_modules'), path.join(dir, 'node_modules'))
     const env = { ...process.env, NO_COLOR: '1' }
     const outputs: string[] = []

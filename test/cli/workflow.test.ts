@@ -49,7 +49,7 @@ test("the workflow's steps, run here: npm ci, then each npx race step against th
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'race-workflow-'))
   try {
     // actions/checkout: the project's files (what git tracks; not node_modules or dist).
-    for (const f of ['src', 'scenarios', 'test', 'bench', 'scripts', 'bin', 'package.json', 'package-lock.json', 'tsconfig.json', 'README.md']) fs.cpSync(path.join(ROOT, f), path.join(dir, f), { recursive: true })
+    for (const f of ['src', 'scenarios', 'test', 'speed', 'scripts', 'bin', 'package.json', 'package-lock.json', 'tsconfig.json', 'README.md']) fs.cpSync(path.join(ROOT, f), path.join(dir, f), { recursive: true })
     const env: NodeJS.ProcessEnv = { ...process.env, DATABASE_URL: server.url, GITHUB_ACTIONS: 'true', CI: 'true', NO_COLOR: '1' }
     for (const k of ['PGHOST', 'PGDATABASE', 'PGUSER', 'PGPORT', 'PGPASSWORD', 'COLUMNS']) delete env[k]
     for (const run of runs) {
