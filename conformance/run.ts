@@ -13,8 +13,8 @@
 // Prints "N of M identical" per server; differences are written to conformance/out/<server>/<name>.diff.
 import fs from 'node:fs'
 import path from 'node:path'
-import { startEmbedded } from '../src/db/embedded.js'
-import { binariesFor, isolationTester, parsePg, SUPPORTED } from '../src/db/versions.js'
+import { startEmbedded } from '../src/servers/embedded.js'
+import { binariesFor, isolationTester, parsePg, SUPPORTED } from '../src/servers/versions.js'
 import { conform, corpus, TESTER_15 } from '../test/support/conformance.js'
 
 function take(args: string[], flag: string): string | undefined {

@@ -25,7 +25,7 @@ import os from 'node:os'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 import postgres from 'postgres'
-import { startEmbedded, type EmbeddedServer } from '../src/db/embedded.js'
+import { startEmbedded, type EmbeddedServer } from '../src/servers/embedded.js'
 import { maskUrl } from '../src/db/target.js'
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..')

@@ -16,7 +16,7 @@ import type { MysqlLab } from '../db/mysql.js'
 import { MYSQL_OLTP, MysqlBenchClient, checkMysqlBench, findSlap, mysqlOltpSetup, runSlap, slapScript } from '../bench/innodb.js'
 import { addTargetOptions, engineFor, parseBounds, withLab, type TargetOptions } from './common.js'
 import { addPoolerOptions, parsePool, requirePooler, type PoolerOptions } from './pooler.js'
-import { describePool, startPooler } from '../db/pooler.js'
+import { describePool, startPooler } from '../servers/pooler.js'
 import type { CellStats } from '../bench/runner.js'
 import type { Pool } from '../scenario.js'
 

@@ -1,10 +1,10 @@
 // race cache: where the embedded PostgreSQL's template cluster is cached and what the folder holds;
 // race cache clear removes the folder (the next run of the embedded server builds the template again).
 import type { Command } from 'commander'
-import { clearCache, describeCache, type CacheReport } from '../db/template.js'
+import { clearCache, describeCache, type CacheReport } from '../servers/template.js'
 import fs from 'node:fs'
 import path from 'node:path'
-import { BUILDS, BUNDLED, describeBinaries, mirrors, SUPPORTED, type BinEntry } from '../db/versions.js'
+import { BUILDS, BUNDLED, describeBinaries, mirrors, SUPPORTED, type BinEntry } from '../servers/versions.js'
 import { RunError } from '../errors.js'
 import { c } from '../report/color.js'
 import { columns, hang } from '../report/width.js'

@@ -11,7 +11,7 @@ import type { TrialFacts } from '../engine/types.js'
 import { RunError, UsageError } from '../errors.js'
 import { compare, documentedCodes, judge, worstExit, type Comparison } from '../judge/index.js'
 import { abort, cleanupAll, describeStuck } from '../lifecycle.js'
-import { BUNDLED, parsePg } from '../db/versions.js'
+import { BUNDLED, parsePg } from '../servers/versions.js'
 import { parseDuration, parseWhole, formatDuration } from '../parse.js'
 import { documentedFor, ownServerRefusal, plan, unavailableOn, type Plan } from '../plan.js'
 import type { Documented, Engine, ParamSpec, ParamValue, Params, Pool, Scenario, Schedule, Verdict } from '../scenario.js'
@@ -242,11 +242,11 @@ export async function openDriver(target: Target, connectTimeoutMs: number): Prom
   return Lab.open(target, connectTimeoutMs)
 }
 
-/** The prefix of the folders race's own PgBouncers run in (db/pooler.ts POOLER_DIR_PREFIX; a test checks they agree). */
+/** The prefix of the folders race's own PgBouncers run in (servers/pooler.ts POOLER_DIR_PREFIX; a test checks they agree). */
 export const POOLER_DIR_PREFIX = 'race-pgb-'
 
 /**
- * Stops and removes the PgBouncers a killed race left behind (db/pooler.ts reapPoolers), loading that code only
+ * Stops and removes the PgBouncers a killed race left behind (servers/pooler.ts reapPoolers), loading that code only
  * when the temporary folder holds one of their folders at all.
  */
 async function reapLeftPoolers(): Promise<void> {
@@ -257,7 +257,7 @@ async function reapLeftPoolers(): Promise<void> {
     return
   }
   if (!names.some((n) => n.startsWith(POOLER_DIR_PREFIX))) return
-  const { reapPoolers } = await import('../db/pooler.js')
+  const { reapPoolers } = await import('../servers/pooler.js')
   await reapPoolers((line) => process.stderr.isTTY && process.stderr.write(`${line}\n`))
 }
 
@@ -285,7 +285,7 @@ export async function withLab<T>(
     if (line.startsWith('fetch') || line.startsWith('initdb') || process.stderr.isTTY) process.stderr.write(`${process.stderr.isTTY ? '\x1b[2K' : ''}race: ${line}\n`)
   }
   // Fetched before the command's clock starts: --run-timeout bounds the command, the fetch has its own bound.
-  if (target.kind === 'embedded' && pg !== BUNDLED) await (await import('../db/versions.js')).binariesFor(pg, log)
+  if (target.kind === 'embedded' && pg !== BUNDLED) await (await import('../servers/versions.js')).binariesFor(pg, log)
   // runTimeoutMs 0: no limit for the whole command (race locks --watch, until Ctrl-C).
   const timer = bounds.runTimeoutMs
     ? setTimeout(() => abort(new RunError(`the command did not finish within --run-timeout ${bounds.runTimeoutMs / 1000}s${stuckNote()}`)), bounds.runTimeoutMs)
@@ -296,7 +296,7 @@ export async function withLab<T>(
     await reapLeftPoolers()
     if (target.kind === 'embedded') {
       if (process.stderr.isTTY) process.stderr.write(`starting the embedded PostgreSQL ${pg}...\r`)
-      const { connectionsFor, startEmbedded } = await import('../db/embedded.js')
+      const { connectionsFor, startEmbedded } = await import('../servers/embedded.js')
       const server = await startEmbedded({ settings: { ...o.settings, ...own?.ownServer?.settings }, cache: embeddedCache, maxConnections: connectionsFor(o.sessions), tcp: false, pg, log })
       if (process.stderr.isTTY) process.stderr.write('\x1b[2K')
       if (server.cluster.cache === 'unavailable' && process.stderr.isTTY) process.stderr.write(`race: initdb instead of the cached template, which is not usable: ${server.cluster.why}\n`)
@@ -305,7 +305,7 @@ export async function withLab<T>(
     }
     // --pooled: the URL is the user's pooler (for the sessions); control goes to the server behind it.
     const via = o.pooled ? target : undefined
-    if (via) target = await (await import('../db/pooler.js')).discoverDirect(via, bounds.connectTimeoutMs)
+    if (via) target = await (await import('../db/pooled.js')).discoverDirect(via, bounds.connectTimeoutMs)
     const lab = await openDriver(target, bounds.connectTimeoutMs)
     if (via) target = { ...via, label: `${via.label} (a pooler; control direct to ${target.label})` }
     if (lab.reaped.length && process.stderr.isTTY) {

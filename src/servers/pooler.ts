@@ -13,9 +13,9 @@ import postgres, { type Sql } from 'postgres'
 import { RunError, UsageError } from '../errors.js'
 import { onCleanup } from '../lifecycle.js'
 import type { PoolMode } from '../scenario.js'
-import { endQuietly } from './connect.js'
-import { connInfo } from './pgwire.js'
-import type { Target } from './target.js'
+import { endQuietly } from '../db/connect.js'
+import { connInfo } from '../db/pgwire.js'
+import type { Target } from '../db/target.js'
 import { alive, freePort, logTail, postgresUser } from './local.js'
 
 export const POOLER_DIR_PREFIX = 'race-pgb-'
@@ -360,69 +360,5 @@ export async function startPooler(o: StartOptions): Promise<Pooler> {
     await stop()
     if (e instanceof RunError) throw e
     throw new RunError(`PgBouncer could not be started: ${(e as Error).message}`)
-  }
-}
-
-
-/**
- * --pooled: the server behind a pooler the user runs, for race's control connection (which must be direct: its
- * backend marks the run's schema, and its search_path must stay). The server says where it listens, through
- * the pooler (inet_server_addr, inet_server_port, current_database); the URL's user and password are kept.
- */
-export async function discoverDirect(via: Target, connectTimeoutMs: number): Promise<Target> {
-  const sql = postgres(via.url ?? '', {
-    max: 1,
-    prepare: false,
-    fetch_types: false,
-    onnotice: () => {},
-    connect_timeout: Math.max(1, Math.ceil(connectTimeoutMs / 1000)),
-    connection: { application_name: 'race pooled discovery' },
-  })
-  let row: { host: string | null; port: number | null; db: string }
-  try {
-    ;[row] = (await sql`select host(inet_server_addr()) as host, inet_server_port() as port, current_database() as db`) as unknown as (typeof row)[]
-  } catch (e) {
-    const code = (e as { code?: string }).code
-    throw new RunError(`could not reach the server through the pooler at ${via.label}: ${(e as Error).message}${code ? ` (${code})` : ''}`)
-  } finally {
-    await endQuietly(sql, 0)
-  }
-  if (!row.host || !row.port) {
-    throw new RunError(`--pooled: the pooler at ${via.label} reaches PostgreSQL over a Unix socket (inet_server_addr() is NULL), so race cannot connect to it directly for its control connection`)
-  }
-  const u = new URL(via.url!)
-  u.hostname = row.host.includes(':') ? `[${row.host}]` : row.host
-  u.port = String(row.port)
-  u.pathname = `/${encodeURIComponent(row.db)}`
-  u.searchParams.delete('host')
-  u.searchParams.delete('port')
-  const url = u.toString()
-  const masked = url.replace(/^([a-z][a-z0-9+.-]*:\/\/[^:/?#@]*:)[^@/?#]*@/i, '$1***@')
-  return { kind: 'url', url, label: masked }
-}
-
-/** The session-facing side of a pooler the user runs (--pooled), seen from race's direct control connection. */
-export interface ExternalPool {
-  target: Target
-  tag: string
-  /** Backends serving this run's clients right now: application_name carries the tag, and they are not idle. */
-  links(control: Sql): Promise<Map<string, number>>
-  /** Backends this run's clients used last (their application_name still carries the tag). */
-  backends(control: Sql): Promise<number[]>
-}
-
-export function externalPool(via: Target, tag: string): ExternalPool {
-  const like = `race % ${tag}`
-  return {
-    target: via,
-    tag,
-    async links(control) {
-      const rows = await control`select application_name as name, pid from pg_stat_activity where application_name like ${like} and state <> 'idle'`
-      return new Map(rows.map((r) => [String(r.name), Number(r.pid)]))
-    },
-    async backends(control) {
-      const rows = await control`select pid from pg_stat_activity where application_name like ${like} and backend_type = 'client backend'`
-      return rows.map((r) => Number(r.pid))
-    },
   }
 }

@@ -11,7 +11,7 @@ import { after, test } from 'node:test'
 import { spawn } from 'node:child_process'
 import { BIN, race } from '../support/server.js'
 import { runDirsOf } from '../support/procs.js'
-import { BUILDS } from '../../src/db/versions.js'
+import { BUILDS } from '../../src/servers/versions.js'
 
 const made: string[] = []
 after(() => {

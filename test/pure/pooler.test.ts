@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import { checkCases } from '../../src/commands/check.js'
-import { findPgbouncer, resetSql, setupSql } from '../../src/db/pooler.js'
+import { findPgbouncer, resetSql, setupSql } from '../../src/servers/pooler.js'
 import { RunError } from '../../src/errors.js'
 import { documentedCodes, judge } from '../../src/judge/index.js'
 import { checkScenario, documentedFor, plan } from '../../src/plan.js'

@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import { UsageError } from '../../src/errors.js'
-import { BUILDS, BUNDLED, parsePg, SUPPORTED } from '../../src/db/versions.js'
+import { BUILDS, BUNDLED, parsePg, SUPPORTED } from '../../src/servers/versions.js'
 import { versionDifferences } from '../../src/commands/matrix.js'
 
 test('--pg: one version, ranges and lists, ascending and each once', () => {

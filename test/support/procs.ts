@@ -4,7 +4,7 @@ import { spawn, type ChildProcess } from 'node:child_process'
 import fs from 'node:fs'
 import path from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
-import { DIR_PREFIX, runRoots } from '../../src/db/embedded.js'
+import { DIR_PREFIX, runRoots } from '../../src/servers/embedded.js'
 import { BIN } from './server.js'
 
 /** The full paths of race's run folders (embedded servers), in every folder race makes them in. */
