@@ -250,6 +250,15 @@ export interface Pooled {
   modes?: readonly PoolMode[]
 }
 
+/**
+ * What a scenario made from an application race carries for the engine. src/app adds the race itself (`race`, by
+ * declaration merging in app/scenario.ts), so that this contract, which src/app builds on, imports nothing of it.
+ */
+export interface AppScenario {
+  /** The race module's path (its driver is loaded from beside it). */
+  file?: string
+}
+
 export interface Scenario {
   id: string
   title: string
@@ -308,7 +317,7 @@ export interface Scenario {
    * An application race (src/app): the user's own function is each session; its queries are the steps. Its
    * `sessions` then stand for the functions (one placeholder step each), and the engine runs src/app's trial.
    */
-  app?: import('./app/scenario.js').AppScenario
+  app?: AppScenario
   /**
    * SQLSTATEs (MySQL: 'SQLSTATE/errno') by which the server keeps the invariant, besides those the documented
    * outcomes name: a spec file's `prevented by` line. An integrity error (class 23) counts as a prevention only when

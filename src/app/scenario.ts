@@ -4,17 +4,17 @@
 // judged as a spec file's expect line is.
 import path from 'node:path'
 import { UsageError } from '../errors.js'
-import { replicate, type Scenario } from '../scenario.js'
+import { replicate, type AppScenario, type Scenario } from '../scenario.js'
 import type { AppRace } from './types.js'
 
 /** Marks what defineAppRace returns (a global symbol: the user's copy of the package and race's agree). */
 export const APP_RACE = Symbol.for('racelab.appRace')
 
-/** What a scenario made from an application race carries for the engine. */
-export interface AppScenario {
-  race: AppRace
-  /** The race module's path (its driver is loaded from beside it). */
-  file?: string
+declare module '../scenario.js' {
+  /** What a scenario made from an application race carries for the engine: the race, besides its file. */
+  interface AppScenario {
+    race: AppRace
+  }
 }
 
 /** Identity with a mark, for type checking and for the loader: `export default defineAppRace({...})`. */
