@@ -13,8 +13,6 @@ import { readSpec } from './files.js'
 import { specToScenario } from './scenario.js'
 import { appScenario, isAppRace } from '../app/scenario.js'
 
-export { isScenarioPath } from '../registry.js'
-
 /** The leading comment lines of a spec (its story): '# ' removed, '# env:' lines left out. */
 export function leadingComments(file: string): string[] {
   const out: string[] = []
