@@ -157,7 +157,6 @@ export function refusal(where: string, schema: string, changes: readonly string[
 }
 
 /** SQLSTATE the in-SQL form raises (class RX: race); defined in common.ts, which run and check load without this file. */
-export { GUARD_SQLSTATE } from './common.js'
 import { GUARD_SQLSTATE } from './common.js'
 
 /** Marks around the spec's own block inside guardedSql, so `race show` can show the block itself. */

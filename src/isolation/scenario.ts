@@ -18,7 +18,7 @@ import { outsideReach, transactionControl, unterminated } from './files.js'
 import type { Permutation, Spec, SpecSession } from './parse.js'
 import { SpecError } from './parse.js'
 // What run and check use of a file's scenario lives apart, so that they do not load the spec parser.
-export { expectsOverride, isFileScenario, qualifyPermutation, specFailure } from './common.js'
+export { expectsOverride, qualifyPermutation, specFailure } from './common.js'
 
 /** A kebab-case id from a file name: orders.spec -> orders, My_Race.spec -> my-race. */
 export function idFromFile(file: string): string {
