@@ -2,10 +2,9 @@
 // columns, numeric-looking columns right-aligned, widths in bytes, "(N rows)" and a blank line), and
 // server messages as libpq builds them at its default verbosity (severity, message, a LINE/caret display of
 // the statement position, DETAIL, HINT, QUERY, and CONTEXT for errors only). Strings are latin1 (bytes).
-import type { PgResult } from './pgconn.js'
 
-/** PQprint(stdout, res, {header, align, fieldSep: '|'}): nothing for a result without columns. */
-export function printResult(res: Pick<PgResult, 'fields' | 'rows'>): string {
+/** PQprint(stdout, res, {header, align, fieldSep: '|'}): nothing for a result without columns. res: a PgResult's columns and rows (pgconn.ts, which uses this file). */
+export function printResult(res: { fields: readonly string[]; rows: readonly (readonly (string | null)[])[] }): string {
   const n = res.fields.length
   if (!n) return ''
   const width = res.fields.map((f) => f.length)
