@@ -5,14 +5,14 @@
 import { performance } from 'node:perf_hooks'
 import { setTimeout as sleep } from 'node:timers/promises'
 import type { Driver } from '../db/driver.js'
-import { POLL_MS } from '../engine/schedule.js'
-import type { TimelineEvent, TrialFacts, InvariantReport } from '../engine/types.js'
+import { pickedOf, POLL_MS } from '../engine/schedule.js'
+import type { Chooser, InvariantReport, Moment, TimelineEvent, TrialFacts } from '../engine/types.js'
 import { RunError, UsageError } from '../errors.js'
 import { abortSignal, setStuckDescriber, whenAborted } from '../lifecycle.js'
 import type { Schedule } from '../scenario.js'
 import { loadDriver, openMariadb, openPg, openPostgresJs, running, type AppConn } from './drivers.js'
 import { AppSession } from './session.js'
-import type { AppRace, Chooser, Moment } from './types.js'
+import type { AppRace } from './types.js'
 import { parseAppPermutation } from './labels.js'
 export { parseAppPermutation } from './labels.js'
 
@@ -249,9 +249,7 @@ export async function appTrial(lab: Driver, cfg: AppTrialConfig): Promise<AppTri
           done: sessions.filter((s) => s.finished).map((s) => s.name),
           order: [...order],
         }
-        const pick = await chooser(moment)
-        const s = typeof pick === 'number' ? ready[pick] : ready.find((x) => x.name === pick)
-        if (!s) throw new UsageError(`the chooser picked ${JSON.stringify(pick)}, which is not one of the ready sessions (${ready.map((x) => x.name).join(', ')})`)
+        const s = ready[pickedOf(moment, await chooser(moment))]
         s.release()
         // The released query runs until it ends or is seen blocked (quiet, at the top of the loop).
         await Promise.race([tick, sleep(0)])
@@ -338,20 +336,6 @@ export function chooserFor(cfg: Pick<AppTrialConfig, 'schedule' | 'permutation'>
   }
 }
 
-
-/**
- * race explore's chooser (engine/schedule.ts: it picks one of the ready sessions, by identity) as an application
- * race's: each ready session is offered as { index, name } (and its label and SQL), the same object each time.
- */
-export function fromEngineChooser(choose: (ready: readonly never[]) => unknown): Chooser {
-  return (m) => {
-    const ready = m.ready.map((r) => ({ index: r.index, name: r.session, label: r.label, sql: r.sql }))
-    const s = choose(ready as never[]) as { index?: number; name?: string } | undefined
-    const at = ready.findIndex((r) => r === s || (s !== undefined && r.index === s.index))
-    if (at < 0) throw new UsageError(`the schedule chose ${s?.name ?? 'no session'}, which cannot start a step now`)
-    return at
-  }
-}
 
 /** The labels an application trial ran (s1.q3) as engine entries (session 0, step 2); points have no step number and are left out. */
 export function orderEntries(order: readonly string[], names: readonly string[]): { session: number; step: number }[] {

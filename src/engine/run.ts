@@ -20,9 +20,9 @@ import { orderFor, ownServerRefusal, tooOldFor, type Plan } from '../plan.js'
 import type { Entry } from '../permutation.js'
 import type { BindCtx, Row, Rows, Schedule } from '../scenario.js'
 import { fitToKeep, SessionConns } from './conns.js'
-import { runBarrier, runChosen, runPermutation, type BlockProbe, type Chooser } from './schedule.js'
+import { runBarrier, runChosen, runPermutation, type BlockProbe } from './schedule.js'
 import { Session, sessionOptions } from './session.js'
-import type { InvariantReport, SessionState, StepPause, TimelineEvent, TrialFacts } from './types.js'
+import type { Chooser, InvariantReport, SessionState, StepPause, TimelineEvent, TrialFacts } from './types.js'
 
 export interface RunConfig {
   plan: Plan
@@ -60,7 +60,7 @@ export interface RunConfig {
    * moment which ready session's query goes next (src/app/types.ts, Chooser); it replaces the schedule. The trial's
    * facts then carry `order`, the labels as they were released. For an explorer.
    */
-  chooser?: (trial: number) => import('../app/types.js').Chooser
+  chooser?: (trial: number) => Chooser
   /**
    * race explore: trial k's order is chosen while it runs, step by step, by what this returns for k (schedule.ts
    * runChosen); the run ends, whatever `trials` says, at the first k it returns undefined for. Called after
@@ -156,9 +156,9 @@ export async function run(lab: Driver, cfg: RunConfig): Promise<RunOutput> {
       let facts: TrialFacts
       let connections: number
       if (appTrial) {
-        // race explore's chooser (engine Sessions) drives an application race through src/app's: the same ready
-        // sessions (index, name), and the order back as entries (s1.q3: session 0, step 2).
-        const appChooser = cfg.chooser?.(k) ?? (chooser ? (await import('../app/trial.js')).fromEngineChooser(chooser) : undefined)
+        // race explore's chooser drives an application race as it drives declared steps; the order comes back as
+        // entries (s1.q3: session 0, step 2).
+        const appChooser = cfg.chooser?.(k) ?? chooser
         const f = await appTrial(lab, {
           race: app!.race,
           file: app!.file,

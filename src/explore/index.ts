@@ -7,8 +7,7 @@
 // strategy from enumerate.ts: depth-first over every choice, or seeded random runs, then shrinking.
 import { performance } from 'node:perf_hooks'
 import type { Driver, ServerInfo } from '../db/driver.js'
-import type { Session } from '../engine/session.js'
-import type { Chooser } from '../engine/schedule.js'
+import type { Chooser, Moment, ReadyStep } from '../engine/types.js'
 import type { TrialFacts } from '../engine/types.js'
 import { RunError, UsageError } from '../errors.js'
 import { exitCode, labelOf, summarize, type ExpectOverride } from '../judge/index.js'
@@ -252,8 +251,8 @@ export async function exploreOn(lab: Driver, targetLabel: string, scenario: Scen
   const chooserOf = (pick: Pick): Chooser => {
     const launched = p.sessions.map(() => 0)
     free = []
-    return (ready: readonly Session[]) => {
-      const take = (s: Session) => (launched[s.index]++, s)
+    return ({ ready }: Moment) => {
+      const take = (s: ReadyStep) => (launched[s.index]++, ready.indexOf(s))
       const first = ready.find((s) => pinned(scenario, p, s.index, launched[s.index]) === 'first')
       if (first) return take(first)
       const open = ready.filter((s) => pinned(scenario, p, s.index, launched[s.index]) !== 'last')
