@@ -304,17 +304,42 @@ export interface Scenario {
   expects?: 'held' | 'violated' | 'reported'
   /** Runs only on a server race starts for it (see OwnServer). */
   ownServer?: OwnServer
-  /**
-   * An application race (src/app): the user's own function is each session; its queries are the steps. Its
-   * `sessions` then stand for the functions (one placeholder step each), and the engine runs src/app's trial.
-   */
-  app?: import('./app/scenario.js').AppScenario
+  /** How its trials are run (see ScenarioKind); absent: statements, the engine's own. */
+  kind?: ScenarioKind
   /**
    * SQLSTATEs (MySQL: 'SQLSTATE/errno') by which the server keeps the invariant, besides those the documented
    * outcomes name: a spec file's `prevented by` line. An integrity error (class 23) counts as a prevention only when
    * it is named here, in the documented outcomes or in a session's `retry.on` (docs/verdicts.md).
    */
   prevention?: readonly string[]
+}
+
+/**
+ * How a scenario's trials are run. Statements (a built-in scenario, a .spec file, a .mjs scenario module): the engine
+ * runs its sessions' declared steps. An application race (src/app): the user's own function is each session, its
+ * queries the steps; its `sessions` stand for the functions (one placeholder step each), and its trials are run by
+ * the runner it brings (engine/runner.ts): the engine knows nothing else of it.
+ */
+export type ScenarioKind = { type: 'statements' } | ApplicationKind
+
+export interface ApplicationKind {
+  type: 'application'
+  /** Runs its trials (src/app/runner.ts). */
+  runner: import('./engine/runner.js').TrialRunnerFactory
+  /** The race module's declaration (race show reads it). */
+  race: import('./app/types.js').AppRace
+  /** The race module's path (its driver is loaded from beside it). */
+  file?: string
+}
+
+/** A scenario's kind: statements unless it says otherwise. */
+export function kindOf(s: Pick<Scenario, 'kind'>): ScenarioKind {
+  return s.kind ?? { type: 'statements' }
+}
+
+/** The application race a scenario is, if it is one. */
+export function applicationOf(s: Pick<Scenario, 'kind'>): ApplicationKind | undefined {
+  return s.kind?.type === 'application' ? s.kind : undefined
 }
 
 /** Identity, for type checking: `export default defineScenario({...})`. */

@@ -5,17 +5,11 @@
 import path from 'node:path'
 import { UsageError } from '../errors.js'
 import { replicate, type Scenario } from '../scenario.js'
+import { appTrials } from './runner.js'
 import type { AppRace } from './types.js'
 
 /** Marks what defineAppRace returns (a global symbol: the user's copy of the package and race's agree). */
 export const APP_RACE = Symbol.for('racelab.appRace')
-
-/** What a scenario made from an application race carries for the engine. */
-export interface AppScenario {
-  race: AppRace
-  /** The race module's path (its driver is loaded from beside it). */
-  file?: string
-}
 
 /** Identity with a mark, for type checking and for the loader: `export default defineAppRace({...})`. */
 export function defineAppRace(race: AppRace): AppRace {
@@ -68,7 +62,7 @@ export function appScenario(race: AppRace, file: string): Scenario {
   if (problems.length) throw new UsageError(`${file}: ${problems[0]}${problems.length > 1 ? ` (and ${problems.length - 1} more)` : ''}`)
   const count = typeof race.sessions === 'object' ? race.sessions : { default: race.sessions ?? 2 }
   const description = typeof race.invariant === 'object' && race.invariant.description ? race.invariant.description : (typeof race.invariant === 'string' ? race.invariant : race.invariant.sql).trim()
-  const app: AppScenario = { race, file: path.resolve(file) }
+  const resolved = path.resolve(file)
   return {
     id: idOf(race, file),
     title: race.title ?? `the application's own function, raced (${path.basename(file)})`,
@@ -86,6 +80,6 @@ export function appScenario(race: AppRace, file: string): Scenario {
       ? { documented: { mysql: { lockstep: [], serial: [] } }, unavailable: { postgres: 'its driver is the mariadb connector: give a mysql:// or mariadb:// --database-url' } }
       : { documented: { postgres: { lockstep: [], serial: [] } }, unavailable: { mysql: `its driver (${race.driver}) is a PostgreSQL driver` } }),
     expects: race.expect,
-    app,
+    kind: { type: 'application', race, file: resolved, runner: appTrials(race, resolved) },
   }
 }

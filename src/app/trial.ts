@@ -8,7 +8,6 @@ import type { Driver } from '../db/driver.js'
 import { pickedOf, POLL_MS } from '../engine/schedule.js'
 import type { Chooser, InvariantReport, Moment, TimelineEvent, TrialFacts } from '../engine/types.js'
 import { RunError, UsageError } from '../errors.js'
-import { abortSignal, setStuckDescriber, whenAborted } from '../lifecycle.js'
 import type { Schedule } from '../scenario.js'
 import { loadDriver, openMariadb, openPg, openPostgresJs, running, type AppConn } from './drivers.js'
 import { AppSession } from './session.js'
@@ -37,12 +36,17 @@ export interface AppTrialConfig {
   kept?: (AppConn | undefined)[]
   /** The invariant, evaluated on the control connection once every session has ended and its connection is idle. */
   evaluate(): Promise<InvariantReport>
+  /** The run's abort signal, and what the engine's run gives every trial runner with it (engine/runner.ts). */
+  signal: AbortSignal
+  whenAborted(): Promise<never>
+  describeStuck(describe: () => string): void
 }
 
 /** The facts of an application trial: the engine's, plus the labels in the order they were released. */
 export type AppTrialFacts = TrialFacts & { order: string[] }
 
 export async function appTrial(lab: Driver, cfg: AppTrialConfig): Promise<AppTrialFacts> {
+  const { signal, whenAborted } = cfg
   const wants = cfg.race.driver === 'mariadb' ? 'mysql' : 'postgres'
   if (lab.engine !== wants) throw new UsageError(`${cfg.scenarioId}: driver ${cfg.race.driver} runs on ${wants === 'mysql' ? 'MySQL/MariaDB' : 'PostgreSQL'}`)
   const driver = await loadDriver(cfg.race.driver, cfg.file)
@@ -98,8 +102,8 @@ export async function appTrial(lab: Driver, cfg: AppTrialConfig): Promise<AppTri
     for (const s of sessions) s.end('lost', s.current?.label ?? 'start', { reason: 'the run was aborted' })
     void killAll()
   }
-  abortSignal.addEventListener('abort', onAbort, { once: true })
-  setStuckDescriber(() =>
+  signal.addEventListener('abort', onAbort, { once: true })
+  cfg.describeStuck(() =>
     sessions
       .filter((s) => s.state === 'running')
       .map((s) => `${s.name} (pid ${s.pid}) in ${s.current?.label ?? '?'}${s.current?.blocked ? ' (waiting)' : ''}`)
@@ -129,7 +133,7 @@ export async function appTrial(lab: Driver, cfg: AppTrialConfig): Promise<AppTri
         whenAborted(),
       ])
     } catch (e) {
-      if (abortSignal.aborted) throw abortSignal.reason
+      if (signal.aborted) throw signal.reason
       const code = (e as { code?: string }).code
       throw new RunError(`a session of ${cfg.scenarioId} could not connect: ${(e as Error).message}${code ? ` (${code})` : ''}`)
     }
@@ -190,7 +194,7 @@ export async function appTrial(lab: Driver, cfg: AppTrialConfig): Promise<AppTri
      */
     const quiet = async () => {
       for (;;) {
-        if (abortSignal.aborted) throw abortSignal.reason
+        if (signal.aborted) throw signal.reason
         boundApp()
         const waiting = sessions.filter((s) => s.state === 'running' && s.current?.blocked)
         if (waiting.length) {
@@ -226,7 +230,7 @@ export async function appTrial(lab: Driver, cfg: AppTrialConfig): Promise<AppTri
         // POLL_MS, as the engine's barrier does, not at every query's end (which would double the server's work).
         const all = Promise.all(ended)
         while (!sessions.every((s) => s.finished)) {
-          if (abortSignal.aborted) throw abortSignal.reason
+          if (signal.aborted) throw signal.reason
           boundApp()
           const runningFree = sessions.filter((s) => s.state === 'running' && s.current && !s.current.blocked)
           if (runningFree.length) for (const s of await probe(runningFree)) s.markBlocked()
@@ -283,11 +287,11 @@ export async function appTrial(lab: Driver, cfg: AppTrialConfig): Promise<AppTri
     const invariant = await Promise.race([cfg.evaluate(), lab.whenLost()])
     return { sessions: sessions.map((s) => s.report()), invariant, events, order }
   } catch (e) {
-    for (const s of sessions) s.end('lost', s.current?.label ?? 'start', { reason: abortSignal.aborted ? 'the run was aborted' : 'the run failed' })
+    for (const s of sessions) s.end('lost', s.current?.label ?? 'start', { reason: signal.aborted ? 'the run was aborted' : 'the run failed' })
     await killAll()
     throw e
   } finally {
-    abortSignal.removeEventListener('abort', onAbort)
+    signal.removeEventListener('abort', onAbort)
   }
 }
 

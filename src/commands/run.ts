@@ -86,7 +86,7 @@ Examples:
 
 /** A schedule name, or a permutation ("s1.begin s2.begin ..."), checked against the plan's sessions. */
 export function parseSchedule(raw: string, p: Plan): { schedule: Schedule; permutation?: string } {
-  if (p.scenario.app) {
+  if (p.scenario.kind?.type === 'application') {
     const v = String(raw).trim()
     if ((SCHEDULES as readonly string[]).includes(v)) return { schedule: v as Schedule }
     if (v.includes('.')) {

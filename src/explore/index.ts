@@ -14,7 +14,7 @@ import { exitCode, labelOf, summarize, type ExpectOverride } from '../judge/inde
 import { formatPermutation, type Entry } from '../permutation.js'
 import { assertSound, documentedFor, plan, sessionCount, type Plan } from '../plan.js'
 import { findScenario } from '../registry.js'
-import { defaultParams, type Params, type Scenario, type Verdict } from '../scenario.js'
+import { defaultParams, kindOf, type Params, type Scenario, type Verdict } from '../scenario.js'
 import { expectsOverride, isFileScenario, specFailure } from '../spec/common.js'
 import { assertRunsOn, judgeTrial, withLab, type Bounds, type Trial } from '../commands/common.js'
 import { Dfs, follow, ordersOf, Sampler, shrinkCandidates, switches, type Pick, type Strategy } from './enumerate.js'
@@ -208,7 +208,7 @@ export async function explore(scenarioOrId: string | Scenario, o: ExploreOptions
  */
 export function exploreSessions(s: Scenario): number {
   const count = sessionCount(s)
-  return s.app ? Math.min(count.default, Math.max(2, count.min)) : count.default
+  return kindOf(s).type === 'application' ? Math.min(count.default, Math.max(2, count.min)) : count.default
 }
 
 /** explore on an open driver (the command and the API open it with withLab). */
@@ -218,7 +218,7 @@ export async function exploreOn(lab: Driver, targetLabel: string, scenario: Scen
   // differ from one interleaving to the next (count, then insert or throw). The tree's branching is known only
   // where it is reached, so the count of orders is not known before: the first run (the first ready session at every
   // choice) gives each session's queries along it, and their orders decide between every interleaving and a sample.
-  const app = Boolean(scenario.app)
+  const app = kindOf(scenario).type === 'application'
   const counts = app ? [] : p.sessions.map((s, i) => s.steps.filter((_, k) => !pinned(scenario, p, i, k)).length)
   let orders = app ? 0n : ordersOf(counts)
   let sampling = o.sample !== undefined || (!app && orders > BigInt(o.max))
@@ -412,7 +412,7 @@ function interleavingOf(p: Plan, ran: Entry[], facts: TrialFacts, trial: Trial, 
   const rest = p.sessions.flatMap((s, i) => s.steps.map((_, k) => ({ session: i, step: k })).filter((e) => !got.has(`${e.session}.${e.step}`)))
   const order = (facts as TrialFacts & { order?: string[] }).order
   return {
-    line: p.scenario.app && order ? order.join(' ') : formatPermutation([...ran, ...rest], named),
+    line: kindOf(p.scenario).type === 'application' && order ? order.join(' ') : formatPermutation([...ran, ...rest], named),
     verdict: trial.verdict,
     held: facts.invariant.held,
     observed: facts.invariant.observed,

@@ -1,0 +1,70 @@
+// How a run's trials are carried out: one interface, two implementations. The engine's run (run.ts) makes the run's
+// schema, runs the setup on control before every trial and collects the facts; a trial runner opens the sessions'
+// connections, runs one trial under the schedule (or a chooser) and ends what it holds when the run ends. Statement
+// scenarios (built-in, .spec files, .mjs scenario modules) are run by the engine's own (statements.ts); an
+// application race brings its own (src/app/runner.ts), named by its scenario's kind (scenario.ts, ScenarioKind): the
+// engine knows nothing else of it.
+import type { Driver } from '../db/driver.js'
+import type { Entry } from '../permutation.js'
+import type { Rows } from '../scenario.js'
+import type { RunConfig } from './run.js'
+import type { Chooser, InvariantReport, TrialFacts } from './types.js'
+
+/** What a step of a session returned, for the invariant's `:session.step.column` binds. */
+export type SeenBy = (session: string, step: string) => Rows | undefined
+
+/** What the run gives every runner: the driver, the run's configuration, and its one abort signal. */
+export interface RunContext {
+  lab: Driver
+  cfg: RunConfig
+  /** The run's abort signal (Ctrl-C, the run timeout), read once by run(): a trial ends its sessions when it fires. */
+  signal: AbortSignal
+  /** Rejects with the abort's reason when the run is aborted (for Promise.race). */
+  whenAborted(): Promise<never>
+  /** Says what is in flight, so that the run timeout's message can name the stuck session and step. */
+  describeStuck(describe: () => string): void
+  /** The invariant's SQL on control, once the trial's sessions have ended: `held` true, false, or null. */
+  evaluate(user: string, seen: SeenBy): Promise<InvariantReport>
+}
+
+/** One trial to run: its number (0-based), the run's schema, the user it acts for, and an explorer's chooser. */
+export interface TrialCall {
+  k: number
+  space: string
+  user: string
+  /** Replaces the schedule: at every quiet moment it picks which ready session's step goes next. */
+  chooser?: Chooser
+}
+
+export interface TrialResult {
+  facts: TrialFacts
+  /** With a chooser: the order the steps were launched in (session index, step index). */
+  ran?: Entry[]
+}
+
+export interface TrialRunner {
+  /**
+   * It opens the next trial's connections ahead, while control makes the schema and runs the setup (open). False:
+   * a trial opens (or takes back) its own in run.
+   */
+  readonly connectsAhead: boolean
+  /** Starts opening the next trial's session connections into `space` (nothing when connectsAhead is false). */
+  open(space: string): void
+  /** One trial, its setup already run on control. Throws only when the run cannot go on (an abort, a lost server). */
+  run(trial: TrialCall): Promise<TrialResult>
+  /** The run is being aborted: end at once what is held for a next trial (a trial in flight ends its own). */
+  abort(): void
+  /**
+   * The run is over (`failed`: it failed or was aborted): ends every connection held for a next trial around the
+   * schema's drop, which it is given, and returns what the drop returned. What could hold up the drop ends before it.
+   */
+  close<T>(failed: boolean, drop: () => Promise<T>): Promise<T>
+  /** Session connections opened, and handed from one trial to the next. */
+  readonly connections: { opened: number; kept: number }
+}
+
+/**
+ * Makes the runner of one run. It refuses what it cannot do (a schedule, an option) by throwing before any schema
+ * or connection exists.
+ */
+export type TrialRunnerFactory = (ctx: RunContext) => TrialRunner
