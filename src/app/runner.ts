@@ -3,7 +3,7 @@
 // own driver. The scenario made from a race module names this runner (scenario.ts, ScenarioKind), so the engine never
 // imports src/app.
 import type { TrialRunnerFactory } from '../engine/runner.js'
-import { UsageError } from '../errors.js'
+import { refused } from '../engine/refusals.js'
 import type { AppConn } from './drivers.js'
 import { parseAppPermutation } from './labels.js'
 import { appTrial, closeKept, orderEntries } from './trial.js'
@@ -15,10 +15,8 @@ export function appTrials(race: AppRace, file?: string): TrialRunnerFactory {
     const { plan } = cfg
     const scenario = plan.scenario
     const n = plan.variant.n
-    if (cfg.beforeStep) throw new UsageError(`${scenario.id} is an application race: --step is not available for it (its steps are known only as the function sends them)`)
-    if (plan.windowMs) throw new UsageError(`${scenario.id} is an application race: --window has no race point to sleep at; mark one in your code with ctx.point('check') and stand the barrier there (barrier: 'check')`)
-    if (cfg.holdMs) throw new UsageError(`${scenario.id} is an application race: --hold is not available for it`)
-    if (plan.variant.pool) throw new UsageError(`${scenario.id} is an application race: its sessions are the driver's own connections, not a pooler's clients (leave out --pooler/--pooled)`)
+    const cannot = cfg.beforeStep ? 'step' : plan.windowMs ? 'window' : cfg.holdMs ? 'hold' : plan.variant.pool ? 'pool' : undefined
+    if (cannot) throw refused({ kind: 'application', scenario: scenario.id, cannot }, cfg.word)
     const names = plan.sessions.map((s) => s.name)
     // A bad permutation is refused before any schema or connection exists.
     if (cfg.schedule === 'permutation') parseAppPermutation(cfg.permutation ?? '', names)

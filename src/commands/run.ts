@@ -14,6 +14,7 @@ import type { Engine, Params, Pool, Scenario, Schedule } from '../scenario.js'
 import { expectsOverride, qualifyPermutation, specFailure } from '../spec/common.js'
 import { parseAppPermutation } from '../app/labels.js'
 import { addPoolerOptions, parsePool, sizePool, type PoolerOptions } from './pool-options.js'
+import { cliWords } from './words.js'
 // The PostgreSQL driver, which withLab imports when it opens the target: loaded with this module, not after it.
 import '../db/lab.js'
 import { addCiOptions, addScenarioParamOptions, addTargetOptions, assertRunsOn, eachPg, self, type Bounds, type CiOptions, describeParams, docsFor, engineFor, judgeTrial, ownSettings, parseBounds, scenarioParams, withLab, type TargetOptions, type Trial } from './common.js'
@@ -307,6 +308,7 @@ export async function executeRun(input: RunInput): Promise<{ view: RunView; code
       onHold: (pids, ms) => input.onHold?.(pids, ms, lab, target),
       beforeStep: presenter?.beforeStep,
       onEvent: presenter?.onEvent,
+      word: cliWords,
       onTrial: (done, facts) => {
         const t = judgeTrial(facts, docs, p)
         judged.push(t)

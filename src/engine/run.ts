@@ -12,9 +12,10 @@ import { spaceName, type Driver, type RunSpace, type ServerInfo } from '../db/dr
 import { conditionName, isConnectionLoss } from '../db/sqlstate.js'
 import { Interrupted, RunError, UsageError } from '../errors.js'
 import { abortSignal, setStuckDescriber, whenAborted } from '../lifecycle.js'
-import { ownServerRefusal, tooOldFor, type Plan } from '../plan.js'
+import { tooOldFor, type Plan } from '../plan.js'
 import type { Entry } from '../permutation.js'
 import { kindOf, type BindCtx, type Row, type Schedule } from '../scenario.js'
+import { refused, type Words } from './refusals.js'
 import type { RunContext, SeenBy } from './runner.js'
 import { statementTrials } from './statements.js'
 import type { Chooser, InvariantReport, StepPause, TimelineEvent, TrialFacts } from './types.js'
@@ -64,6 +65,11 @@ export interface RunConfig {
   choose?: (trial: number) => Chooser | undefined
   /** With choose: the order each trial's steps were launched in, after its onTrial. */
   onOrder?: (trial: number, order: Entry[]) => void
+  /**
+   * The caller's words for what the run refuses or could not do (refusals.ts), in its own options' names (the
+   * CLI's: commands/words.ts). Absent, or undefined for a refusal: the engine's own, which name no option.
+   */
+  word?: Words
 }
 
 export interface RunOutput {
@@ -79,20 +85,14 @@ export async function run(lab: Driver, cfg: RunConfig): Promise<RunOutput> {
   const { plan } = cfg
   const scenario = plan.scenario
   const n = plan.variant.n
-  if (scenario.ownServer && lab.target.kind !== 'embedded') throw new UsageError(ownServerRefusal(scenario))
+  if (scenario.ownServer && lab.target.kind !== 'embedded') throw refused({ kind: 'own-server', scenario }, cfg.word)
   const old = tooOldFor(scenario, lab.server, lab.engine)
   if (old) throw new UsageError(old)
   const room = await lab.room()
-  if (n > room.free) {
-    throw new UsageError(
-      `--n ${n} needs ${n} connections, but the server has room for ${Math.max(0, room.free)} more (max_connections ${room.max}): use --n ${Math.max(1, room.free)} or fewer`,
-    )
-  }
+  if (n > room.free) throw refused({ kind: 'room', n, free: room.free, max: room.max }, cfg.word)
   const sharing = plan.sessions.filter((x) => x.spec.shares)
   if (sharing.length && cfg.schedule === 'barrier') {
-    throw new UsageError(
-      `${scenario.id}: sessions ${sharing.map((x) => `${x.name} and ${x.spec.shares}`).join(', ')} take turns on one pooled connection, which a barrier cannot start together: use --schedule lockstep, serial or a permutation`,
-    )
+    throw refused({ kind: 'barrier-shares', scenario: scenario.id, pairs: sharing.map((x) => [x.name, x.spec.shares!]) }, cfg.word)
   }
   // The run's abort signal and where it says what is in flight: read here once, and given to the trial runner.
   const signal = abortSignal

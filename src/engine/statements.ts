@@ -8,10 +8,10 @@
 import { performance } from 'node:perf_hooks'
 import { connectError } from '../db/connect.js'
 import type { SessionOptions } from '../db/driver.js'
-import { RunError } from '../errors.js'
 import { orderFor } from '../plan.js'
 import type { Entry } from '../permutation.js'
 import { fitToKeep, SessionConns } from './conns.js'
+import { refused } from './refusals.js'
 import type { RunContext, SeenBy, TrialRunner, TrialRunnerFactory } from './runner.js'
 import { runBarrier, runChosen, runPermutation, type BlockProbe } from './schedule.js'
 import { Session, sessionOptions } from './session.js'
@@ -207,16 +207,14 @@ async function trial(
     } catch (e) {
       if (signal.aborted) throw signal.reason
       const code = (e as { code?: string }).code
-      if (code === '53300') {
-        throw new RunError(`the server refused a connection: ${(e as Error).message} (53300 too_many_connections): use a smaller --n, or raise the limit`)
-      }
+      if (code === '53300') throw refused({ kind: 'too-many-connections', message: (e as Error).message }, cfg.word)
       throw lab.engine === 'postgres' ? connectError(e, lab.target) : e
     }
     pids = sessions.map((s) => s.pid)
     // A pooler's client connects with its first step and owns no backend (pid 0 until one is lent to it).
     const own = sessions.filter((s) => !s.lender && s.pid > 0).map((s) => s.pid)
     if (new Set(own).size !== own.length) {
-      throw new RunError(`two sessions share a backend (pids ${pids.join(', ')}): is a pooler in between?${lab.engine === 'postgres' ? ' Say so with --pooled' : ''}`)
+      throw refused({ kind: 'shared-backend', pids, engine: lab.engine }, cfg.word)
     }
 
     let ran: Entry[] | undefined

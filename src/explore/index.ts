@@ -17,6 +17,7 @@ import { findScenario } from '../registry.js'
 import { defaultParams, kindOf, type Params, type Scenario, type Verdict } from '../scenario.js'
 import { expectsOverride, isFileScenario, specFailure } from '../spec/common.js'
 import { assertRunsOn, judgeTrial, withLab, type Bounds, type Trial } from '../commands/common.js'
+import { cliWords } from '../commands/words.js'
 import { Dfs, follow, ordersOf, Sampler, shrinkCandidates, switches, type Pick, type Strategy } from './enumerate.js'
 
 export { Dfs, Sampler, follow, ordersOf, shrinkCandidates, switches } from './enumerate.js'
@@ -285,6 +286,7 @@ export async function exploreOn(lab: Driver, targetLabel: string, scenario: Scen
     stepTimeoutMs: bounds.stepTimeoutMs,
     connectTimeoutMs: bounds.connectTimeoutMs,
     keep: false,
+    word: cliWords,
     choose: () => {
       if (phase === 'explore') {
         // An application race's tree may be larger than its first run's orders said: stop at --max runs, and say
