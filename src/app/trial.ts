@@ -175,9 +175,7 @@ export async function appTrial(lab: Driver, cfg: AppTrialConfig): Promise<AppTri
 
     const probe = async (ask: AppSession[]) => {
       if (!ask.length) return new Set<AppSession>()
-      const got = await lab.blocked(ask.map((s) => ({ pid: s.pid }) as never), ours())
-      const pids = new Set([...got].map((x) => (x as { pid: number }).pid))
-      return new Set(ask.filter((s) => pids.has(s.pid)))
+      return lab.blocked(ask, ours())
     }
     /** Sessions running JavaScript too long without reaching a gate or returning are given up on. */
     const boundApp = () => {
