@@ -2,11 +2,11 @@
 // at its gate until the schedule lets it go. Barrier (all reach the barrier step, then all go at once and run free),
 // or step by step under a chooser: lockstep, serial, a permutation of query labels, or an explorer's own. Blocking
 // is seen from the control connection by each session's backend pid, never guessed from time.
-import { performance } from 'node:perf_hooks'
 import { setTimeout as sleep } from 'node:timers/promises'
 import type { Driver } from '../db/driver.js'
 import { pickedOf, POLL_MS } from '../engine/schedule.js'
-import type { Chooser, InvariantReport, Moment, TimelineEvent, TrialFacts } from '../engine/types.js'
+import { abortable, TrialClock } from '../engine/runner.js'
+import type { Chooser, InvariantReport, Moment, TrialFacts } from '../engine/types.js'
 import { RunError, UsageError } from '../errors.js'
 import type { Schedule } from '../scenario.js'
 import { loadDriver, openMariadb, openPg, openPostgresJs, running, type AppConn } from './drivers.js'
@@ -50,10 +50,9 @@ export async function appTrial(lab: Driver, cfg: AppTrialConfig): Promise<AppTri
   const wants = cfg.race.driver === 'mariadb' ? 'mysql' : 'postgres'
   if (lab.engine !== wants) throw new UsageError(`${cfg.scenarioId}: driver ${cfg.race.driver} runs on ${wants === 'mysql' ? 'MySQL/MariaDB' : 'PostgreSQL'}`)
   const driver = await loadDriver(cfg.race.driver, cfg.file)
-  const events: TimelineEvent[] = []
+  const clock = new TrialClock()
+  const { events, now } = clock
   const order: string[] = []
-  let t0 = performance.now()
-  const now = () => performance.now() - t0
   let wake: () => void = () => {}
   let tick = new Promise<void>((r) => (wake = r))
   const notify = () => {
@@ -78,11 +77,7 @@ export async function appTrial(lab: Driver, cfg: AppTrialConfig): Promise<AppTri
     await lab.cancel(pid, true).catch(() => {})
   }
   const env = {
-    record: (e: Omit<TimelineEvent, 't'>) => {
-      const ev: TimelineEvent = { t: Math.round(now() * 10) / 10, ...e }
-      events.push(ev)
-      return ev
-    },
+    record: clock.record,
     now,
     notify,
     released: (label: string) => void order.push(label),
@@ -98,18 +93,25 @@ export async function appTrial(lab: Driver, cfg: AppTrialConfig): Promise<AppTri
     await Promise.all(conns.map((c) => c?.destroy()))
     await lab.terminate(ours()).catch(() => {})
   }
-  const onAbort = () => {
-    for (const s of sessions) s.end('lost', s.current?.label ?? 'start', { reason: 'the run was aborted' })
-    void killAll()
+  const abandon = (why: string) => {
+    for (const s of sessions) s.end('lost', s.current?.label ?? 'start', { reason: why })
   }
-  signal.addEventListener('abort', onAbort, { once: true })
+  // If the run is aborted (Ctrl-C, run timeout), every session ends lost at once and its connection with it.
+  const guard = {
+    onAbort: () => {
+      abandon('the run was aborted')
+      void killAll()
+    },
+    abandon,
+    kill: killAll,
+  }
   cfg.describeStuck(() =>
     sessions
       .filter((s) => s.state === 'running')
       .map((s) => `${s.name} (pid ${s.pid}) in ${s.current?.label ?? '?'}${s.current?.blocked ? ' (waiting)' : ''}`)
       .join(', '),
   )
-  try {
+  return abortable(signal, guard, async () => {
     // ---- connect every session (its driver, its pid, the run's schema as search_path) ----
     const open = cfg.race.driver === 'pg' ? openPg : cfg.race.driver === 'mariadb' ? openMariadb : openPostgresJs
     try {
@@ -150,7 +152,7 @@ export async function appTrial(lab: Driver, cfg: AppTrialConfig): Promise<AppTri
       const named = new Set(cfg.permutation.split(/[\s,]+/).filter(Boolean))
       for (const s of sessions) s.holdsPoint = (step) => named.has(`${s.name}.${step}`)
     }
-    t0 = performance.now()
+    clock.restart()
     sessions.forEach((s) => s.markStart(0))
     const ended = sessions.map((s, i) => {
       const c = conns[i]!
@@ -216,7 +218,7 @@ export async function appTrial(lab: Driver, cfg: AppTrialConfig): Promise<AppTri
         await quiet()
         events.length = 0
         order.length = 0
-        t0 = performance.now()
+        clock.restart()
         sessions.forEach((s) => s.markStart(0))
         const there = sessions.filter((s) => s.state === 'ready')
         for (const s of sessions) {
@@ -284,13 +286,7 @@ export async function appTrial(lab: Driver, cfg: AppTrialConfig): Promise<AppTri
     lab.checkControl()
     const invariant = await Promise.race([cfg.evaluate(), lab.whenLost()])
     return { sessions: sessions.map((s) => s.report()), invariant, events, order }
-  } catch (e) {
-    for (const s of sessions) s.end('lost', s.current?.label ?? 'start', { reason: signal.aborted ? 'the run was aborted' : 'the run failed' })
-    await killAll()
-    throw e
-  } finally {
-    signal.removeEventListener('abort', onAbort)
-  }
+  })
 }
 
 /** Closes the connections a run kept for a next trial that will not come. */

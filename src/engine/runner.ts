@@ -4,11 +4,12 @@
 // scenarios (built-in, .spec files, .mjs scenario modules) are run by the engine's own (statements.ts); an
 // application race brings its own (src/app/runner.ts), named by its scenario's kind (scenario.ts, ScenarioKind): the
 // engine knows nothing else of it.
+import { performance } from 'node:perf_hooks'
 import type { Driver } from '../db/driver.js'
 import type { Entry } from '../permutation.js'
 import type { Rows } from '../scenario.js'
 import type { RunConfig } from './run.js'
-import type { Chooser, InvariantReport, TrialFacts } from './types.js'
+import type { Chooser, InvariantReport, TimelineEvent, TrialFacts } from './types.js'
 
 /** What a step of a session returned, for the invariant's `:session.step.column` binds. */
 export type SeenBy = (session: string, step: string) => Rows | undefined
@@ -68,3 +69,43 @@ export interface TrialRunner {
  * or connection exists.
  */
 export type TrialRunnerFactory = (ctx: RunContext) => TrialRunner
+
+/**
+ * A trial's clock and its events, for both runners: times in milliseconds from the trial's start (restart: the
+ * barrier, or the first step), rounded to a tenth.
+ */
+export class TrialClock {
+  /** The events recorded so far (emptied when the barrier falls: what led there is not the race). */
+  readonly events: TimelineEvent[] = []
+  private t0 = performance.now()
+  constructor(private readonly onEvent?: (e: TimelineEvent) => void) {}
+  readonly now = (): number => performance.now() - this.t0
+  restart(): void {
+    this.t0 = performance.now()
+  }
+  readonly record = (e: Omit<TimelineEvent, 't'>): TimelineEvent => {
+    const ev: TimelineEvent = { t: Math.round(this.now() * 10) / 10, ...e }
+    this.events.push(ev)
+    this.onEvent?.(ev)
+    return ev
+  }
+}
+
+/**
+ * A trial's abort handling, for both runners: while `body` runs, an abort of the run calls `onAbort` (which ends the
+ * trial's sessions at once, so that nothing waits on them); if `body` fails (an abort included), every session is
+ * abandoned (`abandon`, with why) and its connection ended for good (`kill`) before the error goes on.
+ */
+export async function abortable<T>(signal: AbortSignal, o: { onAbort(): void; abandon(why: string): void; kill(): Promise<void> }, body: () => Promise<T>): Promise<T> {
+  const onAbort = () => o.onAbort()
+  signal.addEventListener('abort', onAbort, { once: true })
+  try {
+    return await body()
+  } catch (e) {
+    o.abandon(signal.aborted ? 'the run was aborted' : 'the run failed')
+    await o.kill()
+    throw e
+  } finally {
+    signal.removeEventListener('abort', onAbort)
+  }
+}

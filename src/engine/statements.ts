@@ -5,17 +5,16 @@
 // control creates the schema), and where the driver can reset one (PostgreSQL, direct: SessionConn.reset, conns.ts)
 // a session's connection is kept for the next trial instead of being closed and opened again. `freshConnections`
 // (race run --fresh-connections) opens them after the setup and closes them at the end of every trial instead.
-import { performance } from 'node:perf_hooks'
 import { connectError } from '../db/connect.js'
 import type { SessionOptions } from '../db/driver.js'
 import { orderFor } from '../plan.js'
 import type { Entry } from '../permutation.js'
 import { fitToKeep, SessionConns } from './conns.js'
 import { refused } from './refusals.js'
-import type { RunContext, SeenBy, TrialRunner, TrialRunnerFactory } from './runner.js'
+import { abortable, TrialClock, type RunContext, type SeenBy, type TrialRunner, type TrialRunnerFactory } from './runner.js'
 import { runBarrier, runChosen, runPermutation, type BlockProbe } from './schedule.js'
 import { Session, sessionOptions } from './session.js'
-import type { Chooser, SessionState, StepPause, TimelineEvent, TrialFacts } from './types.js'
+import type { Chooser, SessionState, StepPause, TrialFacts } from './types.js'
 
 export const statementTrials: TrialRunnerFactory = (ctx) => {
   const { lab, cfg } = ctx
@@ -69,9 +68,8 @@ async function trial(
 ): Promise<{ facts: TrialFacts; connections: number; ran?: Entry[] }> {
   const { lab, cfg, signal, whenAborted } = ctx
   const { plan } = cfg
-  const events: TimelineEvent[] = []
-  let t0 = performance.now()
-  const now = () => performance.now() - t0
+  const clock = new TrialClock(cfg.onEvent)
+  const { events, now } = clock
   const sessions: Session[] = []
   let pids: number[] = []
   let connections = 0
@@ -90,12 +88,7 @@ async function trial(
     stepTimeoutMs: cfg.stepTimeoutMs + (cfg.holdMs ?? 0),
     connectTimeoutMs: cfg.connectTimeoutMs,
     now,
-    record: (e: Omit<TimelineEvent, 't'>) => {
-      const ev: TimelineEvent = { t: Math.round(now() * 10) / 10, ...e }
-      events.push(ev)
-      cfg.onEvent?.(ev)
-      return ev
-    },
+    record: clock.record,
     cancel: async (pid: number, terminate: boolean) => {
       if (!ours().includes(pid)) return // only ever signal this run's own backends
       signalled.add(pid)
@@ -118,7 +111,7 @@ async function trial(
       await Promise.race([cfg.beforeStep(pause), whenAborted()])
       // The clock starts at the first step, not while the room reads the first screen (issue 23).
       if (!launched.size) {
-        t0 = performance.now()
+        clock.restart()
         sessions.forEach((x) => x.markStart(0))
       }
       launched.add(`${s.index}.${step}`)
@@ -198,10 +191,9 @@ async function trial(
     await endAll(true)
     await lab.terminate(mine)
   }
-  // If the run is aborted (Ctrl-C, run timeout), end this trial's backends so nothing waits on them.
-  const onAbort = () => void killAll()
-  signal.addEventListener('abort', onAbort, { once: true })
-  try {
+  // If the run is aborted (Ctrl-C, run timeout), this trial's backends are ended so nothing waits on them.
+  const guard = { onAbort: () => void killAll(), abandon: (why: string) => sessions.forEach((s) => s.abandon(why)), kill: killAll }
+  return abortable(signal, guard, async () => {
     try {
       await Promise.race([Promise.all(sessions.map((s) => s.open())), whenAborted()])
     } catch (e) {
@@ -220,18 +212,18 @@ async function trial(
     let ran: Entry[] | undefined
     const schedule = async () => {
       if (chooser) {
-        t0 = performance.now()
+        clock.restart()
         sessions.forEach((s) => s.markStart(0))
         ran = await runChosen(sessions, chooser, probe, before)
       } else if (cfg.schedule === 'barrier') {
         // Connect and begin, then wait at the barrier; the clock starts when all are through.
         await Promise.all(sessions.map((s) => s.start(0)))
         events.length = 0
-        t0 = performance.now()
+        clock.restart()
         sessions.forEach((s) => s.markStart(0))
         await runBarrier(sessions, probe, before)
       } else {
-        t0 = performance.now()
+        clock.restart()
         sessions.forEach((s) => s.markStart(0))
         await runPermutation(sessions, order, probe, before)
       }
@@ -245,11 +237,5 @@ async function trial(
     // Connections that outlive the trial (a pooler's) are reset: what it left on them must not reach the next.
     if (lab.afterTrial) await Promise.race([lab.afterTrial(), whenAborted()])
     return { facts: { sessions: sessions.map((s) => s.report()), invariant, events }, connections, ran }
-  } catch (e) {
-    sessions.forEach((s) => s.abandon(signal.aborted ? 'the run was aborted' : 'the run failed'))
-    await killAll()
-    throw e
-  } finally {
-    signal.removeEventListener('abort', onAbort)
-  }
+  })
 }
