@@ -230,7 +230,7 @@ export function checkScenario(s: Scenario, params: Params, n: number, engine: Va
 }
 
 /** The one line that refuses a scenario with its own server (OwnServer) on a server the user gave. */
-export function ownServerRefusal(s: Scenario): string {
+export function ownServerRefusal(s: Pick<Scenario, 'id' | 'ownServer'>): string {
   return `${s.id} ${s.ownServer?.why ?? 'needs a server of its own'}, so it runs only on race's own embedded server: leave out --database-url (and unset DATABASE_URL and PG*)`
 }
 

@@ -250,15 +250,6 @@ export interface Pooled {
   modes?: readonly PoolMode[]
 }
 
-/**
- * What a scenario made from an application race carries for the engine. src/app adds the race itself (`race`, by
- * declaration merging in app/scenario.ts), so that this contract, which src/app builds on, imports nothing of it.
- */
-export interface AppScenario {
-  /** The race module's path (its driver is loaded from beside it). */
-  file?: string
-}
-
 export interface Scenario {
   id: string
   title: string
@@ -313,17 +304,43 @@ export interface Scenario {
   expects?: 'held' | 'violated' | 'reported'
   /** Runs only on a server race starts for it (see OwnServer). */
   ownServer?: OwnServer
-  /**
-   * An application race (src/app): the user's own function is each session; its queries are the steps. Its
-   * `sessions` then stand for the functions (one placeholder step each), and the engine runs src/app's trial.
-   */
-  app?: AppScenario
+  /** How its trials are run (see ScenarioKind); absent: statements, the engine's own. */
+  kind?: ScenarioKind
   /**
    * SQLSTATEs (MySQL: 'SQLSTATE/errno') by which the server keeps the invariant, besides those the documented
    * outcomes name: a spec file's `prevented by` line. An integrity error (class 23) counts as a prevention only when
    * it is named here, in the documented outcomes or in a session's `retry.on` (docs/verdicts.md).
    */
   prevention?: readonly string[]
+}
+
+/**
+ * How a scenario's trials are run. Statements (a built-in scenario, a .spec file, a .mjs scenario module): the engine
+ * runs its sessions' declared steps. An application race (src/app): the user's own function is each session, its
+ * queries the steps; its `sessions` stand for the functions (one placeholder step each), and its trials are run by
+ * the runner it brings (engine/runner.ts): the engine knows nothing else of it.
+ */
+export type ScenarioKind = { type: 'statements' } | ApplicationKind
+
+/**
+ * An application race, as this contract knows it. src/app adds what it brings (by declaration merging in
+ * app/scenario.ts): `runner`, the TrialRunnerFactory that runs its trials, and `race`, the module's declaration
+ * (race show reads it); so this file, on which the engine and src/app build, imports nothing of either.
+ */
+export interface ApplicationKind {
+  type: 'application'
+  /** The race module's path (its driver is loaded from beside it). */
+  file?: string
+}
+
+/** A scenario's kind: statements unless it says otherwise. */
+export function kindOf(s: Pick<Scenario, 'kind'>): ScenarioKind {
+  return s.kind ?? { type: 'statements' }
+}
+
+/** The application race a scenario is, if it is one. */
+export function applicationOf(s: Pick<Scenario, 'kind'>): ApplicationKind | undefined {
+  return s.kind?.type === 'application' ? s.kind : undefined
 }
 
 /** Identity, for type checking: `export default defineScenario({...})`. */

@@ -4,15 +4,20 @@
 // judged as a spec file's expect line is.
 import path from 'node:path'
 import { UsageError } from '../errors.js'
-import { replicate, type AppScenario, type Scenario } from '../scenario.js'
+import type { TrialRunnerFactory } from '../engine/runner.js'
+import { replicate, type Scenario } from '../scenario.js'
+import { appTrials } from './runner.js'
 import type { AppRace } from './types.js'
 
 /** Marks what defineAppRace returns (a global symbol: the user's copy of the package and race's agree). */
 export const APP_RACE = Symbol.for('racelab.appRace')
 
 declare module '../scenario.js' {
-  /** What a scenario made from an application race carries for the engine: the race, besides its file. */
-  interface AppScenario {
+  /** What an application race brings to the scenario contract: the runner of its trials, and its declaration. */
+  interface ApplicationKind {
+    /** Runs its trials (src/app/runner.ts). */
+    runner: TrialRunnerFactory
+    /** The race module's declaration (race show reads it). */
     race: AppRace
   }
 }
@@ -68,7 +73,7 @@ export function appScenario(race: AppRace, file: string): Scenario {
   if (problems.length) throw new UsageError(`${file}: ${problems[0]}${problems.length > 1 ? ` (and ${problems.length - 1} more)` : ''}`)
   const count = typeof race.sessions === 'object' ? race.sessions : { default: race.sessions ?? 2 }
   const description = typeof race.invariant === 'object' && race.invariant.description ? race.invariant.description : (typeof race.invariant === 'string' ? race.invariant : race.invariant.sql).trim()
-  const app: AppScenario = { race, file: path.resolve(file) }
+  const resolved = path.resolve(file)
   return {
     id: idOf(race, file),
     title: race.title ?? `the application's own function, raced (${path.basename(file)})`,
@@ -86,6 +91,6 @@ export function appScenario(race: AppRace, file: string): Scenario {
       ? { documented: { mysql: { lockstep: [], serial: [] } }, unavailable: { postgres: 'its driver is the mariadb connector: give a mysql:// or mariadb:// --database-url' } }
       : { documented: { postgres: { lockstep: [], serial: [] } }, unavailable: { mysql: `its driver (${race.driver}) is a PostgreSQL driver` } }),
     expects: race.expect,
-    app,
+    kind: { type: 'application', race, file: resolved, runner: appTrials(race, resolved) },
   }
 }

@@ -1,11 +1,11 @@
 // race show for an application race: what runs (the function's own source, as the module wrote the call), how
 // its steps are labelled, where the barrier stands, the setup, the invariant and the expectation.
 import type { Plan } from '../plan.js'
-import type { Scenario } from '../scenario.js'
+import { applicationOf, type Scenario } from '../scenario.js'
 import { invariantSqlOf } from './scenario.js'
 
 export function appShowJson(s: Scenario, p: Plan, n: number) {
-  const race = s.app!.race
+  const race = applicationOf(s)!.race
   return {
     id: s.id,
     title: s.title,
@@ -34,7 +34,7 @@ function barrierText(barrier: number | string | undefined): string {
 }
 
 export function appShowLines(s: Scenario, p: Plan, n: number, style: { bold: (x: string) => string; dim: (x: string) => string }): string[] {
-  const race = s.app!.race
+  const race = applicationOf(s)!.race
   const lines = [`${style.bold(s.id)}: ${s.title}`, style.dim(`an application race, from ${s.source.section}`), '']
   for (const l of s.story) lines.push(`  ${l}`)
   if (s.story.length) lines.push('')

@@ -2,17 +2,16 @@
 // at its gate until the schedule lets it go. Barrier (all reach the barrier step, then all go at once and run free),
 // or step by step under a chooser: lockstep, serial, a permutation of query labels, or an explorer's own. Blocking
 // is seen from the control connection by each session's backend pid, never guessed from time.
-import { performance } from 'node:perf_hooks'
 import { setTimeout as sleep } from 'node:timers/promises'
 import type { Driver } from '../db/driver.js'
-import { POLL_MS } from '../engine/schedule.js'
-import type { TimelineEvent, TrialFacts, InvariantReport } from '../engine/types.js'
+import { pickedOf, POLL_MS } from '../engine/schedule.js'
+import { abortable, TrialClock } from '../engine/runner.js'
+import type { Chooser, InvariantReport, Moment, TrialFacts } from '../engine/types.js'
 import { RunError, UsageError } from '../errors.js'
-import { abortSignal, setStuckDescriber, whenAborted } from '../lifecycle.js'
 import type { Schedule } from '../scenario.js'
 import { loadDriver, openMariadb, openPg, openPostgresJs, running, type AppConn } from './drivers.js'
 import { AppSession } from './session.js'
-import type { AppRace, Chooser, Moment } from './types.js'
+import type { AppRace } from './types.js'
 import { parseAppPermutation } from './labels.js'
 export { parseAppPermutation } from './labels.js'
 
@@ -37,19 +36,23 @@ export interface AppTrialConfig {
   kept?: (AppConn | undefined)[]
   /** The invariant, evaluated on the control connection once every session has ended and its connection is idle. */
   evaluate(): Promise<InvariantReport>
+  /** The run's abort signal, and what the engine's run gives every trial runner with it (engine/runner.ts). */
+  signal: AbortSignal
+  whenAborted(): Promise<never>
+  describeStuck(describe: () => string): void
 }
 
 /** The facts of an application trial: the engine's, plus the labels in the order they were released. */
 export type AppTrialFacts = TrialFacts & { order: string[] }
 
 export async function appTrial(lab: Driver, cfg: AppTrialConfig): Promise<AppTrialFacts> {
+  const { signal, whenAborted } = cfg
   const wants = cfg.race.driver === 'mariadb' ? 'mysql' : 'postgres'
   if (lab.engine !== wants) throw new UsageError(`${cfg.scenarioId}: driver ${cfg.race.driver} runs on ${wants === 'mysql' ? 'MySQL/MariaDB' : 'PostgreSQL'}`)
   const driver = await loadDriver(cfg.race.driver, cfg.file)
-  const events: TimelineEvent[] = []
+  const clock = new TrialClock()
+  const { events, now } = clock
   const order: string[] = []
-  let t0 = performance.now()
-  const now = () => performance.now() - t0
   let wake: () => void = () => {}
   let tick = new Promise<void>((r) => (wake = r))
   const notify = () => {
@@ -74,11 +77,7 @@ export async function appTrial(lab: Driver, cfg: AppTrialConfig): Promise<AppTri
     await lab.cancel(pid, true).catch(() => {})
   }
   const env = {
-    record: (e: Omit<TimelineEvent, 't'>) => {
-      const ev: TimelineEvent = { t: Math.round(now() * 10) / 10, ...e }
-      events.push(ev)
-      return ev
-    },
+    record: clock.record,
     now,
     notify,
     released: (label: string) => void order.push(label),
@@ -94,18 +93,25 @@ export async function appTrial(lab: Driver, cfg: AppTrialConfig): Promise<AppTri
     await Promise.all(conns.map((c) => c?.destroy()))
     await lab.terminate(ours()).catch(() => {})
   }
-  const onAbort = () => {
-    for (const s of sessions) s.end('lost', s.current?.label ?? 'start', { reason: 'the run was aborted' })
-    void killAll()
+  const abandon = (why: string) => {
+    for (const s of sessions) s.end('lost', s.current?.label ?? 'start', { reason: why })
   }
-  abortSignal.addEventListener('abort', onAbort, { once: true })
-  setStuckDescriber(() =>
+  // If the run is aborted (Ctrl-C, run timeout), every session ends lost at once and its connection with it.
+  const guard = {
+    onAbort: () => {
+      abandon('the run was aborted')
+      void killAll()
+    },
+    abandon,
+    kill: killAll,
+  }
+  cfg.describeStuck(() =>
     sessions
       .filter((s) => s.state === 'running')
       .map((s) => `${s.name} (pid ${s.pid}) in ${s.current?.label ?? '?'}${s.current?.blocked ? ' (waiting)' : ''}`)
       .join(', '),
   )
-  try {
+  return abortable(signal, guard, async () => {
     // ---- connect every session (its driver, its pid, the run's schema as search_path) ----
     const open = cfg.race.driver === 'pg' ? openPg : cfg.race.driver === 'mariadb' ? openMariadb : openPostgresJs
     try {
@@ -129,7 +135,7 @@ export async function appTrial(lab: Driver, cfg: AppTrialConfig): Promise<AppTri
         whenAborted(),
       ])
     } catch (e) {
-      if (abortSignal.aborted) throw abortSignal.reason
+      if (signal.aborted) throw signal.reason
       const code = (e as { code?: string }).code
       throw new RunError(`a session of ${cfg.scenarioId} could not connect: ${(e as Error).message}${code ? ` (${code})` : ''}`)
     }
@@ -146,7 +152,7 @@ export async function appTrial(lab: Driver, cfg: AppTrialConfig): Promise<AppTri
       const named = new Set(cfg.permutation.split(/[\s,]+/).filter(Boolean))
       for (const s of sessions) s.holdsPoint = (step) => named.has(`${s.name}.${step}`)
     }
-    t0 = performance.now()
+    clock.restart()
     sessions.forEach((s) => s.markStart(0))
     const ended = sessions.map((s, i) => {
       const c = conns[i]!
@@ -171,9 +177,7 @@ export async function appTrial(lab: Driver, cfg: AppTrialConfig): Promise<AppTri
 
     const probe = async (ask: AppSession[]) => {
       if (!ask.length) return new Set<AppSession>()
-      const got = await lab.blocked(ask.map((s) => ({ pid: s.pid }) as never), ours())
-      const pids = new Set([...got].map((x) => (x as { pid: number }).pid))
-      return new Set(ask.filter((s) => pids.has(s.pid)))
+      return lab.blocked(ask, ours())
     }
     /** Sessions running JavaScript too long without reaching a gate or returning are given up on. */
     const boundApp = () => {
@@ -190,7 +194,7 @@ export async function appTrial(lab: Driver, cfg: AppTrialConfig): Promise<AppTri
      */
     const quiet = async () => {
       for (;;) {
-        if (abortSignal.aborted) throw abortSignal.reason
+        if (signal.aborted) throw signal.reason
         boundApp()
         const waiting = sessions.filter((s) => s.state === 'running' && s.current?.blocked)
         if (waiting.length) {
@@ -214,7 +218,7 @@ export async function appTrial(lab: Driver, cfg: AppTrialConfig): Promise<AppTri
         await quiet()
         events.length = 0
         order.length = 0
-        t0 = performance.now()
+        clock.restart()
         sessions.forEach((s) => s.markStart(0))
         const there = sessions.filter((s) => s.state === 'ready')
         for (const s of sessions) {
@@ -226,7 +230,7 @@ export async function appTrial(lab: Driver, cfg: AppTrialConfig): Promise<AppTri
         // POLL_MS, as the engine's barrier does, not at every query's end (which would double the server's work).
         const all = Promise.all(ended)
         while (!sessions.every((s) => s.finished)) {
-          if (abortSignal.aborted) throw abortSignal.reason
+          if (signal.aborted) throw signal.reason
           boundApp()
           const runningFree = sessions.filter((s) => s.state === 'running' && s.current && !s.current.blocked)
           if (runningFree.length) for (const s of await probe(runningFree)) s.markBlocked()
@@ -249,9 +253,7 @@ export async function appTrial(lab: Driver, cfg: AppTrialConfig): Promise<AppTri
           done: sessions.filter((s) => s.finished).map((s) => s.name),
           order: [...order],
         }
-        const pick = await chooser(moment)
-        const s = typeof pick === 'number' ? ready[pick] : ready.find((x) => x.name === pick)
-        if (!s) throw new UsageError(`the chooser picked ${JSON.stringify(pick)}, which is not one of the ready sessions (${ready.map((x) => x.name).join(', ')})`)
+        const s = ready[pickedOf(moment, await chooser(moment))]
         s.release()
         // The released query runs until it ends or is seen blocked (quiet, at the top of the loop).
         await Promise.race([tick, sleep(0)])
@@ -284,13 +286,7 @@ export async function appTrial(lab: Driver, cfg: AppTrialConfig): Promise<AppTri
     lab.checkControl()
     const invariant = await Promise.race([cfg.evaluate(), lab.whenLost()])
     return { sessions: sessions.map((s) => s.report()), invariant, events, order }
-  } catch (e) {
-    for (const s of sessions) s.end('lost', s.current?.label ?? 'start', { reason: abortSignal.aborted ? 'the run was aborted' : 'the run failed' })
-    await killAll()
-    throw e
-  } finally {
-    abortSignal.removeEventListener('abort', onAbort)
-  }
+  })
 }
 
 /** Closes the connections a run kept for a next trial that will not come. */
@@ -338,20 +334,6 @@ export function chooserFor(cfg: Pick<AppTrialConfig, 'schedule' | 'permutation'>
   }
 }
 
-
-/**
- * race explore's chooser (engine/schedule.ts: it picks one of the ready sessions, by identity) as an application
- * race's: each ready session is offered as { index, name } (and its label and SQL), the same object each time.
- */
-export function fromEngineChooser(choose: (ready: readonly never[]) => unknown): Chooser {
-  return (m) => {
-    const ready = m.ready.map((r) => ({ index: r.index, name: r.session, label: r.label, sql: r.sql }))
-    const s = choose(ready as never[]) as { index?: number; name?: string } | undefined
-    const at = ready.findIndex((r) => r === s || (s !== undefined && r.index === s.index))
-    if (at < 0) throw new UsageError(`the schedule chose ${s?.name ?? 'no session'}, which cannot start a step now`)
-    return at
-  }
-}
 
 /** The labels an application trial ran (s1.q3) as engine entries (session 0, step 2); points have no step number and are left out. */
 export function orderEntries(order: readonly string[], names: readonly string[]): { session: number; step: number }[] {

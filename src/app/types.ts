@@ -77,32 +77,5 @@ export interface AppRace {
   connection?: Record<string, string>
 }
 
-/** A session waiting at its gate: the query (or point) it is about to send. */
-export interface ReadyStep {
-  session: string
-  index: number
-  /** s1.q3, or s1.check for a point. */
-  label: string
-  /** The SQL it is about to send ('' for a point). */
-  sql: string
-}
-
-/**
- * What a chooser sees at a quiet moment: every session is at its gate (ready), blocked on the server (seen by the
- * control connection waiting for another backend), or done. Nothing is in flight but blocked queries.
- */
-export interface Moment {
-  ready: ReadyStep[]
-  /** Sessions whose query in flight waits for a lock, with that query's label. */
-  blocked: { session: string; index: number; label: string }[]
-  /** Sessions that have ended. */
-  done: string[]
-  /** The labels released so far, in order. */
-  order: readonly string[]
-}
-
-/**
- * Decides which ready session's step goes next: its index in `moment.ready` (a number), or the session's name.
- * Called only when at least one session is ready.
- */
-export type Chooser = (moment: Moment) => number | string | Promise<number | string>
+// The chooser an explorer drives a trial with is the engine's, for statement scenarios and application races alike.
+export type { Chooser, Moment, ReadyStep } from '../engine/types.js'

@@ -15,6 +15,7 @@ import { BUNDLED, parsePg } from '../servers/versions.js'
 import { parseDuration, parseWhole, formatDuration } from '../parse.js'
 import { documentedFor, ownServerRefusal, plan, unavailableOn, type Plan } from '../plan.js'
 import type { Documented, Engine, ParamSpec, ParamValue, Params, Pool, Scenario, Schedule, Verdict } from '../scenario.js'
+import { cliWords } from './words.js'
 
 /** What the scenario flags need of a scenario: a loaded one, or its summary from the index (registry.ts). */
 type Flagged = Pick<Scenario, 'id' | 'params'>
@@ -369,6 +370,7 @@ export async function runOnce(
     stepTimeoutMs: bounds.stepTimeoutMs,
     connectTimeoutMs: bounds.connectTimeoutMs,
     keep: false,
+    word: cliWords,
   })
   return { trial: judgeTrial(out.trials[0], docs, p), docs, plan: p, ms: Math.round(performance.now() - started), ...(pooled?.describe ? { pooled: pooled.describe } : {}) }
 }

@@ -14,6 +14,7 @@ import type { Engine, Params, Pool, Scenario, Schedule } from '../scenario.js'
 import { expectsOverride, qualifyPermutation, specFailure } from '../isolation/common.js'
 import { parseAppPermutation } from '../app/labels.js'
 import { addPoolerOptions, parsePool, sizePool, type PoolerOptions } from './pool-options.js'
+import { cliWords } from './words.js'
 // The PostgreSQL driver, which withLab imports when it opens the target: loaded with this module, not after it.
 import '../db/lab.js'
 import { addCiOptions, addScenarioParamOptions, addTargetOptions, assertRunsOn, eachPg, self, type Bounds, type CiOptions, describeParams, docsFor, engineFor, judgeTrial, ownSettings, parseBounds, scenarioParams, withLab, type TargetOptions, type Trial } from './common.js'
@@ -86,7 +87,7 @@ Examples:
 
 /** A schedule name, or a permutation ("s1.begin s2.begin ..."), checked against the plan's sessions. */
 export function parseSchedule(raw: string, p: Plan): { schedule: Schedule; permutation?: string } {
-  if (p.scenario.app) {
+  if (p.scenario.kind?.type === 'application') {
     const v = String(raw).trim()
     if ((SCHEDULES as readonly string[]).includes(v)) return { schedule: v as Schedule }
     if (v.includes('.')) {
@@ -307,6 +308,7 @@ export async function executeRun(input: RunInput): Promise<{ view: RunView; code
       onHold: (pids, ms) => input.onHold?.(pids, ms, lab, target),
       beforeStep: presenter?.beforeStep,
       onEvent: presenter?.onEvent,
+      word: cliWords,
       onTrial: (done, facts) => {
         const t = judgeTrial(facts, docs, p)
         judged.push(t)

@@ -89,7 +89,7 @@ export async function showCommand(id: string, o: ShowOptions, cmd: Command): Pro
   const pool = asked && sizePool(asked, s, plan(s, { params, n, engine, pool: asked }).sessions.length)
   assertSound(s, params, n, engine, pool)
   const p = plan(s, { params, n, engine, ...(pool ? { pool } : {}) })
-  if (s.app) {
+  if (s.kind?.type === 'application') {
     const { appShowJson, appShowLines } = await import('../app/show.js')
     process.stdout.write(o.json ? JSON.stringify(appShowJson(s, p, n), null, 2) + '\n' : appShowLines(s, p, n, c).join('\n') + '\n')
     return 0

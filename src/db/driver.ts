@@ -113,8 +113,9 @@ export interface Watch {
   /**
    * The connections among `ask` whose statement in flight waits for one of `all` (the run's connections by
    * pid). Through a pooler the run's connections are the pool's server connections, which the watch knows.
+   * A direct driver needs only each one's backend pid (an application race asks for its own sessions).
    */
-  blocked(ask: readonly SessionConn[], all: number[]): Promise<Set<SessionConn>>
+  blocked<C extends Pick<SessionConn, 'pid'>>(ask: readonly C[], all: number[]): Promise<Set<C>>
   /** The connections `pid` waits for right now. */
   blockers(pid: number): Promise<number[]>
 }

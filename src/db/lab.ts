@@ -238,7 +238,7 @@ export class Lab implements Driver {
     return (r.b as number[]) ?? []
   }
 
-  async blocked(ask: readonly SessionConn[], all: number[]): Promise<Set<SessionConn>> {
+  async blocked<C extends Pick<SessionConn, 'pid'>>(ask: readonly C[], all: number[]): Promise<Set<C>> {
     const got = await this.blockedPids(ask.map((x) => x.pid), all)
     return new Set(ask.filter((x) => got.has(x.pid)))
   }

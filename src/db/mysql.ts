@@ -539,7 +539,7 @@ export class MysqlLab implements Driver {
     }
   }
 
-  async blocked(ask: readonly SessionConn[], all: number[]): Promise<Set<SessionConn>> {
+  async blocked<C extends Pick<SessionConn, 'pid'>>(ask: readonly C[], all: number[]): Promise<Set<C>> {
     const got = await this.blockedIds(ask.map((x) => x.pid), all)
     return new Set(ask.filter((x) => got.has(x.pid)))
   }

@@ -310,9 +310,9 @@ export class PooledDriver implements Driver {
    * blocked by a server connection no session is using: a leaked lock). A client counts as blocked only if its
    * step and its server connection stayed the same meanwhile.
    */
-  async blocked(ask: readonly SessionConn[], _all: number[]): Promise<Set<SessionConn>> {
+  async blocked<C extends Pick<SessionConn, 'pid'>>(ask: readonly C[], _all: number[]): Promise<Set<C>> {
     const route = this.requireRoute()
-    const clients = ask.filter((x): x is PooledSession => x instanceof PooledSession && x.inFlight() !== undefined)
+    const clients = ask.filter((x): x is C & PooledSession => x instanceof PooledSession && x.inFlight() !== undefined)
     if (!clients.length) return new Set()
     const seq = new Map(clients.map((x) => [x, x.inFlight()!]))
     const before = await route.links()

@@ -4,6 +4,7 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import { UsageError } from '../errors.js'
 import type { Entry } from '../permutation.js'
 import type { Session } from './session.js'
+import type { Chooser, Moment } from './types.js'
 
 /** How often the control connection asks who is blocked while a step runs (isolationtester: 10 ms; a wait shorter than this can go unseen). */
 export const POLL_MS = 2
@@ -139,11 +140,14 @@ export async function runBarrier(sessions: readonly Session[], probe: BlockProbe
 }
 
 /**
- * Picks which session launches its next step, among those that can (race explore). `ready`: the sessions that are
- * not running or waiting in a step, have not ended, and have steps left, in session order (never empty).
- * It returns one of them; anything else ends the run with that error (a replay that no longer fits).
+ * The ready step a chooser picked: its index in `m.ready`, or its session's name. Anything else ends the run with
+ * that error (a replay that no longer fits).
  */
-export type Chooser = (ready: readonly Session[]) => Session
+export function pickedOf(m: Moment, pick: number | string): number {
+  const at = typeof pick === 'number' ? (Number.isInteger(pick) && pick >= 0 && pick < m.ready.length ? pick : -1) : m.ready.findIndex((r) => r.session === pick)
+  if (at < 0) throw new UsageError(`the chooser picked ${JSON.stringify(pick)}, which is not one of the ready sessions (${m.ready.map((x) => x.session).join(', ')})`)
+  return at
+}
 
 /**
  * A schedule chosen while it runs: each time the sessions settle (every step done or seen waiting), the chooser
@@ -156,13 +160,22 @@ export type Chooser = (ready: readonly Session[]) => Session
 export async function runChosen(sessions: readonly Session[], choose: Chooser, probe: BlockProbe, before?: BeforeStep): Promise<Entry[]> {
   const next = sessions.map(() => 0)
   const order: Entry[] = []
+  const labels: string[] = []
+  const label = (s: Session, k: number) => `${s.name}.${s.steps[k].name}`
   for (;;) {
     const ready = sessions.filter((s, i) => !s.busy && !s.finished && next[i] < s.steps.length)
     if (ready.length) {
-      const s = choose(ready)
-      if (!ready.includes(s)) throw new Error(`the schedule chose ${s?.name ?? 'no session'}, which cannot start a step now`)
+      const moment: Moment = {
+        ready: ready.map((s) => ({ session: s.name, index: s.index, label: label(s, next[s.index]), sql: s.steps[next[s.index]].def.sql })),
+        blocked: sessions.filter((s) => s.busy && s.current!.blocked).map((s) => ({ session: s.name, index: s.index, label: `${s.name}.${s.current!.name}` })),
+        done: sessions.filter((s) => s.finished).map((s) => s.name),
+        order: [...labels],
+      }
+      const pick = choose(moment)
+      const s = ready[pickedOf(moment, typeof pick === 'object' ? await pick : pick)]
       const k = next[s.index]++
       order.push({ session: s.index, step: k })
+      labels.push(label(s, k))
       await before?.(s, k)
       s.start(k)
       await settleOrBlocked(s, probe)

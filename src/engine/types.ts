@@ -94,3 +94,36 @@ export interface StepPause {
   /** Reads the sessions' states again (a waiting session may end while the run waits: a deadlock, a lock_timeout). */
   refresh(): Promise<SessionState[]>
 }
+
+/**
+ * A session waiting to launch its next step: a statement scenario's next declared step, or the query (or point) an
+ * application race's function is about to send, held at its gate.
+ */
+export interface ReadyStep {
+  session: string
+  index: number
+  /** The step's label: s1.begin (a declared step), s1.q3 (an application's query), s1.check (its point). */
+  label: string
+  /** The SQL it is about to send ('' for a point, or a step that sends none). */
+  sql: string
+}
+
+/**
+ * What a chooser sees at a quiet moment: every session is ready to launch its next step, blocked on the server (seen
+ * by the control connection waiting for another backend), or done. Nothing is in flight but blocked steps.
+ */
+export interface Moment {
+  ready: ReadyStep[]
+  /** Sessions whose step in flight waits for a lock, with that step's label. */
+  blocked: { session: string; index: number; label: string }[]
+  /** Sessions that have ended. */
+  done: string[]
+  /** The labels launched (released) so far, in order. */
+  order: readonly string[]
+}
+
+/**
+ * Decides which ready session's step goes next: its index in `moment.ready` (a number), or the session's name.
+ * Called only when at least one session is ready.
+ */
+export type Chooser = (moment: Moment) => number | string | Promise<number | string>

@@ -7,17 +7,17 @@
 // strategy from enumerate.ts: depth-first over every choice, or seeded random runs, then shrinking.
 import { performance } from 'node:perf_hooks'
 import type { Driver, ServerInfo } from '../db/driver.js'
-import type { Session } from '../engine/session.js'
-import type { Chooser } from '../engine/schedule.js'
+import type { Chooser, Moment, ReadyStep } from '../engine/types.js'
 import type { TrialFacts } from '../engine/types.js'
 import { RunError, UsageError } from '../errors.js'
 import { exitCode, labelOf, summarize, type ExpectOverride } from '../judge/index.js'
 import { formatPermutation, type Entry } from '../permutation.js'
 import { assertSound, documentedFor, plan, sessionCount, type Plan } from '../plan.js'
 import { findScenario } from '../registry.js'
-import { defaultParams, type Params, type Scenario, type Verdict } from '../scenario.js'
+import { defaultParams, kindOf, type Params, type Scenario, type Verdict } from '../scenario.js'
 import { expectsOverride, isFileScenario, specFailure } from '../isolation/common.js'
 import { assertRunsOn, judgeTrial, withLab, type Bounds, type Trial } from '../commands/common.js'
+import { cliWords } from '../commands/words.js'
 import { Dfs, follow, ordersOf, Sampler, shrinkCandidates, switches, type Pick, type Strategy } from './enumerate.js'
 
 export { Dfs, Sampler, follow, ordersOf, shrinkCandidates, switches } from './enumerate.js'
@@ -209,7 +209,7 @@ export async function explore(scenarioOrId: string | Scenario, o: ExploreOptions
  */
 export function exploreSessions(s: Scenario): number {
   const count = sessionCount(s)
-  return s.app ? Math.min(count.default, Math.max(2, count.min)) : count.default
+  return kindOf(s).type === 'application' ? Math.min(count.default, Math.max(2, count.min)) : count.default
 }
 
 /** explore on an open driver (the command and the API open it with withLab). */
@@ -219,7 +219,7 @@ export async function exploreOn(lab: Driver, targetLabel: string, scenario: Scen
   // differ from one interleaving to the next (count, then insert or throw). The tree's branching is known only
   // where it is reached, so the count of orders is not known before: the first run (the first ready session at every
   // choice) gives each session's queries along it, and their orders decide between every interleaving and a sample.
-  const app = Boolean(scenario.app)
+  const app = kindOf(scenario).type === 'application'
   const counts = app ? [] : p.sessions.map((s, i) => s.steps.filter((_, k) => !pinned(scenario, p, i, k)).length)
   let orders = app ? 0n : ordersOf(counts)
   let sampling = o.sample !== undefined || (!app && orders > BigInt(o.max))
@@ -252,8 +252,8 @@ export async function exploreOn(lab: Driver, targetLabel: string, scenario: Scen
   const chooserOf = (pick: Pick): Chooser => {
     const launched = p.sessions.map(() => 0)
     free = []
-    return (ready: readonly Session[]) => {
-      const take = (s: Session) => (launched[s.index]++, s)
+    return ({ ready }: Moment) => {
+      const take = (s: ReadyStep) => (launched[s.index]++, ready.indexOf(s))
       const first = ready.find((s) => pinned(scenario, p, s.index, launched[s.index]) === 'first')
       if (first) return take(first)
       const open = ready.filter((s) => pinned(scenario, p, s.index, launched[s.index]) !== 'last')
@@ -286,6 +286,7 @@ export async function exploreOn(lab: Driver, targetLabel: string, scenario: Scen
     stepTimeoutMs: bounds.stepTimeoutMs,
     connectTimeoutMs: bounds.connectTimeoutMs,
     keep: false,
+    word: cliWords,
     choose: () => {
       if (phase === 'explore') {
         // An application race's tree may be larger than its first run's orders said: stop at --max runs, and say
@@ -413,7 +414,7 @@ function interleavingOf(p: Plan, ran: Entry[], facts: TrialFacts, trial: Trial, 
   const rest = p.sessions.flatMap((s, i) => s.steps.map((_, k) => ({ session: i, step: k })).filter((e) => !got.has(`${e.session}.${e.step}`)))
   const order = (facts as TrialFacts & { order?: string[] }).order
   return {
-    line: p.scenario.app && order ? order.join(' ') : formatPermutation([...ran, ...rest], named),
+    line: kindOf(p.scenario).type === 'application' && order ? order.join(' ') : formatPermutation([...ran, ...rest], named),
     verdict: trial.verdict,
     held: facts.invariant.held,
     observed: facts.invariant.observed,

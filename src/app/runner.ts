@@ -1,0 +1,64 @@
+// An application race's trial runner (engine/runner.ts): the engine's run makes the schema and runs the setup on
+// control; each trial here is src/app's (trial.ts), the user's functions raced query by query on connections of their
+// own driver. The scenario made from a race module names this runner (scenario.ts, ScenarioKind), so the engine never
+// imports src/app.
+import type { TrialRunnerFactory } from '../engine/runner.js'
+import { refused } from '../engine/refusals.js'
+import type { AppConn } from './drivers.js'
+import { parseAppPermutation } from './labels.js'
+import { appTrial, closeKept, orderEntries } from './trial.js'
+import type { AppRace } from './types.js'
+
+export function appTrials(race: AppRace, file?: string): TrialRunnerFactory {
+  return (ctx) => {
+    const { lab, cfg } = ctx
+    const { plan } = cfg
+    const scenario = plan.scenario
+    const n = plan.variant.n
+    const cannot = cfg.beforeStep ? 'step' : plan.windowMs ? 'window' : cfg.holdMs ? 'hold' : plan.variant.pool ? 'pool' : undefined
+    if (cannot) throw refused({ kind: 'application', scenario: scenario.id, cannot }, cfg.word)
+    const names = plan.sessions.map((s) => s.name)
+    // A bad permutation is refused before any schema or connection exists.
+    if (cfg.schedule === 'permutation') parseAppPermutation(cfg.permutation ?? '', names)
+    // The sessions' connections are kept across trials (reset between them) unless told not to.
+    const kept = cfg.freshConnections ? undefined : ([] as AppConn[])
+    let opened = 0
+    return {
+      // A trial opens (or takes back) its sessions' connections itself, once control has run the setup.
+      connectsAhead: false,
+      open: () => {},
+      async run({ space, user, chooser }) {
+        const facts = await appTrial(lab, {
+          race,
+          file,
+          n,
+          schedule: cfg.schedule,
+          permutation: cfg.permutation,
+          chooser,
+          scenarioId: scenario.id,
+          schema: space,
+          user,
+          stepTimeoutMs: cfg.stepTimeoutMs,
+          connectTimeoutMs: cfg.connectTimeoutMs,
+          evaluate: () => ctx.evaluate(user, () => undefined),
+          signal: ctx.signal,
+          whenAborted: ctx.whenAborted,
+          describeStuck: ctx.describeStuck,
+          ...(kept ? { kept } : {}),
+        })
+        opened += n
+        // With a chooser, the order back as entries (s1.q3: session 0, step 2).
+        return { facts, ...(chooser ? { ran: orderEntries(facts.order, names) } : {}) }
+      },
+      // Between trials the kept connections are idle: they are closed when the run ends, aborted or not.
+      abort: () => {},
+      async close(_failed, drop) {
+        if (kept) await closeKept(kept)
+        return drop()
+      },
+      get connections() {
+        return { opened, kept: 0 }
+      },
+    }
+  }
+}
