@@ -305,7 +305,7 @@ export function describeBinaries(cacheDir: string): BinEntry[] {
   return out.sort((a, b) => (a.major ?? 0) - (b.major ?? 0))
 }
 
-/** The prefix of the copies of fetched builds that race, run as root, gives the postgres user (see reachableBy). */
+/** The prefix of the copies of PostgreSQL builds that race, run as root, gives the postgres user (see reachableBy). */
 export const MIRROR_PREFIX = 'race-bin-'
 /** Written into a copy when it is made: every file of the build (size, sha256, the copy's ctime) and every link. */
 export const MIRROR_MANIFEST = 'manifest.json'
@@ -387,19 +387,49 @@ export function mirrorDamage(dir: string, full = false): string | undefined {
 }
 
 /**
+ * The first folder on the way to `file` that the server's user (`ids`) may not enter, if any: as root, race runs the
+ * server as postgres, which cannot start binaries installed under a private folder (a project in /root, a mkdtemp).
+ */
+export function closedFolder(file: string, ids: { uid: number; gid: number }): string | undefined {
+  let dir = path.dirname(path.resolve(file))
+  const chain: string[] = []
+  for (;;) {
+    chain.unshift(dir)
+    const up = path.dirname(dir)
+    if (up === dir) break
+    dir = up
+  }
+  for (const d of chain) {
+    let st: fs.Stats
+    try {
+      st = fs.statSync(d)
+    } catch {
+      return undefined
+    }
+    const bit = st.uid === ids.uid ? 0o100 : st.gid === ids.gid ? 0o010 : 0o001
+    if (!(st.mode & bit)) return d
+  }
+  return undefined
+}
+
+/**
  * race run as root runs PostgreSQL as the postgres user, who cannot enter root's cache folder (0700, in a home
- * folder of 0700). A fetched build is then copied, once per build and boot, into the temporary folder
- * (race-bin-<version>, root's own, 0755: readable, not writable, by others) and run from there; the cache stays
- * the source, so the copy may be removed at any time.
+ * folder of 0700), nor a project's node_modules under a private folder (a project in /root). Such a build is then
+ * copied, once per build and boot, into the temporary folder (race-bin-<version>, root's own, 0755: readable, not
+ * writable, by others) and run from there; the source stays where it is, so the copy may be removed at any time.
  * The copy holds a manifest of every file of the build (size and sha256 of the source's, checked on the copy before
  * it is put in place); each run checks every file's size and ctime against it, and a damaged copy is made again.
- * The dependency (node_modules) is reachable as it is.
+ * The dependency in a folder the postgres user can reach is used as it is.
  */
 export function reachableBy<B extends Binaries>(bins: B, ids: { uid: number; gid: number } | undefined): B {
-  if (!ids || bins.from === 'dependency') return bins
+  if (!ids) return bins
+  if (bins.from === 'dependency' && !closedFolder(bins.postgres, ids)) return bins
   const version = bins.binaries.slice(bins.binaries.lastIndexOf('@') + 1)
   const dest = path.join(os.tmpdir(), `${MIRROR_PREFIX}${version}`)
-  const marker = fs.readFileSync(path.join(bins.native, '..', '..', '..', '..', BIN_MARKER), 'utf8')
+  const marker =
+    bins.from === 'dependency'
+      ? JSON.stringify({ format: BIN_FORMAT, package: bins.binaries.slice(0, bins.binaries.lastIndexOf('@')), version, major: bins.major, fetched: '', bytes: 0 }) + '\n'
+      : fs.readFileSync(path.join(bins.native, '..', '..', '..', '..', BIN_MARKER), 'utf8')
   const at = (root: string): B => ({ ...bins, native: path.join(root, 'native'), initdb: path.join(root, 'native', 'bin', 'initdb'), postgres: path.join(root, 'native', 'bin', 'postgres') })
   const same = (a: string, b: string) => {
     const [x, y] = [JSON.parse(a) as BinMeta, JSON.parse(b) as BinMeta]
