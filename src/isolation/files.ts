@@ -4,16 +4,67 @@ import path from 'node:path'
 import { UsageError } from '../errors.js'
 import { parseSpec, type Spec } from './parse.js'
 
-/** Reads and parses a spec file; a missing file or a bad spec is bad input (exit 2, one line). */
-export function readSpec(file: string): Spec {
-  let text: string
+/** The most a scenario or spec file may hold: the PostgreSQL suite's biggest spec is under 100 KB. */
+export const MAX_SCENARIO_BYTES = 8 * 1024 * 1024
+
+function kindOf(st: fs.Stats): string {
+  if (st.isDirectory()) return 'a directory'
+  if (st.isFIFO()) return 'a FIFO (named pipe)'
+  if (st.isCharacterDevice()) return 'a character device'
+  if (st.isBlockDevice()) return 'a block device'
+  if (st.isSocket()) return 'a socket'
+  return 'not a regular file'
+}
+
+/**
+ * A scenario or spec file's bytes, or bad input (exit 2, one line naming the path) when the path (symbolic links
+ * followed) is not a regular file or holds more than MAX_SCENARIO_BYTES. Opened without blocking and checked on the
+ * open descriptor, then read at most one byte past the bound: a FIFO never blocks race, /dev/zero never fills memory.
+ */
+export function readScenarioBytes(file: string): Buffer {
+  let fd: number
   try {
-    text = fs.readFileSync(file, 'latin1')
+    fd = fs.openSync(file, fs.constants.O_RDONLY | fs.constants.O_NONBLOCK | fs.constants.O_NOCTTY)
   } catch (e) {
     const code = (e as NodeJS.ErrnoException).code
-    throw new UsageError(`cannot read ${file}: ${code === 'ENOENT' ? 'no such file' : code === 'EISDIR' ? 'it is a directory' : (e as Error).message}`)
+    throw new UsageError(`cannot read ${file}: ${code === 'ENOENT' ? 'no such file' : code === 'EISDIR' ? 'it is a directory' : code === 'ENXIO' ? 'it is not a regular file' : (e as Error).message}`)
   }
-  return parseSpec(text, file)
+  try {
+    const st = fs.fstatSync(fd)
+    if (!st.isFile()) {
+      let real = file
+      try {
+        real = fs.realpathSync(file)
+      } catch {
+        /* named as given */
+      }
+      const via = real !== path.resolve(file) ? ` (a symbolic link to ${real})` : ''
+      throw new UsageError(`cannot read ${file}${via}: it is ${kindOf(st)}, not a regular file`)
+    }
+    const tooBig = () => new UsageError(`cannot read ${file}: it holds more than ${MAX_SCENARIO_BYTES / 1024 / 1024} MB, more than any scenario or spec`)
+    if (st.size > MAX_SCENARIO_BYTES) throw tooBig()
+    const chunks: Buffer[] = []
+    let total = 0
+    for (;;) {
+      const chunk = Buffer.alloc(Math.min(Math.max(st.size - total, 64 * 1024), MAX_SCENARIO_BYTES + 1 - total))
+      const got = fs.readSync(fd, chunk, 0, chunk.length, null)
+      if (got === 0) break
+      chunks.push(chunk.subarray(0, got))
+      total += got
+      if (total > MAX_SCENARIO_BYTES) throw tooBig()
+    }
+    return Buffer.concat(chunks, total)
+  } catch (e) {
+    if (e instanceof UsageError) throw e
+    throw new UsageError(`cannot read ${file}: ${(e as NodeJS.ErrnoException).code === 'EISDIR' ? 'it is a directory' : (e as Error).message}`)
+  } finally {
+    fs.closeSync(fd)
+  }
+}
+
+/** Reads and parses a spec file; a missing file, one that is not a regular file or too big, or a bad spec is bad input (exit 2, one line). */
+export function readSpec(file: string): Spec {
+  return parseSpec(readScenarioBytes(file).toString('latin1'), file)
 }
 
 /** The spec's name: its file name without .spec (what pg_regress calls the test). */

@@ -9,14 +9,15 @@ import { pathToFileURL } from 'node:url'
 import { UsageError } from '../errors.js'
 import { checkScenario, sessionCount } from '../plan.js'
 import { defaultParams, type Scenario } from '../scenario.js'
-import { readSpec } from './files.js'
+import { readScenarioBytes } from './files.js'
+import { parseSpec } from './parse.js'
 import { specToScenario } from './scenario.js'
 import { appScenario, isAppRace } from '../app/scenario.js'
 
 /** The leading comment lines of a spec (its story): '# ' removed, '# env:' lines left out. */
-export function leadingComments(file: string): string[] {
+export function leadingComments(text: string): string[] {
   const out: string[] = []
-  for (const line of fs.readFileSync(file, 'utf8').split('\n')) {
+  for (const line of text.split('\n')) {
     if (!line.startsWith('#')) {
       if (line.trim() === '' && !out.length) continue
       break
@@ -41,7 +42,9 @@ export function loadScenarioFile(file: string): Promise<Scenario> {
 
 async function load(file: string, abs: string): Promise<Scenario> {
   if (!fs.existsSync(abs)) throw new UsageError(`${file}: no such file (a scenario is a built-in id from race list, a .spec file or a .mjs module)`)
-  if (file.endsWith('.spec')) return specToScenario(readSpec(file), leadingComments(file))
+  // Not a regular file (a FIFO, a device, a directory) or too big: refused before anything reads or imports it.
+  const bytes = readScenarioBytes(file)
+  if (file.endsWith('.spec')) return specToScenario(parseSpec(bytes.toString('latin1'), file), leadingComments(bytes.toString('utf8')))
   if (!/\.(mjs|js)$/.test(file)) throw new UsageError(`${file}: race runs .spec files and .mjs modules (default export: defineScenario({...}))`)
   let mod: { default?: unknown }
   try {

@@ -13,7 +13,7 @@ import path from 'node:path'
 import { RunError } from '../errors.js'
 import { onCleanup } from '../lifecycle.js'
 import { alive, freePort, logTail, postgresUser } from './local.js'
-import { binariesFor, BUNDLED, reachableBy, type Binaries as VersionBinaries } from './versions.js'
+import { binariesFor, BUNDLED, closedFolder, reachableBy, type Binaries as VersionBinaries } from './versions.js'
 import { copyTemplate, discard, findTemplate, openCache, reapStale, storeTemplate, TemplateDamaged, type Template } from './template.js'
 
 export const DIR_PREFIX = 'race-pg-'
@@ -52,32 +52,6 @@ function runRoot(): string {
     /* no /dev/shm (not Linux, or a container without it) */
   }
   return os.tmpdir()
-}
-
-/**
- * The first folder on the way to `file` that the server's user (`ids`) may not enter, if any: as root, race runs the
- * server as postgres, which cannot start binaries installed under a private folder (a project in /root, a mkdtemp).
- */
-function closedFolder(file: string, ids: { uid: number; gid: number }): string | undefined {
-  let dir = path.dirname(path.resolve(file))
-  const chain: string[] = []
-  for (;;) {
-    chain.unshift(dir)
-    const up = path.dirname(dir)
-    if (up === dir) break
-    dir = up
-  }
-  for (const d of chain) {
-    let st: fs.Stats
-    try {
-      st = fs.statSync(d)
-    } catch {
-      return undefined
-    }
-    const bit = st.uid === ids.uid ? 0o100 : st.gid === ids.gid ? 0o010 : 0o001
-    if (!(st.mode & bit)) return d
-  }
-  return undefined
 }
 
 /**

@@ -5,6 +5,7 @@
 // so concurrent first runs never see half of one (the loser discards its copy), and a killed fetch leaves a
 // build folder the next run removes (template.reapStale).
 import { spawn } from 'node:child_process'
+import { createHash } from 'node:crypto'
 import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
@@ -304,27 +305,138 @@ export function describeBinaries(cacheDir: string): BinEntry[] {
   return out.sort((a, b) => (a.major ?? 0) - (b.major ?? 0))
 }
 
-/** The prefix of the copies of fetched builds that race, run as root, gives the postgres user (see reachableBy). */
+/** The prefix of the copies of PostgreSQL builds that race, run as root, gives the postgres user (see reachableBy). */
 export const MIRROR_PREFIX = 'race-bin-'
+/** Written into a copy when it is made: every file of the build (size, sha256, the copy's ctime) and every link. */
+export const MIRROR_MANIFEST = 'manifest.json'
+const MANIFEST_FORMAT = 1
+
+interface Manifest {
+  format: number
+  /** Path under native/ → [size, sha256 of the source's bytes, the copy's ctimeMs]. */
+  files: Record<string, [number, string, number]>
+  /** Path under native/ → the link's target. */
+  links: Record<string, string>
+  /** sha256 of files and links: a manifest changed or cut short is a damaged copy. */
+  sum: string
+}
+
+function manifestSum(m: Pick<Manifest, 'files' | 'links'>): string {
+  return createHash('sha256').update(JSON.stringify([m.files, m.links])).digest('hex')
+}
+
+function sha256(file: string): string {
+  return createHash('sha256').update(fs.readFileSync(file)).digest('hex')
+}
+
+/** Every file (size, sha256) and link under `root`, by path relative to it. */
+function walkBuild(root: string): Pick<Manifest, 'files' | 'links'> {
+  const files: Manifest['files'] = {}
+  const links: Manifest['links'] = {}
+  const walk = (rel: string) => {
+    for (const e of fs.readdirSync(path.join(root, rel), { withFileTypes: true })) {
+      const r = rel ? `${rel}/${e.name}` : e.name
+      const p = path.join(root, r)
+      if (e.isSymbolicLink()) links[r] = fs.readlinkSync(p)
+      else if (e.isDirectory()) walk(r)
+      else if (e.isFile()) files[r] = [fs.statSync(p).size, sha256(p), 0]
+    }
+  }
+  walk('')
+  return { files, links }
+}
+
+/**
+ * What is wrong with a copy's native/ against its manifest, or undefined when it is whole. Each run checks every
+ * file's size and change time (ctime: any write, truncation, chmod or utimes moves it, and nobody can set it back)
+ * and every link, with stat calls only: a deleted plpgsql.so or a truncated postgres is seen. `full` also compares
+ * every file's sha256 with the source's (race cache, and a copy just made), which sees damage below the file
+ * system too.
+ */
+export function mirrorDamage(dir: string, full = false): string | undefined {
+  let m: Manifest
+  try {
+    m = JSON.parse(fs.readFileSync(path.join(dir, MIRROR_MANIFEST), 'utf8')) as Manifest
+  } catch {
+    return `no ${MIRROR_MANIFEST} (made by an older race, or cut short)`
+  }
+  if (m.format !== MANIFEST_FORMAT || !m.files || !m.links || manifestSum(m) !== m.sum) return `${MIRROR_MANIFEST} is damaged`
+  const native = path.join(dir, 'native')
+  for (const [rel, [size, sum, ctime]] of Object.entries(m.files)) {
+    let st: fs.Stats
+    try {
+      st = fs.lstatSync(path.join(native, rel))
+    } catch {
+      return `native/${rel} is missing`
+    }
+    if (!st.isFile()) return `native/${rel} is not a file`
+    if (st.size !== size) return `native/${rel} has ${st.size} bytes, the build's has ${size}`
+    if (st.ctimeMs !== ctime) return `native/${rel} was changed after the copy was made`
+    if (full && sha256(path.join(native, rel)) !== sum) return `native/${rel} differs from the build's (sha256)`
+  }
+  for (const [rel, target] of Object.entries(m.links)) {
+    let t: string
+    try {
+      t = fs.readlinkSync(path.join(native, rel))
+    } catch {
+      return `native/${rel} (a link) is missing`
+    }
+    if (t !== target) return `native/${rel} links to ${t}, not ${target}`
+  }
+  return undefined
+}
+
+/**
+ * The first folder on the way to `file` that the server's user (`ids`) may not enter, if any: as root, race runs the
+ * server as postgres, which cannot start binaries installed under a private folder (a project in /root, a mkdtemp).
+ */
+export function closedFolder(file: string, ids: { uid: number; gid: number }): string | undefined {
+  let dir = path.dirname(path.resolve(file))
+  const chain: string[] = []
+  for (;;) {
+    chain.unshift(dir)
+    const up = path.dirname(dir)
+    if (up === dir) break
+    dir = up
+  }
+  for (const d of chain) {
+    let st: fs.Stats
+    try {
+      st = fs.statSync(d)
+    } catch {
+      return undefined
+    }
+    const bit = st.uid === ids.uid ? 0o100 : st.gid === ids.gid ? 0o010 : 0o001
+    if (!(st.mode & bit)) return d
+  }
+  return undefined
+}
 
 /**
  * race run as root runs PostgreSQL as the postgres user, who cannot enter root's cache folder (0700, in a home
- * folder of 0700). A fetched build is then copied, once per build and boot, into the temporary folder
- * (race-bin-<version>, root's own, 0755: readable, not writable, by others) and run from there; the cache stays
- * the source, so the copy may be removed at any time. The dependency (node_modules) is reachable as it is.
+ * folder of 0700), nor a project's node_modules under a private folder (a project in /root). Such a build is then
+ * copied, once per build and boot, into the temporary folder (race-bin-<version>, root's own, 0755: readable, not
+ * writable, by others) and run from there; the source stays where it is, so the copy may be removed at any time.
+ * The copy holds a manifest of every file of the build (size and sha256 of the source's, checked on the copy before
+ * it is put in place); each run checks every file's size and ctime against it, and a damaged copy is made again.
+ * The dependency in a folder the postgres user can reach is used as it is.
  */
 export function reachableBy<B extends Binaries>(bins: B, ids: { uid: number; gid: number } | undefined): B {
-  if (!ids || bins.from === 'dependency') return bins
+  if (!ids) return bins
+  if (bins.from === 'dependency' && !closedFolder(bins.postgres, ids)) return bins
   const version = bins.binaries.slice(bins.binaries.lastIndexOf('@') + 1)
   const dest = path.join(os.tmpdir(), `${MIRROR_PREFIX}${version}`)
-  const marker = fs.readFileSync(path.join(bins.native, '..', '..', '..', '..', BIN_MARKER), 'utf8')
+  const marker =
+    bins.from === 'dependency'
+      ? JSON.stringify({ format: BIN_FORMAT, package: bins.binaries.slice(0, bins.binaries.lastIndexOf('@')), version, major: bins.major, fetched: '', bytes: 0 }) + '\n'
+      : fs.readFileSync(path.join(bins.native, '..', '..', '..', '..', BIN_MARKER), 'utf8')
   const at = (root: string): B => ({ ...bins, native: path.join(root, 'native'), initdb: path.join(root, 'native', 'bin', 'initdb'), postgres: path.join(root, 'native', 'bin', 'postgres') })
   const same = (a: string, b: string) => {
     const [x, y] = [JSON.parse(a) as BinMeta, JSON.parse(b) as BinMeta]
     return x.package === y.package && x.version === y.version && x.format === y.format
   }
-  // A copy is never changed nor removed by a run (a server of another run may be using it): it is used as it is,
-  // or, when it is not whole (a cleaner of the temporary folder took part of it), moved aside and made again.
+  // A copy is never changed by a run (a server of another run may be using it): it is used as it is, or, when it
+  // is not whole (a cleaner of the temporary folder took part of it), moved aside and made again.
   const state = (): 'sound' | 'absent' | 'broken' | 'foreign' => {
     let st: fs.Stats
     try {
@@ -335,8 +447,8 @@ export function reachableBy<B extends Binaries>(bins: B, ids: { uid: number; gid
     const me = typeof process.getuid === 'function' ? process.getuid() : 0
     if (st.isSymbolicLink() || !st.isDirectory() || st.uid !== me || (st.mode & 0o022) !== 0) return 'foreign'
     try {
-      const whole = ['postgres', 'initdb'].every((p) => fs.existsSync(path.join(dest, 'native', 'bin', p)))
-      return whole && same(fs.readFileSync(path.join(dest, BIN_MARKER), 'utf8'), marker) ? 'sound' : 'broken'
+      if (!same(fs.readFileSync(path.join(dest, BIN_MARKER), 'utf8'), marker)) return 'broken'
+      return mirrorDamage(dest) === undefined ? 'sound' : 'broken'
     } catch {
       return 'broken'
     }
@@ -347,8 +459,14 @@ export function reachableBy<B extends Binaries>(bins: B, ids: { uid: number; gid
   if (s === 'sound') return at(dest)
   const staging = fs.mkdtempSync(`${dest}.${process.pid}-`)
   try {
+    const source = walkBuild(bins.native)
     fs.cpSync(bins.native, path.join(staging, 'native'), { recursive: true, verbatimSymlinks: true })
     fs.copyFileSync(path.join(bins.native, '..', 'package.json'), path.join(staging, 'package.json'))
+    // The copy's own change times, which each run compares; its bytes are checked against the source's once, here.
+    for (const [rel, entry] of Object.entries(source.files)) entry[2] = fs.statSync(path.join(staging, 'native', rel)).ctimeMs
+    fs.writeFileSync(path.join(staging, MIRROR_MANIFEST), JSON.stringify({ format: MANIFEST_FORMAT, ...source, sum: manifestSum(source) }))
+    const bad = mirrorDamage(staging, true)
+    if (bad) throw new RunError(`the copy of PostgreSQL ${bins.major} for the postgres user (${dest}) could not be made: ${bad}`)
     fs.writeFileSync(path.join(staging, BIN_MARKER), marker)
     fs.chmodSync(staging, 0o755)
     s = state()
@@ -377,6 +495,25 @@ export function reachableBy<B extends Binaries>(bins: B, ids: { uid: number; gid
   if (s === 'foreign') throw foreign()
   if (s !== 'sound') throw new RunError(`the copy of PostgreSQL ${bins.major} for the postgres user (${dest}) could not be made whole`)
   return at(dest)
+}
+
+export interface MirrorEntry {
+  path: string
+  version: string
+  /** ok, or what is wrong with it. */
+  state: string
+  /** Damage a run sees too (sizes, change times, links: it makes the copy again), not only a checksum. */
+  seenByRuns?: boolean
+}
+
+/** The copies reachableBy made, each checked in full (every file's sha256 against the build's): for race cache. */
+export function describeMirrors(): MirrorEntry[] {
+  return mirrors()
+    .filter((p) => !/\.\d+-(\w{6}|trash)$/.test(p)) // a copy being made, or being removed
+    .map((p) => {
+      const state = mirrorDamage(p, true)
+      return { path: p, version: path.basename(p).slice(MIRROR_PREFIX.length), state: state ?? 'ok', ...(state ? { seenByRuns: mirrorDamage(p) !== undefined } : {}) }
+    })
 }
 
 /** The copies reachableBy made (race cache clear removes them with the cache). */

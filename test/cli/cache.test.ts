@@ -225,3 +225,61 @@ test("race cache clear leaves alone the copy of a fetched PostgreSQL that a live
     await server.stop()
   }
 })
+
+test('as root, a damaged copy of a fetched PostgreSQL (a file deleted, truncated or rewritten) is reported by race cache and made again by the next run', { skip: process.getuid?.() !== 0 ? 'the copies are made for root only' : process.env.DATABASE_URL ? 'the --pg runs are on the first pass (no DATABASE_URL)' : false }, async () => {
+  // The copies go to a temporary folder of this test's own (TMPDIR): the shared one's copies may be in use by
+  // other runs. The fetched 16 is the user's cache's, as in versions.test.ts (fetched once per machine).
+  const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'race-mirror-test-'))
+  made.push(tmp)
+  fs.chmodSync(tmp, 0o755)
+  const env = { TMPDIR: tmp }
+  const run = async () => {
+    const r = await race(['run', 'advisory', '--pg', '16', '--n', '5', '--max-pending', '3'], { env, timeoutMs: 10 * 60_000 })
+    assert.equal(r.code, 0, r.stdout + r.stderr)
+    assert.match(r.stdout, /PostgreSQL 16\.\d+ \(embedded\)/)
+    assert.match(r.stdout, /MATCH/)
+  }
+  const listed = async () => {
+    const r = await race(['cache', '--json'], { env })
+    assert.equal(r.code, 0, r.stderr)
+    const doc = JSON.parse(r.stdout) as { mirrors: { path: string; state: string; seenByRuns?: boolean }[] }
+    assert.equal(doc.mirrors.length, 1, JSON.stringify(doc.mirrors))
+    const text = await race(['cache'], { env })
+    return { ...doc.mirrors[0], text: text.stdout }
+  }
+  await run()
+  const first = await listed()
+  assert.equal(first.state, 'ok')
+  assert.match(first.text.replace(/\s+/g, ' '), /copy of 16\.[^ ]+ for the postgres user: .*whole/)
+  const native = path.join(first.path, 'native')
+  const plpgsql = path.join(native, 'lib', 'postgresql', 'plpgsql.so')
+  const postgresBin = path.join(native, 'bin', 'postgres')
+
+  fs.rmSync(plpgsql)
+  let m = await listed()
+  assert.match(m.state, /plpgsql\.so is missing/)
+  assert.equal(m.seenByRuns, true)
+  assert.match(m.text.replace(/\s+/g, ' '), /DAMAGED: native\/lib\/postgresql\/plpgsql\.so is missing; the next run that needs it makes it again/)
+  await run()
+  assert.ok(fs.existsSync(plpgsql), 'made again')
+  assert.equal((await listed()).state, 'ok')
+
+  const size = fs.statSync(postgresBin).size
+  fs.truncateSync(postgresBin, Math.floor(size / 2))
+  m = await listed()
+  assert.match(m.state, new RegExp(`bin/postgres has ${Math.floor(size / 2)} bytes, the build's has ${size}`))
+  await run()
+  assert.equal(fs.statSync(postgresBin).size, size, 'made again')
+
+  // Rewritten in place, same size, its mtime put back: the change time still tells.
+  const st = fs.statSync(plpgsql)
+  const fd = fs.openSync(plpgsql, 'r+')
+  fs.writeSync(fd, Buffer.from('damage'), 0, 6, 4096)
+  fs.closeSync(fd)
+  fs.utimesSync(plpgsql, st.atime, st.mtime)
+  m = await listed()
+  assert.match(m.state, /plpgsql\.so (differs from the build's|was changed after the copy was made)/)
+  assert.equal(m.seenByRuns, true)
+  await run()
+  assert.equal((await listed()).state, 'ok')
+})

@@ -3,10 +3,15 @@
 // points at a listener that counts connections), so no string of the user's ever reaches SQL text.
 // test/cli.test.ts has the first 35 cases against a real server; these are the rest of the issue's list.
 import assert from 'node:assert/strict'
+import { execFileSync } from 'node:child_process'
+import fs from 'node:fs'
 import net from 'node:net'
+import os from 'node:os'
+import path from 'node:path'
 import { after, before, test } from 'node:test'
 import { race } from '../support/server.js'
 import { oneCleanLine } from '../support/faults.js'
+import { run as apiRun, RaceError } from '../../src/api.js'
 
 let listener: net.Server
 let connections = 0
@@ -104,4 +109,43 @@ test('the listener is real: a valid command does connect to it (so the zero abov
   const r = await race(['run', 'advisory', '--connect-timeout', '1s'], { url })
   assert.equal(r.code, 3)
   assert.ok(connections > before)
+})
+
+test('a scenario or spec path that is not a regular file (FIFO, device, directory) or too big: exit 2 at once, one line naming it', { skip: process.platform === 'win32' && 'no FIFOs' }, async () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'race-input-test-'))
+  const before = connections
+  try {
+    const fifo = path.join(dir, 'pipe.spec')
+    execFileSync('mkfifo', [fifo])
+    fs.symlinkSync(fifo, path.join(dir, 'pipe.mjs'))
+    fs.symlinkSync('/dev/zero', path.join(dir, 'zero.spec'))
+    fs.mkdirSync(path.join(dir, 'folder.spec'))
+    // Past the bound (8 MB) by one byte, all comment: refused unread, not parsed.
+    fs.writeFileSync(path.join(dir, 'big.spec'), Buffer.alloc(8 * 1024 * 1024 + 1, '#'))
+    const cases: [string[], RegExp][] = [
+      [['run', fifo], /pipe\.spec: it is a FIFO \(named pipe\), not a regular file$/],
+      [['explore', fifo], /pipe\.spec: it is a FIFO/],
+      [['spec', fifo], /pipe\.spec: it is a FIFO/],
+      [['run', path.join(dir, 'pipe.mjs')], /pipe\.mjs \(a symbolic link to .*pipe\.spec\): it is a FIFO/],
+      [['run', path.join(dir, 'zero.spec')], /zero\.spec \(a symbolic link to \/dev\/zero\): it is a character device, not a regular file$/],
+      [['spec', path.join(dir, 'zero.spec')], /zero\.spec .*: it is a character device/],
+      [['explore', path.join(dir, 'zero.spec')], /zero\.spec .*: it is a character device/],
+      [['run', path.join(dir, 'folder.spec')], /folder\.spec: it is a directory, not a regular file$/],
+      [['spec', path.join(dir, 'folder.spec')], /folder\.spec: it is a directory/],
+      [['run', path.join(dir, 'big.spec')], /big\.spec: it holds more than 8 MB/],
+      [['spec', path.join(dir, 'big.spec')], /big\.spec: it holds more than 8 MB/],
+    ]
+    for (const [args, msg] of cases) {
+      const r = await race(args, { url, timeoutMs: 20_000 })
+      assert.equal(r.code, 2, `${JSON.stringify(args)} → ${r.code}: ${r.stderr}`)
+      oneCleanLine(r.stderr, msg)
+      assert.equal(r.stdout, '')
+    }
+    // The API's run() goes through the same check.
+    await assert.rejects(apiRun(fifo, { databaseUrl: url }), (e: Error) => e instanceof RaceError && e.exitCode === 2 && /pipe\.spec: it is a FIFO/.test(e.message))
+    await assert.rejects(apiRun(path.join(dir, 'zero.spec'), { databaseUrl: url }), (e: Error) => e instanceof RaceError && e.exitCode === 2 && /it is a character device/.test(e.message))
+    assert.equal(connections, before, 'refused before connecting')
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true })
+  }
 })
