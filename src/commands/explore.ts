@@ -1,5 +1,6 @@
 // race explore <scenario|FILE.spec|FILE.mjs>: every interleaving of the sessions' steps (or a seeded sample),
 // each judged by the invariant; how many violate it, grouped, and the shortest violating one as a --schedule line.
+import type { RunContext } from '../lifecycle.js'
 import type { Command } from 'commander'
 import { UsageError } from '../errors.js'
 import { parseWhole } from '../parse.js'
@@ -22,7 +23,7 @@ export interface ExploreCommandOptions extends TargetOptions {
   [param: string]: unknown
 }
 
-export function registerExplore(program: Command, all: readonly ScenarioSummary[], exit: (code: number) => void): Command {
+export function registerExplore(program: Command, all: readonly ScenarioSummary[], exit: (code: number) => void, ctx: RunContext): Command {
   const cmd = program
     .command('explore')
     .description('run every interleaving of the sessions\' steps, judge each by the invariant, and give the shortest violating one')
@@ -35,8 +36,8 @@ export function registerExplore(program: Command, all: readonly ScenarioSummary[
     .option('--expect <held|violated>', 'held: exit 1 when any interleaving violates; violated: exit 1 when none does (default: the spec\'s expect line, or the scenario\'s documentation)')
     .option('--all', 'list every interleaving of each group (default: the first 3, fewest switches first)')
   addScenarioParamOptions(cmd, all)
-  addTargetOptions(cmd, { keep: false })
-  cmd.action(async (id: string, o: ExploreCommandOptions, self: Command) => exit(await exploreCommand(id, o, self)))
+  addTargetOptions(cmd, ctx, { keep: false })
+  cmd.action(async (id: string, o: ExploreCommandOptions, self: Command) => exit(await exploreCommand(ctx, id, o, self)))
   cmd.addHelpText(
     'after',
     `
@@ -56,7 +57,7 @@ Examples:
   return cmd
 }
 
-export async function exploreCommand(id: string, o: ExploreCommandOptions, cmd: Command): Promise<number> {
+export async function exploreCommand(ctx: RunContext, id: string, o: ExploreCommandOptions, cmd: Command): Promise<number> {
   const scenario = await findScenario(id)
   const engine = engineFor(o.databaseUrl)
   assertRunsOn(scenario, engine)
@@ -89,10 +90,11 @@ export async function exploreCommand(id: string, o: ExploreCommandOptions, cmd: 
     }
   }
   return withLab(
+    ctx,
     o.databaseUrl,
     bounds,
     async (lab, target) => {
-      const r = await exploreOn(lab, target.label, scenario, p, { max, sample, seed, shrink, expect, name: id, onProgress }, bounds).catch((e) => {
+      const r = await exploreOn(ctx, lab, target.label, scenario, p, { max, sample, seed, shrink, expect, name: id, onProgress }, bounds).catch((e) => {
         throw specFailure(scenario, e)
       })
       if (tty) process.stderr.write('\r\x1b[2K')

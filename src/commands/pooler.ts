@@ -81,6 +81,7 @@ export function ownPooler(pool: Pool, lab: Lab, connectTimeoutMs: number): PoolO
         target: lab.target,
         config: { mode: pool.mode, size: pool.size ?? 1, resetAlways: pool.resetAlways },
         setup: { schema },
+        context: lab.context,
         connectTimeoutMs,
       })
       return {

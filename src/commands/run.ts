@@ -1,6 +1,7 @@
 // race run <scenario>: one scenario, N sessions, one schedule, K trials; the table, timeline or JSON.
 import type { Command } from 'commander'
 import { UsageError } from '../errors.js'
+import type { RunContext } from '../lifecycle.js'
 import { exitCode, summarize, type ExpectOverride } from '../judge/index.js'
 import { formatDuration, parseDuration, parseWhole } from '../parse.js'
 import { assertSound, orderFor, plan, sessionCount, type Plan } from '../plan.js'
@@ -35,7 +36,7 @@ export interface RunOptions extends TargetOptions, CiOptions, PoolerOptions {
   [param: string]: unknown
 }
 
-export function registerRun(program: Command, all: readonly ScenarioSummary[], exit: (code: number) => void): Command {
+export function registerRun(program: Command, all: readonly ScenarioSummary[], exit: (code: number) => void, ctx: RunContext): Command {
   const cmd = program
     .command('run')
     .description('run one scenario over N real connections and judge the invariant')
@@ -55,10 +56,10 @@ export function registerRun(program: Command, all: readonly ScenarioSummary[], e
     .option('--step', 'presenter mode (a terminal): before each step show the sessions and the SQL; Enter runs it, b the story, q stops')
     .option('--theme <theme>', 'presenter: bold instead of dim, for a projector (default: default)')
   addScenarioParamOptions(cmd, all)
-  addTargetOptions(cmd, { pg: true })
+  addTargetOptions(cmd, ctx, { pg: true })
   addCiOptions(cmd, 'run')
   addPoolerOptions(cmd)
-  cmd.action(async (id: string, o: RunOptions, self: Command) => exit(await eachPg(o, () => runCommand(id, o, self))))
+  cmd.action(async (id: string, o: RunOptions, self: Command) => exit(await eachPg(ctx, o, () => runCommand(ctx, id, o, self))))
   cmd.addHelpText(
     'after',
     `
@@ -134,7 +135,7 @@ export function extendForHold(s: Scenario, params: Params, holdMs: number): Para
   return out
 }
 
-export async function runCommand(id: string, o: RunOptions, cmd: Command): Promise<number> {
+export async function runCommand(ctx: RunContext, id: string, o: RunOptions, cmd: Command): Promise<number> {
   const scenario = await findScenario(id)
   const engine = engineFor(o.databaseUrl)
   assertRunsOn(scenario, engine)
@@ -183,7 +184,7 @@ export async function runCommand(id: string, o: RunOptions, cmd: Command): Promi
   const table = import('../report/table.js')
   table.catch(() => {}) // awaited once the run is done
   let presenter: ReturnType<NonNullable<typeof step>['stepper']> | undefined
-  const { view, code } = await executeRun({
+  const { view, code } = await executeRun(ctx, {
     scenario,
     engine,
     params,
@@ -210,7 +211,7 @@ export async function runCommand(id: string, o: RunOptions, cmd: Command): Promi
     },
     presenter: step
       ? (lab, target, p, schedule) => {
-          presenter = step.stepper(p, [headParts(scenario.id, `${lab.server.product ?? 'PostgreSQL'} ${lab.server.version}`, target.label, n, schedule, windowMs).join('  ·  ') + '  ·  --step'])
+          presenter = step.stepper(ctx, p, [headParts(scenario.id, `${lab.server.product ?? 'PostgreSQL'} ${lab.server.version}`, target.label, n, schedule, windowMs).join('  ·  ') + '  ·  --step'])
           return presenter
         }
       : undefined,
@@ -268,7 +269,7 @@ export interface RunInput {
 type RunOptionsOf = Parameters<typeof import('../engine/run.js').run>[1]
 
 /** Runs the checked input on its target (the embedded server when none is given) and judges every trial. */
-export async function executeRun(input: RunInput): Promise<{ view: RunView; code: 0 | 1 | 3 }> {
+export async function executeRun(ctx: RunContext, input: RunInput): Promise<{ view: RunView; code: 0 | 1 | 3 }> {
   const { scenario, engine, params, given, n, windowMs, trials, override, bounds, holdMs } = input
   // The pooler's code (PgBouncer, the pooled driver) is loaded only when one is asked for.
   const pooler = input.pool ? await import('./pooler.js') : undefined
@@ -287,13 +288,14 @@ export async function executeRun(input: RunInput): Promise<{ view: RunView; code
   // The engine loads while withLab connects.
   const engineModule = import('../engine/run.js')
   engineModule.catch(() => {}) // awaited once connected
-  return withLab(input.databaseUrl, bounds, async (lab, target, via) => {
+  return withLab(ctx, input.databaseUrl, bounds, async (lab, target, via) => {
     const { run } = await engineModule
     const judged: Trial[] = []
     const presenter = input.presenter?.(lab, target, p, schedule)
     // Through a pooler the sessions are its clients (race's own PgBouncer, or the one at --database-url).
     const pooled = pool ? pooler!.pooledDriver(pool, lab, bounds.connectTimeoutMs, via) : undefined
     const out = await run(pooled ?? lab, {
+      context: ctx,
       plan: p,
       schedule,
       permutation,

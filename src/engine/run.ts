@@ -15,7 +15,7 @@ import { connectError } from '../db/connect.js'
 import { spaceName, type Driver, type RunSpace, type ServerInfo, type SessionOptions } from '../db/driver.js'
 import { conditionName, isConnectionLoss } from '../db/sqlstate.js'
 import { Interrupted, RunError, UsageError } from '../errors.js'
-import { abortSignal, setStuckDescriber, whenAborted } from '../lifecycle.js'
+import type { RunContext } from '../lifecycle.js'
 import { orderFor, ownServerRefusal, tooOldFor, type Plan } from '../plan.js'
 import type { Entry } from '../permutation.js'
 import type { BindCtx, Row, Rows, Schedule } from '../scenario.js'
@@ -25,6 +25,8 @@ import { Session, sessionOptions } from './session.js'
 import type { InvariantReport, SessionState, StepPause, TimelineEvent, TrialFacts } from './types.js'
 
 export interface RunConfig {
+  /** The run's context: its abort (Ctrl-C, --run-timeout) ends every wait; a timeout names what is stuck. */
+  context: RunContext
   plan: Plan
   schedule: Schedule
   /** With schedule 'permutation': the order, as text ("s1.begin s2.begin ..."). */
@@ -119,7 +121,7 @@ export async function run(lab: Driver, cfg: RunConfig): Promise<RunOutput> {
     const f = { settled: false, done: Promise.resolve() }
     f.done = p.then(() => void (f.settled = true), () => void (f.settled = true))
     inFlight = f
-    return Promise.race([p, whenAborted(), lab.whenLost()])
+    return Promise.race([p, cfg.context.whenAborted(), lab.whenLost()])
   }
   let schema: RunSpace | undefined
   const trials: TrialFacts[] = []
@@ -128,7 +130,7 @@ export async function run(lab: Driver, cfg: RunConfig): Promise<RunOutput> {
   const conns = new SessionConns(lab)
   let opened = 0
   const onAbort = () => void conns.kill()
-  abortSignal.addEventListener('abort', onAbort, { once: true })
+  cfg.context.signal.addEventListener('abort', onAbort, { once: true })
   const prepare = (space: string) => {
     const env = { scenarioId: scenario.id, schema: space, connectTimeoutMs: cfg.connectTimeoutMs }
     conns.prepare(plan.sessions.flatMap((p, index) => (p.spec.shares ? [] : [{ index, options: sessionOptions(p, env) }])))
@@ -140,7 +142,7 @@ export async function run(lab: Driver, cfg: RunConfig): Promise<RunOutput> {
     schema = await lab.createSpace(scenario.id, cfg.keep, onControl, early)
     const space = schema.name
     for (let k = 0; k < cfg.trials; k++) {
-      if (abortSignal.aborted) throw abortSignal.reason
+      if (cfg.context.signal.aborted) throw cfg.context.signal.reason
       const chooser = cfg.choose?.(k)
       if (cfg.choose && !chooser) break
       // The same schema (name, mark) again, empty, and control working in it: one round trip.
@@ -160,6 +162,7 @@ export async function run(lab: Driver, cfg: RunConfig): Promise<RunOutput> {
         // sessions (index, name), and the order back as entries (s1.q3: session 0, step 2).
         const appChooser = cfg.chooser?.(k) ?? (chooser ? (await import('../app/trial.js')).fromEngineChooser(chooser) : undefined)
         const f = await appTrial(lab, {
+          context: cfg.context,
           race: app!.race,
           file: app!.file,
           n,
@@ -187,7 +190,7 @@ export async function run(lab: Driver, cfg: RunConfig): Promise<RunOutput> {
     failure = e
   } finally {
     schema?.release()
-    abortSignal.removeEventListener('abort', onAbort)
+    cfg.context.signal.removeEventListener('abort', onAbort)
   }
   if (inFlight && !inFlight.settled) await lab.cancelControl(inFlight.done)
   // Connections held for a next trial that will not come: their sockets closed at once (their backends are idle).
@@ -202,7 +205,7 @@ export async function run(lab: Driver, cfg: RunConfig): Promise<RunOutput> {
     if (left) throw new RunError(left.note)
     return { schema: schema.name, server: lab.server, trials, connections: { opened: cfg.freshConnections || app ? opened : conns.counts.opened, kept: conns.counts.kept } }
   }
-  if (!abortSignal.aborted && isConnectionLoss(failure)) {
+  if (!cfg.context.signal.aborted && isConnectionLoss(failure)) {
     const code = (failure as { code?: string }).code
     const name = `${code}${conditionName(code) ? ' ' + conditionName(code) : ''}`
     if (left?.serverGone) {
@@ -210,7 +213,7 @@ export async function run(lab: Driver, cfg: RunConfig): Promise<RunOutput> {
     }
     throw new RunError(`lost the control connection to ${target.label} mid-run (${name}): something ended it; ${left ? left.note : "the run's sessions were ended and its schema dropped on a fresh connection"}`)
   }
-  throw left ? withNote(abortSignal.aborted ? abortSignal.reason : failure, left.note) : failure
+  throw left ? withNote(cfg.context.signal.aborted ? cfg.context.signal.reason : failure, left.note) : failure
 }
 
 /** Adds what cleanup left behind to the error the user will see (one line). */
@@ -308,7 +311,7 @@ async function trial(
     if (cfg.beforeStep && cfg.schedule !== 'barrier') {
       const left = order.filter((e) => !launched.has(`${e.session}.${e.step}`) && !sessions[e.session].finished).length
       const pause: StepPause = { done: launched.size, left, session: s.name, step: s.steps[step].name, sessions: await states(), events, refresh: states }
-      await Promise.race([cfg.beforeStep(pause), whenAborted()])
+      await Promise.race([cfg.beforeStep(pause), cfg.context.whenAborted()])
       // The clock starts at the first step, not while the room reads the first screen (issue 23).
       if (!launched.size) {
         t0 = performance.now()
@@ -319,7 +322,7 @@ async function trial(
     if (!cfg.holdMs || step !== s.steps.length - 1) return
     held ??= (async () => {
       cfg.onHold?.(ours(), cfg.holdMs!)
-      await Promise.race([new Promise((r) => setTimeout(r, cfg.holdMs)), whenAborted()])
+      await Promise.race([new Promise((r) => setTimeout(r, cfg.holdMs)), cfg.context.whenAborted()])
     })()
     await held
   }
@@ -343,7 +346,7 @@ async function trial(
       }),
     )
   }
-  setStuckDescriber(() =>
+  cfg.context.setStuckDescriber(() =>
     sessions
       .filter((s) => s.busy)
       .map((s) => `${s.name} (pid ${s.pid}) in step ${s.current!.name}${s.current!.blocked ? ' (waiting)' : ''}`)
@@ -393,12 +396,12 @@ async function trial(
   }
   // If the run is aborted (Ctrl-C, run timeout), end this trial's backends so nothing waits on them.
   const onAbort = () => void killAll()
-  abortSignal.addEventListener('abort', onAbort, { once: true })
+  cfg.context.signal.addEventListener('abort', onAbort, { once: true })
   try {
     try {
-      await Promise.race([Promise.all(sessions.map((s) => s.open())), whenAborted()])
+      await Promise.race([Promise.all(sessions.map((s) => s.open())), cfg.context.whenAborted()])
     } catch (e) {
-      if (abortSignal.aborted) throw abortSignal.reason
+      if (cfg.context.signal.aborted) throw cfg.context.signal.reason
       const code = (e as { code?: string }).code
       if (code === '53300') {
         throw new RunError(`the server refused a connection: ${(e as Error).message} (53300 too_many_connections): use a smaller --n, or raise the limit`)
@@ -431,21 +434,21 @@ async function trial(
         await runPermutation(sessions, order, probe, before)
       }
     }
-    await Promise.race([schedule(), whenAborted(), lab.whenLost()])
-    await Promise.race([settle(), whenAborted()])
+    await Promise.race([schedule(), cfg.context.whenAborted(), lab.whenLost()])
+    await Promise.race([settle(), cfg.context.whenAborted()])
 
     lab.checkControl()
     const seen: SeenBy = (name, step) => sessions.find((s) => s.name === name)?.rowsOf(step)
     const invariant = await Promise.race([evaluate(lab, cfg, user, seen), lab.whenLost()])
     // Connections that outlive the trial (a pooler's) are reset: what it left on them must not reach the next.
-    if (lab.afterTrial) await Promise.race([lab.afterTrial(), whenAborted()])
+    if (lab.afterTrial) await Promise.race([lab.afterTrial(), cfg.context.whenAborted()])
     return { facts: { sessions: sessions.map((s) => s.report()), invariant, events }, connections, ran }
   } catch (e) {
-    sessions.forEach((s) => s.abandon(abortSignal.aborted ? 'the run was aborted' : 'the run failed'))
+    sessions.forEach((s) => s.abandon(cfg.context.signal.aborted ? 'the run was aborted' : 'the run failed'))
     await killAll()
     throw e
   } finally {
-    abortSignal.removeEventListener('abort', onAbort)
+    cfg.context.signal.removeEventListener('abort', onAbort)
   }
 }
 
