@@ -58,10 +58,8 @@ export class RaceError extends Error {
   }
 }
 
-type JsonDoc = ReturnType<typeof import('./report/json.js').toJson>
-
 /** What run() resolves to: `race run --json`'s document, with `ok` and the printed report. */
-export type RunResult = JsonDoc & {
+export type RunResult = import('./report/json.js').RunDocument & {
   /** exitCode 0: the run was as documented (or as `expect` asked). */
   ok: boolean
   /** The report `race run --timeline` prints, without colours. */

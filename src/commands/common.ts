@@ -1,29 +1,23 @@
-// What the commands share: where the database is, bounds on every wait, scenario flags, and one trial judged
-// against its documentation. What only some runs use (the embedded server, the PostgreSQL or MySQL driver, the
-// PgBouncer code, the engine for race check) is imported when it is used, so that race show loads no driver and
-// race run on a server of the user's loads no embedded-server or pooler code.
+// What the commands share: the flags of a command that connects (its embedded-server choices go to its context),
+// scenario flags, one run per --pg version. Where the database is, bounds on every wait and one trial judged
+// against its documentation are the run service's (src/run), named here too for the commands.
 import type { Command } from 'commander'
-import fs from 'node:fs'
-import os from 'node:os'
-import type { Driver } from '../db/driver.js'
-import { engineOf, resolveTarget, type Target } from '../db/target.js'
-import type { TrialFacts } from '../engine/types.js'
-import { RunError, UsageError } from '../errors.js'
-import { compare, documentedCodes, judge, worstExit, type Comparison } from '../judge/index.js'
+import { resolveTarget } from '../db/target.js'
+import { UsageError } from '../errors.js'
+import { worstExit } from '../judge/index.js'
 import type { RunContext } from '../lifecycle.js'
-import { BUNDLED, parsePg } from '../db/versions.js'
-import { parseDuration, parseWhole, formatDuration } from '../parse.js'
-import { documentedFor, ownServerRefusal, plan, unavailableOn, type Plan } from '../plan.js'
-import type { Documented, Engine, ParamSpec, ParamValue, Params, Pool, Scenario, Schedule, Verdict } from '../scenario.js'
+import { parsePg } from '../db/versions.js'
+import { formatDuration } from '../parse.js'
+import { parseParam } from '../run/params.js'
+import type { Engine, ParamSpec, Params, Scenario } from '../scenario.js'
 
 /** What the scenario flags need of a scenario: a loaded one, or its summary from the index (registry.ts). */
 type Flagged = Pick<Scenario, 'id' | 'params'>
 
-export interface Bounds {
-  connectTimeoutMs: number
-  stepTimeoutMs: number
-  runTimeoutMs: number
-}
+// The run service's (src/run): the commands' shared names for it.
+export { parseBounds, parseChoice, parseParam, type Bounds } from '../run/params.js'
+export { assertRunsOn, engineFor, openDriver, POOLER_DIR_PREFIX, withLab } from '../run/lab.js'
+export { declaredCodes, docsFor, judgeTrial, runOnce, type Trial } from '../run/judge.js'
 
 /** How the user ran race, for a command line race suggests: `npx race` when npx started it, else `race`. */
 export function self(): string {
@@ -109,14 +103,6 @@ export function addCiOptions(cmd: Command, what: string): Command {
     .option('--github', 'print GitHub Actions ::error annotations for deviations (on by itself when GITHUB_ACTIONS=true)')
 }
 
-export function parseBounds(o: Pick<TargetOptions, 'connectTimeout' | 'runTimeout'> & { stepTimeout?: string }): Bounds {
-  return {
-    connectTimeoutMs: parseDuration('--connect-timeout', o.connectTimeout),
-    stepTimeoutMs: parseDuration('--step-timeout', o.stepTimeout ?? '10s'),
-    runTimeoutMs: parseDuration('--run-timeout', o.runTimeout),
-  }
-}
-
 /** Every flag any scenario declares, for commander; which apply is checked once the scenario is known. */
 export function addScenarioParamOptions(cmd: Command, scenarios: readonly Flagged[]): Command {
   const byFlag = new Map<string, { p: ParamSpec; ids: string[]; defaults: Set<string>; uses: string[]; descs: Set<string> }>()
@@ -167,29 +153,6 @@ export function scenarioParams(s: Scenario, cmd: Command, opts: Record<string, u
   return params
 }
 
-/** One param's value as given (a flag's text, or run()'s value), checked as its kind says; `flag` names it in errors. */
-export function parseParam(p: ParamSpec, flag: string, raw: unknown, engine: Engine = 'postgres'): ParamValue {
-  if (p.kind === 'boolean') return Boolean(raw)
-  if (p.kind === 'whole') return parseWhole(flag, String(raw), p.min ?? 0, p.max ?? 1_000_000)
-  if (p.kind === 'choice') return parseChoice(flag, String(raw), p.choicesOn?.[engine] ?? p.choices ?? [])
-  return parseDuration(flag, String(raw))
-}
-
-/** The short names of isolation levels race bench takes too: --isolation rr means the same everywhere. */
-const LEVEL_ALIASES: Record<string, string> = { ru: 'read uncommitted', rc: 'read committed', rr: 'repeatable read', s: 'serializable', ser: 'serializable' }
-
-export function parseChoice(flag: string, raw: string, choices: readonly string[]): string {
-  // Spelled as the user likes (for-update, for_update, "for update"), or a level's short name (rr).
-  const norm = (x: string) => x.trim().toLowerCase().replace(/[\s_-]+/g, ' ')
-  const typed = norm(raw)
-  const alias = LEVEL_ALIASES[typed]
-  const v = alias && choices.includes(alias) ? alias : typed
-  const hit = choices.find((x) => norm(x) === v)
-  if (hit) return hit
-  const short = Object.entries(LEVEL_ALIASES).filter(([k, l]) => choices.includes(l) && k !== 's').map(([k]) => k)
-  throw new UsageError(`${flag} takes one of ${choices.map((x) => `"${x}"`).join(', ')}${short.length ? ` (or ${short.join(', ')})` : ''}, got '${raw}'`)
-}
-
 /** "max_locks_per_transaction=10 max_connections=20": the settings of a scenario's own server. */
 export function ownSettings(s: Scenario): string {
   return Object.entries(s.ownServer?.settings ?? {})
@@ -207,162 +170,3 @@ export function describeParams(s: Scenario, params: Params): string {
     .join(' ')
 }
 
-/** The engine the command will talk to, from --database-url / DATABASE_URL (no connection is made). */
-export function engineFor(databaseUrl: string | undefined): Engine {
-  return engineOf(resolveTarget(databaseUrl))
-}
-
-/** Refuses (exit 2) a scenario that cannot exist on the engine, with its one-line reason. */
-export function assertRunsOn(s: Scenario, engine: Engine): void {
-  const why = unavailableOn(s, engine)
-  if (why) throw new UsageError(`${s.id} is not available on ${engine === 'mysql' ? 'MySQL/MariaDB' : 'PostgreSQL'}: ${why}`)
-}
-
-/** Opens the target's driver: PostgreSQL (its Lab), or MySQL/MariaDB (loaded only when a mysql:// URL asks for it). */
-export async function openDriver(ctx: RunContext, target: Target, connectTimeoutMs: number): Promise<Driver> {
-  if (engineOf(target) === 'mysql') {
-    const { MysqlLab } = await import('../db/mysql.js')
-    return MysqlLab.open(target, connectTimeoutMs, ctx)
-  }
-  const { Lab } = await import('../db/lab.js')
-  return Lab.open(target, connectTimeoutMs, ctx)
-}
-
-/** The prefix of the folders race's own PgBouncers run in (db/pooler.ts POOLER_DIR_PREFIX; a test checks they agree). */
-export const POOLER_DIR_PREFIX = 'race-pgb-'
-
-/**
- * Stops and removes the PgBouncers a killed race left behind (db/pooler.ts reapPoolers), loading that code only
- * when the temporary folder holds one of their folders at all.
- */
-async function reapLeftPoolers(): Promise<void> {
-  let names: string[]
-  try {
-    names = fs.readdirSync(os.tmpdir())
-  } catch {
-    return
-  }
-  if (!names.some((n) => n.startsWith(POOLER_DIR_PREFIX))) return
-  const { reapPoolers } = await import('../db/pooler.js')
-  await reapPoolers((line) => process.stderr.isTTY && process.stderr.write(`${line}\n`))
-}
-
-/**
- * Opens the target (starting the embedded server when none is configured), runs fn, cleans up via lifecycle.
- * `own`: a scenario with a server of its own (Scenario.ownServer): the embedded server is started with its
- * settings, and a server the user gave is refused (exit 2). `o.sessions`: how many sessions the command opens, for
- * the embedded server's max_connections. `o.pooled` (--pooled): the URL is a pooler the user
- * runs; the driver's control connection goes to the server behind it, and fn gets the pooler's target as `via`.
- */
-export async function withLab<T>(
-  ctx: RunContext,
-  databaseUrl: string | undefined,
-  bounds: Bounds,
-  fn: (lab: Driver, target: Target, via?: Target) => Promise<T>,
-  own?: Scenario,
-  o: { pooled?: boolean; sessions?: number; settings?: Record<string, string> } = {},
-): Promise<T> {
-  let target = resolveTarget(databaseUrl)
-  if (own?.ownServer && target.kind !== 'embedded') throw new UsageError(ownServerRefusal(own))
-  if (o.pooled && !target.url) throw new UsageError('--pooled says --database-url is a pooler you run: give its URL with --database-url (or DATABASE_URL)')
-  const pg = ctx.embedded.pg ?? BUNDLED
-  // A first fetch (13-17, once) and a template's first initdb are said on stderr whatever it is (they take seconds);
-  // the rest of the start on a terminal only.
-  const log = (line: string) => {
-    if (line.startsWith('fetch') || line.startsWith('initdb') || process.stderr.isTTY) process.stderr.write(`${process.stderr.isTTY ? '\x1b[2K' : ''}race: ${line}\n`)
-  }
-  // Fetched before the command's clock starts: --run-timeout bounds the command, the fetch has its own bound.
-  if (target.kind === 'embedded' && pg !== BUNDLED) await (await import('../db/versions.js')).binariesFor(pg, log, ctx)
-  // runTimeoutMs 0: no limit for the whole command (race locks --watch, until Ctrl-C).
-  const timer = bounds.runTimeoutMs
-    ? setTimeout(() => ctx.abort(new RunError(`the command did not finish within --run-timeout ${bounds.runTimeoutMs / 1000}s${stuckNote(ctx)}`)), bounds.runTimeoutMs)
-    : undefined
-  timer?.unref()
-  try {
-    // A PgBouncer a killed race left behind (its folder names its owner) goes first, whatever this command does.
-    await reapLeftPoolers()
-    if (target.kind === 'embedded') {
-      if (process.stderr.isTTY) process.stderr.write(`starting the embedded PostgreSQL ${pg}...\r`)
-      const { connectionsFor, startEmbedded } = await import('../db/embedded.js')
-      const server = await startEmbedded({ settings: { ...o.settings, ...own?.ownServer?.settings }, cache: ctx.embedded.cache, maxConnections: connectionsFor(o.sessions), tcp: false, pg, log, context: ctx })
-      if (process.stderr.isTTY) process.stderr.write('\x1b[2K')
-      if (server.cluster.cache === 'unavailable' && process.stderr.isTTY) process.stderr.write(`race: initdb instead of the cached template, which is not usable: ${server.cluster.why}\n`)
-      // Through its Unix socket only: no TCP port, no password (nor its hashing on every connection).
-      target = { kind: 'embedded', url: server.url, label: 'embedded' }
-    }
-    // --pooled: the URL is the user's pooler (for the sessions); control goes to the server behind it.
-    const via = o.pooled ? target : undefined
-    if (via) target = await (await import('../db/pooler.js')).discoverDirect(via, bounds.connectTimeoutMs)
-    const lab = await openDriver(ctx, target, bounds.connectTimeoutMs)
-    if (via) target = { ...via, label: `${via.label} (a pooler; control direct to ${target.label})` }
-    if (lab.reaped.length && process.stderr.isTTY) {
-      process.stderr.write(`removed ${lab.reaped.length} ${lab.engine === 'mysql' ? 'database' : 'schema'}(s) left by race runs that were killed: ${lab.reaped.join(', ')}\n`)
-    }
-    return await fn(lab, target, via)
-  } finally {
-    clearTimeout(timer)
-  }
-}
-
-function stuckNote(ctx: RunContext): string {
-  const s = ctx.describeStuck()
-  return s ? `: ${s}` : ''
-}
-
-/**
- * The codes a run declares as its prevention: those its documented outcomes name, the scenario's `prevention` (a
- * spec's `prevented by` line), and those a session's retry loop catches (the application expects them).
- */
-export function declaredCodes(docs: readonly Documented[], p: Pick<Plan, 'scenario' | 'sessions'>): Set<string> {
-  const out = documentedCodes(docs)
-  for (const c of p.scenario.prevention ?? []) out.add(c)
-  for (const s of p.sessions) for (const c of s.spec.retry?.on ?? []) out.add(c)
-  return out
-}
-
-/** A trial judged: its verdict, and how it compares with what is documented. */
-export interface Trial extends TrialFacts {
-  verdict: Verdict
-  why: string
-  comparison: Comparison
-}
-
-export function judgeTrial(facts: TrialFacts, docs: readonly Documented[], p: Plan): Trial {
-  const { verdict, why } = judge(facts.sessions, facts.invariant, declaredCodes(docs, p))
-  return { ...facts, verdict, why, comparison: compare(verdict, facts.sessions, docs, p.isolation) }
-}
-
-/** One deterministic trial (race check, race matrix): lockstep, no window, nothing kept, judged. */
-export async function runOnce(
-  ctx: RunContext,
-  lab: Driver,
-  bounds: Bounds,
-  scenario: Scenario,
-  params: Params,
-  n: number,
-  pool?: Pool,
-  via?: Target,
-): Promise<{ trial: Trial; docs: Documented[]; plan: Plan; ms: number; pooled?: string }> {
-  const variant = { params, n, engine: lab.engine, ...(pool ? { pool } : {}) }
-  const p = plan(scenario, variant)
-  const docs = documentedFor(scenario, { ...variant, schedule: 'lockstep', windowMs: 0 })
-  const started = performance.now()
-  // Through a pooler: the sessions go through one of race's own (or the user's, --pooled), opened for this run.
-  const pooled = pool ? (await import('./pooler.js')).pooledDriver(pool, lab, bounds.connectTimeoutMs, via) : undefined
-  const { run } = await import('../engine/run.js')
-  const out = await run(pooled ?? lab, {
-    context: ctx,
-    plan: p,
-    schedule: 'lockstep',
-    trials: 1,
-    stepTimeoutMs: bounds.stepTimeoutMs,
-    connectTimeoutMs: bounds.connectTimeoutMs,
-    keep: false,
-  })
-  return { trial: judgeTrial(out.trials[0], docs, p), docs, plan: p, ms: Math.round(performance.now() - started), ...(pooled?.describe ? { pooled: pooled.describe } : {}) }
-}
-
-/** The documented outcomes for a schedule (see plan.documentedFor). */
-export function docsFor(scenario: Scenario, p: Plan, schedule: Schedule, windowMs: number): Documented[] {
-  return documentedFor(scenario, { ...p.variant, schedule, windowMs })
-}

@@ -2,24 +2,23 @@
 import type { Command } from 'commander'
 import { UsageError } from '../errors.js'
 import type { RunContext } from '../lifecycle.js'
-import { exitCode, summarize, type ExpectOverride } from '../judge/index.js'
+import type { ExpectOverride } from '../judge/index.js'
 import { formatDuration, parseDuration, parseWhole } from '../parse.js'
-import { assertSound, orderFor, plan, sessionCount, type Plan } from '../plan.js'
+import { sessionCount } from '../plan.js'
 import { findScenario, summaries, type ScenarioSummary } from '../registry.js'
 import { c } from '../report/color.js'
 import type { RunView } from '../report/json.js'
 import { columns, hang, joinFit } from '../report/width.js'
-import type { Driver } from '../db/driver.js'
-import type { Target } from '../db/target.js'
-import type { Engine, Params, Pool, Scenario, Schedule } from '../scenario.js'
-import { expectsOverride, qualifyPermutation, specFailure } from '../spec/common.js'
-import { parseAppPermutation } from '../app/labels.js'
-import { addPoolerOptions, parsePool, sizePool, type PoolerOptions } from './pool-options.js'
+import { executeRun, extendForHold } from '../run/execute.js'
+import type { Schedule } from '../scenario.js'
+import { expectsOverride } from '../spec/common.js'
+import { addPoolerOptions, parsePool, type PoolerOptions } from './pool-options.js'
 // The PostgreSQL driver, which withLab imports when it opens the target: loaded with this module, not after it.
 import '../db/lab.js'
-import { addCiOptions, addScenarioParamOptions, addTargetOptions, assertRunsOn, eachPg, self, type Bounds, type CiOptions, describeParams, docsFor, engineFor, judgeTrial, ownSettings, parseBounds, scenarioParams, withLab, type TargetOptions, type Trial } from './common.js'
+import { addCiOptions, addScenarioParamOptions, addTargetOptions, assertRunsOn, eachPg, self, type CiOptions, describeParams, engineFor, ownSettings, parseBounds, scenarioParams, type TargetOptions } from './common.js'
 
-export const SCHEDULES: readonly Schedule[] = ['barrier', 'lockstep', 'serial']
+// The run service's (src/run/execute.ts), named here too.
+export { executeRun, extendForHold, parseSchedule, SCHEDULES, type RunInput } from '../run/execute.js'
 
 export interface RunOptions extends TargetOptions, CiOptions, PoolerOptions {
   n?: string
@@ -85,28 +84,6 @@ Examples:
   return cmd
 }
 
-/** A schedule name, or a permutation ("s1.begin s2.begin ..."), checked against the plan's sessions. */
-export function parseSchedule(raw: string, p: Plan): { schedule: Schedule; permutation?: string } {
-  if (p.scenario.app) {
-    const v = String(raw).trim()
-    if ((SCHEDULES as readonly string[]).includes(v)) return { schedule: v as Schedule }
-    if (v.includes('.')) {
-      parseAppPermutation(v, p.sessions.map((s) => s.name))
-      return { schedule: 'permutation', permutation: v }
-    }
-    throw new UsageError(`unknown schedule '${raw}': use barrier, lockstep (query k of every session before k+1), serial, or a permutation of query labels like "s1.q1 s2.q1 s1.q2 ..."`)
-  }
-  const v = qualifyPermutation(p, String(raw).trim())
-  if ((SCHEDULES as readonly string[]).includes(v)) return { schedule: v as Schedule }
-  if (v.includes('.')) {
-    orderFor(p, 'permutation', v)
-    return { schedule: 'permutation', permutation: v }
-  }
-  throw new UsageError(
-    `unknown schedule '${raw}': use barrier (all start together, run free), lockstep (step by step), serial (one after another), or a permutation like "s1.begin s2.begin s1.check ..."`,
-  )
-}
-
 export function parseUuid(raw: string): string {
   const v = String(raw).trim().toLowerCase()
   if (/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/.test(v)) return v
@@ -125,14 +102,6 @@ export function parseExpect(raw: string | undefined): ExpectOverride {
   if (raw === undefined) return undefined
   if (raw === 'held' || raw === 'violated') return raw
   throw new UsageError(`--expect takes held or violated, got '${raw}'`)
-}
-
-/** --hold extends the scenario's own wait bounds (lock_timeout kept as a safety net) by the hold. */
-export function extendForHold(s: Scenario, params: Params, holdMs: number): Params {
-  if (!holdMs) return params
-  const out = { ...params }
-  for (const [k, p] of Object.entries(s.params)) if (p.holdExtends) out[k] = Number(out[k]) + holdMs
-  return out
 }
 
 export async function runCommand(ctx: RunContext, id: string, o: RunOptions, cmd: Command): Promise<number> {
@@ -236,94 +205,6 @@ export async function runCommand(ctx: RunContext, id: string, o: RunOptions, cmd
   ci?.printAnnotations(notes, Boolean(o.json))
   if (code === 3) process.stderr.write(`race: could not decide: ${representative.verdict === 'unknown' ? representative.why : (representative.comparison.deviations[0] ?? representative.why)}\n`)
   return code
-}
-
-/** One race, its input checked: what `race run` and the API's run() both run. Nothing is printed here. */
-export interface RunInput {
-  scenario: Scenario
-  engine: Engine
-  /** The params the run uses (lock timeouts extended by --hold), and as given. */
-  params: Params
-  given: Params
-  n: number
-  windowMs: number
-  trials: number
-  override: ExpectOverride
-  bounds: Bounds
-  user?: string
-  holdMs: number
-  /** The pooler the sessions go through (parsed), if any. */
-  pool?: Pool
-  /** --schedule as given: a name or a permutation; absent: the scenario's default. */
-  scheduleText?: string
-  keep: boolean
-  freshConnections: boolean
-  databaseUrl?: string
-  onHold?: (pids: number[], ms: number, lab: Driver, target: Target) => void
-  /** --step: the presenter, made once the server is known. */
-  presenter?: (lab: Driver, target: Target, p: Plan, schedule: Schedule) => { beforeStep: RunOptionsOf['beforeStep']; onEvent: RunOptionsOf['onEvent'] }
-  /** After each trial: how many ran, how many violated the invariant. */
-  onTrial?: (done: number, violations: number) => void
-}
-
-type RunOptionsOf = Parameters<typeof import('../engine/run.js').run>[1]
-
-/** Runs the checked input on its target (the embedded server when none is given) and judges every trial. */
-export async function executeRun(ctx: RunContext, input: RunInput): Promise<{ view: RunView; code: 0 | 1 | 3 }> {
-  const { scenario, engine, params, given, n, windowMs, trials, override, bounds, holdMs } = input
-  // The pooler's code (PgBouncer, the pooled driver) is loaded only when one is asked for.
-  const pooler = input.pool ? await import('./pooler.js') : undefined
-  pooler?.requirePooler(input.pool)
-  const pool = input.pool && sizePool(input.pool, scenario, plan(scenario, { params, n, engine, pool: input.pool }).sessions.length)
-  assertSound(scenario, params, n, engine, pool)
-  const p = plan(scenario, { params, n, engine, ...(pool ? { pool } : {}) }, windowMs)
-  const { schedule, permutation } = parseSchedule(input.scheduleText ?? scenario.defaultSchedule ?? 'barrier', p)
-  if (pool?.size && schedule === 'barrier' && pool.mode !== 'statement' && pool.size < p.sessions.length) {
-    throw new UsageError(
-      `--schedule barrier holds all ${p.sessions.length} sessions' transactions open at once, which needs --pool-size ${p.sessions.length} or more (got ${pool.size}): raise it, or use --schedule lockstep`,
-    )
-  }
-  const docs = docsFor(scenario, p, schedule, windowMs)
-  let violations = 0
-  // The engine loads while withLab connects.
-  const engineModule = import('../engine/run.js')
-  engineModule.catch(() => {}) // awaited once connected
-  return withLab(ctx, input.databaseUrl, bounds, async (lab, target, via) => {
-    const { run } = await engineModule
-    const judged: Trial[] = []
-    const presenter = input.presenter?.(lab, target, p, schedule)
-    // Through a pooler the sessions are its clients (race's own PgBouncer, or the one at --database-url).
-    const pooled = pool ? pooler!.pooledDriver(pool, lab, bounds.connectTimeoutMs, via) : undefined
-    const out = await run(pooled ?? lab, {
-      context: ctx,
-      plan: p,
-      schedule,
-      permutation,
-      trials,
-      stepTimeoutMs: bounds.stepTimeoutMs,
-      connectTimeoutMs: bounds.connectTimeoutMs,
-      keep: input.keep,
-      freshConnections: input.freshConnections,
-      user: input.user,
-      holdMs,
-      onHold: (pids, ms) => input.onHold?.(pids, ms, lab, target),
-      beforeStep: presenter?.beforeStep,
-      onEvent: presenter?.onEvent,
-      onTrial: (done, facts) => {
-        const t = judgeTrial(facts, docs, p)
-        judged.push(t)
-        if (t.verdict === 'anomaly') violations++
-        input.onTrial?.(done, violations)
-      },
-    }).catch((e) => {
-      throw specFailure(scenario, e)
-    })
-    const summary = summarize(judged, docs, override)
-    const representative =
-      judged.find((t) => !t.comparison.matched && !override) ?? judged.find((t) => t.verdict === summary.verdict) ?? judged[judged.length - 1]
-    const view: RunView = { scenario, params, given, n, schedule, windowMs, holdMs, plan: p, target: target.label, schema: out.schema, server: out.server, trials: judged, summary, docs, representative, ...(pooled?.describe ? { pooled: pooled.describe } : {}) }
-    return { view, code: exitCode(summary) }
-  }, scenario, { pooled: pool?.kind === 'external', sessions: p.sessions.length })
 }
 
 /** The first line of a run's report: what ran where, how many sessions, which schedule. */

@@ -31,6 +31,8 @@ export interface RunConfig {
   schedule: Schedule
   /** With schedule 'permutation': the order, as text ("s1.begin s2.begin ..."). */
   permutation?: string
+  /** The steps' order for a step-by-step schedule, as the run service parsed it (absent: derived here from schedule and permutation). */
+  order?: Entry[]
   trials: number
   stepTimeoutMs: number
   connectTimeoutMs: number
@@ -107,7 +109,7 @@ export async function run(lab: Driver, cfg: RunConfig): Promise<RunOutput> {
   if (app && cfg.holdMs) throw new UsageError(`${scenario.id} is an application race: --hold is not available for it`)
   if (app && plan.variant.pool) throw new UsageError(`${scenario.id} is an application race: its sessions are the driver's own connections, not a pooler's clients (leave out --pooler/--pooled)`)
   // Bad permutations are refused before any schema or connection exists (an application race's by src/app).
-  const order = cfg.schedule === 'barrier' || cfg.choose || app ? [] : orderFor(plan, cfg.schedule, cfg.permutation)
+  const order = cfg.schedule === 'barrier' || cfg.choose || app ? [] : (cfg.order ?? orderFor(plan, cfg.schedule, cfg.permutation))
   const appTrial = app ? (await import('../app/trial.js')).appTrial : undefined
   // An application race keeps its sessions' connections across trials (reset between them) unless told not to.
   const appKept = app && !cfg.freshConnections ? ([] as import('../app/drivers.js').AppConn[]) : undefined

@@ -18,7 +18,9 @@ import { assertSound, documentedFor, plan, sessionCount, type Plan } from '../pl
 import { findScenario } from '../registry.js'
 import { defaultParams, type Params, type Scenario, type Verdict } from '../scenario.js'
 import { expectsOverride, isFileScenario, specFailure } from '../spec/common.js'
-import { assertRunsOn, judgeTrial, withLab, type Bounds, type Trial } from '../commands/common.js'
+import { judgeTrial, type Trial } from '../run/judge.js'
+import { assertRunsOn, withLab } from '../run/lab.js'
+import type { Bounds } from '../run/params.js'
 import { Dfs, follow, ordersOf, Sampler, shrinkCandidates, switches, type Pick, type Strategy } from './enumerate.js'
 
 export { Dfs, Sampler, follow, ordersOf, shrinkCandidates, switches } from './enumerate.js'

@@ -1,10 +1,11 @@
 // The --json document: one stable shape, documented in the README. Times in milliseconds.
-import type { Trial } from '../commands/common.js'
+import type { Trial } from '../run/judge.js'
 import type { ServerInfo } from '../db/lab.js'
+import type { InvariantReport, SessionReport, TimelineEvent } from '../engine/types.js'
 import type { Summary } from '../judge/index.js'
 import type { Plan } from '../plan.js'
 import { sourceText } from '../registry.js'
-import type { Documented, Params, Scenario, Schedule } from '../scenario.js'
+import type { Documented, Level, Params, Scenario, Schedule, Verdict } from '../scenario.js'
 
 /** Everything a report of one `race run` needs. */
 export interface RunView {
@@ -30,7 +31,46 @@ export interface RunView {
   pooled?: string
 }
 
-export function toJson(r: RunView, o: { timeline: boolean; exitCode: number; kept: boolean }) {
+/** The run's JSON document (race run --json, and what the API's run() resolves to besides ok and text). */
+export interface RunDocument {
+  scenario: string
+  title: string
+  source: string
+  server: { version: string }
+  target: string
+  /** The pooler the sessions went through, described (absent: direct). */
+  pooler?: string
+  params: Params
+  n: number
+  schedule: Schedule
+  windowMs: number
+  holdMs: number
+  /** The level each session is documented at; each session's own `isolation` is what the server said. */
+  isolation: Record<string, Level | null>
+  sessions: SessionReport[]
+  /** An application race: the labels in the order they ran, a permutation --schedule replays. */
+  order?: string
+  invariant: InvariantReport
+  verdict: Verdict
+  why: string
+  documented: Documented[]
+  expected: string[]
+  matched: boolean
+  deviations: string[]
+  trials: number
+  violations: number
+  deviating: number
+  verdicts: Partial<Record<Verdict, number>>
+  /** With more than one trial: each trial's verdict. */
+  trialVerdicts?: Verdict[]
+  /** With --timeline (the API: always): the representative trial's events. */
+  timeline?: TimelineEvent[]
+  schema: string
+  kept: boolean
+  exitCode: number
+}
+
+export function toJson(r: RunView, o: { timeline: boolean; exitCode: number; kept: boolean }): RunDocument {
   const t = r.representative
   return {
     scenario: r.scenario.id,

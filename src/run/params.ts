@@ -1,0 +1,50 @@
+// The run service's parsing of what a run is given: bounds on every wait, and a scenario param's value. Each names
+// the option as the caller spelled it (a flag, or run()'s option).
+import { UsageError } from '../errors.js'
+import { parseDuration, parseWhole } from '../parse.js'
+import type { Engine, ParamSpec, ParamValue, Pool, Scenario } from '../scenario.js'
+
+export interface Bounds {
+  connectTimeoutMs: number
+  stepTimeoutMs: number
+  runTimeoutMs: number
+}
+
+/** The bounds as given: durations ('5s'); stepTimeout defaults to 10s. */
+export function parseBounds(o: { connectTimeout: string; runTimeout: string; stepTimeout?: string }): Bounds {
+  return {
+    connectTimeoutMs: parseDuration('--connect-timeout', o.connectTimeout),
+    stepTimeoutMs: parseDuration('--step-timeout', o.stepTimeout ?? '10s'),
+    runTimeoutMs: parseDuration('--run-timeout', o.runTimeout),
+  }
+}
+
+/** One param's value as given (a flag's text, or run()'s value), checked as its kind says; `flag` names it in errors. */
+export function parseParam(p: ParamSpec, flag: string, raw: unknown, engine: Engine = 'postgres'): ParamValue {
+  if (p.kind === 'boolean') return Boolean(raw)
+  if (p.kind === 'whole') return parseWhole(flag, String(raw), p.min ?? 0, p.max ?? 1_000_000)
+  if (p.kind === 'choice') return parseChoice(flag, String(raw), p.choicesOn?.[engine] ?? p.choices ?? [])
+  return parseDuration(flag, String(raw))
+}
+
+/** The short names of isolation levels race bench takes too: --isolation rr means the same everywhere. */
+const LEVEL_ALIASES: Record<string, string> = { ru: 'read uncommitted', rc: 'read committed', rr: 'repeatable read', s: 'serializable', ser: 'serializable' }
+
+export function parseChoice(flag: string, raw: string, choices: readonly string[]): string {
+  // Spelled as the user likes (for-update, for_update, "for update"), or a level's short name (rr).
+  const norm = (x: string) => x.trim().toLowerCase().replace(/[\s_-]+/g, ' ')
+  const typed = norm(raw)
+  const alias = LEVEL_ALIASES[typed]
+  const v = alias && choices.includes(alias) ? alias : typed
+  const hit = choices.find((x) => norm(x) === v)
+  if (hit) return hit
+  const short = Object.entries(LEVEL_ALIASES).filter(([k, l]) => choices.includes(l) && k !== 's').map(([k]) => k)
+  throw new UsageError(`${flag} takes one of ${choices.map((x) => `"${x}"`).join(', ')}${short.length ? ` (or ${short.join(', ')})` : ''}, got '${raw}'`)
+}
+
+/** The pool size: given, else what the scenario documents, else one server connection per session. */
+export function sizePool(pool: Pool, s: Pick<Scenario, 'pooled'> | undefined, sessions: number): Pool {
+  if (pool.kind !== 'pgbouncer' || pool.size) return pool
+  return { ...pool, size: s?.pooled?.size ?? sessions }
+}
+
