@@ -14,7 +14,6 @@
 import { RunError, UsageError, Interrupted } from './errors.js'
 import { isPostgresJsDestroyedFetch, isPostgresJsNextWriteBug } from './known-bugs.js'
 import { RunContext } from './lifecycle.js'
-import { parseDuration, parseWhole } from './parse.js'
 import type { Engine, Params, Scenario } from './scenario.js'
 
 /** What a race is: a built-in scenario's id (race list), a path to a .spec file or a .mjs module, or a scenario object. */
@@ -84,15 +83,14 @@ export function explore(scenario: ScenarioRef, options: import('./explore/index.
 }
 
 async function runOnce(ctx: RunContext, ref: ScenarioRef, o: RunOptions): Promise<RunResult> {
-  const [{ findScenario }, { userScenario }, { engineFor, assertRunsOn, parseBounds, parseParam }, runMod, { expectsOverride }, { sessionCount }] = await Promise.all([
+  const [{ findScenario }, { userScenario }, { engineFor, assertRunsOn }, { parseParam }, { duration, validateRun, pgConflict, NAMES }, { executeRun }] = await Promise.all([
     import('./registry.js'),
     import('./spec/load.js'),
-    import('./commands/common.js'),
-    import('./commands/run.js'),
-    import('./spec/common.js'),
-    import('./plan.js'),
+    import('./run/lab.js'),
+    import('./run/params.js'),
+    import('./run/request.js'),
+    import('./run/execute.js'),
   ])
-  const { resolveTarget } = await import('./db/target.js')
   if (typeof ref !== 'string' && (typeof ref !== 'object' || ref === null)) throw new UsageError(`run(): the scenario is a built-in id, a .spec/.mjs path or a defineScenario({...}) object, got ${ref === null ? 'null' : typeof ref}`)
   const known = new Set(['n', 'schedule', 'params', 'window', 'trials', 'expect', 'databaseUrl', 'pg', 'user', 'freshConnections', 'connectTimeout', 'stepTimeout', 'runTimeout'])
   for (const k of Object.keys(o)) if (!known.has(k)) throw new UsageError(`run(): unknown option '${k}': it takes ${[...known].join(', ')}`)
@@ -101,55 +99,33 @@ async function runOnce(ctx: RunContext, ref: ScenarioRef, o: RunOptions): Promis
   assertRunsOn(scenario, engine)
   if (o.pg !== undefined) {
     if (!Number.isInteger(o.pg) || o.pg < 13 || o.pg > 18) throw new UsageError(`pg is a PostgreSQL major version from 13 to 18, got ${JSON.stringify(o.pg)}`)
-    if (resolveTarget(o.databaseUrl).kind !== 'embedded') throw new UsageError(`pg selects race's own embedded PostgreSQL; it cannot go with databaseUrl (or DATABASE_URL / PG* variables): leave out one of them`)
+    pgConflict(o.databaseUrl, NAMES)
   }
   ctx.embedded.pg = o.pg === 18 ? undefined : o.pg
-  const given = paramsOf(scenario, o.params ?? {}, engine, parseParam)
-  const count = sessionCount(scenario)
-  if (o.n !== undefined && count.min === count.max && o.n !== count.min) throw new UsageError(`${scenario.id} has exactly ${count.min} sessions; leave out n`)
-  const n = o.n === undefined ? count.default : parseWhole('n', String(o.n), count.min, count.max)
-  const windowMs = o.window === undefined ? 0 : ms('window', o.window, true)
-  const trials = o.trials === undefined ? 1 : parseWhole('trials', String(o.trials), 1, 100_000)
-  const bound = (v: string | number | undefined, d: string) => (v === undefined ? d : typeof v === 'number' ? `${v}ms` : v)
-  const bounds = parseBounds({ connectTimeout: bound(o.connectTimeout, '5s'), stepTimeout: bound(o.stepTimeout, '10s'), runTimeout: bound(o.runTimeout, '5m') })
-  const override = runMod.parseExpect(o.expect) ?? expectsOverride(scenario)
-  const { view, code } = await runMod.executeRun(ctx, {
-    scenario,
-    engine,
-    params: given,
-    given,
-    n,
-    windowMs,
-    trials,
-    override,
-    bounds,
-    user: o.user === undefined ? undefined : runMod.parseUuid(o.user),
-    holdMs: 0,
-    scheduleText: o.schedule,
-    keep: false,
-    freshConnections: Boolean(o.freshConnections),
-    databaseUrl: o.databaseUrl,
-  })
-  const [json, table, timeline, color] = await Promise.all([import('./report/json.js'), import('./report/table.js'), import('./report/timeline.js'), import('./report/color.js')])
+  const given = paramsOf(scenario, o.params ?? {}, engine, parseParam, duration)
+  const checked = validateRun(
+    { scenario, engine, params: given, databaseUrl: o.databaseUrl, n: o.n, schedule: o.schedule, window: o.window, trials: o.trials, expect: o.expect, user: o.user, freshConnections: o.freshConnections, connectTimeout: o.connectTimeout ?? '5s', stepTimeout: o.stepTimeout ?? '10s', runTimeout: o.runTimeout ?? '5m' },
+    NAMES,
+  )
+  const { view, code } = await executeRun(ctx, checked)
+  const [json, table, timeline, color, report] = await Promise.all([import('./report/json.js'), import('./report/table.js'), import('./report/timeline.js'), import('./report/color.js'), import('./report/run.js')])
   const doc = json.toJson(view, { timeline: true, exitCode: code, kept: false })
   // Without colours, whatever the process's own (a CLI in the same process) are.
   ctx.style ??= color.styleFor(false)
-  return { ...doc, ok: code === 0, text: color.withStyle(ctx.style, () => runMod.render(view, 'race', false, table, timeline.timeline)) }
-}
-
-function ms(name: string, v: string | number, allowZero = false): number {
-  if (typeof v === 'number') {
-    if (!Number.isFinite(v) || v < 0 || (!allowZero && v === 0)) throw new UsageError(`${name} takes milliseconds or a duration like '300ms', got ${v}`)
-    return v
-  }
-  return parseDuration(name, v, { allowZero })
+  return { ...doc, ok: code === 0, text: color.withStyle(ctx.style, () => report.render(view, 'race', false, table, timeline.timeline)) }
 }
 
 /**
  * The scenario's params from run()'s `params`, by key or flag name, each checked as `race run` checks its flag
- * (common.parseParam); defaults for the rest; an unknown name is bad input. A duration may also be milliseconds.
+ * (run/params.ts parseParam); defaults for the rest; an unknown name is bad input. A duration may also be milliseconds.
  */
-function paramsOf(s: Scenario, given: Record<string, unknown>, engine: Engine, parseParam: typeof import('./commands/common.js').parseParam): Params {
+function paramsOf(
+  s: Scenario,
+  given: Record<string, unknown>,
+  engine: Engine,
+  parseParam: typeof import('./run/params.js').parseParam,
+  duration: typeof import('./run/request.js').duration,
+): Params {
   if (typeof given !== 'object' || given === null || Array.isArray(given)) throw new UsageError(`run(): params is an object such as { maxPending: 3 }`)
   const params: Params = Object.fromEntries(Object.entries(s.params).map(([k, p]) => [k, p.default]))
   const flagOf = (k: string) => s.params[k].flag.split(' ')[0].replace(/^--(no-)?/, '')
@@ -162,7 +138,7 @@ function paramsOf(s: Scenario, given: Record<string, unknown>, engine: Engine, p
     const p = s.params[key]
     const what = `params.${name}`
     if (p.kind === 'boolean' && typeof raw !== 'boolean') throw new UsageError(`${what} is true or false, got ${JSON.stringify(raw)}`)
-    params[key] = p.kind === 'duration' && typeof raw === 'number' ? ms(what, raw) : parseParam(p, what, raw, engine)
+    params[key] = p.kind === 'duration' && typeof raw === 'number' ? duration(what, raw) : parseParam(p, what, raw, engine)
   }
   return params
 }

@@ -2,19 +2,19 @@
 // scenario flags, one run per --pg version. Where the database is, bounds on every wait and one trial judged
 // against its documentation are the run service's (src/run), named here too for the commands.
 import type { Command } from 'commander'
-import { resolveTarget } from '../db/target.js'
 import { UsageError } from '../errors.js'
 import { worstExit } from '../judge/index.js'
 import type { RunContext } from '../lifecycle.js'
 import { parsePg } from '../db/versions.js'
 import { formatDuration } from '../parse.js'
-import { parseParam } from '../run/params.js'
+import { FLAGS, parseParam, pgConflict } from '../run/params.js'
 import type { Engine, ParamSpec, Params, Scenario } from '../scenario.js'
 
 /** What the scenario flags need of a scenario: a loaded one, or its summary from the index (registry.ts). */
 type Flagged = Pick<Scenario, 'id' | 'params'>
 
-// The run service's (src/run): the commands' shared names for it.
+// The run service's (src/run) and the run report's: the commands' shared names for them.
+export { describeParams, ownSettings } from '../report/run.js'
 export { parseBounds, parseChoice, parseParam, type Bounds } from '../run/params.js'
 export { assertRunsOn, engineFor, openDriver, POOLER_DIR_PREFIX, withLab } from '../run/lab.js'
 export { declaredCodes, docsFor, judgeTrial, runOnce, type Trial } from '../run/judge.js'
@@ -53,8 +53,7 @@ export function addTargetOptions(cmd: Command, ctx: RunContext, o: { keep?: bool
       const raw = action.opts().pg as string | undefined
       ctx.embedded.pgList = raw === undefined ? undefined : parsePg(raw)
       ctx.embedded.pg = ctx.embedded.pgList?.[0]
-      if (ctx.embedded.pgList && resolveTarget(action.opts().databaseUrl as string | undefined).kind !== 'embedded')
-        throw new UsageError(`--pg selects race's own embedded PostgreSQL; it cannot go with --database-url (or DATABASE_URL / PG* variables): leave out one of them`)
+      if (ctx.embedded.pgList) pgConflict(action.opts().databaseUrl as string | undefined, FLAGS)
     })
   }
   return cmd.option('--json', 'print one JSON document instead of tables').option('--no-color', 'no colours, even on a terminal')
@@ -153,20 +152,4 @@ export function scenarioParams(s: Scenario, cmd: Command, opts: Record<string, u
   return params
 }
 
-/** "max_locks_per_transaction=10 max_connections=20": the settings of a scenario's own server. */
-export function ownSettings(s: Scenario): string {
-  return Object.entries(s.ownServer?.settings ?? {})
-    .map(([k, v]) => `${k}=${v}`)
-    .join(' ')
-}
-
-export function describeParams(s: Scenario, params: Params): string {
-  return Object.entries(s.params)
-    .map(([k, p]) => {
-      const flag = p.flag.split(' ')[0].replace(/^--(no-)?/, '')
-      const v = params[k]
-      return p.kind === 'duration' ? `${flag}=${formatDuration(Number(v))}` : `${flag}=${v}`
-    })
-    .join(' ')
-}
 

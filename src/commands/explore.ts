@@ -1,10 +1,11 @@
 // race explore <scenario|FILE.spec|FILE.mjs>: every interleaving of the sessions' steps (or a seeded sample),
 // each judged by the invariant; how many violate it, grouped, and the shortest violating one as a --schedule line.
+import { FLAGS, sessionsOf } from '../run/request.js'
 import type { RunContext } from '../lifecycle.js'
 import type { Command } from 'commander'
 import { UsageError } from '../errors.js'
 import { parseWhole } from '../parse.js'
-import { assertSound, plan, sessionCount } from '../plan.js'
+import { assertSound, plan } from '../plan.js'
 import { findScenario, summaries, type ScenarioSummary } from '../registry.js'
 import { c } from '../report/color.js'
 import { columns, hang, joinFit } from '../report/width.js'
@@ -62,11 +63,7 @@ export async function exploreCommand(ctx: RunContext, id: string, o: ExploreComm
   const engine = engineFor(o.databaseUrl)
   assertRunsOn(scenario, engine)
   const params = scenarioParams(scenario, cmd, o, await summaries(), engine)
-  const count = sessionCount(scenario)
-  if (o.n !== undefined && count.min === count.max && String(o.n).trim() !== String(count.min)) {
-    throw new UsageError(`${scenario.id} has exactly ${count.min} sessions; leave out --n`)
-  }
-  const n = o.n === undefined ? exploreSessions(scenario) : parseWhole('--n', o.n, count.min, count.max)
+  const n = sessionsOf(scenario, o.n, FLAGS, exploreSessions(scenario))
   const max = parseWhole('--max', o.max, 1)
   const sample = o.sample === undefined ? undefined : parseWhole('--sample', o.sample, 1, 1_000_000)
   const seed = o.seed === undefined ? undefined : parseWhole('--seed', o.seed, 0, 2 ** 32 - 1)

@@ -2,25 +2,23 @@
 import type { Command } from 'commander'
 import { UsageError } from '../errors.js'
 import type { RunContext } from '../lifecycle.js'
-import type { ExpectOverride } from '../judge/index.js'
-import { formatDuration, parseDuration, parseWhole } from '../parse.js'
-import { sessionCount } from '../plan.js'
+import { formatDuration } from '../parse.js'
 import { findScenario, summaries, type ScenarioSummary } from '../registry.js'
-import { c } from '../report/color.js'
-import type { RunView } from '../report/json.js'
-import { columns, hang, joinFit } from '../report/width.js'
+import { headParts, render } from '../report/run.js'
 import { executeRun, extendForHold } from '../run/execute.js'
-import type { Schedule } from '../scenario.js'
-import { expectsOverride } from '../spec/common.js'
+import { FLAGS, validateRun } from '../run/request.js'
 import { addPoolerOptions, parsePool, type PoolerOptions } from './pool-options.js'
 // The PostgreSQL driver, which withLab imports when it opens the target: loaded with this module, not after it.
 import '../db/lab.js'
-import { addCiOptions, addScenarioParamOptions, addTargetOptions, assertRunsOn, eachPg, self, type CiOptions, describeParams, engineFor, ownSettings, parseBounds, scenarioParams, type TargetOptions } from './common.js'
+import { addCiOptions, addScenarioParamOptions, addTargetOptions, assertRunsOn, eachPg, self, type CiOptions, describeParams, engineFor, scenarioParams, type TargetOptions } from './common.js'
 
-// The run service's (src/run/execute.ts), named here too.
+// The run service's (src/run) and the run report (report/run.ts), named here too.
+export { render } from '../report/run.js'
 export { executeRun, extendForHold, parseSchedule, SCHEDULES, type RunInput } from '../run/execute.js'
+export { parseExpect, parseUuid } from '../run/request.js'
 
-export interface RunOptions extends TargetOptions, CiOptions, PoolerOptions {
+/** race run's flags as commander reads them; mapped to the run service's RunRequest (run/request.ts). */
+export interface RunFlags extends TargetOptions, CiOptions, PoolerOptions {
   n?: string
   schedule?: string
   window?: string
@@ -58,7 +56,7 @@ export function registerRun(program: Command, all: readonly ScenarioSummary[], e
   addTargetOptions(cmd, ctx, { pg: true })
   addCiOptions(cmd, 'run')
   addPoolerOptions(cmd)
-  cmd.action(async (id: string, o: RunOptions, self: Command) => exit(await eachPg(ctx, o, () => runCommand(ctx, id, o, self))))
+  cmd.action(async (id: string, o: RunFlags, self: Command) => exit(await eachPg(ctx, o, () => runCommand(ctx, id, o, self))))
   cmd.addHelpText(
     'after',
     `
@@ -84,12 +82,6 @@ Examples:
   return cmd
 }
 
-export function parseUuid(raw: string): string {
-  const v = String(raw).trim().toLowerCase()
-  if (/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/.test(v)) return v
-  throw new UsageError(`--user takes a uuid like 5f0c6d7e-2a1b-4c3d-8e9f-0a1b2c3d4e5f, got '${raw}'`)
-}
-
 /** --timeline (the race) or --timeline all (set-up steps too); undefined: no timeline. */
 export function parseTimeline(raw: boolean | string | undefined): 'race' | 'all' | undefined {
   if (raw === undefined || raw === false) return undefined
@@ -98,38 +90,22 @@ export function parseTimeline(raw: boolean | string | undefined): 'race' | 'all'
   throw new UsageError(`--timeline takes nothing or all (set-up steps too), got '${raw}'`)
 }
 
-export function parseExpect(raw: string | undefined): ExpectOverride {
-  if (raw === undefined) return undefined
-  if (raw === 'held' || raw === 'violated') return raw
-  throw new UsageError(`--expect takes held or violated, got '${raw}'`)
-}
-
-export async function runCommand(ctx: RunContext, id: string, o: RunOptions, cmd: Command): Promise<number> {
+export async function runCommand(ctx: RunContext, id: string, o: RunFlags, cmd: Command): Promise<number> {
   const scenario = await findScenario(id)
   const engine = engineFor(o.databaseUrl)
   assertRunsOn(scenario, engine)
   const given = scenarioParams(scenario, cmd, o, await summaries(), engine)
-  const count = sessionCount(scenario)
-  if (o.n !== undefined && count.min === count.max && String(o.n).trim() !== String(count.min)) {
-    throw new UsageError(`${scenario.id} has exactly ${count.min} sessions; leave out --n`)
-  }
-  const n = o.n === undefined ? count.default : parseWhole('--n', o.n, count.min, count.max)
-  const windowMs = o.window === undefined ? 0 : parseDuration('--window', o.window, { allowZero: true })
-  const trials = parseWhole('--trials', o.trials, 1, 100_000)
-  const override = parseExpect(o.expect) ?? expectsOverride(scenario)
   // --step: the room talks between steps as long as it likes, within the run's bound: an hour unless given.
-  const bounds = parseBounds(o.step && cmd.getOptionValueSource('runTimeout') !== 'cli' ? { ...o, runTimeout: '60m' } : o)
-  const user = o.user === undefined ? undefined : parseUuid(o.user)
-  const holdMs = o.hold === undefined ? 0 : parseDuration('--hold', o.hold)
+  const runTimeout = o.step && cmd.getOptionValueSource('runTimeout') !== 'cli' ? '60m' : o.runTimeout
+  const checked = validateRun(
+    { scenario, engine, params: given, databaseUrl: o.databaseUrl, n: o.n, schedule: o.schedule ?? (o.step ? 'lockstep' : undefined), window: o.window, trials: o.trials, expect: o.expect, user: o.user, hold: o.hold, keep: o.keep, freshConnections: o.freshConnections, connectTimeout: o.connectTimeout, stepTimeout: o.stepTimeout, runTimeout },
+    FLAGS,
+  )
+  const { n, windowMs, trials, bounds, holdMs } = checked
   const drawn = parseTimeline(o.timeline)
   // What only some runs print is loaded only for them: JSON, a timeline, the CI reports.
   const ci = o.junit !== undefined || o.github || process.env.GITHUB_ACTIONS === 'true' ? await import('../report/ci.js') : undefined
   const junit = o.junit === undefined ? undefined : ci!.checkWritable('--junit', o.junit)
-  if (holdMs > 10 * 60_000) throw new UsageError(`--hold must be at most 10m, got '${o.hold}'`)
-  if (holdMs && holdMs + 10_000 > bounds.runTimeoutMs) {
-    throw new UsageError(`--hold ${o.hold} does not fit in --run-timeout ${o.runTimeout}: give --run-timeout ${formatDuration(holdMs + 60_000)} or a shorter --hold`)
-  }
-  if (holdMs && trials > 1) throw new UsageError(`--hold holds one race: leave out --trials`)
   if (o.step) {
     if (o.json) throw new UsageError('--step is for a room, --json for a machine: choose one')
     if (trials > 1) throw new UsageError('--step walks through one race: leave out --trials')
@@ -141,7 +117,7 @@ export async function runCommand(ctx: RunContext, id: string, o: RunOptions, cmd
   // --step holds every lock as long as the room pauses: the scenario's safety-net waits (a lock_timeout that is not
   // the story) and the step bound are extended by the run's whole bound, so a pause never changes an outcome.
   const paused = o.step ? bounds.runTimeoutMs : 0
-  const params = extendForHold(scenario, given, holdMs || paused)
+  const params = paused ? extendForHold(scenario, given, paused) : checked.params
   if (paused) bounds.stepTimeoutMs += paused
   const asked = parsePool(o, cmd, engine)
   const json = o.json ? await import('../report/json.js') : undefined
@@ -154,22 +130,9 @@ export async function runCommand(ctx: RunContext, id: string, o: RunOptions, cmd
   table.catch(() => {}) // awaited once the run is done
   let presenter: ReturnType<NonNullable<typeof step>['stepper']> | undefined
   const { view, code } = await executeRun(ctx, {
-    scenario,
-    engine,
+    ...checked,
     params,
-    given,
-    n,
-    windowMs,
-    trials,
-    override,
-    bounds,
-    user,
-    holdMs,
     pool: asked,
-    scheduleText: o.schedule ?? (o.step ? 'lockstep' : undefined),
-    keep: Boolean(o.keep),
-    freshConnections: Boolean(o.freshConnections),
-    databaseUrl: o.databaseUrl,
     onHold: (pids, ms, lab, target) => {
       if (lab.engine === 'mysql') {
         process.stderr.write(`holding for ${formatDuration(ms)} (threads ${pids.join(', ')}); in another client: select * from information_schema.innodb_lock_waits\n`)
@@ -205,36 +168,4 @@ export async function runCommand(ctx: RunContext, id: string, o: RunOptions, cmd
   ci?.printAnnotations(notes, Boolean(o.json))
   if (code === 3) process.stderr.write(`race: could not decide: ${representative.verdict === 'unknown' ? representative.why : (representative.comparison.deviations[0] ?? representative.why)}\n`)
   return code
-}
-
-/** The first line of a run's report: what ran where, how many sessions, which schedule. */
-/** `server`: the product and version, e.g. "PostgreSQL 18.4" or "MariaDB 10.11.19". */
-function headParts(id: string, server: string, target: string, n: number, schedule: Schedule, windowMs: number): string[] {
-  return [c.bold(`race run ${id}`), `${server} (${target})`, `${n} session${n === 1 ? '' : 's'}`, `${schedule}${windowMs ? ` window ${formatDuration(windowMs)}` : ''}`]
-}
-
-export function render(
-  r: RunView,
-  drawn: 'race' | 'all' | undefined,
-  kept: boolean,
-  { backendLines, deviationLines, invariantLine, isolationLine, sessionsTable, trialsTable, verdictLine }: typeof import('../report/table.js'),
-  timeline?: typeof import('../report/timeline.js').timeline,
-): string {
-  const w = columns()
-  const { scenario, summary, representative: t } = r
-  const lines = joinFit(headParts(scenario.id, `${r.server.product ?? 'PostgreSQL'} ${r.server.version}`, r.target, t.sessions.length, r.schedule, r.windowMs), '  ·  ', w, 2)
-  const ps = describeParams(scenario, r.params)
-  if (ps) lines.push(...hang(c.dim(ps + (r.holdMs ? ` (lock timeouts extended by --hold ${formatDuration(r.holdMs)})` : '')), w, 2))
-  if (scenario.ownServer) lines.push(...hang(c.dim(`a server of its own, started with ${ownSettings(scenario)} (it ${scenario.ownServer.why})`), w, 2))
-  if (r.pooled) lines.push(...hang(`${c.dim('pooler')}     ${r.pooled}; each session is a client of it, the control connection goes direct`, w, 11))
-  lines.push(isolationLine(t, r.plan.isolation, w))
-  lines.push('')
-  if (drawn && timeline) lines.push(timeline(t, { all: drawn === 'all', width: w }), '')
-  if (summary.trials > 1) lines.push(trialsTable(r.trials, summary, w), '', c.dim(`one ${t.comparison.matched ? t.verdict : 'deviating'} trial:`))
-  lines.push(sessionsTable(t, w), ...backendLines(t, w))
-  // An application race: the order its queries ran in, as a permutation that --schedule replays.
-  if (t.order?.length) lines.push(...hang(`${c.dim('order')}      ${t.order.join(' ')}`, w, 11))
-  lines.push(invariantLine(t, w), verdictLine(summary, summary.trials === 1 ? t.why : undefined, w), ...deviationLines(summary, w))
-  if (kept) lines.push(...hang(c.dim(`schema ${r.schema} kept (--keep): drop schema "${r.schema}" cascade`), w, 2))
-  return lines.join('\n')
 }

@@ -1,8 +1,21 @@
 // The run service's parsing of what a run is given: bounds on every wait, and a scenario param's value. Each names
 // the option as the caller spelled it (a flag, or run()'s option).
+import { resolveTarget } from '../db/target.js'
 import { UsageError } from '../errors.js'
 import { parseDuration, parseWhole } from '../parse.js'
 import type { Engine, ParamSpec, ParamValue, Pool, Scenario } from '../scenario.js'
+
+/** The options of a run, by their API names (the flags are their kebab-case forms). */
+export type RunOption = 'n' | 'schedule' | 'window' | 'trials' | 'expect' | 'user' | 'hold' | 'connectTimeout' | 'stepTimeout' | 'runTimeout' | 'pg' | 'databaseUrl'
+
+/** How the caller spells an option in an error. */
+export type Spelling = (option: RunOption) => string
+
+/** The CLI's: --n, --connect-timeout. */
+export const FLAGS: Spelling = (o) => `--${o.replace(/[A-Z]/g, (ch) => `-${ch.toLowerCase()}`)}`
+
+/** run()'s: n, connectTimeout. */
+export const NAMES: Spelling = (o) => o
 
 export interface Bounds {
   connectTimeoutMs: number
@@ -11,11 +24,11 @@ export interface Bounds {
 }
 
 /** The bounds as given: durations ('5s'); stepTimeout defaults to 10s. */
-export function parseBounds(o: { connectTimeout: string; runTimeout: string; stepTimeout?: string }): Bounds {
+export function parseBounds(o: { connectTimeout: string; runTimeout: string; stepTimeout?: string }, spell: Spelling = FLAGS): Bounds {
   return {
-    connectTimeoutMs: parseDuration('--connect-timeout', o.connectTimeout),
-    stepTimeoutMs: parseDuration('--step-timeout', o.stepTimeout ?? '10s'),
-    runTimeoutMs: parseDuration('--run-timeout', o.runTimeout),
+    connectTimeoutMs: parseDuration(spell('connectTimeout'), o.connectTimeout),
+    stepTimeoutMs: parseDuration(spell('stepTimeout'), o.stepTimeout ?? '10s'),
+    runTimeoutMs: parseDuration(spell('runTimeout'), o.runTimeout),
   }
 }
 
@@ -48,3 +61,8 @@ export function sizePool(pool: Pool, s: Pick<Scenario, 'pooled'> | undefined, se
   return { ...pool, size: s?.pooled?.size ?? sessions }
 }
 
+/** --pg / pg selects race's own embedded server: it cannot go with a server the user gives. */
+export function pgConflict(databaseUrl: string | undefined, spell: Spelling): void {
+  if (resolveTarget(databaseUrl).kind !== 'embedded')
+    throw new UsageError(`${spell('pg')} selects race's own embedded PostgreSQL; it cannot go with ${spell('databaseUrl')} (or DATABASE_URL / PG* variables): leave out one of them`)
+}
