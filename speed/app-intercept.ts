@@ -86,7 +86,7 @@ async function main() {
         expect: 'held',
       }
       const s = appScenario(race, path.join(HERE, 'app-intercept.race.mjs'))
-      await run(lab, { plan: plan(s, { params: {}, n: 1, engine: 'postgres' }), schedule, trials: 1, stepTimeoutMs: 30_000, connectTimeoutMs: 5000, keep: false })
+      await run(lab, { context: lab.context, plan: plan(s, { params: {}, n: 1, engine: 'postgres' }), schedule, trials: 1, stepTimeoutMs: 30_000, connectTimeoutMs: 5000, keep: false })
       return us
     }
     /** The interception alone: a session whose gates all pass, no engine, no watcher asking the server. */

@@ -8,12 +8,12 @@
 // defineScenario) and resolves to the document `race run --json` prints, plus `ok` (exit code 0: as documented, or
 // as `expect` asks) and `text` (the report `race run` prints, without colours). Bad input rejects with a RaceError
 // whose exitCode is 2, a run that could not be carried out or decided with exitCode 3: the same one line the CLI
-// prints. Races in one process run one at a time (a second run() waits for the first). Everything a run creates
-// (its schema, the embedded server, a PgBouncer) is removed before run() settles, also when it fails.
+// prints. Races in one process may run at the same time: each has its own context (abort, cleanup, embedded server,
+// colours; lifecycle.ts RunContext). Everything a run creates (its schema, the embedded server, a PgBouncer) is
+// removed before run() settles, also when it fails.
 import { RunError, UsageError, Interrupted } from './errors.js'
 import { isPostgresJsDestroyedFetch, isPostgresJsNextWriteBug } from './known-bugs.js'
-import { abort, cleanupMark, cleanupSince, resetLifecycle } from './lifecycle.js'
-import { parseDuration, parseWhole } from './parse.js'
+import { RunContext } from './lifecycle.js'
 import type { Engine, Params, Scenario } from './scenario.js'
 
 /** What a race is: a built-in scenario's id (race list), a path to a .spec file or a .mjs module, or a scenario object. */
@@ -57,52 +57,40 @@ export class RaceError extends Error {
   }
 }
 
-type JsonDoc = ReturnType<typeof import('./report/json.js').toJson>
-
 /** What run() resolves to: `race run --json`'s document, with `ok` and the printed report. */
-export type RunResult = JsonDoc & {
+export type RunResult = import('./report/json.js').RunDocument & {
   /** exitCode 0: the run was as documented (or as `expect` asked). */
   ok: boolean
   /** The report `race run --timeline` prints, without colours. */
   text: string
 }
 
-let queue: Promise<unknown> = Promise.resolve()
-
-/** One at a time in this process, each with race's run-wide state fresh and its cleanup done (see guarded). */
-function serialized<T>(fn: () => Promise<T>): Promise<T> {
-  const mine = queue.then(() => guarded(fn))
-  queue = mine.catch(() => {})
-  return mine
-}
-
 /** Runs one race and judges it; see the module comment. */
 export function run(scenario: ScenarioRef, options: RunOptions = {}): Promise<RunResult> {
-  return serialized(() => runOnce(scenario, options))
+  return guarded((ctx) => runOnce(ctx, scenario, options))
 }
 
 /**
  * Every interleaving of the race's steps, each judged (race explore): how many violate, grouped, and the shortest
- * violating one as a permutation `run(..., { schedule })` replays. Like run(): one at a time, cleaned up, RaceError.
+ * violating one as a permutation `run(..., { schedule })` replays. Like run(): a context of its own, cleaned up, RaceError.
  */
 export function explore(scenario: ScenarioRef, options: import('./explore/index.js').ExploreOptions = {}): Promise<import('./explore/index.js').ExploreResult> {
-  return serialized(async () => {
+  return guarded(async (ctx) => {
     const [{ explore: exploreOnce }, { userScenario }] = await Promise.all([import('./explore/index.js'), import('./isolation/load.js')])
     const s = typeof scenario === 'string' ? scenario : userScenario(scenario, `explore(): scenario ${typeof scenario?.id === 'string' ? scenario.id : ''}`.trim())
-    return exploreOnce(s, options)
+    return exploreOnce(ctx, s, options)
   })
 }
 
-async function runOnce(ref: ScenarioRef, o: RunOptions): Promise<RunResult> {
-  const [{ findScenario }, { userScenario }, { engineFor, assertRunsOn, parseBounds, parseParam, selectPg }, runMod, { expectsOverride }, { sessionCount }] = await Promise.all([
+async function runOnce(ctx: RunContext, ref: ScenarioRef, o: RunOptions): Promise<RunResult> {
+  const [{ findScenario }, { userScenario }, { engineFor, assertRunsOn }, { parseParam }, { duration, validateRun, pgConflict, NAMES }, { executeRun }] = await Promise.all([
     import('./registry.js'),
     import('./isolation/load.js'),
-    import('./commands/common.js'),
-    import('./commands/run.js'),
-    import('./isolation/common.js'),
-    import('./plan.js'),
+    import('./run/lab.js'),
+    import('./run/params.js'),
+    import('./run/request.js'),
+    import('./run/execute.js'),
   ])
-  const { resolveTarget } = await import('./db/target.js')
   if (typeof ref !== 'string' && (typeof ref !== 'object' || ref === null)) throw new UsageError(`run(): the scenario is a built-in id, a .spec/.mjs path or a defineScenario({...}) object, got ${ref === null ? 'null' : typeof ref}`)
   const known = new Set(['n', 'schedule', 'params', 'window', 'trials', 'expect', 'databaseUrl', 'pg', 'user', 'freshConnections', 'connectTimeout', 'stepTimeout', 'runTimeout'])
   for (const k of Object.keys(o)) if (!known.has(k)) throw new UsageError(`run(): unknown option '${k}': it takes ${[...known].join(', ')}`)
@@ -111,53 +99,33 @@ async function runOnce(ref: ScenarioRef, o: RunOptions): Promise<RunResult> {
   assertRunsOn(scenario, engine)
   if (o.pg !== undefined) {
     if (!Number.isInteger(o.pg) || o.pg < 13 || o.pg > 18) throw new UsageError(`pg is a PostgreSQL major version from 13 to 18, got ${JSON.stringify(o.pg)}`)
-    if (resolveTarget(o.databaseUrl).kind !== 'embedded') throw new UsageError(`pg selects race's own embedded PostgreSQL; it cannot go with databaseUrl (or DATABASE_URL / PG* variables): leave out one of them`)
+    pgConflict(o.databaseUrl, NAMES)
   }
-  selectPg(o.pg === 18 ? undefined : o.pg)
-  const given = paramsOf(scenario, o.params ?? {}, engine, parseParam)
-  const count = sessionCount(scenario)
-  if (o.n !== undefined && count.min === count.max && o.n !== count.min) throw new UsageError(`${scenario.id} has exactly ${count.min} sessions; leave out n`)
-  const n = o.n === undefined ? count.default : parseWhole('n', String(o.n), count.min, count.max)
-  const windowMs = o.window === undefined ? 0 : ms('window', o.window, true)
-  const trials = o.trials === undefined ? 1 : parseWhole('trials', String(o.trials), 1, 100_000)
-  const bound = (v: string | number | undefined, d: string) => (v === undefined ? d : typeof v === 'number' ? `${v}ms` : v)
-  const bounds = parseBounds({ connectTimeout: bound(o.connectTimeout, '5s'), stepTimeout: bound(o.stepTimeout, '10s'), runTimeout: bound(o.runTimeout, '5m') })
-  const override = runMod.parseExpect(o.expect) ?? expectsOverride(scenario)
-  const { view, code } = await runMod.executeRun({
-    scenario,
-    engine,
-    params: given,
-    given,
-    n,
-    windowMs,
-    trials,
-    override,
-    bounds,
-    user: o.user === undefined ? undefined : runMod.parseUuid(o.user),
-    holdMs: 0,
-    scheduleText: o.schedule,
-    keep: false,
-    freshConnections: Boolean(o.freshConnections),
-    databaseUrl: o.databaseUrl,
-  })
-  const [json, table, timeline] = await Promise.all([import('./report/json.js'), import('./report/table.js'), import('./report/timeline.js')])
+  ctx.embedded.pg = o.pg === 18 ? undefined : o.pg
+  const given = paramsOf(scenario, o.params ?? {}, engine, parseParam, duration)
+  const checked = validateRun(
+    { scenario, engine, params: given, databaseUrl: o.databaseUrl, n: o.n, schedule: o.schedule, window: o.window, trials: o.trials, expect: o.expect, user: o.user, freshConnections: o.freshConnections, connectTimeout: o.connectTimeout ?? '5s', stepTimeout: o.stepTimeout ?? '10s', runTimeout: o.runTimeout ?? '5m' },
+    NAMES,
+  )
+  const { view, code } = await executeRun(ctx, checked)
+  const [json, table, timeline, color, report] = await Promise.all([import('./report/json.js'), import('./report/table.js'), import('./report/timeline.js'), import('./report/color.js'), import('./report/run.js')])
   const doc = json.toJson(view, { timeline: true, exitCode: code, kept: false })
-  return { ...doc, ok: code === 0, text: runMod.render(view, 'race', false, table, timeline.timeline) }
-}
-
-function ms(name: string, v: string | number, allowZero = false): number {
-  if (typeof v === 'number') {
-    if (!Number.isFinite(v) || v < 0 || (!allowZero && v === 0)) throw new UsageError(`${name} takes milliseconds or a duration like '300ms', got ${v}`)
-    return v
-  }
-  return parseDuration(name, v, { allowZero })
+  // Without colours, whatever the process's own (a CLI in the same process) are.
+  ctx.style ??= color.styleFor(false)
+  return { ...doc, ok: code === 0, text: color.withStyle(ctx.style, () => report.render(view, 'race', false, table, timeline.timeline)) }
 }
 
 /**
  * The scenario's params from run()'s `params`, by key or flag name, each checked as `race run` checks its flag
- * (common.parseParam); defaults for the rest; an unknown name is bad input. A duration may also be milliseconds.
+ * (run/params.ts parseParam); defaults for the rest; an unknown name is bad input. A duration may also be milliseconds.
  */
-function paramsOf(s: Scenario, given: Record<string, unknown>, engine: Engine, parseParam: typeof import('./commands/common.js').parseParam): Params {
+function paramsOf(
+  s: Scenario,
+  given: Record<string, unknown>,
+  engine: Engine,
+  parseParam: typeof import('./run/params.js').parseParam,
+  duration: typeof import('./run/request.js').duration,
+): Params {
   if (typeof given !== 'object' || given === null || Array.isArray(given)) throw new UsageError(`run(): params is an object such as { maxPending: 3 }`)
   const params: Params = Object.fromEntries(Object.entries(s.params).map(([k, p]) => [k, p.default]))
   const flagOf = (k: string) => s.params[k].flag.split(' ')[0].replace(/^--(no-)?/, '')
@@ -170,26 +138,28 @@ function paramsOf(s: Scenario, given: Record<string, unknown>, engine: Engine, p
     const p = s.params[key]
     const what = `params.${name}`
     if (p.kind === 'boolean' && typeof raw !== 'boolean') throw new UsageError(`${what} is true or false, got ${JSON.stringify(raw)}`)
-    params[key] = p.kind === 'duration' && typeof raw === 'number' ? ms(what, raw) : parseParam(p, what, raw, engine)
+    params[key] = p.kind === 'duration' && typeof raw === 'number' ? duration(what, raw) : parseParam(p, what, raw, engine)
   }
   return params
 }
 
 /**
- * Runs fn with race's run-wide state fresh, its cleanup always done, Ctrl-C/SIGTERM in the caller's process
- * ending the race cleanly (then passed on when nobody else listens), and race's own errors as RaceError.
+ * Runs fn with a context of its own (abort, cleanup, embedded server, colours), its cleanup always done,
+ * Ctrl-C/SIGTERM in the caller's process ending the race cleanly (then passed on when nobody else listens), and
+ * race's own errors as RaceError. The listeners are this call's: added for it, removed when it settles; a race
+ * that runs beside it has its own. An uncaught exception cannot say which race it came from: each running race
+ * is aborted by it (as the one race was before).
  */
-async function guarded<T>(fn: () => Promise<T>): Promise<T> {
-  resetLifecycle()
-  const mark = cleanupMark()
+async function guarded<T>(fn: (ctx: RunContext) => Promise<T>): Promise<T> {
+  const ctx = new RunContext()
   let signalled: NodeJS.Signals | undefined
   const onSignal = (sig: NodeJS.Signals) => {
     signalled = sig
-    abort(new Interrupted(sig))
+    ctx.abort(new Interrupted(sig))
   }
   const onError = (err: unknown) => {
     if (isPostgresJsNextWriteBug(err) || isPostgresJsDestroyedFetch(err)) return
-    abort(err instanceof Error ? err : new Error(String(err)))
+    ctx.abort(err instanceof Error ? err : new Error(String(err)))
   }
   const signals = ['SIGINT', 'SIGTERM'] as const
   for (const s of signals) process.on(s, onSignal)
@@ -197,17 +167,16 @@ async function guarded<T>(fn: () => Promise<T>): Promise<T> {
   process.on('unhandledRejection', onError)
   let result: { ok: true; value: T } | { ok: false; error: unknown }
   try {
-    result = { ok: true, value: await fn() }
+    result = { ok: true, value: await fn(ctx) }
   } catch (e) {
     result = { ok: false, error: e }
   }
-  const { abortSignal } = await import('./lifecycle.js')
-  const errors = await cleanupSince(mark)
+  const errors = await ctx.cleanupAll()
   for (const s of signals) process.off(s, onSignal)
   process.off('uncaughtException', onError)
   process.off('unhandledRejection', onError)
   if (signalled && process.listenerCount(signalled) === 0) process.kill(process.pid, signalled)
-  if (!result.ok || abortSignal.aborted) throw asRaceError(abortSignal.aborted ? abortSignal.reason : (result as { error: unknown }).error)
+  if (!result.ok || ctx.signal.aborted) throw asRaceError(ctx.signal.aborted ? ctx.signal.reason : (result as { error: unknown }).error)
   if (errors.length) throw new RaceError(errors.map((e) => e.message).join('; '), 3)
   return result.value
 }

@@ -5,11 +5,11 @@ import type { Command } from 'commander'
 import fs from 'node:fs'
 import { Interrupted, RunError, UsageError } from './errors.js'
 import { isPostgresJsDestroyedFetch, isPostgresJsNextWriteBug } from './known-bugs.js'
-import { abort, abortSignal, cleanupAll, installSignalHandlers } from './lifecycle.js'
+import { installSignalHandlers, RunContext } from './lifecycle.js'
 import { prefetchScenario, summaries, type ScenarioSummary } from './registry.js'
 import { columns, fitLines } from './report/width.js'
 
-type Register = (p: Command, all: readonly ScenarioSummary[]) => unknown
+type Register = (p: Command, all: readonly ScenarioSummary[], ctx: RunContext) => unknown
 
 /**
  * Every command, in the order help lists them. `scenarios`: it reads the scenario summaries (run and show declare
@@ -18,14 +18,14 @@ type Register = (p: Command, all: readonly ScenarioSummary[]) => unknown
 const COMMANDS: { name: string; scenarios?: boolean; load: () => Promise<Register> }[] = [
   { name: 'list', scenarios: true, load: async () => { const { registerList } = await import('./commands/list.js'); return (p) => registerList(p, setExit) } },
   { name: 'show', scenarios: true, load: async () => { const { registerShow } = await import('./commands/show.js'); return (p, all) => registerShow(p, all, setExit) } },
-  { name: 'run', scenarios: true, load: async () => { const { registerRun } = await import('./commands/run.js'); return (p, all) => registerRun(p, all, setExit) } },
-  { name: 'explore', scenarios: true, load: async () => { const { registerExplore } = await import('./commands/explore.js'); return (p, all) => registerExplore(p, all, setExit) } },
-  { name: 'check', load: async () => { const { registerCheck } = await import('./commands/check.js'); return (p) => registerCheck(p, setExit) } },
+  { name: 'run', scenarios: true, load: async () => { const { registerRun } = await import('./commands/run.js'); return (p, all, ctx) => registerRun(p, all, setExit, ctx) } },
+  { name: 'explore', scenarios: true, load: async () => { const { registerExplore } = await import('./commands/explore.js'); return (p, all, ctx) => registerExplore(p, all, setExit, ctx) } },
+  { name: 'check', load: async () => { const { registerCheck } = await import('./commands/check.js'); return (p, _all, ctx) => registerCheck(p, setExit, ctx) } },
   { name: 'key', load: async () => { const { registerKey } = await import('./commands/key.js'); return (p) => registerKey(p, setExit) } },
-  { name: 'locks', load: async () => { const { registerLocks } = await import('./commands/locks.js'); return (p) => registerLocks(p, setExit) } },
-  { name: 'matrix', load: async () => { const { registerMatrix } = await import('./commands/matrix.js'); return (p) => registerMatrix(p, setExit) } },
-  { name: 'bench', load: async () => { const { registerBench } = await import('./commands/bench.js'); return (p) => registerBench(p, setExit) } },
-  { name: 'spec', load: async () => { const { registerSpec } = await import('./commands/spec.js'); return (p) => registerSpec(p, setExit) } },
+  { name: 'locks', load: async () => { const { registerLocks } = await import('./commands/locks.js'); return (p, _all, ctx) => registerLocks(p, setExit, ctx) } },
+  { name: 'matrix', load: async () => { const { registerMatrix } = await import('./commands/matrix.js'); return (p, _all, ctx) => registerMatrix(p, setExit, ctx) } },
+  { name: 'bench', load: async () => { const { registerBench } = await import('./commands/bench.js'); return (p, _all, ctx) => registerBench(p, setExit, ctx) } },
+  { name: 'spec', load: async () => { const { registerSpec } = await import('./commands/spec.js'); return (p, _all, ctx) => registerSpec(p, setExit, ctx) } },
   { name: 'cache', load: async () => { const { registerCache } = await import('./commands/cache.js'); return (p) => registerCache(p, setExit) } },
 ]
 
@@ -34,14 +34,17 @@ function version(): string {
   return (JSON.parse(fs.readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }).version
 }
 
+/** The command's context (one command per process): its abort, its cleanup, its embedded server, its colours. */
+const context = new RunContext()
+
 let finishing = false
 async function finish(code: number, message?: string): Promise<never> {
   if (finishing) return new Promise<never>(() => {})
   finishing = true
-  const errors = await cleanupAll()
+  const errors = await context.cleanupAll()
   // A signal that arrived while the command was already finishing (its last reply and the signal came in the
   // same turn of the event loop) still decides the exit code: the user asked to stop.
-  const late = !message && abortSignal.reason instanceof Interrupted ? abortSignal.reason : undefined
+  const late = !message && context.signal.reason instanceof Interrupted ? context.signal.reason : undefined
   return late ? finish2(late.exitCode, describe(late).message, errors) : finish2(code, message, errors)
 }
 
@@ -111,13 +114,14 @@ throwaway PostgreSQL 18.
 Exit codes: 0 as documented, 1 a deviation, 2 bad input, 3 could not run.`,
     )
   // Each command declares its own options, typed, in its own file.
-  for (const register of registers) register(p, all)
+  for (const register of registers) register(p, all, context)
   p.hook('preAction', async (_p, action) => {
     active = { name: action.name(), opts: action.opts() }
-    const { setColor, THEMES } = await import('./report/color.js')
+    const { setStyle, styleFor, THEMES } = await import('./report/color.js')
     const theme = action.opts().theme
     if (theme !== undefined && !THEMES.includes(theme)) throw new UsageError(`--theme ${theme} is not a theme: use ${THEMES.join(' or ')} (presenter: bold instead of dim, for a projector)`)
-    setColor(action.opts().color !== false, process.stdout, theme)
+    context.style = styleFor(action.opts().color !== false, process.stdout, theme)
+    setStyle(context.style)
   })
   return p
 }
@@ -151,10 +155,10 @@ function setExit(code: number): void {
 }
 
 async function main(): Promise<void> {
-  installSignalHandlers()
+  installSignalHandlers(context)
   // A closed pipe on stdout stops the command as SIGPIPE would, but with race's cleanup (databases, servers).
   process.stdout.on('error', (e: NodeJS.ErrnoException) => {
-    if (e.code === 'EPIPE') abort(new Interrupted('SIGPIPE'))
+    if (e.code === 'EPIPE') context.abort(new Interrupted('SIGPIPE'))
     else void finish(3, describe(e).message)
   })
   prefetch(process.argv)
@@ -171,7 +175,7 @@ async function main(): Promise<void> {
   })
   try {
     await (await program(process.argv)).parseAsync(process.argv)
-    if (abortSignal.aborted) throw abortSignal.reason
+    if (context.signal.aborted) throw context.signal.reason
     await finish(exitWith)
   } catch (err) {
     if (err instanceof (await commander).CommanderError) {
@@ -180,7 +184,7 @@ async function main(): Promise<void> {
       await finish(err.exitCode === 0 ? 0 : 2)
     }
     // An abort (Ctrl-C, run timeout) explains a failure better than the error it caused.
-    const d = describe(abortSignal.aborted ? abortSignal.reason : err)
+    const d = describe(context.signal.aborted ? context.signal.reason : err)
     await finish(d.code, d.message)
   }
 }

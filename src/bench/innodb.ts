@@ -9,7 +9,6 @@ import path from 'node:path'
 import mariadb, { type Connection } from 'mariadb'
 import { connectionOptions, normalizeError, type MysqlLab } from '../db/mysql.js'
 import { RunError, UsageError } from '../errors.js'
-import { abortSignal, onCleanup } from '../lifecycle.js'
 import type { BatchResult, Bound } from './wire.js'
 import { RANGE, type BenchClient, type Txn, type Workload } from './workloads.js'
 
@@ -134,7 +133,8 @@ export interface SlapResult {
 export async function runSlap(o: { bin: string; lab: MysqlLab; space: string; level: string; clients: number; script: string; txns: number }): Promise<SlapResult> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'race-slap-'))
   const file = path.join(dir, 'mix.sql')
-  const unregister = onCleanup('slap script', async () => fs.rmSync(dir, { recursive: true, force: true }))
+  const abortSignal = o.lab.context.signal
+  const unregister = o.lab.context.onCleanup('slap script', async () => fs.rmSync(dir, { recursive: true, force: true }))
   try {
     fs.writeFileSync(file, o.script)
     const u = new URL(o.lab.target.url!)

@@ -6,7 +6,7 @@ import os from 'node:os'
 import path from 'node:path'
 import type { Target } from '../db/target.js'
 import { RunError } from '../errors.js'
-import { abortSignal, onCleanup } from '../lifecycle.js'
+import type { RunContext } from '../lifecycle.js'
 import type { PgbenchScript } from './workloads.js'
 
 export interface Pgbench {
@@ -49,6 +49,8 @@ export interface PgbenchConfig {
   maxTries: number
   statementTimeoutMs: number
   scripts: PgbenchScript[]
+  /** The run's: pgbench is stopped by its abort and its cleanup. */
+  context: RunContext
 }
 
 export interface PgbenchResult {
@@ -108,7 +110,8 @@ export async function runPgbench(cfg: PgbenchConfig): Promise<PgbenchResult> {
   const { args, env } = pgbenchArgs(cfg, files)
   const child = spawn(cfg.pgbench.bin, args, { env, stdio: ['ignore', 'pipe', 'pipe'] })
   const kill = () => child.exitCode === null && child.kill('SIGINT')
-  const release = onCleanup('pgbench', async () => void kill(), () => void child.kill('SIGKILL'))
+  const abortSignal = cfg.context.signal
+  const release = cfg.context.onCleanup('pgbench', async () => void kill(), () => void child.kill('SIGKILL'))
   abortSignal.addEventListener('abort', kill, { once: true })
   // Bounded: pgbench stops by itself after -T; give it the duration plus a generous margin.
   const guard = setTimeout(() => child.kill('SIGKILL'), (cfg.durationS + 60) * 1000)

@@ -7,7 +7,6 @@ import { connect, connectError, endQuietly } from '../db/connect.js'
 import { RunError } from '../errors.js'
 import { conditionName, isConnectionLoss, sqlstateOf } from '../db/sqlstate.js'
 import type { Target } from '../db/target.js'
-import { abortSignal } from '../lifecycle.js'
 import { ROLLBACK, type BenchClient, type Txn, type Workload } from './workloads.js'
 import { WireClient, type BatchResult, type Bound } from './wire.js'
 
@@ -34,6 +33,8 @@ export interface CellConfig {
   unnamed?: boolean
   /** Opens a load client for another engine (MySQL); default: PostgreSQL's wire or postgres.js client. */
   open?: () => Promise<BenchClient>
+  /** The run's abort (Ctrl-C, --run-timeout): the cell stops and its clients are destroyed. Default: never. */
+  signal?: AbortSignal
 }
 
 export interface Failure {
@@ -148,6 +149,7 @@ class PgjsClient implements BenchClient {
 
 /** Runs one cell; onTick reports the fraction done. Connections are opened before and closed after the clock. */
 export async function runCell(cfg: CellConfig): Promise<CellStats> {
+  const abortSignal = cfg.signal ?? new AbortController().signal
   const clients: BenchClient[] = []
   const destroyAll = () => clients.forEach((c) => c.destroy())
   abortSignal.addEventListener('abort', destroyAll, { once: true })

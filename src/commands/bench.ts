@@ -1,5 +1,6 @@
 // race bench: throughput and latency by isolation level and contention on the user's own server, beside the
 // isolation article's published ratios, and (--vs-pgbench) beside pgbench running the same transactions.
+import type { RunContext } from '../lifecycle.js'
 import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
@@ -181,13 +182,13 @@ function plan(b: BenchOptions): { workload: Workload; cells: Plan[] }[] {
   return out
 }
 
-export async function benchCommand(o: BenchCliOptions, cmd: Command): Promise<number> {
+export async function benchCommand(ctx: RunContext, o: BenchCliOptions, cmd: Command): Promise<number> {
   const b = parseBenchOptions(o, cmd)
   const engine = engineFor(o.databaseUrl)
   const pool: Pool | undefined = parsePool(o, cmd, engine)
   requirePooler(pool)
   const bounds = parseBounds(o)
-  if (engine === 'mysql') return mysqlBench(o, b, bounds, cmd)
+  if (engine === 'mysql') return mysqlBench(ctx, o, b, bounds, cmd)
   if (o.vsSlap) throw new UsageError('--vs-slap drives MySQL/MariaDB; on PostgreSQL use --vs-pgbench')
   const pgbench: Pgbench | null = b.vsPgbench ? findPgbench() : null
   const pgDurationS = Math.max(1, Math.round(b.durationMs / 1000))
@@ -197,7 +198,7 @@ export async function benchCommand(o: BenchCliOptions, cmd: Command): Promise<nu
   // Unless the user bounded the run, allow every cell plus setup and a margin.
   if (cmd.getOptionValueSource('runTimeout') !== 'cli') bounds.runTimeoutMs = Math.max(bounds.runTimeoutMs, nCells * (cellMs + 15_000) + 60_000)
 
-  return withLab(o.databaseUrl, bounds, async (driver, target) => {
+  return withLab(ctx, o.databaseUrl, bounds, async (driver, target) => {
     const lab = driver as Lab
     const room = await lab.room()
     if (b.clients > room.free) {
@@ -231,6 +232,7 @@ export async function benchCommand(o: BenchCliOptions, cmd: Command): Promise<nu
               connectTimeoutMs: bounds.connectTimeoutMs,
               statementTimeoutMs: bounds.stepTimeoutMs,
               driver: b.driver,
+              signal: ctx.signal,
               ...extra,
             })
           const runRace = async () => {
@@ -280,6 +282,7 @@ export async function benchCommand(o: BenchCliOptions, cmd: Command): Promise<nu
               maxTries: b.maxTries,
               statementTimeoutMs: bounds.stepTimeoutMs,
               scripts: cell.workload.pgbench(),
+              context: ctx,
             })
             return { ...r, durationS: pgDurationS }
           }
@@ -373,7 +376,7 @@ export async function benchCommand(o: BenchCliOptions, cmd: Command): Promise<nu
   })
 }
 
-export function registerBench(program: Command, exit: (code: number) => void): Command {
+export function registerBench(program: Command, exit: (code: number) => void, ctx: RunContext): Command {
   const cmd = program
     .command('bench')
     .description("throughput and latency by isolation level and contention, beside the isolation article's published ratios (and pgbench)")
@@ -392,9 +395,9 @@ export function registerBench(program: Command, exit: (code: number) => void): C
     .option('--vs-slap', 'MySQL/MariaDB: also run each cell through mariadb-slap (same mix, clients, level) and print race/slap')
     .option('--html [file]', 'also write a self-contained HTML page with the charts (no file: one in the temporary directory; its path is printed)')
     .option('--driver <driver>', "race's load connections: wire (its own minimal protocol client) or postgres.js", 'wire')
-  addTargetOptions(cmd)
+  addTargetOptions(cmd, ctx)
   addPoolerOptions(cmd, { pooled: false })
-  cmd.action(async (o: BenchCliOptions, self: Command) => exit(await benchCommand(o, self)))
+  cmd.action(async (o: BenchCliOptions, self: Command) => exit(await benchCommand(ctx, o, self)))
   cmd.addHelpText(
     'after',
     `
@@ -421,7 +424,7 @@ Examples:
  * race bench on MySQL/MariaDB: the oltp cells through race's MariaDB-connector clients, in a marked database of
  * its own, each beside the article's 2PL column; --vs-slap runs mariadb-slap on the same mix after each cell.
  */
-async function mysqlBench(o: BenchCliOptions, b: BenchOptions, bounds: ReturnType<typeof parseBounds>, cmd: Command): Promise<number> {
+async function mysqlBench(ctx: RunContext, o: BenchCliOptions, b: BenchOptions, bounds: ReturnType<typeof parseBounds>, cmd: Command): Promise<number> {
   checkMysqlBench({ workloads: b.workloads, vsPgbench: b.vsPgbench, driverGiven: cmd.getOptionValueSource('driver') === 'cli' })
   const slap = o.vsSlap ? findSlap() : null
   const plans = plan(b)
@@ -429,7 +432,7 @@ async function mysqlBench(o: BenchCliOptions, b: BenchOptions, bounds: ReturnTyp
   const cellMs = b.warmupMs + b.durationMs * (slap ? 2 : 1)
   if (cmd.getOptionValueSource('runTimeout') !== 'cli') bounds.runTimeoutMs = Math.max(bounds.runTimeoutMs, nCells * (cellMs + 30_000) + 60_000)
   if (b.html) throw new UsageError('--html draws the PostgreSQL bench; on MySQL/MariaDB use --json')
-  return withLab(o.databaseUrl, bounds, async (driver, target) => {
+  return withLab(ctx, o.databaseUrl, bounds, async (driver, target) => {
     const lab = driver as MysqlLab
     const room = await lab.room()
     if (b.clients > room.free) {
@@ -460,6 +463,7 @@ async function mysqlBench(o: BenchCliOptions, b: BenchOptions, bounds: ReturnTyp
             connectTimeoutMs: bounds.connectTimeoutMs,
             statementTimeoutMs: bounds.stepTimeoutMs,
             driver: b.driver,
+            signal: ctx.signal,
             open: () => MysqlBenchClient.open(lab, space.name, cell.level, Math.max(1, Math.ceil(bounds.stepTimeoutMs / 1000))),
           })
           let s: CellResult['slap'] = null

@@ -1,5 +1,7 @@
 // race check [ids...]: every scenario (and its documented variants) in lockstep, one summary table.
 // Exit 0 only if every one behaved exactly as documented: the CI smoke check.
+import { cliWords } from './words.js'
+import type { RunContext } from '../lifecycle.js'
 import type { Command } from 'commander'
 import { describeDoc, exitCode, summarize, worstExit, type Summary } from '../judge/index.js'
 import type { Driver } from '../db/driver.js'
@@ -25,15 +27,15 @@ export interface Case {
   pool?: Pool
 }
 
-export function registerCheck(program: Command, exit: (code: number) => void): Command {
+export function registerCheck(program: Command, exit: (code: number) => void, ctx: RunContext): Command {
   const cmd = program
     .command('check')
     .description('every scenario in lockstep against one database: exit 0 only if each behaves exactly as documented')
     .argument('[scenarios...]', 'scenario ids (default: all), .spec files or .mjs modules')
-  addTargetOptions(cmd, { keep: false, pg: true })
+  addTargetOptions(cmd, ctx, { keep: false, pg: true })
   addCiOptions(cmd, 'case')
   addPoolerOptions(cmd, { config: false })
-  cmd.action(async (ids: string[], o: TargetOptions & CiOptions & PoolerOptions, self: Command) => exit(await eachPg(o, () => checkCommand(ids, o, self))))
+  cmd.action(async (ids: string[], o: TargetOptions & CiOptions & PoolerOptions, self: Command) => exit(await eachPg(ctx, o, () => checkCommand(ctx, ids, o, self))))
   cmd.addHelpText(
     'after',
     `
@@ -92,7 +94,7 @@ function caseName(k: Case): string {
   return k.pool ? `${k.label} · pool ${k.pool.size ?? '?'}` : k.label
 }
 
-export async function checkCommand(ids: string[], o: TargetOptions & CiOptions & PoolerOptions, cmd?: Command): Promise<number> {
+export async function checkCommand(ctx: RunContext, ids: string[], o: TargetOptions & CiOptions & PoolerOptions, cmd?: Command): Promise<number> {
   const engine = engineFor(o.databaseUrl)
   const through = cmd ? parsePool(o, cmd, engine) : undefined
   requirePooler(through)
@@ -111,7 +113,7 @@ export async function checkCommand(ids: string[], o: TargetOptions & CiOptions &
     own = []
   }
   const shared = cases.filter((k) => !k.scenario.ownServer)
-  return withLab(o.databaseUrl, bounds, async (lab, target, via) => {
+  return withLab(ctx, o.databaseUrl, bounds, async (lab, target, via) => {
     const rows: { k: Case; t: Trial; docs: Documented[]; ms: number; summary: Summary }[] = []
     // Cases whose sessions set a parameter this role may not set (deadlock_timeout needs a superuser): each is
     // skipped with the reason, and the others run, instead of the first one's connection refusal ending them all.
@@ -123,7 +125,7 @@ export async function checkCommand(ids: string[], o: TargetOptions & CiOptions &
     }
     const one = async (l: Driver, k: Case) => {
       if (!o.json && process.stderr.isTTY) process.stderr.write(`\r\x1b[2Kchecking ${k.scenario.id} (${caseName(k)})...`)
-      const { trial, docs, ms } = await runOnce(l, bounds, k.scenario, k.params, k.n, k.pool, via).catch((e) => {
+      const { trial, docs, ms } = await runOnce(ctx, l, bounds, k.scenario, k.params, k.n, k.pool, via, cliWords).catch((e) => {
         throw specFailure(k.scenario, e)
       })
       rows.push({ k, t: trial, docs, ms, summary: summarize([trial], docs, expectsOverride(k.scenario)) })
@@ -134,7 +136,7 @@ export async function checkCommand(ids: string[], o: TargetOptions & CiOptions &
     if (named) throw new UsageError(tooOldFor(named.scenario, lab.server, lab.engine)!)
     for (const k of shared) if (!old.includes(k) && !refused.has(k)) await one(lab, k)
     for (const s of [...new Set(own.map((k) => k.scenario))]) {
-      await withLab(undefined, bounds, async (ownLab) => {
+      await withLab(ctx, undefined, bounds, async (ownLab) => {
         for (const k of own.filter((x) => x.scenario === s)) await one(ownLab, k)
       }, s)
     }

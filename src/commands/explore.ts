@@ -1,13 +1,16 @@
 // race explore <scenario|FILE.spec|FILE.mjs>: every interleaving of the sessions' steps (or a seeded sample),
 // each judged by the invariant; how many violate it, grouped, and the shortest violating one as a --schedule line.
+import { FLAGS, sessionsOf } from '../run/request.js'
+import type { RunContext } from '../lifecycle.js'
 import type { Command } from 'commander'
 import { UsageError } from '../errors.js'
 import { parseWhole } from '../parse.js'
-import { assertSound, plan, sessionCount } from '../plan.js'
+import { assertSound, plan } from '../plan.js'
 import { findScenario, summaries, type ScenarioSummary } from '../registry.js'
 import { c } from '../report/color.js'
 import { columns, hang, joinFit } from '../report/width.js'
 import { specFailure } from '../isolation/common.js'
+import { cliWords } from './words.js'
 import { DEFAULT_MAX, DEFAULT_SAMPLE, DEFAULT_SHRINK, exploreOn, exploreSessions, type ExploreResult } from '../explore/index.js'
 import { addScenarioParamOptions, addTargetOptions, assertRunsOn, engineFor, parseBounds, scenarioParams, self, withLab, type TargetOptions } from './common.js'
 
@@ -22,7 +25,7 @@ export interface ExploreCommandOptions extends TargetOptions {
   [param: string]: unknown
 }
 
-export function registerExplore(program: Command, all: readonly ScenarioSummary[], exit: (code: number) => void): Command {
+export function registerExplore(program: Command, all: readonly ScenarioSummary[], exit: (code: number) => void, ctx: RunContext): Command {
   const cmd = program
     .command('explore')
     .description('run every interleaving of the sessions\' steps, judge each by the invariant, and give the shortest violating one')
@@ -35,8 +38,8 @@ export function registerExplore(program: Command, all: readonly ScenarioSummary[
     .option('--expect <held|violated>', 'held: exit 1 when any interleaving violates; violated: exit 1 when none does (default: the spec\'s expect line, or the scenario\'s documentation)')
     .option('--all', 'list every interleaving of each group (default: the first 3, fewest switches first)')
   addScenarioParamOptions(cmd, all)
-  addTargetOptions(cmd, { keep: false })
-  cmd.action(async (id: string, o: ExploreCommandOptions, self: Command) => exit(await exploreCommand(id, o, self)))
+  addTargetOptions(cmd, ctx, { keep: false })
+  cmd.action(async (id: string, o: ExploreCommandOptions, self: Command) => exit(await exploreCommand(ctx, id, o, self)))
   cmd.addHelpText(
     'after',
     `
@@ -56,16 +59,12 @@ Examples:
   return cmd
 }
 
-export async function exploreCommand(id: string, o: ExploreCommandOptions, cmd: Command): Promise<number> {
+export async function exploreCommand(ctx: RunContext, id: string, o: ExploreCommandOptions, cmd: Command): Promise<number> {
   const scenario = await findScenario(id)
   const engine = engineFor(o.databaseUrl)
   assertRunsOn(scenario, engine)
   const params = scenarioParams(scenario, cmd, o, await summaries(), engine)
-  const count = sessionCount(scenario)
-  if (o.n !== undefined && count.min === count.max && String(o.n).trim() !== String(count.min)) {
-    throw new UsageError(`${scenario.id} has exactly ${count.min} sessions; leave out --n`)
-  }
-  const n = o.n === undefined ? exploreSessions(scenario) : parseWhole('--n', o.n, count.min, count.max)
+  const n = sessionsOf(scenario, o.n, FLAGS, exploreSessions(scenario))
   const max = parseWhole('--max', o.max, 1)
   const sample = o.sample === undefined ? undefined : parseWhole('--sample', o.sample, 1, 1_000_000)
   const seed = o.seed === undefined ? undefined : parseWhole('--seed', o.seed, 0, 2 ** 32 - 1)
@@ -89,10 +88,11 @@ export async function exploreCommand(id: string, o: ExploreCommandOptions, cmd: 
     }
   }
   return withLab(
+    ctx,
     o.databaseUrl,
     bounds,
     async (lab, target) => {
-      const r = await exploreOn(lab, target.label, scenario, p, { max, sample, seed, shrink, expect, name: id, onProgress }, bounds).catch((e) => {
+      const r = await exploreOn(ctx, lab, target.label, scenario, p, { max, sample, seed, shrink, expect, name: id, onProgress, word: cliWords }, bounds).catch((e) => {
         throw specFailure(scenario, e)
       })
       if (tty) process.stderr.write('\r\x1b[2K')

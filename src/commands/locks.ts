@@ -5,7 +5,7 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import { RunError, UsageError } from '../errors.js'
 import type { Lab } from '../db/lab.js'
 import { engineOf, resolveTarget } from '../db/target.js'
-import { whenAborted } from '../lifecycle.js'
+import type { RunContext } from '../lifecycle.js'
 import { formatDuration, parseDuration } from '../parse.js'
 import { c } from '../report/color.js'
 import { fitTable, fmtMs } from '../report/table.js'
@@ -17,14 +17,14 @@ export interface LocksOptions extends TargetOptions {
   interval?: string
 }
 
-export function registerLocks(program: Command, exit: (code: number) => void): Command {
+export function registerLocks(program: Command, exit: (code: number) => void, ctx: RunContext): Command {
   const cmd = program
     .command('locks')
     .description('advisory locks held or awaited in a database right now (pg_locks joined with pg_stat_activity), waiting first')
     .option('--watch', 'redraw every --interval until Ctrl-C (or --run-timeout, when given)')
     .option('--interval <duration>', 'with --watch: how often to redraw (default 1s)')
-  addTargetOptions(cmd, { keep: false, stepTimeout: false, embedded: false })
-  cmd.action(async (o: LocksOptions, self: Command) => exit(await locksCommand(o, self)))
+  addTargetOptions(cmd, ctx, { keep: false, stepTimeout: false, embedded: false })
+  cmd.action(async (o: LocksOptions, self: Command) => exit(await locksCommand(ctx, o, self)))
   cmd.addHelpText(
     'after',
     '\nExamples:\n  $ race locks --database-url postgres://app@db:5432/app\n  $ race locks --watch --interval 500ms\n  $ race run deadlock --hold 20s    (it prints how to point race locks at it)',
@@ -104,7 +104,7 @@ export function locksTable(rows: readonly LockRow[], w = columns()): string {
   return `${table}\n${rows.length - waiting} held, ${waiting} waiting`
 }
 
-export async function locksCommand(o: LocksOptions, cmd?: Command): Promise<number> {
+export async function locksCommand(ctx: RunContext, o: LocksOptions, cmd?: Command): Promise<number> {
   const target = resolveTarget(o.databaseUrl)
   if (target.kind === 'embedded') {
     throw new UsageError(
@@ -125,9 +125,9 @@ export async function locksCommand(o: LocksOptions, cmd?: Command): Promise<numb
     const ms = bounds.connectTimeoutMs + 10_000
     let timer: NodeJS.Timeout | undefined
     const late = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new RunError(`the server did not answer the pg_locks query within ${ms / 1000}s`)), ms)))
-    return Promise.race([advisoryLocks(sql), late, whenAborted()]).finally(() => clearTimeout(timer))
+    return Promise.race([advisoryLocks(sql), late, ctx.whenAborted()]).finally(() => clearTimeout(timer))
   }
-  return withLab(o.databaseUrl, bounds, async (driver) => {
+  return withLab(ctx, o.databaseUrl, bounds, async (driver) => {
     const lab = driver as Lab
     if (!o.watch) {
       const rows = await read(lab.control)
@@ -143,7 +143,7 @@ export async function locksCommand(o: LocksOptions, cmd?: Command): Promise<numb
       const w = columns()
       const head = joinFit([c.bold('race locks'), c.dim(target.label), c.dim(`every ${formatDuration(intervalMs)}`), c.dim(new Date().toISOString().slice(11, 19)), c.dim('Ctrl-C stops')], c.dim('  ·  '), w, 2)
       process.stdout.write((tty ? '\x1b[2J\x1b[H' : '') + `${head.join('\n')}\n${locksTable(rows, w)}\n${tty ? '' : '\n'}`)
-      await Promise.race([sleep(intervalMs), whenAborted()])
+      await Promise.race([sleep(intervalMs), ctx.whenAborted()])
     }
     process.stdout.write(c.dim(`stopped watching at --run-timeout ${formatDuration(bounds.runTimeoutMs)}\n`))
     return 0

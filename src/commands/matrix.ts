@@ -1,6 +1,8 @@
 // race matrix [ids...]: every scenario that documents its outcome per isolation level (the anomalies), at
 // READ COMMITTED, REPEATABLE READ and SERIALIZABLE with its own interleaving, one grid: what happened next to
 // what is documented, compared in full (verdict, who ended how, which SQLSTATE). Exit 1 on any deviation.
+import { cliWords } from './words.js'
+import type { RunContext } from '../lifecycle.js'
 import type { Command } from 'commander'
 import { UsageError } from '../errors.js'
 import { exitCode, summarize, worstExit } from '../judge/index.js'
@@ -12,7 +14,7 @@ import { columns, hang, joinFit } from '../report/width.js'
 import { isServerError } from '../db/sqlstate.js'
 import { LEVELS, defaultParams, type Documented, type Engine, type Level, type Scenario, type Verdict } from '../scenario.js'
 import { annotationsOf, checkWritable, ciCase, githubWanted, printAnnotations, writeJunit } from '../report/ci.js'
-import { addCiOptions, addTargetOptions, endVersion, engineFor, parseBounds, pgVersions, runOnce, selectPg, withLab, type CiOptions, type TargetOptions, type Trial } from './common.js'
+import { addCiOptions, addTargetOptions, endVersion, engineFor, parseBounds, runOnce, withLab, type CiOptions, type TargetOptions, type Trial } from './common.js'
 
 /** The columns of the grid: PostgreSQL runs READ UNCOMMITTED as READ COMMITTED, InnoDB does not (it reads dirty). */
 export function matrixLevels(engine: Engine): readonly Level[] {
@@ -30,14 +32,14 @@ export interface Cell {
   deviations: string[]
 }
 
-export function registerMatrix(program: Command, exit: (code: number) => void): Command {
+export function registerMatrix(program: Command, exit: (code: number) => void, ctx: RunContext): Command {
   const cmd = program
     .command('matrix')
     .description('every isolation anomaly at READ COMMITTED, REPEATABLE READ and SERIALIZABLE: one grid, what happened next to what PostgreSQL documents; exit 1 on any deviation')
     .argument('[anomalies...]', 'rows to run (default: every scenario that documents each level)')
-  addTargetOptions(cmd, { keep: false, pg: true })
+  addTargetOptions(cmd, ctx, { keep: false, pg: true })
   addCiOptions(cmd, 'cell')
-  cmd.action(async (ids: string[], o: TargetOptions & CiOptions) => exit(await matrixCommand(ids, o)))
+  cmd.action(async (ids: string[], o: TargetOptions & CiOptions) => exit(await matrixCommand(ctx, ids, o)))
   cmd.addHelpText(
     'after',
     `
@@ -91,9 +93,9 @@ interface Grid {
   ci: ReturnType<typeof ciCase>[]
 }
 
-async function runGrid(rowsOf: Scenario[], levels: readonly Level[], o: TargetOptions & CiOptions, pg: number | undefined): Promise<Grid> {
+async function runGrid(ctx: RunContext, rowsOf: Scenario[], levels: readonly Level[], o: TargetOptions & CiOptions, pg: number | undefined): Promise<Grid> {
   const bounds = parseBounds(o)
-  return withLab(o.databaseUrl, bounds, async (lab, target) => {
+  return withLab(ctx, o.databaseUrl, bounds, async (lab, target) => {
     const rows: Row[] = []
     let done = 0
     const on = pg === undefined ? '' : ` on PostgreSQL ${pg}`
@@ -101,7 +103,7 @@ async function runGrid(rowsOf: Scenario[], levels: readonly Level[], o: TargetOp
       const cells = []
       for (const level of levels) {
         if (!o.json && process.stderr.isTTY) process.stderr.write(`\r\x1b[2Kmatrix${on} ${++done}/${rowsOf.length * levels.length}: ${scenario.id} at ${level}...`)
-        const { trial, docs, ms } = await runOnce(lab, bounds, scenario, defaultParams(scenario, { isolation: level }), scenario.sessionCount.default)
+        const { trial, docs, ms } = await runOnce(ctx, lab, bounds, scenario, defaultParams(scenario, { isolation: level }), scenario.sessionCount.default, undefined, undefined, cliWords)
         cells.push({ level, cell: cellOf(trial, docs), t: trial, docs, ms })
       }
       rows.push({ scenario, cells })
@@ -189,24 +191,24 @@ function differenceText(d: VersionDifference): string {
   return groups.map((g) => `${g.from === g.to ? g.from : `${g.from}-${g.to}`}: ${g.what}`).join('; ')
 }
 
-export async function matrixCommand(ids: string[], o: TargetOptions & CiOptions): Promise<number> {
+export async function matrixCommand(ctx: RunContext, ids: string[], o: TargetOptions & CiOptions): Promise<number> {
   const engine = engineFor(o.databaseUrl)
   const rowsOf = await matrixRows(ids, engine)
   const levels = matrixLevels(engine)
   parseBounds(o) // bad input before any server starts
   const junit = o.junit === undefined ? undefined : checkWritable('--junit', o.junit)
-  const versions = pgVersions()
+  const versions = ctx.embedded.pgList
   const grids: Grid[] = []
   const codes: number[] = []
   if (!versions || versions.length < 2) {
-    selectPg(versions?.[0])
-    grids.push(await runGrid(rowsOf, levels, o, versions?.[0]))
+    ctx.embedded.pg = versions?.[0]
+    grids.push(await runGrid(ctx, rowsOf, levels, o, versions?.[0]))
   } else {
     // One grid per version, printed as it is done, each on its own server, stopped before the next starts.
     for (const v of versions) {
-      selectPg(v)
-      grids.push(await runGrid(rowsOf, levels, o, v))
-      codes.push(await endVersion())
+      ctx.embedded.pg = v
+      grids.push(await runGrid(ctx, rowsOf, levels, o, v))
+      codes.push(await endVersion(ctx))
       if (!o.json) process.stdout.write(render(grids[grids.length - 1], levels, engine) + '\n\n')
     }
   }

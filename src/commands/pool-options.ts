@@ -3,7 +3,7 @@
 import type { Command } from 'commander'
 import { UsageError } from '../errors.js'
 import { parseWhole } from '../parse.js'
-import { POOL_MODES, type Engine, type Pool, type PoolMode, type Scenario } from '../scenario.js'
+import { POOL_MODES, type Engine, type Pool, type PoolMode } from '../scenario.js'
 
 export interface PoolerOptions {
   pooler?: string
@@ -49,9 +49,5 @@ export function parsePool(o: PoolerOptions, cmd: Command, engine: Engine = 'post
   return { kind: 'pgbouncer', mode, size, resetAlways: Boolean(o.resetQueryAlways) }
 }
 
-/** The pool size: given, else what the scenario documents, else one server connection per session. */
-export function sizePool(pool: Pool, s: Pick<Scenario, 'pooled'> | undefined, sessions: number): Pool {
-  if (pool.kind !== 'pgbouncer' || pool.size) return pool
-  return { ...pool, size: s?.pooled?.size ?? sessions }
-}
-
+// The run service's (it sizes the pool of a run), named here with the options.
+export { sizePool } from '../run/params.js'

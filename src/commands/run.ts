@@ -1,27 +1,25 @@
 // race run <scenario>: one scenario, N sessions, one schedule, K trials; the table, timeline or JSON.
 import type { Command } from 'commander'
 import { UsageError } from '../errors.js'
-import { exitCode, summarize, type ExpectOverride } from '../judge/index.js'
-import { formatDuration, parseDuration, parseWhole } from '../parse.js'
-import { assertSound, orderFor, plan, sessionCount, type Plan } from '../plan.js'
+import type { RunContext } from '../lifecycle.js'
+import { formatDuration } from '../parse.js'
 import { findScenario, summaries, type ScenarioSummary } from '../registry.js'
-import { c } from '../report/color.js'
-import type { RunView } from '../report/json.js'
-import { columns, hang, joinFit } from '../report/width.js'
-import type { Driver } from '../db/driver.js'
-import type { Target } from '../db/target.js'
-import type { Engine, Params, Pool, Scenario, Schedule } from '../scenario.js'
-import { expectsOverride, qualifyPermutation, specFailure } from '../isolation/common.js'
-import { parseAppPermutation } from '../app/labels.js'
-import { addPoolerOptions, parsePool, sizePool, type PoolerOptions } from './pool-options.js'
+import { headParts, render } from '../report/run.js'
+import { executeRun, extendForHold } from '../run/execute.js'
+import { FLAGS, validateRun } from '../run/request.js'
+import { addPoolerOptions, parsePool, type PoolerOptions } from './pool-options.js'
 import { cliWords } from './words.js'
 // The PostgreSQL driver, which withLab imports when it opens the target: loaded with this module, not after it.
 import '../db/lab.js'
-import { addCiOptions, addScenarioParamOptions, addTargetOptions, assertRunsOn, eachPg, self, type Bounds, type CiOptions, describeParams, docsFor, engineFor, judgeTrial, ownSettings, parseBounds, scenarioParams, withLab, type TargetOptions, type Trial } from './common.js'
+import { addCiOptions, addScenarioParamOptions, addTargetOptions, assertRunsOn, eachPg, self, type CiOptions, describeParams, engineFor, scenarioParams, type TargetOptions } from './common.js'
 
-export const SCHEDULES: readonly Schedule[] = ['barrier', 'lockstep', 'serial']
+// The run service's (src/run) and the run report (report/run.ts), named here too.
+export { render } from '../report/run.js'
+export { executeRun, extendForHold, parseSchedule, SCHEDULES, type RunInput } from '../run/execute.js'
+export { parseExpect, parseUuid } from '../run/request.js'
 
-export interface RunOptions extends TargetOptions, CiOptions, PoolerOptions {
+/** race run's flags as commander reads them; mapped to the run service's RunRequest (run/request.ts). */
+export interface RunFlags extends TargetOptions, CiOptions, PoolerOptions {
   n?: string
   schedule?: string
   window?: string
@@ -36,7 +34,7 @@ export interface RunOptions extends TargetOptions, CiOptions, PoolerOptions {
   [param: string]: unknown
 }
 
-export function registerRun(program: Command, all: readonly ScenarioSummary[], exit: (code: number) => void): Command {
+export function registerRun(program: Command, all: readonly ScenarioSummary[], exit: (code: number) => void, ctx: RunContext): Command {
   const cmd = program
     .command('run')
     .description('run one scenario over N real connections and judge the invariant')
@@ -56,10 +54,10 @@ export function registerRun(program: Command, all: readonly ScenarioSummary[], e
     .option('--step', 'presenter mode (a terminal): before each step show the sessions and the SQL; Enter runs it, b the story, q stops')
     .option('--theme <theme>', 'presenter: bold instead of dim, for a projector (default: default)')
   addScenarioParamOptions(cmd, all)
-  addTargetOptions(cmd, { pg: true })
+  addTargetOptions(cmd, ctx, { pg: true })
   addCiOptions(cmd, 'run')
   addPoolerOptions(cmd)
-  cmd.action(async (id: string, o: RunOptions, self: Command) => exit(await eachPg(o, () => runCommand(id, o, self))))
+  cmd.action(async (id: string, o: RunFlags, self: Command) => exit(await eachPg(ctx, o, () => runCommand(ctx, id, o, self))))
   cmd.addHelpText(
     'after',
     `
@@ -85,34 +83,6 @@ Examples:
   return cmd
 }
 
-/** A schedule name, or a permutation ("s1.begin s2.begin ..."), checked against the plan's sessions. */
-export function parseSchedule(raw: string, p: Plan): { schedule: Schedule; permutation?: string } {
-  if (p.scenario.kind?.type === 'application') {
-    const v = String(raw).trim()
-    if ((SCHEDULES as readonly string[]).includes(v)) return { schedule: v as Schedule }
-    if (v.includes('.')) {
-      parseAppPermutation(v, p.sessions.map((s) => s.name))
-      return { schedule: 'permutation', permutation: v }
-    }
-    throw new UsageError(`unknown schedule '${raw}': use barrier, lockstep (query k of every session before k+1), serial, or a permutation of query labels like "s1.q1 s2.q1 s1.q2 ..."`)
-  }
-  const v = qualifyPermutation(p, String(raw).trim())
-  if ((SCHEDULES as readonly string[]).includes(v)) return { schedule: v as Schedule }
-  if (v.includes('.')) {
-    orderFor(p, 'permutation', v)
-    return { schedule: 'permutation', permutation: v }
-  }
-  throw new UsageError(
-    `unknown schedule '${raw}': use barrier (all start together, run free), lockstep (step by step), serial (one after another), or a permutation like "s1.begin s2.begin s1.check ..."`,
-  )
-}
-
-export function parseUuid(raw: string): string {
-  const v = String(raw).trim().toLowerCase()
-  if (/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/.test(v)) return v
-  throw new UsageError(`--user takes a uuid like 5f0c6d7e-2a1b-4c3d-8e9f-0a1b2c3d4e5f, got '${raw}'`)
-}
-
 /** --timeline (the race) or --timeline all (set-up steps too); undefined: no timeline. */
 export function parseTimeline(raw: boolean | string | undefined): 'race' | 'all' | undefined {
   if (raw === undefined || raw === false) return undefined
@@ -121,46 +91,22 @@ export function parseTimeline(raw: boolean | string | undefined): 'race' | 'all'
   throw new UsageError(`--timeline takes nothing or all (set-up steps too), got '${raw}'`)
 }
 
-export function parseExpect(raw: string | undefined): ExpectOverride {
-  if (raw === undefined) return undefined
-  if (raw === 'held' || raw === 'violated') return raw
-  throw new UsageError(`--expect takes held or violated, got '${raw}'`)
-}
-
-/** --hold extends the scenario's own wait bounds (lock_timeout kept as a safety net) by the hold. */
-export function extendForHold(s: Scenario, params: Params, holdMs: number): Params {
-  if (!holdMs) return params
-  const out = { ...params }
-  for (const [k, p] of Object.entries(s.params)) if (p.holdExtends) out[k] = Number(out[k]) + holdMs
-  return out
-}
-
-export async function runCommand(id: string, o: RunOptions, cmd: Command): Promise<number> {
+export async function runCommand(ctx: RunContext, id: string, o: RunFlags, cmd: Command): Promise<number> {
   const scenario = await findScenario(id)
   const engine = engineFor(o.databaseUrl)
   assertRunsOn(scenario, engine)
   const given = scenarioParams(scenario, cmd, o, await summaries(), engine)
-  const count = sessionCount(scenario)
-  if (o.n !== undefined && count.min === count.max && String(o.n).trim() !== String(count.min)) {
-    throw new UsageError(`${scenario.id} has exactly ${count.min} sessions; leave out --n`)
-  }
-  const n = o.n === undefined ? count.default : parseWhole('--n', o.n, count.min, count.max)
-  const windowMs = o.window === undefined ? 0 : parseDuration('--window', o.window, { allowZero: true })
-  const trials = parseWhole('--trials', o.trials, 1, 100_000)
-  const override = parseExpect(o.expect) ?? expectsOverride(scenario)
   // --step: the room talks between steps as long as it likes, within the run's bound: an hour unless given.
-  const bounds = parseBounds(o.step && cmd.getOptionValueSource('runTimeout') !== 'cli' ? { ...o, runTimeout: '60m' } : o)
-  const user = o.user === undefined ? undefined : parseUuid(o.user)
-  const holdMs = o.hold === undefined ? 0 : parseDuration('--hold', o.hold)
+  const runTimeout = o.step && cmd.getOptionValueSource('runTimeout') !== 'cli' ? '60m' : o.runTimeout
+  const checked = validateRun(
+    { scenario, engine, params: given, databaseUrl: o.databaseUrl, n: o.n, schedule: o.schedule ?? (o.step ? 'lockstep' : undefined), window: o.window, trials: o.trials, expect: o.expect, user: o.user, hold: o.hold, keep: o.keep, freshConnections: o.freshConnections, connectTimeout: o.connectTimeout, stepTimeout: o.stepTimeout, runTimeout },
+    FLAGS,
+  )
+  const { n, windowMs, trials, bounds, holdMs } = checked
   const drawn = parseTimeline(o.timeline)
   // What only some runs print is loaded only for them: JSON, a timeline, the CI reports.
   const ci = o.junit !== undefined || o.github || process.env.GITHUB_ACTIONS === 'true' ? await import('../report/ci.js') : undefined
   const junit = o.junit === undefined ? undefined : ci!.checkWritable('--junit', o.junit)
-  if (holdMs > 10 * 60_000) throw new UsageError(`--hold must be at most 10m, got '${o.hold}'`)
-  if (holdMs && holdMs + 10_000 > bounds.runTimeoutMs) {
-    throw new UsageError(`--hold ${o.hold} does not fit in --run-timeout ${o.runTimeout}: give --run-timeout ${formatDuration(holdMs + 60_000)} or a shorter --hold`)
-  }
-  if (holdMs && trials > 1) throw new UsageError(`--hold holds one race: leave out --trials`)
   if (o.step) {
     if (o.json) throw new UsageError('--step is for a room, --json for a machine: choose one')
     if (trials > 1) throw new UsageError('--step walks through one race: leave out --trials')
@@ -172,7 +118,7 @@ export async function runCommand(id: string, o: RunOptions, cmd: Command): Promi
   // --step holds every lock as long as the room pauses: the scenario's safety-net waits (a lock_timeout that is not
   // the story) and the step bound are extended by the run's whole bound, so a pause never changes an outcome.
   const paused = o.step ? bounds.runTimeoutMs : 0
-  const params = extendForHold(scenario, given, holdMs || paused)
+  const params = paused ? extendForHold(scenario, given, paused) : checked.params
   if (paused) bounds.stepTimeoutMs += paused
   const asked = parsePool(o, cmd, engine)
   const json = o.json ? await import('../report/json.js') : undefined
@@ -184,23 +130,11 @@ export async function runCommand(id: string, o: RunOptions, cmd: Command): Promi
   const table = import('../report/table.js')
   table.catch(() => {}) // awaited once the run is done
   let presenter: ReturnType<NonNullable<typeof step>['stepper']> | undefined
-  const { view, code } = await executeRun({
-    scenario,
-    engine,
+  const { view, code } = await executeRun(ctx, {
+    ...checked,
     params,
-    given,
-    n,
-    windowMs,
-    trials,
-    override,
-    bounds,
-    user,
-    holdMs,
     pool: asked,
-    scheduleText: o.schedule ?? (o.step ? 'lockstep' : undefined),
-    keep: Boolean(o.keep),
-    freshConnections: Boolean(o.freshConnections),
-    databaseUrl: o.databaseUrl,
+    word: cliWords,
     onHold: (pids, ms, lab, target) => {
       if (lab.engine === 'mysql') {
         process.stderr.write(`holding for ${formatDuration(ms)} (threads ${pids.join(', ')}); in another client: select * from information_schema.innodb_lock_waits\n`)
@@ -211,7 +145,7 @@ export async function runCommand(id: string, o: RunOptions, cmd: Command): Promi
     },
     presenter: step
       ? (lab, target, p, schedule) => {
-          presenter = step.stepper(p, [headParts(scenario.id, `${lab.server.product ?? 'PostgreSQL'} ${lab.server.version}`, target.label, n, schedule, windowMs).join('  ·  ') + '  ·  --step'])
+          presenter = step.stepper(ctx, p, [headParts(scenario.id, `${lab.server.product ?? 'PostgreSQL'} ${lab.server.version}`, target.label, n, schedule, windowMs).join('  ·  ') + '  ·  --step'])
           return presenter
         }
       : undefined,
@@ -236,124 +170,4 @@ export async function runCommand(id: string, o: RunOptions, cmd: Command): Promi
   ci?.printAnnotations(notes, Boolean(o.json))
   if (code === 3) process.stderr.write(`race: could not decide: ${representative.verdict === 'unknown' ? representative.why : (representative.comparison.deviations[0] ?? representative.why)}\n`)
   return code
-}
-
-/** One race, its input checked: what `race run` and the API's run() both run. Nothing is printed here. */
-export interface RunInput {
-  scenario: Scenario
-  engine: Engine
-  /** The params the run uses (lock timeouts extended by --hold), and as given. */
-  params: Params
-  given: Params
-  n: number
-  windowMs: number
-  trials: number
-  override: ExpectOverride
-  bounds: Bounds
-  user?: string
-  holdMs: number
-  /** The pooler the sessions go through (parsed), if any. */
-  pool?: Pool
-  /** --schedule as given: a name or a permutation; absent: the scenario's default. */
-  scheduleText?: string
-  keep: boolean
-  freshConnections: boolean
-  databaseUrl?: string
-  onHold?: (pids: number[], ms: number, lab: Driver, target: Target) => void
-  /** --step: the presenter, made once the server is known. */
-  presenter?: (lab: Driver, target: Target, p: Plan, schedule: Schedule) => { beforeStep: RunOptionsOf['beforeStep']; onEvent: RunOptionsOf['onEvent'] }
-  /** After each trial: how many ran, how many violated the invariant. */
-  onTrial?: (done: number, violations: number) => void
-}
-
-type RunOptionsOf = Parameters<typeof import('../engine/run.js').run>[1]
-
-/** Runs the checked input on its target (the embedded server when none is given) and judges every trial. */
-export async function executeRun(input: RunInput): Promise<{ view: RunView; code: 0 | 1 | 3 }> {
-  const { scenario, engine, params, given, n, windowMs, trials, override, bounds, holdMs } = input
-  // The pooler's code (PgBouncer, the pooled driver) is loaded only when one is asked for.
-  const pooler = input.pool ? await import('./pooler.js') : undefined
-  pooler?.requirePooler(input.pool)
-  const pool = input.pool && sizePool(input.pool, scenario, plan(scenario, { params, n, engine, pool: input.pool }).sessions.length)
-  assertSound(scenario, params, n, engine, pool)
-  const p = plan(scenario, { params, n, engine, ...(pool ? { pool } : {}) }, windowMs)
-  const { schedule, permutation } = parseSchedule(input.scheduleText ?? scenario.defaultSchedule ?? 'barrier', p)
-  if (pool?.size && schedule === 'barrier' && pool.mode !== 'statement' && pool.size < p.sessions.length) {
-    throw new UsageError(
-      `--schedule barrier holds all ${p.sessions.length} sessions' transactions open at once, which needs --pool-size ${p.sessions.length} or more (got ${pool.size}): raise it, or use --schedule lockstep`,
-    )
-  }
-  const docs = docsFor(scenario, p, schedule, windowMs)
-  let violations = 0
-  // The engine loads while withLab connects.
-  const engineModule = import('../engine/run.js')
-  engineModule.catch(() => {}) // awaited once connected
-  return withLab(input.databaseUrl, bounds, async (lab, target, via) => {
-    const { run } = await engineModule
-    const judged: Trial[] = []
-    const presenter = input.presenter?.(lab, target, p, schedule)
-    // Through a pooler the sessions are its clients (race's own PgBouncer, or the one at --database-url).
-    const pooled = pool ? pooler!.pooledDriver(pool, lab, bounds.connectTimeoutMs, via) : undefined
-    const out = await run(pooled ?? lab, {
-      plan: p,
-      schedule,
-      permutation,
-      trials,
-      stepTimeoutMs: bounds.stepTimeoutMs,
-      connectTimeoutMs: bounds.connectTimeoutMs,
-      keep: input.keep,
-      freshConnections: input.freshConnections,
-      user: input.user,
-      holdMs,
-      onHold: (pids, ms) => input.onHold?.(pids, ms, lab, target),
-      beforeStep: presenter?.beforeStep,
-      onEvent: presenter?.onEvent,
-      word: cliWords,
-      onTrial: (done, facts) => {
-        const t = judgeTrial(facts, docs, p)
-        judged.push(t)
-        if (t.verdict === 'anomaly') violations++
-        input.onTrial?.(done, violations)
-      },
-    }).catch((e) => {
-      throw specFailure(scenario, e)
-    })
-    const summary = summarize(judged, docs, override)
-    const representative =
-      judged.find((t) => !t.comparison.matched && !override) ?? judged.find((t) => t.verdict === summary.verdict) ?? judged[judged.length - 1]
-    const view: RunView = { scenario, params, given, n, schedule, windowMs, holdMs, plan: p, target: target.label, schema: out.schema, server: out.server, trials: judged, summary, docs, representative, ...(pooled?.describe ? { pooled: pooled.describe } : {}) }
-    return { view, code: exitCode(summary) }
-  }, scenario, { pooled: pool?.kind === 'external', sessions: p.sessions.length })
-}
-
-/** The first line of a run's report: what ran where, how many sessions, which schedule. */
-/** `server`: the product and version, e.g. "PostgreSQL 18.4" or "MariaDB 10.11.19". */
-function headParts(id: string, server: string, target: string, n: number, schedule: Schedule, windowMs: number): string[] {
-  return [c.bold(`race run ${id}`), `${server} (${target})`, `${n} session${n === 1 ? '' : 's'}`, `${schedule}${windowMs ? ` window ${formatDuration(windowMs)}` : ''}`]
-}
-
-export function render(
-  r: RunView,
-  drawn: 'race' | 'all' | undefined,
-  kept: boolean,
-  { backendLines, deviationLines, invariantLine, isolationLine, sessionsTable, trialsTable, verdictLine }: typeof import('../report/table.js'),
-  timeline?: typeof import('../report/timeline.js').timeline,
-): string {
-  const w = columns()
-  const { scenario, summary, representative: t } = r
-  const lines = joinFit(headParts(scenario.id, `${r.server.product ?? 'PostgreSQL'} ${r.server.version}`, r.target, t.sessions.length, r.schedule, r.windowMs), '  ·  ', w, 2)
-  const ps = describeParams(scenario, r.params)
-  if (ps) lines.push(...hang(c.dim(ps + (r.holdMs ? ` (lock timeouts extended by --hold ${formatDuration(r.holdMs)})` : '')), w, 2))
-  if (scenario.ownServer) lines.push(...hang(c.dim(`a server of its own, started with ${ownSettings(scenario)} (it ${scenario.ownServer.why})`), w, 2))
-  if (r.pooled) lines.push(...hang(`${c.dim('pooler')}     ${r.pooled}; each session is a client of it, the control connection goes direct`, w, 11))
-  lines.push(isolationLine(t, r.plan.isolation, w))
-  lines.push('')
-  if (drawn && timeline) lines.push(timeline(t, { all: drawn === 'all', width: w }), '')
-  if (summary.trials > 1) lines.push(trialsTable(r.trials, summary, w), '', c.dim(`one ${t.comparison.matched ? t.verdict : 'deviating'} trial:`))
-  lines.push(sessionsTable(t, w), ...backendLines(t, w))
-  // An application race: the order its queries ran in, as a permutation that --schedule replays.
-  if (t.order?.length) lines.push(...hang(`${c.dim('order')}      ${t.order.join(' ')}`, w, 11))
-  lines.push(invariantLine(t, w), verdictLine(summary, summary.trials === 1 ? t.why : undefined, w), ...deviationLines(summary, w))
-  if (kept) lines.push(...hang(c.dim(`schema ${r.schema} kept (--keep): drop schema "${r.schema}" cascade`), w, 2))
-  return lines.join('\n')
 }

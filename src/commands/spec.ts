@@ -10,7 +10,7 @@ import path from 'node:path'
 import type { Command } from 'commander'
 import { RunError, UsageError } from '../errors.js'
 import { isConnectionLoss } from '../db/sqlstate.js'
-import { abortSignal, onCleanup, whenAborted } from '../lifecycle.js'
+import type { RunContext as Context } from '../lifecycle.js'
 import { parseDuration, parseWhole } from '../parse.js'
 import { c } from '../report/color.js'
 import { diffLines } from '../isolation/diff.js'
@@ -30,7 +30,7 @@ export interface SpecOptions extends TargetOptions {
   schema?: boolean
 }
 
-export function registerSpec(program: Command, exit: (code: number) => void): Command {
+export function registerSpec(program: Command, exit: (code: number) => void, ctx: Context): Command {
   const cmd = program
     .command('spec')
     .description("run isolation-test spec files as PostgreSQL's isolationtester does, with the same transcript")
@@ -39,10 +39,10 @@ export function registerSpec(program: Command, exit: (code: number) => void): Co
     .option('--expected <dir>', 'compare each transcript with DIR/<name>.out (or <name>_1.out ...): ok or FAILED, and the differences')
     .option('--n <n>', 'sessions each template session (session s*) becomes (default 2)')
     .option('--schema', 'each spec in a schema of its own, its setup and teardown checked to change nothing outside it, instead of a database of its own (as pg_isolation_regress runs it)')
-  addTargetOptions(cmd, { stepTimeout: false, pg: true })
+  addTargetOptions(cmd, ctx, { stepTimeout: false, pg: true })
   const runTimeout = cmd.options.find((x) => x.long === '--run-timeout')
   if (runTimeout) runTimeout.default('30m')
-  cmd.action(async (files: string[], o: SpecOptions) => exit(await eachPg(o, () => specCommand(files, o))))
+  cmd.action(async (files: string[], o: SpecOptions) => exit(await eachPg(ctx, o, () => specCommand(ctx, files, o))))
   cmd.addHelpText(
     'after',
     `
@@ -91,7 +91,7 @@ function oneLine(e: unknown): string {
   return String((e as Error)?.message ?? e).split('\n')[0]
 }
 
-export async function specCommand(files: string[], o: SpecOptions): Promise<number> {
+export async function specCommand(ctx: Context, files: string[], o: SpecOptions): Promise<number> {
   const n = o.n === undefined ? 2 : parseWhole('--n', o.n, 1, 1000)
   const multi = files.length > 1
   // Each spec is read first; in a call of several, a spec that cannot be read or parsed is that spec's error,
@@ -119,6 +119,7 @@ export async function specCommand(files: string[], o: SpecOptions): Promise<numb
   const env = libpqEnv()
   const streaming = o.results === undefined && o.expected === undefined && !o.json
   return withLab(
+    ctx,
     o.databaseUrl,
     bounds,
     async (driver, target) => {
@@ -147,7 +148,7 @@ export async function specCommand(files: string[], o: SpecOptions): Promise<numb
       const fileCopy = inDatabase && (await fsyncOff(lab))
       // Databases are created and dropped on a connection of their own, beside the spec that runs.
       const aux = inDatabase ? connect(lab.target, { connectTimeoutMs: bounds.connectTimeoutMs, applicationName: 'race spec databases' }) : undefined
-      const endAux = aux ? onCleanup('connection for the spec databases', () => endQuietly(aux, 1)) : () => {}
+      const endAux = aux ? ctx.onCleanup('connection for the spec databases', () => endQuietly(aux, 1)) : () => {}
       // A spec that leaves its database as fresh as it found it (its teardown dropped what its setup made: race
       // compares the database's catalogs with a fresh copy's) hands it to the next spec; any other is dropped.
       let spare: SpecDatabase | undefined
@@ -292,6 +293,7 @@ interface RunContext {
 /** One spec, in a database (or a guarded schema) of its own; never throws but for an abort (Ctrl-C, --run-timeout). */
 async function runOne(lab: Lab, spec: Spec, database: Promise<SpecDatabase> | undefined, k: RunContext): Promise<Outcome> {
   const { o, env, bounds, streaming } = k
+  const abortSignal = lab.context.signal
   const name = specName(spec.file)
   const started = performance.now()
   if (lab.controlLost) throw new RunError(`${spec.file}: lost race's control connection to ${lab.target.label} before the spec started (CONNECTION_CLOSED): something ended it; nothing of this spec ran`)
@@ -341,7 +343,7 @@ async function runOne(lab: Lab, spec: Spec, database: Promise<SpecDatabase> | un
     if (pids.length) await lab.onControlOrFresh((sql) => sql`select pg_terminate_backend(pid) from unnest(${pids}::int[]) as pid where pid <> pg_backend_pid()`).catch(() => {})
   }
   // On Ctrl-C or --run-timeout, end this spec's backends (a step may be waiting on a lock), then drop the database or schema.
-  const release = onCleanup('spec sessions', terminate)
+  const release = lab.context.onCleanup('spec sessions', terminate)
   let result: { exit: 0 | 1 } | undefined
   let failure: unknown
   // Whether the spec left its database as fresh as a new one (asked on the spec's control connection at its end).
@@ -372,7 +374,7 @@ async function runOne(lab: Lab, spec: Spec, database: Promise<SpecDatabase> | un
         },
         sink,
       ),
-      whenAborted(),
+      lab.context.whenAborted(),
       // race's own control backend marks the run's schema (or database) as this live run's: without it, the next race
       // command would take it for a killed run's and drop it under the sessions. So the whole call stops.
       lab.whenLost().catch((e: unknown) => {

@@ -3,7 +3,7 @@
 // the story, q stops (cleanup as on Ctrl-C). Needs a terminal on stdin and stdout.
 import type { StepPause, TimelineEvent } from '../engine/types.js'
 import { Interrupted, UsageError } from '../errors.js'
-import { abort, onCleanup } from '../lifecycle.js'
+import type { RunContext } from '../lifecycle.js'
 import type { Plan } from '../plan.js'
 import { c } from '../report/color.js'
 import { stepFrame, storyFrame } from '../report/step.js'
@@ -25,7 +25,7 @@ export interface Stepper {
   close(): void
 }
 
-export function stepper(plan: Plan, head: string[]): Stepper {
+export function stepper(ctx: RunContext, plan: Plan, head: string[]): Stepper {
   const stdin = process.stdin
   const out = process.stdout
   let pause: StepPause | undefined
@@ -51,7 +51,7 @@ export function stepper(plan: Plan, head: string[]): Stepper {
     if (key === 'q' || key === 'Q') {
       const at = pause ? ` before step ${pause.done + 1} (${pause.session} ${pause.step})` : ''
       close()
-      abort(Object.assign(new Interrupted('SIGINT'), { message: `q pressed${at}` }))
+      ctx.abort(Object.assign(new Interrupted('SIGINT'), { message: `q pressed${at}` }))
       return
     }
     if (!pause || !go) return
@@ -88,7 +88,7 @@ export function stepper(plan: Plan, head: string[]): Stepper {
   stdin.setEncoding('utf8')
   stdin.on('data', onData)
   stdin.resume()
-  onCleanup('the terminal (--step)', async () => close())
+  ctx.onCleanup('the terminal (--step)', async () => close())
   out.on('resize', draw)
 
   return {

@@ -4,7 +4,7 @@
 import os from 'node:os'
 import type { Sql } from 'postgres'
 import { RunError } from '../errors.js'
-import { abortSignal, onCleanup, whenAborted } from '../lifecycle.js'
+import { RunContext } from '../lifecycle.js'
 import { connect, connectError, endQuietly, shareTypes } from './connect.js'
 import { spaceName, type Driver, type QueryResult, type RunSpace, type ServerInfo, type SessionConn, type SessionOptions } from './driver.js'
 import { PgSession } from './pg-session.js'
@@ -41,6 +41,8 @@ export class Lab implements Driver {
     readonly controlPid: number,
     private readonly controlStart: string,
     private readonly lost: Promise<never>,
+    /** The run this Lab belongs to: its cleanup drops the schema and ends control, its abort ends the waits. */
+    readonly context: RunContext,
   ) {}
 
   /**
@@ -62,7 +64,8 @@ export class Lab implements Driver {
     if (this.controlLost) throw Object.assign(new Error('the control connection closed'), { code: 'CONNECTION_CLOSED' })
   }
 
-  static async open(target: Target, connectTimeoutMs: number): Promise<Lab> {
+  /** `context`: the run's (a fresh one, whose cleanup is the caller's, when none is given: tests). */
+  static async open(target: Target, connectTimeoutMs: number, context: RunContext = new RunContext()): Promise<Lab> {
     let reject: (e: Error) => void = () => {}
     let lab: Lab | undefined
     const lost = new Promise<never>((_, r) => (reject = r))
@@ -75,7 +78,7 @@ export class Lab implements Driver {
         reject(Object.assign(new Error('the control connection closed'), { code: 'CONNECTION_CLOSED' }))
       },
     })
-    const release = onCleanup('control connection', () => endQuietly(control, 1))
+    const release = context.onCleanup('control connection', () => endQuietly(control, 1))
     // The startup questions go out together, right after login (one round trip, not three): the server's facts,
     // the schemas a killed run left, and the room for sessions. Each is its own statement, so that a mark this
     // role may not read fails only the reaping.
@@ -86,12 +89,12 @@ export class Lab implements Driver {
     left.catch(() => {})
     room.catch(() => {})
     try {
-      const [row] = await Promise.race([facts, whenAborted()])
-      lab = new Lab(target, control, { version: String(row.version).split(' ')[0], versionNum: Number(row.num), product: 'PostgreSQL' }, connectTimeoutMs, Number(row.pid), String(row.started), lost)
+      const [row] = await Promise.race([facts, context.whenAborted()])
+      lab = new Lab(target, control, { version: String(row.version).split(' ')[0], versionNum: Number(row.num), product: 'PostgreSQL' }, connectTimeoutMs, Number(row.pid), String(row.started), lost, context)
     } catch (e) {
       release()
       await endQuietly(control, 0)
-      if (abortSignal.aborted) throw e
+      if (context.signal.aborted) throw e
       throw connectError(e, target)
     }
     // Session connections to this target take the array types control fetched at login (see connect.ts).
@@ -154,7 +157,7 @@ export class Lab implements Driver {
     } catch (e) {
       schema.release()
       const code = (e as { code?: string }).code
-      if (abortSignal.aborted || isConnectionLoss(e)) throw e
+      if (this.context.signal.aborted || isConnectionLoss(e)) throw e
       if (code === '42501') {
         throw new RunError(`this role may not create a schema in this database (42501 insufficient_privilege): grant it CREATE on the database, or use another role`)
       }
@@ -273,7 +276,7 @@ export class RunSchema implements RunSpace {
     readonly name: string,
     readonly keep: boolean,
   ) {
-    this.unregister = onCleanup(`schema ${name}`, async () => {
+    this.unregister = lab.context.onCleanup(`schema ${name}`, async () => {
       const left = await this.drop()
       if (left) throw new Error(left.note)
     })

@@ -19,7 +19,7 @@ import { performance } from 'node:perf_hooks'
 import { setTimeout as sleep } from 'node:timers/promises'
 import mariadb, { type Connection, type ConnectionConfig } from 'mariadb'
 import { RunError } from '../errors.js'
-import { abortSignal, onCleanup, whenAborted } from '../lifecycle.js'
+import { RunContext } from '../lifecycle.js'
 import type { Driver, Leftover, QueryResult, RunSpace, ServerInfo, SessionConn, SessionOptions, StepRun } from './driver.js'
 import { UNREAD_LEVEL, conditionName } from './sqlstate.js'
 import type { Target } from './target.js'
@@ -96,8 +96,8 @@ export function mysqlConnectError(err: unknown, target: Target): RunError {
  * the server's max_connections, 1040) say how to fix it, as PostgreSQL's 53300 does; any other error is
  * mysqlConnectError's line. Read by error number, never by message text.
  */
-export function sessionConnectError(err: unknown, target: Target): Error {
-  if (err instanceof RunError || abortSignal.aborted) return err as Error
+export function sessionConnectError(err: unknown, target: Target, aborted = false): Error {
+  if (err instanceof RunError || aborted) return err as Error
   const e = err as { errno?: number; sqlState?: string; text?: string; message?: string }
   if (e?.errno === 1226 || e?.errno === 1040) {
     const code = `${e.sqlState ?? 'HY000'}/${e.errno}`
@@ -207,26 +207,29 @@ export class MysqlLab implements Driver {
     private readonly account: string,
     private readonly boot: number,
     private readonly lost: Promise<never>,
+    /** The run this driver belongs to: its cleanup drops the database and ends control, its abort ends the waits. */
+    readonly context: RunContext,
   ) {}
 
   get mariadb(): boolean {
     return this.server.product === 'MariaDB'
   }
 
-  static async open(target: Target, connectTimeoutMs: number): Promise<MysqlLab> {
+  /** `context`: the run's (a fresh one, whose cleanup is the caller's, when none is given: tests). */
+  static async open(target: Target, connectTimeoutMs: number, context: RunContext = new RunContext()): Promise<MysqlLab> {
     let reject: (e: Error) => void = () => {}
     const lost = new Promise<never>((_, r) => (reject = r))
     lost.catch(() => {})
     let control: Conn | undefined
     let watch: Conn | undefined
-    const release = onCleanup('control connection', async () => {
+    const release = context.onCleanup('control connection', async () => {
       await endQuietly(watch)
       await endQuietly(control)
     })
     try {
       const opts = connectionOptions(target, connectTimeoutMs)
-      control = await Promise.race([mariadb.createConnection({ ...opts, connectAttributes: { program_name: 'race control' } }), whenAborted()])
-      watch = await Promise.race([mariadb.createConnection({ ...opts, connectAttributes: { program_name: 'race watch' } }), whenAborted()])
+      control = await Promise.race([mariadb.createConnection({ ...opts, connectAttributes: { program_name: 'race control' } }), context.whenAborted()])
+      watch = await Promise.race([mariadb.createConnection({ ...opts, connectAttributes: { program_name: 'race watch' } }), context.whenAborted()])
       watch.on('error', () => {})
       const [facts, status] = (await control.query(
         `select version() as v, connection_id() as id, current_user() as u, unix_timestamp() as now; show global status like 'Uptime'`,
@@ -244,6 +247,7 @@ export class MysqlLab implements Driver {
         String(facts[0].u),
         Math.round(Number(facts[0].now) - uptime),
         lost,
+        context,
       )
       lab.release = release
       control.on('error', () => {})
@@ -258,7 +262,7 @@ export class MysqlLab implements Driver {
       release()
       await endQuietly(watch, true)
       await endQuietly(control, true)
-      if (abortSignal.aborted || e instanceof RunError) throw e
+      if (context.signal.aborted || e instanceof RunError) throw e
       throw mysqlConnectError(e, target)
     }
   }
@@ -358,7 +362,7 @@ export class MysqlLab implements Driver {
     } catch (e) {
       space.release()
       const err = normalizeError(e, !this.control.isValid())
-      if (abortSignal.aborted || err.code === 'CONNECTION_CLOSED') throw err
+      if (this.context.signal.aborted || err.code === 'CONNECTION_CLOSED') throw err
       if (err.code === '42000/1044') {
         throw new RunError(`this MySQL account may not create a database (42000/1044 ER_DBACCESS_DENIED_ERROR): grant it CREATE and DROP on race\\_%.*, or use another account`)
       }
@@ -423,7 +427,7 @@ export class MysqlLab implements Driver {
         ...(init.length ? { initSql: init } : {}),
       })
     } catch (e) {
-      throw sessionConnectError(e, this.target)
+      throw sessionConnectError(e, this.target, this.context.signal.aborted)
     }
     return new MysqlSession(this, conn)
   }
@@ -533,7 +537,7 @@ export class MysqlLab implements Driver {
     const until = performance.now() + 2000
     for (;;) {
       if (this.latest && this.latest.seq > after) return this.latest.trx.get(pid)?.level || undefined
-      if (abortSignal.aborted) return undefined
+      if (this.context.signal.aborted) return undefined
       if (performance.now() > until) return UNREAD_LEVEL
       await this.snapshot(true)
     }
@@ -604,7 +608,7 @@ class MysqlSpace implements RunSpace {
     readonly name: string,
     readonly keep: boolean,
   ) {
-    this.unregister = onCleanup(`database ${name}`, async () => {
+    this.unregister = lab.context.onCleanup(`database ${name}`, async () => {
       const left = await this.drop()
       if (left) throw new Error(left.note)
     })

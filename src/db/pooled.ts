@@ -8,7 +8,6 @@
 import { setTimeout as sleep } from 'node:timers/promises'
 import postgres, { type Sql } from 'postgres'
 import { RunError, UsageError } from '../errors.js'
-import { whenAborted } from '../lifecycle.js'
 import { connect, endQuietly } from './connect.js'
 import type { Driver, Leftover, QueryResult, RunSpace, SessionConn, SessionOptions, StepRun } from './driver.js'
 import type { ServerFatal } from './fatal.js'
@@ -267,7 +266,7 @@ export class PooledDriver implements Driver {
   async createSpace(label: string, keep: boolean, run?: (text: string) => Promise<unknown>, name?: string): Promise<RunSpace> {
     const schema = await this.lab.createSchema(label, keep, run, name)
     try {
-      this.route = await Promise.race([this.opener.open(schema.name), whenAborted()])
+      this.route = await Promise.race([this.opener.open(schema.name), this.lab.context.whenAborted()])
     } catch (e) {
       schema.release()
       const left = await schema.drop()

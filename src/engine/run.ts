@@ -11,11 +11,10 @@ import { parseBinds } from '../binds.js'
 import { spaceName, type Driver, type RunSpace, type ServerInfo } from '../db/driver.js'
 import { conditionName, isConnectionLoss } from '../db/sqlstate.js'
 import { Interrupted, RunError, UsageError } from '../errors.js'
-import { abortSignal, setStuckDescriber, whenAborted } from '../lifecycle.js'
 import { tooOldFor } from '../plan.js'
 import { kindOf, type BindCtx, type Row } from '../scenario.js'
 import { refused } from './refusals.js'
-import type { RunConfig, RunContext, SeenBy } from './runner.js'
+import type { RunConfig, SeenBy, TrialContext } from './runner.js'
 import { statementTrials } from './statements.js'
 
 export type { RunConfig } from './runner.js'
@@ -44,15 +43,15 @@ export async function run(lab: Driver, cfg: RunConfig): Promise<RunOutput> {
   if (sharing.length && cfg.schedule === 'barrier') {
     throw refused({ kind: 'barrier-shares', scenario: scenario.id, pairs: sharing.map((x) => [x.name, x.spec.shares!]) }, cfg.word)
   }
-  // The run's abort signal and where it says what is in flight: read here once, and given to the trial runner.
-  const signal = abortSignal
-  const aborted = whenAborted()
-  const ctx: RunContext = {
+  // The run's abort signal and where it says what is in flight (the run's context): given to the trial runner.
+  const signal = cfg.context.signal
+  const aborted = cfg.context.whenAborted()
+  const ctx: TrialContext = {
     lab,
     cfg,
     signal,
     whenAborted: () => aborted,
-    describeStuck: setStuckDescriber,
+    describeStuck: (f) => cfg.context.setStuckDescriber(f),
     evaluate: (user, seen) => evaluate(lab, cfg, user, seen),
   }
   // Declared statements run on the engine's own runner; an application race brings its own (it refuses here, before

@@ -7,6 +7,7 @@
 import { performance } from 'node:perf_hooks'
 import type { Driver } from '../db/driver.js'
 import type { Entry } from '../permutation.js'
+import type { RunContext } from '../lifecycle.js'
 import type { Plan } from '../plan.js'
 import type { Rows, Schedule } from '../scenario.js'
 import type { Words } from './refusals.js'
@@ -14,10 +15,14 @@ import type { Chooser, InvariantReport, StepPause, TimelineEvent, TrialFacts } f
 
 /** What a run is asked to do (engine/run.ts run()): the plan, the schedule or a chooser, the bounds, the callbacks. */
 export interface RunConfig {
+  /** The run's context: its abort (Ctrl-C, --run-timeout) ends every wait; a timeout names what is stuck. */
+  context: RunContext
   plan: Plan
   schedule: Schedule
   /** With schedule 'permutation': the order, as text ("s1.begin s2.begin ..."). */
   permutation?: string
+  /** The steps' order for a step-by-step schedule, as the run service parsed it (absent: derived from schedule and permutation). */
+  order?: Entry[]
   trials: number
   stepTimeoutMs: number
   connectTimeoutMs: number
@@ -69,7 +74,7 @@ export interface RunConfig {
 export type SeenBy = (session: string, step: string) => Rows | undefined
 
 /** What the run gives every runner: the driver, the run's configuration, and its one abort signal. */
-export interface RunContext {
+export interface TrialContext {
   lab: Driver
   cfg: RunConfig
   /** The run's abort signal (Ctrl-C, the run timeout), read once by run(): a trial ends its sessions when it fires. */
@@ -122,7 +127,7 @@ export interface TrialRunner {
  * Makes the runner of one run. It refuses what it cannot do (a schedule, an option) by throwing before any schema
  * or connection exists.
  */
-export type TrialRunnerFactory = (ctx: RunContext) => TrialRunner
+export type TrialRunnerFactory = (ctx: TrialContext) => TrialRunner
 
 /**
  * A trial's clock and its events, for both runners: times in milliseconds from the trial's start (restart: the

@@ -11,7 +11,7 @@ import { orderFor } from '../plan.js'
 import type { Entry } from '../permutation.js'
 import { fitToKeep, SessionConns } from './conns.js'
 import { refused } from './refusals.js'
-import { abortable, TrialClock, type RunContext, type SeenBy, type TrialRunner, type TrialRunnerFactory } from './runner.js'
+import { abortable, TrialClock, type TrialContext, type SeenBy, type TrialRunner, type TrialRunnerFactory } from './runner.js'
 import { runBarrier, runChosen, runPermutation, type BlockProbe } from './schedule.js'
 import { Session, sessionOptions } from './session.js'
 import type { Chooser, SessionState, StepPause, TrialFacts } from './types.js'
@@ -20,7 +20,7 @@ export const statementTrials: TrialRunnerFactory = (ctx) => {
   const { lab, cfg } = ctx
   const { plan } = cfg
   // Bad permutations are refused before any schema or connection exists.
-  const order = cfg.schedule === 'barrier' || cfg.choose ? [] : orderFor(plan, cfg.schedule, cfg.permutation)
+  const order = cfg.schedule === 'barrier' || cfg.choose ? [] : (cfg.order ?? orderFor(plan, cfg.schedule, cfg.permutation))
   // The connections the sessions of the next trial will use (none held between trials with freshConnections).
   const conns = new SessionConns(lab)
   let opened = 0
@@ -59,7 +59,7 @@ export const statementTrials: TrialRunnerFactory = (ctx) => {
  * trial; absent (freshConnections): each session opens its own and closes it at the end.
  */
 async function trial(
-  ctx: RunContext,
+  ctx: TrialContext,
   schema: string,
   order: Entry[],
   user: string,

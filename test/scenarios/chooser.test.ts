@@ -23,6 +23,7 @@ test("a scenario's declared steps driven by a chooser: it sees each ready sessio
   const p = await broken()
   const moments: Moment[] = []
   const out = await run(ctx.lab, {
+    context: ctx.lab.context,
     plan: p,
     schedule: 'lockstep',
     trials: 2,
@@ -52,7 +53,7 @@ test("a scenario's declared steps driven by a chooser: it sees each ready sessio
 test('a chooser that picks no ready session ends the run as bad input', async () => {
   const p = await broken()
   await assert.rejects(
-    run(ctx.lab, { plan: p, schedule: 'lockstep', trials: 1, stepTimeoutMs: 10_000, connectTimeoutMs: 5000, keep: false, chooser: () => () => 'nobody' }),
+    run(ctx.lab, { context: ctx.lab.context, plan: p, schedule: 'lockstep', trials: 1, stepTimeoutMs: 10_000, connectTimeoutMs: 5000, keep: false, chooser: () => () => 'nobody' }),
     (e: unknown) => e instanceof UsageError && /the chooser picked "nobody", which is not one of the ready sessions \(s1, s2\)/.test(e.message),
   )
 })

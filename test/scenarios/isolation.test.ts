@@ -144,6 +144,7 @@ test('a permutation that can never finish is refused with a clear message, not l
   const started = Date.now()
   await assert.rejects(
     run(ctx.lab, {
+      context: ctx.lab.context,
       plan: plan(stuck, { params: {}, n: 2, engine: 'postgres' }),
       schedule: 'permutation',
       permutation: 's1.lock s1.done s2.lock s2.done',

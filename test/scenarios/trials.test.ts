@@ -315,7 +315,7 @@ test('every scenario and check case, lockstep, 3 trials on kept connections: eve
 test('the engine, in-process: a run reports how many connections it opened and kept', async () => {
   const scenario = await findScenario('broken')
   const p = plan(scenario, { params: defaultParams(scenario, {}), n: 3, engine: 'postgres' })
-  const base = { plan: p, schedule: 'lockstep' as const, trials: 5, stepTimeoutMs: 10_000, connectTimeoutMs: 5000, keep: false }
+  const base = { context: ctx.lab.context, plan: p, schedule: 'lockstep' as const, trials: 5, stepTimeoutMs: 10_000, connectTimeoutMs: 5000, keep: false }
   const kept = await run(ctx.lab, base)
   const fresh = await run(ctx.lab, { ...base, freshConnections: true })
   assert.deepEqual(kept.connections, { opened: 3, kept: 12 }, "each of trials 2-5 took the 3 connections of the trial before")

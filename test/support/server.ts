@@ -103,6 +103,7 @@ export async function runScenario(
   const docs = documentedFor(scenario, { ...variant, schedule, windowMs: o.windowMs ?? 0 })
   // Through a pooler: a driver whose sessions are the clients of a PgBouncer of race's own.
   const out = await run(o.pool ? pooledDriver(o.pool, lab, 5000) : lab, {
+    context: lab.context,
     plan: p,
     schedule,
     permutation: o.permutation,

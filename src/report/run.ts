@@ -1,0 +1,56 @@
+// race run's report (and run()'s text): what ran where, the sessions, the invariant and the verdict, drawn in the
+// style of the run's context (report/color.ts c).
+import { formatDuration } from '../parse.js'
+import type { Params, Scenario, Schedule } from '../scenario.js'
+import { c } from './color.js'
+import type { RunView } from './json.js'
+import { columns, hang, joinFit } from './width.js'
+
+/** "max_locks_per_transaction=10 max_connections=20": the settings of a scenario's own server. */
+export function ownSettings(s: Scenario): string {
+  return Object.entries(s.ownServer?.settings ?? {})
+    .map(([k, v]) => `${k}=${v}`)
+    .join(' ')
+}
+
+export function describeParams(s: Scenario, params: Params): string {
+  return Object.entries(s.params)
+    .map(([k, p]) => {
+      const flag = p.flag.split(' ')[0].replace(/^--(no-)?/, '')
+      const v = params[k]
+      return p.kind === 'duration' ? `${flag}=${formatDuration(Number(v))}` : `${flag}=${v}`
+    })
+    .join(' ')
+}
+
+/** The first line of a run's report: what ran where, how many sessions, which schedule. */
+/** `server`: the product and version, e.g. "PostgreSQL 18.4" or "MariaDB 10.11.19". */
+export function headParts(id: string, server: string, target: string, n: number, schedule: Schedule, windowMs: number): string[] {
+  return [c.bold(`race run ${id}`), `${server} (${target})`, `${n} session${n === 1 ? '' : 's'}`, `${schedule}${windowMs ? ` window ${formatDuration(windowMs)}` : ''}`]
+}
+
+export function render(
+  r: RunView,
+  drawn: 'race' | 'all' | undefined,
+  kept: boolean,
+  { backendLines, deviationLines, invariantLine, isolationLine, sessionsTable, trialsTable, verdictLine }: typeof import('../report/table.js'),
+  timeline?: typeof import('../report/timeline.js').timeline,
+): string {
+  const w = columns()
+  const { scenario, summary, representative: t } = r
+  const lines = joinFit(headParts(scenario.id, `${r.server.product ?? 'PostgreSQL'} ${r.server.version}`, r.target, t.sessions.length, r.schedule, r.windowMs), '  ·  ', w, 2)
+  const ps = describeParams(scenario, r.params)
+  if (ps) lines.push(...hang(c.dim(ps + (r.holdMs ? ` (lock timeouts extended by --hold ${formatDuration(r.holdMs)})` : '')), w, 2))
+  if (scenario.ownServer) lines.push(...hang(c.dim(`a server of its own, started with ${ownSettings(scenario)} (it ${scenario.ownServer.why})`), w, 2))
+  if (r.pooled) lines.push(...hang(`${c.dim('pooler')}     ${r.pooled}; each session is a client of it, the control connection goes direct`, w, 11))
+  lines.push(isolationLine(t, r.plan.isolation, w))
+  lines.push('')
+  if (drawn && timeline) lines.push(timeline(t, { all: drawn === 'all', width: w }), '')
+  if (summary.trials > 1) lines.push(trialsTable(r.trials, summary, w), '', c.dim(`one ${t.comparison.matched ? t.verdict : 'deviating'} trial:`))
+  lines.push(sessionsTable(t, w), ...backendLines(t, w))
+  // An application race: the order its queries ran in, as a permutation that --schedule replays.
+  if (t.order?.length) lines.push(...hang(`${c.dim('order')}      ${t.order.join(' ')}`, w, 11))
+  lines.push(invariantLine(t, w), verdictLine(summary, summary.trials === 1 ? t.why : undefined, w), ...deviationLines(summary, w))
+  if (kept) lines.push(...hang(c.dim(`schema ${r.schema} kept (--keep): drop schema "${r.schema}" cascade`), w, 2))
+  return lines.join('\n')
+}
