@@ -2,6 +2,7 @@
 // at a gate until the schedule releases it. The session records facts as the engine's sessions do (events, an
 // outcome, its SQLSTATE), so that the same judge and reports read them.
 import { conditionName, isConnectionLoss, isServerError } from '../db/sqlstate.js'
+import { describeThrown } from './describe.js'
 import type { EventKind, Outcome, SessionReport, TimelineEvent } from '../engine/types.js'
 
 /** Where a session stands. app: its function runs JavaScript (between queries); ready: at its gate. */
@@ -275,10 +276,21 @@ export class AppSession {
       if (isServerError(code)) return this.end('failed', step, { sqlstate: code, reason: (driver as Error).message })
       return this.end('failed', step, { reason: (driver as Error).message ?? String(driver) })
     }
+    if (!this.declared(err)) {
+      // Neither the driver's nor thrown on purpose: a bug in the code under test (a TypeError, an undeclared class).
+      const reason = `the function threw ${describeThrown(err)}, which the race module does not declare as a rejection (rejects)`
+      this.record(step, 'error', reason)
+      this.crashed = describeThrown(err)
+      return this.end('failed', step, { reason })
+    }
     const reason = (err as Error)?.message ?? String(err)
     this.record(step, 'reject', reason)
     this.end('rejected', step, { reason })
   }
+  /** Whether an error the function threw is one its race module declares as a rejection. */
+  declared: (err: unknown) => boolean = () => false
+  /** The error the function threw that was neither the driver's nor declared ("TypeError: ..."). */
+  crashed?: string
 
   /** The driver's own error, thrown as it is or wrapped by an ORM (Drizzle's DrizzleQueryError keeps it as its cause). */
   private driverError(err: unknown): object | undefined {
@@ -330,6 +342,7 @@ export class AppSession {
       retries: 0,
       errors: [...this.errors],
       ...(this.outcome === 'timeout' ? { blockedBy: this.blockedBy ?? [] } : {}),
+      ...(this.crashed ? { thrown: this.crashed } : {}),
     }
   }
 }

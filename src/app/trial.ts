@@ -10,6 +10,7 @@ import type { Chooser, InvariantReport, Moment, TrialFacts } from '../engine/typ
 import { RunError, UsageError } from '../errors.js'
 import type { Schedule } from '../scenario.js'
 import { loadDriver, openMariadb, openPg, openPostgresJs, running, type AppConn } from './drivers.js'
+import { isDeclaredRejection } from './describe.js'
 import { AppSession } from './session.js'
 import type { AppRace } from './types.js'
 import { parseAppPermutation } from './labels.js'
@@ -89,6 +90,7 @@ export async function appTrial(lab: Driver, cfg: AppTrialConfig): Promise<AppTri
       }),
   }
   for (let i = 0; i < cfg.n; i++) sessions.push(new AppSession(`s${i + 1}`, i, env))
+  for (const s of sessions) s.declared = (e) => isDeclaredRejection(cfg.race, e)
   const killAll = async () => {
     await Promise.all(conns.map((c) => c?.destroy()))
     await lab.terminate(ours()).catch(() => {})
