@@ -61,6 +61,14 @@ export function appProblems(race: AppRace): string[] {
   if (b !== undefined && !(typeof b === 'number' && Number.isInteger(b) && b >= 1) && !(typeof b === 'string' && /^[A-Za-z_]\w*$/.test(b))) {
     out.push(`barrier is ${JSON.stringify(b)}: give the query number k (the barrier stands before each session's k-th query) or a point's name`)
   }
+  const r = race.rejects
+  if (r !== undefined && typeof r !== 'function' && !(Array.isArray(r) && r.every((c) => typeof c === 'function'))) {
+    out.push('rejects must be a list of the error classes your code throws on purpose (e.g. [Conflict]) or a predicate (err) => boolean')
+  }
+  const pv = race.prevention
+  if (pv !== undefined && !(Array.isArray(pv) && pv.every((c) => typeof c === 'string' && /^[0-9A-Z]{5}(\/\d+)?$/.test(c)))) {
+    out.push(`prevention is ${JSON.stringify(pv)}: give the SQLSTATEs that prevent the race, e.g. ['23505']`)
+  }
   const s = race.sessions
   if (s !== undefined && !(typeof s === 'number' && Number.isInteger(s) && s >= 1) && !(typeof s === 'object' && Number.isInteger(s.default) && s.default >= 1)) {
     out.push('sessions must be a whole number (the default --n) or { default, min, max }')
@@ -91,6 +99,8 @@ export function appScenario(race: AppRace, file: string): Scenario {
       ? { documented: { mysql: { lockstep: [], serial: [] } }, unavailable: { postgres: 'its driver is the mariadb connector: give a mysql:// or mariadb:// --database-url' } }
       : { documented: { postgres: { lockstep: [], serial: [] } }, unavailable: { mysql: `its driver (${race.driver}) is a PostgreSQL driver` } }),
     expects: race.expect,
+    ...(race.prevention?.length ? { prevention: [...race.prevention] } : {}),
     kind: { type: 'application', race, file: resolved, runner: appTrials(race, resolved) },
   }
 }
+

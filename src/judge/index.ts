@@ -52,7 +52,7 @@ export function judge(sessions: readonly Judged[], invariant: Pick<InvariantRepo
   const odd = sessions.find((s) => s.outcome === 'failed' && !prevents(s.sqlstate ?? undefined))
   if (odd) {
     const code = odd.sqlstate ?? undefined
-    const integrity = isIntegrityViolation(code) ? `: an integrity error is a prevention only where it is declared (a spec's line: prevented by ${sqlstateOf(code!)}; docs/verdicts.md)` : ''
+    const integrity = isIntegrityViolation(code) ? `: an integrity error is a prevention only where it is declared (a spec's line: prevented by ${sqlstateOf(code!)}; a race module's field: prevention: ['${sqlstateOf(code!)}']; docs/verdicts.md)` : ''
     return {
       verdict: 'unknown',
       why: `${odd.name} failed with ${code ?? odd.reason ?? 'an error'}${conditionName(code) ? ' ' + conditionName(code) : ''}, which its documentation does not name${integrity}`,
