@@ -40,15 +40,22 @@ function idOf(race: AppRace, file: string): string {
   return base.toLowerCase().replace(/[^a-z0-9]+/g, '-').replace(/^-+|-+$/g, '') || 'app-race'
 }
 
-/** The invariant's SQL: as written when it names a `held` column, else its first value as `held`. */
+/**
+ * The invariant's SQL, as written: what decides is read from its result, never from its text (engine/run.ts
+ * evaluate: exactly one row; its `held` column, else its one boolean column).
+ */
 export function invariantSqlOf(race: AppRace): string {
-  const sql = (typeof race.invariant === 'string' ? race.invariant : race.invariant?.sql ?? '').trim().replace(/;\s*$/, '')
-  return /\bheld\b/i.test(sql) ? sql : `select (${sql}) as held`
+  return (typeof race.invariant === 'string' ? race.invariant : race.invariant?.sql ?? '').trim().replace(/;\s*$/, '')
 }
+
+/** The fields defineAppRace knows: any other is a typo or a field of another version, refused rather than ignored. */
+const FIELDS = new Set(['id', 'title', 'story', 'driver', 'sessions', 'setup', 'session', 'rejects', 'prevention', 'invariant', 'expect', 'barrier', 'connection'])
 
 /** Problems with an application race's declaration: the first is the one line a user sees. */
 export function appProblems(race: AppRace): string[] {
   const out: string[] = []
+  const unknown = Object.keys(race).filter((k) => !FIELDS.has(k))
+  if (unknown.length) out.push(`${unknown.map((k) => JSON.stringify(k)).join(', ')} ${unknown.length > 1 ? 'are not fields' : 'is not a field'} of defineAppRace (its fields: ${[...FIELDS].join(', ')})`)
   if (race.driver !== 'pg' && race.driver !== 'postgres' && race.driver !== 'mariadb') {
     out.push(`driver is ${JSON.stringify(race.driver)}: use 'pg' (node-postgres), 'postgres' (postgres.js) or 'mariadb' (the mariadb connector, on MySQL/MariaDB)`)
   }
