@@ -119,6 +119,47 @@ export class AppSession {
    * Returns the function to call when the query has ended (with its result or error).
    */
   async enter(step: string, sql: string, point = false): Promise<void> {
+    this.open++
+    try {
+      await this.gate(step, sql, point)
+    } catch (e) {
+      this.settle()
+      throw e
+    }
+    if (point) this.settle()
+  }
+
+  /** Steps entered (sent or waiting to be) and not yet ended: a function that returns leaves none behind unseen. */
+  private open = 0
+  private drainers: (() => void)[] = []
+  private settle(): void {
+    this.open = Math.max(0, this.open - 1)
+    if (this.open === 0) for (const d of this.drainers.splice(0)) d()
+  }
+  /** Whether a step of the session is still entered and not ended (a query its function did not await). */
+  get pendingSteps(): number {
+    return this.open
+  }
+  /**
+   * Resolves once every step the session's function entered has ended, its un-awaited queries included (they are
+   * released by the schedule as any other). Queries sent in a later tick (postgres.js sends on the next one) count.
+   */
+  async drained(): Promise<void> {
+    for (;;) {
+      await new Promise<void>((r) => setImmediate(r))
+      if (this.open === 0 || this.finished) return
+      this.unawaited = true
+      await new Promise<void>((r) => this.drainers.push(r))
+    }
+  }
+  /** Its function ended before every query it sent had ended (it did not await them): race waited for them. */
+  unawaited = false
+  /** The labels of queries sent so far. */
+  get sent(): number {
+    return this.queries
+  }
+
+  private async gate(step: string, sql: string, point: boolean): Promise<void> {
     if (this.finished) throw new SessionEnded(`session ${this.name} was ended by race (${this.outcome}): ${step} not sent`)
     const prev = this.chain
     let mine!: () => void
@@ -225,6 +266,7 @@ export class AppSession {
     this.releaseChain?.()
     this.releaseChain = undefined
     if (!cur) return undefined
+    this.settle()
     if (cur.everBlocked) {
       this.waitedMs += this.env.now() - cur.startedAt
       this.record(cur.label, 'woke')
@@ -315,13 +357,15 @@ export class AppSession {
     if (this.outcome) return
     this.outcome = outcome
     this.endStep = step
-    this.reason = o.reason
+    const late = 'its function ended before queries it did not await had ended: race let them run and waited for them'
+    this.reason = this.unawaited ? (o.reason ? `${o.reason} (${late})` : late) : o.reason
     this.sqlstate = o.sqlstate
     this.endedAt = this.env.now()
     this.stopTimer?.()
     this.state = 'done'
     // A step held at the gate is let go: enter() sees the session ended and throws SessionEnded.
     this.pending?.go()
+    for (const d of this.drainers.splice(0)) d()
     this.env.notify()
   }
 

@@ -171,10 +171,18 @@ export async function appTrial(lab: Driver, cfg: AppTrialConfig): Promise<AppTri
       s.appSince = now()
       const call = () => Promise.resolve().then(() => cfg.race.session(c.db, ctx))
       const p = cfg.race.driver === 'postgres' ? running.run(s, call) : call()
-      return p.then(
-        (v) => s.returned(v),
-        (e) => s.threw(e),
-      ).finally(notify)
+      // The session ends when its function has and every query it sent has too (one it did not await is released by
+      // the schedule and waited for, never dropped).
+      return p
+        .then(
+          (v) => () => s.returned(v),
+          (e) => () => s.threw(e),
+        )
+        .then(async (settle) => {
+          await s.drained()
+          settle()
+        })
+        .finally(notify)
     })
 
     const probe = async (ask: AppSession[]) => {
