@@ -193,7 +193,13 @@ export async function appTrial(lab: Driver, cfg: AppTrialConfig): Promise<AppTri
     const boundApp = () => {
       for (const s of sessions) {
         if (s.state === 'app' && now() - s.appSince > cfg.stepTimeoutMs) {
-          s.end('timeout', s.lastLabel ?? 'start', { reason: `the function neither sent a query nor returned within ${cfg.stepTimeoutMs}ms` })
+          // Others held at their gate by race while this one waits in JavaScript: it waits on them outside the
+          // database (an in-process lock, a shared promise), which no schedule that holds them lets go on.
+          const held = sessions.filter((x) => x !== s && x.state === 'ready' && x.pending)
+          const reason = held.length
+            ? `${s.name} waited in JavaScript (no query pending) for ${cfg.stepTimeoutMs}ms while race held ${held.map((x) => `${x.name} at ${x.name}.${x.pending!.label}`).join(', ')}: it waits outside the database on ${held.length > 1 ? 'those sessions' : held[0].name} (an in-process lock or a shared promise), which race cannot schedule`
+            : `the function neither sent a query nor returned within ${cfg.stepTimeoutMs}ms`
+          s.end('timeout', s.lastLabel ?? 'start', { reason })
           void conns[s.index]?.destroy()
         }
       }
