@@ -232,8 +232,9 @@ export async function appTrial(lab: Driver, cfg: AppTrialConfig): Promise<AppTri
       if (barrier) {
         // Every session runs until it is at the barrier (or has ended, or waits for a lock); then all go at once.
         await quiet()
+        // The steps before the barrier stay in the order (each session's first queries): the order replays as a
+        // permutation. The timeline starts at the barrier.
         events.length = 0
-        order.length = 0
         clock.restart()
         sessions.forEach((s) => s.markStart(0))
         const there = sessions.filter((s) => s.state === 'ready')

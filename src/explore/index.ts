@@ -7,6 +7,7 @@
 // strategy from enumerate.ts: depth-first over every choice, or seeded random runs, then shrinking.
 import { performance } from 'node:perf_hooks'
 import type { Driver, ServerInfo } from '../db/driver.js'
+import { maskUrl } from '../db/target.js'
 import type { Chooser, Moment, ReadyStep } from '../engine/types.js'
 import type { TrialFacts } from '../engine/types.js'
 import { RunError, UsageError } from '../errors.js'
@@ -121,8 +122,14 @@ export interface ExploreResult {
   groups: Group[]
   /** The violating interleaving with the fewest switches (after shrinking, for a sample). */
   shortest: (Interleaving & { shrunk?: { from: string; runs: number } }) | null
-  /** `race run ... --schedule "..."`: the command that replays the shortest. */
+  /**
+   * `race run ... --schedule "..."`: the command that replays the shortest, on the same database: the
+   * --database-url given (its password masked as ***, see replayNote), `--database-url "$DATABASE_URL"` when it came
+   * from DATABASE_URL, nothing when the PG* variables or race's embedded server chose it (the same again).
+   */
   replay: string | null
+  /** Set when the replay line cannot be pasted as it is (a password masked in it): what to put back. */
+  replayNote?: string
   /** Runs whose replayed choices went otherwise than before (the database did something else that time). */
   diverged: number
   every: Interleaving[]
@@ -220,6 +227,7 @@ export async function exploreOn(lab: Driver, targetLabel: string, scenario: Scen
   // where it is reached, so the count of orders is not known before: the first run (the first ready session at every
   // choice) gives each session's queries along it, and their orders decide between every interleaving and a sample.
   const app = kindOf(scenario).type === 'application'
+  const where = replayTarget(o.databaseUrl)
   const counts = app ? [] : p.sessions.map((s, i) => s.steps.filter((_, k) => !pinned(scenario, p, i, k)).length)
   let orders = app ? 0n : ordersOf(counts)
   let sampling = o.sample !== undefined || (!app && orders > BigInt(o.max))
@@ -369,7 +377,8 @@ export async function exploreOn(lab: Driver, targetLabel: string, scenario: Scen
     unknown: every.filter((x) => x.verdict === 'unknown').length,
     groups: groupsOf(every),
     shortest,
-    replay: current ? replayCommand(o.name ?? (isFileScenario(scenario) ? scenario.source.section : scenario.id), scenario, p, current.it.line) : null,
+    replay: current ? replayCommand(o.name ?? (isFileScenario(scenario) ? scenario.source.section : scenario.id), scenario, p, current.it.line, where.args) : null,
+    ...(current && where.note ? { replayNote: where.note } : {}),
     diverged,
     every,
     expected: expect ?? 'reported (no expectation: use --expect held|violated)',
@@ -380,9 +389,26 @@ export async function exploreOn(lab: Driver, targetLabel: string, scenario: Scen
   }
 }
 
-/** `race run <scenario> [--n N] [its params] --schedule "<line>"`, quoted for a POSIX shell. */
-export function replayCommand(name: string, s: Scenario, p: Plan, line: string): string {
-  const q = (x: string) => (/^[\w./:@%+=,-]+$/.test(x) ? x : `'${x.replace(/'/g, `'\\''`)}'`)
+const shellQuote = (x: string) => (/^[\w./:@%+=,-]+$/.test(x) ? x : `'${x.replace(/'/g, `'\\''`)}'`)
+
+/**
+ * The connection options a replay line needs to run on the database this exploration ran on: an explicit
+ * --database-url as given (a password in it masked, with a note: a printed line never shows it), DATABASE_URL by
+ * name (the shell puts it back), nothing for the PG* variables or the embedded server (they choose the same again).
+ */
+export function replayTarget(databaseUrl: string | undefined, env: NodeJS.ProcessEnv = process.env): { args: string[]; note?: string } {
+  if (databaseUrl !== undefined) {
+    const masked = maskUrl(databaseUrl.trim())
+    const args = ['--database-url', shellQuote(masked)]
+    return masked === databaseUrl.trim() ? { args } : { args, note: "the password in --database-url is printed as ***: put yours back in its place (or set DATABASE_URL and write --database-url \"$DATABASE_URL\")" }
+  }
+  if (env.DATABASE_URL !== undefined && env.DATABASE_URL !== '') return { args: ['--database-url', '"$DATABASE_URL"'] }
+  return { args: [] }
+}
+
+/** `race run <scenario> [--n N] [its params] [--database-url ...] --schedule "<line>"`, quoted for a POSIX shell. */
+export function replayCommand(name: string, s: Scenario, p: Plan, line: string, target: readonly string[] = []): string {
+  const q = shellQuote
   const args = ['race', 'run', q(name)]
   if (p.variant.n !== s.sessionCount.default) args.push('--n', String(p.variant.n))
   const defaults = defaultParams(s, {})
@@ -393,6 +419,7 @@ export function replayCommand(name: string, s: Scenario, p: Plan, line: string):
     if (spec.kind === 'boolean') args.push(v ? flag.replace(/^--no-/, '--') : flag.startsWith('--no-') ? flag : `--no-${flag.slice(2)}`)
     else args.push(flag, q(spec.kind === 'duration' ? `${v}ms` : String(v)))
   }
+  args.push(...target)
   args.push('--schedule', `"${line}"`)
   return args.join(' ')
 }
