@@ -110,4 +110,3 @@ export function appScenario(race: AppRace, file: string): Scenario {
     kind: { type: 'application', race, file: resolved, runner: appTrials(race, resolved) },
   }
 }
-

@@ -154,7 +154,7 @@ export class AppSession {
   }
   /** Its function ended before every query it sent had ended (it did not await them): race waited for them. */
   unawaited = false
-  /** The labels of queries sent so far. */
+  /** How many queries the function has sent so far (through the connection race gave it). */
   get sent(): number {
     return this.queries
   }

@@ -279,6 +279,21 @@ export async function appTrial(lab: Driver, cfg: AppTrialConfig): Promise<AppTri
     await Promise.race([drive(), whenAborted(), lab.whenLost()])
     // Every function has returned or thrown (bounded: a session given up on is not awaited further).
     await Promise.race([Promise.all(ended), sleep(2000)])
+    // What was given but never used is said, not ignored: a permutation's step that never came (unless a session was
+    // cut short by race, which says so itself), and a race whose functions sent nothing to race.
+    const byThemselves = sessions.every((s) => s.outcome === 'committed' || s.outcome === 'rejected' || (s.outcome === 'failed' && !s.crashed))
+    if (byThemselves && cfg.schedule === 'permutation' && cfg.permutation && !cfg.chooser) {
+      const ran = new Set(order)
+      const missing = parseAppPermutation(cfg.permutation, sessions.map((s) => s.name)).filter((e) => !ran.has(e.label))
+      if (missing.length) {
+        const last = (name: string) => [...order].reverse().find((l) => l.startsWith(`${name}.`))
+        const m = missing[0]
+        throw new UsageError(`--schedule names ${missing.map((e) => e.label).join(', ')}, which never came: ${m.session} ended after ${last(m.session) ?? 'no step'} (race show, or a run's order line, names the steps its function takes)`)
+      }
+    }
+    if (byThemselves && sessions.every((s) => s.sent === 0)) {
+      throw new UsageError(`${cfg.file ?? cfg.scenarioId}: no session's function sent a query through the connection race gave it (the db argument): there is nothing to race (does it use its own connection or pool?)`)
+    }
     // Nothing a session left open (a transaction) is there when the invariant runs.
     await Promise.all(
       sessions.map(async (s, i) => {
