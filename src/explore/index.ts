@@ -124,8 +124,8 @@ export interface ExploreResult {
   shortest: (Interleaving & { shrunk?: { from: string; runs: number } }) | null
   /**
    * `race run ... --schedule "..."`: the command that replays the shortest, on the same database: the
-   * --database-url given (its password masked as ***, see replayNote), `--database-url "$DATABASE_URL"` when it came
-   * from DATABASE_URL, nothing when the PG* variables or race's embedded server chose it (the same again).
+   * --database-url given (its password masked as ***, see replayNote); nothing when DATABASE_URL, the PG* variables
+   * or race's embedded server chose it (they choose the same again).
    */
   replay: string | null
   /** Set when the replay line cannot be pasted as it is (a password masked in it): what to put back. */
@@ -397,16 +397,16 @@ const shellQuote = (x: string) => (/^[\w./:@%+=,-]+$/.test(x) ? x : `'${x.replac
 
 /**
  * The connection options a replay line needs to run on the database this exploration ran on: an explicit
- * --database-url as given (a password in it masked, with a note: a printed line never shows it), DATABASE_URL by
- * name (the shell puts it back), nothing for the PG* variables or the embedded server (they choose the same again).
+ * --database-url as given (a password in it masked, with a note: a printed line never shows it); nothing when
+ * DATABASE_URL, the PG* variables or the embedded server chose it (they choose the same again where it is pasted).
  */
-export function replayTarget(databaseUrl: string | undefined, env: NodeJS.ProcessEnv = process.env): { args: string[]; note?: string } {
+export function replayTarget(databaseUrl: string | undefined): { args: string[]; note?: string } {
   if (databaseUrl !== undefined) {
     const masked = maskUrl(databaseUrl.trim())
     const args = ['--database-url', shellQuote(masked)]
     return masked === databaseUrl.trim() ? { args } : { args, note: "the password in --database-url is printed as ***: put yours back in its place (or set DATABASE_URL and write --database-url \"$DATABASE_URL\")" }
   }
-  if (env.DATABASE_URL !== undefined && env.DATABASE_URL !== '') return { args: ['--database-url', '"$DATABASE_URL"'] }
+  // DATABASE_URL, PG* variables, the embedded server: the environment the line is pasted into chooses the same again.
   return { args: [] }
 }
 
