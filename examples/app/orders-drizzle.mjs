@@ -1,4 +1,5 @@
 // The repository function written with Drizzle over node-postgres (it takes a Client or a Pool).
+import { Conflict } from './orders.mjs'
 import { and, count, eq, sql } from 'drizzle-orm'
 import { drizzle } from 'drizzle-orm/node-postgres'
 import { bigserial, integer, pgTable, text } from 'drizzle-orm/pg-core'
@@ -18,7 +19,9 @@ export async function createOrder(client, userId, amount, { locked = false } = {
       .select({ n: count() })
       .from(orders)
       .where(and(eq(orders.userId, userId), eq(orders.status, 'pending')))
-    if (n > 0) throw new Error('409: an order is already pending')
+    if (n > 0) throw new Conflict('409: an order is already pending')
     await tx.insert(orders).values({ userId, amount, status: 'pending' })
   })
 }
+
+export { Conflict }

@@ -1,5 +1,5 @@
 // race run examples/app/orders-drizzle.race.mjs --n 10 --schedule lockstep
-import { createOrder } from './orders-drizzle.mjs'
+import { Conflict, createOrder } from './orders-drizzle.mjs'
 
 export default {
   title: 'createOrder with Drizzle over node-postgres: count, then insert',
@@ -7,6 +7,9 @@ export default {
   sessions: 10,
   setup: ['create table orders (id bigserial primary key, user_id text not null, amount int not null, status text not null)'],
   session: (client, ctx) => createOrder(client, ctx.user, 42),
+  // The error the application throws on purpose to say no: a session that throws it is rejected (any other
+  // error that is not the driver's is a bug, and the trial cannot be decided).
+  rejects: [Conflict],
   invariant: "select count(*) <= 1 from orders where status = 'pending'",
   expect: 'violated',
 }

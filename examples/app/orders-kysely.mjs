@@ -1,4 +1,5 @@
 // The repository function written with Kysely (PostgresDialect over a node-postgres pool).
+import { Conflict } from './orders.mjs'
 import { Kysely, PostgresDialect, sql } from 'kysely'
 
 export async function createOrder(pool, userId, amount, { locked = false } = {}) {
@@ -11,7 +12,9 @@ export async function createOrder(pool, userId, amount, { locked = false } = {})
       .where('user_id', '=', userId)
       .where('status', '=', 'pending')
       .executeTakeFirstOrThrow()
-    if (Number(n) > 0) throw new Error('409: an order is already pending')
+    if (Number(n) > 0) throw new Conflict('409: an order is already pending')
     await trx.insertInto('orders').values({ user_id: userId, amount, status: 'pending' }).execute()
   })
 }
+
+export { Conflict }

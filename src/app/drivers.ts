@@ -161,6 +161,9 @@ function wrapPgQuery(raw: Any, holder: Holder, client: Any) {
         throw e
       }
     })()
+    // A query the function does not await (nor catch) fails in its own promise, not in race: the session's outcome
+    // says what it did (the failure is recorded when it ends), never an unhandled rejection that ends the run.
+    run.catch(() => {})
     if (!cb) return run
     run.then(
       (r) => cb(undefined, r),
@@ -325,7 +328,7 @@ export async function openMariadb(mariadb: Any, target: Target, o: AppConnOption
       const first = args[0]
       const text: string = fixed ?? (typeof first === 'string' ? first : (first?.sql ?? ''))
       const step = s.nextQuery()
-      return (async () => {
+      const run = (async () => {
         await s.enter(step, text)
         try {
           const res = await raw[method]!(...args)
@@ -338,6 +341,9 @@ export async function openMariadb(mariadb: Any, target: Target, o: AppConnOption
           throw e
         }
       })()
+      // Not awaited by the function: its failure is the session's (recorded), not an unhandled rejection of race's.
+      run.catch(() => {})
+      return run
     }
   conn.query = gated('query')
   if (raw.execute) conn.execute = gated('execute')

@@ -4,6 +4,7 @@
 // imports src/app.
 import type { TrialRunnerFactory } from '../engine/runner.js'
 import { refused } from '../engine/refusals.js'
+import { UsageError } from '../errors.js'
 import type { AppConn } from './drivers.js'
 import { parseAppPermutation } from './labels.js'
 import { appTrial, closeKept, orderEntries } from './trial.js'
@@ -17,6 +18,11 @@ export function appTrials(race: AppRace, file?: string): TrialRunnerFactory {
     const n = plan.variant.n
     const cannot = cfg.beforeStep ? 'step' : plan.windowMs ? 'window' : cfg.holdMs ? 'hold' : plan.variant.pool ? 'pool' : undefined
     if (cannot) throw refused({ kind: 'application', scenario: scenario.id, cannot }, cfg.word)
+    // A bound that is no bound (run() from code: the CLI's --step-timeout is parsed before): refused, not ignored.
+    for (const k of ['stepTimeoutMs', 'connectTimeoutMs'] as const) {
+      const v = cfg[k]
+      if (!(typeof v === 'number' && Number.isFinite(v) && v > 0)) throw new UsageError(`${k} is ${JSON.stringify(v) ?? String(v)}: give a positive number of milliseconds`)
+    }
     const names = plan.sessions.map((s) => s.name)
     // A bad permutation is refused before any schema or connection exists.
     if (cfg.schedule === 'permutation') parseAppPermutation(cfg.permutation ?? '', names)

@@ -40,15 +40,22 @@ function idOf(race: AppRace, file: string): string {
   return base.toLowerCase().replace(/[^a-z0-9]+/g, '-').replace(/^-+|-+$/g, '') || 'app-race'
 }
 
-/** The invariant's SQL: as written when it names a `held` column, else its first value as `held`. */
+/**
+ * The invariant's SQL, as written: what decides is read from its result, never from its text (engine/run.ts
+ * evaluate: exactly one row; its `held` column, else its one boolean column).
+ */
 export function invariantSqlOf(race: AppRace): string {
-  const sql = (typeof race.invariant === 'string' ? race.invariant : race.invariant?.sql ?? '').trim().replace(/;\s*$/, '')
-  return /\bheld\b/i.test(sql) ? sql : `select (${sql}) as held`
+  return (typeof race.invariant === 'string' ? race.invariant : race.invariant?.sql ?? '').trim().replace(/;\s*$/, '')
 }
+
+/** The fields defineAppRace knows: any other is a typo or a field of another version, refused rather than ignored. */
+const FIELDS = new Set(['id', 'title', 'story', 'driver', 'sessions', 'setup', 'session', 'rejects', 'prevention', 'invariant', 'expect', 'barrier', 'connection'])
 
 /** Problems with an application race's declaration: the first is the one line a user sees. */
 export function appProblems(race: AppRace): string[] {
   const out: string[] = []
+  const unknown = Object.keys(race).filter((k) => !FIELDS.has(k))
+  if (unknown.length) out.push(`${unknown.map((k) => JSON.stringify(k)).join(', ')} ${unknown.length > 1 ? 'are not fields' : 'is not a field'} of defineAppRace (its fields: ${[...FIELDS].join(', ')})`)
   if (race.driver !== 'pg' && race.driver !== 'postgres' && race.driver !== 'mariadb') {
     out.push(`driver is ${JSON.stringify(race.driver)}: use 'pg' (node-postgres), 'postgres' (postgres.js) or 'mariadb' (the mariadb connector, on MySQL/MariaDB)`)
   }
@@ -60,6 +67,14 @@ export function appProblems(race: AppRace): string[] {
   const b = race.barrier
   if (b !== undefined && !(typeof b === 'number' && Number.isInteger(b) && b >= 1) && !(typeof b === 'string' && /^[A-Za-z_]\w*$/.test(b))) {
     out.push(`barrier is ${JSON.stringify(b)}: give the query number k (the barrier stands before each session's k-th query) or a point's name`)
+  }
+  const r = race.rejects
+  if (r !== undefined && typeof r !== 'function' && !(Array.isArray(r) && r.every((c) => typeof c === 'function'))) {
+    out.push('rejects must be a list of the error classes your code throws on purpose (e.g. [Conflict]) or a predicate (err) => boolean')
+  }
+  const pv = race.prevention
+  if (pv !== undefined && !(Array.isArray(pv) && pv.every((c) => typeof c === 'string' && /^[0-9A-Z]{5}(\/\d+)?$/.test(c)))) {
+    out.push(`prevention is ${JSON.stringify(pv)}: give the SQLSTATEs that prevent the race, e.g. ['23505']`)
   }
   const s = race.sessions
   if (s !== undefined && !(typeof s === 'number' && Number.isInteger(s) && s >= 1) && !(typeof s === 'object' && Number.isInteger(s.default) && s.default >= 1)) {
@@ -91,6 +106,7 @@ export function appScenario(race: AppRace, file: string): Scenario {
       ? { documented: { mysql: { lockstep: [], serial: [] } }, unavailable: { postgres: 'its driver is the mariadb connector: give a mysql:// or mariadb:// --database-url' } }
       : { documented: { postgres: { lockstep: [], serial: [] } }, unavailable: { mysql: `its driver (${race.driver}) is a PostgreSQL driver` } }),
     expects: race.expect,
+    ...(race.prevention?.length ? { prevention: [...race.prevention] } : {}),
     kind: { type: 'application', race, file: resolved, runner: appTrials(race, resolved) },
   }
 }

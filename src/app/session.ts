@@ -2,6 +2,7 @@
 // at a gate until the schedule releases it. The session records facts as the engine's sessions do (events, an
 // outcome, its SQLSTATE), so that the same judge and reports read them.
 import { conditionName, isConnectionLoss, isServerError } from '../db/sqlstate.js'
+import { describeThrown } from './describe.js'
 import type { EventKind, Outcome, SessionReport, TimelineEvent } from '../engine/types.js'
 
 /** Where a session stands. app: its function runs JavaScript (between queries); ready: at its gate. */
@@ -118,6 +119,47 @@ export class AppSession {
    * Returns the function to call when the query has ended (with its result or error).
    */
   async enter(step: string, sql: string, point = false): Promise<void> {
+    this.open++
+    try {
+      await this.gate(step, sql, point)
+    } catch (e) {
+      this.settle()
+      throw e
+    }
+    if (point) this.settle()
+  }
+
+  /** Steps entered (sent or waiting to be) and not yet ended: a function that returns leaves none behind unseen. */
+  private open = 0
+  private drainers: (() => void)[] = []
+  private settle(): void {
+    this.open = Math.max(0, this.open - 1)
+    if (this.open === 0) for (const d of this.drainers.splice(0)) d()
+  }
+  /** Whether a step of the session is still entered and not ended (a query its function did not await). */
+  get pendingSteps(): number {
+    return this.open
+  }
+  /**
+   * Resolves once every step the session's function entered has ended, its un-awaited queries included (they are
+   * released by the schedule as any other). Queries sent in a later tick (postgres.js sends on the next one) count.
+   */
+  async drained(): Promise<void> {
+    for (;;) {
+      await new Promise<void>((r) => setImmediate(r))
+      if (this.open === 0 || this.finished) return
+      this.unawaited = true
+      await new Promise<void>((r) => this.drainers.push(r))
+    }
+  }
+  /** Its function ended before every query it sent had ended (it did not await them): race waited for them. */
+  unawaited = false
+  /** How many queries the function has sent so far (through the connection race gave it). */
+  get sent(): number {
+    return this.queries
+  }
+
+  private async gate(step: string, sql: string, point: boolean): Promise<void> {
     if (this.finished) throw new SessionEnded(`session ${this.name} was ended by race (${this.outcome}): ${step} not sent`)
     const prev = this.chain
     let mine!: () => void
@@ -224,6 +266,7 @@ export class AppSession {
     this.releaseChain?.()
     this.releaseChain = undefined
     if (!cur) return undefined
+    this.settle()
     if (cur.everBlocked) {
       this.waitedMs += this.env.now() - cur.startedAt
       this.record(cur.label, 'woke')
@@ -275,10 +318,21 @@ export class AppSession {
       if (isServerError(code)) return this.end('failed', step, { sqlstate: code, reason: (driver as Error).message })
       return this.end('failed', step, { reason: (driver as Error).message ?? String(driver) })
     }
+    if (!this.declared(err)) {
+      // Neither the driver's nor thrown on purpose: a bug in the code under test (a TypeError, an undeclared class).
+      const reason = `the function threw ${describeThrown(err)}, which the race module does not declare as a rejection (rejects)`
+      this.record(step, 'error', reason)
+      this.crashed = describeThrown(err)
+      return this.end('failed', step, { reason })
+    }
     const reason = (err as Error)?.message ?? String(err)
     this.record(step, 'reject', reason)
     this.end('rejected', step, { reason })
   }
+  /** Whether an error the function threw is one its race module declares as a rejection. */
+  declared: (err: unknown) => boolean = () => false
+  /** The error the function threw that was neither the driver's nor declared ("TypeError: ..."). */
+  crashed?: string
 
   /** The driver's own error, thrown as it is or wrapped by an ORM (Drizzle's DrizzleQueryError keeps it as its cause). */
   private driverError(err: unknown): object | undefined {
@@ -303,13 +357,15 @@ export class AppSession {
     if (this.outcome) return
     this.outcome = outcome
     this.endStep = step
-    this.reason = o.reason
+    const late = 'its function ended before queries it did not await had ended: race let them run and waited for them'
+    this.reason = this.unawaited ? (o.reason ? `${o.reason} (${late})` : late) : o.reason
     this.sqlstate = o.sqlstate
     this.endedAt = this.env.now()
     this.stopTimer?.()
     this.state = 'done'
     // A step held at the gate is let go: enter() sees the session ended and throws SessionEnded.
     this.pending?.go()
+    for (const d of this.drainers.splice(0)) d()
     this.env.notify()
   }
 
@@ -330,6 +386,7 @@ export class AppSession {
       retries: 0,
       errors: [...this.errors],
       ...(this.outcome === 'timeout' ? { blockedBy: this.blockedBy ?? [] } : {}),
+      ...(this.crashed ? { thrown: this.crashed } : {}),
     }
   }
 }

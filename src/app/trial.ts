@@ -10,6 +10,7 @@ import type { Chooser, InvariantReport, Moment, TrialFacts } from '../engine/typ
 import { RunError, UsageError } from '../errors.js'
 import type { Schedule } from '../scenario.js'
 import { loadDriver, openMariadb, openPg, openPostgresJs, running, type AppConn } from './drivers.js'
+import { isDeclaredRejection } from './describe.js'
 import { AppSession } from './session.js'
 import type { AppRace } from './types.js'
 import { parseAppPermutation } from './labels.js'
@@ -89,6 +90,7 @@ export async function appTrial(lab: Driver, cfg: AppTrialConfig): Promise<AppTri
       }),
   }
   for (let i = 0; i < cfg.n; i++) sessions.push(new AppSession(`s${i + 1}`, i, env))
+  for (const s of sessions) s.declared = (e) => isDeclaredRejection(cfg.race, e)
   const killAll = async () => {
     await Promise.all(conns.map((c) => c?.destroy()))
     await lab.terminate(ours()).catch(() => {})
@@ -169,10 +171,18 @@ export async function appTrial(lab: Driver, cfg: AppTrialConfig): Promise<AppTri
       s.appSince = now()
       const call = () => Promise.resolve().then(() => cfg.race.session(c.db, ctx))
       const p = cfg.race.driver === 'postgres' ? running.run(s, call) : call()
-      return p.then(
-        (v) => s.returned(v),
-        (e) => s.threw(e),
-      ).finally(notify)
+      // The session ends when its function has and every query it sent has too (one it did not await is released by
+      // the schedule and waited for, never dropped).
+      return p
+        .then(
+          (v) => () => s.returned(v),
+          (e) => () => s.threw(e),
+        )
+        .then(async (settle) => {
+          await s.drained()
+          settle()
+        })
+        .finally(notify)
     })
 
     const probe = async (ask: AppSession[]) => {
@@ -183,7 +193,13 @@ export async function appTrial(lab: Driver, cfg: AppTrialConfig): Promise<AppTri
     const boundApp = () => {
       for (const s of sessions) {
         if (s.state === 'app' && now() - s.appSince > cfg.stepTimeoutMs) {
-          s.end('timeout', s.lastLabel ?? 'start', { reason: `the function neither sent a query nor returned within ${cfg.stepTimeoutMs}ms` })
+          // Others held at their gate by race while this one waits in JavaScript: it waits on them outside the
+          // database (an in-process lock, a shared promise), which no schedule that holds them lets go on.
+          const held = sessions.filter((x) => x !== s && x.state === 'ready' && x.pending)
+          const reason = held.length
+            ? `${s.name} waited in JavaScript (no query pending) for ${cfg.stepTimeoutMs}ms while race held ${held.map((x) => `${x.name} at ${x.name}.${x.pending!.label}`).join(', ')}: it waits outside the database on ${held.length > 1 ? 'those sessions' : held[0].name} (an in-process lock or a shared promise), which race cannot schedule`
+            : `the function neither sent a query nor returned within ${cfg.stepTimeoutMs}ms`
+          s.end('timeout', s.lastLabel ?? 'start', { reason })
           void conns[s.index]?.destroy()
         }
       }
@@ -216,8 +232,9 @@ export async function appTrial(lab: Driver, cfg: AppTrialConfig): Promise<AppTri
       if (barrier) {
         // Every session runs until it is at the barrier (or has ended, or waits for a lock); then all go at once.
         await quiet()
+        // The steps before the barrier stay in the order (each session's first queries): the order replays as a
+        // permutation. The timeline starts at the barrier.
         events.length = 0
-        order.length = 0
         clock.restart()
         sessions.forEach((s) => s.markStart(0))
         const there = sessions.filter((s) => s.state === 'ready')
@@ -262,6 +279,21 @@ export async function appTrial(lab: Driver, cfg: AppTrialConfig): Promise<AppTri
     await Promise.race([drive(), whenAborted(), lab.whenLost()])
     // Every function has returned or thrown (bounded: a session given up on is not awaited further).
     await Promise.race([Promise.all(ended), sleep(2000)])
+    // What was given but never used is said, not ignored: a permutation's step that never came (unless a session was
+    // cut short by race, which says so itself), and a race whose functions sent nothing to race.
+    const byThemselves = sessions.every((s) => s.outcome === 'committed' || s.outcome === 'rejected' || (s.outcome === 'failed' && !s.crashed))
+    if (byThemselves && cfg.schedule === 'permutation' && cfg.permutation && !cfg.chooser) {
+      const ran = new Set(order)
+      const missing = parseAppPermutation(cfg.permutation, sessions.map((s) => s.name)).filter((e) => !ran.has(e.label))
+      if (missing.length) {
+        const last = (name: string) => [...order].reverse().find((l) => l.startsWith(`${name}.`))
+        const m = missing[0]
+        throw new UsageError(`--schedule names ${missing.map((e) => e.label).join(', ')}, which never came: ${m.session} ended after ${last(m.session) ?? 'no step'} (race show, or a run's order line, names the steps its function takes)`)
+      }
+    }
+    if (byThemselves && sessions.every((s) => s.sent === 0)) {
+      throw new UsageError(`${cfg.file ?? cfg.scenarioId}: no session's function sent a query through the connection race gave it (the db argument): there is nothing to race (does it use its own connection or pool?)`)
+    }
     // Nothing a session left open (a transaction) is there when the invariant runs.
     await Promise.all(
       sessions.map(async (s, i) => {

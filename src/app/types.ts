@@ -57,10 +57,23 @@ export interface AppRace {
   setup?: readonly string[]
   /**
    * The function under test: one session's work (for example `(db, ctx) => createOrder(db, ctx.user, 42)`).
-   * Returning is the session's success; throwing an error that is not the driver's is the application's rejection
-   * (its message is the reason); a driver error ends the session failed with its SQLSTATE.
+   * Returning is the session's success; throwing an error that `rejects` declares is the application's rejection
+   * (its message is the reason); a driver error ends the session failed with its SQLSTATE; any other throw (a
+   * TypeError, a ReferenceError, an error class not declared) is a failure of the code under test: the trial cannot
+   * be decided.
    */
   session: (db: any, ctx: AppCtx) => unknown // eslint-disable-line @typescript-eslint/no-explicit-any
+  /**
+   * The errors the application throws on purpose to say no (a 409, a validation error): error classes (matched by
+   * instanceof, or by class name when the module's copy of the class differs), or one predicate `(err) => boolean`.
+   * A session that throws one of them is rejected; absent, every throw that is not the driver's is a failure.
+   */
+  rejects?: readonly (abstract new (...args: any[]) => unknown)[] | ((err: unknown) => boolean) // eslint-disable-line @typescript-eslint/no-explicit-any
+  /**
+   * SQLSTATEs with which a failing session is the server's (or the schema's) prevention of the race, as a spec's
+   * `prevented by` line (e.g. ['23505'] for a unique index); MySQL's 'SQLSTATE/errno' is covered by its SQLSTATE.
+   */
+  prevention?: readonly string[]
   /**
    * SQL run on the control connection after every session has ended: its first row's first boolean column (or a
    * column named `held`) says whether the invariant held; NULL: it could not be decided. `:user` and `:n` binds.

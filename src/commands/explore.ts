@@ -92,7 +92,7 @@ export async function exploreCommand(ctx: RunContext, id: string, o: ExploreComm
     o.databaseUrl,
     bounds,
     async (lab, target) => {
-      const r = await exploreOn(ctx, lab, target.label, scenario, p, { max, sample, seed, shrink, expect, name: id, onProgress, word: cliWords }, bounds).catch((e) => {
+      const r = await exploreOn(ctx, lab, target.label, scenario, p, { max, sample, seed, shrink, expect, name: id, onProgress, word: cliWords, databaseUrl: o.databaseUrl }, bounds).catch((e) => {
         throw specFailure(scenario, e)
       })
       if (tty) process.stderr.write('\r\x1b[2K')
@@ -157,6 +157,7 @@ function render(r: ExploreResult, all: boolean): string {
     const at = cmd.lastIndexOf(' --schedule "')
     if (cmd.length + 2 <= w || at < 0) lines.push(...hang(`  ${cmd}`, w, 4))
     else lines.push(`  ${cmd.slice(0, at)} \\`, ...hang(`    ${cmd.slice(at + 1)}`, w, 6))
+    if (r.replayNote) lines.push(...hang(c.dim(`  (${r.replayNote})`), w, 3))
   }
   if (r.diverged) lines.push(...hang(c.yellow(`${r.diverged} run(s) went otherwise than the same choices did before: the database${r.steps === 'discovered' ? " (or the application's code)" : ''} did not repeat itself, so some interleavings may be missing`), w, 2))
   const verdict = r.matched ? c.green('MATCH') : c.red('DEVIATION')

@@ -177,6 +177,7 @@ async function evaluate(lab: Driver, cfg: RunConfig, user: string, seen: SeenBy)
   try {
     const { text, names } = parseBinds(cfg.plan.invariantSql, lab.placeholders)
     const rows = await lab.query(text, values(names, cfg, user, 'invariant', seen))
+    if (kindOf(cfg.plan.scenario).type === 'application') return await decideFromResult(lab, rows, description)
     const row = rows[0] as Row | undefined
     if (!row) return { description, observed: 'no row', held: null, error: 'the invariant query returned no row' }
     const observed = inv.observed ? inv.observed(row) : defaultObserved(row)
@@ -196,9 +197,40 @@ async function evaluate(lab: Driver, cfg: RunConfig, user: string, seen: SeenBy)
   }
 }
 
-function defaultObserved(row: Row): string {
+/**
+ * An application race's invariant, decided from its result alone (its text is the user's SQL, as written): exactly
+ * one row; its column named `held` decides, else its one boolean column (on MySQL, which has no boolean type: its
+ * one column). Anything else is undecided, in one line saying what the result was.
+ */
+async function decideFromResult(lab: Driver, rows: Row[], description: string): Promise<InvariantReport> {
+  if (rows.length !== 1) {
+    return { description, observed: `${rows.length} rows`, held: null, error: `the invariant query returned ${rows.length} rows: it must return exactly one (with a held column, or one boolean column)` }
+  }
+  const row = rows[0]
+  const names = Object.keys(row)
+  const columns = (rows as { columns?: { name: string; type: number }[] }).columns
+  const typeOf = (name: string) => columns?.find((x) => x.name === name)?.type
+  let column: string | undefined
+  if (names.includes('held')) column = 'held'
+  else if (lab.engine === 'postgres' && columns) {
+    const bools = names.filter((k) => typeOf(k) === BOOL_OID)
+    if (bools.length > 1) return { description, observed: defaultObserved(row), held: null, error: `the invariant's row has ${bools.length} boolean columns (${bools.join(', ')}): name the one that decides held` }
+    column = bools[0] ?? (names.length === 1 ? names[0] : undefined)
+  } else if (names.length === 1) column = names[0]
+  if (!column) return { description, observed: defaultObserved(row), held: null, error: `the invariant's row has no boolean column (${names.join(', ') || 'no columns'}): return one, or name the deciding one held` }
+  const observed = defaultObserved(row, column)
+  const type = typeOf(column)
+  if (lab.engine === 'postgres' && type !== undefined && type !== BOOL_OID) {
+    return { description, observed, held: null, error: `the invariant's ${column} column is not a boolean (${await typeName(lab, type)}): make it a SQL boolean expression (e.g. count(*) <= 1), not json or text` }
+  }
+  const v = row[column]
+  const held = typeof v === 'boolean' ? v : lab.engine === 'mysql' && (v === 1 || v === 0 || v === '1' || v === '0' || v === 1n || v === 0n) ? String(v) === '1' : null
+  return held === null ? { description, observed, held, error: `the invariant said ${v === null ? 'NULL' : String(v)}: something it needs is missing` } : { description, observed, held }
+}
+
+function defaultObserved(row: Row, decides = 'held'): string {
   return Object.entries(row)
-    .filter(([k]) => k !== 'held')
+    .filter(([k]) => k !== decides)
     .map(([k, v]) => `${k}=${v === null ? 'null' : String(v)}`)
     .join(' ')
 }

@@ -46,6 +46,12 @@ export interface SessionReport {
   errors: string[]
   /** For timeout: the backends this session was waiting for when it was given up. */
   blockedBy?: number[]
+  /**
+   * An application race's session that failed because its function threw an error that is neither the driver's nor
+   * one the race module declares as a rejection: that error's class and message ("TypeError: x is not a function").
+   * A failure of the code under test: the trial cannot be decided.
+   */
+  thrown?: string
   /** Through a pooler: where each step ran (pid is then the backend of its last known step). */
   steps?: StepBackend[]
 }

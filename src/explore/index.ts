@@ -8,6 +8,7 @@
 import type { RunContext } from '../lifecycle.js'
 import { performance } from 'node:perf_hooks'
 import type { Driver, ServerInfo } from '../db/driver.js'
+import { maskUrl } from '../db/target.js'
 import type { Chooser, Moment, ReadyStep } from '../engine/types.js'
 import type { TrialFacts } from '../engine/types.js'
 import { RunError, UsageError } from '../errors.js'
@@ -124,8 +125,14 @@ export interface ExploreResult {
   groups: Group[]
   /** The violating interleaving with the fewest switches (after shrinking, for a sample). */
   shortest: (Interleaving & { shrunk?: { from: string; runs: number } }) | null
-  /** `race run ... --schedule "..."`: the command that replays the shortest. */
+  /**
+   * `race run ... --schedule "..."`: the command that replays the shortest, on the same database: the
+   * --database-url given (its password masked as ***, see replayNote); nothing when DATABASE_URL, the PG* variables
+   * or race's embedded server chose it (they choose the same again).
+   */
   replay: string | null
+  /** Set when the replay line cannot be pasted as it is (a password masked in it): what to put back. */
+  replayNote?: string
   /** Runs whose replayed choices went otherwise than before (the database did something else that time). */
   diverged: number
   every: Interleaving[]
@@ -173,6 +180,10 @@ interface Done {
 
 export async function explore(ctx: RunContext, scenarioOrId: string | Scenario, o: ExploreOptions = {}): Promise<ExploreResult> {
   const scenario = typeof scenarioOrId === 'string' ? await findScenario(scenarioOrId) : scenarioOrId
+  for (const k of ['connectTimeoutMs', 'stepTimeoutMs', 'runTimeoutMs'] as const) {
+    const v = o[k]
+    if (v !== undefined && !(typeof v === 'number' && Number.isFinite(v) && v > 0)) throw new UsageError(`${k} is ${JSON.stringify(v) ?? String(v)}: give a positive number of milliseconds`)
+  }
   const bounds: Bounds = { connectTimeoutMs: o.connectTimeoutMs ?? 5000, stepTimeoutMs: o.stepTimeoutMs ?? 10_000, runTimeoutMs: o.runTimeoutMs ?? 30 * 60_000 }
   const count = sessionCount(scenario)
   const n = o.n ?? exploreSessions(scenario)
@@ -224,6 +235,7 @@ export async function exploreOn(ctx: RunContext, lab: Driver, targetLabel: strin
   // where it is reached, so the count of orders is not known before: the first run (the first ready session at every
   // choice) gives each session's queries along it, and their orders decide between every interleaving and a sample.
   const app = kindOf(scenario).type === 'application'
+  const where = replayTarget(o.databaseUrl)
   const counts = app ? [] : p.sessions.map((s, i) => s.steps.filter((_, k) => !pinned(scenario, p, i, k)).length)
   let orders = app ? 0n : ordersOf(counts)
   let sampling = o.sample !== undefined || (!app && orders > BigInt(o.max))
@@ -374,7 +386,8 @@ export async function exploreOn(ctx: RunContext, lab: Driver, targetLabel: strin
     unknown: every.filter((x) => x.verdict === 'unknown').length,
     groups: groupsOf(every),
     shortest,
-    replay: current ? replayCommand(o.name ?? (isFileScenario(scenario) ? scenario.source.section : scenario.id), scenario, p, current.it.line) : null,
+    replay: current ? replayCommand(o.name ?? (isFileScenario(scenario) ? scenario.source.section : scenario.id), scenario, p, current.it.line, where.args) : null,
+    ...(current && where.note ? { replayNote: where.note } : {}),
     diverged,
     every,
     expected: expect ?? 'reported (no expectation: use --expect held|violated)',
@@ -385,9 +398,26 @@ export async function exploreOn(ctx: RunContext, lab: Driver, targetLabel: strin
   }
 }
 
-/** `race run <scenario> [--n N] [its params] --schedule "<line>"`, quoted for a POSIX shell. */
-export function replayCommand(name: string, s: Scenario, p: Plan, line: string): string {
-  const q = (x: string) => (/^[\w./:@%+=,-]+$/.test(x) ? x : `'${x.replace(/'/g, `'\\''`)}'`)
+const shellQuote = (x: string) => (/^[\w./:@%+=,-]+$/.test(x) ? x : `'${x.replace(/'/g, `'\\''`)}'`)
+
+/**
+ * The connection options a replay line needs to run on the database this exploration ran on: an explicit
+ * --database-url as given (a password in it masked, with a note: a printed line never shows it); nothing when
+ * DATABASE_URL, the PG* variables or the embedded server chose it (they choose the same again where it is pasted).
+ */
+export function replayTarget(databaseUrl: string | undefined): { args: string[]; note?: string } {
+  if (databaseUrl !== undefined) {
+    const masked = maskUrl(databaseUrl.trim())
+    const args = ['--database-url', shellQuote(masked)]
+    return masked === databaseUrl.trim() ? { args } : { args, note: "the password in --database-url is printed as ***: put yours back in its place (or set DATABASE_URL and write --database-url \"$DATABASE_URL\")" }
+  }
+  // DATABASE_URL, PG* variables, the embedded server: the environment the line is pasted into chooses the same again.
+  return { args: [] }
+}
+
+/** `race run <scenario> [--n N] [its params] [--database-url ...] --schedule "<line>"`, quoted for a POSIX shell. */
+export function replayCommand(name: string, s: Scenario, p: Plan, line: string, target: readonly string[] = []): string {
+  const q = shellQuote
   const args = ['race', 'run', q(name)]
   if (p.variant.n !== s.sessionCount.default) args.push('--n', String(p.variant.n))
   const defaults = defaultParams(s, {})
@@ -398,6 +428,7 @@ export function replayCommand(name: string, s: Scenario, p: Plan, line: string):
     if (spec.kind === 'boolean') args.push(v ? flag.replace(/^--no-/, '--') : flag.startsWith('--no-') ? flag : `--no-${flag.slice(2)}`)
     else args.push(flag, q(spec.kind === 'duration' ? `${v}ms` : String(v)))
   }
+  args.push(...target)
   args.push('--schedule', `"${line}"`)
   return args.join(' ')
 }

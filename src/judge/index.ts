@@ -4,7 +4,7 @@ import { UNREAD_LEVEL, conditionName, isConcurrencyControl, isIntegrityViolation
 import type { Documented, Level, Verdict, Who } from '../scenario.js'
 import type { InvariantReport, SessionReport } from '../engine/types.js'
 
-type Judged = Pick<SessionReport, 'name' | 'outcome' | 'sqlstate' | 'errors' | 'waitedMs' | 'step' | 'reason'>
+type Judged = Pick<SessionReport, 'name' | 'outcome' | 'sqlstate' | 'errors' | 'waitedMs' | 'step' | 'reason'> & Pick<Partial<SessionReport>, 'thrown'>
 
 /** A SQLSTATE, or MySQL's 'SQLSTATE/errno' ('23000/1062'). */
 const SQLSTATE = /^[0-9A-Z]{5}(\/\d+)?$/
@@ -34,6 +34,12 @@ export function judge(sessions: readonly Judged[], invariant: Pick<InvariantRepo
   if (timedOut) {
     return { verdict: 'unknown', why: `${timedOut.name} timed out in step ${timedOut.step ?? '?'}${timedOut.reason ? ` (${timedOut.reason})` : ''}` }
   }
+  // The code under test threw what it does not throw on purpose (a TypeError): what committed, or did not, says
+  // nothing of the race, violated or held.
+  const crashed = sessions.find((s) => s.outcome === 'failed' && s.thrown)
+  if (crashed) {
+    return { verdict: 'unknown', why: `${crashed.name} threw ${crashed.thrown} in step ${crashed.step ?? '?'}: a failure of the code under test, not a rejection its race module declares (rejects)` }
+  }
   if (invariant.held === null) return { verdict: 'unknown', why: `the invariant could not be decided${invariant.error ? `: ${invariant.error}` : ''}` }
   if (!invariant.held) return { verdict: 'anomaly', why: 'the invariant was violated' }
   // A violation among what committed is a fact; a hold is not, when a session never got to its end: what it
@@ -46,7 +52,7 @@ export function judge(sessions: readonly Judged[], invariant: Pick<InvariantRepo
   const odd = sessions.find((s) => s.outcome === 'failed' && !prevents(s.sqlstate ?? undefined))
   if (odd) {
     const code = odd.sqlstate ?? undefined
-    const integrity = isIntegrityViolation(code) ? `: an integrity error is a prevention only where it is declared (a spec's line: prevented by ${sqlstateOf(code!)}; docs/verdicts.md)` : ''
+    const integrity = isIntegrityViolation(code) ? `: an integrity error is a prevention only where it is declared (a spec's line: prevented by ${sqlstateOf(code!)}; a race module's field: prevention: ['${sqlstateOf(code!)}']; docs/verdicts.md)` : ''
     return {
       verdict: 'unknown',
       why: `${odd.name} failed with ${code ?? odd.reason ?? 'an error'}${conditionName(code) ? ' ' + conditionName(code) : ''}, which its documentation does not name${integrity}`,
@@ -62,7 +68,8 @@ export function judge(sessions: readonly Judged[], invariant: Pick<InvariantRepo
 }
 
 /** How a session ended, in the words documented outcomes use: committed, rejected: <reason>, a SQLSTATE, failed, lost, timeout. */
-export function labelOf(s: Pick<SessionReport, 'outcome' | 'sqlstate' | 'reason'>): string {
+export function labelOf(s: Pick<SessionReport, 'outcome' | 'sqlstate' | 'reason'> & Pick<Partial<SessionReport>, 'thrown'>): string {
+  if (s.thrown) return `threw ${s.thrown}`
   if (s.outcome === 'rejected') return `rejected: ${s.reason ?? ''}`
   if (s.outcome === 'failed') return s.sqlstate ?? 'failed'
   return s.outcome

@@ -46,10 +46,10 @@ after(async () => {
 
 test('mariadb connector: count-then-insert violates in lockstep over 10 sessions; the parent-row lock (FOR UPDATE) holds, the others waiting', async (t) => {
   if (!lab) return t.skip(why)
-  const { createOrder } = await import(pathToFileURL(path.join(EX, 'orders-mariadb.mjs')).href)
+  const { createOrder, Conflict } = await import(pathToFileURL(path.join(EX, 'orders-mariadb.mjs')).href)
   const make = (locked: boolean) =>
     appScenario(
-      { driver: 'mariadb', setup: SETUP, invariant: "select count(*) <= 1 from orders where status = 'pending'", session: (c, x) => createOrder(c, x.user, 42, { locked }), expect: locked ? 'held' : 'violated' },
+      { driver: 'mariadb', setup: SETUP, invariant: "select count(*) <= 1 from orders where status = 'pending'", session: (c, x) => createOrder(c, x.user, 42, { locked }), rejects: [Conflict], expect: locked ? 'held' : 'violated' },
       path.join(EX, 'orders-mariadb.race.mjs'),
     )
   const run = (locked: boolean) => runScenario(lab!, make(locked), { n: 10, schedule: 'lockstep' })
