@@ -14,7 +14,7 @@
 import { RunError, UsageError, Interrupted } from './errors.js'
 import { isPostgresJsDestroyedFetch, isPostgresJsNextWriteBug } from './known-bugs.js'
 import { RunContext } from './lifecycle.js'
-import type { Engine, Params, Scenario } from './scenario.js'
+import type { Scenario } from './scenario.js'
 
 /** What a race is: a built-in scenario's id (race list), a path to a .spec file or a .mjs module, or a scenario object. */
 export type ScenarioRef = string | Scenario
@@ -83,7 +83,7 @@ export function explore(scenario: ScenarioRef, options: import('./explore/index.
 }
 
 async function runOnce(ctx: RunContext, ref: ScenarioRef, o: RunOptions): Promise<RunResult> {
-  const [{ findScenario }, { userScenario }, { engineFor, assertRunsOn }, { parseParam }, { duration, validateRun, pgConflict, NAMES }, { executeRun }] = await Promise.all([
+  const [{ findScenario }, { userScenario }, { engineFor, assertRunsOn }, { paramsOf }, { validateRun, pgConflict, NAMES }, { executeRun }] = await Promise.all([
     import('./registry.js'),
     import('./isolation/load.js'),
     import('./run/lab.js'),
@@ -102,7 +102,7 @@ async function runOnce(ctx: RunContext, ref: ScenarioRef, o: RunOptions): Promis
     pgConflict(o.databaseUrl, NAMES)
   }
   ctx.embedded.pg = o.pg === 18 ? undefined : o.pg
-  const given = paramsOf(scenario, o.params ?? {}, engine, parseParam, duration)
+  const given = paramsOf(scenario, o.params ?? {}, engine)
   const checked = validateRun(
     { scenario, engine, params: given, databaseUrl: o.databaseUrl, n: o.n, schedule: o.schedule, window: o.window, trials: o.trials, expect: o.expect, user: o.user, freshConnections: o.freshConnections, connectTimeout: o.connectTimeout ?? '5s', stepTimeout: o.stepTimeout ?? '10s', runTimeout: o.runTimeout ?? '5m' },
     NAMES,
@@ -115,33 +115,6 @@ async function runOnce(ctx: RunContext, ref: ScenarioRef, o: RunOptions): Promis
   return { ...doc, ok: code === 0, text: color.withStyle(ctx.style, () => report.render(view, 'race', false, table, timeline.timeline)) }
 }
 
-/**
- * The scenario's params from run()'s `params`, by key or flag name, each checked as `race run` checks its flag
- * (run/params.ts parseParam); defaults for the rest; an unknown name is bad input. A duration may also be milliseconds.
- */
-function paramsOf(
-  s: Scenario,
-  given: Record<string, unknown>,
-  engine: Engine,
-  parseParam: typeof import('./run/params.js').parseParam,
-  duration: typeof import('./run/request.js').duration,
-): Params {
-  if (typeof given !== 'object' || given === null || Array.isArray(given)) throw new UsageError(`run(): params is an object such as { maxPending: 3 }`)
-  const params: Params = Object.fromEntries(Object.entries(s.params).map(([k, p]) => [k, p.default]))
-  const flagOf = (k: string) => s.params[k].flag.split(' ')[0].replace(/^--(no-)?/, '')
-  for (const [name, raw] of Object.entries(given)) {
-    const key = Object.keys(s.params).find((k) => k === name || flagOf(k) === name.replace(/^--(no-)?/, ''))
-    if (!key) {
-      const names = Object.keys(s.params)
-      throw new UsageError(`params.${name} is not a param of ${s.id}: ${names.length ? `it takes ${names.join(', ')}` : 'it takes none'} (race show ${s.id})`)
-    }
-    const p = s.params[key]
-    const what = `params.${name}`
-    if (p.kind === 'boolean' && typeof raw !== 'boolean') throw new UsageError(`${what} is true or false, got ${JSON.stringify(raw)}`)
-    params[key] = p.kind === 'duration' && typeof raw === 'number' ? duration(what, raw) : parseParam(p, what, raw, engine)
-  }
-  return params
-}
 
 /**
  * Runs fn with a context of its own (abort, cleanup, embedded server, colours), its cleanup always done,

@@ -1,17 +1,16 @@
 // race explore <scenario|FILE.spec|FILE.mjs>: every interleaving of the sessions' steps (or a seeded sample),
 // each judged by the invariant; how many violate it, grouped, and the shortest violating one as a --schedule line.
-import { FLAGS, sessionsOf } from '../run/request.js'
+import { FLAGS } from '../run/request.js'
 import type { RunContext } from '../lifecycle.js'
 import type { Command } from 'commander'
-import { UsageError } from '../errors.js'
-import { parseWhole } from '../parse.js'
 import { assertSound, plan } from '../plan.js'
 import { findScenario, summaries, type ScenarioSummary } from '../registry.js'
 import { c } from '../report/color.js'
 import { columns, hang, joinFit } from '../report/width.js'
 import { specFailure } from '../isolation/common.js'
 import { cliWords } from './words.js'
-import { DEFAULT_MAX, DEFAULT_SAMPLE, DEFAULT_SHRINK, exploreOn, exploreSessions, type ExploreResult } from '../explore/index.js'
+import { DEFAULT_MAX, DEFAULT_SAMPLE, DEFAULT_SHRINK, exploreOn, type ExploreResult } from '../explore/index.js'
+import { checkExplore } from '../explore/request.js'
 import { addScenarioParamOptions, addTargetOptions, assertRunsOn, engineFor, parseBounds, scenarioParams, self, withLab, type TargetOptions } from './common.js'
 
 export interface ExploreCommandOptions extends TargetOptions {
@@ -64,13 +63,7 @@ export async function exploreCommand(ctx: RunContext, id: string, o: ExploreComm
   const engine = engineFor(o.databaseUrl)
   assertRunsOn(scenario, engine)
   const params = scenarioParams(scenario, cmd, o, await summaries(), engine)
-  const n = sessionsOf(scenario, o.n, FLAGS, exploreSessions(scenario))
-  const max = parseWhole('--max', o.max, 1)
-  const sample = o.sample === undefined ? undefined : parseWhole('--sample', o.sample, 1, 1_000_000)
-  const seed = o.seed === undefined ? undefined : parseWhole('--seed', o.seed, 0, 2 ** 32 - 1)
-  const shrink = parseWhole('--shrink', o.shrink, 0, 100_000)
-  if (o.expect !== undefined && o.expect !== 'held' && o.expect !== 'violated') throw new UsageError(`--expect takes held or violated, got '${o.expect}'`)
-  const expect = o.expect as 'held' | 'violated' | undefined
+  const { n, max, sample, seed, shrink, expect } = checkExplore(scenario, o, FLAGS)
   const bounds = parseBounds(o)
   assertSound(scenario, params, n, engine)
   const p = plan(scenario, { params, n, engine })

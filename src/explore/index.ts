@@ -14,25 +14,21 @@ import type { TrialFacts } from '../engine/types.js'
 import { RunError, UsageError } from '../errors.js'
 import { exitCode, labelOf, summarize, type ExpectOverride } from '../judge/index.js'
 import { formatPermutation, type Entry } from '../permutation.js'
-import { assertSound, documentedFor, plan, sessionCount, type Plan } from '../plan.js'
+import { assertSound, documentedFor, plan, type Plan } from '../plan.js'
 import { findScenario } from '../registry.js'
 import { defaultParams, kindOf, type Params, type Scenario, type Verdict } from '../scenario.js'
 import { expectsOverride, isFileScenario, specFailure } from '../isolation/common.js'
 import { judgeTrial, type Trial } from '../run/judge.js'
-import { assertRunsOn, withLab } from '../run/lab.js'
-import type { Bounds } from '../run/params.js'
+import { assertRunsOn, engineFor, withLab } from '../run/lab.js'
+import { NAMES, paramsOf, type Bounds } from '../run/params.js'
 import type { Words } from '../engine/refusals.js'
+import { checkExplore, DEFAULT_SAMPLE } from './request.js'
 import { Dfs, follow, ordersOf, Sampler, shrinkCandidates, switches, type Pick, type Strategy } from './enumerate.js'
 
 export { Dfs, Sampler, follow, ordersOf, shrinkCandidates, switches } from './enumerate.js'
 export type { Pick, Strategy } from './enumerate.js'
 
-/** Above this many orders of the steps, explore samples instead of running every one (--max). */
-export const DEFAULT_MAX = 1000
-/** Runs in a sample when the count is above --max and no --sample is given. */
-export const DEFAULT_SAMPLE = 200
-/** Runs spent at most on shrinking a sampled violation (--shrink). */
-export const DEFAULT_SHRINK = 100
+export { DEFAULT_MAX, DEFAULT_SAMPLE, DEFAULT_SHRINK, exploreSessions } from './request.js'
 
 export interface ExploreOptions {
   /** postgres://... or mysql://...; default DATABASE_URL, PG* variables, else race's embedded PostgreSQL. */
@@ -180,23 +176,15 @@ interface Done {
 
 export async function explore(ctx: RunContext, scenarioOrId: string | Scenario, o: ExploreOptions = {}): Promise<ExploreResult> {
   const scenario = typeof scenarioOrId === 'string' ? await findScenario(scenarioOrId) : scenarioOrId
+  const known = ['databaseUrl', 'n', 'params', 'max', 'sample', 'seed', 'shrink', 'name', 'expect', 'connectTimeoutMs', 'stepTimeoutMs', 'runTimeoutMs', 'onProgress']
+  for (const k of Object.keys(o)) if (!known.includes(k)) throw new UsageError(`explore(): unknown option '${k}': it takes ${known.join(', ')}`)
   for (const k of ['connectTimeoutMs', 'stepTimeoutMs', 'runTimeoutMs'] as const) {
     const v = o[k]
     if (v !== undefined && !(typeof v === 'number' && Number.isFinite(v) && v > 0)) throw new UsageError(`${k} is ${JSON.stringify(v) ?? String(v)}: give a positive number of milliseconds`)
   }
   const bounds: Bounds = { connectTimeoutMs: o.connectTimeoutMs ?? 5000, stepTimeoutMs: o.stepTimeoutMs ?? 10_000, runTimeoutMs: o.runTimeoutMs ?? 30 * 60_000 }
-  const count = sessionCount(scenario)
-  const n = o.n ?? exploreSessions(scenario)
-  if (!Number.isInteger(n) || n < count.min || n > count.max) throw new UsageError(`${scenario.id} takes ${count.min === count.max ? count.min : `${count.min} to ${count.max}`} sessions, got ${n}`)
-  const max = o.max ?? DEFAULT_MAX
-  const shrinkBudget = o.shrink ?? DEFAULT_SHRINK
-  const whole = (flag: string, v: number, least: number) => {
-    if (!Number.isInteger(v) || v < least) throw new UsageError(`${flag} takes a whole number of runs, ${least} or more, got ${v}`)
-  }
-  whole('--max', max, 1)
-  whole('--shrink', shrinkBudget, 0)
-  if (o.sample !== undefined) whole('--sample', o.sample, 1)
-  const params = defaultParams(scenario, o.params ?? {})
+  const { n, max, sample, seed, shrink: shrinkBudget, expect } = checkExplore(scenario, o, NAMES)
+  const params = paramsOf(scenario, o.params ?? {}, engineFor(o.databaseUrl), 'explore()')
   return withLab(
     ctx,
     o.databaseUrl,
@@ -207,7 +195,7 @@ export async function explore(ctx: RunContext, scenarioOrId: string | Scenario, 
         assertRunsOn(scenario, lab.engine)
         assertSound(scenario, params, n, lab.engine)
         const p = plan(scenario, { params, n, engine: lab.engine })
-        return await exploreOn(ctx, lab, target.label, scenario, p, { ...o, max, shrink: shrinkBudget }, bounds)
+        return await exploreOn(ctx, lab, target.label, scenario, p, { ...o, n, max, sample, seed, expect, shrink: shrinkBudget }, bounds)
       } finally {
         await lab.close()
       }
@@ -217,15 +205,6 @@ export async function explore(ctx: RunContext, scenarioOrId: string | Scenario, 
   )
 }
 
-/**
- * How many sessions explore races when not told: the scenario's default; for an application race, 2 (or its
- * least, when it needs more). An application race's default is for race run (10 sessions at a barrier); every
- * interleaving of 10 functions is out of reach, and two sessions already show a check-then-insert race whole.
- */
-export function exploreSessions(s: Scenario): number {
-  const count = sessionCount(s)
-  return kindOf(s).type === 'application' ? Math.min(count.default, Math.max(2, count.min)) : count.default
-}
 
 /** explore on an open driver (the command and the API open it with withLab). */
 export async function exploreOn(ctx: RunContext, lab: Driver, targetLabel: string, scenario: Scenario, p: Plan, o: ExploreOptions & { max: number; shrink: number; word?: Words }, bounds: Bounds): Promise<ExploreResult> {

@@ -3,10 +3,13 @@
 import { resolveTarget } from '../db/target.js'
 import { UsageError } from '../errors.js'
 import { parseDuration, parseWhole } from '../parse.js'
-import type { Engine, ParamSpec, ParamValue, Pool, Scenario } from '../scenario.js'
+import type { Engine, ParamSpec, ParamValue, Params, Pool, Scenario } from '../scenario.js'
 
 /** The options of a run, by their API names (the flags are their kebab-case forms). */
-export type RunOption = 'n' | 'schedule' | 'window' | 'trials' | 'expect' | 'user' | 'hold' | 'connectTimeout' | 'stepTimeout' | 'runTimeout' | 'pg' | 'databaseUrl'
+export type RunOption = 'n' | 'schedule' | 'window' | 'trials' | 'expect' | 'user' | 'hold' | 'connectTimeout' | 'stepTimeout' | 'runTimeout' | 'pg' | 'databaseUrl' | ExploreOption
+
+/** What race explore and explore() take besides (explore/request.ts). */
+export type ExploreOption = 'max' | 'sample' | 'seed' | 'shrink'
 
 /** How the caller spells an option in an error. */
 export type Spelling = (option: RunOption) => string
@@ -65,4 +68,35 @@ export function sizePool(pool: Pool, s: Pick<Scenario, 'pooled'> | undefined, se
 export function pgConflict(databaseUrl: string | undefined, spell: Spelling): void {
   if (resolveTarget(databaseUrl).kind !== 'embedded')
     throw new UsageError(`${spell('pg')} selects race's own embedded PostgreSQL; it cannot go with ${spell('databaseUrl')} (or DATABASE_URL / PG* variables): leave out one of them`)
+}
+
+/**
+ * The scenario's params from run()'s `params`, by key or flag name, each checked as `race run` checks its flag
+ * (parseParam); defaults for the rest; an unknown name is bad input. A duration may also be milliseconds.
+ */
+export function paramsOf(s: Scenario, given: Record<string, unknown>, engine: Engine, caller = 'run()'): Params {
+  if (typeof given !== 'object' || given === null || Array.isArray(given)) throw new UsageError(`${caller}: params is an object such as { maxPending: 3 }`)
+  const params: Params = Object.fromEntries(Object.entries(s.params).map(([k, p]) => [k, p.default]))
+  const flagOf = (k: string) => s.params[k].flag.split(' ')[0].replace(/^--(no-)?/, '')
+  for (const [name, raw] of Object.entries(given)) {
+    const key = Object.keys(s.params).find((k) => k === name || flagOf(k) === name.replace(/^--(no-)?/, ''))
+    if (!key) {
+      const names = Object.keys(s.params)
+      throw new UsageError(`params.${name} is not a param of ${s.id}: ${names.length ? `it takes ${names.join(', ')}` : 'it takes none'} (race show ${s.id})`)
+    }
+    const p = s.params[key]
+    const what = `params.${name}`
+    if (p.kind === 'boolean' && typeof raw !== 'boolean') throw new UsageError(`${what} is true or false, got ${JSON.stringify(raw)}`)
+    params[key] = p.kind === 'duration' && typeof raw === 'number' ? duration(what, raw) : parseParam(p, what, raw, engine)
+  }
+  return params
+}
+
+/** A duration as given: text ('300ms'), or milliseconds (run()). */
+export function duration(name: string, v: string | number, allowZero = false): number {
+  if (typeof v === 'number') {
+    if (!Number.isFinite(v) || v < 0 || (!allowZero && v === 0)) throw new UsageError(`${name} takes milliseconds or a duration like '300ms', got ${v}`)
+    return v
+  }
+  return parseDuration(name, v, { allowZero })
 }

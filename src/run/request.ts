@@ -9,9 +9,9 @@ import type { Engine, Params, Pool, Scenario } from '../scenario.js'
 import { expectsOverride } from '../isolation/common.js'
 import type { RunInput } from './execute.js'
 import { extendForHold } from './execute.js'
-import { FLAGS, parseBounds, type Spelling } from './params.js'
+import { duration, FLAGS, parseBounds, type Spelling } from './params.js'
 
-export { FLAGS, NAMES, pgConflict, type RunOption, type Spelling } from './params.js'
+export { duration, FLAGS, NAMES, pgConflict, type RunOption, type Spelling } from './params.js'
 
 /** A race as asked for: values as given (flags' text, or run()'s values), the scenario found and its params read. */
 export interface RunRequest {
@@ -93,14 +93,6 @@ export function sessionsOf(s: Scenario, n: string | number | undefined, spell: S
   return n === undefined ? (otherwise ?? count.default) : parseWhole(spell('n'), String(n), count.min, count.max)
 }
 
-/** A duration as given: text ('300ms'), or milliseconds (run()). */
-export function duration(name: string, v: string | number, allowZero = false): number {
-  if (typeof v === 'number') {
-    if (!Number.isFinite(v) || v < 0 || (!allowZero && v === 0)) throw new UsageError(`${name} takes milliseconds or a duration like '300ms', got ${v}`)
-    return v
-  }
-  return parseDuration(name, v, { allowZero })
-}
 
 export function parseUuid(raw: string, spell: Spelling = FLAGS): string {
   const v = String(raw).trim().toLowerCase()

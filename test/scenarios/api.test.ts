@@ -4,10 +4,14 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises'
-import { run, RaceError, defineScenario, replicate, anomaly, clean } from '../../src/index.js'
+import { spawnSync } from 'node:child_process'
+import path from 'node:path'
+import { explore, run, RaceError, defineScenario, replicate, anomaly, clean } from '../../src/index.js'
+import { ROOT } from '../support/conformance.js'
 import { leftBy, outside, useOutside } from '../support/faults.js'
 
 const ctx = useOutside()
+const BIN = path.join(ROOT, 'bin', 'race')
 
 test('run() is race run: broken in lockstep violates as documented; ok, the report, every session', async () => {
   const r = await run('broken', { databaseUrl: ctx.server.url, schedule: 'lockstep' })
@@ -147,4 +151,19 @@ test('pg: 16 runs the race on an embedded PostgreSQL 16 (fetched through npm on 
   assert.equal(r.verdict, 'anomaly', r.text)
   const again = await run('broken', { schedule: 'lockstep' })
   assert.match(again.server.version, /^18\./, 'without pg, the bundled 18 again')
+})
+
+test("explore() checks its options as race explore checks its flags, naming each as explore() spells it; a typo is refused, never run with the defaults", async () => {
+  const refused = async (o: Record<string, unknown>, re: RegExp) =>
+    assert.rejects(explore('broken', { databaseUrl: ctx.server.url, ...o } as never), (e: unknown) => e instanceof RaceError && e.exitCode === 2 && re.test(e.message) && !e.message.includes('--'))
+  await refused({ maxx: 5 }, /^explore\(\): unknown option 'maxx'/)
+  await refused({ params: { isolaton: 'serializable' } }, /^params\.isolaton is not a param of broken/)
+  await refused({ max: 0 }, /^max must be at least 1, got 0$/)
+  await refused({ sample: 1.5 }, /^sample must be a whole number/)
+  await refused({ expect: 'green' }, /^expect takes held or violated, got 'green'$/)
+  await refused({ n: 0 }, /^n must be at least 1, got 0$/)
+  // The same check from the CLI names the flags.
+  const r = spawnSync(process.execPath, [BIN, 'explore', 'broken', '--max', '0', '--database-url', ctx.server.url], { encoding: 'utf8' })
+  assert.equal(r.status, 2, r.stderr)
+  assert.match(r.stderr, /--max must be at least 1, got 0/)
 })

@@ -1,0 +1,58 @@
+// What race explore is asked, by its flags or by explore()'s options, checked in one place for both: the sessions
+// within the scenario's count, the search's budgets, what to expect. Errors name each option as the caller spelled
+// it (--max from the CLI, max from explore()).
+import { UsageError } from '../errors.js'
+import { parseWhole } from '../parse.js'
+import type { Spelling } from '../run/params.js'
+import { sessionsOf } from '../run/request.js'
+import type { Scenario } from '../scenario.js'
+
+/** Above this many orders of the steps, explore samples instead of running every one (--max). */
+export const DEFAULT_MAX = 1000
+/** Runs in a sample when the count is above --max and no --sample is given. */
+export const DEFAULT_SAMPLE = 200
+/** Runs spent at most on shrinking a sampled violation (--shrink). */
+export const DEFAULT_SHRINK = 100
+
+/**
+ * How many sessions explore races when not told: the scenario's default; for an application race, 2 (or its
+ * least, when it needs more). An application race's default is for race run (10 sessions at a barrier); every
+ * interleaving of 10 functions is out of reach, and two sessions already show a check-then-insert race whole.
+ */
+export function exploreSessions(s: Scenario): number {
+  const count = sessionCount(s)
+  return kindOf(s).type === 'application' ? Math.min(count.default, Math.max(2, count.min)) : count.default
+}
+import { kindOf } from '../scenario.js'
+import { sessionCount } from '../plan.js'
+
+/** The search as asked: flags' text, or explore()'s numbers; absent: the defaults. */
+export interface ExploreAsked {
+  n?: string | number
+  max?: string | number
+  sample?: string | number
+  seed?: string | number
+  shrink?: string | number
+  expect?: string
+}
+
+export interface ExploreChecked {
+  n: number
+  max: number
+  sample?: number
+  seed?: number
+  shrink: number
+  expect?: 'held' | 'violated'
+}
+
+/** The one check of an exploration's input (race explore and explore()). */
+export function checkExplore(s: Scenario, a: ExploreAsked, spell: Spelling): ExploreChecked {
+  const n = sessionsOf(s, a.n, spell, exploreSessions(s))
+  const whole = (o: 'max' | 'sample' | 'seed' | 'shrink', v: string | number, min: number, max: number) => parseWhole(spell(o), String(v), min, max)
+  const max = whole('max', a.max ?? DEFAULT_MAX, 1, Number.MAX_SAFE_INTEGER)
+  const sample = a.sample === undefined ? undefined : whole('sample', a.sample, 1, 1_000_000)
+  const seed = a.seed === undefined ? undefined : whole('seed', a.seed, 0, 2 ** 32 - 1)
+  const shrink = whole('shrink', a.shrink ?? DEFAULT_SHRINK, 0, 100_000)
+  if (a.expect !== undefined && a.expect !== 'held' && a.expect !== 'violated') throw new UsageError(`${spell('expect')} takes held or violated, got '${a.expect}'`)
+  return { n, max, sample, seed, shrink, expect: a.expect }
+}
