@@ -130,7 +130,7 @@ export async function run(lab: Driver, cfg: RunConfig): Promise<RunOutput> {
   const onAbort = () => void conns.kill()
   abortSignal.addEventListener('abort', onAbort, { once: true })
   const prepare = (space: string) => {
-    const env = { scenarioId: scenario.id, schema: space, connectTimeoutMs: cfg.connectTimeoutMs }
+    const env = { scenarioId: scenario.id, schema: space, connectTimeoutMs: cfg.connectTimeoutMs, stepTimeoutMs: cfg.stepTimeoutMs + (cfg.holdMs ?? 0) }
     conns.prepare(plan.sessions.flatMap((p, index) => (p.spec.shares ? [] : [{ index, options: sessionOptions(p, env) }])))
   }
   try {
