@@ -2,7 +2,10 @@
 // READ transaction stays open while another session updates K rows; VACUUM leaves the K dead tuples in place
 // (not yet removable: the open snapshot may still need them); after the long transaction ends, the same VACUUM
 // removes them. --idle-timeout: idle_in_transaction_session_timeout ends the forgotten transaction (25P03 on its
-// next statement), and VACUUM proceeds. Every figure is read from the server (pg_stat_user_tables.n_dead_tup,
+// next statement), and VACUUM proceeds. The long transaction sets it (SET LOCAL) once it has taken its snapshot:
+// set on the connection, it would also count race's own pauses between long's first steps (a step is sent only
+// after the control connection has seen the last one finish), and a loaded machine could stretch one of those
+// beyond the timeout, ending long before its snapshot existed (25P03 or a lost connection in mark or read). Every figure is read from the server (pg_stat_user_tables.n_dead_tup,
 // which VACUUM itself sets to the dead tuples it could not remove).
 import { clean, defineScenario, keyBind, anomaly, prevented, type Documented, type Params, type SessionSpec, type Variant } from '../src/scenario.js'
 import { observations, observe } from './_shared/locks.js'
@@ -46,13 +49,14 @@ function sessions(p: Params): Record<string, SessionSpec> {
   Object.assign(vac, vacuumSteps(idle ? '1' : '2'))
   return {
     long: {
-      ...(idle ? { connection: { idle_in_transaction_session_timeout: `${p.idleTimeout}ms` } } : {}),
       steps: {
         begin: 'begin isolation level repeatable read',
         // Held until the transaction ends: how vac knows that it ended, without a sleep.
         mark: 'select pg_advisory_xact_lock(:key)',
         // The harmless-looking query that takes the snapshot; then the developer goes to lunch.
         read: 'select count(*)::int as rows from tiny',
+        // The timeout counts from here: the snapshot exists, and only the lunch is left to time.
+        ...(idle ? { lunch: `set local idle_in_transaction_session_timeout = ${Number(p.idleTimeout)}` } : {}),
         commit: 'commit',
       },
     },
@@ -89,14 +93,14 @@ export default defineScenario({
     'writer updates --updates K rows of items (autovacuum off for it): K dead tuples, counted by pg_stat_user_tables.',
     "VACUUM items cannot remove them: long's snapshot is older than the updates, so they are dead but not yet removable; VACUUM sets n_dead_tup to what it left.",
     'long commits; the same VACUUM now removes them all.',
-    '--idle-timeout 500ms: the server ends long after 500 ms idle in transaction (idle_in_transaction_session_timeout, the article\'s fix); VACUUM then removes them; long\'s next statement gets 25P03.',
+    '--idle-timeout 500ms: the server ends long after 500 ms idle in transaction (idle_in_transaction_session_timeout, the article\'s fix, which long sets for its transaction once it has read); VACUUM then removes them; long\'s next statement gets 25P03.',
     "vac knows long ended by waiting for an advisory key long holds (no sleep). A dead tuple left while only another backend's old snapshot was open makes the run undecided.",
   ],
   params: {
     updates: { flag: '--updates <k>', description: 'rows the writer updates (dead tuples it leaves)', kind: 'whole', default: 10, min: 1, max: 100_000 },
     idleTimeout: {
       flag: '--idle-timeout <duration>',
-      description: "idle_in_transaction_session_timeout for the forgotten transaction's connection (0ms: none set)",
+      description: 'idle_in_transaction_session_timeout for the forgotten transaction, from once it has read (0ms: none set)',
       kind: 'duration',
       default: 0,
     },
@@ -114,7 +118,7 @@ export default defineScenario({
   sessions: (v) => sessions(v.params),
   permutation: ({ params }) =>
     Number(params.idleTimeout) > 0
-      ? 'long.begin long.mark long.read writer.update writer.flush vac.before vac.wait(wait) vac.open1 vac.holders1 vac.vacuum1 vac.after1 long.commit'
+      ? 'long.begin long.mark long.read long.lunch writer.update writer.flush vac.before vac.wait(wait) vac.open1 vac.holders1 vac.vacuum1 vac.after1 long.commit'
       : 'long.begin long.mark long.read writer.update writer.flush vac.before vac.open1 vac.holders1 vac.vacuum1 vac.after1 long.commit vac.wait vac.open2 vac.holders2 vac.vacuum2 vac.after2',
   defaultSchedule: 'lockstep',
   invariant: {

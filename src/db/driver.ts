@@ -42,6 +42,8 @@ export interface SessionOptions {
   /** Startup parameters (PostgreSQL GUCs; MySQL session variables). */
   params: Record<string, string>
   connectTimeoutMs: number
+  /** --step-timeout: also bounds what a driver waits for on a step's behalf (MySQL: reading the level before COMMIT). */
+  stepTimeoutMs: number
 }
 
 /** One step in flight: its result, and (while the level is not fixed yet) the transaction's isolation level. */

@@ -9,7 +9,9 @@
 //   forever. So the watch connection reads it at most every WATCH_GAP_MS, inside a transaction of its own, and
 //   takes a copy as fresh only when its own row shows the very statement that read it (a unique token);
 // - each session's isolation level: INNODB_TRX.trx_isolation_level of its transaction, from a fresh copy taken
-//   after the transaction had started and before its COMMIT (@@tx_isolation is only the session default);
+//   after the transaction had started and before its COMMIT (@@tx_isolation is only the session default). Another
+//   reader of INNODB_TRX (another race on the same server) makes the copies we read: one is fresh for a level read
+//   when it shows a marker, a transaction opened on a connection of its own once that read began;
 // - the COMMIT's outcome: the server status flags of every reply (SERVER_STATUS_IN_TRANS);
 // - errors: SQLSTATE and error number together, 'SQLSTATE/errno'.
 // Cancelling a step is KILL QUERY from control; ending a connection is KILL CONNECTION.
@@ -178,6 +180,25 @@ interface TrxRow {
 interface Snapshot {
   seq: number
   trx: Map<number, TrxRow>
+}
+
+/** A copy that is fresh because it shows `thread`'s transaction, opened (on a connection of its own) after a moment. */
+interface Marker {
+  conn: Conn
+  thread: number
+}
+
+/** The transactions of one copy by thread, with the threads each waits for (`me`, the watch's own read, left out as a blocker). */
+function trxOf(rows: { id: number; thread: number; level: string; state: string; blockers: string | null }[], me: unknown): Map<number, TrxRow> {
+  const byId = new Map<string, number[]>()
+  for (const r of rows) if (r !== me) byId.set(String(r.id), [...(byId.get(String(r.id)) ?? []), Number(r.thread)])
+  const trx = new Map<number, TrxRow>()
+  for (const r of rows) {
+    const ids = r.blockers ? String(r.blockers).split(',') : []
+    const threads = ids.flatMap((id) => byId.get(id) ?? []).filter((t) => t !== Number(r.thread))
+    trx.set(Number(r.thread), { level: String(r.level ?? '').toLowerCase(), state: String(r.state ?? ''), blockers: [...new Set(threads)] })
+  }
+  return trx
 }
 
 /** The MySQL/MariaDB driver of one command. */
@@ -429,7 +450,7 @@ export class MysqlLab implements Driver {
     } catch (e) {
       throw sessionConnectError(e, this.target, this.context.signal.aborted)
     }
-    return new MysqlSession(this, conn)
+    return new MysqlSession(this, conn, o.stepTimeoutMs)
   }
 
   async cancel(pid: number, terminate: boolean): Promise<void> {
@@ -469,7 +490,7 @@ export class MysqlLab implements Driver {
    * A fresh copy of InnoDB's transactions and lock waits, or undefined when none can be had now: `wait` false
    * returns at once if the cache cannot have been refreshed since the last read (less than WATCH_GAP_MS ago).
    */
-  private snapshot(wait: boolean): Promise<Snapshot | undefined> {
+  private snapshot(wait: boolean, marker?: Marker): Promise<(Snapshot & { marked?: boolean }) | undefined> {
     const next = this.reading.then(async () => {
       const gap = performance.now() - this.lastRead
       if (gap < this.gapMs) {
@@ -491,6 +512,9 @@ export class MysqlLab implements Driver {
         this.lastRead = performance.now()
         const rows = reply[1] as { id: number; thread: number; level: string; state: string; q: string | null; blockers: string | null }[]
         const me = rows.find((r) => r.q?.includes(token))
+        // Not made by this read, but after the marker's transaction began (it shows it): fresh for the level read
+        // that opened the marker only. Which watch reads it came after is not known, so nothing else counts it.
+        if (!me && marker && rows.some((r) => Number(r.thread) === marker.thread)) return { seq: n, trx: trxOf(rows, undefined), marked: true }
         if (!me) {
           // A copy another reader's query made: stale. Another reader polling at our pace would keep the cache
           // from ever being idle for 0.1 s; waiting a random while longer lets one of us find a quiet moment.
@@ -498,14 +522,7 @@ export class MysqlLab implements Driver {
           return undefined
         }
         this.gapMs = WATCH_GAP_MS
-        const byId = new Map<string, number[]>()
-        for (const r of rows) if (r !== me) byId.set(String(r.id), [...(byId.get(String(r.id)) ?? []), Number(r.thread)])
-        const trx = new Map<number, TrxRow>()
-        for (const r of rows) {
-          const ids = r.blockers ? String(r.blockers).split(',') : []
-          const threads = ids.flatMap((id) => byId.get(id) ?? []).filter((t) => t !== Number(r.thread))
-          trx.set(Number(r.thread), { level: String(r.level ?? '').toLowerCase(), state: String(r.state ?? ''), blockers: [...new Set(threads)] })
-        }
+        const trx = trxOf(rows, me)
         this.latest = { seq: n, trx }
         for (const [thread, t] of trx) if (t.level) this.seen.set(thread, { seq: n, level: t.level })
         return this.latest
@@ -533,13 +550,36 @@ export class MysqlLab implements Driver {
    * undefined: the copy does not show it (a transaction that has read and written no InnoDB row: no level applied to
    * anything). UNREAD_LEVEL: no fresh copy could be had (bounded): the level is unknown, and the judge says so.
    */
-  async levelOf(pid: number, after: number): Promise<string | undefined> {
-    const until = performance.now() + 2000
-    for (;;) {
-      if (this.latest && this.latest.seq > after) return this.latest.trx.get(pid)?.level || undefined
-      if (this.context.signal.aborted) return undefined
-      if (performance.now() > until) return UNREAD_LEVEL
-      await this.snapshot(true)
+  async levelOf(pid: number, after: number, boundMs: number): Promise<string | undefined> {
+    const until = performance.now() + boundMs
+    let marker: Marker | undefined
+    try {
+      for (;;) {
+        if (this.latest && this.latest.seq > after) return this.latest.trx.get(pid)?.level || undefined
+        if (this.context.signal.aborted) return undefined
+        if (performance.now() > until) return UNREAD_LEVEL
+        const snap = await this.snapshot(true, marker)
+        if (snap?.marked) return snap.trx.get(pid)?.level || undefined
+        // A stale copy: someone else reads INNODB_TRX too. From now on a copy they make counts, if it shows a
+        // transaction begun after this read did (and so after the session's last statement).
+        if (!snap && !marker) marker = await this.openMarker()
+      }
+    } finally {
+      if (marker) await endQuietly(marker.conn, true)
+    }
+  }
+
+  /** A connection of its own with a transaction open (InnoDB lists it in INNODB_TRX); undefined if none can be had. */
+  private async openMarker(): Promise<Marker | undefined> {
+    let conn: Conn | undefined
+    try {
+      conn = await mariadb.createConnection({ ...connectionOptions(this.target, this.connectTimeoutMs), connectAttributes: { program_name: 'race level marker' } })
+      conn.on('error', () => {})
+      await conn.query('start transaction with consistent snapshot')
+      return { conn, thread: Number(conn.threadId) }
+    } catch {
+      if (conn) await endQuietly(conn, true)
+      return undefined
     }
   }
 
@@ -646,6 +686,8 @@ class MysqlSession implements SessionConn {
   constructor(
     private readonly lab: MysqlLab,
     private readonly conn: Conn,
+    /** --step-timeout: what a level read may take too (at COMMIT it is part of the step). */
+    private readonly stepTimeoutMs: number,
   ) {
     this.pid = Number(conn.threadId)
     conn.on('error', () => void (this.lost = true))
@@ -666,7 +708,7 @@ class MysqlSession implements SessionConn {
     const ending = command === 'COMMIT' || command === 'ROLLBACK'
     const wasOpen = this.open
     // Before a transaction ends, its isolation level as InnoDB records it (a copy read after it was last seen open).
-    const level = ending && wasOpen ? this.lab.levelOf(this.pid, this.seenOpen) : undefined
+    const level = ending && wasOpen ? this.lab.levelOf(this.pid, this.seenOpen, this.stepTimeoutMs) : undefined
     const result = (async () => {
       if (level) await level
       if (command === 'COMMIT' && this.begun && !wasOpen) {
@@ -689,7 +731,7 @@ class MysqlSession implements SessionConn {
       // Before it ends, the level of the transaction as InnoDB records it (read before COMMIT otherwise): a rejected
       // or failed session's level is then known too. Ended by the server already (a deadlock victim): the level a
       // copy showed while it was open.
-      const level = this.open ? await this.lab.levelOf(this.pid, this.seenOpen) : this.lab.levelSeen(this.pid, this.seenOpen)
+      const level = this.open ? await this.lab.levelOf(this.pid, this.seenOpen, this.stepTimeoutMs) : this.lab.levelSeen(this.pid, this.seenOpen)
       const r = await Promise.race([this.conn.query('rollback'), sleep(2000).then(() => undefined)])
       if (r === undefined) return undefined
       this.begun = false

@@ -488,10 +488,11 @@ export class Session {
 /** How a session's connection is opened: named after the run's scenario and the session, in the run's namespace. */
 export function sessionOptions(
   p: { name: string; spec: SessionSpec },
-  env: { scenarioId: string; schema: string; connectTimeoutMs: number },
+  env: { scenarioId: string; schema: string; connectTimeoutMs: number; stepTimeoutMs: number },
 ): SessionOptions {
   return {
     connectTimeoutMs: env.connectTimeoutMs,
+    stepTimeoutMs: env.stepTimeoutMs,
     applicationName: `race ${env.scenarioId} ${p.name}`,
     space: env.schema,
     params: p.spec.connection ?? {},

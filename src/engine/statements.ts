@@ -29,7 +29,7 @@ export const statementTrials: TrialRunnerFactory = (ctx) => {
     connectsAhead: !fresh,
     open(space) {
       if (fresh) return
-      const env = { scenarioId: plan.scenario.id, schema: space, connectTimeoutMs: cfg.connectTimeoutMs }
+      const env = { scenarioId: plan.scenario.id, schema: space, connectTimeoutMs: cfg.connectTimeoutMs, stepTimeoutMs: cfg.stepTimeoutMs + (cfg.holdMs ?? 0) }
       conns.prepare(plan.sessions.flatMap((p, index) => (p.spec.shares ? [] : [{ index, options: sessionOptions(p, env) }])))
     },
     async run({ space, user, chooser }) {

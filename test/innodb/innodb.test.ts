@@ -48,8 +48,17 @@ test('race check on InnoDB: every scenario and case as documented; its databases
 test('race matrix on InnoDB: READ UNCOMMITTED too, every cell as documented', async (t) => {
   if (why) return t.skip(why)
   const r = await race(['matrix', '--database-url', MYSQL_URL, '--no-color', '--json'], { timeoutMs: 240_000 })
+  assert.ok(r.stdout.trimStart().startsWith('{'), `no JSON grid (exit ${r.code}): ${r.stderr}`)
+  type Cell = { happened: string; deviation?: boolean; deviations?: string[] }
+  const doc = JSON.parse(r.stdout) as { levels: string[]; deviations: number; rows: { scenario: string; cells: Record<string, Cell> }[] }
+  // Every cell that did not behave as documented, by name and with what the judge said (not only how many).
+  const differ = doc.rows.flatMap((x) =>
+    Object.entries(x.cells)
+      .filter(([, c]) => c.deviation)
+      .map(([level, c]) => `${x.scenario} at ${level}: ${c.happened}${c.deviations?.length ? ` (${c.deviations.join('; ')})` : ''}`),
+  )
+  assert.deepEqual(differ, [], `${doc.deviations} cells differ from their documentation:\n${differ.join('\n')}\n${r.stderr}`)
   assert.equal(r.code, 0, r.stderr)
-  const doc = JSON.parse(r.stdout) as { levels: string[]; deviations: number; rows: { scenario: string; cells: Record<string, { happened: string }> }[] }
   assert.deepEqual(doc.levels, ['read uncommitted', 'read committed', 'repeatable read', 'serializable'])
   assert.equal(doc.deviations, 0)
   const cell = (id: string, level: string) => doc.rows.find((x) => x.scenario === id)!.cells[level].happened

@@ -16,7 +16,7 @@ test("a session parses and sends arrays as a connection that fetched its own typ
   try {
     // Created after the Lab's control connection logged in (and fetched its types): only the small query knows it.
     await lab.control.unsafe(`create type ${schema.quoted}.mood as enum ('calm', 'tense'); create table ${schema.quoted}.t (id int primary key, m ${schema.quoted}.mood)`)
-    const session = await lab.openSession({ applicationName: 'race array-types test', space: schema.name, params: {}, connectTimeoutMs: 5000 })
+    const session = await lab.openSession({ applicationName: 'race array-types test', space: schema.name, params: {}, connectTimeoutMs: 5000, stepTimeoutMs: 10_000 })
     try {
       const reads = [
         [`select array[1, 2, null]::int[] as i, '{t,f}'::bool[] as b, array['x y', null, '"q"']::text[] as s, '{{1,2},{3,4}}'::int[] as nested`, []],
