@@ -231,7 +231,9 @@ export class PooledDriver implements Driver {
   constructor(
     private readonly lab: Lab,
     private readonly opener: PoolOpener,
-  ) {}
+  ) {
+    lab.withoutRole('--pooled: the sessions log in through the pooler as its users, not as a run role')
+  }
 
   get target(): Target {
     return this.lab.target
