@@ -299,7 +299,32 @@ export class Lab implements Driver {
   }
 
   async openSession(o: SessionOptions): Promise<SessionConn> {
-    return PgSession.open(await this.sessionTarget(o.space), o)
+    const role = await this.roleFor(o.space)
+    if (role) await this.grantParameters(role, Object.keys(o.params ?? {}))
+    return PgSession.open(role?.target ?? this.target, o)
+  }
+
+  /** Parameters granted to a run role (by role name), each asked for once. */
+  private readonly granted = new Map<string, Promise<void>>()
+
+  /**
+   * A session's startup parameters that only a superuser may set (deadlock_timeout, which the deadlock scenarios set
+   * per session to choose the victim): granted to the run role (GRANT SET ON PARAMETER, PostgreSQL 15+), which is all
+   * it may do beyond PUBLIC; DROP OWNED takes the grant back with the role. Before 15 there is nothing to grant:
+   * the connection is refused as it is for a role that may not set them.
+   */
+  private async grantParameters(role: RunRole, names: string[]): Promise<void> {
+    if (!names.length || this.server.versionNum < 150000) return
+    const todo = names.filter((n) => !this.granted.has(`${role.name}/${n}`))
+    if (todo.length) {
+      const p = (async () => {
+        const rows = await this.control`select name from pg_catalog.pg_settings where context = 'superuser' and name = any(${todo})`
+        if (rows.length) await this.control.unsafe(`grant set on parameter ${rows.map((r) => `"${r.name}"`).join(', ')} to "${role.name}"`)
+      })()
+      p.catch(() => {})
+      for (const n of todo) this.granted.set(`${role.name}/${n}`, p)
+    }
+    await Promise.all(names.map((n) => this.granted.get(`${role.name}/${n}`)))
   }
 
   async cancel(pid: number, terminate: boolean): Promise<void> {
