@@ -68,8 +68,13 @@ export async function makeRunRole(lab: Maker, space: string): Promise<RunRole | 
   let oid: number
   try {
     // One transaction: never a role without its mark.
-    await lab.control.unsafe(`create role "${name}" login nosuperuser nocreaterole nocreatedb noreplication nobypassrls noinherit password ${lit(password)};
-      comment on role "${name}" is ${lit('race:' + JSON.stringify(lab.roleMark(false)))}`)
+    // Reading: what race's control role may read, the run may read ("reading other schemas is fine"): a superuser's
+    // run role is a member of pg_read_all_data (PostgreSQL 14+), which reads and writes nothing else.
+    await lab.control.unsafe(`create role "${name}" login nosuperuser nocreaterole nocreatedb noreplication nobypassrls inherit password ${lit(password)};
+      comment on role "${name}" is ${lit('race:' + JSON.stringify(lab.roleMark(false)))};
+      do $race_read$ begin
+        if (select rolsuper from pg_catalog.pg_roles where rolname = current_user) and pg_catalog.current_setting('server_version_num')::int >= 140000
+        then execute 'grant pg_read_all_data to ${name}'; end if; end $race_read$`)
     const [r] = await lab.control.unsafe(`select oid::int as oid from pg_catalog.pg_roles where rolname = ${lit(name)}`)
     oid = Number(r.oid)
   } catch (e) {
