@@ -147,7 +147,23 @@ export class Lab implements Driver {
   withoutRole(why: string): void {
     if (this.roleless !== undefined) return
     this.roleless = why
-    if (process.env.RACE_QUIET_ROLE !== '1') process.stderr.write(`race: ${why}: the run's SQL runs as ${this.userName || 'the control role'}, checked by the text guard only\n`)
+  }
+
+  /** Whether the fallback was said (once per Lab). */
+  private saidRoleless = false
+
+  /**
+   * Says, in one line on stderr, that the run's own SQL runs as the control role, once it does (the setup's or the
+   * invariant's first statement): a run that ends before running any of it says only why it ended.
+   */
+  private sayRoleless(): void {
+    if (this.roleless === undefined || this.saidRoleless) return
+    this.saidRoleless = true
+    const line = `race: ${this.roleless}: the run's SQL runs as ${this.userName || 'the control role'}, checked by the text guard only\n`
+    // On a terminal at once; otherwise once the command has its result (exit 0 or 1): a command that fails says
+    // its one line only, as every failure does (stderr to a pipe or file is written synchronously at exit).
+    if (process.stderr.isTTY) process.stderr.write(line)
+    else process.once('exit', (code) => void (code === 0 || code === 1 ? process.stderr.write(line) : undefined))
   }
 
   /** The run role of the run whose schema is `space` (made on first ask), or undefined when runs have none. */
@@ -176,7 +192,10 @@ export class Lab implements Driver {
   /** Runs the run's own SQL (setup, invariant) as the run role, on its own connection; on control without one. */
   async runQuery(space: string, text: string, args: unknown[] = []): Promise<QueryResult> {
     const role = await this.roleFor(space)
-    if (!role) return this.query(text, args)
+    if (!role) {
+      this.sayRoleless()
+      return this.query(text, args)
+    }
     return (args.length ? role.sql.unsafe(text, args as never[]) : role.sql.unsafe(text)) as unknown as Promise<QueryResult>
   }
 
@@ -390,11 +409,13 @@ export class RunSchema implements RunSpace {
   async drop(): Promise<{ note: string; serverGone: boolean } | undefined> {
     if (this.keep) return undefined
     const role = await this.lab.endRole(this.name)
-    const stmt = `drop schema if exists "${this.name}" cascade${role ? `; ${dropRoleSql(role.oid)}` : ''}`
+    // What the note says (by name, for a person); what race runs drops the role by its oid.
+    const stmt = `drop schema if exists "${this.name}" cascade${role ? `; drop role if exists "${role.name}"` : ''}`
+    const run = `drop schema if exists "${this.name}" cascade${role ? `; ${dropRoleSql(role.oid)}` : ''}`
     try {
       // Bounded: a lock someone else holds on one of our tables must not hold the drop (and race) forever.
       // The run role goes in the same transaction as its schema: never one without the other.
-      await this.lab.onControlOrFresh((sql) => sql.unsafe(`set lock_timeout = '${DROP_LOCK_TIMEOUT_MS}ms'; ${stmt}; reset lock_timeout`))
+      await this.lab.onControlOrFresh((sql) => sql.unsafe(`set lock_timeout = '${DROP_LOCK_TIMEOUT_MS}ms'; ${run}; reset lock_timeout`))
       return undefined
     } catch (e) {
       const code = (e as { code?: string }).code

@@ -289,6 +289,10 @@ export class PooledDriver implements Driver {
   query(text: string, args?: unknown[]): Promise<QueryResult> {
     return this.lab.query(text, args)
   }
+  /** On control (no run role through a pooler), saying so once (Lab.runQuery). */
+  runQuery(space: string, text: string, args?: unknown[]): Promise<QueryResult> {
+    return this.lab.runQuery(space, text, args)
+  }
   cancelControl(done: Promise<void>): Promise<void> {
     return this.lab.cancelControl(done)
   }
