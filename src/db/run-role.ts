@@ -71,6 +71,16 @@ export async function makeRunRole(lab: Maker, space: string): Promise<RunRole | 
     // run role is a member of pg_read_all_data (PostgreSQL 14+), which reads and writes nothing else.
     await lab.control.unsafe(`create role "${name}" login nosuperuser nocreaterole nocreatedb noreplication nobypassrls inherit password ${lit(password)};
       comment on role "${name}" is ${lit('race:' + JSON.stringify(lab.roleMark(false)))};
+      do $race_settings$ declare s record; begin
+        -- The control role's own settings (ALTER ROLE ... SET: a lock_timeout, a default isolation level) are what
+        -- the run is about: its run role gets them, in this database and everywhere, as the server would apply them.
+        for s in select pg_catalog.split_part(c, '=', 1) as k, pg_catalog.substr(c, pg_catalog.strpos(c, '=') + 1) as v, d.setdatabase <> 0 as here
+                   from pg_catalog.pg_db_role_setting d, pg_catalog.unnest(d.setconfig) c
+                  where d.setrole = (select oid from pg_catalog.pg_roles where rolname = current_user)
+                    and d.setdatabase in (0, (select oid from pg_catalog.pg_database where datname = pg_catalog.current_database()))
+                  order by d.setdatabase loop
+          execute pg_catalog.format('alter role %I %s set %I = %L', '${name}', case when s.here then pg_catalog.format('in database %I', pg_catalog.current_database()) else '' end, s.k, s.v);
+        end loop; end $race_settings$;
       do $race_read$ begin
         if (select rolsuper from pg_catalog.pg_roles where rolname = current_user) and pg_catalog.current_setting('server_version_num')::int >= 140000
         then execute 'grant pg_read_all_data to ${name}'; end if; end $race_read$`)
