@@ -79,16 +79,19 @@ function file(name: string, text: string): string {
   return f
 }
 
-/** Everything outside the run an attack here aims at, as one string: equal before and after means untouched. */
+/**
+ * Everything outside the run an attack here aims at, as one string: equal before and after means untouched. Only
+ * this test's own objects: other clients (other tests, other runs) change the server's meanwhile.
+ */
 async function world(t: Target): Promise<string> {
   const [r] = await t.admin.unsafe(`select
       (select count(*) from pg_stat_activity where pid = ${t.victimPid}) as victim,
       (select coalesce(rolpassword, '') from pg_authid where rolname = '${victimRole}') as password,
       (select count(*) from pg_replication_slots where slot_name = '${slot}') as slot,
       (select count(*) from pg_subscription) as subscriptions,
-      ${t.version >= 150000 ? '(select count(*) from pg_parameter_acl)' : '0'} as parameter_acls,
+      ${t.version >= 150000 ? "(select count(*) from pg_parameter_acl where parname = 'work_mem')" : '0'} as parameter_acls,
       (select encode(lo_get(${t.lo}), 'escape')) as lo,
-      (select count(*) from pg_db_role_setting) as settings`)
+      (select count(*) from pg_db_role_setting where setrole = (select oid from pg_roles where rolname = '${victimRole}')) as settings`)
   const files = fs.readdirSync('/tmp').filter((f) => f.startsWith(`race-role-${tag}`))
   return JSON.stringify({ ...r, files })
 }
