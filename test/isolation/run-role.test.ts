@@ -207,3 +207,32 @@ test('a run killed with SIGKILL leaves its role, and the next run drops it by it
     assert.equal(left.length, 0, `${t.name}: the killed run's role was dropped`)
   }
 })
+
+test("a control role that may not create roles: the run says so in one line and runs as before, under the text guard", async () => {
+  for (const t of targets) {
+    const plain = `race_test_plain_${tag}`
+    const password = randomBytes(8).toString('hex')
+    await t.admin.unsafe(`create role ${plain} login password '${password}'; grant create on database "${(await t.admin`select current_database() as d`)[0].d}" to ${plain}`)
+    try {
+      const u = new URL(t.url)
+      u.username = plain
+      u.password = password
+      const r = await race(['run', 'advisory', '--n', '2', '--trials', '1'], { url: u.toString() })
+      assert.equal(r.code, 0, `${t.name}: ${r.stdout}${r.stderr}`)
+      assert.match(r.stderr.trim(), new RegExp(`^race: this role may not create the run role race runs as \\(no CREATEROLE\\): the run's SQL runs as ${plain}, checked by the text guard only$`), t.name)
+    } finally {
+      const [{ d }] = await t.admin`select current_database() as d`
+      await t.admin.unsafe(`drop owned by ${plain}; revoke create on database "${d}" from ${plain}; drop role ${plain}`).catch(() => {})
+    }
+  }
+})
+
+test('the deadlock scenarios get SET on deadlock_timeout for their run, and the grant goes with the role', async () => {
+  for (const t of targets.filter((x) => x.version >= 150000)) {
+    const r = await race(['run', 'deadlock', '--trials', '1'], { url: t.url })
+    assert.equal(r.code, 0, `${t.name}: ${r.stdout}${r.stderr}`)
+    // DROP ROLE refuses a role that still holds a grant: the run's role gone is its grant gone.
+    const roles = await t.admin`select rolname from pg_roles where rolname like 'race\\_r\\_%' and shobj_description(oid, 'pg_authid') like ${`%"pid":${r.pid},%`}`
+    assert.equal(roles.length, 0, `${t.name}: the run's role is gone`)
+  }
+})
