@@ -236,6 +236,7 @@ export class Lab implements Driver {
       await run(this.createSchemaSql(name, keep))
     } catch (e) {
       schema.release()
+      await this.dropUnused(name)
       const code = (e as { code?: string }).code
       if (abortSignal.aborted || isConnectionLoss(e)) throw e
       if (code === '42501') {
@@ -284,14 +285,30 @@ export class Lab implements Driver {
   }
 
   /** Ends the run role's connection (before its schema and the role are dropped); the role, if there was one. */
+  /** Schemas whose role went with them (RunSchema.drop). */
+  private readonly dropped = new Set<string>()
+
   async endRole(space: string): Promise<RunRole | undefined> {
+    this.dropped.add(space)
     const role = this.rolesMade.get(space)
     if (role) await endQuietly(role.sql, 0)
     return role
   }
 
-  /** Ends the control connection. */
+  /** Drops the run role of a schema that was never made (its run ended first): nothing else would. */
+  private async dropUnused(space: string): Promise<void> {
+    const role = await this.endRole(space)
+    this.rolesMade.delete(space)
+    if (role) await this.onControlOrFresh((sql) => sql.unsafe(dropRoleSql(role.oid))).catch(() => {})
+  }
+
+  /** Ends the control connection, after dropping the run roles whose schema was never made. */
   async close(): Promise<void> {
+    for (const space of [...this.rolesMade.keys()]) {
+      if (this.dropped.has(space)) continue
+      const [made] = await this.control`select 1 from pg_catalog.pg_namespace where nspname = ${space}`.catch(() => [1]) // unsure: leave it to the reaper
+      if (!made) await this.dropUnused(space)
+    }
     await Promise.all([...this.rolesMade.values()].map((r) => endQuietly(r.sql, 0)))
     await endQuietly(this.control, 1)
   }
