@@ -236,7 +236,9 @@ export class Lab implements Driver {
       await run(this.createSchemaSql(name, keep))
     } catch (e) {
       schema.release()
-      await this.dropUnused(name)
+      // Not on an abort or a lost control: the CREATE SCHEMA may still be in flight there (cancelled after this
+      // returns); the next run reaps the role by its mark.
+      if (!abortSignal.aborted && !isConnectionLoss(e)) await this.dropUnused(name)
       const code = (e as { code?: string }).code
       if (abortSignal.aborted || isConnectionLoss(e)) throw e
       if (code === '42501') {

@@ -31,9 +31,6 @@ interface Maker {
   roleMark(keep: boolean): object
 }
 
-/** The grants a built-in scenario needs of its run role (see docs/spec-setup-rules.md), by what they are for. */
-export const PRIVILEGES = {} as const
-
 /** Drops a run role by its oid with everything it owns in this database (its schema first of all): statements. */
 export function dropRoleSql(oid: number): string {
   return `do $race_drop$ declare r text := (select pg_catalog.quote_ident(rolname) from pg_catalog.pg_roles where oid = ${Number(oid)}); begin if r is not null then execute 'drop owned by ' || r || ' cascade'; execute 'drop role ' || r; end if; end $race_drop$`
