@@ -393,9 +393,9 @@ async function runOne(lab: Lab, spec: Spec, database: Promise<SpecDatabase> | un
     if (!result) await terminate()
     let left: string | undefined
     if (db) {
-      // On race's own server every role the spec left is its; on a shared one, only those its text names.
+      // On race's own server every role the spec left is its; on a shared one, only those it is by identity (database.ts).
       const d = db
-      const mentioned = k.own ? undefined : fs.readFileSync(spec.file, 'latin1')
+      const mentioned = !k.own
       const clean = k.reuse !== undefined && result !== undefined && failure === undefined && !abortSignal.aborted && pristine
       if (clean && !(await d.dropRoles(mentioned))) k.reuse!(d)
       else {

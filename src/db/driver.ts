@@ -155,6 +155,13 @@ export interface Driver extends Watch {
   useSql(name: string): string
   /** Runs SQL (already in placeholder style) on the control connection. */
   query(text: string, args?: unknown[]): Promise<QueryResult>
+  /**
+   * Runs the run's own SQL (setup, invariant: the user's) with the rights the run's sessions have (PostgreSQL: as
+   * the run role, db/run-role.ts). Absent: on the control connection.
+   */
+  runQuery?(space: string, text: string, args?: unknown[]): Promise<QueryResult>
+  /** The target a session of the run in `space` connects to (an application race's driver too). Absent: target. */
+  sessionTarget?(space: string): Promise<Target>
   /** Cancels the statement the control connection has in flight, from a fresh connection (bounded). */
   cancelControl(done: Promise<void>): Promise<void>
   /** Opens a session connection. */

@@ -6,6 +6,7 @@ import type { Sql } from 'postgres'
 import { RunError } from '../errors.js'
 import { RunContext } from '../lifecycle.js'
 import { connect, connectError, endQuietly, shareTypes } from './connect.js'
+import { dropRoleSql, makeRunRole, type RunRole } from './run-role.js'
 import { spaceName, type Driver, type QueryResult, type RunSpace, type ServerInfo, type SessionConn, type SessionOptions } from './driver.js'
 import { PgSession } from './pg-session.js'
 import { conditionName, isConnectionLoss } from './sqlstate.js'
@@ -26,6 +27,8 @@ export interface SchemaMark {
   backendStart: string
   /** --keep: left on purpose; never reaped. */
   keep: boolean
+  /** The run role's oid (it owns the schema): dropped with the schema, by this identity, never by its name alone. */
+  role?: number
 }
 
 /** The PostgreSQL driver: the Lab of one command. */
@@ -83,6 +86,7 @@ export class Lab implements Driver {
     // the schemas a killed run left, and the room for sessions. Each is its own statement, so that a mark this
     // role may not read fails only the reaping.
     const facts = control`select current_setting('server_version') as version, current_setting('server_version_num')::int as num, pg_backend_pid() as pid,
+                       current_user as usr, current_database() as db,
                        (select backend_start::text from pg_stat_activity where pid = pg_backend_pid()) as started`
     const left = reapable(control)
     const room = roomOf(control)
@@ -91,6 +95,8 @@ export class Lab implements Driver {
     try {
       const [row] = await Promise.race([facts, context.whenAborted()])
       lab = new Lab(target, control, { version: String(row.version).split(' ')[0], versionNum: Number(row.num), product: 'PostgreSQL' }, connectTimeoutMs, Number(row.pid), String(row.started), lost, context)
+      lab.userName = String(row.usr)
+      lab.database = String(row.db)
     } catch (e) {
       release()
       await endQuietly(control, 0)
@@ -115,30 +121,106 @@ export class Lab implements Driver {
   }
 
   /** The mark of a schema this Lab creates. */
-  mark(keep: boolean): SchemaMark {
-    return { pid: process.pid, host: os.hostname(), backend: this.controlPid, backendStart: this.controlStart, keep }
+  mark(keep: boolean, role?: RunRole): SchemaMark {
+    return { pid: process.pid, host: os.hostname(), backend: this.controlPid, backendStart: this.controlStart, keep, ...(role ? { role: role.oid } : {}) }
   }
 
   /** `create schema` and its mark, as one statement list (one implicit transaction: never one without the other). */
   createSchemaSql(schema: string, keep: boolean): string {
-    return `create schema "${schema}"; comment on schema "${schema}" is ${literal('race:' + JSON.stringify(this.mark(keep)))}`
+    const role = this.rolesMade.get(schema)
+    const kept = role && keep ? `; comment on role "${role.name}" is ${literal('race:' + JSON.stringify(this.roleMark(true)))}` : ''
+    return `create schema "${schema}"${role ? ` authorization "${role.name}"` : ''}; comment on schema "${schema}" is ${literal('race:' + JSON.stringify(this.mark(keep, role)))}${kept}`
   }
+
+  /** The mark on a run role (COMMENT ON ROLE): whose run it is, in which database; what reaping reads. */
+  roleMark(keep: boolean): SchemaMark & { database: string } {
+    return { ...this.mark(keep), database: this.database }
+  }
+
+  // ---- the run role: the run's SQL (setup, sessions, invariant) runs as a role race creates for the run ----
+
+  /** Run roles asked for, by the run's schema name. */
+  private readonly roles = new Map<string, Promise<RunRole | undefined>>()
+  /** Run roles made, by the run's schema name. */
+  private readonly rolesMade = new Map<string, RunRole>()
+  /** Why runs of this Lab run their SQL as the control role, under the text guard only (said once, on stderr). */
+  roleless?: string
+
+  /** No run role for this Lab's runs (said once, in one line: never silently). */
+  withoutRole(why: string): void {
+    if (this.roleless !== undefined) return
+    this.roleless = why
+  }
+
+  /** Whether the fallback was said (once per Lab). */
+  private saidRoleless = false
+
+  /**
+   * Says, in one line on stderr, that the run's own SQL runs as the control role, once it does (the setup's or the
+   * invariant's first statement): a run that ends before running any of it says only why it ended.
+   */
+  private sayRoleless(): void {
+    if (this.roleless === undefined || this.saidRoleless) return
+    this.saidRoleless = true
+    const line = `race: ${this.roleless}: the run's SQL runs as ${this.userName || 'the control role'}, checked by the text guard only\n`
+    // On a terminal at once; otherwise once the command has its result (exit 0 or 1): a command that fails says
+    // its one line only, as every failure does (stderr to a pipe or file is written synchronously at exit).
+    if (process.stderr.isTTY) process.stderr.write(line)
+    else process.once('exit', (code) => void (code === 0 || code === 1 ? process.stderr.write(line) : undefined))
+  }
+
+  /** The run role of the run whose schema is `space` (made on first ask), or undefined when runs have none. */
+  roleFor(space: string): Promise<RunRole | undefined> {
+    let p = this.roles.get(space)
+    if (!p) {
+      p = this.roleless !== undefined ? Promise.resolve(undefined) : makeRunRole(this, space).then((r) => {
+        if (r && 'why' in r) {
+          this.withoutRole(r.why)
+          return undefined
+        }
+        if (r) this.rolesMade.set(space, r)
+        return r
+      })
+      p.catch(() => {})
+      this.roles.set(space, p)
+    }
+    return p
+  }
+
+  /** The target a session of the run in `space` connects to: as the run role when there is one. */
+  async sessionTarget(space: string): Promise<Target> {
+    return (await this.roleFor(space))?.target ?? this.target
+  }
+
+  /** Runs the run's own SQL (setup, invariant) as the run role, on its own connection; on control without one. */
+  async runQuery(space: string, text: string, args: unknown[] = []): Promise<QueryResult> {
+    const role = await this.roleFor(space)
+    if (!role) {
+      this.sayRoleless()
+      return this.query(text, args)
+    }
+    return (args.length ? role.sql.unsafe(text, args as never[]) : role.sql.unsafe(text)) as unknown as Promise<QueryResult>
+  }
+
+  /** The login role of the control connection, and its database. */
+  userName = ''
+  database = ''
 
   /**
    * Drops the schemas of this role that a race run marked and whose run is gone (its control backend no longer
    * exists). Never one marked --keep, never one whose control backend still lives, never another role's.
    * `found`: their names, already asked for (Lab.open sends the question with its others).
    */
-  async reap(found: Promise<string[]> = reapable(this.control)): Promise<void> {
-    let names: string[]
+  async reap(found: Promise<Reapable[]> = reapable(this.control)): Promise<void> {
+    let names: Reapable[]
     try {
       names = await found
     } catch {
       return // a mark that is not ours to read, or no rights: leave everything alone
     }
-    for (const nspname of names) {
+    for (const { nspname, role } of names) {
       try {
-        await this.control.unsafe(`set lock_timeout = '${DROP_LOCK_TIMEOUT_MS}ms'; drop schema if exists "${nspname}" cascade; reset lock_timeout`)
+        await this.control.unsafe(`set lock_timeout = '${DROP_LOCK_TIMEOUT_MS}ms'; ${role ? dropRoleSql(role) : `drop schema if exists "${nspname}" cascade`}; reset lock_timeout`)
         this.reaped.push(nspname)
       } catch {
         /* another run reaped it first, or it is busy: the next run tries again */
@@ -153,9 +235,13 @@ export class Lab implements Driver {
   async createSchema(label: string, keep: boolean, run: (text: string) => Promise<unknown> = (t) => this.control.unsafe(t), name = spaceName(label)): Promise<RunSchema> {
     const schema = new RunSchema(this, name, keep)
     try {
+      await this.roleFor(name)
       await run(this.createSchemaSql(name, keep))
     } catch (e) {
       schema.release()
+      // Not on an abort or a lost control: the CREATE SCHEMA may still be in flight there (cancelled after this
+      // returns); the next run reaps the role by its mark.
+      if (!this.context.signal.aborted && !isConnectionLoss(e)) await this.dropUnused(name)
       const code = (e as { code?: string }).code
       if (this.context.signal.aborted || isConnectionLoss(e)) throw e
       if (code === '42501') {
@@ -191,8 +277,9 @@ export class Lab implements Driver {
   async cancelControl(done: Promise<void>): Promise<void> {
     if (this.controlPid > 0) {
       const fresh = connect(this.target, { connectTimeoutMs: this.connectTimeoutMs, applicationName: 'race cleanup' })
+      const pids = [this.controlPid, ...[...this.rolesMade.values()].map((r) => r.pid)]
       try {
-        await fresh`select pg_cancel_backend(${this.controlPid})`
+        await fresh`select pg_cancel_backend(pid) from unnest(${pids}::int[]) as pid`
       } catch {
         /* the server may be gone too: cleanup below says what was left */
       } finally {
@@ -202,8 +289,32 @@ export class Lab implements Driver {
     await Promise.race([done, new Promise((r) => setTimeout(r, 2000))])
   }
 
-  /** Ends the control connection. */
+  /** Ends the run role's connection (before its schema and the role are dropped); the role, if there was one. */
+  /** Schemas whose role went with them (RunSchema.drop). */
+  private readonly dropped = new Set<string>()
+
+  async endRole(space: string): Promise<RunRole | undefined> {
+    this.dropped.add(space)
+    const role = this.rolesMade.get(space)
+    if (role) await endQuietly(role.sql, 0)
+    return role
+  }
+
+  /** Drops the run role of a schema that was never made (its run ended first): nothing else would. */
+  private async dropUnused(space: string): Promise<void> {
+    const role = await this.endRole(space)
+    this.rolesMade.delete(space)
+    if (role) await this.onControlOrFresh((sql) => sql.unsafe(dropRoleSql(role.oid))).catch(() => {})
+  }
+
+  /** Ends the control connection, after dropping the run roles whose schema was never made. */
   async close(): Promise<void> {
+    for (const space of [...this.rolesMade.keys()]) {
+      if (this.dropped.has(space)) continue
+      const [made] = await this.control`select 1 from pg_catalog.pg_namespace where nspname = ${space}`.catch(() => [1]) // unsure: leave it to the reaper
+      if (!made) await this.dropUnused(space)
+    }
+    await Promise.all([...this.rolesMade.values()].map((r) => endQuietly(r.sql, 0)))
     await endQuietly(this.control, 1)
   }
 
@@ -229,7 +340,32 @@ export class Lab implements Driver {
   }
 
   async openSession(o: SessionOptions): Promise<SessionConn> {
-    return PgSession.open(this.target, o)
+    const role = await this.roleFor(o.space)
+    if (role) await this.grantParameters(role, Object.keys(o.params ?? {}))
+    return PgSession.open(role?.target ?? this.target, o)
+  }
+
+  /** Parameters granted to a run role (by role name), each asked for once. */
+  private readonly granted = new Map<string, Promise<void>>()
+
+  /**
+   * A session's startup parameters that only a superuser may set (deadlock_timeout, which the deadlock scenarios set
+   * per session to choose the victim): granted to the run role (GRANT SET ON PARAMETER, PostgreSQL 15+), which is all
+   * it may do beyond PUBLIC; DROP OWNED takes the grant back with the role. Before 15 there is nothing to grant:
+   * the connection is refused as it is for a role that may not set them.
+   */
+  private async grantParameters(role: RunRole, names: string[]): Promise<void> {
+    if (!names.length || this.server.versionNum < 150000) return
+    const todo = names.filter((n) => !this.granted.has(`${role.name}/${n}`))
+    if (todo.length) {
+      const p = (async () => {
+        const rows = await this.control`select name from pg_catalog.pg_settings where context = 'superuser' and name = any(${todo})`
+        if (rows.length) await this.control.unsafe(`grant set on parameter ${rows.map((r) => `"${r.name}"`).join(', ')} to "${role.name}"`)
+      })()
+      p.catch(() => {})
+      for (const n of todo) this.granted.set(`${role.name}/${n}`, p)
+    }
+    await Promise.all(names.map((n) => this.granted.get(`${role.name}/${n}`)))
   }
 
   async cancel(pid: number, terminate: boolean): Promise<void> {
@@ -294,10 +430,14 @@ export class RunSchema implements RunSpace {
   /** Drops it (bounded) unless kept; returns what was left behind, with the statement to drop it. */
   async drop(): Promise<{ note: string; serverGone: boolean } | undefined> {
     if (this.keep) return undefined
-    const stmt = `drop schema if exists "${this.name}" cascade`
+    const role = await this.lab.endRole(this.name)
+    // What the note says (by name, for a person); what race runs drops the role by its oid.
+    const stmt = `drop schema if exists "${this.name}" cascade${role ? `; drop role if exists "${role.name}"` : ''}`
+    const run = `drop schema if exists "${this.name}" cascade${role ? `; ${dropRoleSql(role.oid)}` : ''}`
     try {
       // Bounded: a lock someone else holds on one of our tables must not hold the drop (and race) forever.
-      await this.lab.onControlOrFresh((sql) => sql.unsafe(`set lock_timeout = '${DROP_LOCK_TIMEOUT_MS}ms'; ${stmt}; reset lock_timeout`))
+      // The run role goes in the same transaction as its schema: never one without the other.
+      await this.lab.onControlOrFresh((sql) => sql.unsafe(`set lock_timeout = '${DROP_LOCK_TIMEOUT_MS}ms'; ${run}; reset lock_timeout`))
       return undefined
     } catch (e) {
       const code = (e as { code?: string }).code
@@ -307,20 +447,40 @@ export class RunSchema implements RunSpace {
   }
 }
 
-/** The schemas of this role a killed race run left (see Lab.reap). */
-async function reapable(control: Sql): Promise<string[]> {
-  const rows = await control`
-        select n.nspname
+interface Reapable {
+  nspname: string
+  /** A run role of a dead run (its oid): dropped with everything it owns here, its schema first of all. */
+  role?: number
+}
+
+/**
+ * What a killed race run left (see Lab.reap): schemas of this role marked by a run whose control backend is gone,
+ * and run roles whose mark (a comment on the role, which only a role's creator may write: the run role cannot
+ * forge or move it) names this database and a dead control backend. By identity: the role's oid.
+ */
+async function reapable(control: Sql): Promise<Reapable[]> {
+  const dead = (d: string) => `not coalesce((substr(${d}.description, 6)::jsonb ->> 'keep')::boolean, false)
+           and not exists (select 1 from pg_stat_activity a
+                            where a.pid = (substr(${d}.description, 6)::jsonb ->> 'backend')::int
+                              and a.backend_start::text = substr(${d}.description, 6)::jsonb ->> 'backendStart')`
+  const rows = await control.unsafe(`
+        select n.nspname, null::int as role
           from pg_namespace n
           join pg_description d on d.objoid = n.oid and d.classoid = 'pg_namespace'::regclass
          where n.nspname like 'race\\_%'
            and n.nspowner = (select oid from pg_roles where rolname = current_user)
            and d.description ~ '^race:\\{.*\\}$'
-           and not coalesce((substr(d.description, 6)::jsonb ->> 'keep')::boolean, false)
-           and not exists (select 1 from pg_stat_activity a
-                            where a.pid = (substr(d.description, 6)::jsonb ->> 'backend')::int
-                              and a.backend_start::text = substr(d.description, 6)::jsonb ->> 'backendStart')`
-  return rows.map((r) => String(r.nspname))
+           and ${dead('d')}
+        union all
+        select r.rolname, r.oid::int
+          from pg_roles r
+          join pg_shdescription d on d.objoid = r.oid and d.classoid = 'pg_authid'::regclass
+         where r.rolname like 'race\\_r\\_%'
+           and not r.rolsuper
+           and d.description ~ '^race:\\{.*\\}$'
+           and substr(d.description, 6)::jsonb ->> 'database' = current_database()
+           and ${dead('d')}`)
+  return rows.map((r) => ({ nspname: String(r.nspname), ...(r.role ? { role: Number(r.role) } : {}) }))
 }
 
 /** Connections this role can still open (see Lab.room). */

@@ -230,7 +230,9 @@ export class PooledDriver implements Driver {
   constructor(
     private readonly lab: Lab,
     private readonly opener: PoolOpener,
-  ) {}
+  ) {
+    lab.withoutRole('--pooled: the sessions log in through the pooler as its users, not as a run role')
+  }
 
   get target(): Target {
     return this.lab.target
@@ -285,6 +287,10 @@ export class PooledDriver implements Driver {
   }
   query(text: string, args?: unknown[]): Promise<QueryResult> {
     return this.lab.query(text, args)
+  }
+  /** On control (no run role through a pooler), saying so once (Lab.runQuery). */
+  runQuery(space: string, text: string, args?: unknown[]): Promise<QueryResult> {
+    return this.lab.runQuery(space, text, args)
   }
   cancelControl(done: Promise<void>): Promise<void> {
     return this.lab.cancelControl(done)

@@ -52,7 +52,7 @@ export async function run(lab: Driver, cfg: RunConfig): Promise<RunOutput> {
     signal,
     whenAborted: () => aborted,
     describeStuck: (f) => cfg.context.setStuckDescriber(f),
-    evaluate: (user, seen) => evaluate(lab, cfg, user, seen),
+    evaluate: (user, seen) => evaluate(lab, cfg, user, seen, schema?.name),
   }
   // Declared statements run on the engine's own runner; an application race brings its own (it refuses here, before
   // any schema or connection exists, what it cannot do).
@@ -61,9 +61,10 @@ export async function run(lab: Driver, cfg: RunConfig): Promise<RunOutput> {
   // Statements on control before the race (create schema, setup) end early on Ctrl-C or --run-timeout; the
   // one in flight (held up by an outside lock, say) is then cancelled before cleanup uses the connection.
   let inFlight: { settled: boolean; done: Promise<void> } | undefined
-  const onControl = (text: string, args: unknown[] = []) => {
+  // `space`: the run's own SQL (setup), run with the sessions' rights (Driver.runQuery).
+  const onControl = (text: string, args: unknown[] = [], space?: string) => {
     lab.checkControl()
-    const p = lab.query(text, args)
+    const p = space && lab.runQuery ? lab.runQuery(space, text, args) : lab.query(text, args)
     const f = { settled: false, done: Promise.resolve() }
     f.done = p.then(() => void (f.settled = true), () => void (f.settled = true))
     inFlight = f
@@ -92,7 +93,7 @@ export async function run(lab: Driver, cfg: RunConfig): Promise<RunOutput> {
       runner.open(space)
       for (const stmt of plan.setup) {
         const { text, names } = parseBinds(stmt, lab.placeholders)
-        await onControl(text, values(names, cfg, user, 'setup'))
+        await onControl(text, values(names, cfg, user, 'setup'), space)
       }
       const { facts, ran } = await runner.run({ k, space, user, chooser: cfg.chooser?.(k) ?? chosen })
       trials.push(facts)
@@ -171,12 +172,13 @@ async function typeName(lab: Driver, oid: number): Promise<string> {
 }
 
 /** The invariant's SQL on the control connection: `held` true, false, or NULL (could not be decided). */
-async function evaluate(lab: Driver, cfg: RunConfig, user: string, seen: SeenBy): Promise<InvariantReport> {
+async function evaluate(lab: Driver, cfg: RunConfig, user: string, seen: SeenBy, space?: string): Promise<InvariantReport> {
   const inv = cfg.plan.scenario.invariant
   const description = typeof inv.description === 'function' ? inv.description(cfg.plan.variant.params) : inv.description
   try {
     const { text, names } = parseBinds(cfg.plan.invariantSql, lab.placeholders)
-    const rows = await lab.query(text, values(names, cfg, user, 'invariant', seen))
+    const args = values(names, cfg, user, 'invariant', seen)
+    const rows = await (space && lab.runQuery ? lab.runQuery(space, text, args) : lab.query(text, args))
     if (kindOf(cfg.plan.scenario).type === 'application') return await decideFromResult(lab, rows, description)
     const row = rows[0] as Row | undefined
     if (!row) return { description, observed: 'no row', held: null, error: 'the invariant query returned no row' }

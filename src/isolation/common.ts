@@ -22,6 +22,8 @@ export function specFailure(s: Scenario, e: unknown): unknown {
   if (code === GUARD_SQLSTATE) return new UsageError(message)
   // 25001: VACUUM, CREATE INDEX CONCURRENTLY, ALTER SYSTEM... cannot run in the one transaction race checks a block in.
   if (code === '25001') return new UsageError(`${s.source.section}: a setup block runs what cannot run inside a transaction (${message}): race run checks each setup block in one transaction; leave it out (race spec runs it, when it names only race's own tables); nothing was changed`)
+  // 42501 from the server: the run role (db/run-role.ts) may not do it, which outside race's schema is the rule.
+  if (code === '42501') return new UsageError(`${s.source.section}: a setup block was refused by the server: ${message} (42501 insufficient_privilege): the spec's SQL runs as a role that owns only race's schema, and a spec may change only what it creates there (see docs/spec-setup-rules.md); nothing outside it was changed`)
   if (typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code)) return new RunError(`${s.source.section}: a setup block failed: ${message} (${code})`)
   return e
 }

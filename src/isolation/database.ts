@@ -54,6 +54,48 @@ async function roles(control: Sql): Promise<Map<number, string>> {
   return new Map(rows.map((r) => [Number(r.oid), String(r.rolname)]))
 }
 
+/**
+ * The cluster's shared state, by object identity (oid, or the settings row's keys), each with a digest of its row
+ * and words for it: roles, role memberships, databases, role and database settings, tablespaces, parameter grants.
+ * What a spec may change beyond its database; compared before and after (SpecDatabase.clusterChanges).
+ */
+async function cluster(control: Sql, versionNum: number): Promise<Map<string, { d: string; what: string }>> {
+  const rows = await control.unsafe(`
+    select 'role:' || oid as k, md5(t::text) as d, format('role %I', rolname) as what from pg_catalog.pg_roles t
+     where not (rolname like 'race\\_r\\_%' and coalesce(pg_catalog.shobj_description(oid, 'pg_authid'), '') like 'race:{%')
+    union all select 'database:' || oid, md5(datname || datdba || coalesce(datacl::text, '') || datallowconn || datconnlimit), format('database %I', datname) from pg_catalog.pg_database
+     where not (datname like 'race\\_spec\\_%' and coalesce(pg_catalog.shobj_description(oid, 'pg_database'), '') like 'race:{%')
+    union all select 'setting:' || setdatabase || '/' || setrole, md5(t::text),
+      case when setrole = 0 then format('the settings of database %I (alter database ... set)', (select datname from pg_catalog.pg_database where oid = setdatabase))
+           else format('the settings of role %I%s (alter role ... set)', (select rolname from pg_catalog.pg_roles where oid = setrole),
+                       case when setdatabase = 0 then '' else format(' in database %I', (select datname from pg_catalog.pg_database where oid = setdatabase)) end) end
+      from pg_catalog.pg_db_role_setting t
+    union all select 'member:' || roleid || '/' || member, md5(t::text), format('membership of role %I in %I', (select rolname from pg_catalog.pg_roles where oid = member), (select rolname from pg_catalog.pg_roles where oid = roleid)) from pg_catalog.pg_auth_members t
+    union all select 'tablespace:' || oid, md5(t::text), format('tablespace %I', spcname) from pg_catalog.pg_tablespace t
+    ${versionNum >= 150000 ? `union all select 'parameter:' || oid, md5(t::text), format('the grants on parameter %s', parname) from pg_catalog.pg_parameter_acl t` : ''}`)
+  return new Map(rows.map((r) => [String(r.k), { d: String(r.d), what: String(r.what) }]))
+}
+
+/**
+ * The roles created since `before` (by oid) that objects or grants in database `datname` depend on (pg_shdepend):
+ * the spec's, by identity. A role another client created meanwhile has nothing in the spec's database.
+ */
+async function rolesOfDatabase(sql: Sql, datname: string, before: Iterable<number>): Promise<number[]> {
+  const rows = await sql`
+      select r.oid::int as oid from pg_catalog.pg_roles r
+       where r.oid <> all(${[...before]}::oid[])
+         and exists (select 1 from pg_catalog.pg_shdepend d
+                      where d.refclassid = 'pg_catalog.pg_authid'::regclass and d.refobjid = r.oid
+                        and d.dbid = (select oid from pg_catalog.pg_database where datname = ${datname}))`
+  return rows.map((r) => Number(r.oid))
+}
+
+/** Drops a role by its oid (whatever it is called now); the name it had, or undefined if it is gone. */
+async function dropRoleByOid(sql: Sql, oid: number): Promise<void> {
+  await sql.unsafe(`do $race$ declare r text := (select pg_catalog.quote_ident(rolname) from pg_catalog.pg_roles where oid = ${Number(oid)});
+    begin if r is not null then execute 'drop role ' || r; end if; end $race$`)
+}
+
 /** What a fresh copy of template0 holds, per server (see SpecDatabase.state). */
 const baselines = new WeakMap<Lab, string>()
 /** The catalogs of a database, per server (the same in every copy of template0). */
@@ -61,6 +103,10 @@ const catalogs = new WeakMap<Lab, string[]>()
 
 export class SpecDatabase {
   private rolesBefore = new Map<number, string>()
+  /** The cluster's shared state when the spec began (shared servers: see clusterChanges). */
+  private clusterBefore?: Map<string, { d: string; what: string }>
+  /** Its oid (race's own database: not a change of the spec's). */
+  private oid = 0
   /** A transaction id taken once the database was made: any catalog row written later is newer. */
   private x0 = ''
   private constructor(
@@ -163,6 +209,34 @@ export class SpecDatabase {
       this.x0 = String(r.x)
     }
     this.rolesBefore = await roles(this.lab.control)
+    const [d] = await this.lab.control`select oid::int as oid from pg_catalog.pg_database where datname = ${this.name}`
+    this.oid = Number(d?.oid ?? 0)
+    if (!this.own) {
+      this.clusterBefore = await cluster(this.lab.control, this.lab.server.versionNum)
+      // The roles before the spec, in the database's mark: the run after a killed one finds the spec's roles by them.
+      const mark = literal('race:' + JSON.stringify({ ...this.lab.mark(this.keep), roles: [...this.rolesBefore.keys()] }))
+      await this.lab.control.unsafe(`comment on database ${ident(this.name)} is ${mark}`)
+    }
+  }
+
+  /**
+   * Every cluster-wide change since the spec began that is still there, one line each (shared servers): a role,
+   * database, tablespace or parameter grant created, changed or dropped, a role or database setting. race drops
+   * none of them unless it is the spec's by identity (dropRoles): on a shared server another client may have made it.
+   */
+  private async clusterChanges(sql: Sql, skip: Set<string>): Promise<string[]> {
+    const before = this.clusterBefore
+    if (!before) return []
+    const after = await cluster(sql, this.lab.server.versionNum)
+    const out: string[] = []
+    for (const [k, v] of after) {
+      if (skip.has(k)) continue
+      const was = before.get(k)
+      if (!was) out.push(`${v.what} appeared while the spec ran and is still there (race drops only what it can tell is the spec's)`)
+      else if (was.d !== v.d) out.push(`${v.what} changed while the spec ran`)
+    }
+    for (const [k, v] of before) if (!after.has(k) && !skip.has(k)) out.push(`${v.what} was dropped while the spec ran`)
+    return out
   }
 
   /**
@@ -193,34 +267,48 @@ export class SpecDatabase {
 
   /**
    * Drops the database (unless kept) and the roles the spec created and left; returns what was left behind, with
-   * the statement that removes it, or undefined. `mentioned`: on a shared server, only a new role whose name the
-   * spec's text contains is the spec's (another run may create roles meanwhile); undefined: every new role.
+   * the statement that removes it, or undefined. `shared`: on a server others use, a new role is the spec's only if
+   * something in the spec's database depends on it (pg_shdepend, by oid: never by its name), and every other
+   * cluster-wide change the spec left is reported, one line each on stderr, and left alone; without it (race's own
+   * server) every new role is the spec's.
    */
-  async drop(mentioned?: string): Promise<string | undefined> {
+  async drop(shared?: unknown): Promise<string | undefined> {
     const notes: string[] = []
+    const isShared = shared !== undefined && shared !== false
+    // Which new roles are the spec's is read while its database (and what depends on them there) still exists.
+    const ours = isShared ? await rolesOfDatabase(this.sql, this.name, this.rolesBefore.keys()).catch(() => [] as number[]) : undefined
+    const name = this.name
     if (!this.keep) {
       const left = await dropDatabase(this.lab, this.name, this.sql)
       if (left) notes.push(left)
     }
-    const roleNotes = await this.dropRoles(mentioned)
+    const roleNotes = await this.dropRoles(isShared, ours, name)
     return [...notes, ...(roleNotes ? [roleNotes] : [])].join('; ') || undefined
   }
 
   /** Drops the roles the spec created and left (see drop); what it could not drop, or undefined. */
-  async dropRoles(mentioned?: string): Promise<string | undefined> {
+  async dropRoles(shared?: unknown, ours?: number[], dropped?: string): Promise<string | undefined> {
     const notes: string[] = []
+    const isShared = shared !== undefined && shared !== false
     try {
       const now = await roles(this.sql).catch(() => this.lab.onControlOrFresh((sql) => roles(sql)))
+      const mine = isShared ? new Set(ours ?? (await rolesOfDatabase(this.sql, this.name, this.rolesBefore.keys()))) : undefined
       for (const [oid, name] of now) {
         if (this.rolesBefore.has(oid)) continue
-        if (mentioned !== undefined && !mentioned.toLowerCase().includes(name.toLowerCase())) continue
-        const stmt = `drop role if exists ${ident(name)}`
+        if (mine && !mine.has(oid)) continue
         try {
-          await this.sql.unsafe(stmt).catch(() => this.lab.onControlOrFresh((sql) => sql.unsafe(stmt)))
+          await dropRoleByOid(this.sql, oid).catch(() => this.lab.onControlOrFresh((sql) => dropRoleByOid(sql, oid)))
         } catch (e) {
           const code = (e as { code?: string }).code
-          notes.push(`role ${name}, which the spec created, was left behind (${code ?? (e as Error).message}${conditionName(code) ? ' ' + conditionName(code) : ''}): ${stmt}`)
+          notes.push(`role ${name}, which the spec created, was left behind (${code ?? (e as Error).message}${conditionName(code) ? ' ' + conditionName(code) : ''}): drop role ${ident(name)}`)
         }
+      }
+      if (isShared) {
+        // The spec's own database (dropped, or kept) is race's, not a change to report.
+        void dropped
+        const skip = new Set([`database:${this.oid}`, `setting:${this.oid}/0`])
+        for (const line of await this.clusterChanges(this.sql, skip)) process.stderr.write(`race: ${line}\n`)
+        this.clusterBefore = await cluster(this.sql, this.lab.server.versionNum).catch(() => undefined)
       }
     } catch (e) {
       notes.push(`race could not list the roles the spec may have left: ${(e as Error).message}`)
@@ -261,10 +349,10 @@ export async function dropDatabase(lab: Lab, name: string, via?: Sql): Promise<s
  * exists). Never one marked --keep, never one whose run still lives, never another role's. Returns their names.
  */
 export async function reapDatabases(lab: Lab): Promise<string[]> {
-  let names: string[]
+  let names: { name: string; before?: number[] }[]
   try {
     const rows = await lab.control`
-        select d.datname
+        select d.datname, substr(s.description, 6)::jsonb -> 'roles' as roles
           from pg_catalog.pg_database d
           join pg_catalog.pg_shdescription s on s.objoid = d.oid and s.classoid = 'pg_catalog.pg_database'::regclass
          where (d.datname like 'race\\_spec\\_%' or d.datname = ${REGRESS_DATABASE})
@@ -274,11 +362,17 @@ export async function reapDatabases(lab: Lab): Promise<string[]> {
            and not exists (select 1 from pg_catalog.pg_stat_activity a
                             where a.pid = (substr(s.description, 6)::jsonb ->> 'backend')::int
                               and a.backend_start::text = substr(s.description, 6)::jsonb ->> 'backendStart')`
-    names = rows.map((r) => String(r.datname))
+    names = rows.map((r) => ({ name: String(r.datname), ...(Array.isArray(r.roles) ? { before: (r.roles as unknown[]).map(Number) } : {}) }))
   } catch {
     return [] // a mark this role may not read: leave everything alone
   }
   const reaped: string[] = []
-  for (const name of names) if (!(await dropDatabase(lab, name))) reaped.push(name)
+  for (const { name, before } of names) {
+    // The killed spec's roles, by identity: new since its mark's list, and something in its database depends on them.
+    const ours = before ? await rolesOfDatabase(lab.control, name, before).catch(() => [] as number[]) : []
+    if (await dropDatabase(lab, name)) continue
+    reaped.push(name)
+    for (const oid of ours) await dropRoleByOid(lab.control, oid).catch(() => {})
+  }
   return reaped
 }

@@ -165,13 +165,16 @@ export const BLOCK_ENDS = '-- race: the spec block ends'
 
 /**
  * Whether a schema (a SQL expression of its name) is the one race marked for this connection: its comment is race's
- * mark naming this backend (Lab.createSchemaSql). race's own record of where the run works, which the block cannot
+ * mark naming this backend (Lab.createSchemaSql), or, on the run role's connection, the run role's own schema (the mark
+ * names the role that logged in, and owns it: db/run-role.ts). race's own record of where the run works, which the block cannot
  * move: the mark is a comment on the schema, which the fingerprint covers.
  */
 function marked(schema: string): string {
   return `exists (select 1 from pg_catalog.pg_namespace n join pg_catalog.pg_description d
      on d.objoid = n.oid and d.classoid = 'pg_catalog.pg_namespace'::pg_catalog.regclass and d.objsubid = 0
-   where n.nspname = ${schema} and d.description like 'race:{%' and pg_catalog.strpos(d.description, '"backend":' || pg_catalog.pg_backend_pid() || ',') > 0)`
+   where n.nspname = ${schema} and d.description like 'race:{%' and (pg_catalog.strpos(d.description, '"backend":' || pg_catalog.pg_backend_pid() || ',') > 0
+      or (n.nspowner = (select r.oid from pg_catalog.pg_roles r where r.rolname = session_user)
+          and pg_catalog.strpos(d.description, '"role":' || n.nspowner || '}') > 0)))`
 }
 
 /**

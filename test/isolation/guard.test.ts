@@ -174,7 +174,8 @@ test('comments outside the schema (a schema, a function, the database, a role) a
   for (const [what, sql, says] of cases) {
     const spec = file(`comment-${what}.spec`, `setup { create table mine (id int); ${sql}; }\nsession s1\nstep a { select 1 }\n`)
     for (const t of targets) {
-      for (const cmd of ['run', 'spec']) await refused(t, cmd === 'spec' ? [cmd, spec, '--schema'] : [cmd, spec], says)
+      // race run's setup runs as the run role, which the server refuses first (db/run-role.ts); race spec's is guarded.
+      for (const cmd of ['run', 'spec']) await refused(t, cmd === 'spec' ? [cmd, spec, '--schema'] : [cmd, spec], cmd === 'run' ? new RegExp(`${says.source}|setup block was refused by the server: .*\\(42501`) : says)
     }
   }
 })

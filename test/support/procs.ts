@@ -52,7 +52,8 @@ export function busyBackends(postmaster: number): number {
       const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1])
       if (ppid !== postmaster) continue
       const title = fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').replace(/\0/g, ' ').trim()
-      if (/^postgres: postgres postgres .* SELECT$/.test(title)) n++
+      // Any role: the run's sessions log in as its run role (db/run-role.ts).
+      if (/^postgres: \S+ postgres .* SELECT$/.test(title)) n++
     } catch {
       /* the process went away while we looked */
     }
