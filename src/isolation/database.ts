@@ -103,6 +103,8 @@ const catalogs = new WeakMap<Lab, string[]>()
 
 export class SpecDatabase {
   private rolesBefore = new Map<number, string>()
+  /** begin() ran: the roles before the spec are known. A database made ahead that no spec began has no roles of a spec's. */
+  private began = false
   /** The cluster's shared state when the spec began (shared servers: see clusterChanges). */
   private clusterBefore?: Map<string, { d: string; what: string }>
   /** Its oid (race's own database: not a change of the spec's). */
@@ -209,6 +211,7 @@ export class SpecDatabase {
       this.x0 = String(r.x)
     }
     this.rolesBefore = await roles(this.lab.control)
+    this.began = true
     const [d] = await this.lab.control`select oid::int as oid from pg_catalog.pg_database where datname = ${this.name}`
     this.oid = Number(d?.oid ?? 0)
     if (!this.own) {
@@ -276,7 +279,7 @@ export class SpecDatabase {
     const notes: string[] = []
     const isShared = shared !== undefined && shared !== false
     // Which new roles are the spec's is read while its database (and what depends on them there) still exists.
-    const ours = isShared ? await rolesOfDatabase(this.sql, this.name, this.rolesBefore.keys()).catch(() => [] as number[]) : undefined
+    const ours = isShared && this.began ? await rolesOfDatabase(this.sql, this.name, this.rolesBefore.keys()).catch(() => [] as number[]) : undefined
     const name = this.name
     if (!this.keep) {
       const left = await dropDatabase(this.lab, this.name, this.sql)
@@ -290,6 +293,9 @@ export class SpecDatabase {
   async dropRoles(shared?: unknown, ours?: number[], dropped?: string): Promise<string | undefined> {
     const notes: string[] = []
     const isShared = shared !== undefined && shared !== false
+    // No spec began in it (a database made ahead for a spec that never came): no role can be a spec's, and without
+    // the roles before it every role of the server would look new.
+    if (!this.began) return undefined
     try {
       const now = await roles(this.sql).catch(() => this.lab.onControlOrFresh((sql) => roles(sql)))
       const mine = isShared ? new Set(ours ?? (await rolesOfDatabase(this.sql, this.name, this.rolesBefore.keys()))) : undefined

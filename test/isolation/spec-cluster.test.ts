@@ -61,16 +61,38 @@ function spec(name: string, text: string): string {
 test("a role another client creates while a spec runs stays, though the spec's text contains its name", async () => {
   for (const t of targets) {
     const theirs = `ad${tag}`
-    // The comment says the role's name, as "already" says "ad".
-    const f = spec(`mention-${t.name.replace(/\W/g, '')}`, `# already: ad${tag} is named here\nsetup { create table x (a int); }\nsession s\nstep w { select pg_sleep(1.5); }\n`)
+    // The spec's step waits (bounded) until the role exists; the test makes it once it sees the step running in
+    // pg_stat_activity: made while the spec runs, not guessed from time. The comment says its name too, as
+    // "already" says "ad".
+    const wait = `do $$ begin for i in 1..3000 loop exit when exists (select 1 from pg_roles where rolname = 'ad${tag}'); perform pg_sleep(0.01); end loop; end $$;`
+    const f = spec(`mention-${t.name.replace(/\W/g, '')}`, `# already: ad${tag} is named here\nsetup { create table x (a int); }\nsession s\nstep w { ${wait} }\n`)
     const run = race(['spec', f, '--database-url', t.url], { timeoutMs: 60_000 })
-    await new Promise((r) => setTimeout(r, 900))
+    let running = false
+    for (let i = 0; i < 600 && !running; i++) {
+      running = (await t.admin`select 1 from pg_stat_activity where state = 'active' and pid <> pg_backend_pid() and query like ${`%rolname = 'ad${tag}'%`}`).length > 0
+      if (!running) await new Promise((r) => setTimeout(r, 50))
+    }
+    assert.ok(running, `${t.name}: the spec's step runs`)
     await t.admin.unsafe(`create role "${theirs}"`)
     const r = await run
     assert.equal(r.code, 0, `${t.name}: ${r.stdout}${r.stderr}`)
     assert.equal((await t.admin`select 1 from pg_roles where rolname = ${theirs}`).length, 1, `${t.name}: the other client's role is still there`)
     assert.match(r.stderr, new RegExp(`role ${theirs} appeared while the spec ran`), `${t.name}: reported, not dropped`)
     await t.admin.unsafe(`drop role "${theirs}"`)
+  }
+})
+
+test('a database made ahead for a next spec that never began drops no role: two specs leave every role of the server alone', async () => {
+  for (const t of targets) {
+    const victim = `race_victim_${tag}`
+    await t.admin.unsafe(`create role "${victim}"`)
+    const one = spec(`first-${t.name.replace(/\W/g, '')}`, 'setup { create table x (a int); }\nsession s\nstep a { select 1; }\n')
+    const two = spec(`second-${t.name.replace(/\W/g, '')}`, 'setup { create table y (a int); }\nsession s\nstep b { select 2; }\n')
+    const r = await race(['spec', one, two, '--database-url', t.url], { timeoutMs: 60_000 })
+    assert.equal(r.code, 0, `${t.name}: ${r.stdout}${r.stderr}`)
+    assert.doesNotMatch(r.stderr, /which the spec created/, `${t.name}: no role is said to be a spec's`)
+    assert.equal((await t.admin`select 1 from pg_roles where rolname = ${victim}`).length, 1, `${t.name}: a role race did not create is still there`)
+    await t.admin.unsafe(`drop role "${victim}"`)
   }
 })
 
