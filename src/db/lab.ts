@@ -341,8 +341,30 @@ export class Lab implements Driver {
 
   async openSession(o: SessionOptions): Promise<SessionConn> {
     const role = await this.roleFor(o.space)
-    if (role) await this.grantParameters(role, Object.keys(o.params ?? {}))
+    const names = Object.keys(o.params ?? {})
+    if (role && names.length && this.server.versionNum < 150000) {
+      // Before PostgreSQL 15 a parameter only a superuser may set (deadlock_timeout, which the deadlock scenarios
+      // set per session to choose the victim) cannot be granted: such a session connects as the control role, and
+      // says so once (never silently), as a run without a run role does.
+      const su = (await this.control`select name from pg_catalog.pg_settings where context = 'superuser' and name = any(${names})`).map((r) => String(r.name))
+      if (su.length) {
+        this.sayOnce(`race: ${su.join(', ')} may be set only by a superuser before PostgreSQL 15: the sessions that set it run as ${this.userName || 'the control role'}, checked by the text guard only\n`)
+        return PgSession.open(this.target, o)
+      }
+    }
+    if (role) await this.grantParameters(role, names)
     return PgSession.open(role?.target ?? this.target, o)
+  }
+
+  /** Lines said once per Lab (sayOnce). */
+  private readonly said = new Set<string>()
+
+  /** A line on stderr, once per Lab: at once on a terminal, else when the command has its result (as sayRoleless). */
+  private sayOnce(line: string): void {
+    if (this.said.has(line)) return
+    this.said.add(line)
+    if (process.stderr.isTTY) process.stderr.write(line)
+    else process.once('exit', (code) => void (code === 0 || code === 1 ? process.stderr.write(line) : undefined))
   }
 
   /** Parameters granted to a run role (by role name), each asked for once. */
