@@ -78,10 +78,22 @@ export function scenarioIds(): string[] {
     .sort()
 }
 
+/** The scenario objects race loaded from its own scenarios/ folder: their SQL is race's, not a user's. */
+const BUILT_IN = new WeakSet<Scenario>()
+
+/**
+ * Whether `s` is one of race's own scenarios, by identity (the object the registry loaded), never by a field a
+ * user's module or object could set: only then does its SQL run as the control role (no run role, db/run-role.ts).
+ */
+export function isBuiltIn(s: Scenario): boolean {
+  return BUILT_IN.has(s)
+}
+
 async function load(id: string): Promise<Scenario> {
   const mod = (await import(new URL(`../scenarios/${id}.js`, import.meta.url).href)) as { default?: Scenario }
   const s = mod.default
   if (!s || typeof s !== 'object' || s.id !== id) throw new Error(`scenarios/${id}: its default export must be defineScenario({ id: '${id}', ... })`)
+  BUILT_IN.add(s)
   return s
 }
 

@@ -144,6 +144,11 @@ export interface Driver extends Watch {
    */
   createSpace(label: string, keep: boolean, run?: (text: string) => Promise<unknown>, name?: string): Promise<RunSpace>
   /**
+   * The run in space `name` runs race's own SQL (a built-in scenario): no run role is made for it (PostgreSQL). Said
+   * before anything of the run connects.
+   */
+  trustSpace?(name: string): void
+  /**
    * Session connections may be opened before the run's namespace exists, naming it (PostgreSQL: search_path, and a
    * schema created after the backend started is found): the first trial's sessions connect while control creates
    * it and runs the setup. Absent: they connect once it exists (MySQL's default database must exist to connect).

@@ -265,6 +265,10 @@ export class PooledDriver implements Driver {
     return { free: MAX_CLIENTS, max: MAX_CLIENTS }
   }
 
+  trustSpace(name: string): void {
+    this.lab.trustSpace(name)
+  }
+
   async createSpace(label: string, keep: boolean, run?: (text: string) => Promise<unknown>, name?: string): Promise<RunSpace> {
     const schema = await this.lab.createSchema(label, keep, run, name)
     try {

@@ -78,9 +78,12 @@ export async function run(lab: Driver, cfg: RunConfig): Promise<RunOutput> {
   signal.addEventListener('abort', onAbort, { once: true })
   try {
     // Where sessions can connect before the schema exists, the first trial's connect while control creates it.
-    const early = runner.connectsAhead && lab.earlySessions ? spaceName(scenario.id) : undefined
+    // The run's schema is named here, so that the driver knows before anything connects whose SQL it runs.
+    const name = spaceName(scenario.id)
+    if (cfg.ownSql) lab.trustSpace?.(name)
+    const early = runner.connectsAhead && lab.earlySessions ? name : undefined
     if (early) runner.open(early)
-    schema = await lab.createSpace(scenario.id, cfg.keep, onControl, early)
+    schema = await lab.createSpace(scenario.id, cfg.keep, onControl, name)
     const space = schema.name
     for (let k = 0; k < cfg.trials; k++) {
       if (signal.aborted) throw signal.reason

@@ -24,6 +24,12 @@ export interface RunConfig {
   /** The steps' order for a step-by-step schedule, as the run service parsed it (absent: derived from schedule and permutation). */
   order?: Entry[]
   trials: number
+  /**
+   * The scenario is one of race's own (registry.isBuiltIn): its SQL is race's and runs as the control role. Absent
+   * or false: the SQL is a user's (a spec, a module, an application race) and runs as the run's own role where the
+   * driver makes one (db/run-role.ts).
+   */
+  ownSql?: boolean
   stepTimeoutMs: number
   connectTimeoutMs: number
   keep: boolean

@@ -15,7 +15,7 @@ import { RunError, UsageError } from '../errors.js'
 import { exitCode, labelOf, summarize, type ExpectOverride } from '../judge/index.js'
 import { formatPermutation, type Entry } from '../permutation.js'
 import { assertSound, documentedFor, plan, type Plan } from '../plan.js'
-import { findScenario } from '../registry.js'
+import { findScenario, isBuiltIn } from '../registry.js'
 import { defaultParams, kindOf, type Params, type Scenario, type Verdict } from '../scenario.js'
 import { expectsOverride, isFileScenario, specFailure } from '../isolation/common.js'
 import { judgeTrial, type Trial } from '../run/judge.js'
@@ -275,6 +275,7 @@ export async function exploreOn(ctx: RunContext, lab: Driver, targetLabel: strin
   const started = performance.now()
   const { run } = await import('../engine/run.js')
   const out = await run(lab, {
+    ownSql: isBuiltIn(scenario),
     context: ctx,
     plan: p,
     schedule: 'lockstep',

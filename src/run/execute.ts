@@ -1,5 +1,6 @@
 // A run, its input checked: the plan made and the schedule parsed once, the target opened, the engine run with the
 // parsed order, every trial judged. What `race run` and the API's run() both run; nothing is printed here.
+import { isBuiltIn } from '../registry.js'
 import { parseAppPermutation } from '../app/labels.js'
 import type { Words } from '../engine/refusals.js'
 import type { Driver } from '../db/driver.js'
@@ -109,6 +110,7 @@ export async function executeRun(ctx: RunContext, input: RunInput): Promise<{ vi
     // Through a pooler the sessions are its clients (race's own PgBouncer, or the one at --database-url).
     const pooled = pool ? pooler!.pooledDriver(pool, lab, bounds.connectTimeoutMs, via) : undefined
     const out = await run(pooled ?? lab, {
+    ownSql: isBuiltIn(scenario),
       context: ctx,
       plan: p,
       schedule,

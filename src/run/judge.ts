@@ -1,4 +1,5 @@
 // A trial judged against the scenario's documentation, and race check's and race matrix's one deterministic trial.
+import { isBuiltIn } from '../registry.js'
 import type { Words } from '../engine/refusals.js'
 import type { Driver } from '../db/driver.js'
 import type { Target } from '../db/target.js'
@@ -52,6 +53,7 @@ export async function runOnce(
   const pooled = pool ? (await import('./pooler.js')).pooledDriver(pool, lab, bounds.connectTimeoutMs, via) : undefined
   const { run } = await import('../engine/run.js')
   const out = await run(pooled ?? lab, {
+    ownSql: isBuiltIn(scenario),
     context: ctx,
     plan: p,
     schedule: 'lockstep',

@@ -78,7 +78,7 @@ test('race run against a server loads the PostgreSQL driver and engine, and no e
   assert.deepEqual(wrong, [])
 })
 
-test('race run against a server opens one control connection, its setup connection (as the run role) and its sessions, nothing else, however the URL is given', async () => {
+test('race run against a server opens one control connection and its sessions, nothing else, however the URL is given', async () => {
   for (const args of [['--database-url', server.url], ['--connect-timeout=4s', `--database-url=${server.url}`], []]) {
     // []: DATABASE_URL (spawnRace sets it).
     const child = spawnRace(['run', 'advisory', '--n', '2', '--hold', '3s', '--run-timeout', '1m', ...args], server.url)
@@ -87,8 +87,7 @@ test('race run against a server opens one control connection, its setup connecti
       await until('the hold', () => child.stderr().includes('holding for'))
       const ports = [...clientPorts(child.child.pid!)]
       const rows = await sql`select application_name as app from pg_stat_activity where client_port = any(${ports}::int[]) and backend_type = 'client backend' order by 1`
-      // 'race setup': the run's setup and invariant run as the run role, on a connection of its own (docs/spec-setup-rules.md).
-      assert.deepEqual(rows.map((r) => r.app), ['race advisory s1', 'race advisory s2', 'race control', 'race setup'], `${args.join(' ')}: ${child.stderr()}`)
+      assert.deepEqual(rows.map((r) => r.app), ['race advisory s1', 'race advisory s2', 'race control'], `${args.join(' ')}: ${child.stderr()}`)
     } finally {
       await sql.end({ timeout: 1 })
     }

@@ -217,7 +217,9 @@ test("a control role that may not create roles: the run says so in one line and 
       const u = new URL(t.url)
       u.username = plain
       u.password = password
-      const r = await race(['run', 'advisory', '--n', '2', '--trials', '1'], { url: u.toString() })
+      // A spec of the user's (race's own scenarios run as the control role in any case).
+      const spec = file('plain.spec', `setup { create table mine (id int); }\nsession s1\nstep a { insert into mine values (1) }\n`)
+      const r = await race(['run', spec, '--trials', '1'], { url: u.toString() })
       assert.equal(r.code, 0, `${t.name}: ${r.stdout}${r.stderr}`)
       assert.match(r.stderr.trim(), new RegExp(`^race: this role may not create the run role race runs as \\(no CREATEROLE\\): the run's SQL runs as ${plain}, checked by the text guard only$`), t.name)
     } finally {
@@ -227,12 +229,26 @@ test("a control role that may not create roles: the run says so in one line and 
   }
 })
 
-test('the deadlock scenarios get SET on deadlock_timeout for their run, and the grant goes with the role', async () => {
-  for (const t of targets.filter((x) => x.version >= 150000)) {
-    const r = await race(['run', 'deadlock', '--trials', '1'], { url: t.url })
-    assert.equal(r.code, 0, `${t.name}: ${r.stdout}${r.stderr}`)
-    // DROP ROLE refuses a role that still holds a grant: the run's role gone is its grant gone.
-    const roles = await t.admin`select rolname from pg_roles where rolname like 'race\\_r\\_%' and shobj_description(oid, 'pg_authid') like ${`%"pid":${r.pid},%`}`
-    assert.equal(roles.length, 0, `${t.name}: the run's role is gone`)
+test("race's own scenarios run as the control role, a user's spec as the run role: seen from the server, by each session's login", async () => {
+  const { spawn } = await import('node:child_process')
+  const { BIN } = await import('../support/server.js')
+  const spec = file('held.spec', `setup { create table mine (id int); }\nsession s1\nstep a { insert into mine values (1) }\nstep b { select 1 }\n`)
+  for (const t of targets) {
+    const [{ me }] = await t.admin`select current_user as me`
+    for (const [what, args, app, role] of [
+      ['built-in advisory', ['run', 'advisory', '--n', '2'], 'race advisory s1', (u: string) => u === me],
+      ['a spec file', ['run', spec], 'race held s1', (u: string) => /^race_r_[0-9a-f]+$/.test(u)],
+    ] as const) {
+      const child = spawn(process.execPath, [BIN, ...args, '--hold', '20s', '--run-timeout', '1m'], { env: { ...process.env, DATABASE_URL: t.url }, stdio: 'ignore' })
+      let users: string[] = []
+      for (let i = 0; i < 300 && !users.length; i++) {
+        users = (await t.admin`select usename from pg_stat_activity where application_name = ${app} and backend_type = 'client backend'`).map((r) => String(r.usename))
+        if (!users.length) await new Promise((r) => setTimeout(r, 50))
+      }
+      child.kill('SIGINT')
+      await new Promise((r) => child.on('close', r))
+      assert.equal(users.length, 1, `${t.name}, ${what}: its session was seen`)
+      assert.ok(role(users[0]), `${t.name}, ${what}: logged in as ${users[0]}`)
+    }
   }
 })
