@@ -10,9 +10,8 @@ import os from 'node:os'
 import path from 'node:path'
 import { after, before, test } from 'node:test'
 import postgres, { type Sql } from 'postgres'
-import { race, schemasOf, useServer, type TestServer } from '../support/server.js'
+import { race, schemasOf, useServer, type TestServer, serverUrls } from '../support/server.js'
 
-const PG15 = 'postgres://postgres@127.0.0.1:5432/test'
 const tag = randomBytes(4).toString('hex')
 /** A schema of this test's own, outside any race run: what a spec must not touch. */
 const outside = `race_test_guard_${tag}`
@@ -26,23 +25,10 @@ interface Target {
 let server: TestServer
 const targets: Target[] = []
 
-async function answers(url: string): Promise<boolean> {
-  const probe = postgres(url, { max: 1, connect_timeout: 3, onnotice: () => {} })
-  try {
-    await probe`select 1`
-    return true
-  } catch {
-    return false
-  } finally {
-    await probe.end({ timeout: 1 })
-  }
-}
 
 before(async () => {
   server = await useServer()
-  const urls: [string, string][] = [[server.embedded ? 'embedded' : 'DATABASE_URL', server.url]]
-  if (server.url !== PG15 && (await answers(PG15))) urls.push(['PostgreSQL 15', PG15])
-  for (const [name, url] of urls) {
+  for (const [name, url] of await serverUrls(server)) {
     const admin = postgres(url, { max: 1, onnotice: () => {} })
     await admin.unsafe(`create schema ${outside}; create table ${outside}.accounts (id int); create index ${outside}_idx on ${outside}.accounts (id);
       create function ${outside}.f() returns int language sql as 'select 1'; comment on schema ${outside} is 'theirs'`)

@@ -12,9 +12,8 @@ import os from 'node:os'
 import path from 'node:path'
 import { after, before, test } from 'node:test'
 import postgres, { type Sql } from 'postgres'
-import { race, schemasOf, useServer, type TestServer } from '../support/server.js'
+import { race, schemasOf, useServer, type TestServer, serverUrls } from '../support/server.js'
 
-const PG15 = 'postgres://postgres@127.0.0.1:5432/test'
 const tag = randomBytes(4).toString('hex')
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'race-role-'))
 /** Files a server process could write (/tmp is everyone's): none may appear. */
@@ -36,23 +35,10 @@ interface Target {
 let server: TestServer
 const targets: Target[] = []
 
-async function answers(url: string): Promise<boolean> {
-  const probe = postgres(url, { max: 1, connect_timeout: 3, onnotice: () => {} })
-  try {
-    await probe`select 1`
-    return true
-  } catch {
-    return false
-  } finally {
-    await probe.end({ timeout: 1 })
-  }
-}
 
 before(async () => {
   server = await useServer()
-  const urls: [string, string][] = [[server.embedded ? 'embedded' : 'DATABASE_URL', server.url]]
-  if (server.url !== PG15 && (await answers(PG15))) urls.push(['PostgreSQL 15', PG15])
-  for (const [name, url] of urls) {
+  for (const [name, url] of await serverUrls(server)) {
     const admin = postgres(url, { max: 1, onnotice: () => {} })
     const victim = postgres(url, { max: 1, onnotice: () => {}, connection: { application_name: 'race test victim' } })
     const [{ pid }] = await victim`select pg_backend_pid() as pid`

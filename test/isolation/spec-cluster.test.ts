@@ -11,31 +11,17 @@ import os from 'node:os'
 import path from 'node:path'
 import { after, before, test } from 'node:test'
 import postgres, { type Sql } from 'postgres'
-import { BIN, ROOT, race, useServer, type TestServer } from '../support/server.js'
+import { BIN, ROOT, race, useServer, type TestServer, serverUrls } from '../support/server.js'
 
-const PG15 = 'postgres://postgres@127.0.0.1:5432/test'
 const tag = randomBytes(4).toString('hex')
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'race-spec-cluster-'))
 let server: TestServer
 const targets: { name: string; url: string; admin: Sql; db: string }[] = []
 
-async function answers(url: string): Promise<boolean> {
-  const probe = postgres(url, { max: 1, connect_timeout: 3, onnotice: () => {} })
-  try {
-    await probe`select 1`
-    return true
-  } catch {
-    return false
-  } finally {
-    await probe.end({ timeout: 1 })
-  }
-}
 
 before(async () => {
   server = await useServer()
-  const urls: [string, string][] = [[server.embedded ? 'embedded' : 'DATABASE_URL', server.url]]
-  if (server.url !== PG15 && (await answers(PG15))) urls.push(['PostgreSQL 15', PG15])
-  for (const [name, url] of urls) {
+  for (const [name, url] of await serverUrls(server)) {
     const admin = postgres(url, { max: 1, onnotice: () => {} })
     const [{ db }] = await admin`select current_database() as db`
     targets.push({ name, url, admin, db: String(db) })

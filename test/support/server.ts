@@ -4,7 +4,7 @@ import { spawn } from 'node:child_process'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { after, before } from 'node:test'
-import type { Sql } from 'postgres'
+import postgres, { type Sql } from 'postgres'
 import { judgeTrial, type Trial } from '../../src/commands/common.js'
 import { startEmbedded } from '../../src/servers/embedded.js'
 import { Lab } from '../../src/db/lab.js'
@@ -148,4 +148,26 @@ export async function schemasOf(sql: Sql, pid: number): Promise<string[]> {
 export async function schemaExists(sql: Sql, name: string): Promise<boolean> {
   const rows = await sql`select 1 from pg_namespace where nspname = ${name}`
   return rows.length > 0
+}
+
+/** The machine's PostgreSQL 15, a second server version for tests that check a guard on more than one. */
+export const PG15 = 'postgres://postgres@127.0.0.1:5432/test'
+
+/**
+ * The servers a test checks on, each named: the test server (embedded, or DATABASE_URL), and PostgreSQL 15 at
+ * 127.0.0.1:5432 when it answers (and is not the test server already).
+ */
+export async function serverUrls(server: TestServer): Promise<[name: string, url: string][]> {
+  const urls: [string, string][] = [[server.embedded ? 'embedded' : 'DATABASE_URL', server.url]]
+  if (server.url === PG15) return urls
+  const probe = postgres(PG15, { max: 1, connect_timeout: 3, onnotice: () => {} })
+  try {
+    await probe`select 1`
+    urls.push(['PostgreSQL 15', PG15])
+  } catch {
+    /* not on this machine: the test server alone */
+  } finally {
+    await probe.end({ timeout: 1 })
+  }
+  return urls
 }
