@@ -21,7 +21,26 @@ export interface AppConnOptions {
  * driver's own prepared statements (node-postgres and postgres.js remember which they prepared: DEALLOCATE ALL,
  * as DISCARD ALL does, would break them), whose plans are re-made against the new trial's tables anyway.
  */
-const RESET_SQL = 'close all; reset all; unlisten *; select pg_advisory_unlock_all(); discard plans; discard temp; discard sequences'
+const RESET_SQL =
+  'close all; reset session authorization; reset role; reset all; unlisten *; select pg_advisory_unlock_all(); discard plans; discard temp; discard sequences'
+
+/**
+ * What a connection is as far as a session can change it: the roles (session and current) and every setting the
+ * server shows, hashed. Read when it opens and again after each reset: a kept connection must read the same, else
+ * the reset was not complete (something RESET ALL does not cover) and it is closed instead of kept.
+ */
+const STATE_SQL =
+  "select session_user::text || '/' || current_user::text || '/' || md5(string_agg(name || '=' || coalesce(setting, ''), e'\\n' order by name)) as state from pg_catalog.pg_settings"
+
+/** Resets, then reads the state: true only when it is the state the connection opened with. */
+async function resetTo(opened: string, run: (text: string) => Promise<string | undefined>): Promise<boolean> {
+  try {
+    await run(RESET_SQL)
+    return (await run(STATE_SQL)) === opened
+  } catch {
+    return false
+  }
+}
 
 /** The session a connection serves now (a kept connection serves the same session of the next trial). */
 export interface Holder {
@@ -97,6 +116,7 @@ export async function openPg(pg: Any, target: Target, o: AppConnOptions, s: AppS
   const raw = client.query.bind(client)
   const [me] = (await raw("select pg_backend_pid() as pid, current_setting('default_transaction_isolation') as level")).rows
   const pid = Number(me.pid)
+  const state = String((await raw(STATE_SQL)).rows[0].state)
   client.query = wrapPgQuery(raw, holder, client)
   const release = () => {}
   const poolClient = new Proxy(client, {
@@ -106,7 +126,8 @@ export async function openPg(pg: Any, target: Target, o: AppConnOptions, s: AppS
   return {
     holder,
     defaultLevel: me.level,
-    reset: async () => !holder.broken && (await withTimeout(raw(RESET_SQL).then(() => true, () => false), 2000)) === true && !holder.broken,
+    reset: async () =>
+      !holder.broken && (await withTimeout(resetTo(state, async (t) => (await raw(t)).rows?.[0]?.state), 2000)) === true && !holder.broken,
     db: client,
     pid,
     pool,
@@ -253,11 +274,14 @@ export async function openPostgresJs(postgres: Any, target: Target, o: AppConnOp
   const probe = sql`select pg_backend_pid() as pid, current_setting('default_transaction_isolation') as level`
   patchQuery(Object.getPrototypeOf(probe))
   const [{ pid, level }] = await probe
+  const state = String((await sql.unsafe(STATE_SQL))[0].state)
   return {
     holder,
     defaultLevel: level,
     reset: async () =>
-      !holder.broken && (await withTimeout(running.exit(() => sql.unsafe(RESET_SQL).then(() => true, () => false)), 2000)) === true && !holder.broken,
+      !holder.broken &&
+      (await withTimeout(running.exit(() => resetTo(state, async (t) => ((await sql.unsafe(t)) as Any)?.[0]?.state)), 2000)) === true &&
+      !holder.broken,
     db: sql,
     pid: Number(pid),
     rollback: async () => {
