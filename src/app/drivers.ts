@@ -6,6 +6,7 @@ import { createRequire } from 'node:module'
 import { UsageError } from '../errors.js'
 import type { Target } from '../db/target.js'
 import { unixSocket } from '../db/connect.js'
+import { PG_STATE_SQL } from '../db/pg-state.js'
 import type { AppSession } from './session.js'
 import type { AppDriver, PoolLike } from './types.js'
 
@@ -24,19 +25,11 @@ export interface AppConnOptions {
 const RESET_SQL =
   'close all; reset session authorization; reset role; reset all; unlisten *; select pg_advisory_unlock_all(); discard plans; discard temp; discard sequences'
 
-/**
- * What a connection is as far as a session can change it: the roles (session and current) and every setting the
- * server shows, hashed. Read when it opens and again after each reset: a kept connection must read the same, else
- * the reset was not complete (something RESET ALL does not cover) and it is closed instead of kept.
- */
-const STATE_SQL =
-  "select session_user::text || '/' || current_user::text || '/' || md5(string_agg(name || '=' || coalesce(setting, ''), e'\\n' order by name)) as state from pg_catalog.pg_settings"
-
-/** Resets, then reads the state: true only when it is the state the connection opened with. */
+/** Resets, then reads the state (db/pg-state.ts): true only when it is the state the connection opened with. */
 async function resetTo(opened: string, run: (text: string) => Promise<string | undefined>): Promise<boolean> {
   try {
     await run(RESET_SQL)
-    return (await run(STATE_SQL)) === opened
+    return (await run(PG_STATE_SQL)) === opened
   } catch {
     return false
   }
@@ -116,7 +109,7 @@ export async function openPg(pg: Any, target: Target, o: AppConnOptions, s: AppS
   const raw = client.query.bind(client)
   const [me] = (await raw("select pg_backend_pid() as pid, current_setting('default_transaction_isolation') as level")).rows
   const pid = Number(me.pid)
-  const state = String((await raw(STATE_SQL)).rows[0].state)
+  const state = String((await raw(PG_STATE_SQL)).rows[0].state)
   client.query = wrapPgQuery(raw, holder, client)
   const release = () => {}
   const poolClient = new Proxy(client, {
@@ -274,7 +267,7 @@ export async function openPostgresJs(postgres: Any, target: Target, o: AppConnOp
   const probe = sql`select pg_backend_pid() as pid, current_setting('default_transaction_isolation') as level`
   patchQuery(Object.getPrototypeOf(probe))
   const [{ pid, level }] = await probe
-  const state = String((await sql.unsafe(STATE_SQL))[0].state)
+  const state = String((await sql.unsafe(PG_STATE_SQL))[0].state)
   return {
     holder,
     defaultLevel: level,
