@@ -15,6 +15,8 @@ export interface AppConnOptions {
   schema: string
   params: Record<string, string>
   connectTimeoutMs: number
+  /** Ends these threads/backends from the lab's side (KILL CONNECTION on MariaDB; a thread already gone is fine). */
+  terminate?: (pids: number[]) => Promise<void>
 }
 
 /**
@@ -368,8 +370,18 @@ export async function openMariadb(mariadb: Any, target: Target, o: AppConnOption
   conn.beginTransaction = gated('beginTransaction', 'START TRANSACTION')
   conn.commit = gated('commit', 'COMMIT')
   conn.rollback = gated('rollback', 'ROLLBACK')
+  let gone = false
+  conn.on('end', () => void (gone = true))
   const end = async (now: boolean) => {
     try {
+      if (now && !gone && o.terminate) {
+        // Not the connector's destroy() while a statement may be in flight: it KILLs the thread from a connection
+        // of its own and lets that KILL's failure (1094, the thread already ended by race's cleanup) escape. race
+        // ends the thread itself (where 1094 only means it is gone) and waits (bounded) for the socket to close:
+        // destroy() then has nothing left to kill.
+        await withTimeout(o.terminate([Number(conn.threadId)]).catch(() => {}), 3000)
+        for (let i = 0; i < 100 && !gone && conn.isValid(); i++) await new Promise((r) => globalThis.setTimeout(r, 10))
+      }
       await withTimeout(now ? Promise.resolve(conn.destroy()) : conn.end(), 2000)
     } catch {
       /* already gone */
