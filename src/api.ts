@@ -12,7 +12,7 @@
 // colours; lifecycle.ts RunContext). Everything a run creates (its schema, the embedded server, a PgBouncer) is
 // removed before run() settles, also when it fails.
 import { RunError, UsageError, Interrupted } from './errors.js'
-import { isPostgresJsDestroyedFetch, isPostgresJsNextWriteBug } from './known-bugs.js'
+import { isMariadbKillOfGoneThread, isPostgresJsDestroyedFetch, isPostgresJsNextWriteBug } from './known-bugs.js'
 import { RunContext } from './lifecycle.js'
 import type { Scenario } from './scenario.js'
 
@@ -131,7 +131,7 @@ async function guarded<T>(fn: (ctx: RunContext) => Promise<T>): Promise<T> {
     ctx.abort(new Interrupted(sig))
   }
   const onError = (err: unknown) => {
-    if (isPostgresJsNextWriteBug(err) || isPostgresJsDestroyedFetch(err)) return
+    if (isPostgresJsNextWriteBug(err) || isPostgresJsDestroyedFetch(err) || isMariadbKillOfGoneThread(err)) return
     ctx.abort(err instanceof Error ? err : new Error(String(err)))
   }
   const signals = ['SIGINT', 'SIGTERM'] as const

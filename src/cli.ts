@@ -4,7 +4,7 @@
 import type { Command } from 'commander'
 import fs from 'node:fs'
 import { Interrupted, RunError, UsageError } from './errors.js'
-import { isPostgresJsDestroyedFetch, isPostgresJsNextWriteBug } from './known-bugs.js'
+import { isMariadbKillOfGoneThread, isPostgresJsDestroyedFetch, isPostgresJsNextWriteBug } from './known-bugs.js'
 import { installSignalHandlers, RunContext } from './lifecycle.js'
 import { prefetchScenario, summaries, type ScenarioSummary } from './registry.js'
 import { columns, fitLines } from './report/width.js'
@@ -169,7 +169,7 @@ async function main(): Promise<void> {
     void finish(3, d.message)
   })
   process.on('unhandledRejection', (err) => {
-    if (isPostgresJsDestroyedFetch(err)) return
+    if (isPostgresJsDestroyedFetch(err) || isMariadbKillOfGoneThread(err)) return
     const d = describe(err)
     void finish(3, d.message)
   })

@@ -1,4 +1,4 @@
-// Errors postgres.js 3.4.9 raises where nobody can catch them, which race has asked for and already recorded: the
+// Errors postgres.js 3.4.9 (and the mariadb connector) raise where nobody can catch them, which race has asked for and already recorded: the
 // CLI (cli.ts) and the API (api.ts) ignore exactly these, and treat anything else as a bug.
 
 /**
@@ -27,4 +27,16 @@ export function isPostgresJsDestroyedFetch(err: unknown): boolean {
     (err as { code?: string }).code === 'CONNECTION_DESTROYED' &&
     /at Object\.terminate .*postgres[\\/]src[\\/]connection\.js/.test(err.stack ?? '')
   )
+}
+
+/**
+ * The mariadb connector's destroy(), called while a statement is in flight, KILLs the thread from a connection of
+ * its own and lets that KILL's failure escape its promise chain (connection.js destroy: `.finally(...)`, held by
+ * nobody). When the thread is already gone (race's cleanup ended it a moment before: Ctrl-C, a lost session), the
+ * KILL fails with 1094 ER_NO_SUCH_THREAD: the ending race asked for, so exactly that error number is ignored.
+ * Read by error number (and the SQLSTATE the server sends with it), never by message text.
+ */
+export function isMariadbKillOfGoneThread(err: unknown): boolean {
+  const e = err as { errno?: unknown; sqlState?: unknown } | undefined
+  return e instanceof Error && e.errno === 1094 && e.sqlState === 'HY000'
 }

@@ -6,6 +6,7 @@ import { createRequire } from 'node:module'
 import { UsageError } from '../errors.js'
 import type { Target } from '../db/target.js'
 import { unixSocket } from '../db/connect.js'
+import { PG_STATE_SQL } from '../db/pg-state.js'
 import type { AppSession } from './session.js'
 import type { AppDriver, PoolLike } from './types.js'
 
@@ -14,6 +15,8 @@ export interface AppConnOptions {
   schema: string
   params: Record<string, string>
   connectTimeoutMs: number
+  /** Ends these threads/backends from the lab's side (KILL CONNECTION on MariaDB; a thread already gone is fine). */
+  terminate?: (pids: number[]) => Promise<void>
 }
 
 /**
@@ -21,7 +24,18 @@ export interface AppConnOptions {
  * driver's own prepared statements (node-postgres and postgres.js remember which they prepared: DEALLOCATE ALL,
  * as DISCARD ALL does, would break them), whose plans are re-made against the new trial's tables anyway.
  */
-const RESET_SQL = 'close all; reset all; unlisten *; select pg_advisory_unlock_all(); discard plans; discard temp; discard sequences'
+const RESET_SQL =
+  'close all; reset session authorization; reset role; reset all; unlisten *; select pg_advisory_unlock_all(); discard plans; discard temp; discard sequences'
+
+/** Resets, then reads the state (db/pg-state.ts): true only when it is the state the connection opened with. */
+async function resetTo(opened: string, run: (text: string) => Promise<string | undefined>): Promise<boolean> {
+  try {
+    await run(RESET_SQL)
+    return (await run(PG_STATE_SQL)) === opened
+  } catch {
+    return false
+  }
+}
 
 /** The session a connection serves now (a kept connection serves the same session of the next trial). */
 export interface Holder {
@@ -97,6 +111,7 @@ export async function openPg(pg: Any, target: Target, o: AppConnOptions, s: AppS
   const raw = client.query.bind(client)
   const [me] = (await raw("select pg_backend_pid() as pid, current_setting('default_transaction_isolation') as level")).rows
   const pid = Number(me.pid)
+  const state = String((await raw(PG_STATE_SQL)).rows[0].state)
   client.query = wrapPgQuery(raw, holder, client)
   const release = () => {}
   const poolClient = new Proxy(client, {
@@ -106,7 +121,8 @@ export async function openPg(pg: Any, target: Target, o: AppConnOptions, s: AppS
   return {
     holder,
     defaultLevel: me.level,
-    reset: async () => !holder.broken && (await withTimeout(raw(RESET_SQL).then(() => true, () => false), 2000)) === true && !holder.broken,
+    reset: async () =>
+      !holder.broken && (await withTimeout(resetTo(state, async (t) => (await raw(t)).rows?.[0]?.state), 2000)) === true && !holder.broken,
     db: client,
     pid,
     pool,
@@ -253,11 +269,14 @@ export async function openPostgresJs(postgres: Any, target: Target, o: AppConnOp
   const probe = sql`select pg_backend_pid() as pid, current_setting('default_transaction_isolation') as level`
   patchQuery(Object.getPrototypeOf(probe))
   const [{ pid, level }] = await probe
+  const state = String((await sql.unsafe(PG_STATE_SQL))[0].state)
   return {
     holder,
     defaultLevel: level,
     reset: async () =>
-      !holder.broken && (await withTimeout(running.exit(() => sql.unsafe(RESET_SQL).then(() => true, () => false)), 2000)) === true && !holder.broken,
+      !holder.broken &&
+      (await withTimeout(running.exit(() => resetTo(state, async (t) => ((await sql.unsafe(t)) as Any)?.[0]?.state)), 2000)) === true &&
+      !holder.broken,
     db: sql,
     pid: Number(pid),
     rollback: async () => {
@@ -351,8 +370,18 @@ export async function openMariadb(mariadb: Any, target: Target, o: AppConnOption
   conn.beginTransaction = gated('beginTransaction', 'START TRANSACTION')
   conn.commit = gated('commit', 'COMMIT')
   conn.rollback = gated('rollback', 'ROLLBACK')
+  let gone = false
+  conn.on('end', () => void (gone = true))
   const end = async (now: boolean) => {
     try {
+      if (now && !gone && o.terminate) {
+        // Not the connector's destroy() while a statement may be in flight: it KILLs the thread from a connection
+        // of its own and lets that KILL's failure (1094, the thread already ended by race's cleanup) escape. race
+        // ends the thread itself (where 1094 only means it is gone) and waits (bounded) for the socket to close:
+        // destroy() then has nothing left to kill.
+        await withTimeout(o.terminate([Number(conn.threadId)]).catch(() => {}), 3000)
+        for (let i = 0; i < 100 && !gone && conn.isValid(); i++) await new Promise((r) => globalThis.setTimeout(r, 10))
+      }
       await withTimeout(now ? Promise.resolve(conn.destroy()) : conn.end(), 2000)
     } catch {
       /* already gone */

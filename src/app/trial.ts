@@ -128,7 +128,7 @@ export async function appTrial(lab: Driver, cfg: AppTrialConfig): Promise<AppTri
               await lab.terminate([c.pid]).catch(() => {})
               c = undefined
             }
-            c ??= await open(driver, (await lab.sessionTarget?.(cfg.schema)) ?? lab.target, { applicationName: `race ${cfg.scenarioId} ${s.name}`, schema: cfg.schema, params: cfg.race.connection ?? {}, connectTimeoutMs: cfg.connectTimeoutMs }, s)
+            c ??= await open(driver, (await lab.sessionTarget?.(cfg.schema)) ?? lab.target, { applicationName: `race ${cfg.scenarioId} ${s.name}`, schema: cfg.schema, params: cfg.race.connection ?? {}, connectTimeoutMs: cfg.connectTimeoutMs, terminate: (pids) => lab.terminate(pids) }, s)
             conns[i] = c
             s.pid = c.pid
             s.defaultLevel = c.defaultLevel

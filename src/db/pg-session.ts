@@ -9,6 +9,7 @@ import { connect, endQuietly } from './connect.js'
 import type { QueryResult, SessionConn, SessionOptions, StepRun } from './driver.js'
 import type { ServerFatal, TxStatus } from './fatal.js'
 import type { Target } from './target.js'
+import { PG_STATE, PG_STATE_SQL } from './pg-state.js'
 
 /** How long a reset between trials may take before the connection is given up (and a fresh one opened). */
 const RESET_MS = 2000
@@ -26,6 +27,8 @@ export class PgSession implements SessionConn {
   status?: TxStatus
   /** WARNINGs the server sent on this connection, by SQLSTATE (25P01: a ROLLBACK outside a transaction). */
   readonly warnings = new Map<string, number>()
+  /** The connection's roles and settings when it opened (db/pg-state.ts): what a reset must bring it back to. */
+  private opened = ''
 
   get closed(): boolean {
     return this.closedFlag
@@ -55,8 +58,9 @@ export class PgSession implements SessionConn {
         },
       },
     })
-    const [row] = await s.sql`select pg_backend_pid() as pid`
+    const [row] = await s.sql.unsafe(`select pg_backend_pid() as pid, ${PG_STATE} as state`)
     s.pid = Number(row.pid)
+    s.opened = String(row.state)
     return s
   }
 
@@ -83,13 +87,17 @@ export class PgSession implements SessionConn {
    * ROLLBACK only when the server's last word was "in a transaction" (T or E), then DISCARD ALL (which cannot run
    * inside one): close cursors, RESET ALL (back to the startup parameters, search_path and application_name
    * included), DEALLOCATE ALL, UNLISTEN *, pg_advisory_unlock_all(), discard plans, temporary tables and sequence
-   * state. Both in one pipeline; kept only if the server then says idle.
+   * state; SET SESSION AUTHORIZATION DEFAULT, which ends a SET ROLE too. Then the roles and settings are read
+   * (db/pg-state.ts). All in one pipeline; kept only if the server then says idle and they read as when it opened.
    */
   async reset(): Promise<boolean> {
     if (this.closedFlag || this.fatal || this.status === undefined) return false
     const sent = [...(this.status === 'I' ? [] : [this.sql.unsafe('rollback')]), this.sql.unsafe('discard all')]
+    const state = this.sql.unsafe(PG_STATE_SQL)
+    sent.push(state)
     const ok = await Promise.race([Promise.all(sent).then(() => true, () => false), sleep(RESET_MS).then(() => false)])
-    return ok && this.status === 'I' && !this.closedFlag && !this.fatal
+    // Kept only when it reads back the roles and settings it opened with: a reset not shown complete is not kept.
+    return ok && String((await state)[0]?.state) === this.opened && this.status === 'I' && !this.closedFlag && !this.fatal
   }
 
   close(): Promise<void> {

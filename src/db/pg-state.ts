@@ -1,0 +1,11 @@
+// What a PostgreSQL connection is, as far as a session on it can change it: the session and current roles (SET
+// SESSION AUTHORIZATION, SET ROLE) and every setting the server shows (search_path, a GUC set with plain SET,
+// default_transaction_isolation...), hashed into one value. Read when a connection opens and again after each
+// reset between trials: a kept connection must read the same, else its reset is not shown complete and it is
+// closed rather than kept (the next trial opens a fresh one).
+
+/** One value, as a scalar subquery: select it beside other columns, or alone as `state`. */
+export const PG_STATE =
+  "(select session_user::text || '/' || current_user::text || '/' || pg_catalog.md5(pg_catalog.string_agg(name || '=' || coalesce(setting, ''), e'\\n' order by name)) from pg_catalog.pg_settings)"
+
+export const PG_STATE_SQL = `select ${PG_STATE} as state`
