@@ -12,6 +12,7 @@ import type { Schedule } from '../scenario.js'
 import { loadDriver, openMariadb, openPg, openPostgresJs, running, type AppConn } from './drivers.js'
 import { isDeclaredRejection } from './describe.js'
 import { AppSession } from './session.js'
+import { containExit, underTest } from './contain.js'
 import type { AppRace } from './types.js'
 import { parseAppPermutation } from './labels.js'
 export { parseAppPermutation } from './labels.js'
@@ -84,7 +85,7 @@ export async function appTrial(lab: Driver, cfg: AppTrialConfig): Promise<AppTri
     released: (label: string) => void order.push(label),
     // Timers start outside the session's async context: what they send on the control connection is never gated.
     timeQuery: (s: AppSession) =>
-      running.exit(() => {
+      exitSessions(() => {
         const t = setTimeout(() => void giveUp(s, `no result within ${cfg.stepTimeoutMs}ms`), cfg.stepTimeoutMs)
         return () => clearTimeout(t)
       }),
@@ -113,6 +114,8 @@ export async function appTrial(lab: Driver, cfg: AppTrialConfig): Promise<AppTri
       .map((s) => `${s.name} (pid ${s.pid}) in ${s.current?.label ?? '?'}${s.current?.blocked ? ' (waiting)' : ''}`)
       .join(', '),
   )
+  // While the functions run, process.exit from their code is contained (app/contain.ts); restored when the trial ends.
+  const release = containExit()
   return abortable(signal, guard, async () => {
     // ---- connect every session (its driver, its pid, the run's schema as search_path) ----
     const open = cfg.race.driver === 'pg' ? openPg : cfg.race.driver === 'mariadb' ? openMariadb : openPostgresJs
@@ -169,7 +172,9 @@ export async function appTrial(lab: Driver, cfg: AppTrialConfig): Promise<AppTri
       }
       s.state = 'app'
       s.appSince = now()
-      const call = () => Promise.resolve().then(() => cfg.race.session(c.db, ctx))
+      // The function runs in the session's async context (underTest): a process.exit, an uncaught exception or an
+      // unhandled rejection that comes from it (or from a timer or promise it started) is this session's failure.
+      const call = () => underTest.run(s, () => Promise.resolve().then(() => cfg.race.session(c.db, ctx)))
       const p = cfg.race.driver === 'postgres' ? running.run(s, call) : call()
       // The session ends when its function has and every query it sent has too (one it did not await is released by
       // the schedule and waited for, never dropped).
@@ -318,7 +323,12 @@ export async function appTrial(lab: Driver, cfg: AppTrialConfig): Promise<AppTri
     lab.checkControl()
     const invariant = await Promise.race([cfg.evaluate(), lab.whenLost()])
     return { sessions: sessions.map((s) => s.report()), invariant, events, order }
-  })
+  }).finally(release)
+}
+
+/** Runs race's own work (a step timer) outside any session's async context: nothing it does is the code under test's. */
+function exitSessions<T>(f: () => T): T {
+  return running.exit(() => underTest.exit(f))
 }
 
 /** Closes the connections a run kept for a next trial that will not come. */
