@@ -13,6 +13,10 @@ import { loadDriver, openMariadb, openPg, openPostgresJs, running, type AppConn 
 import { isDeclaredRejection } from './describe.js'
 import { AppSession } from './session.js'
 import { containExit, underTest } from './contain.js'
+import { foreignBackends } from './foreign.js'
+
+/** How often the server is asked for connections race did not hand out while a trial's functions run. */
+const FOREIGN_MS = 250
 import type { AppRace } from './types.js'
 import { parseAppPermutation } from './labels.js'
 export { parseAppPermutation } from './labels.js'
@@ -116,6 +120,7 @@ export async function appTrial(lab: Driver, cfg: AppTrialConfig): Promise<AppTri
   )
   // While the functions run, process.exit from their code is contained (app/contain.ts); restored when the trial ends.
   const release = containExit()
+  let watcher: ReturnType<typeof setInterval> | undefined
   return abortable(signal, guard, async () => {
     // ---- connect every session (its driver, its pid, the run's schema as search_path) ----
     const open = cfg.race.driver === 'pg' ? openPg : cfg.race.driver === 'mariadb' ? openMariadb : openPostgresJs
@@ -159,6 +164,20 @@ export async function appTrial(lab: Driver, cfg: AppTrialConfig): Promise<AppTri
     }
     clock.restart()
     sessions.forEach((s) => s.markStart(0))
+    const foreign = new Map<number, string>()
+    let looked = false
+    const lookForeign = async () => {
+      for (const f of await foreignBackends(lab, cfg.schema, ours()).catch(() => [])) foreign.set(f.pid, f.how)
+    }
+    // While the functions run, the server is asked now and then (a short-lived connection of their own is gone at the end).
+    watcher = exitSessions(() => setInterval(() => void lookForeign(), FOREIGN_MS))
+    const checkForeign = async () => {
+      clearInterval(watcher)
+      await lookForeign()
+      if (!foreign.size) return
+      const which = [...foreign].map(([pid, how]) => `pid ${pid} ${how}`).join(', ')
+      throw new RunError(`a connection race did not hand out queried the run's tables (${which}): its queries were never scheduled, so this race cannot be decided; query through the connection race gives each session (the db argument, or ctx.pool/ctx.client)`)
+    }
     const ended = sessions.map((s, i) => {
       const c = conns[i]!
       const ctx = {
@@ -228,7 +247,15 @@ export async function appTrial(lab: Driver, cfg: AppTrialConfig): Promise<AppTri
           for (const s of b) s.markBlocked()
         }
         const moving = sessions.filter((s) => s.state === 'app' || s.state === 'starting' || (s.state === 'running' && !s.current?.blocked))
-        if (!moving.length) return
+        if (!moving.length) {
+          // The first time every session waits on race or the server: a connection of their own opened before their
+          // first query through race's is open now (asked once: at every step, it tripled explore's time).
+          if (!looked) {
+            looked = true
+            await lookForeign()
+          }
+          return
+        }
         await Promise.race([tick, sleep(POLL_MS)])
       }
     }
@@ -284,6 +311,10 @@ export async function appTrial(lab: Driver, cfg: AppTrialConfig): Promise<AppTri
     await Promise.race([drive(), whenAborted(), lab.whenLost()])
     // Every function has returned or thrown (bounded: a session given up on is not awaited further).
     await Promise.race([Promise.all(ended), sleep(2000)])
+    // A query on a connection race did not hand out was never gated: whatever this trial shows, no schedule reached
+    // it. Seen from the server (app/foreign.ts); the run cannot be decided. Checked while the functions' own
+    // connections may still be open (a module-level Pool keeps them), and during the trial (onForeign).
+    await checkForeign()
     // What was given but never used is said, not ignored: a permutation's step that never came (unless a session was
     // cut short by race, which says so itself), and a race whose functions sent nothing to race.
     const byThemselves = sessions.every((s) => s.outcome === 'committed' || s.outcome === 'rejected' || (s.outcome === 'failed' && !s.crashed))
@@ -323,7 +354,10 @@ export async function appTrial(lab: Driver, cfg: AppTrialConfig): Promise<AppTri
     lab.checkControl()
     const invariant = await Promise.race([cfg.evaluate(), lab.whenLost()])
     return { sessions: sessions.map((s) => s.report()), invariant, events, order }
-  }).finally(release)
+  }).finally(() => {
+    clearInterval(watcher)
+    release()
+  })
 }
 
 /** Runs race's own work (a step timer) outside any session's async context: nothing it does is the code under test's. */
