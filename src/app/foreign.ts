@@ -5,7 +5,37 @@
 // a relation of THIS run's schema, or that was opened from race's own process and whose last query names one of
 // the schema's tables. Other jobs racing on the same database touch other schemas and live in other processes.
 import fs from 'node:fs'
+import net from 'node:net'
 import type { Driver } from '../db/driver.js'
+import { underTest } from './contain.js'
+
+/** Sockets a session's code connected (its own client or pool), by session name, while they are open. */
+const opened = new Set<{ socket: net.Socket; session: string }>()
+let watching = false
+
+/**
+ * From now on, a TCP connection started in a session's async context is remembered with the session's name, so that
+ * a backend it reaches can be named by its client port. race's own connections are opened outside that context.
+ */
+export function noteSessionSockets(): void {
+  if (watching) return
+  watching = true
+  const connect = net.Socket.prototype.connect
+  net.Socket.prototype.connect = function (this: net.Socket, ...args: unknown[]) {
+    const s = underTest.getStore()
+    if (s) {
+      const entry = { socket: this, session: s.name }
+      opened.add(entry)
+      this.once('close', () => opened.delete(entry))
+    }
+    return (connect as (...a: unknown[]) => net.Socket).apply(this, args)
+  } as typeof connect
+}
+
+function sessionOfPort(port: number): string | undefined {
+  for (const e of opened) if (e.socket.localPort === port) return e.session
+  return undefined
+}
 
 /** The local TCP ports of this process's sockets (Linux /proc); empty where that cannot be read. */
 export function ownPorts(): Set<number> {
@@ -42,6 +72,8 @@ export function ownPorts(): Set<number> {
 export interface Foreign {
   pid: number
   how: string
+  /** The session whose code opened the connection, when race saw it do so. */
+  session?: string
 }
 
 /** The backends (not race's) that touch the run's schema now: see the module comment. PostgreSQL only. */
@@ -63,14 +95,15 @@ export async function foreignBackends(lab: Driver, schema: string, ours: readonl
   const mine = ownPorts()
   const out: Foreign[] = []
   for (const row of rows) {
+    const session = row.client_port == null ? undefined : sessionOfPort(Number(row.client_port))
     if (row.locks) {
-      out.push({ pid: Number(row.pid), how: 'holds a lock on a table of the run' })
+      out.push({ pid: Number(row.pid), how: 'holds a lock on a table of the run', session })
       continue
     }
     if (row.client_port == null || !mine.has(Number(row.client_port))) continue
     const q = row.query ?? ''
     const named = (row.tables ?? []).find((t) => new RegExp(`(^|[^\\w$"])"?${t.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}"?($|[^\\w$])`, 'i').test(q))
-    if (named) out.push({ pid: Number(row.pid), how: `queried ${named}` })
+    if (named) out.push({ pid: Number(row.pid), how: `queried ${named}`, session })
   }
   return out
 }

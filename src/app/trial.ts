@@ -13,7 +13,7 @@ import { loadDriver, openMariadb, openPg, openPostgresJs, running, type AppConn 
 import { isDeclaredRejection } from './describe.js'
 import { AppSession } from './session.js'
 import { containExit, underTest } from './contain.js'
-import { foreignBackends } from './foreign.js'
+import { foreignBackends, noteSessionSockets } from './foreign.js'
 
 /** How often the server is asked for connections race did not hand out while a trial's functions run. */
 const FOREIGN_MS = 250
@@ -164,10 +164,11 @@ export async function appTrial(lab: Driver, cfg: AppTrialConfig): Promise<AppTri
     }
     clock.restart()
     sessions.forEach((s) => s.markStart(0))
+    noteSessionSockets()
     const foreign = new Map<number, string>()
     let looked = false
     const lookForeign = async () => {
-      for (const f of await foreignBackends(lab, cfg.schema, ours()).catch(() => [])) foreign.set(f.pid, f.how)
+      for (const f of await foreignBackends(lab, cfg.schema, ours()).catch(() => [])) foreign.set(f.pid, `${f.session ? `${f.session}'s own connection, ` : ''}pid ${f.pid} ${f.how}`)
     }
     // While the functions run, the server is asked now and then (a short-lived connection of their own is gone at the end).
     watcher = exitSessions(() => setInterval(() => void lookForeign(), FOREIGN_MS))
@@ -175,7 +176,7 @@ export async function appTrial(lab: Driver, cfg: AppTrialConfig): Promise<AppTri
       clearInterval(watcher)
       await lookForeign()
       if (!foreign.size) return
-      const which = [...foreign].map(([pid, how]) => `pid ${pid} ${how}`).join(', ')
+      const which = [...foreign.values()].join('; ')
       throw new RunError(`a connection race did not hand out queried the run's tables (${which}): its queries were never scheduled, so this race cannot be decided; query through the connection race gives each session (the db argument, or ctx.pool/ctx.client)`)
     }
     const ended = sessions.map((s, i) => {

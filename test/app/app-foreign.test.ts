@@ -42,7 +42,10 @@ export default {
   )
   const r = await race(['explore', file, '--database-url', ctx.server.url, '--expect', 'held'], { env: { OWN_URL: ctx.server.url } })
   assert.equal(r.code, 3, r.stdout + r.stderr)
-  oneCleanLine(r.stderr, /a connection race did not hand out queried the run's tables \(pid \d+ queried orders/)
+  oneCleanLine(r.stderr, /a connection race did not hand out queried the run's tables \(/)
+  // Named by the session whose code opened it (its client port is one of the sockets that session connected).
+  assert.match(r.stderr, /s1's own connection, pid \d+ queried orders/)
+  assert.match(r.stderr, /s2's own connection, pid \d+ queried orders/)
 })
 
 test('another job on the same database (its own process, another schema, a table of the same name) is not taken for one', async () => {
