@@ -14,6 +14,7 @@
 import { RunError, UsageError, Interrupted } from './errors.js'
 import { isMariadbKillOfGoneThread, isPostgresJsDestroyedFetch, isPostgresJsNextWriteBug } from './known-bugs.js'
 import { RunContext } from './lifecycle.js'
+import { containError } from './app/contain.js'
 import type { Scenario } from './scenario.js'
 
 /** What a race is: a built-in scenario's id (race list), a path to a .spec file or a .mjs module, or a scenario object. */
@@ -119,9 +120,10 @@ async function runOnce(ctx: RunContext, ref: ScenarioRef, o: RunOptions): Promis
 /**
  * Runs fn with a context of its own (abort, cleanup, embedded server, colours), its cleanup always done,
  * Ctrl-C/SIGTERM in the caller's process ending the race cleanly (then passed on when nobody else listens), and
- * race's own errors as RaceError. The listeners are this call's: added for it, removed when it settles; a race
- * that runs beside it has its own. An uncaught exception cannot say which race it came from: each running race
- * is aborted by it (as the one race was before).
+ * race's own errors as RaceError. The signal listeners are this call's: added for it, removed when it settles; a
+ * race that runs beside it has its own. Uncaught exceptions and unhandled rejections are watched by one pair of
+ * listeners while any race runs (processErrors): one from an application race's session is that session's failure;
+ * any other is not race's to swallow, and goes on as it would without race.
  */
 async function guarded<T>(fn: (ctx: RunContext) => Promise<T>): Promise<T> {
   const ctx = new RunContext()
@@ -130,14 +132,9 @@ async function guarded<T>(fn: (ctx: RunContext) => Promise<T>): Promise<T> {
     signalled = sig
     ctx.abort(new Interrupted(sig))
   }
-  const onError = (err: unknown) => {
-    if (isPostgresJsNextWriteBug(err) || isPostgresJsDestroyedFetch(err) || isMariadbKillOfGoneThread(err)) return
-    ctx.abort(err instanceof Error ? err : new Error(String(err)))
-  }
   const signals = ['SIGINT', 'SIGTERM'] as const
   for (const s of signals) process.on(s, onSignal)
-  process.on('uncaughtException', onError)
-  process.on('unhandledRejection', onError)
+  const unwatch = processErrors.watch(ctx)
   let result: { ok: true; value: T } | { ok: false; error: unknown }
   try {
     result = { ok: true, value: await fn(ctx) }
@@ -146,13 +143,60 @@ async function guarded<T>(fn: (ctx: RunContext) => Promise<T>): Promise<T> {
   }
   const errors = await ctx.cleanupAll()
   for (const s of signals) process.off(s, onSignal)
-  process.off('uncaughtException', onError)
-  process.off('unhandledRejection', onError)
+  unwatch()
   if (signalled && process.listenerCount(signalled) === 0) process.kill(process.pid, signalled)
   if (!result.ok || ctx.signal.aborted) throw asRaceError(ctx.signal.aborted ? ctx.signal.reason : (result as { error: unknown }).error)
   if (errors.length) throw new RaceError(errors.map((e) => e.message).join('; '), 3)
   return result.value
 }
+
+/**
+ * The caller's process's uncaught exceptions and unhandled rejections while races run. An error from a session's
+ * code under test is contained (app/contain.ts: the session fails with it). Any other comes from elsewhere in the
+ * caller's process (its own code, another test): race does not make it the race's failure. The process's other
+ * listeners get it as they would; with none, Node's default is kept: the process ends with the error (race first
+ * kills what its running races started, synchronously, as a second Ctrl-C does).
+ */
+const processErrors = (() => {
+  const running = new Set<RunContext>()
+  const onUncaught = (err: unknown) => {
+    if (isPostgresJsNextWriteBug(err) || isMariadbKillOfGoneThread(err) || containError(err, 'uncaught exception')) return
+    if (process.listenerCount('uncaughtException') > 1) return // someone else listens: Node calls them too
+    fatal(err)
+  }
+  const onUnhandled = (reason: unknown, promise: Promise<unknown>) => {
+    if (isPostgresJsDestroyedFetch(reason) || isMariadbKillOfGoneThread(reason) || containError(reason, 'unhandled rejection')) return
+    if (process.listenerCount('unhandledRejection') > 1) return
+    // Without a listener, Node (--unhandled-rejections=throw, its default) raises it as an uncaught exception.
+    const others = process.listeners('uncaughtException').filter((l) => l !== onUncaught)
+    if (others.length) for (const l of others) (l as (e: unknown, origin: string) => void).call(process, reason, 'unhandledRejection')
+    else fatal(reason, promise)
+  }
+  const fatal = (err: unknown, _promise?: Promise<unknown>) => {
+    for (const ctx of running) ctx.forceAll()
+    running.clear()
+    process.off('uncaughtException', onUncaught)
+    process.off('unhandledRejection', onUnhandled)
+    // Thrown again with race's listeners gone: Node prints it and exits as it would have without race.
+    process.nextTick(() => {
+      throw err
+    })
+  }
+  return {
+    watch(ctx: RunContext): () => void {
+      if (running.size === 0) {
+        process.on('uncaughtException', onUncaught)
+        process.on('unhandledRejection', onUnhandled)
+      }
+      running.add(ctx)
+      return () => {
+        if (!running.delete(ctx) || running.size) return
+        process.off('uncaughtException', onUncaught)
+        process.off('unhandledRejection', onUnhandled)
+      }
+    },
+  }
+})()
 
 function asRaceError(err: unknown): RaceError {
   if (err instanceof RaceError) return err

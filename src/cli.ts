@@ -6,6 +6,7 @@ import fs from 'node:fs'
 import { Interrupted, RunError, UsageError } from './errors.js'
 import { isMariadbKillOfGoneThread, isPostgresJsDestroyedFetch, isPostgresJsNextWriteBug } from './known-bugs.js'
 import { installSignalHandlers, RunContext } from './lifecycle.js'
+import { containError } from './app/contain.js'
 import { prefetchScenario, summaries, type ScenarioSummary } from './registry.js'
 import { columns, fitLines } from './report/width.js'
 
@@ -163,13 +164,15 @@ async function main(): Promise<void> {
   })
   prefetch(process.argv)
   commander = import('commander')
+  // One that comes from an application race's session (the code under test) is that session's failure, and the
+  // run goes on; any other is race's own: an internal error.
   process.on('uncaughtException', (err) => {
-    if (isPostgresJsNextWriteBug(err)) return
+    if (isPostgresJsNextWriteBug(err) || isMariadbKillOfGoneThread(err) || containError(err, 'uncaught exception')) return
     const d = describe(err)
     void finish(3, d.message)
   })
   process.on('unhandledRejection', (err) => {
-    if (isPostgresJsDestroyedFetch(err) || isMariadbKillOfGoneThread(err)) return
+    if (isPostgresJsDestroyedFetch(err) || isMariadbKillOfGoneThread(err) || containError(err, 'unhandled rejection')) return
     const d = describe(err)
     void finish(3, d.message)
   })

@@ -23,7 +23,7 @@ export class RunContext {
   private readonly controller = new AbortController()
   /**
    * Aborted on SIGINT/SIGTERM (reason: Interrupted) or by a whole-run timeout (reason: RunError), or by whoever
-   * made the context (the API on an uncaught exception).
+   * made the context.
    */
   readonly signal: AbortSignal = this.controller.signal
   private readonly stack: Disposer[] = []

@@ -329,6 +329,18 @@ export class AppSession {
     this.record(step, 'reject', reason)
     this.end('rejected', step, { reason })
   }
+  /**
+   * The code under test failed process-wide (it called process.exit, or left an uncaught exception or unhandled
+   * rejection) while this session's function ran: a failure of the code, as a throw it does not declare.
+   */
+  crash(what: string): void {
+    if (this.finished) return
+    const step = this.lastStep()
+    const reason = what.startsWith('called ') ? `the function ${what}` : `the function left an ${what}`
+    this.record(step, 'error', reason)
+    this.crashed = what
+    this.end('failed', step, { reason })
+  }
   /** Whether an error the function threw is one its race module declares as a rejection. */
   declared: (err: unknown) => boolean = () => false
   /** The error the function threw that was neither the driver's nor declared ("TypeError: ..."). */

@@ -12,6 +12,11 @@ import type { Schedule } from '../scenario.js'
 import { loadDriver, openMariadb, openPg, openPostgresJs, running, type AppConn } from './drivers.js'
 import { isDeclaredRejection } from './describe.js'
 import { AppSession } from './session.js'
+import { containExit, underTest } from './contain.js'
+import { foreignBackends, noteSessionSockets } from './foreign.js'
+
+/** How often the server is asked for connections race did not hand out while a trial's functions run. */
+const FOREIGN_MS = 250
 import type { AppRace } from './types.js'
 import { parseAppPermutation } from './labels.js'
 export { parseAppPermutation } from './labels.js'
@@ -84,7 +89,7 @@ export async function appTrial(lab: Driver, cfg: AppTrialConfig): Promise<AppTri
     released: (label: string) => void order.push(label),
     // Timers start outside the session's async context: what they send on the control connection is never gated.
     timeQuery: (s: AppSession) =>
-      running.exit(() => {
+      exitSessions(() => {
         const t = setTimeout(() => void giveUp(s, `no result within ${cfg.stepTimeoutMs}ms`), cfg.stepTimeoutMs)
         return () => clearTimeout(t)
       }),
@@ -113,6 +118,9 @@ export async function appTrial(lab: Driver, cfg: AppTrialConfig): Promise<AppTri
       .map((s) => `${s.name} (pid ${s.pid}) in ${s.current?.label ?? '?'}${s.current?.blocked ? ' (waiting)' : ''}`)
       .join(', '),
   )
+  // While the functions run, process.exit from their code is contained (app/contain.ts); restored when the trial ends.
+  const release = containExit()
+  let watcher: ReturnType<typeof setInterval> | undefined
   return abortable(signal, guard, async () => {
     // ---- connect every session (its driver, its pid, the run's schema as search_path) ----
     const open = cfg.race.driver === 'pg' ? openPg : cfg.race.driver === 'mariadb' ? openMariadb : openPostgresJs
@@ -156,6 +164,21 @@ export async function appTrial(lab: Driver, cfg: AppTrialConfig): Promise<AppTri
     }
     clock.restart()
     sessions.forEach((s) => s.markStart(0))
+    noteSessionSockets()
+    const foreign = new Map<number, string>()
+    let looked = false
+    const lookForeign = async () => {
+      for (const f of await foreignBackends(lab, cfg.schema, ours()).catch(() => [])) foreign.set(f.pid, `${f.session ? `${f.session}'s own connection, ` : ''}pid ${f.pid} ${f.how}`)
+    }
+    // While the functions run, the server is asked now and then (a short-lived connection of their own is gone at the end).
+    watcher = exitSessions(() => setInterval(() => void lookForeign(), FOREIGN_MS))
+    const checkForeign = async () => {
+      clearInterval(watcher)
+      await lookForeign()
+      if (!foreign.size) return
+      const which = [...foreign.values()].join('; ')
+      throw new RunError(`a connection race did not hand out queried the run's tables (${which}): its queries were never scheduled, so this race cannot be decided; query through the connection race gives each session (the db argument, or ctx.pool/ctx.client)`)
+    }
     const ended = sessions.map((s, i) => {
       const c = conns[i]!
       const ctx = {
@@ -169,7 +192,9 @@ export async function appTrial(lab: Driver, cfg: AppTrialConfig): Promise<AppTri
       }
       s.state = 'app'
       s.appSince = now()
-      const call = () => Promise.resolve().then(() => cfg.race.session(c.db, ctx))
+      // The function runs in the session's async context (underTest): a process.exit, an uncaught exception or an
+      // unhandled rejection that comes from it (or from a timer or promise it started) is this session's failure.
+      const call = () => underTest.run(s, () => Promise.resolve().then(() => cfg.race.session(c.db, ctx)))
       const p = cfg.race.driver === 'postgres' ? running.run(s, call) : call()
       // The session ends when its function has and every query it sent has too (one it did not await is released by
       // the schedule and waited for, never dropped).
@@ -223,7 +248,15 @@ export async function appTrial(lab: Driver, cfg: AppTrialConfig): Promise<AppTri
           for (const s of b) s.markBlocked()
         }
         const moving = sessions.filter((s) => s.state === 'app' || s.state === 'starting' || (s.state === 'running' && !s.current?.blocked))
-        if (!moving.length) return
+        if (!moving.length) {
+          // The first time every session waits on race or the server: a connection of their own opened before their
+          // first query through race's is open now (asked once: at every step, it tripled explore's time).
+          if (!looked) {
+            looked = true
+            await lookForeign()
+          }
+          return
+        }
         await Promise.race([tick, sleep(POLL_MS)])
       }
     }
@@ -279,6 +312,10 @@ export async function appTrial(lab: Driver, cfg: AppTrialConfig): Promise<AppTri
     await Promise.race([drive(), whenAborted(), lab.whenLost()])
     // Every function has returned or thrown (bounded: a session given up on is not awaited further).
     await Promise.race([Promise.all(ended), sleep(2000)])
+    // A query on a connection race did not hand out was never gated: whatever this trial shows, no schedule reached
+    // it. Seen from the server (app/foreign.ts); the run cannot be decided. Checked while the functions' own
+    // connections may still be open (a module-level Pool keeps them), and during the trial (onForeign).
+    await checkForeign()
     // What was given but never used is said, not ignored: a permutation's step that never came (unless a session was
     // cut short by race, which says so itself), and a race whose functions sent nothing to race.
     const byThemselves = sessions.every((s) => s.outcome === 'committed' || s.outcome === 'rejected' || (s.outcome === 'failed' && !s.crashed))
@@ -318,7 +355,15 @@ export async function appTrial(lab: Driver, cfg: AppTrialConfig): Promise<AppTri
     lab.checkControl()
     const invariant = await Promise.race([cfg.evaluate(), lab.whenLost()])
     return { sessions: sessions.map((s) => s.report()), invariant, events, order }
+  }).finally(() => {
+    clearInterval(watcher)
+    release()
   })
+}
+
+/** Runs race's own work (a step timer) outside any session's async context: nothing it does is the code under test's. */
+function exitSessions<T>(f: () => T): T {
+  return running.exit(() => underTest.exit(f))
 }
 
 /** Closes the connections a run kept for a next trial that will not come. */

@@ -38,7 +38,7 @@ export function judge(sessions: readonly Judged[], invariant: Pick<InvariantRepo
   // nothing of the race, violated or held.
   const crashed = sessions.find((s) => s.outcome === 'failed' && s.thrown)
   if (crashed) {
-    return { verdict: 'unknown', why: `${crashed.name} threw ${crashed.thrown} in step ${crashed.step ?? '?'}: a failure of the code under test, not a rejection its race module declares (rejects)` }
+    return { verdict: 'unknown', why: `${crashed.name} ${didWhat(crashed.thrown!)} in step ${crashed.step ?? '?'}: a failure of the code under test, not a rejection its race module declares (rejects)` }
   }
   if (invariant.held === null) return { verdict: 'unknown', why: `the invariant could not be decided${invariant.error ? `: ${invariant.error}` : ''}` }
   if (!invariant.held) return { verdict: 'anomaly', why: 'the invariant was violated' }
@@ -67,9 +67,19 @@ export function judge(sessions: readonly Judged[], invariant: Pick<InvariantRepo
   return { verdict: 'clean', why: 'held: no session was seen waiting or failing' }
 }
 
+/**
+ * What the code under test did: a throw ("threw TypeError: x"), or what it did process-wide, contained by race
+ * ("called process.exit(0)", "left an uncaught exception Error: x": app/contain.ts).
+ */
+function didWhat(thrown: string): string {
+  if (thrown.startsWith('called ')) return thrown
+  if (thrown.startsWith('uncaught exception ') || thrown.startsWith('unhandled rejection ')) return `left an ${thrown}`
+  return `threw ${thrown}`
+}
+
 /** How a session ended, in the words documented outcomes use: committed, rejected: <reason>, a SQLSTATE, failed, lost, timeout. */
 export function labelOf(s: Pick<SessionReport, 'outcome' | 'sqlstate' | 'reason'> & Pick<Partial<SessionReport>, 'thrown'>): string {
-  if (s.thrown) return `threw ${s.thrown}`
+  if (s.thrown) return didWhat(s.thrown)
   if (s.outcome === 'rejected') return `rejected: ${s.reason ?? ''}`
   if (s.outcome === 'failed') return s.sqlstate ?? 'failed'
   return s.outcome

@@ -1,0 +1,109 @@
+// Queries on connections race did not hand out. A session that opens its own connection (a `new pg.Client`, a
+// module-level Pool) and queries through it is not gated, so no schedule reaches it: a race that violates held in
+// every interleaving. race cannot see those queries in the process, but the server can: a backend that is not one
+// of race's (its sessions, its control connection, another race's "race ..." connections) and that holds a lock on
+// a relation of THIS run's schema, or that was opened from race's own process and whose last query names one of
+// the schema's tables. Other jobs racing on the same database touch other schemas and live in other processes.
+import fs from 'node:fs'
+import net from 'node:net'
+import type { Driver } from '../db/driver.js'
+import { underTest } from './contain.js'
+
+/** Sockets a session's code connected (its own client or pool), by session name, while they are open. */
+const opened = new Set<{ socket: net.Socket; session: string }>()
+let watching = false
+
+/**
+ * From now on, a TCP connection started in a session's async context is remembered with the session's name, so that
+ * a backend it reaches can be named by its client port. race's own connections are opened outside that context.
+ */
+export function noteSessionSockets(): void {
+  if (watching) return
+  watching = true
+  const connect = net.Socket.prototype.connect
+  net.Socket.prototype.connect = function (this: net.Socket, ...args: unknown[]) {
+    const s = underTest.getStore()
+    if (s) {
+      const entry = { socket: this, session: s.name }
+      opened.add(entry)
+      this.once('close', () => opened.delete(entry))
+    }
+    return (connect as (...a: unknown[]) => net.Socket).apply(this, args)
+  } as typeof connect
+}
+
+function sessionOfPort(port: number): string | undefined {
+  for (const e of opened) if (e.socket.localPort === port) return e.session
+  return undefined
+}
+
+/** The local TCP ports of this process's sockets (Linux /proc); empty where that cannot be read. */
+export function ownPorts(): Set<number> {
+  const inodes = new Set<string>()
+  try {
+    for (const fd of fs.readdirSync('/proc/self/fd')) {
+      try {
+        const m = /^socket:\[(\d+)\]$/.exec(fs.readlinkSync(`/proc/self/fd/${fd}`))
+        if (m) inodes.add(m[1])
+      } catch {
+        /* closed meanwhile */
+      }
+    }
+  } catch {
+    return new Set()
+  }
+  const ports = new Set<number>()
+  for (const f of ['/proc/net/tcp', '/proc/net/tcp6']) {
+    let text: string
+    try {
+      text = fs.readFileSync(f, 'utf8')
+    } catch {
+      continue
+    }
+    for (const line of text.split('\n').slice(1)) {
+      const cols = line.trim().split(/\s+/)
+      if (cols.length > 9 && inodes.has(cols[9])) ports.add(parseInt(cols[1].split(':')[1], 16))
+    }
+  }
+  return ports
+}
+
+/** A backend that queried the run's tables on a connection race did not hand out. */
+export interface Foreign {
+  pid: number
+  how: string
+  /** The session whose code opened the connection, when race saw it do so. */
+  session?: string
+}
+
+/** The backends (not race's) that touch the run's schema now: see the module comment. PostgreSQL only. */
+export async function foreignBackends(lab: Driver, schema: string, ours: readonly number[]): Promise<Foreign[]> {
+  if (lab.engine !== 'postgres') return []
+  const r = await lab.query(
+    `select a.pid, a.client_port, a.query,
+            exists (select 1 from pg_locks l join pg_class c on c.oid = l.relation join pg_namespace n on n.oid = c.relnamespace
+                     where l.pid = a.pid and n.nspname = $1) as locks,
+            array(select c.relname::text from pg_class c join pg_namespace n on n.oid = c.relnamespace
+                   where n.nspname = $1 and c.relkind in ('r', 'p', 'v', 'm')) as tables
+       from pg_stat_activity a
+      where a.datname = current_database() and a.pid <> pg_backend_pid() and not (a.pid = any($2::int[]))
+        and a.backend_type = 'client backend' and a.application_name not like 'race %'`,
+    [schema, [...ours]],
+  )
+  const rows = r as unknown as { pid: number; client_port: number | null; query: string | null; locks: boolean; tables: string[] | null }[]
+  if (!rows.length) return []
+  const mine = ownPorts()
+  const out: Foreign[] = []
+  for (const row of rows) {
+    const session = row.client_port == null ? undefined : sessionOfPort(Number(row.client_port))
+    if (row.locks) {
+      out.push({ pid: Number(row.pid), how: 'holds a lock on a table of the run', session })
+      continue
+    }
+    if (row.client_port == null || !mine.has(Number(row.client_port))) continue
+    const q = row.query ?? ''
+    const named = (row.tables ?? []).find((t) => new RegExp(`(^|[^\\w$"])"?${t.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}"?($|[^\\w$])`, 'i').test(q))
+    if (named) out.push({ pid: Number(row.pid), how: `queried ${named}`, session })
+  }
+  return out
+}
