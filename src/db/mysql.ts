@@ -7,7 +7,9 @@
 //   (MySQL 8). InnoDB fills INNODB_TRX / INNODB_LOCK_WAITS from a cache that it refreshes only when nobody has
 //   read it for 0.1 s (trx0i_s.cc, CACHE_MIN_IDLE_TIME_NS): a poll every few ms would read the same stale copy
 //   forever. So the watch connection reads it at most every WATCH_GAP_MS, inside a transaction of its own, and
-//   takes a copy as fresh only when its own row shows the very statement that read it (a unique token);
+//   takes a copy as fresh when its own row shows the very statement that read it (a unique token). Another reader
+//   (another race on the same server) makes the copies we read: one counts for a step once it shows a marker whose
+//   query id floor is above the step's statement's QUERY_ID (so it was made after that statement began);
 // - each session's isolation level: INNODB_TRX.trx_isolation_level of its transaction, from a fresh copy taken
 //   after the transaction had started and before its COMMIT (@@tx_isolation is only the session default). Another
 //   reader of INNODB_TRX (another race on the same server) makes the copies we read: one is fresh for a level read
