@@ -661,7 +661,8 @@ export class MysqlLab implements Driver {
    * refreshed since the last read. A copy made before such a statement began could show its session still waiting
    * in an earlier statement, or not yet waiting: neither counts. Our own read (sent after PROCESSLIST showed the
    * statement) qualifies; so does another reader's copy that shows blockMarker, once its floor is above `since`.
-   * After a copy that does not, a new marker is opened for the next read: only while someone else reads INNODB_TRX.
+   * After a copy that does not, a new marker is opened for the next read (without waiting for it): only while
+   * someone else reads INNODB_TRX.
    */
   private async waitsSince(since: number, wait: boolean): Promise<Map<number, TrxRow> | undefined> {
     const marker = this.blockMarker
@@ -671,7 +672,8 @@ export class MysqlLab implements Driver {
       if (snap.own) this.dropBlockMarker()
       return snap.trx
     }
-    await this.openBlockMarker(since)
+    // Opened meanwhile (the next read is WATCH_GAP_MS away anyway): the poll that found the copy stale does not wait.
+    void this.openBlockMarker(since).catch(() => {})
     return undefined
   }
 
