@@ -7,7 +7,9 @@
 //   (MySQL 8). InnoDB fills INNODB_TRX / INNODB_LOCK_WAITS from a cache that it refreshes only when nobody has
 //   read it for 0.1 s (trx0i_s.cc, CACHE_MIN_IDLE_TIME_NS): a poll every few ms would read the same stale copy
 //   forever. So the watch connection reads it at most every WATCH_GAP_MS, inside a transaction of its own, and
-//   takes a copy as fresh only when its own row shows the very statement that read it (a unique token);
+//   takes a copy as fresh when its own row shows the very statement that read it (a unique token). Another reader
+//   (another race on the same server) makes the copies we read: one counts for a step once it shows a marker whose
+//   query id floor is above the step's statement's QUERY_ID (so it was made after that statement began);
 // - each session's isolation level: INNODB_TRX.trx_isolation_level of its transaction, from a fresh copy taken
 //   after the transaction had started and before its COMMIT (@@tx_isolation is only the session default). Another
 //   reader of INNODB_TRX (another race on the same server) makes the copies we read: one is fresh for a level read
@@ -182,11 +184,19 @@ interface Snapshot {
   trx: Map<number, TrxRow>
 }
 
-/** A copy that is fresh because it shows `thread`'s transaction, opened (on a connection of its own) after a moment. */
+/**
+ * A copy that is fresh because it shows `thread`'s transaction, opened (on a connection of its own) after a moment.
+ * `floor` (MariaDB): the query id of a statement the marker ran just before it opened its transaction; the server
+ * numbers statements as they begin, so every statement with a smaller id began before any copy that shows the marker.
+ */
 interface Marker {
   conn: Conn
   thread: number
+  floor: number
 }
+
+/** A copy read: made by our own read (`own`), or by another reader's after `marked` opened; 'stale' when neither. */
+type Copy = (Snapshot & { own: boolean; marked?: Marker }) | 'stale'
 
 /** The transactions of one copy by thread, with the threads each waits for (`me`, the watch's own read, left out as a blocker). */
 function trxOf(rows: { id: number; thread: number; level: string; state: string; blockers: string | null }[], me: unknown): Map<number, TrxRow> {
@@ -216,6 +226,9 @@ export class MysqlLab implements Driver {
   /** The level each thread's transaction had in the last fresh copy that showed it, and that copy's number. */
   private readonly seen = new Map<number, { seq: number; level: string }>()
   private reading: Promise<unknown> = Promise.resolve()
+  /** The marker blocked() counts another reader's copies by (opened once a copy it read was not its own), and its opening. */
+  private blockMarker?: Marker
+  private blockMarkerOpening?: Promise<void>
   private release: () => void = () => {}
 
   private constructor(
@@ -475,6 +488,8 @@ export class MysqlLab implements Driver {
 
   async close(): Promise<void> {
     this.release()
+    await this.blockMarkerOpening
+    this.dropBlockMarker()
     await endQuietly(this.watch)
     await endQuietly(this.control)
   }
@@ -490,7 +505,7 @@ export class MysqlLab implements Driver {
    * A fresh copy of InnoDB's transactions and lock waits, or undefined when none can be had now: `wait` false
    * returns at once if the cache cannot have been refreshed since the last read (less than WATCH_GAP_MS ago).
    */
-  private snapshot(wait: boolean, marker?: Marker): Promise<(Snapshot & { marked?: boolean }) | undefined> {
+  private snapshot(wait: boolean, marker?: Marker): Promise<Copy | undefined> {
     const next = this.reading.then(async () => {
       const gap = performance.now() - this.lastRead
       if (gap < this.gapMs) {
@@ -512,20 +527,20 @@ export class MysqlLab implements Driver {
         this.lastRead = performance.now()
         const rows = reply[1] as { id: number; thread: number; level: string; state: string; q: string | null; blockers: string | null }[]
         const me = rows.find((r) => r.q?.includes(token))
-        // Not made by this read, but after the marker's transaction began (it shows it): fresh for the level read
-        // that opened the marker only. Which watch reads it came after is not known, so nothing else counts it.
-        if (!me && marker && rows.some((r) => Number(r.thread) === marker.thread)) return { seq: n, trx: trxOf(rows, undefined), marked: true }
         if (!me) {
-          // A copy another reader's query made: stale. Another reader polling at our pace would keep the cache
-          // from ever being idle for 0.1 s; waiting a random while longer lets one of us find a quiet moment.
+          // A copy another reader's query made. Another reader polling at our pace would keep the cache from ever
+          // being idle for 0.1 s; waiting a random while longer lets one of us find a quiet moment.
           this.gapMs = WATCH_GAP_MS + Math.random() * 300
-          return undefined
+          // Made after the marker's transaction began (it shows it): fresh for what the marker was opened for only
+          // (its caller judges). Which watch reads it came after is not known, so nothing else counts it.
+          if (marker && rows.some((r) => Number(r.thread) === marker.thread)) return { seq: n, trx: trxOf(rows, undefined), own: false, marked: marker }
+          return 'stale'
         }
         this.gapMs = WATCH_GAP_MS
         const trx = trxOf(rows, me)
         this.latest = { seq: n, trx }
         for (const [thread, t] of trx) if (t.level) this.seen.set(thread, { seq: n, level: t.level })
-        return this.latest
+        return { ...this.latest, own: true }
       } catch {
         this.lastRead = performance.now()
         return undefined
@@ -559,10 +574,10 @@ export class MysqlLab implements Driver {
         if (this.context.signal.aborted) return undefined
         if (performance.now() > until) return UNREAD_LEVEL
         const snap = await this.snapshot(true, marker)
-        if (snap?.marked) return snap.trx.get(pid)?.level || undefined
+        if (snap && snap !== 'stale' && snap.marked) return snap.trx.get(pid)?.level || undefined
         // A stale copy: someone else reads INNODB_TRX too. From now on a copy they make counts, if it shows a
         // transaction begun after this read did (and so after the session's last statement).
-        if (!snap && !marker) marker = await this.openMarker()
+        if ((!snap || snap === 'stale') && !marker) marker = await this.openMarker()
       }
     } finally {
       if (marker) await endQuietly(marker.conn, true)
@@ -575,8 +590,17 @@ export class MysqlLab implements Driver {
     try {
       conn = await mariadb.createConnection({ ...connectionOptions(this.target, this.connectTimeoutMs), connectAttributes: { program_name: 'race level marker' } })
       conn.on('error', () => {})
-      await conn.query('start transaction with consistent snapshot')
-      return { conn, thread: Number(conn.threadId) }
+      if (!this.mariadb) {
+        await conn.query('start transaction with consistent snapshot')
+        return { conn, thread: Number(conn.threadId), floor: 0 }
+      }
+      // The select's own query id, then the transaction: every statement numbered below it began before the marker.
+      const reply = (await conn.query(
+        'select query_id as q from information_schema.processlist where id = connection_id(); start transaction with consistent snapshot',
+      )) as unknown[]
+      const floor = Number((reply[0] as { q: number }[])[0]?.q)
+      if (!Number.isFinite(floor)) throw new Error('no query id')
+      return { conn, thread: Number(conn.threadId), floor }
     } catch {
       if (conn) await endQuietly(conn, true)
       return undefined
@@ -593,17 +617,26 @@ export class MysqlLab implements Driver {
     const ids = ask.filter((p) => Number.isInteger(p))
     const out = new Set<number>()
     if (!ids.length) return out
-    const rows = (await this.watch.query(`select id, command, state from information_schema.processlist where id in (${ids.join(',')})`)) as {
+    // MariaDB numbers each statement as it begins (QUERY_ID): a copy of INNODB_TRX judges a statement only if it was
+    // made after that statement began (see waitsSince).
+    const rows = (await this.watch.query(
+      `select id, command, state, ${this.mariadb ? 'query_id' : '0'} as q from information_schema.processlist where id in (${ids.join(',')})`,
+    )) as {
       id: number
       command: string
       state: string | null
+      q: number
     }[]
     const running: number[] = []
+    let since = 0
     for (const r of rows) {
       const state = String(r.state ?? '')
       // GET_LOCK waits ('User lock') and metadata/table lock waits are live in PROCESSLIST.
       if (state === 'User lock' || /^Waiting for .*lock/i.test(state)) out.add(Number(r.id))
-      else if (r.command === 'Query' || r.command === 'Execute') running.push(Number(r.id))
+      else if (r.command === 'Query' || r.command === 'Execute') {
+        running.push(Number(r.id))
+        since = Math.max(since, Number(r.q))
+      }
     }
     if (!running.length) return out
     if (!this.mariadb) {
@@ -617,9 +650,55 @@ export class MysqlLab implements Driver {
       for (const w of waits) if (all.includes(Number(w.blocking))) out.add(Number(w.waiting))
       return out
     }
-    const snap = await this.snapshot(false)
-    if (snap) for (const id of running) if (snap.trx.get(id)?.blockers.some((b) => all.includes(b))) out.add(id)
+    const trx = await this.waitsSince(since, false)
+    if (trx) for (const id of running) if (trx.get(id)?.blockers.some((b) => all.includes(b))) out.add(id)
     return out
+  }
+
+  /**
+   * InnoDB's transactions from a copy made after every statement numbered up to `since` (a query id PROCESSLIST
+   * showed running) began, or undefined when this read gives none: `wait` false when the cache cannot have been
+   * refreshed since the last read. A copy made before such a statement began could show its session still waiting
+   * in an earlier statement, or not yet waiting: neither counts. Our own read (sent after PROCESSLIST showed the
+   * statement) qualifies; so does another reader's copy that shows blockMarker, once its floor is above `since`.
+   * After a copy that does not, a new marker is opened for the next read (without waiting for it): only while
+   * someone else reads INNODB_TRX.
+   */
+  private async waitsSince(since: number, wait: boolean): Promise<Map<number, TrxRow> | undefined> {
+    const marker = this.blockMarker
+    const snap = await this.snapshot(wait, marker && marker.floor > since ? marker : undefined)
+    if (!snap) return undefined
+    if (snap !== 'stale') {
+      if (snap.own) this.dropBlockMarker()
+      return snap.trx
+    }
+    // Opened meanwhile (the next read is WATCH_GAP_MS away anyway): the poll that found the copy stale does not wait.
+    void this.openBlockMarker(since).catch(() => {})
+    return undefined
+  }
+
+  /** A marker whose floor is above `since` (opened now, after PROCESSLIST showed that statement), replacing the last. */
+  private async openBlockMarker(since: number): Promise<void> {
+    while (!(this.blockMarker && this.blockMarker.floor > since)) {
+      if (this.context.signal.aborted) return
+      if (!this.blockMarkerOpening) {
+        this.blockMarkerOpening = (async () => {
+          const m = await this.openMarker()
+          if (!m) return
+          const old = this.blockMarker
+          this.blockMarker = m
+          if (old) await endQuietly(old.conn, true)
+        })().finally(() => (this.blockMarkerOpening = undefined))
+        await this.blockMarkerOpening
+        if (!(this.blockMarker && this.blockMarker.floor > since)) return // none could be had (or a slower one): the next read tries again
+      } else await this.blockMarkerOpening
+    }
+  }
+
+  private dropBlockMarker(): void {
+    const m = this.blockMarker
+    this.blockMarker = undefined
+    if (m) void endQuietly(m.conn, true)
   }
 
   async blockers(pid: number): Promise<number[]> {
@@ -632,9 +711,11 @@ export class MysqlLab implements Driver {
       )) as { blocking: number }[]
       return waits.map((w) => Number(w.blocking))
     }
+    const [row] = (await this.watch.query(`select query_id as q from information_schema.processlist where id = ${Number(pid)}`)) as { q: number }[]
+    if (!row) return []
     for (let i = 0; i < 5; i++) {
-      const snap = await this.snapshot(true)
-      if (snap) return snap.trx.get(pid)?.blockers ?? []
+      const trx = await this.waitsSince(Number(row.q), true)
+      if (trx) return trx.get(pid)?.blockers ?? []
     }
     return []
   }
