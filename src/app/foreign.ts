@@ -37,13 +37,13 @@ function sessionOfPort(port: number): string | undefined {
   return undefined
 }
 
-/** The local TCP ports of this process's sockets (Linux /proc); empty where that cannot be read. */
-export function ownPorts(): Set<number> {
+/** The local TCP ports of a process's sockets (this one's by default; Linux /proc); empty where that cannot be read. */
+export function ownPorts(pid: number | 'self' = 'self'): Set<number> {
   const inodes = new Set<string>()
   try {
-    for (const fd of fs.readdirSync('/proc/self/fd')) {
+    for (const fd of fs.readdirSync(`/proc/${pid}/fd`)) {
       try {
-        const m = /^socket:\[(\d+)\]$/.exec(fs.readlinkSync(`/proc/self/fd/${fd}`))
+        const m = /^socket:\[(\d+)\]$/.exec(fs.readlinkSync(`/proc/${pid}/fd/${fd}`))
         if (m) inodes.add(m[1])
       } catch {
         /* closed meanwhile */

@@ -6,11 +6,10 @@
 // Skipped, saying so, when no server answers at MYSQL_URL.
 import assert from 'node:assert/strict'
 import { performance } from 'node:perf_hooks'
-import { setTimeout as sleep } from 'node:timers/promises'
 import { after, before, test } from 'node:test'
 import type { Connection } from 'mariadb'
 import { race } from '../support/server.js'
-import { MYSQL_URL, databasesOf, reachMysql } from './support.js'
+import { MYSQL_URL, databasesOf, reachMysql, busyTrxReader } from './support.js'
 
 let conn: Connection | undefined
 let why: string | undefined
@@ -31,23 +30,8 @@ interface Run {
 
 test('a lockstep race sees its session wait for a row lock while another reader keeps INNODB_TRX busy', async (t) => {
   if (why) return t.skip(why)
-  let polling = true
-  // The other reader, as level-read.test's: a read 0.1 s (and a little) after its last, which refreshes the cache,
-  // then a read every 5 ms for 0.3 s, during which nobody's read can refresh it.
-  let busy: () => void = () => {}
-  const started = new Promise<void>((resolve) => (busy = resolve))
-  const reads = (async () => {
-    let n = 0
-    while (polling) {
-      for (const until = performance.now() + 300; polling && performance.now() < until; n++) {
-        await conn!.query('select count(*) from information_schema.innodb_trx')
-        busy()
-        await sleep(5)
-      }
-      await sleep(101)
-    }
-    return n
-  })()
+  // The other reader (support.ts busyTrxReader) makes nearly every fresh copy of INNODB_TRX.
+  const { started, stop } = busyTrxReader(conn!)
   try {
     await started
     for (let i = 0; i < 3; i++) {
@@ -75,7 +59,6 @@ test('a lockstep race sees its session wait for a row lock while another reader 
       assert.deepEqual(await databasesOf(conn!, r.pid), [])
     }
   } finally {
-    polling = false
-    assert.ok((await reads) > 0)
+    assert.ok((await stop()) > 0)
   }
 })

@@ -4,14 +4,12 @@
 // still be read (from the other reader's fresh copy, which shows race's marker transaction), not "could not be read".
 // Skipped, saying so, when no server answers at MYSQL_URL.
 import assert from 'node:assert/strict'
-import { performance } from 'node:perf_hooks'
-import { setTimeout as sleep } from 'node:timers/promises'
 import { after, before, test } from 'node:test'
 import type { Connection } from 'mariadb'
 import { MysqlLab } from '../../src/db/mysql.js'
 import { UNREAD_LEVEL } from '../../src/db/sqlstate.js'
 import { resolveTarget } from '../../src/db/target.js'
-import { MYSQL_URL, reachMysql } from './support.js'
+import { MYSQL_URL, reachMysql, busyTrxReader } from './support.js'
 
 let conn: Connection | undefined
 let why: string | undefined
@@ -27,24 +25,8 @@ test("a session's level is read while another reader makes INNODB_TRX's fresh co
   if (why) return t.skip(why)
   const lab = await MysqlLab.open(resolveTarget(MYSQL_URL), 5000)
   const space = await lab.createSpace('level-read', false)
-  let polling = true
-  // The other reader: a read 0.1 s (and a little) after its last, which refreshes the cache, then reads every few
-  // milliseconds for 0.3 s, during which nobody's read can refresh it. Race's own reads (at least 0.11 s apart)
-  // could refresh it only in the millisecond or so before the other reader's refreshing read.
-  let busy: () => void = () => {}
-  const started = new Promise<void>((resolve) => (busy = resolve))
-  const reads = (async () => {
-    let n = 0
-    while (polling) {
-      for (const until = performance.now() + 300; polling && performance.now() < until; n++) {
-        await conn!.query('select count(*) from information_schema.innodb_trx')
-        busy()
-        await sleep(5)
-      }
-      await sleep(101)
-    }
-    return n
-  })()
+  // The other reader (support.ts busyTrxReader) makes nearly every fresh copy of INNODB_TRX.
+  const { started, stop } = busyTrxReader(conn!)
   try {
     await lab.query(`create table \`${space.name}\`.t (id int primary key) engine=innodb`)
     const s = await lab.openSession({ applicationName: 'race level-read test', space: space.name, params: {}, connectTimeoutMs: 5000, stepTimeoutMs: 10_000 })
@@ -60,8 +42,7 @@ test("a session's level is read while another reader makes INNODB_TRX's fresh co
       await s.close()
     }
   } finally {
-    polling = false
-    assert.ok((await reads) > 0)
+    assert.ok((await stop()) > 0)
     await space.drop()
     await lab.close()
   }

@@ -1,6 +1,7 @@
 // The machine's MariaDB (or the server MYSQL_URL names), for the InnoDB tests: they run when it answers and say
 // so when they skip. Tests look only at their own databases (found by the mark race writes on each).
 import mariadb, { type Connection } from 'mariadb'
+import { performance } from 'node:perf_hooks'
 import { setTimeout as sleep } from 'node:timers/promises'
 
 export const MYSQL_URL = process.env.MYSQL_URL ?? 'mysql://root@127.0.0.1:3306/test'
@@ -44,5 +45,35 @@ export async function until(f: () => Promise<boolean>, what: string, ms = 15_000
   while (!(await f())) {
     if (Date.now() > end) throw new Error(`gave up waiting for ${what}`)
     await sleep(20)
+  }
+}
+
+/**
+ * Another reader of INNODB_TRX that keeps its cache from race: a read 0.1 s (and a little) after its last, which
+ * refreshes the cache, then a read every 5 ms for 0.3 s, during which nobody's read can refresh it. `started`
+ * resolves at its first read; `stop()` ends it and resolves to how many reads it made.
+ */
+export function busyTrxReader(conn: Connection): { started: Promise<void>; stop: () => Promise<number> } {
+  let polling = true
+  let busy: () => void = () => {}
+  const started = new Promise<void>((resolve) => (busy = resolve))
+  const reads = (async () => {
+    let n = 0
+    while (polling) {
+      for (const until = performance.now() + 300; polling && performance.now() < until; n++) {
+        await conn.query('select count(*) from information_schema.innodb_trx')
+        busy()
+        await sleep(5)
+      }
+      await sleep(101)
+    }
+    return n
+  })()
+  return {
+    started,
+    stop: () => {
+      polling = false
+      return reads
+    },
   }
 }

@@ -2,6 +2,7 @@
 // busy backends (by process title), and which server backends belong to one race child (by its sockets).
 import { spawn, type ChildProcess } from 'node:child_process'
 import fs from 'node:fs'
+import { ownPorts } from '../../src/app/foreign.js'
 import path from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { DIR_PREFIX, runRoots } from '../../src/servers/embedded.js'
@@ -63,33 +64,7 @@ export function busyBackends(postmaster: number): number {
 
 /** The local TCP ports of a process's sockets: pg_stat_activity.client_port tells which backends are its own. */
 export function clientPorts(pid: number): Set<number> {
-  const inodes = new Set<string>()
-  try {
-    for (const fd of fs.readdirSync(`/proc/${pid}/fd`)) {
-      try {
-        const m = /^socket:\[(\d+)\]$/.exec(fs.readlinkSync(`/proc/${pid}/fd/${fd}`))
-        if (m) inodes.add(m[1])
-      } catch {
-        /* closed meanwhile */
-      }
-    }
-  } catch {
-    return new Set()
-  }
-  const ports = new Set<number>()
-  for (const f of ['/proc/net/tcp', '/proc/net/tcp6']) {
-    let text = ''
-    try {
-      text = fs.readFileSync(f, 'utf8')
-    } catch {
-      continue
-    }
-    for (const line of text.split('\n').slice(1)) {
-      const cols = line.trim().split(/\s+/)
-      if (cols.length > 9 && inodes.has(cols[9])) ports.add(parseInt(cols[1].split(':')[1], 16))
-    }
-  }
-  return ports
+  return ownPorts(pid)
 }
 
 /** The folder was made by this race process (embedded.ts marks each folder with its owner's pid). */
