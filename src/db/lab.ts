@@ -152,21 +152,13 @@ export class Lab implements Driver {
     this.roleless = why
   }
 
-  /** Whether the fallback was said (once per Lab). */
-  private saidRoleless = false
-
   /**
    * Says, in one line on stderr, that the run's own SQL runs as the control role, once it does (the setup's or the
    * invariant's first statement): a run that ends before running any of it says only why it ended.
    */
   private sayRoleless(): void {
-    if (this.roleless === undefined || this.saidRoleless) return
-    this.saidRoleless = true
-    const line = `race: ${this.roleless}: the run's SQL runs as ${this.userName || 'the control role'}, checked by the text guard only\n`
-    // On a terminal at once; otherwise once the command has its result (exit 0 or 1): a command that fails says
-    // its one line only, as every failure does (stderr to a pipe or file is written synchronously at exit).
-    if (process.stderr.isTTY) process.stderr.write(line)
-    else process.once('exit', (code) => void (code === 0 || code === 1 ? process.stderr.write(line) : undefined))
+    if (this.roleless === undefined) return
+    this.sayOnce(`race: ${this.roleless}: the run's SQL runs as ${this.userName || 'the control role'}, checked by the text guard only\n`)
   }
 
   /** The run schemas whose SQL is race's own (built-in scenarios): they get no run role. */
@@ -367,7 +359,11 @@ export class Lab implements Driver {
   /** Lines said once per Lab (sayOnce). */
   private readonly said = new Set<string>()
 
-  /** A line on stderr, once per Lab: at once on a terminal, else when the command has its result (as sayRoleless). */
+  /**
+   * A line on stderr, once per Lab: on a terminal at once; otherwise once the command has its result (exit 0 or 1):
+   * a command that fails says its one line only, as every failure does (stderr to a pipe or file is written
+   * synchronously at exit).
+   */
   private sayOnce(line: string): void {
     if (this.said.has(line)) return
     this.said.add(line)
