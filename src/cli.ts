@@ -5,8 +5,7 @@ import type { Command } from 'commander'
 import fs from 'node:fs'
 import { Interrupted, RunError, UsageError } from './errors.js'
 import { isMariadbKillOfGoneThread, isPostgresJsDestroyedFetch, isPostgresJsNextWriteBug } from './known-bugs.js'
-import { installSignalHandlers, RunContext } from './lifecycle.js'
-import { containError } from './app/contain.js'
+import { contained, installSignalHandlers, RunContext } from './lifecycle.js'
 import { prefetchScenario, summaries, type ScenarioSummary } from './registry.js'
 import { columns, fitLines } from './report/width.js'
 
@@ -118,9 +117,10 @@ Exit codes: 0 as documented, 1 a deviation, 2 bad input, 3 could not run.`,
   for (const register of registers) register(p, all, context)
   p.hook('preAction', async (_p, action) => {
     active = { name: action.name(), opts: action.opts() }
-    const { setStyle, styleFor, THEMES } = await import('./report/color.js')
+    const { colorWanted, loadChalk, setStyle, styleFor, THEMES } = await import('./report/color.js')
     const theme = action.opts().theme
     if (theme !== undefined && !THEMES.includes(theme)) throw new UsageError(`--theme ${theme} is not a theme: use ${THEMES.join(' or ')} (presenter: bold instead of dim, for a projector)`)
+    if (colorWanted(action.opts().color !== false, process.stdout)) await loadChalk()
     context.style = styleFor(action.opts().color !== false, process.stdout, theme)
     setStyle(context.style)
   })
@@ -167,12 +167,12 @@ async function main(): Promise<void> {
   // One that comes from an application race's session (the code under test) is that session's failure, and the
   // run goes on; any other is race's own: an internal error.
   process.on('uncaughtException', (err) => {
-    if (isPostgresJsNextWriteBug(err) || isMariadbKillOfGoneThread(err) || containError(err, 'uncaught exception')) return
+    if (isPostgresJsNextWriteBug(err) || isMariadbKillOfGoneThread(err) || contained(err, 'uncaught exception')) return
     const d = describe(err)
     void finish(3, d.message)
   })
   process.on('unhandledRejection', (err) => {
-    if (isPostgresJsDestroyedFetch(err) || isMariadbKillOfGoneThread(err) || containError(err, 'unhandled rejection')) return
+    if (isPostgresJsDestroyedFetch(err) || isMariadbKillOfGoneThread(err) || contained(err, 'unhandled rejection')) return
     const d = describe(err)
     void finish(3, d.message)
   })

@@ -119,3 +119,19 @@ export function installSignalHandlers(ctx: RunContext): void {
 export function onCleanup(ctx: RunContext | undefined, name: string, run: () => Promise<void>, force?: () => void): () => void {
   return ctx ? ctx.onCleanup(name, run, force) : () => {}
 }
+
+/**
+ * Whether an uncaught exception or unhandled rejection belongs to the code under test (an application race's
+ * session, app/contain.ts), which handles it: set by that module as it loads, so that a process that never runs an
+ * application race never loads it. False while it is not loaded: no code under test is running.
+ */
+export type Container = (err: unknown, kind: 'uncaught exception' | 'unhandled rejection') => boolean
+let container: Container | undefined
+
+export function setContainer(fn: Container): void {
+  container = fn
+}
+
+export function contained(err: unknown, kind: 'uncaught exception' | 'unhandled rejection'): boolean {
+  return container?.(err, kind) ?? false
+}

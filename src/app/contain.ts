@@ -4,6 +4,7 @@
 // server behind. While a session's function runs, its async context names the session (underTest): what comes from
 // there is that session's failure, the code's, and the run goes on to its report and cleanup.
 import { AsyncLocalStorage } from 'node:async_hooks'
+import { setContainer } from '../lifecycle.js'
 import { describeThrown } from './describe.js'
 
 /** What a session does when the code under test misbehaves process-wide. */
@@ -36,6 +37,9 @@ export function containError(err: unknown, kind: 'uncaught exception' | 'unhandl
   s.crash(`${kind} ${describeThrown(err)}`)
   return true
 }
+
+// The CLI's process-wide handlers ask this module through lifecycle.ts (contained), once it is loaded.
+setContainer(containError)
 
 let installs = 0
 let original: typeof process.exit | undefined

@@ -82,21 +82,20 @@ export class Lab implements Driver {
       },
     })
     const release = context.onCleanup('control connection', () => endQuietly(control, 1))
-    // The startup questions go out together, right after login (one round trip, not three): the server's facts,
-    // the schemas a killed run left, and the room for sessions. Each is its own statement, so that a mark this
-    // role may not read fails only the reaping.
-    const facts = control`select current_setting('server_version') as version, current_setting('server_version_num')::int as num, pg_backend_pid() as pid,
+    // The startup question goes out right after login: the server's facts and the room for sessions, one statement.
+    // The schemas a killed run left are asked once it is answered (postgres.js sends what is asked before login one
+    // statement at a time, a round trip each; on an open connection they go out with the run's first statement), in
+    // a statement of their own (a mark this role may not read fails only the reaping), and reaped as the Lab closes.
+    const facts = control.unsafe(`select current_setting('server_version') as version, current_setting('server_version_num')::int as num, pg_backend_pid() as pid,
                        current_user as usr, current_database() as db,
-                       (select backend_start::text from pg_stat_activity where pid = pg_backend_pid()) as started`
-    const left = reapable(control)
-    const room = roomOf(control)
-    left.catch(() => {})
-    room.catch(() => {})
+                       (select backend_start::text from pg_stat_activity where pid = pg_backend_pid()) as started,
+                       ${ROOM_COLUMNS}`)
     try {
       const [row] = await Promise.race([facts, context.whenAborted()])
       lab = new Lab(target, control, { version: String(row.version).split(' ')[0], versionNum: Number(row.num), product: 'PostgreSQL' }, connectTimeoutMs, Number(row.pid), String(row.started), lost, context)
       lab.userName = String(row.usr)
       lab.database = String(row.db)
+      lab.openedRoom = Promise.resolve(roomFrom(row))
     } catch (e) {
       release()
       await endQuietly(control, 0)
@@ -105,13 +104,17 @@ export class Lab implements Driver {
     }
     // Session connections to this target take the array types control fetched at login (see connect.ts).
     shareTypes(target, control)
-    lab.openedRoom = room
-    await lab.reap(left)
+    // Asked now that the connection is open, so that it goes out with the run's first statement.
+    lab.left = reapable(control)
+    lab.left.catch(() => {})
     return lab
   }
 
   /** The room read at open, answered by the first room() (the run that follows), which then asks again each time. */
   private openedRoom?: Promise<{ free: number; max: number }>
+
+  /** The schemas and roles a killed run left, asked at open: reaped as this Lab closes. */
+  private left?: Promise<Reapable[]>
 
   /** Connections this role can still open, for refusing an impossible --n before trying. */
   async room(): Promise<{ free: number; max: number }> {
@@ -307,8 +310,11 @@ export class Lab implements Driver {
     if (role) await this.onControlOrFresh((sql) => sql.unsafe(dropRoleSql(role.oid))).catch(() => {})
   }
 
-  /** Ends the control connection, after dropping the run roles whose schema was never made. */
+  /** Ends the control connection, after dropping the run roles whose schema was never made and reaping what a killed run left. */
   async close(): Promise<void> {
+    const left = this.left
+    this.left = undefined
+    if (left && !this.controlLost) await this.reap(left)
     for (const space of [...this.rolesMade.keys()]) {
       if (this.dropped.has(space)) continue
       const [made] = await this.control`select 1 from pg_catalog.pg_namespace where nspname = ${space}`.catch(() => [1]) // unsure: leave it to the reaper
@@ -509,14 +515,20 @@ async function reapable(control: Sql): Promise<Reapable[]> {
   return rows.map((r) => ({ nspname: String(r.nspname), ...(r.role ? { role: Number(r.role) } : {}) }))
 }
 
-/** Connections this role can still open (see Lab.room). */
-async function roomOf(control: Sql): Promise<{ free: number; max: number }> {
-  const [r] = await control`
-      select current_setting('max_connections')::int as max,
+/** The columns that tell how many connections this role can still open (see Lab.room), to select beside others. */
+const ROOM_COLUMNS = `current_setting('max_connections')::int as max,
              current_setting('superuser_reserved_connections')::int
              + coalesce(nullif(current_setting('reserved_connections', true), ''), '0')::int as reserved,
              (select count(*)::int from pg_stat_activity where backend_type = 'client backend') as used`
+
+function roomFrom(r: Record<string, unknown>): { free: number; max: number } {
   return { free: Number(r.max) - Number(r.reserved) - Number(r.used), max: Number(r.max) }
+}
+
+/** Connections this role can still open (see Lab.room). */
+async function roomOf(control: Sql): Promise<{ free: number; max: number }> {
+  const [r] = await control.unsafe(`select ${ROOM_COLUMNS}`)
+  return roomFrom(r)
 }
 
 /** A SQL string literal. */

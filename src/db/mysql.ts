@@ -17,7 +17,6 @@
 // - the COMMIT's outcome: the server status flags of every reply (SERVER_STATUS_IN_TRANS);
 // - errors: SQLSTATE and error number together, 'SQLSTATE/errno'.
 // Cancelling a step is KILL QUERY from control; ending a connection is KILL CONNECTION.
-import { randomBytes } from 'node:crypto'
 import os from 'node:os'
 import { performance } from 'node:perf_hooks'
 import { setTimeout as sleep } from 'node:timers/promises'
@@ -25,6 +24,7 @@ import mariadb, { type Connection, type ConnectionConfig } from 'mariadb'
 import { RunError } from '../errors.js'
 import { RunContext } from '../lifecycle.js'
 import type { Driver, Leftover, QueryResult, RunSpace, ServerInfo, SessionConn, SessionOptions, StepRun } from './driver.js'
+import { spaceName } from './driver.js'
 import { UNREAD_LEVEL, conditionName } from './sqlstate.js'
 import type { Target } from './target.js'
 
@@ -388,8 +388,7 @@ export class MysqlLab implements Driver {
     }
   }
 
-  async createSpace(label: string, keep: boolean, run: (text: string) => Promise<unknown> = (t) => this.query(t)): Promise<RunSpace> {
-    const name = `race_${label.replace(/[^a-z0-9]/g, '_')}_${randomBytes(4).toString('hex')}`
+  async createSpace(label: string, keep: boolean, run: (text: string) => Promise<unknown> = (t) => this.query(t), name = spaceName(label)): Promise<RunSpace> {
     const space = new MysqlSpace(this, name, keep)
     try {
       await run(this.createSql(name, keep))

@@ -83,14 +83,17 @@ export async function run(lab: Driver, cfg: RunConfig): Promise<RunOutput> {
     if (cfg.ownSql) lab.trustSpace?.(name)
     const early = runner.connectsAhead && lab.earlySessions ? name : undefined
     if (early) runner.open(early)
-    schema = await lab.createSpace(scenario.id, cfg.keep, onControl, name)
+    // Control enters the schema in the statement list that creates it (one round trip, and never in a schema that
+    // failed to be made: the list stops at its first error).
+    schema = await lab.createSpace(scenario.id, cfg.keep, (text) => onControl(`${text}; ${lab.useSql(name)}`), name)
     const space = schema.name
+    if (space !== name) throw new Error(`the driver made the run's schema as ${space}, not ${name}`)
     for (let k = 0; k < cfg.trials; k++) {
       if (signal.aborted) throw signal.reason
       const chosen = cfg.choose?.(k)
       if (cfg.choose && !chosen) break
       // The same schema (name, mark) again, empty, and control working in it: one round trip.
-      await onControl(k > 0 ? `${lab.recreateSql(space, cfg.keep)}; ${lab.useSql(space)}` : lab.useSql(space))
+      if (k > 0) await onControl(`${lab.recreateSql(space, cfg.keep)}; ${lab.useSql(space)}`)
       const user = cfg.user ?? randomUUID()
       // The sessions connect (those not kept from the last trial) while control runs the setup.
       runner.open(space)

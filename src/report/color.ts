@@ -1,12 +1,38 @@
 // The only place colours are decided: a TTY gets them; NO_COLOR, --no-color, FORCE_COLOR=0 and pipes do not.
 // Every colour is chalk's (level 1: the 16-colour codes every terminal and CI log shows); race only decides
 // whether there is colour, from its own flags and the stream, not from chalk's reading of process.argv.
-import { Chalk, type ChalkInstance } from 'chalk'
+// Without colour (a pipe, CI, --no-color) chalk is not loaded at all: `plain` draws what chalk's level 0 draws, the
+// text unchanged; the CLI loads chalk (loadChalk) only when the command's output will be coloured.
+import type { ChalkInstance } from 'chalk'
 
 /** A style, called on text, and every style to add to it (chalk's). */
 export type Style = ChalkInstance
 
-export let c: Style = new Chalk({ level: 0 })
+/**
+ * No colour: called on text it gives the text (several pieces joined by a space, as chalk does), and every style
+ * added to it (c.red.bold) is itself. What chalk at level 0 gives, without loading chalk.
+ */
+export const plain: Style = new Proxy((...text: unknown[]) => (text.length === 1 ? String(text[0]) : text.join(' ')), {
+  get: (target, key) => (key === 'level' ? 0 : typeof key === 'string' && key !== 'then' ? plain : Reflect.get(target, key)),
+}) as unknown as Style
+
+export let c: Style = plain
+
+/** chalk's constructor, once loadChalk has run. */
+let Chalk: typeof import('chalk').Chalk | undefined
+
+/** Loads chalk, for styleFor to give colours: call it before styleFor when colour may be on. */
+export async function loadChalk(): Promise<void> {
+  Chalk ??= (await import('chalk')).Chalk
+}
+
+/** Whether a run's reports get colour: the flag, then NO_COLOR, FORCE_COLOR and TERM, then whether the stream is a TTY. */
+export function colorWanted(enabled: boolean, stream: { isTTY?: boolean } = process.stdout): boolean {
+  const env = process.env
+  const off = !enabled || (env.NO_COLOR !== undefined && env.NO_COLOR !== '') || env.FORCE_COLOR === '0' || env.TERM === 'dumb'
+  const forced = env.FORCE_COLOR !== undefined && env.FORCE_COLOR !== '0'
+  return !off && (forced || Boolean(stream.isTTY))
+}
 
 /** How the styles look: 'presenter' (race run --theme presenter) is for a projector: bold where dim would wash out. */
 export const THEMES = ['default', 'presenter'] as const
@@ -14,10 +40,9 @@ export type Theme = (typeof THEMES)[number]
 
 /** The style of a run's reports: colour on a TTY unless turned off (--no-color, NO_COLOR, FORCE_COLOR=0, TERM=dumb). */
 export function styleFor(enabled: boolean, stream: { isTTY?: boolean } = process.stdout, theme: Theme = 'default'): Style {
-  const env = process.env
-  const off = !enabled || (env.NO_COLOR !== undefined && env.NO_COLOR !== '') || env.FORCE_COLOR === '0' || env.TERM === 'dumb'
-  const forced = env.FORCE_COLOR !== undefined && env.FORCE_COLOR !== '0'
-  const next = new Chalk({ level: !off && (forced || Boolean(stream.isTTY)) ? 1 : 0 })
+  if (!colorWanted(enabled, stream)) return plain
+  if (!Chalk) throw new Error('styleFor: colour needs loadChalk() first')
+  const next = new Chalk({ level: 1 })
   // chalk's styles are getters on its prototype: an own property on this instance makes dim draw bold.
   if (theme === 'presenter') Object.defineProperty(next, 'dim', { get: () => next.bold })
   return next

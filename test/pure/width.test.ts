@@ -7,8 +7,10 @@ import { fitTable, fitWidths, sessionsTable } from '../../src/report/table.js'
 import type { SessionReport } from '../../src/engine/types.js'
 import { timeline, visibleEvents } from '../../src/report/timeline.js'
 import { columns, hang, strip, truncate, width, wrap } from '../../src/report/width.js'
-import { c, setColor } from '../../src/report/color.js'
+import { c, loadChalk, setColor } from '../../src/report/color.js'
 import { isSetup } from '../../src/engine/session.js'
+
+await loadChalk()
 
 const red = new Chalk({ level: 1 }).red
 
