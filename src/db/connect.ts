@@ -22,6 +22,12 @@ export interface ConnectOptions {
    * are parsed as with postgres.js's own fetch. Without a source for the target, postgres.js fetches them.
    */
   fetchTypes?: boolean | 'shared'
+  /**
+   * With 'shared': the query for the array types created since the source connected is not sent by itself but with
+   * the caller's first statement, which the caller sends through firstQuery (one round trip for both: postgres.js
+   * sends what is asked before login one statement at a time).
+   */
+  typesWithFirst?: boolean
   /** Called with the SQLSTATE of the FATAL error the server sends as it ends the connection (see fatal.ts). */
   onFatal?: (e: ServerFatal) => void
   /** With onFatal: also every ReadyForQuery's transaction status and the WARNINGs the server sends (see fatal.ts). */
@@ -67,24 +73,39 @@ function typesOf(source: Sql | undefined): { from: TypeOptions; parse: unknown; 
  * The source's tables become the prototypes of this connection's own (postgres.js only looks them up, by key and
  * with `in`), so nothing is copied; what this connection registers stays its own.
  */
-function copyTypes(sql: Sql, { from, parse, serialize }: NonNullable<ReturnType<typeof typesOf>>): void {
+function copyTypes(sql: Sql, { from, parse, serialize }: NonNullable<ReturnType<typeof typesOf>>, withFirst: boolean): void {
   const to = sql.options as unknown as TypeOptions
   Object.setPrototypeOf(to.parsers, from.parsers)
   Object.setPrototypeOf(to.serializers, from.serializers)
   Object.setPrototypeOf(to.shared.typeArrayMap, from.shared.typeArrayMap)
-  sql.unsafe(NEW_ARRAY_TYPES).then(
-    (rows) => {
-      for (const { oid, typarray } of rows as unknown as { oid: number; typarray: number }[]) {
-        if (to.parsers[typarray] && to.serializers[typarray]) continue
-        to.shared.typeArrayMap[oid] = typarray
-        to.parsers[typarray] = parse
-        to.serializers[typarray] = serialize
-      }
-    },
-    () => {
-      /* the connection failed: the caller's own first query reports it */
-    },
-  )
+  const register = (rows: readonly Record<string, unknown>[]) => {
+    for (const { oid, typarray } of rows as unknown as { oid: number; typarray: number }[]) {
+      if (to.parsers[typarray] && to.serializers[typarray]) continue
+      to.shared.typeArrayMap[oid] = typarray
+      to.parsers[typarray] = parse
+      to.serializers[typarray] = serialize
+    }
+  }
+  if (withFirst) return void typesPending.set(sql, register)
+  sql.unsafe(NEW_ARRAY_TYPES).then(register, () => {
+    /* the connection failed: the caller's own first query reports it */
+  })
+}
+
+/** Connections opened with typesWithFirst whose first statement has not gone yet: what registers the types. */
+const typesPending = new WeakMap<Sql, (rows: readonly Record<string, unknown>[]) => void>()
+
+/**
+ * A connection's first statement (`text`: no parameters), carrying the query for its array types when it was opened
+ * with typesWithFirst: one simple-protocol message, one round trip. Its rows.
+ */
+export async function firstQuery(sql: Sql, text: string): Promise<Record<string, unknown>[]> {
+  const register = typesPending.get(sql)
+  if (!register) return (await sql.unsafe(text)) as unknown as Record<string, unknown>[]
+  typesPending.delete(sql)
+  const [types, rows] = (await sql.unsafe(`${NEW_ARRAY_TYPES}; ${text}`)) as unknown as Record<string, unknown>[][]
+  register(types)
+  return rows
 }
 
 /** Per target: whether race can read the FATAL a server sends as it ends a connection (see fatal.ts), decided once. */
@@ -118,7 +139,7 @@ export function connect(target: Target, o: ConnectOptions): Sql {
   }
   if (o.onFatal && fatalsReadable.get(key)) sql = make({ socket: fatalSocket(o.onFatal, o.also) } as postgres.Options<{}>)
   sql ??= make()
-  if (types) copyTypes(sql, types)
+  if (types) copyTypes(sql, types, Boolean(o.typesWithFirst))
   return sql
 }
 

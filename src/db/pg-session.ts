@@ -5,7 +5,7 @@
 // and every ReadyForQuery's transaction status, which says whether a kept connection needs a ROLLBACK.
 import { setTimeout as sleep } from 'node:timers/promises'
 import type { Sql } from 'postgres'
-import { connect, endQuietly } from './connect.js'
+import { connect, endQuietly, firstQuery } from './connect.js'
 import type { QueryResult, SessionConn, SessionOptions, StepRun } from './driver.js'
 import type { ServerFatal, TxStatus } from './fatal.js'
 import type { Target } from './target.js'
@@ -43,6 +43,7 @@ export class PgSession implements SessionConn {
       params: o.params,
       // The array types the Lab's control connection fetched at login (no fetch of its own before the first step).
       fetchTypes: 'shared',
+      typesWithFirst: true,
       onclose: () => {
         s.closedFlag = true
       },
@@ -58,7 +59,7 @@ export class PgSession implements SessionConn {
         },
       },
     })
-    const [row] = await s.sql.unsafe(`select pg_backend_pid() as pid, ${PG_STATE} as state`)
+    const [row] = await firstQuery(s.sql, `select pg_backend_pid() as pid, ${PG_STATE} as state`)
     s.pid = Number(row.pid)
     s.opened = String(row.state)
     return s
