@@ -128,8 +128,10 @@ export interface Driver extends Watch {
   readonly target: Target
   readonly server: ServerInfo
   readonly connectTimeoutMs: number
-  /** Namespaces a killed run left, dropped when this driver opened. */
+  /** Namespaces a killed run left, dropped since this driver opened (complete once `reaping` has settled). */
   readonly reaped: string[]
+  /** The reaping this driver started as it opened, when it goes on beside the run (never rejects). */
+  readonly reaping?: Promise<void>
   /** Named binds become this engine's placeholders: $1 (PostgreSQL) or ? (MySQL, one per use). */
   readonly placeholders: 'dollar' | 'question'
   /** Rejects (CONNECTION_CLOSED) when the control connection closes. */

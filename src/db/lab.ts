@@ -81,11 +81,15 @@ export class Lab implements Driver {
         reject(Object.assign(new Error('the control connection closed'), { code: 'CONNECTION_CLOSED' }))
       },
     })
-    const release = context.onCleanup('control connection', () => endQuietly(control, 1))
+    // The reaping started below finishes first (each of its drops is bounded by its lock_timeout).
+    const release = context.onCleanup('control connection', async () => {
+      await lab?.reaping
+      await endQuietly(control, 1)
+    })
     // The startup question goes out right after login: the server's facts and the room for sessions, one statement.
     // The schemas a killed run left are asked once it is answered (postgres.js sends what is asked before login one
     // statement at a time, a round trip each; on an open connection they go out with the run's first statement), in
-    // a statement of their own (a mark this role may not read fails only the reaping), and reaped as the Lab closes.
+    // a statement of their own (a mark this role may not read fails only the reaping), and reaped beside the run.
     const facts = control.unsafe(`select current_setting('server_version') as version, current_setting('server_version_num')::int as num, pg_backend_pid() as pid,
                        current_user as usr, current_database() as db,
                        (select backend_start::text from pg_stat_activity where pid = pg_backend_pid()) as started,
@@ -105,16 +109,15 @@ export class Lab implements Driver {
     // Session connections to this target take the array types control fetched at login (see connect.ts).
     shareTypes(target, control)
     // Asked now that the connection is open, so that it goes out with the run's first statement.
-    lab.left = reapable(control)
-    lab.left.catch(() => {})
+    lab.reaping = lab.reap(reapable(control))
     return lab
   }
 
   /** The room read at open, answered by the first room() (the run that follows), which then asks again each time. */
   private openedRoom?: Promise<{ free: number; max: number }>
 
-  /** The schemas and roles a killed run left, asked at open: reaped as this Lab closes. */
-  private left?: Promise<Reapable[]>
+  /** The reaping of what a killed run left, started at open: it goes on beside the run (never rejects). */
+  reaping?: Promise<void>
 
   /** Connections this role can still open, for refusing an impossible --n before trying. */
   async room(): Promise<{ free: number; max: number }> {
@@ -310,11 +313,9 @@ export class Lab implements Driver {
     if (role) await this.onControlOrFresh((sql) => sql.unsafe(dropRoleSql(role.oid))).catch(() => {})
   }
 
-  /** Ends the control connection, after dropping the run roles whose schema was never made and reaping what a killed run left. */
+  /** Ends the control connection, after dropping the run roles whose schema was never made (and the reaping's end). */
   async close(): Promise<void> {
-    const left = this.left
-    this.left = undefined
-    if (left && !this.controlLost) await this.reap(left)
+    await this.reaping
     for (const space of [...this.rolesMade.keys()]) {
       if (this.dropped.has(space)) continue
       const [made] = await this.control`select 1 from pg_catalog.pg_namespace where nspname = ${space}`.catch(() => [1]) // unsure: leave it to the reaper

@@ -246,6 +246,9 @@ export class PooledDriver implements Driver {
   get reaped(): string[] {
     return this.lab.reaped
   }
+  get reaping(): Promise<void> | undefined {
+    return this.lab.reaping
+  }
   whenLost(): Promise<never> {
     return this.lab.whenLost()
   }

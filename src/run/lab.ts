@@ -100,10 +100,18 @@ export async function withLab<T>(
     if (via) target = await (await import('../db/pooled.js')).discoverDirect(via, bounds.connectTimeoutMs)
     const lab = await openDriver(ctx, target, bounds.connectTimeoutMs)
     if (via) target = { ...via, label: `${via.label} (a pooler; control direct to ${target.label})` }
-    if (lab.reaped.length && process.stderr.isTTY) {
-      process.stderr.write(`removed ${lab.reaped.length} ${lab.engine === 'mysql' ? 'database' : 'schema'}(s) left by race runs that were killed: ${lab.reaped.join(', ')}\n`)
+    const said = async () => {
+      await lab.reaping
+      if (lab.reaped.length && process.stderr.isTTY) {
+        process.stderr.write(`removed ${lab.reaped.length} ${lab.engine === 'mysql' ? 'database' : 'schema'}(s) left by race runs that were killed: ${lab.reaped.join(', ')}\n`)
+      }
     }
-    return await fn(lab, target, via)
+    // What a killed run left is reaped beside the run (PostgreSQL) or before it (MySQL): said once it is done.
+    const beside = Boolean(lab.reaping)
+    if (!beside) await said()
+    const result = await fn(lab, target, via)
+    if (beside) await said()
+    return result
   } finally {
     clearTimeout(timer)
   }

@@ -5,6 +5,7 @@ import { advisoryKey } from '../../src/scenario.js'
 import { checkCases } from '../../src/commands/check.js'
 import { race } from '../support/server.js'
 import { leftBy, oneCleanLine, outside, useOutside } from '../support/faults.js'
+import { spawnRace, until } from '../support/procs.js'
 
 const ctx = useOutside()
 
@@ -165,6 +166,30 @@ test('--keep leaves the schema and names it; without it nothing is left', async 
   assert.deepEqual(await leftBy(ctx.sql, r.pid), [name], 'the next run left the kept schema alone')
   assert.deepEqual(await leftBy(ctx.sql, next.pid), [], 'and dropped its own')
   await ctx.sql.unsafe(`drop schema "${name}" cascade`)
+})
+
+test("a killed run's schema is reaped by the next run (beside its race, before it exits); a live run's never", async () => {
+  const killed = spawnRace(['run', 'broken', '--window', '20s', '--step-timeout', '30s'], ctx.server.url)
+  const [dead] = await until("the killed run's schema", async () => ((await leftBy(ctx.sql, killed.child.pid!)).length ? leftBy(ctx.sql, killed.child.pid!) : undefined))
+  killed.child.kill('SIGKILL')
+  await killed.done
+  // Dead by the reaper's rule: the control backend its mark names has exited (the server notices the closed socket).
+  const backendOf = async (schema: string) =>
+    Number((await ctx.sql`select substr(d.description, 6)::jsonb ->> 'backend' as b from pg_namespace n join pg_description d on d.objoid = n.oid and d.classoid = 'pg_namespace'::regclass where n.nspname = ${schema}`)[0]?.b)
+  const pid = await backendOf(dead)
+  await until('its control backend to exit', async () => (await ctx.sql`select 1 from pg_stat_activity where pid = ${pid}`).length === 0)
+  const live = spawnRace(['run', 'broken', '--window', '20s', '--step-timeout', '30s'], ctx.server.url)
+  try {
+    const [alive] = await until("the live run's schema", async () => ((await leftBy(ctx.sql, live.child.pid!)).length ? leftBy(ctx.sql, live.child.pid!) : undefined))
+    const next = await race(['run', 'broken', '--schedule', 'lockstep'], { url: ctx.server.url })
+    assert.equal(next.code, 0, next.stderr)
+    assert.deepEqual(await leftBy(ctx.sql, killed.child.pid!), [], `the next run reaped ${dead} before it exited`)
+    assert.deepEqual(await leftBy(ctx.sql, live.child.pid!), [alive], "a live run's schema is never reaped")
+  } finally {
+    live.child.kill('SIGINT')
+    await live.done
+  }
+  assert.deepEqual(await leftBy(ctx.sql, live.child.pid!), [], 'the live run dropped its own on Ctrl-C')
 })
 
 test('a step that never returns: cancelled at --step-timeout, exit 3 naming session, step and blocking pid; schema dropped', async () => {
