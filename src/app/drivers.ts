@@ -42,6 +42,8 @@ export interface Holder {
   s: AppSession
   /** The connection ended or broke: it is not kept. */
   broken: boolean
+  /** The race module's open() runs on it (once per connection, before its first trial): its queries pass ungated. */
+  ungated?: boolean
 }
 
 /** A session's connection, as the function gets it. */
@@ -56,6 +58,12 @@ export interface AppConn {
   pid: number
   pool?: PoolLike
   client?: unknown
+  /** node-postgres: a pg module whose Client and Pool hand out this connection (ctx.pg). */
+  pg?: unknown
+  /** Listeners an ORM added through ctx.pg's handles are dropped between trials; those added by open() stay. */
+  sweep?(permanent?: boolean): void
+  /** What the race module's open() returned for this connection (the session's first argument), and its close. */
+  app?: { value: unknown; close?: () => Promise<void> }
   /** ROLLBACK outside the gate (after the function ended with a transaction open), bounded. */
   rollback(): Promise<void>
   close(): Promise<void>
@@ -118,7 +126,10 @@ export async function openPg(pg: Any, target: Target, o: AppConnOptions, s: AppS
     get: (t, k) => (k === 'release' ? release : Reflect.get(t, k, t)),
   })
   const pool = poolOver(client, poolClient)
+  const module = sessionPg(pg, client)
   return {
+    pg: module.pg,
+    sweep: module.sweep,
     holder,
     defaultLevel: me.level,
     reset: async () =>
@@ -147,6 +158,8 @@ export async function openPg(pg: Any, target: Target, o: AppConnOptions, s: AppS
 /** node-postgres's query(text | config | submittable, values?, callback?), every form gated. */
 function wrapPgQuery(raw: Any, holder: Holder, client: Any) {
   return function query(config: Any, values?: Any, callback?: Any): Any {
+    // The race module's open() (an ORM's initialisation, once per connection) is not raced.
+    if (holder.ungated) return raw(config, values, callback)
     const s = holder.s
     const cb = typeof values === 'function' ? values : typeof callback === 'function' ? callback : undefined
     const vals = typeof values === 'function' ? undefined : values
@@ -207,6 +220,115 @@ function poolOver(client: Any, poolClient: Any): PoolLike {
     waitingCount: 0,
   }
   return pool
+}
+
+/**
+ * A node-postgres module for one session (ctx.pg): the real module, except that its Client and Pool hand out the
+ * session's one connection, already connected and gated, whatever options they are given. An ORM that builds its
+ * clients from a pg module it is handed (TypeORM's `driver`, Sequelize's `dialectModule`, a pg-pool's `Client`, a
+ * Pool for Prisma's adapter or knex's `connectionPool`) then sends every query through race's gate. `new Client()`
+ * is a handle on the connection: connect() resolves at once, end() lets go of the handle (never the connection),
+ * properties the library sets on it (pg-pool's release) stay on the handle. `new Pool()` is a real pg.Pool subclass
+ * (an adapter's `instanceof pg.Pool` holds) whose connect() hands out such a handle and whose end() ends nothing.
+ */
+function sessionPg(pg: Any, client: Any): { pg: Any; sweep(permanent?: boolean): void } {
+  // Listeners a library adds on a handle go on the connection; between trials they are taken off again, except those
+  // added while the race module's open() ran (the ORM it made is kept with the connection).
+  const added: { event: string | symbol; fn: (...a: unknown[]) => void; permanent: boolean }[] = []
+  const sweep = (permanent = false) => {
+    for (const l of added.splice(0)) {
+      if (permanent || l.permanent) {
+        added.push({ ...l, permanent: true })
+        continue
+      }
+      client.removeListener(l.event, l.fn)
+    }
+  }
+  const handle = (): Any => {
+    const own = new Map<PropertyKey, unknown>()
+    const on =
+      (method: 'on' | 'once' | 'prependListener') =>
+      (event: string | symbol, fn: (...a: unknown[]) => void) => {
+        client[method](event, fn)
+        added.push({ event, fn, permanent: false })
+        return proxy
+      }
+    const off = (event: string | symbol, fn: (...a: unknown[]) => void) => {
+      client.removeListener(event, fn)
+      const i = added.findIndex((l) => l.event === event && l.fn === fn)
+      if (i >= 0) added.splice(i, 1)
+      return proxy
+    }
+    const later = (cb: unknown, ...args: unknown[]) => {
+      if (typeof cb !== 'function') return Promise.resolve()
+      setImmediate(() => (cb as (...a: unknown[]) => void)(...args))
+      return undefined
+    }
+    const overrides: Record<PropertyKey, unknown> = {
+      connect: (cb?: unknown) => later(cb, null),
+      end: (cb?: unknown) => later(cb),
+      release: () => {},
+      on: on('on'),
+      addListener: on('on'),
+      once: on('once'),
+      prependListener: on('prependListener'),
+      removeListener: off,
+      off,
+      removeAllListeners: (event?: string | symbol) => {
+        for (const l of added.filter((x) => event === undefined || x.event === event)) off(l.event, l.fn)
+        return proxy
+      },
+    }
+    const proxy: Any = new Proxy(client, {
+      get: (t, k) => (own.has(k) ? own.get(k) : k in overrides ? overrides[k] : Reflect.get(t, k, t)),
+      set: (_t, k, v) => {
+        own.set(k, v)
+        return true
+      },
+      has: (t, k) => own.has(k) || k in t,
+      deleteProperty: (_t, k) => own.delete(k),
+    })
+    return proxy
+  }
+  // `new ctx.pg.Client(options)`: a handle on the session's connection (a derived constructor may return an object).
+  const Client: Any = function Client() {
+    return handle()
+  }
+  Object.setPrototypeOf(Client, pg.Client)
+  Client.prototype = pg.Client.prototype
+  class Pool extends pg.Pool {
+    connect(cb?: (err: Error | undefined, c?: unknown, release?: (err?: unknown) => void) => void): Any {
+      const h = handle()
+      if (typeof cb === 'function') {
+        setImmediate(() => cb(undefined, h, () => {}))
+        return undefined
+      }
+      return Promise.resolve(h)
+    }
+    query(...args: unknown[]): Any {
+      return client.query(...args)
+    }
+    end(cb?: () => void): Any {
+      if (typeof cb === 'function') {
+        setImmediate(cb)
+        return undefined
+      }
+      return Promise.resolve()
+    }
+    get totalCount() {
+      return 1
+    }
+    get idleCount() {
+      return 1
+    }
+    get waitingCount() {
+      return 0
+    }
+  }
+  const mod: Any = new Proxy(pg, {
+    get: (t, k) => (k === 'Client' ? Client : k === 'Pool' ? Pool : k === 'default' ? mod : Reflect.get(t, k)),
+  })
+  return { pg: mod, sweep }
 }
 
 // ---- postgres.js: every Query's handle(), for the queries started inside a session's function -----------------
@@ -342,6 +464,7 @@ export async function openMariadb(mariadb: Any, target: Target, o: AppConnOption
   const gated =
     (method: keyof typeof raw, fixed?: string) =>
     (...args: Any[]): Any => {
+      if (holder.ungated) return raw[method]!(...args)
       const s = holder.s
       s.codeOf = (e) => normalizeError(e, holder.broken).code
       const first = args[0]

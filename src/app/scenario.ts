@@ -49,7 +49,7 @@ export function invariantSqlOf(race: AppRace): string {
 }
 
 /** The fields defineAppRace knows: any other is a typo or a field of another version, refused rather than ignored. */
-const FIELDS = new Set(['id', 'title', 'story', 'driver', 'sessions', 'setup', 'session', 'rejects', 'prevention', 'invariant', 'expect', 'barrier', 'connection'])
+const FIELDS = new Set(['id', 'title', 'story', 'driver', 'sessions', 'setup', 'session', 'rejects', 'prevention', 'invariant', 'expect', 'barrier', 'connection', 'open', 'close'])
 
 /** Problems with an application race's declaration: the first is the one line a user sees. */
 export function appProblems(race: AppRace): string[] {
@@ -60,6 +60,7 @@ export function appProblems(race: AppRace): string[] {
     out.push(`driver is ${JSON.stringify(race.driver)}: use 'pg' (node-postgres), 'postgres' (postgres.js) or 'mariadb' (the mariadb connector, on MySQL/MariaDB)`)
   }
   if (typeof race.session !== 'function') out.push('session must be a function (db, ctx) => ... that calls your code')
+  for (const k of ['open', 'close'] as const) if (race[k] !== undefined && typeof race[k] !== 'function') out.push(`${k} must be a function`)
   if (race.expect !== 'held' && race.expect !== 'violated') out.push(`expect is ${JSON.stringify(race.expect)}: say 'held' or 'violated' (what your documentation promises under this race)`)
   const inv = typeof race.invariant === 'string' ? race.invariant : race.invariant?.sql
   if (typeof inv !== 'string' || !inv.trim()) out.push("invariant must be SQL returning a boolean, e.g. 'select count(*) <= 1 from orders'")

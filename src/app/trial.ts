@@ -10,7 +10,7 @@ import type { Chooser, InvariantReport, Moment, TrialFacts } from '../engine/typ
 import { RunError, UsageError } from '../errors.js'
 import type { Schedule } from '../scenario.js'
 import { loadDriver, openMariadb, openPg, openPostgresJs, running, type AppConn } from './drivers.js'
-import { isDeclaredRejection } from './describe.js'
+import { describeThrown, isDeclaredRejection } from './describe.js'
 import { AppSession } from './session.js'
 import { containExit, underTest } from './contain.js'
 import { foreignBackends, noteSessionSockets } from './foreign.js'
@@ -136,7 +136,11 @@ export async function appTrial(lab: Driver, cfg: AppTrialConfig): Promise<AppTri
               await lab.terminate([c.pid]).catch(() => {})
               c = undefined
             }
-            c ??= await open(driver, (await lab.sessionTarget?.(cfg.schema)) ?? lab.target, { applicationName: `race ${cfg.scenarioId} ${s.name}`, schema: cfg.schema, params: cfg.race.connection ?? {}, connectTimeoutMs: cfg.connectTimeoutMs, terminate: (pids) => lab.terminate(pids) }, s)
+            if (!c) {
+              c = await open(driver, (await lab.sessionTarget?.(cfg.schema)) ?? lab.target, { applicationName: `race ${cfg.scenarioId} ${s.name}`, schema: cfg.schema, params: cfg.race.connection ?? {}, connectTimeoutMs: cfg.connectTimeoutMs, terminate: (pids) => lab.terminate(pids) }, s)
+              conns[i] = c
+              if (cfg.race.open) await openApp(cfg, c, s, i)
+            }
             conns[i] = c
             s.pid = c.pid
             s.defaultLevel = c.defaultLevel
@@ -188,13 +192,14 @@ export async function appTrial(lab: Driver, cfg: AppTrialConfig): Promise<AppTri
         user: cfg.user,
         schema: cfg.schema,
         point: (name: string) => s.enter(s.nextPoint(String(name)), '', true),
-        ...(c.pool ? { pool: c.pool, client: c.client } : {}),
+        ...(c.pool ? { pool: c.pool, client: c.client, pg: c.pg } : {}),
       }
+      const db = c.app ? c.app.value : c.db
       s.state = 'app'
       s.appSince = now()
       // The function runs in the session's async context (underTest): a process.exit, an uncaught exception or an
       // unhandled rejection that comes from it (or from a timer or promise it started) is this session's failure.
-      const call = () => underTest.run(s, () => Promise.resolve().then(() => cfg.race.session(c.db, ctx)))
+      const call = () => underTest.run(s, () => Promise.resolve().then(() => cfg.race.session(db, ctx)))
       const p = cfg.race.driver === 'postgres' ? running.run(s, call) : call()
       // The session ends when its function has and every query it sent has too (one it did not await is released by
       // the schedule and waited for, never dropped).
@@ -345,6 +350,8 @@ export async function appTrial(lab: Driver, cfg: AppTrialConfig): Promise<AppTri
         // It ended inside a transaction (rolled back above, as far as race can tell): a fresh one next time, not a guess.
         if (sessions[i].inTx) return c.close()
         if (cfg.kept) {
+          // Listeners the trial's code added through ctx.pg's handles go; what open() built stays with it.
+          c.sweep?.()
           cfg.kept[i] = c
           return undefined
         }
@@ -359,6 +366,54 @@ export async function appTrial(lab: Driver, cfg: AppTrialConfig): Promise<AppTri
     clearInterval(watcher)
     release()
   })
+}
+
+/**
+ * The race module's open(): what the application builds once at start-up (an ORM over ctx.pg), built for this
+ * connection before its first trial. Its queries are not steps (the gate lets them through); bounded by the step
+ * timeout. Its close() runs before the connection closes, whichever way it closes.
+ */
+async function openApp(cfg: AppTrialConfig, c: AppConn, s: AppSession, i: number): Promise<void> {
+  const race = cfg.race
+  const ctx = { session: s.name, index: i, n: cfg.n, schema: cfg.schema, ...(c.pool ? { pool: c.pool, client: c.client, pg: c.pg } : {}) }
+  c.holder.ungated = true
+  let value: unknown
+  try {
+    const opened = exitSessions(() => Promise.resolve().then(() => race.open!(c.db, ctx)))
+    const timeout = new Promise<never>((_, reject) => {
+      const t = setTimeout(() => reject(new RunError(`${cfg.scenarioId}: open() of ${s.name} did not return within ${cfg.stepTimeoutMs}ms`)), cfg.stepTimeoutMs)
+      t.unref()
+      void opened.finally(() => clearTimeout(t)).catch(() => {})
+    })
+    value = await Promise.race([opened, timeout])
+  } catch (e) {
+    await c.destroy()
+    if (e instanceof RunError) throw e
+    throw new RunError(`${cfg.scenarioId}: open() of ${s.name} threw ${describeThrown(e)}`)
+  } finally {
+    c.holder.ungated = false
+  }
+  c.sweep?.(true)
+  const close = race.close
+  c.app = { value, ...(close ? { close: async () => void (await Promise.resolve().then(() => close(value))) } : {}) }
+  if (close) {
+    const bounded = async () => {
+      const app = c.app
+      c.app = undefined
+      if (!app?.close) return
+      c.holder.ungated = true
+      await Promise.race([app.close().catch(() => {}), sleep(cfg.stepTimeoutMs, undefined, { ref: false })])
+    }
+    const [closeConn, destroyConn] = [c.close, c.destroy]
+    c.close = async () => {
+      await bounded()
+      return closeConn()
+    }
+    c.destroy = async () => {
+      await bounded()
+      return destroyConn()
+    }
+  }
 }
 
 /** Runs race's own work (a step timer) outside any session's async context: nothing it does is the code under test's. */
