@@ -8,7 +8,7 @@ export default {
   driver: 'pg',
   sessions: 10,
   setup: ['create table orders (id bigserial primary key, user_id text not null, amount int not null, status text not null)'],
-  open: (_client, ctx) => makeDb({ Client: ctx.pg.Client }),
+  open: (_client, ctx) => makeDb({ Client: ctx.pg.Client }, ctx.session),
   close: (db) => db.$pool.end(),
   session: (db, ctx) => createOrder(db, ctx.user, 42),
   rejects: [Conflict],

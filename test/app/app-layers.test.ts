@@ -1,0 +1,94 @@
+/* eslint-disable @typescript-eslint/no-explicit-any -- the libraries are the user's, untyped here */
+// Application races through the Node data layers people ship (issue 30): each library's own count-then-insert
+// (examples/app/orders-<library>.mjs, written as its docs write it), handed the session's connection through the seam
+// the library supports (ctx.pg for those built on node-postgres), raced: violated in lockstep and at the barrier, the
+// advisory-lock fix holding, and race explore counting the same interleavings as the node-postgres version where
+// the library sends the same queries. That the library really used the session's connection is checked by race
+// itself (app/foreign.ts: any query on a connection race did not hand out makes the run undecided), and shown able
+// to fail. Against a real server (DATABASE_URL, else embedded PostgreSQL 18).
+import assert from 'node:assert/strict'
+import path from 'node:path'
+import { pathToFileURL } from 'node:url'
+import { before, after, test } from 'node:test'
+import postgres, { type Sql } from 'postgres'
+import { appScenario } from '../../src/app/scenario.js'
+import type { AppRace } from '../../src/app/types.js'
+import type { Schedule } from '../../src/scenario.js'
+import { ROOT, count, openLab, runScenario, useServer, type TestServer } from '../support/server.js'
+import type { Lab } from '../../src/db/lab.js'
+import { exploreJson, type Explored } from '../support/explore.js'
+
+const ctx = {} as { server: TestServer; lab: Lab }
+const EX = path.join(ROOT, 'examples', 'app')
+const pending409 = '409: an order is already pending'
+let admin: Sql
+let pgExplored: Explored
+let pgOrder: string[]
+
+const load = async (file: string): Promise<any> => import(pathToFileURL(path.join(EX, file)).href)
+const race1 = (s: ReturnType<typeof appScenario>, n: number, schedule: Schedule, trials = 1) => runScenario(ctx.lab, s, { n, schedule, trials })
+
+before(async () => {
+  ctx.server = await useServer()
+  ctx.lab = await openLab(ctx.server.url)
+  admin = postgres(ctx.server.url, { max: 1, onnotice: () => {} })
+  // The yardstick: the same function over bare node-postgres (examples/app/orders.mjs).
+  pgExplored = (await exploreJson(ctx.server.url, admin, [path.join(EX, 'orders.race.mjs')])).j
+  const { createOrder } = await load('orders.mjs')
+  const base = (await load('orders.race.mjs')).default as AppRace
+  const { trials: [t] } = await race1(appScenario({ ...base, session: (db, c) => createOrder(db, c.user, 42) }, path.join(EX, 'orders.race.mjs')), 2, 'lockstep')
+  pgOrder = t.order!
+})
+after(async () => {
+  await admin?.end()
+  await ctx.lab?.close()
+  await ctx.server?.stop()
+})
+
+/** The libraries whose queries are the node-postgres version's: BEGIN (or START TRANSACTION), count, insert, COMMIT. */
+const SAME = ['typeorm', 'sequelize', 'knex', 'pg-promise']
+
+for (const lib of SAME) {
+  test(`${lib}: count-then-insert violates in lockstep and at the barrier over 10 sessions; the advisory lock holds; explore counts what node-postgres does`, async () => {
+    const file = path.join(EX, `orders-${lib}.race.mjs`)
+    const race = (await load(`orders-${lib}.race.mjs`)).default as AppRace
+    const { createOrder } = await load(`orders-${lib}.mjs`)
+    const bad = appScenario(race, file)
+    const { trials: [t] } = await race1(bad, 10, 'lockstep')
+    // A query on any connection but the sessions' would have made the run undecided (or thrown): it was decided.
+    assert.notEqual(t.verdict, 'unknown')
+    assert.equal(t.invariant.held, false)
+    assert.equal(count(t.sessions, (x) => x.outcome === 'committed'), 10)
+    assert.equal(new Set(t.sessions.map((x) => x.pid)).size, 10, 'ten distinct backends')
+    assert.equal(t.comparison.matched, true)
+    const barrier = await race1(bad, 10, 'barrier', 3)
+    assert.ok(barrier.trials.some((x) => x.invariant.held === false), 'violated in at least one of 3 barrier trials')
+    const fixed = appScenario({ ...race, session: (db, c) => createOrder(db, c.user, 42, { locked: true }), expect: 'held' }, file)
+    for (const schedule of ['lockstep', 'barrier'] as const) {
+      const { trials: [u] } = await race1(fixed, 10, schedule)
+      assert.equal(u.invariant.held, true, schedule)
+      assert.equal(count(u.sessions, (x) => x.outcome === 'committed'), 1, schedule)
+      assert.equal(count(u.sessions, (x) => x.outcome === 'rejected' && x.reason === pending409), 9, schedule)
+      if (schedule === 'lockstep') assert.ok(u.sessions.some((x) => x.waitedMs > 0), 'the lock was seen awaited from the control connection')
+    }
+    // Two sessions in lockstep take the same steps as the node-postgres version, and explore finds the same tree.
+    const { trials: [two] } = await race1(bad, 2, 'lockstep')
+    assert.deepEqual(two.order, pgOrder)
+    const { code, j } = await exploreJson(ctx.server.url, admin, [file])
+    assert.equal(code, 0, 'the module expects violated, and interleavings violate')
+    assert.equal(j.complete, true)
+    assert.equal(j.unknown, 0)
+    assert.deepEqual([j.interleavings, j.violating], [pgExplored.interleavings, pgExplored.violating])
+  })
+}
+
+test("typeorm given its own connection options instead of ctx.pg: race refuses to decide (never a green run)", async () => {
+  const file = path.join(EX, 'orders-typeorm.race.mjs')
+  const race = (await load('orders-typeorm.race.mjs')).default as AppRace
+  const { makeDataSource } = await load('orders-typeorm.mjs')
+  // The DataSource the application would make from a URL: TypeORM's own pg Pool, not the session's connection.
+  const own = appScenario({ ...race, open: (_c, o) => makeDataSource({ url: ctx.server.url, extra: { options: `-c search_path=${o.schema}` } }).initialize() }, file)
+  // Over TCP the server names its backend (app/foreign.ts: its client port is one of this process's); over the
+  // embedded server's Unix socket it cannot, and race says instead that nothing came through the sessions' connections.
+  await assert.rejects(race1(own, 2, 'lockstep'), /a connection race did not hand out queried the run's tables \(pid \d+ queried orders|no session's function sent a query through the connection race gave it/)
+})
