@@ -74,7 +74,7 @@ export interface AppConn {
 type Any = any
 
 /** Loads a driver package from the user's module's folder, else race's own. */
-export async function loadDriver(name: 'pg' | 'postgres' | 'mariadb', from?: string): Promise<Any> {
+export async function loadDriver(name: 'pg' | 'postgres' | 'mariadb' | 'mysql2', from?: string): Promise<Any> {
   if (from) {
     try {
       const req = createRequire(from)
@@ -519,6 +519,116 @@ export async function openMariadb(mariadb: Any, target: Target, o: AppConnOption
     pid: Number(conn.threadId),
     rollback: async () => {
       await withTimeout(raw.query('rollback').catch(() => {}), 2000)
+    },
+    close: () => end(false),
+    destroy: () => end(true),
+  }
+}
+
+// ---- mysql2 (MySQL/MariaDB): the callback Connection's own query and execute, wrapped on the instance ------------
+
+/**
+ * mysql2: one callback-API Connection per session, its query() and execute() gated on the instance. Its promise
+ * API (`conn.promise()`, what `mysql2/promise` hands out) calls these same methods, and so do beginTransaction,
+ * commit and rollback (which send START TRANSACTION, COMMIT and ROLLBACK through query): every form is a step.
+ * `db` is the promise-API connection; ctx.client the callback one (the same connection).
+ */
+export async function openMysql2(mysql: Any, target: Target, o: AppConnOptions, s: AppSession): Promise<AppConn> {
+  const { connectionOptions, normalizeError } = await import('../db/mysql.js')
+  const holder: Holder = { s, broken: false }
+  const base = connectionOptions(target, o.connectTimeoutMs, o.schema)
+  const conn = mysql.createConnection({
+    host: base.host,
+    port: base.port,
+    user: base.user,
+    ...(base.password ? { password: base.password } : {}),
+    database: base.database,
+    connectTimeout: base.connectTimeout,
+    connectAttributes: { program_name: o.applicationName },
+  })
+  const call = <T>(f: (cb: (err: unknown, r?: T) => void) => void) =>
+    new Promise<T>((resolve, reject) => f((err, r) => (err ? reject(err) : resolve(r as T))))
+  conn.on('error', () => {
+    holder.broken = true
+    holder.s.lostConnection = true
+  })
+  let gone = false
+  conn.on('end', () => void (gone = true))
+  await call((cb) => conn.connect(cb))
+  const raw = { query: conn.query.bind(conn), execute: conn.execute.bind(conn) }
+  for (const [k, v] of Object.entries(o.params)) {
+    if (!/^[a-z_][a-z0-9_]*$/i.test(k)) throw new UsageError(`connection parameter '${k}' is not a MySQL variable name`)
+    await call((cb) => raw.query(`set session ${k} = ?`, [String(v)], cb))
+  }
+  let level: string | undefined
+  for (const v of ['@@transaction_isolation', '@@tx_isolation']) {
+    try {
+      const rows = await call<Any[]>((cb) => raw.query(`select ${v} as level`, cb))
+      level = String(rows[0].level).toLowerCase().replace(/-/g, ' ')
+      break
+    } catch {
+      /* the other name */
+    }
+  }
+  s.codeOf = (e) => normalizeError(e, holder.broken).code
+  const gated =
+    (method: 'query' | 'execute') =>
+    (...args: Any[]): Any => {
+      if (holder.ungated) return raw[method](...args)
+      const s = holder.s
+      s.codeOf = (e) => normalizeError(e, holder.broken).code
+      const first = args[0]
+      const text: string = typeof first === 'string' ? first : (first?.sql ?? '')
+      const cbAt = args.findIndex((a) => typeof a === 'function')
+      const cb = cbAt >= 0 ? args[cbAt] : undefined
+      const rest = cbAt >= 0 ? args.slice(0, cbAt) : args
+      const step = s.nextQuery()
+      const run = (async () => {
+        await s.enter(step, text)
+        try {
+          const [res, fields] = await new Promise<[Any, Any]>((resolve, reject) =>
+            raw[method](...rest, (err: unknown, r: Any, f: Any) => (err ? reject(err) : resolve([r, f]))),
+          )
+          const tag = tagOf(text)
+          const rows = Array.isArray(res) ? res : undefined
+          s.ok(tag, rows || ['BEGIN', 'COMMIT', 'ROLLBACK'].includes(tag) ? undefined : Number(res?.affectedRows ?? 0), rows)
+          return [res, fields]
+        } catch (e) {
+          s.failed(e)
+          throw e
+        }
+      })()
+      // Not awaited by the function: its failure is the session's (recorded), not an unhandled rejection of race's.
+      run.catch(() => {})
+      run.then(
+        ([r, f]) => cb?.(null, r, f),
+        (e) => cb?.(e),
+      )
+      // The callback form's Query object (an event emitter for streaming) cannot exist before race releases the query.
+      return undefined
+    }
+  conn.query = gated('query')
+  conn.execute = gated('execute')
+  const promise = conn.promise()
+  const end = async (now: boolean) => {
+    try {
+      if (now && !gone && o.terminate) await withTimeout(o.terminate([Number(conn.threadId)]).catch(() => {}), 3000)
+      if (now) conn.destroy()
+      else await withTimeout(call((cb) => conn.end(cb)).catch(() => conn.destroy()), 2000)
+    } catch {
+      /* already gone */
+    }
+  }
+  return {
+    holder,
+    defaultLevel: level ?? '',
+    // Not kept across trials: mysql2 caches prepared statements (execute) that a reset would not account for.
+    reset: async () => false,
+    db: promise,
+    client: conn,
+    pid: Number(conn.threadId),
+    rollback: async () => {
+      await withTimeout(call((cb) => raw.query('rollback', cb)).catch(() => {}), 2000)
     },
     close: () => end(false),
     destroy: () => end(true),

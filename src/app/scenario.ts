@@ -56,8 +56,8 @@ export function appProblems(race: AppRace): string[] {
   const out: string[] = []
   const unknown = Object.keys(race).filter((k) => !FIELDS.has(k))
   if (unknown.length) out.push(`${unknown.map((k) => JSON.stringify(k)).join(', ')} ${unknown.length > 1 ? 'are not fields' : 'is not a field'} of defineAppRace (its fields: ${[...FIELDS].join(', ')})`)
-  if (race.driver !== 'pg' && race.driver !== 'postgres' && race.driver !== 'mariadb') {
-    out.push(`driver is ${JSON.stringify(race.driver)}: use 'pg' (node-postgres), 'postgres' (postgres.js) or 'mariadb' (the mariadb connector, on MySQL/MariaDB)`)
+  if (race.driver !== 'pg' && race.driver !== 'postgres' && race.driver !== 'mariadb' && race.driver !== 'mysql2') {
+    out.push(`driver is ${JSON.stringify(race.driver)}: use 'pg' (node-postgres), 'postgres' (postgres.js), 'mariadb' (the mariadb connector) or 'mysql2' (the last two on MySQL/MariaDB)`)
   }
   if (typeof race.session !== 'function') out.push('session must be a function (db, ctx) => ... that calls your code')
   for (const k of ['open', 'close'] as const) if (race[k] !== undefined && typeof race[k] !== 'function') out.push(`${k} must be a function`)
@@ -103,8 +103,8 @@ export function appScenario(race: AppRace, file: string): Scenario {
     sessions: (v) => replicate(v.n, { steps: { function: '' } }),
     defaultSchedule: 'barrier',
     invariant: { description, sql: invariantSqlOf(race) },
-    ...(race.driver === 'mariadb'
-      ? { documented: { mysql: { lockstep: [], serial: [] } }, unavailable: { postgres: 'its driver is the mariadb connector: give a mysql:// or mariadb:// --database-url' } }
+    ...(race.driver === 'mariadb' || race.driver === 'mysql2'
+      ? { documented: { mysql: { lockstep: [], serial: [] } }, unavailable: { postgres: `its driver is ${race.driver === 'mysql2' ? 'mysql2' : 'the mariadb connector'}: give a mysql:// or mariadb:// --database-url` } }
       : { documented: { postgres: { lockstep: [], serial: [] } }, unavailable: { mysql: `its driver (${race.driver}) is a PostgreSQL driver` } }),
     expects: race.expect,
     ...(race.prevention?.length ? { prevention: [...race.prevention] } : {}),

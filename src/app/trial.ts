@@ -9,7 +9,7 @@ import { abortable, TrialClock } from '../engine/runner.js'
 import type { Chooser, InvariantReport, Moment, TrialFacts } from '../engine/types.js'
 import { RunError, UsageError } from '../errors.js'
 import type { Schedule } from '../scenario.js'
-import { loadDriver, openMariadb, openPg, openPostgresJs, running, type AppConn } from './drivers.js'
+import { loadDriver, openMariadb, openMysql2, openPg, openPostgresJs, running, type AppConn } from './drivers.js'
 import { describeThrown, isDeclaredRejection } from './describe.js'
 import { AppSession } from './session.js'
 import { containExit, underTest } from './contain.js'
@@ -53,7 +53,7 @@ export type AppTrialFacts = TrialFacts & { order: string[] }
 
 export async function appTrial(lab: Driver, cfg: AppTrialConfig): Promise<AppTrialFacts> {
   const { signal, whenAborted } = cfg
-  const wants = cfg.race.driver === 'mariadb' ? 'mysql' : 'postgres'
+  const wants = cfg.race.driver === 'mariadb' || cfg.race.driver === 'mysql2' ? 'mysql' : 'postgres'
   if (lab.engine !== wants) throw new UsageError(`${cfg.scenarioId}: driver ${cfg.race.driver} runs on ${wants === 'mysql' ? 'MySQL/MariaDB' : 'PostgreSQL'}`)
   const driver = await loadDriver(cfg.race.driver, cfg.file)
   const clock = new TrialClock()
@@ -123,7 +123,7 @@ export async function appTrial(lab: Driver, cfg: AppTrialConfig): Promise<AppTri
   let watcher: ReturnType<typeof setInterval> | undefined
   return abortable(signal, guard, async () => {
     // ---- connect every session (its driver, its pid, the run's schema as search_path) ----
-    const open = cfg.race.driver === 'pg' ? openPg : cfg.race.driver === 'mariadb' ? openMariadb : openPostgresJs
+    const open = cfg.race.driver === 'pg' ? openPg : cfg.race.driver === 'mariadb' ? openMariadb : cfg.race.driver === 'mysql2' ? openMysql2 : openPostgresJs
     try {
       await Promise.race([
         Promise.all(
@@ -192,7 +192,7 @@ export async function appTrial(lab: Driver, cfg: AppTrialConfig): Promise<AppTri
         user: cfg.user,
         schema: cfg.schema,
         point: (name: string) => s.enter(s.nextPoint(String(name)), '', true),
-        ...(c.pool ? { pool: c.pool, client: c.client, pg: c.pg } : {}),
+        ...(c.pool ? { pool: c.pool, client: c.client, pg: c.pg } : c.client ? { client: c.client } : {}),
       }
       const db = c.app ? c.app.value : c.db
       s.state = 'app'
@@ -375,7 +375,7 @@ export async function appTrial(lab: Driver, cfg: AppTrialConfig): Promise<AppTri
  */
 async function openApp(cfg: AppTrialConfig, c: AppConn, s: AppSession, i: number): Promise<void> {
   const race = cfg.race
-  const ctx = { session: s.name, index: i, n: cfg.n, schema: cfg.schema, ...(c.pool ? { pool: c.pool, client: c.client, pg: c.pg } : {}) }
+  const ctx = { session: s.name, index: i, n: cfg.n, schema: cfg.schema, ...(c.pool ? { pool: c.pool, client: c.client, pg: c.pg } : c.client ? { client: c.client } : {}) }
   c.holder.ungated = true
   let value: unknown
   try {

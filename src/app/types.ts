@@ -3,8 +3,8 @@
 // sees before it is sent and releases when the schedule says so; a point the code marks (ctx.point('check')) is a
 // step that sends nothing.
 
-/** The drivers a session can hand the function: node-postgres (a connected Client), postgres.js (a `sql`), or the mariadb connector (a connected Connection, on MySQL/MariaDB). */
-export type AppDriver = 'pg' | 'postgres' | 'mariadb'
+/** The drivers a session can hand the function: node-postgres (a connected Client), postgres.js (a `sql`), the mariadb connector (a connected Connection), or mysql2 (its promise-API Connection; ctx.client the callback one), the last two on MySQL/MariaDB. */
+export type AppDriver = 'pg' | 'postgres' | 'mariadb' | 'mysql2'
 
 /** What a session's function receives besides its driver object. */
 export interface AppCtx {
@@ -28,7 +28,7 @@ export interface AppCtx {
    * (`query`, `connect()` handing out the same connection, `release()` a no-op, `end()` a no-op).
    */
   pool?: PoolLike
-  /** node-postgres only: the connected Client (the same object the function gets as `db`). */
+  /** node-postgres: the connected Client (the same object the function gets as `db`); mysql2: the callback-API Connection. */
   client?: unknown
   /**
    * node-postgres only: a pg module whose `Client` and `Pool` hand out the session's connection, whatever options
