@@ -23,6 +23,7 @@ const SETUP = [
   'create table users (id varchar(64) primary key) engine=innodb',
     'insert into users (id) values (:user)',
 ]
+type Judged = ReturnType<typeof judgeTrial>
 let conn: Connection | undefined
 let why: string | undefined
 let lab: MysqlLab | undefined
@@ -102,14 +103,14 @@ test('mysql2 (promise and callback APIs): count-then-insert violates in lockstep
       new Promise<void>((resolve, reject) => createOrderCallback(x.client, x.user, 42, { locked }, (e: unknown) => (e ? reject(e) : resolve()))),
   }
   for (const [api, call] of Object.entries(apis)) {
-    const make = (locked: boolean) => appScenario({ driver: 'mysql2', setup: SETUP, invariant, session: call(locked) as AppRace['session'], rejects: [Conflict], expect: locked ? 'held' : 'violated' }, file)
-    const [bad] = (await runScenario(lab!, make(false), { n: 5, schedule: 'lockstep' })).trials
+    const make = (locked: boolean): Scenario => appScenario({ driver: 'mysql2', setup: SETUP, invariant, session: call(locked) as AppRace['session'], rejects: [Conflict], expect: locked ? 'held' : 'violated' }, file)
+    const [bad]: Judged[] = (await runScenario(lab!, make(false), { n: 5, schedule: 'lockstep' })).trials
     assert.equal(bad.invariant.held, false, api)
     assert.equal(count(bad.sessions, (x) => x.outcome === 'committed'), 5, api)
     assert.equal(bad.sessions[0].isolation, 'repeatable read')
     assert.deepEqual(bad.order!.slice(0, 5), bad.sessions.map((x) => `${x.name}.q1`), `${api}: beginTransaction is a step`)
     for (const schedule of ['lockstep', 'barrier'] as const) {
-      const [good] = (await runScenario(lab!, make(true), { n: 5, schedule })).trials
+      const [good]: Judged[] = (await runScenario(lab!, make(true), { n: 5, schedule })).trials
       assert.equal(good.invariant.held, true, `${api} ${schedule}`)
       assert.equal(count(good.sessions, (x) => x.outcome === 'committed'), 1, `${api} ${schedule}`)
       assert.equal(count(good.sessions, (x) => x.outcome === 'rejected' && x.reason === '409: an order is already pending'), 4, `${api} ${schedule}`)
