@@ -36,7 +36,7 @@ export function isAppRace(x: unknown): x is AppRace {
 /** The id of a race module: its own, else its file name without .race.mjs / .mjs, in kebab-case. */
 function idOf(race: AppRace, file: string): string {
   if (race.id) return race.id
-  const base = path.basename(file).replace(/\.(race\.)?(mjs|js)$/, '')
+  const base = path.basename(file).replace(/\.(race\.)?(mjs|js|ts|mts)$/, '')
   return base.toLowerCase().replace(/[^a-z0-9]+/g, '-').replace(/^-+|-+$/g, '') || 'app-race'
 }
 

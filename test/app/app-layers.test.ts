@@ -15,7 +15,7 @@ import postgres, { type Sql } from 'postgres'
 import { appScenario } from '../../src/app/scenario.js'
 import type { AppRace } from '../../src/app/types.js'
 import type { Schedule } from '../../src/scenario.js'
-import { ROOT, count, openLab, runScenario, useServer, type TestServer } from '../support/server.js'
+import { ROOT, count, openLab, race, runScenario, useServer, type TestServer } from '../support/server.js'
 import type { Lab } from '../../src/db/lab.js'
 import { exploreJson, type Explored } from '../support/explore.js'
 
@@ -106,4 +106,19 @@ test("typeorm given its own connection options instead of ctx.pg: race refuses t
   // Over TCP the server names its backend (app/foreign.ts: its client port is one of this process's); over the
   // embedded server's Unix socket it cannot, and race says instead that nothing came through the sessions' connections.
   await assert.rejects(race1(own, 2, 'lockstep'), /a connection race did not hand out queried the run's tables \(pid \d+ queried orders|no session's function sent a query through the connection race gave it/)
+})
+
+test('a race module in TypeScript (.ts, .mts) importing the application\'s TypeScript code: race run and race explore take it as they take .mjs', async () => {
+  const url = ctx.server.url
+  const bad = await race(['run', path.join(EX, 'orders.race.ts'), '--n', '3', '--schedule', 'lockstep', '--json'], { url })
+  assert.equal(bad.code, 0, bad.stderr)
+  const j = JSON.parse(bad.stdout) as { verdict: string; order: string }
+  assert.equal(j.verdict, 'anomaly')
+  assert.equal(j.order, 's1.q1 s2.q1 s3.q1 s1.q2 s2.q2 s3.q2 s1.q3 s2.q3 s3.q3 s1.q4 s2.q4 s3.q4')
+  const fixed = await race(['run', path.join(EX, 'orders-locked.race.mts'), '--n', '3', '--schedule', 'lockstep'], { url })
+  assert.equal(fixed.code, 0, fixed.stderr)
+  assert.match(fixed.stdout, /expected\s+held\s+MATCH/)
+  const { code, j: e } = await exploreJson(url, admin, [path.join(EX, 'orders.race.ts')])
+  assert.equal(code, 0, 'expects violated, and interleavings violate')
+  assert.deepEqual([e.interleavings, e.violating], [pgExplored.interleavings, pgExplored.violating])
 })
