@@ -53,6 +53,11 @@ export interface AppConn {
   defaultLevel: string
   /** Makes it what a fresh connection would be, for the next trial (bounded); false: it could not (close it). */
   reset(): Promise<boolean>
+  /**
+   * After the race module's open(): what it SET on the connection (an ORM's time zone, its client_min_messages) is
+   * part of what the connection is, restored by every reset after RESET ALL.
+   */
+  opened?(): Promise<void>
   /** What the function receives as `db`. */
   db: unknown
   pid: number
@@ -119,7 +124,8 @@ export async function openPg(pg: Any, target: Target, o: AppConnOptions, s: AppS
   const raw = client.query.bind(client)
   const [me] = (await raw("select pg_backend_pid() as pid, current_setting('default_transaction_isolation') as level")).rows
   const pid = Number(me.pid)
-  const state = String((await raw(PG_STATE_SQL)).rows[0].state)
+  let state = String((await raw(PG_STATE_SQL)).rows[0].state)
+  let replay = ''
   client.query = wrapPgQuery(raw, holder, client)
   const release = () => {}
   const poolClient = new Proxy(client, {
@@ -133,7 +139,15 @@ export async function openPg(pg: Any, target: Target, o: AppConnOptions, s: AppS
     holder,
     defaultLevel: me.level,
     reset: async () =>
-      !holder.broken && (await withTimeout(resetTo(state, async (t) => (await raw(t)).rows?.[0]?.state), 2000)) === true && !holder.broken,
+      !holder.broken &&
+      (await withTimeout(resetTo(state, async (t) => (await raw(t === RESET_SQL && replay ? `${t}; ${replay}` : t)).rows?.[0]?.state), 2000)) === true &&
+      !holder.broken,
+    opened: async () => {
+      const set = (await raw("select name, setting from pg_catalog.pg_settings where source = 'session' order by name")).rows as { name: string; setting: string }[]
+      const lit = (x: string) => `'${x.replace(/'/g, "''")}'`
+      replay = set.length ? `select ${set.map((r) => `pg_catalog.set_config(${lit(r.name)}, ${lit(r.setting)}, false)`).join(', ')}` : ''
+      state = String((await raw(PG_STATE_SQL)).rows[0].state)
+    },
     db: client,
     pid,
     pool,

@@ -394,6 +394,12 @@ async function openApp(cfg: AppTrialConfig, c: AppConn, s: AppSession, i: number
     c.holder.ungated = false
   }
   c.sweep?.(true)
+  try {
+    await c.opened?.()
+  } catch (e) {
+    await c.destroy()
+    throw new RunError(`${cfg.scenarioId}: the state open() left on ${s.name}'s connection could not be read: ${(e as Error).message}`)
+  }
   const close = race.close
   c.app = { value, ...(close ? { close: async () => void (await Promise.resolve().then(() => close(value))) } : {}) }
   if (close) {

@@ -122,3 +122,27 @@ test('a race module in TypeScript (.ts, .mts) importing the application\'s TypeS
   assert.equal(code, 0, 'expects violated, and interleavings violate')
   assert.deepEqual([e.interleavings, e.violating], [pgExplored.interleavings, pgExplored.violating])
 })
+
+test("what open() SET on a kept connection (Sequelize's session time zone) is there again in every trial after race's reset", async () => {
+  const file = path.join(EX, 'orders-sequelize.race.mjs')
+  const race = (await load('orders-sequelize.race.mjs')).default as AppRace
+  const seen: string[] = []
+  const s = appScenario(
+    {
+      ...race,
+      setup: ['create table t (k int)'],
+      session: async (sequelize: any) => {
+        const [[row]] = await sequelize.query("select current_setting('TimeZone') as tz")
+        seen.push(row.tz)
+      },
+      invariant: 'select true',
+      expect: 'held',
+    },
+    file,
+  )
+  const { trials } = await runScenario(ctx.lab, s, { n: 2, schedule: 'lockstep', trials: 3 })
+  assert.deepEqual(trials[2].sessions.map((x) => x.pid), trials[0].sessions.map((x) => x.pid), 'the connections were kept (reset between trials)')
+  const [{ tz }] = await ctx.lab.query("select current_setting('TimeZone') as tz")
+  assert.notEqual(seen[0], tz, "Sequelize's time zone differs from the server's default")
+  assert.deepEqual(seen, Array(6).fill(seen[0]))
+})
