@@ -9,7 +9,7 @@ import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import { after, before, test } from 'node:test'
-import { ROOT } from '../support/server.js'
+import { race, ROOT } from '../support/server.js'
 
 let work: string
 let proj: string
@@ -176,4 +176,34 @@ test("a .mts file type-checks against the package's types (and a wrong option is
   const bad = await sh(process.execPath, [tsc, ...args, 'bad.mts'])
   assert.notEqual(bad.code, 0)
   assert.match(bad.stdout, /bad\.mts\(2,.*'sessions' does not exist in type 'RunOptions'/)
+})
+
+test('a TypeORM function and a Prisma 7 function race in the project as they race in the checkout', async () => {
+  // The project's own dependencies, at the versions the checkout tests (racelab needs none of them itself).
+  const dev = (JSON.parse(fs.readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { devDependencies: Record<string, string> }).devDependencies
+  const libs = ['pg', 'typeorm', 'prisma', '@prisma/client', '@prisma/adapter-pg'].map((p) => `${p}@${dev[p]}`)
+  const i = await sh('npm', ['install', ...libs, '--no-audit', '--no-fund', '--prefer-offline'], { npm_config_offline: 'false' })
+  assert.equal(i.code, 0, i.stdout + i.stderr)
+  // The checkout's examples, copied as a user's own files.
+  const ex = path.join(ROOT, 'examples', 'app')
+  for (const f of ['orders.mjs', 'orders-typeorm.mjs', 'orders-typeorm.race.mjs', 'orders-prisma.mjs', 'orders-prisma.race.mjs']) fs.copyFileSync(path.join(ex, f), path.join(proj, f))
+  fs.mkdirSync(path.join(proj, 'prisma'), { recursive: true })
+  fs.copyFileSync(path.join(ex, 'prisma', 'schema.prisma'), path.join(proj, 'prisma', 'schema.prisma'))
+  // prisma generate needs only npm packages; its CLI's engine download (not from the npm registry) is skipped.
+  const g = await sh('npx', ['prisma', 'generate', '--schema', 'prisma/schema.prisma'], { PRISMA_SCHEMA_ENGINE_BINARY: process.execPath, PRISMA_HIDE_UPDATE_MESSAGE: '1' })
+  assert.equal(g.code, 0, g.stdout + g.stderr)
+  assert.ok(fs.existsSync(path.join(proj, 'prisma', 'generated', 'index.js')))
+  for (const lib of ['typeorm', 'prisma']) {
+    const args = ['run', `orders-${lib}.race.mjs`, '--n', '3', '--schedule', 'lockstep', '--json']
+    const here = await sh('npx', ['race', ...args])
+    assert.equal(here.code, 0, here.stdout + here.stderr)
+    const there = await race(args.map((a) => (a.endsWith('.race.mjs') ? path.join(ex, a) : a)), { url: process.env.DATABASE_URL })
+    assert.equal(there.code, 0, there.stderr)
+    const pick = (out: string) => {
+      const j = JSON.parse(out) as { verdict: string; order: string; matched: boolean; sessions: { name: string; outcome: string }[] }
+      return { verdict: j.verdict, order: j.order, matched: j.matched, outcomes: j.sessions.map((x) => `${x.name} ${x.outcome}`) }
+    }
+    assert.deepEqual(pick(here.stdout), pick(there.stdout), lib)
+    assert.equal(pick(here.stdout).verdict, 'anomaly', lib)
+  }
 })
