@@ -299,7 +299,7 @@ export async function appTrial(lab: Driver, cfg: AppTrialConfig): Promise<AppTri
         const ready = sessions.filter((s) => s.state === 'ready')
         if (!ready.length) {
           // Only waits are left: they end by themselves (a deadlock, a lock timeout) or by the step timeout.
-          await Promise.race([tick, sleep(50)])
+          await Promise.race([tick, sleep(50, undefined, { ref: false })])
           continue
         }
         const moment: Moment = {
@@ -316,7 +316,8 @@ export async function appTrial(lab: Driver, cfg: AppTrialConfig): Promise<AppTri
     }
     await Promise.race([drive(), whenAborted(), lab.whenLost()])
     // Every function has returned or thrown (bounded: a session given up on is not awaited further).
-    await Promise.race([Promise.all(ended), sleep(2000)])
+    // (An unreferenced timer: once every function has ended it must not keep a test runner's process alive for 2 s.)
+    await Promise.race([Promise.all(ended), sleep(2000, undefined, { ref: false })])
     // A query on a connection race did not hand out was never gated: whatever this trial shows, no schedule reached
     // it. Seen from the server (app/foreign.ts); the run cannot be decided. Checked while the functions' own
     // connections may still be open (a module-level Pool keeps them), and during the trial (onForeign).
