@@ -83,7 +83,13 @@ function typescript(file: string, abs: string): Promise<void> {
       tsx = undefined
       throw new UsageError(`${file}: a TypeScript race module is loaded through tsx, which is not installed: npm install --save-dev tsx (or compile it and give race the .mjs)`)
     }
-    api.register()
+    try {
+      api.register()
+    } catch (e) {
+      tsx = undefined
+      // A test runner with a module system of its own (Jest) refuses module hooks.
+      throw new UsageError(`${file}: tsx's module hooks could not be registered here (${(e as Error).message.split('\n')[0].slice(0, 120)}): give race the compiled .mjs`)
+    }
   })()
   return tsx
 }
