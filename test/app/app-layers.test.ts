@@ -146,3 +146,9 @@ test("what open() SET on a kept connection (Sequelize's session time zone) is th
   assert.notEqual(seen[0], tz, "Sequelize's time zone differs from the server's default")
   assert.deepEqual(seen, Array(6).fill(seen[0]))
 })
+
+test('race show names what open() builds once per connection, apart from what runs in every trial', async () => {
+  const show = await race(['show', path.join(EX, 'orders-typeorm.race.mjs')])
+  assert.equal(show.code, 0, show.stderr)
+  assert.match(show.stdout, /first, once per connection .*\n {2}open: \(_client, ctx\) => makeDataSource\(\{ driver: ctx\.pg \}\)\.initialize\(\)\n.*then, in every trial:\n {2}\(dataSource, ctx\) => createOrder\(dataSource, ctx\.user, 42\)/)
+})
