@@ -118,6 +118,10 @@ test('a race module in TypeScript (.ts, .mts) importing the application\'s TypeS
   const fixed = await race(['run', path.join(EX, 'orders-locked.race.mts'), '--n', '3', '--schedule', 'lockstep'], { url })
   assert.equal(fixed.code, 0, fixed.stderr)
   assert.match(fixed.stdout, /expected\s+held\s+MATCH/)
+  // Prisma 7's own generator writes its client in TypeScript: a TypeScript race module imports it as it is.
+  const prisma = await race(['run', path.join(EX, 'orders-prisma.race.ts'), '--n', '3', '--schedule', 'lockstep', '--json'], { url })
+  assert.equal(prisma.code, 0, prisma.stderr)
+  assert.equal((JSON.parse(prisma.stdout) as { verdict: string }).verdict, 'anomaly')
   const { code, j: e } = await exploreJson(url, admin, [path.join(EX, 'orders.race.ts')])
   assert.equal(code, 0, 'expects violated, and interleavings violate')
   assert.deepEqual([e.interleavings, e.violating], [pgExplored.interleavings, pgExplored.violating])
