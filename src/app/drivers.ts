@@ -65,8 +65,8 @@ export interface AppConn {
   client?: unknown
   /** node-postgres: a pg module whose Client and Pool hand out this connection (ctx.pg). */
   pg?: unknown
-  /** Listeners an ORM added through ctx.pg's handles are dropped between trials; those added by open() stay. */
-  sweep?(permanent?: boolean): void
+  /** Drops the listeners an ORM added through ctx.pg's handles (after a trial whose code built its ORM itself). */
+  sweep?(): void
   /** What the race module's open() returned for this connection (the session's first argument), and its close. */
   app?: { value: unknown; close?: () => Promise<void> }
   /** ROLLBACK outside the gate (after the function ended with a transaction open), bounded. */
@@ -245,33 +245,36 @@ function poolOver(client: Any, poolClient: Any): PoolLike {
  * properties the library sets on it (pg-pool's release) stay on the handle. `new Pool()` is a real pg.Pool subclass
  * (an adapter's `instanceof pg.Pool` holds) whose connect() hands out such a handle and whose end() ends nothing.
  */
-function sessionPg(pg: Any, client: Any): { pg: Any; sweep(permanent?: boolean): void } {
-  // Listeners a library adds on a handle go on the connection; between trials they are taken off again, except those
-  // added while the race module's open() ran (the ORM it made is kept with the connection).
-  const added: { event: string | symbol; fn: (...a: unknown[]) => void; permanent: boolean }[] = []
-  const sweep = (permanent = false) => {
-    for (const l of added.splice(0)) {
-      if (permanent || l.permanent) {
-        added.push({ ...l, permanent: true })
-        continue
-      }
-      client.removeListener(l.event, l.fn)
-    }
+function sessionPg(pg: Any, client: Any): { pg: Any; sweep(): void } {
+  // Listeners a library adds on a handle go on the connection. They come off when the handle is ended (a pool that
+  // lets a client go), and after a trial whose code built its ORM itself (sweep: the next trial builds another);
+  // an ORM the race module's open() built keeps its handles, and their listeners, with the connection.
+  type Listener = { event: string | symbol; fn: (...a: unknown[]) => void }
+  const handles = new Set<Listener[]>()
+  const sweep = () => {
+    for (const mine of handles) for (const l of mine.splice(0)) client.removeListener(l.event, l.fn)
+    handles.clear()
   }
   const handle = (): Any => {
     const own = new Map<PropertyKey, unknown>()
+    const mine: Listener[] = []
+    handles.add(mine)
     const on =
       (method: 'on' | 'once' | 'prependListener') =>
       (event: string | symbol, fn: (...a: unknown[]) => void) => {
         client[method](event, fn)
-        added.push({ event, fn, permanent: false })
+        mine.push({ event, fn })
         return proxy
       }
     const off = (event: string | symbol, fn: (...a: unknown[]) => void) => {
       client.removeListener(event, fn)
-      const i = added.findIndex((l) => l.event === event && l.fn === fn)
-      if (i >= 0) added.splice(i, 1)
+      const i = mine.findIndex((l) => l.event === event && l.fn === fn)
+      if (i >= 0) mine.splice(i, 1)
       return proxy
+    }
+    const letGo = () => {
+      for (const l of mine.splice(0)) client.removeListener(l.event, l.fn)
+      handles.delete(mine)
     }
     const later = (cb: unknown, ...args: unknown[]) => {
       if (typeof cb !== 'function') return Promise.resolve()
@@ -280,7 +283,10 @@ function sessionPg(pg: Any, client: Any): { pg: Any; sweep(permanent?: boolean):
     }
     const overrides: Record<PropertyKey, unknown> = {
       connect: (cb?: unknown) => later(cb, null),
-      end: (cb?: unknown) => later(cb),
+      end: (cb?: unknown) => {
+        letGo()
+        return later(cb)
+      },
       release: () => {},
       on: on('on'),
       addListener: on('on'),
@@ -289,7 +295,7 @@ function sessionPg(pg: Any, client: Any): { pg: Any; sweep(permanent?: boolean):
       removeListener: off,
       off,
       removeAllListeners: (event?: string | symbol) => {
-        for (const l of added.filter((x) => event === undefined || x.event === event)) off(l.event, l.fn)
+        for (const l of mine.filter((x) => event === undefined || x.event === event)) off(l.event, l.fn)
         return proxy
       },
     }

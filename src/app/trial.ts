@@ -351,8 +351,9 @@ export async function appTrial(lab: Driver, cfg: AppTrialConfig): Promise<AppTri
         // It ended inside a transaction (rolled back above, as far as race can tell): a fresh one next time, not a guess.
         if (sessions[i].inTx) return c.close()
         if (cfg.kept) {
-          // Listeners the trial's code added through ctx.pg's handles go; what open() built stays with it.
-          c.sweep?.()
+          // An ORM the trial's code built over ctx.pg is gone with the trial: its listeners on the connection go too.
+          // What open() built stays with the connection, listeners and all.
+          if (!c.app) c.sweep?.()
           cfg.kept[i] = c
           return undefined
         }
@@ -394,7 +395,6 @@ async function openApp(cfg: AppTrialConfig, c: AppConn, s: AppSession, i: number
   } finally {
     c.holder.ungated = false
   }
-  c.sweep?.(true)
   try {
     await c.opened?.()
   } catch (e) {

@@ -156,3 +156,47 @@ test('race show names what open() builds once per connection, apart from what ru
   assert.equal(show.code, 0, show.stderr)
   assert.match(show.stdout, /first, once per connection .*\n {2}open: \(_client, ctx\) => makeDataSource\(\{ driver: ctx\.pg \}\)\.initialize\(\)\n.*then, in every trial:\n {2}\(dataSource, ctx\) => createOrder\(dataSource, ctx\.user, 42\)/)
 })
+
+test("listeners an ORM puts on ctx.pg's clients do not pile up on a kept connection, whether it is built in every trial or once in open()", async () => {
+  const file = path.join(EX, 'orders-pg-promise.race.mjs')
+  const race = (await load('orders-pg-promise.race.mjs')).default as AppRace
+  const { makeDb } = await load('orders-pg-promise.mjs')
+  // pg-pool puts an 'error' listener on every client it makes; each trial's function reads how many there are.
+  const built: number[] = []
+  const everyTrial = appScenario(
+    {
+      ...race,
+      open: undefined,
+      close: undefined,
+      setup: [],
+      session: async (_c: unknown, c: any) => {
+        // Never ended, as code that makes its database object per request leaves it (its idle timer lets the process exit).
+        const db = makeDb({ Client: c.pg.Client, allowExitOnIdle: true }, `${c.session} ${c.user}`)
+        await db.one('select 1 as one')
+        built.push(c.client.listenerCount('error'))
+      },
+      invariant: 'select true',
+      expect: 'held',
+    },
+    file,
+  )
+  const a = await runScenario(ctx.lab, everyTrial, { n: 1, schedule: 'serial', trials: 12 })
+  assert.deepEqual(new Set(a.trials.map((t) => t.sessions[0].pid)).size, 1, 'one kept connection')
+  assert.deepEqual(built, Array(12).fill(built[0]), 'as many listeners in the twelfth trial as in the first')
+  const kept: number[] = []
+  const once = appScenario(
+    {
+      ...race,
+      setup: [],
+      session: async (db: any, c: any) => {
+        await db.one('select 1 as one')
+        kept.push(c.client.listenerCount('error'))
+      },
+      invariant: 'select true',
+      expect: 'held',
+    },
+    file,
+  )
+  await runScenario(ctx.lab, once, { n: 1, schedule: 'serial', trials: 12 })
+  assert.deepEqual(kept, Array(12).fill(kept[0]), "open()'s pool keeps its one client, and its listener, across trials")
+})
