@@ -200,3 +200,16 @@ test("listeners an ORM puts on ctx.pg's clients do not pile up on a kept connect
   await runScenario(ctx.lab, once, { n: 1, schedule: 'serial', trials: 12 })
   assert.deepEqual(kept, Array(12).fill(kept[0]), "open()'s pool keeps its one client, and its listener, across trials")
 })
+
+test('a unique index as the fix: each ORM throws its own error for the 23505 (wrapping the driver\'s, or copying its code), and race reads it as the prevention the module declares', async () => {
+  const index = "create unique index one_pending on orders (user_id) where status = 'pending'"
+  for (const lib of SAME) {
+    const file = path.join(EX, `orders-${lib}.race.mjs`)
+    const race = (await load(`orders-${lib}.race.mjs`)).default as AppRace
+    const s = appScenario({ ...race, setup: [...(race.setup ?? []), index], prevention: ['23505'], expect: 'held' }, file)
+    const { trials: [t] } = await race1(s, 2, 'lockstep')
+    assert.deepEqual(t.sessions.map((x) => [x.outcome, x.sqlstate]), [['committed', null], ['failed', '23505']], lib)
+    assert.equal(t.verdict, 'prevented', lib)
+    assert.equal(t.invariant.held, true, lib)
+  }
+})
