@@ -409,7 +409,7 @@ async function openApp(cfg: AppTrialConfig, c: AppConn, s: AppSession, i: number
       c.app = undefined
       if (!app?.close) return
       c.holder.ungated = true
-      await Promise.race([app.close().catch(() => {}), sleep(cfg.stepTimeoutMs, undefined, { ref: false })])
+      await Promise.race([app.close().catch(() => {}), sleep(Math.min(cfg.stepTimeoutMs, 2000), undefined, { ref: false })])
     }
     const [closeConn, destroyConn] = [c.close, c.destroy]
     c.close = async () => {

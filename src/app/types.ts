@@ -79,7 +79,7 @@ export interface AppRace {
    * argument; the connection is kept across trials, and so is this.
    */
   open?: (db: any, ctx: AppOpenCtx) => unknown // eslint-disable-line @typescript-eslint/no-explicit-any
-  /** Optional: undoes open() when the connection closes (`(orm) => orm.destroy()`), bounded by the step timeout. */
+  /** Optional: undoes open() when the connection closes (`(orm) => orm.destroy()`), given at most 2 s (or the step timeout if shorter). */
   close?: (opened: any) => unknown // eslint-disable-line @typescript-eslint/no-explicit-any
   /**
    * The errors the application throws on purpose to say no (a 409, a validation error): error classes (matched by

@@ -18,6 +18,7 @@ import type { Schedule } from '../../src/scenario.js'
 import { ROOT, count, openLab, race, runScenario, useServer, type TestServer } from '../support/server.js'
 import type { Lab } from '../../src/db/lab.js'
 import { exploreJson, type Explored } from '../support/explore.js'
+import { until } from '../support/procs.js'
 
 const ctx = {} as { server: TestServer; lab: Lab }
 const EX = path.join(ROOT, 'examples', 'app')
@@ -212,4 +213,18 @@ test('a unique index as the fix: each ORM throws its own error for the 23505 (wr
     assert.equal(t.verdict, 'prevented', lib)
     assert.equal(t.invariant.held, true, lib)
   }
+})
+
+test('open() that throws, or never returns, ends the run undecided with one line naming the session; nothing is left open', async () => {
+  const file = path.join(EX, 'orders-typeorm.race.mjs')
+  const race = (await load('orders-typeorm.race.mjs')).default as AppRace
+  const throws = appScenario({ ...race, open: () => Promise.reject(new TypeError('no DataSource today')) }, file)
+  await assert.rejects(race1(throws, 2, 'lockstep'), /open\(\) of s\d threw TypeError: no DataSource today/)
+  const hangs = appScenario({ ...race, open: () => new Promise(() => {}) }, file)
+  await assert.rejects(runScenario(ctx.lab, hangs, { n: 2, schedule: 'lockstep', stepTimeoutMs: 500 }), /open\(\) of s\d did not return within 500ms/)
+  // A backend ended by race leaves pg_stat_activity as it exits: waited for, bounded.
+  await until("the sessions' backends gone", async () => {
+    const rows = (await ctx.lab.query("select count(*)::int as n from pg_stat_activity where application_name like 'race orders-typeorm %'")) as unknown as { n: number }[]
+    return rows[0].n === 0
+  }, 5000)
 })
