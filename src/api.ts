@@ -17,7 +17,7 @@ import { RunContext } from './lifecycle.js'
 import { containError } from './app/contain.js'
 import type { Scenario } from './scenario.js'
 
-/** What a race is: a built-in scenario's id (race list), a path to a .spec file or a .mjs module, or a scenario object. */
+/** What a race is: a built-in scenario's id (race list), a path to a .spec file, a .mjs module or a TypeScript module (.ts, .mts: loaded through tsx), or a scenario object. */
 export type ScenarioRef = string | Scenario
 
 export interface RunOptions {

@@ -41,7 +41,7 @@ export function loadScenarioFile(file: string): Promise<Scenario> {
 }
 
 async function load(file: string, abs: string): Promise<Scenario> {
-  if (!fs.existsSync(abs)) throw new UsageError(`${file}: no such file (a scenario is a built-in id from race list, a .spec file or a .mjs module)`)
+  if (!fs.existsSync(abs)) throw new UsageError(`${file}: no such file (a scenario is a built-in id from race list, a .spec file, a .mjs module or a TypeScript module)`)
   // Not a regular file (a FIFO, a device, a directory) or too big: refused before anything reads or imports it.
   const bytes = readScenarioBytes(file)
   if (file.endsWith('.spec')) return specToScenario(parseSpec(bytes.toString('latin1'), file), leadingComments(bytes.toString('utf8')))
