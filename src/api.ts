@@ -17,7 +17,7 @@ import { RunContext } from './lifecycle.js'
 import { containError } from './app/contain.js'
 import type { Scenario } from './scenario.js'
 
-/** What a race is: a built-in scenario's id (race list), a path to a .spec file or a .mjs module, or a scenario object. */
+/** What a race is: a built-in scenario's id (race list), a path to a .spec file, a .mjs module or a TypeScript module (.ts, .mts: loaded through tsx), or a scenario object. */
 export type ScenarioRef = string | Scenario
 
 export interface RunOptions {
@@ -77,20 +77,20 @@ export function run(scenario: ScenarioRef, options: RunOptions = {}): Promise<Ru
  */
 export function explore(scenario: ScenarioRef, options: import('./explore/index.js').ExploreOptions = {}): Promise<import('./explore/index.js').ExploreResult> {
   return guarded(async (ctx) => {
-    const [{ explore: exploreOnce }, { userScenario }] = await Promise.all([import('./explore/index.js'), import('./isolation/load.js')])
+    const [{ explore: exploreOnce }, { userScenario }] = await inTurn([() => import('./explore/index.js'), () => import('./isolation/load.js')])
     const s = typeof scenario === 'string' ? scenario : userScenario(scenario, `explore(): scenario ${typeof scenario?.id === 'string' ? scenario.id : ''}`.trim())
     return exploreOnce(ctx, s, options)
   })
 }
 
 async function runOnce(ctx: RunContext, ref: ScenarioRef, o: RunOptions): Promise<RunResult> {
-  const [{ findScenario }, { userScenario }, { engineFor, assertRunsOn }, { paramsOf }, { validateRun, pgConflict, NAMES }, { executeRun }] = await Promise.all([
-    import('./registry.js'),
-    import('./isolation/load.js'),
-    import('./run/lab.js'),
-    import('./run/params.js'),
-    import('./run/request.js'),
-    import('./run/execute.js'),
+  const [{ findScenario }, { userScenario }, { engineFor, assertRunsOn }, { paramsOf }, { validateRun, pgConflict, NAMES }, { executeRun }] = await inTurn([
+    () => import('./registry.js'),
+    () => import('./isolation/load.js'),
+    () => import('./run/lab.js'),
+    () => import('./run/params.js'),
+    () => import('./run/request.js'),
+    () => import('./run/execute.js'),
   ])
   if (typeof ref !== 'string' && (typeof ref !== 'object' || ref === null)) throw new UsageError(`run(): the scenario is a built-in id, a .spec/.mjs path or a defineScenario({...}) object, got ${ref === null ? 'null' : typeof ref}`)
   const known = new Set(['n', 'schedule', 'params', 'window', 'trials', 'expect', 'databaseUrl', 'pg', 'user', 'freshConnections', 'connectTimeout', 'stepTimeout', 'runTimeout'])
@@ -109,7 +109,7 @@ async function runOnce(ctx: RunContext, ref: ScenarioRef, o: RunOptions): Promis
     NAMES,
   )
   const { view, code } = await executeRun(ctx, checked)
-  const [json, table, timeline, color, report] = await Promise.all([import('./report/json.js'), import('./report/table.js'), import('./report/timeline.js'), import('./report/color.js'), import('./report/run.js')])
+  const [json, table, timeline, color, report] = await inTurn([() => import('./report/json.js'), () => import('./report/table.js'), () => import('./report/timeline.js'), () => import('./report/color.js'), () => import('./report/run.js')])
   const doc = json.toJson(view, { timeline: true, exitCode: code, kept: false })
   // Without colours, whatever the process's own (a CLI in the same process) are.
   ctx.style ??= color.styleFor(false)
@@ -206,4 +206,14 @@ function asRaceError(err: unknown): RaceError {
   const out = new RaceError(`internal error: ${e?.message ?? e} (please report it)`, 3)
   out.cause = err
   return out
+}
+
+/**
+ * Dynamic imports one after another, not at once: Jest's ESM loader (--experimental-vm-modules) fails two imports in
+ * flight that share a module ("request for '../registry.js' is not in cache"). The modules are small and cached.
+ */
+async function inTurn<const T extends readonly (() => Promise<unknown>)[]>(loads: T): Promise<{ -readonly [K in keyof T]: Awaited<ReturnType<T[K]>> }> {
+  const out: unknown[] = []
+  for (const load of loads) out.push(await load())
+  return out as { -readonly [K in keyof T]: Awaited<ReturnType<T[K]>> }
 }

@@ -225,7 +225,7 @@ export async function rebuildIndex(): Promise<{ scenarios: ScenarioSummary[]; wr
 
 /** A scenario argument that names a file rather than a built-in scenario. */
 export function isScenarioPath(arg: string): boolean {
-  return /\.(spec|mjs|js)$/.test(arg) || arg.includes('/') || arg.includes(path.sep)
+  return /\.(spec|mjs|js|ts|mts)$/.test(arg) || arg.includes('/') || arg.includes(path.sep)
 }
 
 let summaryList: Promise<ScenarioSummary[]> | undefined

@@ -42,6 +42,8 @@ export interface Holder {
   s: AppSession
   /** The connection ended or broke: it is not kept. */
   broken: boolean
+  /** The race module's open() runs on it (once per connection, before its first trial): its queries pass ungated. */
+  ungated?: boolean
 }
 
 /** A session's connection, as the function gets it. */
@@ -51,11 +53,22 @@ export interface AppConn {
   defaultLevel: string
   /** Makes it what a fresh connection would be, for the next trial (bounded); false: it could not (close it). */
   reset(): Promise<boolean>
+  /**
+   * After the race module's open(): what it SET on the connection (an ORM's time zone, its client_min_messages) is
+   * part of what the connection is, restored by every reset after RESET ALL.
+   */
+  opened?(): Promise<void>
   /** What the function receives as `db`. */
   db: unknown
   pid: number
   pool?: PoolLike
   client?: unknown
+  /** node-postgres: a pg module whose Client and Pool hand out this connection (ctx.pg). */
+  pg?: unknown
+  /** Drops the listeners an ORM added through ctx.pg's handles (after a trial whose code built its ORM itself). */
+  sweep?(): void
+  /** What the race module's open() returned for this connection (the session's first argument), and its close. */
+  app?: { value: unknown; close?: () => Promise<void> }
   /** ROLLBACK outside the gate (after the function ended with a transaction open), bounded. */
   rollback(): Promise<void>
   close(): Promise<void>
@@ -66,7 +79,7 @@ export interface AppConn {
 type Any = any
 
 /** Loads a driver package from the user's module's folder, else race's own. */
-export async function loadDriver(name: 'pg' | 'postgres' | 'mariadb', from?: string): Promise<Any> {
+export async function loadDriver(name: 'pg' | 'postgres' | 'mariadb' | 'mysql2', from?: string): Promise<Any> {
   if (from) {
     try {
       const req = createRequire(from)
@@ -111,18 +124,30 @@ export async function openPg(pg: Any, target: Target, o: AppConnOptions, s: AppS
   const raw = client.query.bind(client)
   const [me] = (await raw("select pg_backend_pid() as pid, current_setting('default_transaction_isolation') as level")).rows
   const pid = Number(me.pid)
-  const state = String((await raw(PG_STATE_SQL)).rows[0].state)
+  let state = String((await raw(PG_STATE_SQL)).rows[0].state)
+  let replay = ''
   client.query = wrapPgQuery(raw, holder, client)
   const release = () => {}
   const poolClient = new Proxy(client, {
     get: (t, k) => (k === 'release' ? release : Reflect.get(t, k, t)),
   })
   const pool = poolOver(client, poolClient)
+  const module = sessionPg(pg, client)
   return {
+    pg: module.pg,
+    sweep: module.sweep,
     holder,
     defaultLevel: me.level,
     reset: async () =>
-      !holder.broken && (await withTimeout(resetTo(state, async (t) => (await raw(t)).rows?.[0]?.state), 2000)) === true && !holder.broken,
+      !holder.broken &&
+      (await withTimeout(resetTo(state, async (t) => (await raw(t === RESET_SQL && replay ? `${t}; ${replay}` : t)).rows?.[0]?.state), 2000)) === true &&
+      !holder.broken,
+    opened: async () => {
+      const set = (await raw("select name, setting from pg_catalog.pg_settings where source = 'session' order by name")).rows as { name: string; setting: string }[]
+      const lit = (x: string) => `'${x.replace(/'/g, "''")}'`
+      replay = set.length ? `select ${set.map((r) => `pg_catalog.set_config(${lit(r.name)}, ${lit(r.setting)}, false)`).join(', ')}` : ''
+      state = String((await raw(PG_STATE_SQL)).rows[0].state)
+    },
     db: client,
     pid,
     pool,
@@ -147,6 +172,8 @@ export async function openPg(pg: Any, target: Target, o: AppConnOptions, s: AppS
 /** node-postgres's query(text | config | submittable, values?, callback?), every form gated. */
 function wrapPgQuery(raw: Any, holder: Holder, client: Any) {
   return function query(config: Any, values?: Any, callback?: Any): Any {
+    // The race module's open() (an ORM's initialisation, once per connection) is not raced.
+    if (holder.ungated) return raw(config, values, callback)
     const s = holder.s
     const cb = typeof values === 'function' ? values : typeof callback === 'function' ? callback : undefined
     const vals = typeof values === 'function' ? undefined : values
@@ -207,6 +234,121 @@ function poolOver(client: Any, poolClient: Any): PoolLike {
     waitingCount: 0,
   }
   return pool
+}
+
+/**
+ * A node-postgres module for one session (ctx.pg): the real module, except that its Client and Pool hand out the
+ * session's one connection, already connected and gated, whatever options they are given. An ORM that builds its
+ * clients from a pg module it is handed (TypeORM's `driver`, Sequelize's `dialectModule`, a pg-pool's `Client`, a
+ * Pool for Prisma's adapter or knex's `connectionPool`) then sends every query through race's gate. `new Client()`
+ * is a handle on the connection: connect() resolves at once, end() lets go of the handle (never the connection),
+ * properties the library sets on it (pg-pool's release) stay on the handle. `new Pool()` is a real pg.Pool subclass
+ * (an adapter's `instanceof pg.Pool` holds) whose connect() hands out such a handle and whose end() ends nothing.
+ */
+function sessionPg(pg: Any, client: Any): { pg: Any; sweep(): void } {
+  // Listeners a library adds on a handle go on the connection. They come off when the handle is ended (a pool that
+  // lets a client go), and after a trial whose code built its ORM itself (sweep: the next trial builds another);
+  // an ORM the race module's open() built keeps its handles, and their listeners, with the connection.
+  type Listener = { event: string | symbol; fn: (...a: unknown[]) => void }
+  const handles = new Set<Listener[]>()
+  const sweep = () => {
+    for (const mine of handles) for (const l of mine.splice(0)) client.removeListener(l.event, l.fn)
+    handles.clear()
+  }
+  const handle = (): Any => {
+    const own = new Map<PropertyKey, unknown>()
+    const mine: Listener[] = []
+    handles.add(mine)
+    const on =
+      (method: 'on' | 'once' | 'prependListener') =>
+      (event: string | symbol, fn: (...a: unknown[]) => void) => {
+        client[method](event, fn)
+        mine.push({ event, fn })
+        return proxy
+      }
+    const off = (event: string | symbol, fn: (...a: unknown[]) => void) => {
+      client.removeListener(event, fn)
+      const i = mine.findIndex((l) => l.event === event && l.fn === fn)
+      if (i >= 0) mine.splice(i, 1)
+      return proxy
+    }
+    const letGo = () => {
+      for (const l of mine.splice(0)) client.removeListener(l.event, l.fn)
+      handles.delete(mine)
+    }
+    const later = (cb: unknown, ...args: unknown[]) => {
+      if (typeof cb !== 'function') return Promise.resolve()
+      setImmediate(() => (cb as (...a: unknown[]) => void)(...args))
+      return undefined
+    }
+    const overrides: Record<PropertyKey, unknown> = {
+      connect: (cb?: unknown) => later(cb, null),
+      end: (cb?: unknown) => {
+        letGo()
+        return later(cb)
+      },
+      release: () => {},
+      on: on('on'),
+      addListener: on('on'),
+      once: on('once'),
+      prependListener: on('prependListener'),
+      removeListener: off,
+      off,
+      removeAllListeners: (event?: string | symbol) => {
+        for (const l of mine.filter((x) => event === undefined || x.event === event)) off(l.event, l.fn)
+        return proxy
+      },
+    }
+    const proxy: Any = new Proxy(client, {
+      get: (t, k) => (own.has(k) ? own.get(k) : k in overrides ? overrides[k] : Reflect.get(t, k, t)),
+      set: (_t, k, v) => {
+        own.set(k, v)
+        return true
+      },
+      has: (t, k) => own.has(k) || k in t,
+      deleteProperty: (_t, k) => own.delete(k),
+    })
+    return proxy
+  }
+  // `new ctx.pg.Client(options)`: a handle on the session's connection (a derived constructor may return an object).
+  const Client: Any = function Client() {
+    return handle()
+  }
+  Object.setPrototypeOf(Client, pg.Client)
+  Client.prototype = pg.Client.prototype
+  class Pool extends pg.Pool {
+    connect(cb?: (err: Error | undefined, c?: unknown, release?: (err?: unknown) => void) => void): Any {
+      const h = handle()
+      if (typeof cb === 'function') {
+        setImmediate(() => cb(undefined, h, () => {}))
+        return undefined
+      }
+      return Promise.resolve(h)
+    }
+    query(...args: unknown[]): Any {
+      return client.query(...args)
+    }
+    end(cb?: () => void): Any {
+      if (typeof cb === 'function') {
+        setImmediate(cb)
+        return undefined
+      }
+      return Promise.resolve()
+    }
+    get totalCount() {
+      return 1
+    }
+    get idleCount() {
+      return 1
+    }
+    get waitingCount() {
+      return 0
+    }
+  }
+  const mod: Any = new Proxy(pg, {
+    get: (t, k) => (k === 'Client' ? Client : k === 'Pool' ? Pool : k === 'default' ? mod : Reflect.get(t, k)),
+  })
+  return { pg: mod, sweep }
 }
 
 // ---- postgres.js: every Query's handle(), for the queries started inside a session's function -----------------
@@ -342,6 +484,7 @@ export async function openMariadb(mariadb: Any, target: Target, o: AppConnOption
   const gated =
     (method: keyof typeof raw, fixed?: string) =>
     (...args: Any[]): Any => {
+      if (holder.ungated) return raw[method]!(...args)
       const s = holder.s
       s.codeOf = (e) => normalizeError(e, holder.broken).code
       const first = args[0]
@@ -396,6 +539,116 @@ export async function openMariadb(mariadb: Any, target: Target, o: AppConnOption
     pid: Number(conn.threadId),
     rollback: async () => {
       await withTimeout(raw.query('rollback').catch(() => {}), 2000)
+    },
+    close: () => end(false),
+    destroy: () => end(true),
+  }
+}
+
+// ---- mysql2 (MySQL/MariaDB): the callback Connection's own query and execute, wrapped on the instance ------------
+
+/**
+ * mysql2: one callback-API Connection per session, its query() and execute() gated on the instance. Its promise
+ * API (`conn.promise()`, what `mysql2/promise` hands out) calls these same methods, and so do beginTransaction,
+ * commit and rollback (which send START TRANSACTION, COMMIT and ROLLBACK through query): every form is a step.
+ * `db` is the promise-API connection; ctx.client the callback one (the same connection).
+ */
+export async function openMysql2(mysql: Any, target: Target, o: AppConnOptions, s: AppSession): Promise<AppConn> {
+  const { connectionOptions, normalizeError } = await import('../db/mysql.js')
+  const holder: Holder = { s, broken: false }
+  const base = connectionOptions(target, o.connectTimeoutMs, o.schema)
+  const conn = mysql.createConnection({
+    host: base.host,
+    port: base.port,
+    user: base.user,
+    ...(base.password ? { password: base.password } : {}),
+    database: base.database,
+    connectTimeout: base.connectTimeout,
+    connectAttributes: { program_name: o.applicationName },
+  })
+  const call = <T>(f: (cb: (err: unknown, r?: T) => void) => void) =>
+    new Promise<T>((resolve, reject) => f((err, r) => (err ? reject(err) : resolve(r as T))))
+  conn.on('error', () => {
+    holder.broken = true
+    holder.s.lostConnection = true
+  })
+  let gone = false
+  conn.on('end', () => void (gone = true))
+  await call((cb) => conn.connect(cb))
+  const raw = { query: conn.query.bind(conn), execute: conn.execute.bind(conn) }
+  for (const [k, v] of Object.entries(o.params)) {
+    if (!/^[a-z_][a-z0-9_]*$/i.test(k)) throw new UsageError(`connection parameter '${k}' is not a MySQL variable name`)
+    await call((cb) => raw.query(`set session ${k} = ?`, [String(v)], cb))
+  }
+  let level: string | undefined
+  for (const v of ['@@transaction_isolation', '@@tx_isolation']) {
+    try {
+      const rows = await call<Any[]>((cb) => raw.query(`select ${v} as level`, cb))
+      level = String(rows[0].level).toLowerCase().replace(/-/g, ' ')
+      break
+    } catch {
+      /* the other name */
+    }
+  }
+  s.codeOf = (e) => normalizeError(e, holder.broken).code
+  const gated =
+    (method: 'query' | 'execute') =>
+    (...args: Any[]): Any => {
+      if (holder.ungated) return raw[method](...args)
+      const s = holder.s
+      s.codeOf = (e) => normalizeError(e, holder.broken).code
+      const first = args[0]
+      const text: string = typeof first === 'string' ? first : (first?.sql ?? '')
+      const cbAt = args.findIndex((a) => typeof a === 'function')
+      const cb = cbAt >= 0 ? args[cbAt] : undefined
+      const rest = cbAt >= 0 ? args.slice(0, cbAt) : args
+      const step = s.nextQuery()
+      const run = (async () => {
+        await s.enter(step, text)
+        try {
+          const [res, fields] = await new Promise<[Any, Any]>((resolve, reject) =>
+            raw[method](...rest, (err: unknown, r: Any, f: Any) => (err ? reject(err) : resolve([r, f]))),
+          )
+          const tag = tagOf(text)
+          const rows = Array.isArray(res) ? res : undefined
+          s.ok(tag, rows || ['BEGIN', 'COMMIT', 'ROLLBACK'].includes(tag) ? undefined : Number(res?.affectedRows ?? 0), rows)
+          return [res, fields]
+        } catch (e) {
+          s.failed(e)
+          throw e
+        }
+      })()
+      // Not awaited by the function: its failure is the session's (recorded), not an unhandled rejection of race's.
+      run.catch(() => {})
+      run.then(
+        ([r, f]) => cb?.(null, r, f),
+        (e) => cb?.(e),
+      )
+      // The callback form's Query object (an event emitter for streaming) cannot exist before race releases the query.
+      return undefined
+    }
+  conn.query = gated('query')
+  conn.execute = gated('execute')
+  const promise = conn.promise()
+  const end = async (now: boolean) => {
+    try {
+      if (now && !gone && o.terminate) await withTimeout(o.terminate([Number(conn.threadId)]).catch(() => {}), 3000)
+      if (now) conn.destroy()
+      else await withTimeout(call((cb) => conn.end(cb)).catch(() => conn.destroy()), 2000)
+    } catch {
+      /* already gone */
+    }
+  }
+  return {
+    holder,
+    defaultLevel: level ?? '',
+    // Not kept across trials: mysql2 caches prepared statements (execute) that a reset would not account for.
+    reset: async () => false,
+    db: promise,
+    client: conn,
+    pid: Number(conn.threadId),
+    rollback: async () => {
+      await withTimeout(call((cb) => raw.query('rollback', cb)).catch(() => {}), 2000)
     },
     close: () => end(false),
     destroy: () => end(true),

@@ -36,7 +36,7 @@ export function isAppRace(x: unknown): x is AppRace {
 /** The id of a race module: its own, else its file name without .race.mjs / .mjs, in kebab-case. */
 function idOf(race: AppRace, file: string): string {
   if (race.id) return race.id
-  const base = path.basename(file).replace(/\.(race\.)?(mjs|js)$/, '')
+  const base = path.basename(file).replace(/\.(race\.)?(mjs|js|ts|mts)$/, '')
   return base.toLowerCase().replace(/[^a-z0-9]+/g, '-').replace(/^-+|-+$/g, '') || 'app-race'
 }
 
@@ -49,17 +49,18 @@ export function invariantSqlOf(race: AppRace): string {
 }
 
 /** The fields defineAppRace knows: any other is a typo or a field of another version, refused rather than ignored. */
-const FIELDS = new Set(['id', 'title', 'story', 'driver', 'sessions', 'setup', 'session', 'rejects', 'prevention', 'invariant', 'expect', 'barrier', 'connection'])
+const FIELDS = new Set(['id', 'title', 'story', 'driver', 'sessions', 'setup', 'session', 'rejects', 'prevention', 'invariant', 'expect', 'barrier', 'connection', 'open', 'close'])
 
 /** Problems with an application race's declaration: the first is the one line a user sees. */
 export function appProblems(race: AppRace): string[] {
   const out: string[] = []
   const unknown = Object.keys(race).filter((k) => !FIELDS.has(k))
   if (unknown.length) out.push(`${unknown.map((k) => JSON.stringify(k)).join(', ')} ${unknown.length > 1 ? 'are not fields' : 'is not a field'} of defineAppRace (its fields: ${[...FIELDS].join(', ')})`)
-  if (race.driver !== 'pg' && race.driver !== 'postgres' && race.driver !== 'mariadb') {
-    out.push(`driver is ${JSON.stringify(race.driver)}: use 'pg' (node-postgres), 'postgres' (postgres.js) or 'mariadb' (the mariadb connector, on MySQL/MariaDB)`)
+  if (race.driver !== 'pg' && race.driver !== 'postgres' && race.driver !== 'mariadb' && race.driver !== 'mysql2') {
+    out.push(`driver is ${JSON.stringify(race.driver)}: use 'pg' (node-postgres), 'postgres' (postgres.js), 'mariadb' (the mariadb connector) or 'mysql2' (the last two on MySQL/MariaDB)`)
   }
   if (typeof race.session !== 'function') out.push('session must be a function (db, ctx) => ... that calls your code')
+  for (const k of ['open', 'close'] as const) if (race[k] !== undefined && typeof race[k] !== 'function') out.push(`${k} must be a function`)
   if (race.expect !== 'held' && race.expect !== 'violated') out.push(`expect is ${JSON.stringify(race.expect)}: say 'held' or 'violated' (what your documentation promises under this race)`)
   const inv = typeof race.invariant === 'string' ? race.invariant : race.invariant?.sql
   if (typeof inv !== 'string' || !inv.trim()) out.push("invariant must be SQL returning a boolean, e.g. 'select count(*) <= 1 from orders'")
@@ -102,8 +103,8 @@ export function appScenario(race: AppRace, file: string): Scenario {
     sessions: (v) => replicate(v.n, { steps: { function: '' } }),
     defaultSchedule: 'barrier',
     invariant: { description, sql: invariantSqlOf(race) },
-    ...(race.driver === 'mariadb'
-      ? { documented: { mysql: { lockstep: [], serial: [] } }, unavailable: { postgres: 'its driver is the mariadb connector: give a mysql:// or mariadb:// --database-url' } }
+    ...(race.driver === 'mariadb' || race.driver === 'mysql2'
+      ? { documented: { mysql: { lockstep: [], serial: [] } }, unavailable: { postgres: `its driver is ${race.driver === 'mysql2' ? 'mysql2' : 'the mariadb connector'}: give a mysql:// or mariadb:// --database-url` } }
       : { documented: { postgres: { lockstep: [], serial: [] } }, unavailable: { mysql: `its driver (${race.driver}) is a PostgreSQL driver` } }),
     expects: race.expect,
     ...(race.prevention?.length ? { prevention: [...race.prevention] } : {}),

@@ -310,10 +310,12 @@ export class AppSession {
   threw(err: unknown): void {
     const step = this.lastStep()
     if (this.finished) return
-    const driver = this.driverError(err)
+    // An error the module declares (the application's own 409, maybe carrying the driver's error as its cause) is the
+    // application's answer; only an undeclared one is looked into for the driver's error an ORM wrapped.
+    const driver = err && typeof err === 'object' && this.driverErrors.has(err) ? err : this.declared(err) ? undefined : this.driverError(err)
     if (err instanceof SessionEnded) return this.end('lost', step, { reason: err.message })
     if (driver) {
-      const code = this.codeOf(driver)
+      const code = (driver as { copied?: boolean }).copied ? (driver as { code: string }).code : this.codeOf(driver)
       if (this.lostConnection || isConnectionLoss(driver) || isConnectionLoss({ code })) return this.end('lost', step, { reason: `connection lost (${code ?? 'closed'})` })
       if (isServerError(code)) return this.end('failed', step, { sqlstate: code, reason: (driver as Error).message })
       return this.end('failed', step, { reason: (driver as Error).message ?? String(driver) })
@@ -346,11 +348,34 @@ export class AppSession {
   /** The error the function threw that was neither the driver's nor declared ("TypeError: ..."). */
   crashed?: string
 
-  /** The driver's own error, thrown as it is or wrapped by an ORM (Drizzle's DrizzleQueryError keeps it as its cause). */
+  /**
+   * The driver's own error, thrown as it is or wrapped by an ORM: found among the thrown error's own fields and causes
+   * (Drizzle's and MikroORM's cause, TypeORM's driverError, Sequelize's parent), a few levels deep. An ORM that copies
+   * the driver error's fields instead of keeping it (MikroORM's exceptions copy its code; Prisma keeps
+   * meta.driverAdapterError.cause.originalCode) is the driver's too when the copied SQLSTATE is one this session's own
+   * query failed with: then that SQLSTATE is the code.
+   */
   private driverError(err: unknown): object | undefined {
-    if (err && typeof err === 'object' && this.driverErrors.has(err)) return err
-    const cause = (err as { cause?: unknown })?.cause
-    if ((err as Error)?.name === 'DrizzleQueryError' && cause && typeof cause === 'object' && this.driverErrors.has(cause)) return cause
+    const seen = new Set<object>()
+    let copied: string | undefined
+    const walk = (x: unknown, depth: number): object | undefined => {
+      if (!x || typeof x !== 'object' || seen.has(x) || depth > 4) return undefined
+      seen.add(x)
+      if (this.driverErrors.has(x)) return x
+      const o = x as Record<string, unknown>
+      for (const k of ['code', 'originalCode']) {
+        const v = o[k]
+        if (typeof v === 'string' && this.errors.includes(v)) copied ??= v
+      }
+      for (const k of ['cause', 'driverError', 'parent', 'original', 'meta', 'driverAdapterError', 'previous']) {
+        const found = walk(o[k], depth + 1)
+        if (found) return found
+      }
+      return undefined
+    }
+    const found = walk(err, 0)
+    if (found) return found
+    if (copied) return Object.assign(new Error((err as Error)?.message ?? String(err)), { code: copied, copied: true })
     return undefined
   }
 

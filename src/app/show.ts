@@ -41,7 +41,12 @@ export function appShowLines(s: Scenario, p: Plan, n: number, style: { bold: (x:
   lines.push(style.bold('setup') + style.dim(" (in the run's own schema, before each trial)"))
   for (const stmt of p.setup) lines.push(`  ${stmt.trim().replace(/;?$/, ';')}`)
   if (!p.setup.length) lines.push(style.dim('  (none)'))
-  lines.push('', `${style.bold('sessions')} ${p.sessions.map((x) => x.name).join(' ')} ${style.dim(`(${n}), each on its own ${race.driver === 'pg' ? 'node-postgres Client' : race.driver === 'mariadb' ? 'mariadb Connection' : 'postgres.js sql'}, ${race.driver === 'mariadb' ? "the run's own database" : "search_path the run's schema"}, running:`)}`)
+  lines.push('', `${style.bold('sessions')} ${p.sessions.map((x) => x.name).join(' ')} ${style.dim(`(${n}), each on its own ${race.driver === 'pg' ? 'node-postgres Client' : race.driver === 'mariadb' ? 'mariadb Connection' : race.driver === 'mysql2' ? 'mysql2 Connection' : 'postgres.js sql'}, ${race.driver === 'mariadb' || race.driver === 'mysql2' ? "the run's own database" : "search_path the run's schema"}, running:`)}`)
+  if (race.open) {
+    lines.push(style.dim('  first, once per connection (its queries are not steps; what it returns is the first argument):'))
+    lines.push(`  open: ${String(race.open).replace(/\s+/g, ' ').trim()}`)
+    lines.push(style.dim('  then, in every trial:'))
+  }
   lines.push(`  ${String(race.session).replace(/\s+/g, ' ').trim()}`)
   if (race.connection && Object.keys(race.connection).length) lines.push(style.dim(`  connection: ${Object.entries(race.connection).map(([k, v]) => `${k}=${v}`).join(' ')}`))
   lines.push('', `${style.bold('steps')}    ${stepRule(race.barrier)}.`)

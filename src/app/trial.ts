@@ -9,8 +9,8 @@ import { abortable, TrialClock } from '../engine/runner.js'
 import type { Chooser, InvariantReport, Moment, TrialFacts } from '../engine/types.js'
 import { RunError, UsageError } from '../errors.js'
 import type { Schedule } from '../scenario.js'
-import { loadDriver, openMariadb, openPg, openPostgresJs, running, type AppConn } from './drivers.js'
-import { isDeclaredRejection } from './describe.js'
+import { loadDriver, openMariadb, openMysql2, openPg, openPostgresJs, running, type AppConn } from './drivers.js'
+import { describeThrown, isDeclaredRejection } from './describe.js'
 import { AppSession } from './session.js'
 import { containExit, underTest } from './contain.js'
 import { foreignBackends, noteSessionSockets } from './foreign.js'
@@ -53,7 +53,7 @@ export type AppTrialFacts = TrialFacts & { order: string[] }
 
 export async function appTrial(lab: Driver, cfg: AppTrialConfig): Promise<AppTrialFacts> {
   const { signal, whenAborted } = cfg
-  const wants = cfg.race.driver === 'mariadb' ? 'mysql' : 'postgres'
+  const wants = cfg.race.driver === 'mariadb' || cfg.race.driver === 'mysql2' ? 'mysql' : 'postgres'
   if (lab.engine !== wants) throw new UsageError(`${cfg.scenarioId}: driver ${cfg.race.driver} runs on ${wants === 'mysql' ? 'MySQL/MariaDB' : 'PostgreSQL'}`)
   const driver = await loadDriver(cfg.race.driver, cfg.file)
   const clock = new TrialClock()
@@ -123,7 +123,7 @@ export async function appTrial(lab: Driver, cfg: AppTrialConfig): Promise<AppTri
   let watcher: ReturnType<typeof setInterval> | undefined
   return abortable(signal, guard, async () => {
     // ---- connect every session (its driver, its pid, the run's schema as search_path) ----
-    const open = cfg.race.driver === 'pg' ? openPg : cfg.race.driver === 'mariadb' ? openMariadb : openPostgresJs
+    const open = cfg.race.driver === 'pg' ? openPg : cfg.race.driver === 'mariadb' ? openMariadb : cfg.race.driver === 'mysql2' ? openMysql2 : openPostgresJs
     try {
       await Promise.race([
         Promise.all(
@@ -136,7 +136,11 @@ export async function appTrial(lab: Driver, cfg: AppTrialConfig): Promise<AppTri
               await lab.terminate([c.pid]).catch(() => {})
               c = undefined
             }
-            c ??= await open(driver, (await lab.sessionTarget?.(cfg.schema)) ?? lab.target, { applicationName: `race ${cfg.scenarioId} ${s.name}`, schema: cfg.schema, params: cfg.race.connection ?? {}, connectTimeoutMs: cfg.connectTimeoutMs, terminate: (pids) => lab.terminate(pids) }, s)
+            if (!c) {
+              c = await open(driver, (await lab.sessionTarget?.(cfg.schema)) ?? lab.target, { applicationName: `race ${cfg.scenarioId} ${s.name}`, schema: cfg.schema, params: cfg.race.connection ?? {}, connectTimeoutMs: cfg.connectTimeoutMs, terminate: (pids) => lab.terminate(pids) }, s)
+              conns[i] = c
+              if (cfg.race.open) await openApp(cfg, c, s, i)
+            }
             conns[i] = c
             s.pid = c.pid
             s.defaultLevel = c.defaultLevel
@@ -188,13 +192,14 @@ export async function appTrial(lab: Driver, cfg: AppTrialConfig): Promise<AppTri
         user: cfg.user,
         schema: cfg.schema,
         point: (name: string) => s.enter(s.nextPoint(String(name)), '', true),
-        ...(c.pool ? { pool: c.pool, client: c.client } : {}),
+        ...(c.pool ? { pool: c.pool, client: c.client, pg: c.pg } : c.client ? { client: c.client } : {}),
       }
+      const db = c.app ? c.app.value : c.db
       s.state = 'app'
       s.appSince = now()
       // The function runs in the session's async context (underTest): a process.exit, an uncaught exception or an
       // unhandled rejection that comes from it (or from a timer or promise it started) is this session's failure.
-      const call = () => underTest.run(s, () => Promise.resolve().then(() => cfg.race.session(c.db, ctx)))
+      const call = () => underTest.run(s, () => Promise.resolve().then(() => cfg.race.session(db, ctx)))
       const p = cfg.race.driver === 'postgres' ? running.run(s, call) : call()
       // The session ends when its function has and every query it sent has too (one it did not await is released by
       // the schedule and waited for, never dropped).
@@ -294,7 +299,7 @@ export async function appTrial(lab: Driver, cfg: AppTrialConfig): Promise<AppTri
         const ready = sessions.filter((s) => s.state === 'ready')
         if (!ready.length) {
           // Only waits are left: they end by themselves (a deadlock, a lock timeout) or by the step timeout.
-          await Promise.race([tick, sleep(50)])
+          await Promise.race([tick, sleep(50, undefined, { ref: false })])
           continue
         }
         const moment: Moment = {
@@ -311,7 +316,8 @@ export async function appTrial(lab: Driver, cfg: AppTrialConfig): Promise<AppTri
     }
     await Promise.race([drive(), whenAborted(), lab.whenLost()])
     // Every function has returned or thrown (bounded: a session given up on is not awaited further).
-    await Promise.race([Promise.all(ended), sleep(2000)])
+    // (An unreferenced timer: once every function has ended it must not keep a test runner's process alive for 2 s.)
+    await Promise.race([Promise.all(ended), sleep(2000, undefined, { ref: false })])
     // A query on a connection race did not hand out was never gated: whatever this trial shows, no schedule reached
     // it. Seen from the server (app/foreign.ts); the run cannot be decided. Checked while the functions' own
     // connections may still be open (a module-level Pool keeps them), and during the trial (onForeign).
@@ -345,6 +351,9 @@ export async function appTrial(lab: Driver, cfg: AppTrialConfig): Promise<AppTri
         // It ended inside a transaction (rolled back above, as far as race can tell): a fresh one next time, not a guess.
         if (sessions[i].inTx) return c.close()
         if (cfg.kept) {
+          // An ORM the trial's code built over ctx.pg is gone with the trial: its listeners on the connection go too.
+          // What open() built stays with the connection, listeners and all.
+          if (!c.app) c.sweep?.()
           cfg.kept[i] = c
           return undefined
         }
@@ -359,6 +368,59 @@ export async function appTrial(lab: Driver, cfg: AppTrialConfig): Promise<AppTri
     clearInterval(watcher)
     release()
   })
+}
+
+/**
+ * The race module's open(): what the application builds once at start-up (an ORM over ctx.pg), built for this
+ * connection before its first trial. Its queries are not steps (the gate lets them through); bounded by the step
+ * timeout. Its close() runs before the connection closes, whichever way it closes.
+ */
+async function openApp(cfg: AppTrialConfig, c: AppConn, s: AppSession, i: number): Promise<void> {
+  const race = cfg.race
+  const ctx = { session: s.name, index: i, n: cfg.n, schema: cfg.schema, ...(c.pool ? { pool: c.pool, client: c.client, pg: c.pg } : c.client ? { client: c.client } : {}) }
+  c.holder.ungated = true
+  let value: unknown
+  try {
+    const opened = exitSessions(() => Promise.resolve().then(() => race.open!(c.db, ctx)))
+    const timeout = new Promise<never>((_, reject) => {
+      const t = setTimeout(() => reject(new RunError(`${cfg.scenarioId}: open() of ${s.name} did not return within ${cfg.stepTimeoutMs}ms`)), cfg.stepTimeoutMs)
+      t.unref()
+      void opened.finally(() => clearTimeout(t)).catch(() => {})
+    })
+    value = await Promise.race([opened, timeout])
+  } catch (e) {
+    await c.destroy()
+    if (e instanceof RunError) throw e
+    throw new RunError(`${cfg.scenarioId}: open() of ${s.name} threw ${describeThrown(e)}`)
+  } finally {
+    c.holder.ungated = false
+  }
+  try {
+    await c.opened?.()
+  } catch (e) {
+    await c.destroy()
+    throw new RunError(`${cfg.scenarioId}: the state open() left on ${s.name}'s connection could not be read: ${(e as Error).message}`)
+  }
+  const close = race.close
+  c.app = { value, ...(close ? { close: async () => void (await Promise.resolve().then(() => close(value))) } : {}) }
+  if (close) {
+    const bounded = async () => {
+      const app = c.app
+      c.app = undefined
+      if (!app?.close) return
+      c.holder.ungated = true
+      await Promise.race([app.close().catch(() => {}), sleep(Math.min(cfg.stepTimeoutMs, 2000), undefined, { ref: false })])
+    }
+    const [closeConn, destroyConn] = [c.close, c.destroy]
+    c.close = async () => {
+      await bounded()
+      return closeConn()
+    }
+    c.destroy = async () => {
+      await bounded()
+      return destroyConn()
+    }
+  }
 }
 
 /** Runs race's own work (a step timer) outside any session's async context: nothing it does is the code under test's. */

@@ -3,8 +3,8 @@
 // sees before it is sent and releases when the schedule says so; a point the code marks (ctx.point('check')) is a
 // step that sends nothing.
 
-/** The drivers a session can hand the function: node-postgres (a connected Client), postgres.js (a `sql`), or the mariadb connector (a connected Connection, on MySQL/MariaDB). */
-export type AppDriver = 'pg' | 'postgres' | 'mariadb'
+/** The drivers a session can hand the function: node-postgres (a connected Client), postgres.js (a `sql`), the mariadb connector (a connected Connection), or mysql2 (its promise-API Connection; ctx.client the callback one), the last two on MySQL/MariaDB. */
+export type AppDriver = 'pg' | 'postgres' | 'mariadb' | 'mysql2'
 
 /** What a session's function receives besides its driver object. */
 export interface AppCtx {
@@ -28,9 +28,18 @@ export interface AppCtx {
    * (`query`, `connect()` handing out the same connection, `release()` a no-op, `end()` a no-op).
    */
   pool?: PoolLike
-  /** node-postgres only: the connected Client (the same object the function gets as `db`). */
+  /** node-postgres: the connected Client (the same object the function gets as `db`); mysql2: the callback-API Connection. */
   client?: unknown
+  /**
+   * node-postgres only: a pg module whose `Client` and `Pool` hand out the session's connection, whatever options
+   * they are given (TypeORM's `driver`, Sequelize's `dialectModule`, pg-pool's `Client`, `new ctx.pg.Pool()` for
+   * Prisma's PrismaPg or knex's `connectionPool`).
+   */
+  pg?: any // eslint-disable-line @typescript-eslint/no-explicit-any
 }
+
+/** What open() receives: the session's connection and its ctx.pg, before any trial (no user, no points). */
+export type AppOpenCtx = Pick<AppCtx, 'session' | 'index' | 'n' | 'schema' | 'pool' | 'client' | 'pg'>
 
 /** The Pool-shaped object over one connection (node-postgres). */
 export interface PoolLike {
@@ -63,6 +72,15 @@ export interface AppRace {
    * be decided.
    */
   session: (db: any, ctx: AppCtx) => unknown // eslint-disable-line @typescript-eslint/no-explicit-any
+  /**
+   * Optional: what the application builds once at start-up (an ORM's DataSource, a Prisma client, a knex instance),
+   * built for each session's connection once, before its first trial, from the driver object and ctx.pg. Its queries
+   * (an ORM's version check, its SETs) are not steps. What it returns is what `session` receives as its first
+   * argument; the connection is kept across trials, and so is this.
+   */
+  open?: (db: any, ctx: AppOpenCtx) => unknown // eslint-disable-line @typescript-eslint/no-explicit-any
+  /** Optional: undoes open() when the connection closes (`(orm) => orm.destroy()`), given at most 2 s (or the step timeout if shorter). */
+  close?: (opened: any) => unknown // eslint-disable-line @typescript-eslint/no-explicit-any
   /**
    * The errors the application throws on purpose to say no (a 409, a validation error): error classes (matched by
    * instanceof, or by class name when the module's copy of the class differs), or one predicate `(err) => boolean`.

@@ -4,7 +4,7 @@
 // checkScenario, before anything connects.
 import fs from 'node:fs'
 import path from 'node:path'
-import { register } from 'node:module'
+import { createRequire, register } from 'node:module'
 import { pathToFileURL } from 'node:url'
 import { UsageError } from '../errors.js'
 import { checkScenario, sessionCount } from '../plan.js'
@@ -41,12 +41,14 @@ export function loadScenarioFile(file: string): Promise<Scenario> {
 }
 
 async function load(file: string, abs: string): Promise<Scenario> {
-  if (!fs.existsSync(abs)) throw new UsageError(`${file}: no such file (a scenario is a built-in id from race list, a .spec file or a .mjs module)`)
+  if (!fs.existsSync(abs)) throw new UsageError(`${file}: no such file (a scenario is a built-in id from race list, a .spec file, a .mjs module or a TypeScript module)`)
   // Not a regular file (a FIFO, a device, a directory) or too big: refused before anything reads or imports it.
   const bytes = readScenarioBytes(file)
   if (file.endsWith('.spec')) return specToScenario(parseSpec(bytes.toString('latin1'), file), leadingComments(bytes.toString('utf8')))
-  if (!/\.(mjs|js)$/.test(file)) throw new UsageError(`${file}: race runs .spec files and .mjs modules (default export: defineScenario({...}))`)
+  if (!/\.(mjs|js|ts|mts)$/.test(file)) throw new UsageError(`${file}: race runs .spec files, .mjs modules and TypeScript modules (.ts, .mts) (default export: defineScenario({...}) or defineAppRace({...}))`)
   let mod: { default?: unknown }
+  // A TypeScript module (and the user's TypeScript code it imports) is loaded through tsx, looked up only then.
+  if (/\.m?ts$/.test(file)) await typescript(file, abs)
   try {
     resolveSelf()
     mod = (await import(pathToFileURL(abs).href)) as { default?: unknown }
@@ -56,12 +58,53 @@ async function load(file: string, abs: string): Promise<Scenario> {
   return userScenario(mod.default, file)
 }
 
+let tsx: Promise<void> | undefined
+/**
+ * Registers tsx's module hooks (once, for the process), from the user's project (beside the module) or race's own
+ * copy: tsx strips the types (esbuild, no type check) of .ts/.mts/.cts files as they are imported, and resolves the
+ * `./orders.js` that TypeScript code writes for `./orders.ts`. A process that loads no TypeScript module never loads it.
+ */
+function typescript(file: string, abs: string): Promise<void> {
+  tsx ??= (async () => {
+    let api: { register(): unknown } | undefined
+    try {
+      // The ESM entry of the user's tsx (require.resolve would give its CommonJS one): read from its exports map.
+      const pkg = createRequire(abs).resolve('tsx/package.json')
+      const entry = (JSON.parse(fs.readFileSync(pkg, 'utf8')) as { exports: Record<string, { import: { default: string } }> }).exports['./esm/api'].import.default
+      api = (await import(pathToFileURL(path.join(path.dirname(pkg), entry)).href)) as { register(): unknown }
+    } catch {
+      try {
+        api = (await import('tsx/esm/api' as string)) as { register(): unknown }
+      } catch {
+        api = undefined
+      }
+    }
+    if (!api) {
+      tsx = undefined
+      throw new UsageError(`${file}: a TypeScript race module is loaded through tsx, which is not installed: npm install --save-dev tsx (or compile it and give race the .mjs)`)
+    }
+    try {
+      api.register()
+    } catch (e) {
+      tsx = undefined
+      // A test runner with a module system of its own (Jest) refuses module hooks.
+      throw new UsageError(`${file}: tsx's module hooks could not be registered here (${(e as Error).message.split('\n')[0].slice(0, 120)}): give race the compiled .mjs`)
+    }
+  })()
+  return tsx
+}
+
 let hooked = false
 /** `import ... from 'racelab'` in a user's module resolves to this race when racelab is not installed next to it. */
 function resolveSelf(): void {
   if (hooked) return
   hooked = true
-  register(new URL('./self-hook.js', import.meta.url).href, { data: { self: new URL('../index.js', import.meta.url).href } })
+  try {
+    register(new URL('./self-hook.js', import.meta.url).href, { data: { self: new URL('../index.js', import.meta.url).href } })
+  } catch {
+    // A test runner with a module system of its own (Jest) refuses module hooks: there racelab is installed in the
+    // project, and its resolver finds it by name.
+  }
 }
 
 /**

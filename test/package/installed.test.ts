@@ -9,7 +9,7 @@ import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import { after, before, test } from 'node:test'
-import { ROOT } from '../support/server.js'
+import { race, ROOT } from '../support/server.js'
 
 let work: string
 let proj: string
@@ -176,4 +176,72 @@ test("a .mts file type-checks against the package's types (and a wrong option is
   const bad = await sh(process.execPath, [tsc, ...args, 'bad.mts'])
   assert.notEqual(bad.code, 0)
   assert.match(bad.stdout, /bad\.mts\(2,.*'sessions' does not exist in type 'RunOptions'/)
+})
+
+test('a TypeORM function and a Prisma 7 function race in the project as they race in the checkout', async () => {
+  // The project's own dependencies, at the versions the checkout tests (racelab needs none of them itself).
+  const dev = (JSON.parse(fs.readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { devDependencies: Record<string, string> }).devDependencies
+  const libs = ['pg', 'typeorm', 'prisma', '@prisma/client', '@prisma/adapter-pg'].map((p) => `${p}@${dev[p]}`)
+  const i = await sh('npm', ['install', ...libs, '--no-audit', '--no-fund', '--prefer-offline'], { npm_config_offline: 'false' })
+  assert.equal(i.code, 0, i.stdout + i.stderr)
+  // The checkout's examples, copied as a user's own files.
+  const ex = path.join(ROOT, 'examples', 'app')
+  for (const f of ['orders.mjs', 'orders-typeorm.mjs', 'orders-typeorm.race.mjs', 'orders-prisma.mjs', 'orders-prisma.race.mjs']) fs.copyFileSync(path.join(ex, f), path.join(proj, f))
+  fs.mkdirSync(path.join(proj, 'prisma'), { recursive: true })
+  fs.copyFileSync(path.join(ex, 'prisma', 'schema.prisma'), path.join(proj, 'prisma', 'schema.prisma'))
+  // prisma generate needs only npm packages; its CLI's engine download (not from the npm registry) is skipped.
+  const g = await sh('npx', ['prisma', 'generate', '--schema', 'prisma/schema.prisma'], { PRISMA_SCHEMA_ENGINE_BINARY: process.execPath, PRISMA_HIDE_UPDATE_MESSAGE: '1' })
+  assert.equal(g.code, 0, g.stdout + g.stderr)
+  assert.ok(fs.existsSync(path.join(proj, 'prisma', 'generated', 'index.js')))
+  for (const lib of ['typeorm', 'prisma']) {
+    const args = ['run', `orders-${lib}.race.mjs`, '--n', '3', '--schedule', 'lockstep', '--json']
+    const here = await sh('npx', ['race', ...args])
+    assert.equal(here.code, 0, here.stdout + here.stderr)
+    const there = await race(args.map((a) => (a.endsWith('.race.mjs') ? path.join(ex, a) : a)), { url: process.env.DATABASE_URL })
+    assert.equal(there.code, 0, there.stderr)
+    const pick = (out: string) => {
+      const j = JSON.parse(out) as { verdict: string; order: string; matched: boolean; sessions: { name: string; outcome: string }[] }
+      return { verdict: j.verdict, order: j.order, matched: j.matched, outcomes: j.sessions.map((x) => `${x.name} ${x.outcome}`) }
+    }
+    assert.deepEqual(pick(here.stdout), pick(there.stdout), lib)
+    assert.equal(pick(here.stdout).verdict, 'anomaly', lib)
+  }
+})
+
+/** The test files docs/app-races.md shows (section 10), as they stand there. */
+function docFile(name: string): string {
+  const doc = fs.readFileSync(path.join(ROOT, 'docs', 'app-races.md'), 'utf8')
+  const m = new RegExp(`<!-- test file: ${name.replace(/\./g, '\\.')} -->\\n\`\`\`js\\n([\\s\\S]*?)\`\`\``).exec(doc)
+  assert.ok(m, `docs/app-races.md shows ${name}`)
+  return m[1]
+}
+
+test("vitest and Jest in the project run the documentation's test files: run() and explore() pass on the fix, and fail with race's report on the race", async () => {
+  const dev = (JSON.parse(fs.readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { devDependencies: Record<string, string> }).devDependencies
+  const i = await sh('npm', ['install', `vitest@${dev.vitest}`, `jest@${dev.jest}`, `pg@${dev.pg}`, '--no-audit', '--no-fund', '--prefer-offline'], { npm_config_offline: 'false' })
+  assert.equal(i.code, 0, i.stdout + i.stderr)
+  const ex = path.join(ROOT, 'examples', 'app')
+  for (const f of ['orders.mjs', 'orders.race.mjs', 'orders-locked.race.mjs']) fs.copyFileSync(path.join(ex, f), path.join(proj, f))
+  const runners = {
+    vitest: { cmd: ['vitest', 'run'], env: {} },
+    jest: { cmd: ['jest'], env: { NODE_OPTIONS: '--experimental-vm-modules' } },
+  }
+  for (const [name, r] of Object.entries(runners)) {
+    const file = `orders.${name}.test.mjs`
+    const text = docFile(file)
+    fs.writeFileSync(path.join(proj, file), text)
+    const ok = await sh('npx', [...r.cmd, file], { ...r.env, NO_COLOR: '1', FORCE_COLOR: '0', CI: 'true' })
+    assert.equal(ok.code, 0, `${name}: ${ok.stdout}${ok.stderr}`)
+    assert.match(ok.stdout + ok.stderr, /2 passed/, name)
+    // The same file on the race without its lock: both tests fail, each with what race found.
+    const racy = `racy.${name}.test.mjs`
+    fs.writeFileSync(path.join(proj, racy), text.replaceAll('./orders-locked.race.mjs', './orders.race.mjs'))
+    const bad = await sh('npx', [...r.cmd, racy], { ...r.env, NO_COLOR: '1', FORCE_COLOR: '0', CI: 'true' })
+    const out = bad.stdout + bad.stderr
+    assert.equal(bad.code, 1, `${name}: ${out}`)
+    assert.match(out, /2 failed/, name)
+    assert.match(out, /invariant {2}select count\(\*\) <= 1 from orders where status = 'pending': observed\s+VIOLATED/, `${name}: the run's report is the failure message`)
+    assert.match(out, /expected {3}held {2}DEVIATION/, name)
+    assert.match(out, /\d+ of 70 interleavings violate; replay: race run .*orders\.race\.mjs --n 2 --schedule "s1\.q1 /, name)
+  }
 })
