@@ -15,6 +15,8 @@ export interface AppConnOptions {
   schema: string
   params: Record<string, string>
   connectTimeoutMs: number
+  /** The transaction isolation level every transaction of the connection starts at (--isolation), unless it names its own. */
+  isolation?: string
   /** Ends these threads/backends from the lab's side (KILL CONNECTION on MariaDB; a thread already gone is fine). */
   terminate?: (pids: number[]) => Promise<void>
 }
@@ -89,11 +91,14 @@ export async function loadDriver(name: 'pg' | 'postgres' | 'mariadb', from?: str
 const withTimeout = <T>(p: Promise<T>, ms: number): Promise<T | undefined> =>
   Promise.race([p, new Promise<undefined>((r) => (globalThis.setTimeout(r, ms) as unknown as NodeJS.Timeout).unref())])
 
+/** PostgreSQL: the connection's startup parameters, with --isolation as its default_transaction_isolation. */
+const levelParams = (o: AppConnOptions): Record<string, string> => ({ ...o.params, ...(o.isolation ? { default_transaction_isolation: o.isolation } : {}) })
+
 // ---- node-postgres: the Client's own query, wrapped on the instance -------------------------------------------
 
 export async function openPg(pg: Any, target: Target, o: AppConnOptions, s: AppSession): Promise<AppConn> {
   const holder: Holder = { s, broken: false }
-  const options = [`-c search_path=${o.schema}`, ...Object.entries(o.params).map(([k, v]) => `-c ${k}=${String(v).replace(/ /g, '\\ ')}`)].join(' ')
+  const options = [`-c search_path=${o.schema}`, ...Object.entries(levelParams(o)).map(([k, v]) => `-c ${k}=${String(v).replace(/ /g, '\\ ')}`)].join(' ')
   const client = new pg.Client({
     ...(target.url ? { connectionString: target.url } : {}),
     application_name: o.applicationName,
@@ -258,7 +263,7 @@ export async function openPostgresJs(postgres: Any, target: Target, o: AppConnOp
     idle_timeout: 0,
     max_lifetime: null,
     connect_timeout: Math.max(1, Math.ceil(o.connectTimeoutMs / 1000)),
-    connection: { application_name: o.applicationName, search_path: o.schema, ...o.params },
+    connection: { application_name: o.applicationName, search_path: o.schema, ...levelParams(o) },
     onclose: () => {
       holder.broken = true
       holder.s.lostConnection = true
@@ -311,6 +316,7 @@ export async function openMariadb(mariadb: Any, target: Target, o: AppConnOption
     if (!/^[a-z_][a-z0-9_]*$/i.test(k)) throw new UsageError(`connection parameter '${k}' is not a MySQL variable name`)
     return `set session ${k} = '${String(v).replace(/'/g, "''")}'`
   })
+  if (o.isolation) init.push(`set session transaction isolation level ${o.isolation}`)
   const conn = await mariadb.createConnection({
     ...connectionOptions(target, o.connectTimeoutMs, o.schema),
     connectAttributes: { program_name: o.applicationName },

@@ -5,7 +5,7 @@
 import path from 'node:path'
 import { UsageError } from '../errors.js'
 import type { TrialRunnerFactory } from '../engine/runner.js'
-import { replicate, type Scenario } from '../scenario.js'
+import { replicate, sessionLevelParam, type Scenario } from '../scenario.js'
 import { appTrials } from './runner.js'
 import type { AppRace } from './types.js'
 
@@ -94,7 +94,8 @@ export function appScenario(race: AppRace, file: string): Scenario {
     title: race.title ?? `the application's own function, raced (${path.basename(file)})`,
     source: { article: 'file', section: file },
     story: race.story ?? [],
-    params: {},
+    // --isolation: the level race sets on each session's connection (the connection's own default when not given).
+    params: sessionLevelParam(),
     sessionCount: { default: count.default, min: count.min ?? 1, max: count.max ?? 1000 },
     isolation: () => ({}),
     setup: race.setup ?? [],

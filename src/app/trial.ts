@@ -40,6 +40,8 @@ export interface AppTrialConfig {
    * every trial opens its own and closes them. The run closes what is left (closeKept).
    */
   kept?: (AppConn | undefined)[]
+  /** The level race sets on every session's connection (--isolation); absent: the connection's own default. */
+  isolation?: string
   /** The invariant, evaluated on the control connection once every session has ended and its connection is idle. */
   evaluate(): Promise<InvariantReport>
   /** The run's abort signal, and what the engine's run gives every trial runner with it (engine/runner.ts). */
@@ -136,7 +138,7 @@ export async function appTrial(lab: Driver, cfg: AppTrialConfig): Promise<AppTri
               await lab.terminate([c.pid]).catch(() => {})
               c = undefined
             }
-            c ??= await open(driver, (await lab.sessionTarget?.(cfg.schema)) ?? lab.target, { applicationName: `race ${cfg.scenarioId} ${s.name}`, schema: cfg.schema, params: cfg.race.connection ?? {}, connectTimeoutMs: cfg.connectTimeoutMs, terminate: (pids) => lab.terminate(pids) }, s)
+            c ??= await open(driver, (await lab.sessionTarget?.(cfg.schema)) ?? lab.target, { applicationName: `race ${cfg.scenarioId} ${s.name}`, schema: cfg.schema, params: cfg.race.connection ?? {}, ...(cfg.isolation ? { isolation: cfg.isolation } : {}), connectTimeoutMs: cfg.connectTimeoutMs, terminate: (pids) => lab.terminate(pids) }, s)
             conns[i] = c
             s.pid = c.pid
             s.defaultLevel = c.defaultLevel
