@@ -11,6 +11,7 @@ import { specFailure } from '../isolation/common.js'
 import { cliWords } from './words.js'
 import { DEFAULT_MAX, DEFAULT_SAMPLE, DEFAULT_SHRINK, exploreOn, type ExploreResult } from '../explore/index.js'
 import { checkExplore } from '../explore/request.js'
+import { isLevelList } from '../explore/levels.js'
 import { addScenarioParamOptions, addTargetOptions, assertRunsOn, engineFor, parseBounds, scenarioParams, self, withLab, type TargetOptions } from './common.js'
 
 export interface ExploreCommandOptions extends TargetOptions {
@@ -62,6 +63,8 @@ export async function exploreCommand(ctx: RunContext, id: string, o: ExploreComm
   const scenario = await findScenario(id)
   const engine = engineFor(o.databaseUrl)
   assertRunsOn(scenario, engine)
+  // --isolation all (or rc,rr,ser): the exploration once per level (explore/levels.ts).
+  if (isLevelList(o.isolation)) return (await import('./explore-levels.js')).exploreLevelsCommand(ctx, id, scenario, engine, o, cmd)
   const params = scenarioParams(scenario, cmd, o, await summaries(), engine)
   const { n, max, sample, seed, shrink, expect } = checkExplore(scenario, o, FLAGS)
   const bounds = parseBounds(o)

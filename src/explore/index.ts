@@ -71,6 +71,10 @@ export interface Interleaving {
   outcomes: Record<string, string>
   /** Sessions seen waiting for another in this interleaving. */
   waited: string[]
+  /** The SQLSTATEs the server raised in it, a retry loop's recovered ones included (each once). */
+  raised: string[]
+  /** The level each session's transaction ran at (read from the server, or named by its own BEGIN). */
+  levels: Record<string, string | null>
   /** How many times the schedule leaves one session for another (the smaller, the simpler to read). */
   switches: number
   /** How many runs had this interleaving (a sample can draw one twice). */
@@ -436,6 +440,8 @@ function interleavingOf(p: Plan, ran: Entry[], facts: TrialFacts, trial: Trial, 
     observed: facts.invariant.observed,
     outcomes: Object.fromEntries(facts.sessions.map((s) => [s.name, labelOf(s)])),
     waited: facts.sessions.filter((s) => s.waitedMs > 0).map((s) => s.name),
+    raised: [...new Set(facts.sessions.flatMap((s) => s.errors))],
+    levels: Object.fromEntries(facts.sessions.map((s) => [s.name, s.isolation])),
     switches: sw,
     runs: 1,
     why: trial.why,
