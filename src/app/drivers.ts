@@ -58,6 +58,8 @@ export interface AppConn {
   pid: number
   pool?: PoolLike
   client?: unknown
+  /** Sends SQL on the connection outside the gate (race's own: --inject's RAISE); rejects with the driver's error. */
+  raw(sql: string): Promise<unknown>
   /** ROLLBACK outside the gate (after the function ended with a transaction open), bounded. */
   rollback(): Promise<void>
   close(): Promise<void>
@@ -132,6 +134,7 @@ export async function openPg(pg: Any, target: Target, o: AppConnOptions, s: AppS
     pid,
     pool,
     client,
+    raw: (t) => raw(t),
     rollback: async () => {
       await withTimeout(raw('rollback').catch(() => {}), 2000)
     },
@@ -284,6 +287,7 @@ export async function openPostgresJs(postgres: Any, target: Target, o: AppConnOp
       !holder.broken,
     db: sql,
     pid: Number(pid),
+    raw: (t) => running.exit(() => sql.unsafe(t)),
     rollback: async () => {
       /* sql.begin rolls back itself; a bare BEGIN left open ends with the connection */
       await withTimeout(running.exit(() => sql.unsafe('rollback').then(() => {}, () => {})), 2000)
@@ -400,6 +404,7 @@ export async function openMariadb(mariadb: Any, target: Target, o: AppConnOption
     reset: async () => false,
     db: conn,
     pid: Number(conn.threadId),
+    raw: (t) => raw.query(t),
     rollback: async () => {
       await withTimeout(raw.query('rollback').catch(() => {}), 2000)
     },

@@ -7,11 +7,11 @@ import { refused } from '../engine/refusals.js'
 import { UsageError } from '../errors.js'
 import { DEFAULT_LEVEL } from '../scenario.js'
 import type { AppConn } from './drivers.js'
-import { parseAppPermutation } from './labels.js'
+import { parseAppPermutation, type Fault } from './labels.js'
 import { appTrial, closeKept, orderEntries } from './trial.js'
 import type { AppRace } from './types.js'
 
-export function appTrials(race: AppRace, file?: string): TrialRunnerFactory {
+export function appTrials(race: AppRace, file?: string, o: { inject?: readonly Fault[] } = {}): TrialRunnerFactory {
   return (ctx) => {
     const { lab, cfg } = ctx
     const { plan } = cfg
@@ -57,6 +57,7 @@ export function appTrials(race: AppRace, file?: string): TrialRunnerFactory {
           describeStuck: ctx.describeStuck,
           ...(kept ? { kept } : {}),
           ...(isolation ? { isolation } : {}),
+          ...(o.inject?.length && chooser ? { inject: o.inject } : {}),
         })
         opened += n
         // With a chooser, the order back as entries (s1.q3: session 0, step 2).

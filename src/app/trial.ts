@@ -6,7 +6,7 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import type { Driver } from '../db/driver.js'
 import { pickedOf, POLL_MS } from '../engine/schedule.js'
 import { abortable, TrialClock } from '../engine/runner.js'
-import type { Chooser, InvariantReport, Moment, TrialFacts } from '../engine/types.js'
+import type { Chooser, InvariantReport, Moment, ReadyStep, TrialFacts } from '../engine/types.js'
 import { RunError, UsageError } from '../errors.js'
 import type { Schedule } from '../scenario.js'
 import { loadDriver, openMariadb, openPg, openPostgresJs, running, type AppConn } from './drivers.js'
@@ -18,8 +18,11 @@ import { foreignBackends, noteSessionSockets } from './foreign.js'
 /** How often the server is asked for connections race did not hand out while a trial's functions run. */
 const FOREIGN_MS = 250
 import type { AppRace } from './types.js'
-import { parseAppPermutation } from './labels.js'
+import { faultAt, parseAppPermutation, type Fault } from './labels.js'
 export { parseAppPermutation } from './labels.js'
+
+/** The queries one call of a session's function may send at most, unless its race module says (maxQueries). */
+export const MAX_QUERIES = 100
 
 export interface AppTrialConfig {
   race: AppRace
@@ -42,6 +45,11 @@ export interface AppTrialConfig {
   kept?: (AppConn | undefined)[]
   /** The level race sets on every session's connection (--isolation); absent: the connection's own default. */
   isolation?: string
+  /**
+   * Faults an explorer may inject (--inject): at each quiet moment, a ready session whose next query is a fault's
+   * site is offered twice, as it is and with the fault; each fault at most once per trial.
+   */
+  inject?: readonly Fault[]
   /** The invariant, evaluated on the control connection once every session has ended and its connection is idle. */
   evaluate(): Promise<InvariantReport>
   /** The run's abort signal, and what the engine's run gives every trial runner with it (engine/runner.ts). */
@@ -97,7 +105,14 @@ export async function appTrial(lab: Driver, cfg: AppTrialConfig): Promise<AppTri
       }),
   }
   for (let i = 0; i < cfg.n; i++) sessions.push(new AppSession(`s${i + 1}`, i, env))
-  for (const s of sessions) s.declared = (e) => isDeclaredRejection(cfg.race, e)
+  for (const s of sessions) {
+    s.declared = (e) => isDeclaredRejection(cfg.race, e)
+    s.maxQueries = cfg.race.maxQueries ?? MAX_QUERIES
+  }
+  // --inject: the faults not yet used in this trial; a permutation's own (s1.q5!40001, a replay) by label.
+  const faultsLeft = new Set((cfg.inject ?? []).map((_, i) => i))
+  const named = new Map<string, string>()
+  if (cfg.permutation) for (const e of parseAppPermutation(cfg.permutation, sessions.map((s) => s.name))) if (e.inject) named.set(e.label, e.inject)
   const killAll = async () => {
     await Promise.all(conns.map((c) => c?.destroy()))
     await lab.terminate(ours()).catch(() => {})
@@ -142,6 +157,11 @@ export async function appTrial(lab: Driver, cfg: AppTrialConfig): Promise<AppTri
             conns[i] = c
             s.pid = c.pid
             s.defaultLevel = c.defaultLevel
+            s.raw = c.raw
+            s.kill = async () => {
+              signalled.add(c!.pid)
+              await lab.terminate([c!.pid])
+            }
           }),
         ),
         whenAborted(),
@@ -299,13 +319,31 @@ export async function appTrial(lab: Driver, cfg: AppTrialConfig): Promise<AppTri
           await Promise.race([tick, sleep(50)])
           continue
         }
+        // A ready session whose next query is a fault's site is offered again with the fault (index beyond the
+        // sessions': the explorer's choice between the two is a branch like any other).
+        const offered = ready.flatMap((s): (ReadyStep & { fault?: number })[] => {
+          const label = `${s.name}.${s.pending!.label}`
+          const step: ReadyStep & { fault?: number } = { session: s.name, index: s.index, label, sql: s.pending!.sql }
+          const faulty = [...faultsLeft]
+            .filter((f) => !s.pending!.point && faultAt(cfg.inject![f], s.pending!.label, s.pending!.sql))
+            .map((f) => ({ ...step, index: cfg.n * (1 + f) + s.index, label: `${label}!${cfg.inject![f].code}`, inject: cfg.inject![f].code, fault: f }))
+          const replayed = named.get(label)
+          if (replayed) faulty.push({ ...step, index: cfg.n * (1 + (cfg.inject?.length ?? 0)) + s.index, label: `${label}!${replayed}`, inject: replayed as Fault['code'], fault: -1 })
+          return [step, ...faulty]
+        })
         const moment: Moment = {
-          ready: ready.map((s) => ({ session: s.name, index: s.index, label: `${s.name}.${s.pending!.label}`, sql: s.pending!.sql })),
+          ready: offered.map(({ fault: _f, ...x }) => x),
           blocked: sessions.filter((s) => s.state === 'running' && s.current?.blocked).map((s) => ({ session: s.name, index: s.index, label: `${s.name}.${s.current!.label}` })),
           done: sessions.filter((s) => s.finished).map((s) => s.name),
           order: [...order],
         }
-        const s = ready[pickedOf(moment, await chooser(moment))]
+        const picked = offered[pickedOf(moment, await chooser(moment))]
+        const s = sessions[picked.index % cfg.n]
+        if (picked.inject) {
+          s.faultNow = picked.inject as Fault['code']
+          if (picked.fault !== undefined && picked.fault >= 0) faultsLeft.delete(picked.fault)
+          named.delete(picked.label.replace(/!.*$/, ''))
+        }
         s.release()
         // The released query runs until it ends or is seen blocked (quiet, at the top of the loop).
         await Promise.race([tick, sleep(0)])
@@ -313,7 +351,8 @@ export async function appTrial(lab: Driver, cfg: AppTrialConfig): Promise<AppTri
     }
     await Promise.race([drive(), whenAborted(), lab.whenLost()])
     // Every function has returned or thrown (bounded: a session given up on is not awaited further).
-    await Promise.race([Promise.all(ended), sleep(2000)])
+    // A session stopped at maxQueries is left parked: its function never resumes, and is not waited for.
+    await Promise.race([Promise.all(ended.map((p, i) => (sessions[i].parked ? undefined : p))), sleep(2000)])
     // A query on a connection race did not hand out was never gated: whatever this trial shows, no schedule reached
     // it. Seen from the server (app/foreign.ts); the run cannot be decided. Checked while the functions' own
     // connections may still be open (a module-level Pool keeps them), and during the trial (onForeign).
@@ -345,7 +384,7 @@ export async function appTrial(lab: Driver, cfg: AppTrialConfig): Promise<AppTri
         if (!c) return undefined
         if (signalled.has(sessions[i].pid) || c.holder.broken) return c.destroy()
         // It ended inside a transaction (rolled back above, as far as race can tell): a fresh one next time, not a guess.
-        if (sessions[i].inTx) return c.close()
+        if (sessions[i].inTx || sessions[i].parked) return c.close()
         if (cfg.kept) {
           cfg.kept[i] = c
           return undefined
@@ -406,6 +445,11 @@ export function chooserFor(cfg: Pick<AppTrialConfig, 'schedule' | 'permutation'>
         throw new UsageError(`the permutation says ${e.label} next, but ${e.session}'s next step is ${m.ready[r].label} (${m.ready[r].sql.trim().slice(0, 60) || 'a point'}): list every query of a session in its order`)
       }
       entries.splice(i, 1)
+      // s1.q5!40001: the same query with the fault injected (offered beside it, app/trial.ts).
+      if (e.inject) {
+        const v = m.ready.findIndex((x) => x.label === `${e.label}!${e.inject}`)
+        if (v >= 0) return v
+      }
       return r
     }
     // Past the permutation's end (or only waiting sessions left in it): the rest in lockstep order.
@@ -418,7 +462,7 @@ export function chooserFor(cfg: Pick<AppTrialConfig, 'schedule' | 'permutation'>
 export function orderEntries(order: readonly string[], names: readonly string[]): { session: number; step: number }[] {
   const out: { session: number; step: number }[] = []
   for (const label of order) {
-    const m = /^([^.]+)\.q(\d+)$/.exec(label)
+    const m = /^([^.]+)\.q(\d+)(!\w+)?$/.exec(label)
     if (m && names.includes(m[1])) out.push({ session: names.indexOf(m[1]), step: Number(m[2]) - 1 })
   }
   return out

@@ -22,6 +22,7 @@ export interface ExploreCommandOptions extends TargetOptions {
   shrink: string
   expect?: string
   all?: boolean
+  inject?: string
   [param: string]: unknown
 }
 
@@ -37,6 +38,7 @@ export function registerExplore(program: Command, all: readonly ScenarioSummary[
     .option('--shrink <runs>', 'runs spent at most on shrinking a sampled violation to a minimal one (0: none)', String(DEFAULT_SHRINK))
     .option('--expect <held|violated>', 'held: exit 1 when any interleaving violates; violated: exit 1 when none does (default: the spec\'s expect line, or the scenario\'s documentation)')
     .option('--all', 'list every interleaving of each group (default: the first 3, fewest switches first)')
+    .option('--inject <faults>', 'application races: also explore the server failing a query, e.g. 40001@commit,40P01@2,lost@3 (each at most once per interleaving)')
   addScenarioParamOptions(cmd, all)
   addTargetOptions(cmd, ctx, { keep: false })
   cmd.action(async (id: string, o: ExploreCommandOptions, self: Command) => exit(await exploreCommand(ctx, id, o, self)))
@@ -60,9 +62,11 @@ Examples:
 }
 
 export async function exploreCommand(ctx: RunContext, id: string, o: ExploreCommandOptions, cmd: Command): Promise<number> {
-  const scenario = await findScenario(id)
+  const found = await findScenario(id)
   const engine = engineFor(o.databaseUrl)
-  assertRunsOn(scenario, engine)
+  assertRunsOn(found, engine)
+  // --inject: the application race's explorations also offer the server failing its queries (app/labels.ts).
+  const scenario = o.inject === undefined ? found : (await import('../app/scenario.js')).withFaults(found, (await import('../app/labels.js')).parseFaults(o.inject), engine)
   // --isolation all (or rc,rr,ser): the exploration once per level (explore/levels.ts).
   if (isLevelList(o.isolation)) return (await import('./explore-levels.js')).exploreLevelsCommand(ctx, id, scenario, engine, o, cmd)
   const params = scenarioParams(scenario, cmd, o, await summaries(), engine)

@@ -16,7 +16,7 @@ import { exitCode, labelOf, summarize, type ExpectOverride } from '../judge/inde
 import { formatPermutation, type Entry } from '../permutation.js'
 import { assertSound, documentedFor, plan, type Plan } from '../plan.js'
 import { findScenario, isBuiltIn } from '../registry.js'
-import { defaultParams, kindOf, type Params, type Scenario, type Verdict } from '../scenario.js'
+import { defaultParams, kindOf, type Documented, type Params, type Scenario, type Verdict } from '../scenario.js'
 import { expectsOverride, isFileScenario, specFailure } from '../isolation/common.js'
 import { judgeTrial, type Trial } from '../run/judge.js'
 import { assertRunsOn, engineFor, withLab } from '../run/lab.js'
@@ -164,6 +164,17 @@ export function expectationOf(s: Scenario, p: Plan, given?: 'held' | 'violated')
   return docs.some((d) => d.verdict === 'anomaly') ? 'violated' : 'held'
 }
 
+/** Every outcome the scenario documents for this variant, whatever the schedule: the SQLSTATEs its trials may end with. */
+function documentedAll(s: Scenario, p: Plan): Documented[] {
+  return (['lockstep', 'serial', 'barrier'] as const).flatMap((schedule) => {
+    try {
+      return documentedFor(s, { ...p.variant, schedule, windowMs: 0 })
+    } catch {
+      return []
+    }
+  })
+}
+
 /** A spec session's own setup and teardown blocks run first and last, as isolationtester runs them: not choices. */
 function pinned(s: Scenario, p: Plan, i: number, k: number): 'first' | 'last' | undefined {
   if (!isFileScenario(s)) return undefined
@@ -213,6 +224,8 @@ export async function explore(ctx: RunContext, scenarioOrId: string | Scenario, 
 /** explore on an open driver (the command and the API open it with withLab). */
 export async function exploreOn(ctx: RunContext, lab: Driver, targetLabel: string, scenario: Scenario, p: Plan, o: ExploreOptions & { max: number; shrink: number; word?: Words }, bounds: Bounds): Promise<ExploreResult> {
   const expect = expectationOf(scenario, p, o.expect)
+  // The SQLSTATEs the scenario documents (a unique index's 23505) prevent, as in race run: judged by them, never compared.
+  const declared = documentedAll(scenario, p)
   // An application race's steps are the queries its functions send, discovered as they run: a session's count may
   // differ from one interleaving to the next (count, then insert or throw). The tree's branching is known only
   // where it is reached, so the count of orders is not known before: the first run (the first ready session at every
@@ -303,7 +316,7 @@ export async function exploreOn(ctx: RunContext, lab: Driver, targetLabel: strin
       return nextShrink()
     },
     onTrial: (_k, facts) => {
-      last = { facts, trial: judgeTrial(facts, [], p) }
+      last = { facts, trial: judgeTrial(facts, declared, p) }
     },
     onOrder: (_k, ran) => {
       const { facts, trial } = last!
