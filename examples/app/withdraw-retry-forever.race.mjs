@@ -11,4 +11,6 @@ export default {
   session: (db) => withdrawRetryForever(db, 1, 60),
   rejects: [InsufficientFunds],
   expect: 'held',
+  // A call that sends more queries than this is stopped as a retry loop without end (default 100).
+  maxQueries: 20,
 }

@@ -1,5 +1,5 @@
 // An application's withdrawal, as it would be written without race in mind: read the balance, decide in
-// JavaScript, write the new balance back (read-modify-write), and record the withdrawal in the same transaction.
+// JavaScript, write the new balance back (read-modify-write), and count what was withdrawn in the same statement.
 // Two withdrawals at once may both read 100 and both write 40: the lost update. The retry loops around it are the
 // ones teams write for SERIALIZABLE: one correct, and three that are not.
 
@@ -17,8 +17,7 @@ async function attempt(db, account, amount, stale) {
   const { rows } = await db.query('select balance from accounts where id = $1', [account])
   const balance = stale ?? rows[0].balance
   if (balance < amount) throw new InsufficientFunds(`409: balance ${balance} is less than ${amount}`)
-  await db.query('update accounts set balance = $1 where id = $2', [balance - amount, account])
-  await db.query('insert into withdrawals (account, amount) values ($1, $2)', [account, amount])
+  await db.query('update accounts set balance = $1, withdrawn = withdrawn + $2 where id = $3', [balance - amount, amount, account])
   await db.query('commit')
   return balance
 }
@@ -56,8 +55,7 @@ export async function withdrawStaleRetry(db, account, amount) {
       const { rows } = await db.query('select balance from accounts where id = $1', [account])
       seen ??= rows[0].balance
       if (seen < amount) throw new InsufficientFunds(`409: balance ${seen} is less than ${amount}`)
-      await db.query('update accounts set balance = $1 where id = $2', [seen - amount, account])
-      await db.query('insert into withdrawals (account, amount) values ($1, $2)', [account, amount])
+      await db.query('update accounts set balance = $1, withdrawn = withdrawn + $2 where id = $3', [seen - amount, amount, account])
       await db.query('commit')
       return
     } catch (e) {

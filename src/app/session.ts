@@ -314,7 +314,7 @@ export class AppSession {
       // An injected error is race's doing, not the server's concurrency control: it is kept apart (injected).
       if (!injected) this.errors.push(code)
       // A failed statement inside a transaction leaves it aborted: still open until the application rolls back.
-      this.record(cur.label, 'error', `${code} ${conditionName(code) ?? ''}`.trim())
+      this.record(cur.label, 'error', `${code} ${conditionName(code) ?? ''}${injected ? ' (injected by race)' : ''}`.trim())
     } else this.record(cur.label, 'error', (err as Error)?.message)
     this.toApp()
   }

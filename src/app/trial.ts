@@ -361,7 +361,7 @@ export async function appTrial(lab: Driver, cfg: AppTrialConfig): Promise<AppTri
     // cut short by race, which says so itself), and a race whose functions sent nothing to race.
     const byThemselves = sessions.every((s) => s.outcome === 'committed' || s.outcome === 'rejected' || (s.outcome === 'failed' && !s.crashed))
     if (byThemselves && cfg.schedule === 'permutation' && cfg.permutation && !cfg.chooser) {
-      const ran = new Set(order)
+      const ran = new Set(order.map((l) => l.replace(/!\w+$/, '')))
       const missing = parseAppPermutation(cfg.permutation, sessions.map((s) => s.name)).filter((e) => !ran.has(e.label))
       if (missing.length) {
         const last = (name: string) => [...order].reverse().find((l) => l.startsWith(`${name}.`))

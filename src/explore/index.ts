@@ -177,7 +177,8 @@ function documentedAll(s: Scenario, p: Plan): Documented[] {
 
 /** A spec session's own setup and teardown blocks run first and last, as isolationtester runs them: not choices. */
 function pinned(s: Scenario, p: Plan, i: number, k: number): 'first' | 'last' | undefined {
-  if (!isFileScenario(s)) return undefined
+  // An index beyond the sessions is an application race's query offered with a fault (--inject): never pinned.
+  if (!isFileScenario(s) || !p.sessions[i]) return undefined
   const steps = p.sessions[i].steps
   if (k === 0 && steps[0]?.name === 'setup') return 'first'
   if (k === steps.length - 1 && k > 0 && steps[k].name === 'teardown') return 'last'
