@@ -12,7 +12,10 @@ import { checkExplore } from '../explore/request.js'
 import { exploreLevels, parseLevels, renderLevels } from '../explore/levels.js'
 import { cliWords } from './words.js'
 import { parseBounds, scenarioParams, self, withLab } from './common.js'
-import type { ExploreCommandOptions } from './explore.js'
+import type { TargetOptions } from './common.js'
+
+/** What race explore's flags give this path (commands/explore.ts ExploreCommandOptions, read here without importing it). */
+type ExploreCommandOptions = TargetOptions & { n?: string; max: string; sample?: string; seed?: string; shrink: string; expect?: string; all?: boolean; [param: string]: unknown }
 
 export async function exploreLevelsCommand(ctx: RunContext, id: string, scenario: Scenario, engine: Engine, o: ExploreCommandOptions, cmd: Command): Promise<number> {
   const levels = parseLevels(String(o.isolation), scenario, engine)
