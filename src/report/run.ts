@@ -1,7 +1,7 @@
 // race run's report (and run()'s text): what ran where, the sessions, the invariant and the verdict, drawn in the
 // style of the run's context (report/color.ts c).
 import { formatDuration } from '../parse.js'
-import type { Params, Scenario, Schedule } from '../scenario.js'
+import { DEFAULT_LEVEL, type Params, type Scenario, type Schedule } from '../scenario.js'
 import { c } from './color.js'
 import type { RunView } from './json.js'
 import { columns, hang, joinFit } from './width.js'
@@ -15,6 +15,8 @@ export function ownSettings(s: Scenario): string {
 
 export function describeParams(s: Scenario, params: Params): string {
   return Object.entries(s.params)
+    // A session-level --isolation left to the connections' own default says nothing the isolation line does not.
+    .filter(([k]) => params[k] !== DEFAULT_LEVEL)
     .map(([k, p]) => {
       const flag = p.flag.split(' ')[0].replace(/^--(no-)?/, '')
       const v = params[k]
