@@ -12,7 +12,7 @@ import { cliWords } from './words.js'
 import { DEFAULT_MAX, DEFAULT_SAMPLE, DEFAULT_SHRINK, exploreOn, type ExploreResult } from '../explore/index.js'
 import { checkExplore } from '../explore/request.js'
 import { isLevelList } from '../explore/levels.js'
-import { addScenarioParamOptions, addTargetOptions, assertRunsOn, engineFor, parseBounds, scenarioParams, self, withLab, type TargetOptions } from './common.js'
+import { addScenarioParamOptions, addTargetOptions, eachPg, assertRunsOn, engineFor, parseBounds, scenarioParams, self, withLab, type TargetOptions } from './common.js'
 
 export interface ExploreCommandOptions extends TargetOptions {
   n?: string
@@ -40,8 +40,9 @@ export function registerExplore(program: Command, all: readonly ScenarioSummary[
     .option('--all', 'list every interleaving of each group (default: the first 3, fewest switches first)')
     .option('--inject <faults>', 'application races: also explore the server failing a query, e.g. 40001@commit,40P01@2,lost@3 (each at most once per interleaving)')
   addScenarioParamOptions(cmd, all)
-  addTargetOptions(cmd, ctx, { keep: false })
-  cmd.action(async (id: string, o: ExploreCommandOptions, self: Command) => exit(await exploreCommand(ctx, id, o, self)))
+  addTargetOptions(cmd, ctx, { keep: false, pg: true })
+  // --pg 13-18: the same exploration on each version's embedded server, one after another.
+  cmd.action(async (id: string, o: ExploreCommandOptions, self: Command) => exit(await eachPg(ctx, o, () => exploreCommand(ctx, id, o, self))))
   cmd.addHelpText(
     'after',
     `
