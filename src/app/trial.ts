@@ -71,7 +71,11 @@ export async function appTrial(lab: Driver, cfg: AppTrialConfig): Promise<AppTri
   const order: string[] = []
   let wake: () => void = () => {}
   let tick = new Promise<void>((r) => (wake = r))
+  // Counts changes (a session at its gate, a query ended, a session ended): a probe of the server taken across one
+  // may be stale (a session seen blocked whose blocker has just rolled back).
+  let changes = 0
   const notify = () => {
+    changes++
     const w = wake
     tick = new Promise<void>((r) => (wake = r))
     w()
@@ -259,6 +263,7 @@ export async function appTrial(lab: Driver, cfg: AppTrialConfig): Promise<AppTri
       for (;;) {
         if (signal.aborted) throw signal.reason
         boundApp()
+        const seen = changes
         const waiting = sessions.filter((s) => s.state === 'running' && s.current?.blocked)
         if (waiting.length) {
           const still = await probe(waiting)
@@ -270,6 +275,8 @@ export async function appTrial(lab: Driver, cfg: AppTrialConfig): Promise<AppTri
           for (const s of b) s.markBlocked()
         }
         const moving = sessions.filter((s) => s.state === 'app' || s.state === 'starting' || (s.state === 'running' && !s.current?.blocked))
+        // Something changed while the server was asked: its answer may predate it (ask again before calling it quiet).
+        if (!moving.length && changes !== seen && sessions.some((s) => s.state === 'running' && s.current?.blocked)) continue
         if (!moving.length) {
           // The first time every session waits on race or the server: a connection of their own opened before their
           // first query through race's is open now (asked once: at every step, it tripled explore's time).
