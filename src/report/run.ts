@@ -45,7 +45,9 @@ export function render(
   if (ps) lines.push(...hang(c.dim(ps + (r.holdMs ? ` (lock timeouts extended by --hold ${formatDuration(r.holdMs)})` : '')), w, 2))
   if (scenario.ownServer) lines.push(...hang(c.dim(`a server of its own, started with ${ownSettings(scenario)} (it ${scenario.ownServer.why})`), w, 2))
   if (r.pooled) lines.push(...hang(`${c.dim('pooler')}     ${r.pooled}; each session is a client of it, the control connection goes direct`, w, 11))
-  lines.push(isolationLine(t, r.plan.isolation, w))
+  // A session-level --isolation (application races, specs): the level race set on each connection.
+  const asked = r.scenario.params.isolation?.default === DEFAULT_LEVEL && r.params.isolation !== DEFAULT_LEVEL ? String(r.params.isolation) : undefined
+  lines.push(isolationLine(t, r.plan.isolation, w, asked))
   lines.push('')
   if (drawn && timeline) lines.push(timeline(t, { all: drawn === 'all', width: w }), '')
   if (summary.trials > 1) lines.push(trialsTable(r.trials, summary, w), '', c.dim(`one ${t.comparison.matched ? t.verdict : 'deviating'} trial:`))

@@ -108,6 +108,9 @@ test('a function that sets its own level is reported, not overridden', async () 
   assert.deepEqual(row(j, 'serializable').ownLevel, [])
   // Run at read committed as asked, the function's own serializable still prevents the lost update.
   assert.equal(rc.violating, 0)
+  // race run says so too, under the level each session ran at.
+  const r = await race(['run', file, '--isolation', 'rc', '--schedule', 'lockstep'], { url: server.url, timeoutMs: 120_000 })
+  assert.match(r.stdout.replace(/\s+/g, ' '), /isolation serializable \(read from each session\) s1, s2: not read committed, as --isolation set on the connection: the code names its own level/)
 })
 
 test('--inject 40001@commit: the correct retry loop holds; the loop that keeps its first read violates, and the injected line replays', async () => {
