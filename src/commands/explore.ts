@@ -57,7 +57,12 @@ Examples:
   $ race explore examples/explore-orders-fixed.spec    holds in all
   $ race explore lost-update --expect held --json
   $ race explore examples/orders.spec --n 3 --sample 100 --seed 7
-  $ race explore examples/app/orders.race.mjs   60 of 70 violate (2 sessions)`,
+  $ race explore examples/app/orders.race.mjs   60 of 70 violate (2 sessions)
+
+Which isolation level is enough, and does the retry loop survive:
+  $ race explore examples/app/withdraw.race.mjs --isolation all     one row per level
+  $ race explore lost-update --isolation rc,rr
+  $ race explore examples/app/withdraw-retry.race.mjs --isolation ser --inject 40001@commit`,
   )
   return cmd
 }
