@@ -84,6 +84,17 @@ test('read-modify-write withdrawal: violated at read committed, held at repeatab
   assert.deepEqual(run.sessions.map((s) => s.isolation), ['read committed', 'read committed'])
 })
 
+test('a .spec file whose steps say plain begin: the level is each session connection default; read committed violated, serializable held by 40001', async () => {
+  const { code, j, stderr } = await levels([path.join(ROOT, 'examples', 'orders.spec'), '--isolation', 'rc,ser'])
+  assert.equal(code, 0, stderr)
+  assert.ok(row(j, 'read committed').violating > 0)
+  const ser = row(j, 'serializable')
+  assert.equal(ser.violating, 0)
+  assert.ok((ser.prevented['40001'] ?? 0) > 0, JSON.stringify(ser.prevented))
+  assert.deepEqual(ser.ownLevel, [])
+  assert.equal(j.weakestSafe, 'serializable')
+})
+
 test('a function that sets its own level is reported, not overridden', async () => {
   const file = path.join(dir, 'own-level.race.mjs')
   fs.writeFileSync(
