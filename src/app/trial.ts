@@ -151,12 +151,14 @@ export async function appTrial(lab: Driver, cfg: AppTrialConfig): Promise<AppTri
           sessions.map(async (s, i) => {
             let c = cfg.kept?.[i]
             if (cfg.kept) cfg.kept[i] = undefined
-            if (c) c.holder.s = s
             if (c && !(await c.reset())) {
               await c.destroy()
               await lab.terminate([c.pid]).catch(() => {})
               c = undefined
             }
+            // Only a connection kept for this trial serves its session: one that could not be reset is ended, and
+            // its end (an 'error' or 'end' event, perhaps later) must not mark this trial's session as lost.
+            if (c) c.holder.s = s
             c ??= await open(driver, (await lab.sessionTarget?.(cfg.schema)) ?? lab.target, { applicationName: `race ${cfg.scenarioId} ${s.name}`, schema: cfg.schema, params: cfg.race.connection ?? {}, ...(cfg.isolation ? { isolation: cfg.isolation } : {}), connectTimeoutMs: cfg.connectTimeoutMs, terminate: (pids) => lab.terminate(pids) }, s)
             conns[i] = c
             s.pid = c.pid

@@ -10,6 +10,7 @@ import { after, before, test } from 'node:test'
 import postgres, { type Sql } from 'postgres'
 import { race, ROOT, schemasOf, useServer, type TestServer } from '../support/server.js'
 import { exploreJson } from '../support/explore.js'
+import { MYSQL_URL, reachMysql } from '../innodb/support.js'
 
 let server: TestServer
 let admin: Sql
@@ -172,4 +173,22 @@ test('bad input: one line, exit 2', async () => {
     assert.equal(r.stderr.trim().split('\n').length, 1, r.stderr)
     assert.equal(r.stdout, '')
   }
+})
+
+test('MariaDB: the count-then-insert per level, READ UNCOMMITTED included; at SERIALIZABLE every deadlock is the prevention (40001/1213), never a lost session', async (t) => {
+  const { conn, why } = await reachMysql()
+  if (!conn) return t.skip(why)
+  await conn.end()
+  const r = await race(['explore', path.join(EX, 'orders-mariadb.race.mjs'), '--isolation', 'ru,ser', '--json', '--database-url', MYSQL_URL], { timeoutMs: 300_000 })
+  const j = JSON.parse(r.stdout) as Levels
+  assert.equal(r.code, 0, r.stderr)
+  assert.deepEqual(j.levels.map((x) => x.isolation), ['read uncommitted', 'serializable'])
+  assert.ok(row(j, 'read uncommitted').violating > 0)
+  const ser = row(j, 'serializable')
+  // A connection that could not be kept for the next interleaving used to be ended after the next session took it
+  // over: its end marked that session lost, and a deadlock victim read as a lost connection (undecided).
+  assert.equal(ser.unknown, 0)
+  assert.equal(ser.violating, 0)
+  assert.ok((ser.prevented['40001/1213'] ?? 0) > 0, JSON.stringify(ser.prevented))
+  assert.equal(j.weakestSafe, 'serializable')
 })
