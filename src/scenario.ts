@@ -390,3 +390,25 @@ export function keyBind(namespace: string, who: (ctx: BindCtx) => string = (ctx)
 
 /** The isolation level of a variant's `isolation` param (the isolation-levels family). */
 export const levelParam = (v: { params: Params }): Level => String(v.params.isolation) as Level
+
+/** The value of a session-level `--isolation` that leaves every session at its connection's own default level. */
+export const DEFAULT_LEVEL = 'default'
+
+/**
+ * The `--isolation` of a race whose sessions' SQL is the user's (an application race, a spec file): the level race
+ * sets on each session's connection (its default transaction isolation) before the user's code runs. A transaction
+ * that names its own level (BEGIN ISOLATION LEVEL ..., SET TRANSACTION ...) still runs at that one: each session's
+ * level is read back and a difference is reported, never overridden.
+ */
+export function sessionLevelParam(): { isolation: ParamSpec } {
+  return {
+    isolation: {
+      flag: '--isolation <level>',
+      description: 'isolation level of every session: "read committed", "repeatable read" or serializable',
+      kind: 'choice',
+      default: DEFAULT_LEVEL,
+      choices: [DEFAULT_LEVEL, ...LEVELS],
+      choicesOn: { mysql: [DEFAULT_LEVEL, 'read uncommitted', ...LEVELS] },
+    },
+  }
+}

@@ -15,6 +15,8 @@ export interface AppConnOptions {
   schema: string
   params: Record<string, string>
   connectTimeoutMs: number
+  /** The transaction isolation level every transaction of the connection starts at (--isolation), unless it names its own. */
+  isolation?: string
   /** Ends these threads/backends from the lab's side (KILL CONNECTION on MariaDB; a thread already gone is fine). */
   terminate?: (pids: number[]) => Promise<void>
 }
@@ -69,6 +71,8 @@ export interface AppConn {
   sweep?(): void
   /** What the race module's open() returned for this connection (the session's first argument), and its close. */
   app?: { value: unknown; close?: () => Promise<void> }
+  /** Sends SQL on the connection outside the gate (race's own: --inject's RAISE); rejects with the driver's error. */
+  raw(sql: string): Promise<unknown>
   /** ROLLBACK outside the gate (after the function ended with a transaction open), bounded. */
   rollback(): Promise<void>
   close(): Promise<void>
@@ -102,11 +106,14 @@ export async function loadDriver(name: 'pg' | 'postgres' | 'mariadb' | 'mysql2',
 const withTimeout = <T>(p: Promise<T>, ms: number): Promise<T | undefined> =>
   Promise.race([p, new Promise<undefined>((r) => (globalThis.setTimeout(r, ms) as unknown as NodeJS.Timeout).unref())])
 
+/** PostgreSQL: the connection's startup parameters, with --isolation as its default_transaction_isolation. */
+const levelParams = (o: AppConnOptions): Record<string, string> => ({ ...o.params, ...(o.isolation ? { default_transaction_isolation: o.isolation } : {}) })
+
 // ---- node-postgres: the Client's own query, wrapped on the instance -------------------------------------------
 
 export async function openPg(pg: Any, target: Target, o: AppConnOptions, s: AppSession): Promise<AppConn> {
   const holder: Holder = { s, broken: false }
-  const options = [`-c search_path=${o.schema}`, ...Object.entries(o.params).map(([k, v]) => `-c ${k}=${String(v).replace(/ /g, '\\ ')}`)].join(' ')
+  const options = [`-c search_path=${o.schema}`, ...Object.entries(levelParams(o)).map(([k, v]) => `-c ${k}=${String(v).replace(/ /g, '\\ ')}`)].join(' ')
   const client = new pg.Client({
     ...(target.url ? { connectionString: target.url } : {}),
     application_name: o.applicationName,
@@ -152,6 +159,7 @@ export async function openPg(pg: Any, target: Target, o: AppConnOptions, s: AppS
     pid,
     pool,
     client,
+    raw: (t) => raw(t),
     rollback: async () => {
       await withTimeout(raw('rollback').catch(() => {}), 2000)
     },
@@ -400,7 +408,7 @@ export async function openPostgresJs(postgres: Any, target: Target, o: AppConnOp
     idle_timeout: 0,
     max_lifetime: null,
     connect_timeout: Math.max(1, Math.ceil(o.connectTimeoutMs / 1000)),
-    connection: { application_name: o.applicationName, search_path: o.schema, ...o.params },
+    connection: { application_name: o.applicationName, search_path: o.schema, ...levelParams(o) },
     onclose: () => {
       holder.broken = true
       holder.s.lostConnection = true
@@ -421,6 +429,7 @@ export async function openPostgresJs(postgres: Any, target: Target, o: AppConnOp
       !holder.broken,
     db: sql,
     pid: Number(pid),
+    raw: (t) => running.exit(() => sql.unsafe(t)),
     rollback: async () => {
       /* sql.begin rolls back itself; a bare BEGIN left open ends with the connection */
       await withTimeout(running.exit(() => sql.unsafe('rollback').then(() => {}, () => {})), 2000)
@@ -453,6 +462,7 @@ export async function openMariadb(mariadb: Any, target: Target, o: AppConnOption
     if (!/^[a-z_][a-z0-9_]*$/i.test(k)) throw new UsageError(`connection parameter '${k}' is not a MySQL variable name`)
     return `set session ${k} = '${String(v).replace(/'/g, "''")}'`
   })
+  if (o.isolation) init.push(`set session transaction isolation level ${o.isolation}`)
   const conn = await mariadb.createConnection({
     ...connectionOptions(target, o.connectTimeoutMs, o.schema),
     connectAttributes: { program_name: o.applicationName },
@@ -537,6 +547,7 @@ export async function openMariadb(mariadb: Any, target: Target, o: AppConnOption
     reset: async () => false,
     db: conn,
     pid: Number(conn.threadId),
+    raw: (t) => raw.query(t),
     rollback: async () => {
       await withTimeout(raw.query('rollback').catch(() => {}), 2000)
     },
@@ -580,6 +591,7 @@ export async function openMysql2(mysql: Any, target: Target, o: AppConnOptions, 
     if (!/^[a-z_][a-z0-9_]*$/i.test(k)) throw new UsageError(`connection parameter '${k}' is not a MySQL variable name`)
     await call((cb) => raw.query(`set session ${k} = ?`, [String(v)], cb))
   }
+  if (o.isolation) await call((cb) => raw.query(`set session transaction isolation level ${o.isolation}`, cb))
   let level: string | undefined
   for (const v of ['@@transaction_isolation', '@@tx_isolation']) {
     try {
@@ -647,6 +659,7 @@ export async function openMysql2(mysql: Any, target: Target, o: AppConnOptions, 
     db: promise,
     client: conn,
     pid: Number(conn.threadId),
+    raw: (t) => call((cb) => raw.query(t, cb)),
     rollback: async () => {
       await withTimeout(call((cb) => raw.query('rollback', cb)).catch(() => {}), 2000)
     },

@@ -5,12 +5,13 @@
 import type { TrialRunnerFactory } from '../engine/runner.js'
 import { refused } from '../engine/refusals.js'
 import { UsageError } from '../errors.js'
+import { DEFAULT_LEVEL } from '../scenario.js'
 import type { AppConn } from './drivers.js'
-import { parseAppPermutation } from './labels.js'
+import { parseAppPermutation, type Fault } from './labels.js'
 import { appTrial, closeKept, orderEntries } from './trial.js'
 import type { AppRace } from './types.js'
 
-export function appTrials(race: AppRace, file?: string): TrialRunnerFactory {
+export function appTrials(race: AppRace, file?: string, o: { inject?: readonly Fault[] } = {}): TrialRunnerFactory {
   return (ctx) => {
     const { lab, cfg } = ctx
     const { plan } = cfg
@@ -24,6 +25,10 @@ export function appTrials(race: AppRace, file?: string): TrialRunnerFactory {
       if (!(typeof v === 'number' && Number.isFinite(v) && v > 0)) throw new UsageError(`${k} is ${JSON.stringify(v) ?? String(v)}: give a positive number of milliseconds`)
     }
     const names = plan.sessions.map((s) => s.name)
+    const level = String(plan.variant.params.isolation ?? DEFAULT_LEVEL)
+    const isolation = level === DEFAULT_LEVEL ? undefined : level
+    const own = Object.keys(race.connection ?? {}).find((k) => /^(default_transaction_isolation|transaction_isolation|tx_isolation)$/i.test(k))
+    if (isolation && own) throw new UsageError(`${scenario.id}: its race module's connection sets ${own}, and --isolation asks for ${isolation}: leave one of them out`)
     // A bad permutation is refused before any schema or connection exists.
     if (cfg.schedule === 'permutation') parseAppPermutation(cfg.permutation ?? '', names)
     // The sessions' connections are kept across trials (reset between them) unless told not to.
@@ -51,6 +56,8 @@ export function appTrials(race: AppRace, file?: string): TrialRunnerFactory {
           whenAborted: ctx.whenAborted,
           describeStuck: ctx.describeStuck,
           ...(kept ? { kept } : {}),
+          ...(isolation ? { isolation } : {}),
+          ...(o.inject?.length && chooser ? { inject: o.inject } : {}),
         })
         opened += n
         // With a chooser, the order back as entries (s1.q3: session 0, step 2).

@@ -5,9 +5,10 @@
 import path from 'node:path'
 import { UsageError } from '../errors.js'
 import type { TrialRunnerFactory } from '../engine/runner.js'
-import { replicate, type Scenario } from '../scenario.js'
+import { replicate, sessionLevelParam, type Scenario } from '../scenario.js'
 import { appTrials } from './runner.js'
 import type { AppRace } from './types.js'
+import type { Fault } from './labels.js'
 
 /** Marks what defineAppRace returns (a global symbol: the user's copy of the package and race's agree). */
 export const APP_RACE = Symbol.for('racelab.appRace')
@@ -49,7 +50,7 @@ export function invariantSqlOf(race: AppRace): string {
 }
 
 /** The fields defineAppRace knows: any other is a typo or a field of another version, refused rather than ignored. */
-const FIELDS = new Set(['id', 'title', 'story', 'driver', 'sessions', 'setup', 'session', 'rejects', 'prevention', 'invariant', 'expect', 'barrier', 'connection', 'open', 'close'])
+const FIELDS = new Set(['id', 'title', 'story', 'driver', 'sessions', 'setup', 'session', 'rejects', 'prevention', 'invariant', 'expect', 'barrier', 'connection', 'open', 'close', 'maxQueries'])
 
 /** Problems with an application race's declaration: the first is the one line a user sees. */
 export function appProblems(race: AppRace): string[] {
@@ -77,6 +78,8 @@ export function appProblems(race: AppRace): string[] {
   if (pv !== undefined && !(Array.isArray(pv) && pv.every((c) => typeof c === 'string' && /^[0-9A-Z]{5}(\/\d+)?$/.test(c)))) {
     out.push(`prevention is ${JSON.stringify(pv)}: give the SQLSTATEs that prevent the race, e.g. ['23505']`)
   }
+  const mq = race.maxQueries
+  if (mq !== undefined && !(typeof mq === 'number' && Number.isInteger(mq) && mq >= 1)) out.push(`maxQueries is ${JSON.stringify(mq)}: give a whole number of queries, at least 1`)
   const s = race.sessions
   if (s !== undefined && !(typeof s === 'number' && Number.isInteger(s) && s >= 1) && !(typeof s === 'object' && Number.isInteger(s.default) && s.default >= 1)) {
     out.push('sessions must be a whole number (the default --n) or { default, min, max }')
@@ -95,7 +98,8 @@ export function appScenario(race: AppRace, file: string): Scenario {
     title: race.title ?? `the application's own function, raced (${path.basename(file)})`,
     source: { article: 'file', section: file },
     story: race.story ?? [],
-    params: {},
+    // --isolation: the level race sets on each session's connection (the connection's own default when not given).
+    params: sessionLevelParam(),
     sessionCount: { default: count.default, min: count.min ?? 1, max: count.max ?? 1000 },
     isolation: () => ({}),
     setup: race.setup ?? [],
@@ -110,4 +114,15 @@ export function appScenario(race: AppRace, file: string): Scenario {
     ...(race.prevention?.length ? { prevention: [...race.prevention] } : {}),
     kind: { type: 'application', race, file: resolved, runner: appTrials(race, resolved) },
   }
+}
+
+/**
+ * The same application race, its explorations offered these faults (--inject): at each moment a session's next
+ * query is a fault's site, the explorer may run it as it is or make the server fail it (app/session.ts inject).
+ */
+export function withFaults(s: Scenario, faults: readonly Fault[], engine: 'postgres' | 'mysql', flag = '--inject'): Scenario {
+  const kind = s.kind
+  if (kind?.type !== 'application') throw new UsageError(`${flag} makes the server fail an application's query, to explore its retry and error paths: give an application race module (docs/app-races.md), not ${s.id}`)
+  if (engine === 'mysql') throw new UsageError(`${flag} runs on PostgreSQL only for now (it raises the SQLSTATE in the session's transaction with a DO block): give a postgres:// --database-url`)
+  return { ...s, kind: { ...kind, runner: appTrials(kind.race, kind.file, { inject: faults }) } }
 }

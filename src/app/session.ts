@@ -4,6 +4,7 @@
 import { conditionName, isConnectionLoss, isServerError } from '../db/sqlstate.js'
 import { describeThrown } from './describe.js'
 import type { EventKind, Outcome, SessionReport, TimelineEvent } from '../engine/types.js'
+import type { FaultCode } from './labels.js'
 
 /** Where a session stands. app: its function runs JavaScript (between queries); ready: at its gate. */
 export type AppState = 'starting' | 'app' | 'ready' | 'running' | 'done'
@@ -119,6 +120,7 @@ export class AppSession {
    * Returns the function to call when the query has ended (with its result or error).
    */
   async enter(step: string, sql: string, point = false): Promise<void> {
+    if (!point && this.queries > this.maxQueries) return this.park(step)
     this.open++
     try {
       await this.gate(step, sql, point)
@@ -127,6 +129,63 @@ export class AppSession {
       throw e
     }
     if (point) this.settle()
+    const fault = this.faultNow
+    this.faultNow = undefined
+    if (fault) await this.inject(fault, step, sql)
+  }
+
+  /** At most this many queries per call of the function (a retry loop that never ends is stopped here). */
+  maxQueries = Number.POSITIVE_INFINITY
+  /** Stopped at maxQueries: its function is left waiting forever on its next query (never resumed, never spinning). */
+  parked = false
+  private park(step: string): Promise<never> {
+    if (!this.finished) {
+      const codes = [...new Set(this.errors.slice(-10))]
+      const what = this.begins > 1 ? `retried without end: ${this.begins} transactions begun` : 'sent more than'
+      const reason = `${what} ${this.begins > 1 ? 'in' : ''} ${this.maxQueries} queries in one call${codes.length ? `, the last failing with ${codes.join(', ')}` : ''}; race stopped it there (maxQueries)`.replace(/\s+/g, ' ')
+      this.record(step, 'error', reason)
+      this.crashed = reason
+      this.parked = true
+      this.end('failed', step, { reason })
+    }
+    return new Promise<never>(() => {})
+  }
+  private begins = 0
+
+  /** The fault race injects into the step just released (set by the scheduler), and those it injected. */
+  faultNow?: FaultCode
+  readonly injected: string[] = []
+  /** Sends SQL on the session's connection outside its gate (AppConn.raw), and ends its backend from the control connection. */
+  raw?: (sql: string) => Promise<unknown>
+  kill?: () => Promise<void>
+
+  /**
+   * Makes the server fail the released query instead of running it. 40001 / 40P01: the server raises that SQLSTATE
+   * in the session's transaction (a DO block's RAISE, sent in the query's place), which aborts the transaction as a
+   * serialization failure or a deadlock does; at a COMMIT the transaction is then rolled back, as a failed COMMIT
+   * leaves none open. The driver gets the server's own error. lost: the session's backend is ended from the control
+   * connection (pg_terminate_backend) before the query is sent, which then fails as on any lost connection.
+   */
+  private async inject(fault: FaultCode, step: string, sql: string): Promise<void> {
+    this.injected.push(`${fault}@${step}`)
+    if (fault === 'lost') {
+      this.lostConnection = true
+      await this.kill?.()
+      return
+    }
+    const what = fault === '40001' ? 'serialization failure' : 'deadlock'
+    const raise = `do $race$ begin raise exception 'race injected a ${what} (--inject ${fault})' using errcode = '${fault}'; end $race$`
+    try {
+      await this.raw!(raise)
+    } catch (e) {
+      if (/^\s*(commit|end)\b/i.test(sql)) {
+        await this.raw!('rollback').catch(() => {})
+        this.inTx = false
+      }
+      this.failed(e, true)
+      throw e
+    }
+    throw new Error(`race could not inject ${fault}: the server ran its RAISE without an error`)
   }
 
   /** Steps entered (sent or waiting to be) and not yet ended: a function that returns leaves none behind unseen. */
@@ -184,7 +243,8 @@ export class AppSession {
       }
     }
     // A point that passes by itself is no step of the order (a replay of the order passes it the same way).
-    if (!point || held) this.env.released(`${this.name}.${step}`)
+    if (!point || held) this.env.released(`${this.name}.${step}${this.faultNow ? `!${this.faultNow}` : ''}`)
+    if (!point && /^\s*(begin|start\s+transaction)\b/i.test(sql)) this.begins++
     this.record(step, 'run')
     if (point) {
       this.record(step, 'ok', 'point')
@@ -243,7 +303,7 @@ export class AppSession {
   codeOf: (err: unknown) => string | undefined = (err) => (err as { code?: string })?.code
 
   /** The query in flight came back with an error (the driver's: remembered, so that the function's throw of it is a failure). */
-  failed(err: unknown): void {
+  failed(err: unknown, injected = false): void {
     if (err && typeof err === 'object') this.driverErrors.add(err)
     const cur = this.endQuery()
     if (!cur) return
@@ -251,9 +311,10 @@ export class AppSession {
     if (this.lostConnection || isConnectionLoss(err) || isConnectionLoss({ code })) {
       this.record(cur.label, 'lost', code)
     } else if (isServerError(code)) {
-      this.errors.push(code)
+      // An injected error is race's doing, not the server's concurrency control: it is kept apart (injected).
+      if (!injected) this.errors.push(code)
       // A failed statement inside a transaction leaves it aborted: still open until the application rolls back.
-      this.record(cur.label, 'error', `${code} ${conditionName(code) ?? ''}`.trim())
+      this.record(cur.label, 'error', `${code} ${conditionName(code) ?? ''}${injected ? ' (injected by race)' : ''}`.trim())
     } else this.record(cur.label, 'error', (err as Error)?.message)
     this.toApp()
   }
@@ -424,6 +485,7 @@ export class AppSession {
       errors: [...this.errors],
       ...(this.outcome === 'timeout' ? { blockedBy: this.blockedBy ?? [] } : {}),
       ...(this.crashed ? { thrown: this.crashed } : {}),
+      ...(this.injected.length ? { injected: [...this.injected] } : {}),
     }
   }
 }

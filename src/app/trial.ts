@@ -6,7 +6,7 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import type { Driver } from '../db/driver.js'
 import { pickedOf, POLL_MS } from '../engine/schedule.js'
 import { abortable, TrialClock } from '../engine/runner.js'
-import type { Chooser, InvariantReport, Moment, TrialFacts } from '../engine/types.js'
+import type { Chooser, InvariantReport, Moment, ReadyStep, TrialFacts } from '../engine/types.js'
 import { RunError, UsageError } from '../errors.js'
 import type { Schedule } from '../scenario.js'
 import { loadDriver, openMariadb, openMysql2, openPg, openPostgresJs, running, type AppConn } from './drivers.js'
@@ -18,8 +18,11 @@ import { foreignBackends, noteSessionSockets } from './foreign.js'
 /** How often the server is asked for connections race did not hand out while a trial's functions run. */
 const FOREIGN_MS = 250
 import type { AppRace } from './types.js'
-import { parseAppPermutation } from './labels.js'
+import { faultAt, parseAppPermutation, type Fault } from './labels.js'
 export { parseAppPermutation } from './labels.js'
+
+/** The queries one call of a session's function may send at most, unless its race module says (maxQueries). */
+export const MAX_QUERIES = 100
 
 export interface AppTrialConfig {
   race: AppRace
@@ -40,6 +43,13 @@ export interface AppTrialConfig {
    * every trial opens its own and closes them. The run closes what is left (closeKept).
    */
   kept?: (AppConn | undefined)[]
+  /** The level race sets on every session's connection (--isolation); absent: the connection's own default. */
+  isolation?: string
+  /**
+   * Faults an explorer may inject (--inject): at each quiet moment, a ready session whose next query is a fault's
+   * site is offered twice, as it is and with the fault; each fault at most once per trial.
+   */
+  inject?: readonly Fault[]
   /** The invariant, evaluated on the control connection once every session has ended and its connection is idle. */
   evaluate(): Promise<InvariantReport>
   /** The run's abort signal, and what the engine's run gives every trial runner with it (engine/runner.ts). */
@@ -61,7 +71,11 @@ export async function appTrial(lab: Driver, cfg: AppTrialConfig): Promise<AppTri
   const order: string[] = []
   let wake: () => void = () => {}
   let tick = new Promise<void>((r) => (wake = r))
+  // Counts changes (a session at its gate, a query ended, a session ended): a probe of the server taken across one
+  // may be stale (a session seen blocked whose blocker has just rolled back).
+  let changes = 0
   const notify = () => {
+    changes++
     const w = wake
     tick = new Promise<void>((r) => (wake = r))
     w()
@@ -95,7 +109,14 @@ export async function appTrial(lab: Driver, cfg: AppTrialConfig): Promise<AppTri
       }),
   }
   for (let i = 0; i < cfg.n; i++) sessions.push(new AppSession(`s${i + 1}`, i, env))
-  for (const s of sessions) s.declared = (e) => isDeclaredRejection(cfg.race, e)
+  for (const s of sessions) {
+    s.declared = (e) => isDeclaredRejection(cfg.race, e)
+    s.maxQueries = cfg.race.maxQueries ?? MAX_QUERIES
+  }
+  // --inject: the faults not yet used in this trial; a permutation's own (s1.q5!40001, a replay) by label.
+  const faultsLeft = new Set((cfg.inject ?? []).map((_, i) => i))
+  const named = new Map<string, string>()
+  if (cfg.permutation) for (const e of parseAppPermutation(cfg.permutation, sessions.map((s) => s.name))) if (e.inject) named.set(e.label, e.inject)
   const killAll = async () => {
     await Promise.all(conns.map((c) => c?.destroy()))
     await lab.terminate(ours()).catch(() => {})
@@ -130,20 +151,27 @@ export async function appTrial(lab: Driver, cfg: AppTrialConfig): Promise<AppTri
           sessions.map(async (s, i) => {
             let c = cfg.kept?.[i]
             if (cfg.kept) cfg.kept[i] = undefined
-            if (c) c.holder.s = s
             if (c && !(await c.reset())) {
               await c.destroy()
               await lab.terminate([c.pid]).catch(() => {})
               c = undefined
             }
+            // Only a connection kept for this trial serves its session: one that could not be reset is ended, and
+            // its end (an 'error' or 'end' event, perhaps later) must not mark this trial's session as lost.
+            if (c) c.holder.s = s
             if (!c) {
-              c = await open(driver, (await lab.sessionTarget?.(cfg.schema)) ?? lab.target, { applicationName: `race ${cfg.scenarioId} ${s.name}`, schema: cfg.schema, params: cfg.race.connection ?? {}, connectTimeoutMs: cfg.connectTimeoutMs, terminate: (pids) => lab.terminate(pids) }, s)
+              c = await open(driver, (await lab.sessionTarget?.(cfg.schema)) ?? lab.target, { applicationName: `race ${cfg.scenarioId} ${s.name}`, schema: cfg.schema, params: cfg.race.connection ?? {}, ...(cfg.isolation ? { isolation: cfg.isolation } : {}), connectTimeoutMs: cfg.connectTimeoutMs, terminate: (pids) => lab.terminate(pids) }, s)
               conns[i] = c
               if (cfg.race.open) await openApp(cfg, c, s, i)
             }
             conns[i] = c
             s.pid = c.pid
             s.defaultLevel = c.defaultLevel
+            s.raw = c.raw
+            s.kill = async () => {
+              signalled.add(c!.pid)
+              await lab.terminate([c!.pid])
+            }
           }),
         ),
         whenAborted(),
@@ -242,6 +270,7 @@ export async function appTrial(lab: Driver, cfg: AppTrialConfig): Promise<AppTri
       for (;;) {
         if (signal.aborted) throw signal.reason
         boundApp()
+        const seen = changes
         const waiting = sessions.filter((s) => s.state === 'running' && s.current?.blocked)
         if (waiting.length) {
           const still = await probe(waiting)
@@ -253,6 +282,8 @@ export async function appTrial(lab: Driver, cfg: AppTrialConfig): Promise<AppTri
           for (const s of b) s.markBlocked()
         }
         const moving = sessions.filter((s) => s.state === 'app' || s.state === 'starting' || (s.state === 'running' && !s.current?.blocked))
+        // Something changed while the server was asked: its answer may predate it (ask again before calling it quiet).
+        if (!moving.length && changes !== seen && sessions.some((s) => s.state === 'running' && s.current?.blocked)) continue
         if (!moving.length) {
           // The first time every session waits on race or the server: a connection of their own opened before their
           // first query through race's is open now (asked once: at every step, it tripled explore's time).
@@ -302,13 +333,31 @@ export async function appTrial(lab: Driver, cfg: AppTrialConfig): Promise<AppTri
           await Promise.race([tick, sleep(50, undefined, { ref: false })])
           continue
         }
+        // A ready session whose next query is a fault's site is offered again with the fault (index beyond the
+        // sessions': the explorer's choice between the two is a branch like any other).
+        const offered = ready.flatMap((s): (ReadyStep & { fault?: number })[] => {
+          const label = `${s.name}.${s.pending!.label}`
+          const step: ReadyStep & { fault?: number } = { session: s.name, index: s.index, label, sql: s.pending!.sql }
+          const faulty = [...faultsLeft]
+            .filter((f) => !s.pending!.point && faultAt(cfg.inject![f], s.pending!.label, s.pending!.sql))
+            .map((f) => ({ ...step, index: cfg.n * (1 + f) + s.index, label: `${label}!${cfg.inject![f].code}`, inject: cfg.inject![f].code, fault: f }))
+          const replayed = named.get(label)
+          if (replayed) faulty.push({ ...step, index: cfg.n * (1 + (cfg.inject?.length ?? 0)) + s.index, label: `${label}!${replayed}`, inject: replayed as Fault['code'], fault: -1 })
+          return [step, ...faulty]
+        })
         const moment: Moment = {
-          ready: ready.map((s) => ({ session: s.name, index: s.index, label: `${s.name}.${s.pending!.label}`, sql: s.pending!.sql })),
+          ready: offered.map(({ fault: _f, ...x }) => x),
           blocked: sessions.filter((s) => s.state === 'running' && s.current?.blocked).map((s) => ({ session: s.name, index: s.index, label: `${s.name}.${s.current!.label}` })),
           done: sessions.filter((s) => s.finished).map((s) => s.name),
           order: [...order],
         }
-        const s = ready[pickedOf(moment, await chooser(moment))]
+        const picked = offered[pickedOf(moment, await chooser(moment))]
+        const s = sessions[picked.index % cfg.n]
+        if (picked.inject) {
+          s.faultNow = picked.inject as Fault['code']
+          if (picked.fault !== undefined && picked.fault >= 0) faultsLeft.delete(picked.fault)
+          named.delete(picked.label.replace(/!.*$/, ''))
+        }
         s.release()
         // The released query runs until it ends or is seen blocked (quiet, at the top of the loop).
         await Promise.race([tick, sleep(0)])
@@ -316,8 +365,9 @@ export async function appTrial(lab: Driver, cfg: AppTrialConfig): Promise<AppTri
     }
     await Promise.race([drive(), whenAborted(), lab.whenLost()])
     // Every function has returned or thrown (bounded: a session given up on is not awaited further).
+    // A session stopped at maxQueries is left parked: its function never resumes, and is not waited for.
     // (An unreferenced timer: once every function has ended it must not keep a test runner's process alive for 2 s.)
-    await Promise.race([Promise.all(ended), sleep(2000, undefined, { ref: false })])
+    await Promise.race([Promise.all(ended.map((p, i) => (sessions[i].parked ? undefined : p))), sleep(2000, undefined, { ref: false })])
     // A query on a connection race did not hand out was never gated: whatever this trial shows, no schedule reached
     // it. Seen from the server (app/foreign.ts); the run cannot be decided. Checked while the functions' own
     // connections may still be open (a module-level Pool keeps them), and during the trial (onForeign).
@@ -326,7 +376,7 @@ export async function appTrial(lab: Driver, cfg: AppTrialConfig): Promise<AppTri
     // cut short by race, which says so itself), and a race whose functions sent nothing to race.
     const byThemselves = sessions.every((s) => s.outcome === 'committed' || s.outcome === 'rejected' || (s.outcome === 'failed' && !s.crashed))
     if (byThemselves && cfg.schedule === 'permutation' && cfg.permutation && !cfg.chooser) {
-      const ran = new Set(order)
+      const ran = new Set(order.map((l) => l.replace(/!\w+$/, '')))
       const missing = parseAppPermutation(cfg.permutation, sessions.map((s) => s.name)).filter((e) => !ran.has(e.label))
       if (missing.length) {
         const last = (name: string) => [...order].reverse().find((l) => l.startsWith(`${name}.`))
@@ -349,7 +399,7 @@ export async function appTrial(lab: Driver, cfg: AppTrialConfig): Promise<AppTri
         if (!c) return undefined
         if (signalled.has(sessions[i].pid) || c.holder.broken) return c.destroy()
         // It ended inside a transaction (rolled back above, as far as race can tell): a fresh one next time, not a guess.
-        if (sessions[i].inTx) return c.close()
+        if (sessions[i].inTx || sessions[i].parked) return c.close()
         if (cfg.kept) {
           // An ORM the trial's code built over ctx.pg is gone with the trial: its listeners on the connection go too.
           // What open() built stays with the connection, listeners and all.
@@ -466,6 +516,11 @@ export function chooserFor(cfg: Pick<AppTrialConfig, 'schedule' | 'permutation'>
         throw new UsageError(`the permutation says ${e.label} next, but ${e.session}'s next step is ${m.ready[r].label} (${m.ready[r].sql.trim().slice(0, 60) || 'a point'}): list every query of a session in its order`)
       }
       entries.splice(i, 1)
+      // s1.q5!40001: the same query with the fault injected (offered beside it, app/trial.ts).
+      if (e.inject) {
+        const v = m.ready.findIndex((x) => x.label === `${e.label}!${e.inject}`)
+        if (v >= 0) return v
+      }
       return r
     }
     // Past the permutation's end (or only waiting sessions left in it): the rest in lockstep order.
@@ -478,7 +533,7 @@ export function chooserFor(cfg: Pick<AppTrialConfig, 'schedule' | 'permutation'>
 export function orderEntries(order: readonly string[], names: readonly string[]): { session: number; step: number }[] {
   const out: { session: number; step: number }[] = []
   for (const label of order) {
-    const m = /^([^.]+)\.q(\d+)$/.exec(label)
+    const m = /^([^.]+)\.q(\d+)(!\w+)?$/.exec(label)
     if (m && names.includes(m[1])) out.push({ session: names.indexOf(m[1]), step: Number(m[2]) - 1 })
   }
   return out

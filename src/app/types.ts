@@ -104,6 +104,11 @@ export interface AppRace {
    * default 2: after its first query, usually its BEGIN), or at a point the code marks (its name).
    */
   barrier?: number | string
+  /**
+   * The queries one call of the function may send at most (default 100): a session past it is stopped as a retry
+   * loop that never ends (failed, the trial undecided), its function left waiting for good.
+   */
+  maxQueries?: number
   /** Startup parameters of every session's connection (e.g. { default_transaction_isolation: 'serializable' }). */
   connection?: Record<string, string>
 }

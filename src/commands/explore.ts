@@ -11,7 +11,8 @@ import { specFailure } from '../isolation/common.js'
 import { cliWords } from './words.js'
 import { DEFAULT_MAX, DEFAULT_SAMPLE, DEFAULT_SHRINK, exploreOn, type ExploreResult } from '../explore/index.js'
 import { checkExplore } from '../explore/request.js'
-import { addScenarioParamOptions, addTargetOptions, assertRunsOn, engineFor, parseBounds, scenarioParams, self, withLab, type TargetOptions } from './common.js'
+import { isLevelList } from '../explore/levels.js'
+import { addScenarioParamOptions, addTargetOptions, eachPg, assertRunsOn, engineFor, parseBounds, scenarioParams, self, withLab, type TargetOptions } from './common.js'
 
 export interface ExploreCommandOptions extends TargetOptions {
   n?: string
@@ -21,6 +22,7 @@ export interface ExploreCommandOptions extends TargetOptions {
   shrink: string
   expect?: string
   all?: boolean
+  inject?: string
   [param: string]: unknown
 }
 
@@ -36,9 +38,11 @@ export function registerExplore(program: Command, all: readonly ScenarioSummary[
     .option('--shrink <runs>', 'runs spent at most on shrinking a sampled violation to a minimal one (0: none)', String(DEFAULT_SHRINK))
     .option('--expect <held|violated>', 'held: exit 1 when any interleaving violates; violated: exit 1 when none does (default: the spec\'s expect line, or the scenario\'s documentation)')
     .option('--all', 'list every interleaving of each group (default: the first 3, fewest switches first)')
+    .option('--inject <faults>', 'application races: also explore the server failing a query, e.g. 40001@commit,40P01@2,lost@3 (each at most once per interleaving)')
   addScenarioParamOptions(cmd, all)
-  addTargetOptions(cmd, ctx, { keep: false })
-  cmd.action(async (id: string, o: ExploreCommandOptions, self: Command) => exit(await exploreCommand(ctx, id, o, self)))
+  addTargetOptions(cmd, ctx, { keep: false, pg: true })
+  // --pg 13-18: the same exploration on each version's embedded server, one after another.
+  cmd.action(async (id: string, o: ExploreCommandOptions, self: Command) => exit(await eachPg(ctx, o, () => exploreCommand(ctx, id, o, self))))
   cmd.addHelpText(
     'after',
     `
@@ -53,15 +57,24 @@ Examples:
   $ race explore examples/explore-orders-fixed.spec    holds in all
   $ race explore lost-update --expect held --json
   $ race explore examples/orders.spec --n 3 --sample 100 --seed 7
-  $ race explore examples/app/orders.race.mjs   60 of 70 violate (2 sessions)`,
+  $ race explore examples/app/orders.race.mjs   60 of 70 violate (2 sessions)
+
+Which isolation level is enough, and does the retry loop survive:
+  $ race explore examples/app/withdraw.race.mjs --isolation all     one row per level
+  $ race explore lost-update --isolation rc,rr
+  $ race explore examples/app/withdraw-retry.race.mjs --isolation ser --inject 40001@commit`,
   )
   return cmd
 }
 
 export async function exploreCommand(ctx: RunContext, id: string, o: ExploreCommandOptions, cmd: Command): Promise<number> {
-  const scenario = await findScenario(id)
+  const found = await findScenario(id)
   const engine = engineFor(o.databaseUrl)
-  assertRunsOn(scenario, engine)
+  assertRunsOn(found, engine)
+  // --inject: the application race's explorations also offer the server failing its queries (app/labels.ts).
+  const scenario = o.inject === undefined ? found : (await import('../app/scenario.js')).withFaults(found, (await import('../app/labels.js')).parseFaults(o.inject), engine)
+  // --isolation all (or rc,rr,ser): the exploration once per level (explore/levels.ts).
+  if (isLevelList(o.isolation)) return (await import('./explore-levels.js')).exploreLevelsCommand(ctx, id, scenario, engine, o, cmd)
   const params = scenarioParams(scenario, cmd, o, await summaries(), engine)
   const { n, max, sample, seed, shrink, expect } = checkExplore(scenario, o, FLAGS)
   const bounds = parseBounds(o)

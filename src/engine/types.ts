@@ -52,6 +52,11 @@ export interface SessionReport {
    * A failure of the code under test: the trial cannot be decided.
    */
   thrown?: string
+  /**
+   * An application race explored with --inject: the faults race made the server raise in this session
+   * (40001@q5, lost@q3). A session lost this way lost its connection before its step was sent: what committed is known.
+   */
+  injected?: string[]
   /** Through a pooler: where each step ran (pid is then the backend of its last known step). */
   steps?: StepBackend[]
 }
@@ -112,6 +117,8 @@ export interface ReadyStep {
   label: string
   /** The SQL it is about to send ('' for a point, or a step that sends none). */
   sql: string
+  /** An application race: the same step with this fault injected instead (--inject; index then names the choice, not the session). */
+  inject?: string
 }
 
 /**

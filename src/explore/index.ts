@@ -16,7 +16,7 @@ import { exitCode, labelOf, summarize, type ExpectOverride } from '../judge/inde
 import { formatPermutation, type Entry } from '../permutation.js'
 import { assertSound, documentedFor, plan, type Plan } from '../plan.js'
 import { findScenario, isBuiltIn } from '../registry.js'
-import { defaultParams, kindOf, type Params, type Scenario, type Verdict } from '../scenario.js'
+import { defaultParams, kindOf, type Documented, type Params, type Scenario, type Verdict } from '../scenario.js'
 import { expectsOverride, isFileScenario, specFailure } from '../isolation/common.js'
 import { judgeTrial, type Trial } from '../run/judge.js'
 import { assertRunsOn, engineFor, withLab } from '../run/lab.js'
@@ -71,6 +71,10 @@ export interface Interleaving {
   outcomes: Record<string, string>
   /** Sessions seen waiting for another in this interleaving. */
   waited: string[]
+  /** The SQLSTATEs the server raised in it, a retry loop's recovered ones included (each once). */
+  raised: string[]
+  /** The level each session's transaction ran at (read from the server, or named by its own BEGIN). */
+  levels: Record<string, string | null>
   /** How many times the schedule leaves one session for another (the smaller, the simpler to read). */
   switches: number
   /** How many runs had this interleaving (a sample can draw one twice). */
@@ -160,9 +164,21 @@ export function expectationOf(s: Scenario, p: Plan, given?: 'held' | 'violated')
   return docs.some((d) => d.verdict === 'anomaly') ? 'violated' : 'held'
 }
 
+/** Every outcome the scenario documents for this variant, whatever the schedule: the SQLSTATEs its trials may end with. */
+function documentedAll(s: Scenario, p: Plan): Documented[] {
+  return (['lockstep', 'serial', 'barrier'] as const).flatMap((schedule) => {
+    try {
+      return documentedFor(s, { ...p.variant, schedule, windowMs: 0 })
+    } catch {
+      return []
+    }
+  })
+}
+
 /** A spec session's own setup and teardown blocks run first and last, as isolationtester runs them: not choices. */
 function pinned(s: Scenario, p: Plan, i: number, k: number): 'first' | 'last' | undefined {
-  if (!isFileScenario(s)) return undefined
+  // An index beyond the sessions is an application race's query offered with a fault (--inject): never pinned.
+  if (!isFileScenario(s) || !p.sessions[i]) return undefined
   const steps = p.sessions[i].steps
   if (k === 0 && steps[0]?.name === 'setup') return 'first'
   if (k === steps.length - 1 && k > 0 && steps[k].name === 'teardown') return 'last'
@@ -209,6 +225,8 @@ export async function explore(ctx: RunContext, scenarioOrId: string | Scenario, 
 /** explore on an open driver (the command and the API open it with withLab). */
 export async function exploreOn(ctx: RunContext, lab: Driver, targetLabel: string, scenario: Scenario, p: Plan, o: ExploreOptions & { max: number; shrink: number; word?: Words }, bounds: Bounds): Promise<ExploreResult> {
   const expect = expectationOf(scenario, p, o.expect)
+  // The SQLSTATEs the scenario documents (a unique index's 23505) prevent, as in race run: judged by them, never compared.
+  const declared = documentedAll(scenario, p)
   // An application race's steps are the queries its functions send, discovered as they run: a session's count may
   // differ from one interleaving to the next (count, then insert or throw). The tree's branching is known only
   // where it is reached, so the count of orders is not known before: the first run (the first ready session at every
@@ -299,7 +317,7 @@ export async function exploreOn(ctx: RunContext, lab: Driver, targetLabel: strin
       return nextShrink()
     },
     onTrial: (_k, facts) => {
-      last = { facts, trial: judgeTrial(facts, [], p) }
+      last = { facts, trial: judgeTrial(facts, declared, p) }
     },
     onOrder: (_k, ran) => {
       const { facts, trial } = last!
@@ -436,6 +454,8 @@ function interleavingOf(p: Plan, ran: Entry[], facts: TrialFacts, trial: Trial, 
     observed: facts.invariant.observed,
     outcomes: Object.fromEntries(facts.sessions.map((s) => [s.name, labelOf(s)])),
     waited: facts.sessions.filter((s) => s.waitedMs > 0).map((s) => s.name),
+    raised: [...new Set(facts.sessions.flatMap((s) => s.errors))],
+    levels: Object.fromEntries(facts.sessions.map((s) => [s.name, s.isolation])),
     switches: sw,
     runs: 1,
     why: trial.why,

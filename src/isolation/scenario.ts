@@ -12,7 +12,7 @@
 //    scenario's `expects`, judged as --expect is.
 import path from 'node:path'
 import { withoutFinalSemicolon } from '../binds.js'
-import type { Row, Scenario, SessionSpec, Step } from '../scenario.js'
+import { DEFAULT_LEVEL, sessionLevelParam, type Row, type Scenario, type SessionSpec, type Step } from '../scenario.js'
 import { guardedSql } from './guard.js'
 import { outsideReach, transactionControl, unterminated } from './files.js'
 import type { Permutation, Spec, SpecSession } from './parse.js'
@@ -101,7 +101,8 @@ export function specToScenario(spec: Spec, story: string[] = []): Scenario {
     title: story[0] ?? `the spec ${path.basename(file)}`,
     source: { article: 'file', section: file },
     story: story.length > 1 ? story.slice(1) : [`${fixed} session(s)${template ? ', template sessions replicated by --n' : ''}, from ${path.basename(file)}`],
-    params: {},
+    // --isolation: each session's connection's default level; a step that names its own level keeps it (read back).
+    params: sessionLevelParam(),
     sessionCount: template ? { default: 2, min: 1, max: 10_000 } : { default: fixed, min: fixed, max: fixed },
     isolation: (v) => Object.fromEntries(sessionNames(spec, v.n).flat().map((n) => [n, null])),
     setup: spec.setup.map((b, i) => guardedSql(b.sql, `${file}:${b.pos.line}: setup block ${i + 1}`)),
@@ -109,7 +110,8 @@ export function specToScenario(spec: Spec, story: string[] = []): Scenario {
       const out: Record<string, SessionSpec> = {}
       const names = sessionNames(spec, v.n)
       spec.sessions.forEach((s, i) => {
-        const one: SessionSpec = { steps: stepsOf(s) }
+        const level = String(v.params.isolation ?? DEFAULT_LEVEL)
+        const one: SessionSpec = { steps: stepsOf(s), ...(level === DEFAULT_LEVEL ? {} : { connection: { default_transaction_isolation: level } }) }
         for (const name of names[i]) out[name] = one
       })
       return out

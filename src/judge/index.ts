@@ -4,7 +4,7 @@ import { UNREAD_LEVEL, conditionName, isConcurrencyControl, isIntegrityViolation
 import type { Documented, Level, Verdict, Who } from '../scenario.js'
 import type { InvariantReport, SessionReport } from '../engine/types.js'
 
-type Judged = Pick<SessionReport, 'name' | 'outcome' | 'sqlstate' | 'errors' | 'waitedMs' | 'step' | 'reason'> & Pick<Partial<SessionReport>, 'thrown'>
+type Judged = Pick<SessionReport, 'name' | 'outcome' | 'sqlstate' | 'errors' | 'waitedMs' | 'step' | 'reason'> & Pick<Partial<SessionReport>, 'thrown' | 'injected'>
 
 /** A SQLSTATE, or MySQL's 'SQLSTATE/errno' ('23000/1062'). */
 const SQLSTATE = /^[0-9A-Z]{5}(\/\d+)?$/
@@ -44,7 +44,8 @@ export function judge(sessions: readonly Judged[], invariant: Pick<InvariantRepo
   if (!invariant.held) return { verdict: 'anomaly', why: 'the invariant was violated' }
   // A violation among what committed is a fact; a hold is not, when a session never got to its end: what it
   // would have written might have broken the invariant. So a lost session leaves a held invariant undecided.
-  const lost = sessions.filter((s) => s.outcome === 'lost')
+  // A connection race itself ended (--inject lost) was ended before its step was sent: nothing of it is in doubt.
+  const lost = sessions.filter((s) => s.outcome === 'lost' && !s.injected?.some((x) => x.startsWith('lost@')))
   if (lost.length) {
     const which = lost.map((s) => `${s.name}${s.step ? ` (in step ${s.step})` : ''}`).join(', ')
     return { verdict: 'unknown', why: `held on what committed, but ${which} lost ${lost.length > 1 ? 'their connections' : 'its connection'}: the race did not run to its end` }
@@ -72,6 +73,7 @@ export function judge(sessions: readonly Judged[], invariant: Pick<InvariantRepo
  * ("called process.exit(0)", "left an uncaught exception Error: x": app/contain.ts).
  */
 function didWhat(thrown: string): string {
+  if (thrown.startsWith('retried without end') || thrown.startsWith('sent more than')) return thrown
   if (thrown.startsWith('called ')) return thrown
   if (thrown.startsWith('uncaught exception ') || thrown.startsWith('unhandled rejection ')) return `left an ${thrown}`
   return `threw ${thrown}`

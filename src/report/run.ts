@@ -1,7 +1,7 @@
 // race run's report (and run()'s text): what ran where, the sessions, the invariant and the verdict, drawn in the
 // style of the run's context (report/color.ts c).
 import { formatDuration } from '../parse.js'
-import type { Params, Scenario, Schedule } from '../scenario.js'
+import { DEFAULT_LEVEL, type Params, type Scenario, type Schedule } from '../scenario.js'
 import { c } from './color.js'
 import type { RunView } from './json.js'
 import { columns, hang, joinFit } from './width.js'
@@ -15,6 +15,8 @@ export function ownSettings(s: Scenario): string {
 
 export function describeParams(s: Scenario, params: Params): string {
   return Object.entries(s.params)
+    // A session-level --isolation left to the connections' own default says nothing the isolation line does not.
+    .filter(([k]) => params[k] !== DEFAULT_LEVEL)
     .map(([k, p]) => {
       const flag = p.flag.split(' ')[0].replace(/^--(no-)?/, '')
       const v = params[k]
@@ -43,7 +45,9 @@ export function render(
   if (ps) lines.push(...hang(c.dim(ps + (r.holdMs ? ` (lock timeouts extended by --hold ${formatDuration(r.holdMs)})` : '')), w, 2))
   if (scenario.ownServer) lines.push(...hang(c.dim(`a server of its own, started with ${ownSettings(scenario)} (it ${scenario.ownServer.why})`), w, 2))
   if (r.pooled) lines.push(...hang(`${c.dim('pooler')}     ${r.pooled}; each session is a client of it, the control connection goes direct`, w, 11))
-  lines.push(isolationLine(t, r.plan.isolation, w))
+  // A session-level --isolation (application races, specs): the level race set on each connection.
+  const asked = r.scenario.params.isolation?.default === DEFAULT_LEVEL && r.params.isolation !== DEFAULT_LEVEL ? String(r.params.isolation) : undefined
+  lines.push(isolationLine(t, r.plan.isolation, w, asked))
   lines.push('')
   if (drawn && timeline) lines.push(timeline(t, { all: drawn === 'all', width: w }), '')
   if (summary.trials > 1) lines.push(trialsTable(r.trials, summary, w), '', c.dim(`one ${t.comparison.matched ? t.verdict : 'deviating'} trial:`))

@@ -180,12 +180,16 @@ export function labelled(label: string, text: string, w = columns()): string {
  * The levels the sessions really ran at (SHOW transaction_isolation, read in each session), and a warning
  * when the server gave a session another level than the scenario is documented for.
  */
-export function isolationLine(t: TrialFacts, documented: Record<string, Level | null>, w = columns()): string {
+export function isolationLine(t: TrialFacts, documented: Record<string, Level | null>, w = columns(), asked?: string): string {
   const seen = new Map<string, string[]>()
   for (const s of t.sessions) seen.set(s.isolation ?? '?', [...(seen.get(s.isolation ?? '?') ?? []), s.name])
   const ran = seen.size === 1 ? [...seen.keys()][0] : [...seen].map(([l, who]) => `${who.join(', ')}: ${l}`).join('; ')
   const off = t.sessions.filter((s) => documented[s.name] && s.isolation && s.isolation !== documented[s.name])
-  const note = off.length ? c.red(`  documented for ${[...new Set(off.map((s) => documented[s.name]))].join(', ')}: the server overrode it`) : ''
+  // --isolation set on an application race's or a spec's connections: a session whose own code named another level.
+  const own = asked ? t.sessions.filter((s) => s.isolation && s.isolation !== '?' && s.isolation !== asked).map((s) => s.name) : []
+  const note =
+    (off.length ? c.red(`  documented for ${[...new Set(off.map((s) => documented[s.name]))].join(', ')}: the server overrode it`) : '') +
+    (own.length ? c.yellow(`  ${own.join(', ')}: not ${asked}, as --isolation set on the connection: the code names its own level (not overridden)`) : '')
   return hang(`${c.dim('isolation')}  ${ran} ${c.dim('(read from each session)')}${note}`, w, 11).join('\n')
 }
 

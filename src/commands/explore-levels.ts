@@ -1,0 +1,60 @@
+// race explore <scenario> --isolation all|rc,rr,ser: the exploration once per level, one row per level, and the
+// weakest level at which every interleaving held (explore/levels.ts).
+import type { Command } from 'commander'
+import { UsageError } from '../errors.js'
+import type { RunContext } from '../lifecycle.js'
+import { assertSound } from '../plan.js'
+import { summaries } from '../registry.js'
+import type { Engine, Scenario } from '../scenario.js'
+import { FLAGS } from '../run/request.js'
+import { specFailure } from '../isolation/common.js'
+import { checkExplore } from '../explore/request.js'
+import { exploreLevels, parseLevels, renderLevels } from '../explore/levels.js'
+import { cliWords } from './words.js'
+import { parseBounds, scenarioParams, self, withLab } from './common.js'
+import type { TargetOptions } from './common.js'
+
+/** What race explore's flags give this path (commands/explore.ts ExploreCommandOptions, read here without importing it). */
+type ExploreCommandOptions = TargetOptions & { n?: string; max: string; sample?: string; seed?: string; shrink: string; expect?: string; all?: boolean; [param: string]: unknown }
+
+export async function exploreLevelsCommand(ctx: RunContext, id: string, scenario: Scenario, engine: Engine, o: ExploreCommandOptions, cmd: Command): Promise<number> {
+  const levels = parseLevels(String(o.isolation), scenario, engine)
+  if (o.expect !== undefined) throw new UsageError('--expect judges one level: with --isolation all (or a list) the result is each level\'s row and the weakest safe level (weakestSafe in --json); leave --expect out, or give one level')
+  // The other params as given; each level sets isolation.
+  const params = scenarioParams(scenario, cmd, { ...o, isolation: undefined }, await summaries(), engine)
+  const { n, max, sample, seed, shrink } = checkExplore(scenario, o, FLAGS)
+  const bounds = parseBounds(o)
+  for (const level of levels) assertSound(scenario, { ...params, isolation: level }, n, engine)
+  const tty = process.stderr.isTTY
+  let at = ''
+  const onProgress = (x: { runs: number; violating: number; planned: number | null; exact: boolean; phase: 'explore' | 'shrink' }) => {
+    if (!tty) return
+    const of = x.planned === null ? '' : x.exact ? `/${x.planned}` : ` (of at most ${x.planned})`
+    process.stderr.write(`\r\x1b[2K${at}: ${x.phase === 'shrink' ? 'shrinking' : 'exploring'}: ${x.runs}${of} runs, ${x.violating} violating`)
+  }
+  return withLab(
+    ctx,
+    o.databaseUrl,
+    bounds,
+    async (lab, target) => {
+      const r = await exploreLevels(ctx, lab, target.label, scenario, levels, params, n, { max, sample, seed, shrink, name: id, onProgress, word: cliWords, databaseUrl: o.databaseUrl }, bounds, (level) => {
+        at = level
+      }).catch((e) => {
+        throw specFailure(scenario, e)
+      })
+      if (tty) process.stderr.write('\r\x1b[2K')
+      if (o.json) {
+        const { explorations, ...rest } = r
+        const doc = o.all ? { ...rest, explorations: explorations.map(({ every, ...x }) => ({ ...x, every })) } : rest
+        process.stdout.write(JSON.stringify(doc, null, 2) + '\n')
+      } else process.stdout.write(renderLevels(r, self()) + '\n')
+      if (r.exitCode === 3) {
+        const open = r.levels.filter((x) => x.violating === 0 && !x.complete).map((x) => x.isolation)
+        process.stderr.write(`race: could not decide whether every interleaving holds at ${open.join(', ')}: run race explore --isolation <level> there to see the undecided or unrun interleavings\n`)
+      }
+      return r.exitCode
+    },
+    scenario,
+    { sessions: n },
+  )
+}
