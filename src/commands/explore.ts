@@ -21,6 +21,7 @@ export interface ExploreCommandOptions extends TargetOptions {
   shrink: string
   expect?: string
   all?: boolean
+  exhaustive?: boolean
   [param: string]: unknown
 }
 
@@ -30,8 +31,9 @@ export function registerExplore(program: Command, all: readonly ScenarioSummary[
     .description('run every interleaving of the sessions\' steps, judge each by the invariant, and give the shortest violating one')
     .argument('<scenario>', 'scenario id (race list), .spec file or .mjs module')
     .option('--n <n>', 'number of sessions; default per scenario, usually 2')
-    .option('--max <count>', 'run every interleaving when the steps have at most this many orders; above it, a seeded random sample', String(DEFAULT_MAX))
-    .option('--sample <k>', `run K random interleavings instead of all (default ${DEFAULT_SAMPLE} when the count is above --max)`)
+    .option('--exhaustive', 'run every order of the steps (the exact enumeration), whatever --max says; default: the reduced search')
+    .option('--max <runs>', 'the most runs the search makes; it says what it left when it stops there', String(DEFAULT_MAX))
+    .option('--sample <k>', `run K random interleavings instead of searching (e.g. ${DEFAULT_SAMPLE})`)
     .option('--seed <s>', "the sample's seed (default a random one, printed: the same seed draws the same sample)")
     .option('--shrink <runs>', 'runs spent at most on shrinking a sampled violation to a minimal one (0: none)', String(DEFAULT_SHRINK))
     .option('--expect <held|violated>', 'held: exit 1 when any interleaving violates; violated: exit 1 when none does (default: the spec\'s expect line, or the scenario\'s documentation)')
@@ -63,7 +65,7 @@ export async function exploreCommand(ctx: RunContext, id: string, o: ExploreComm
   const engine = engineFor(o.databaseUrl)
   assertRunsOn(scenario, engine)
   const params = scenarioParams(scenario, cmd, o, await summaries(), engine)
-  const { n, max, sample, seed, shrink, expect } = checkExplore(scenario, o, FLAGS)
+  const { n, max, sample, seed, shrink, expect, exhaustive } = checkExplore(scenario, o, FLAGS)
   const bounds = parseBounds(o)
   assertSound(scenario, params, n, engine)
   const p = plan(scenario, { params, n, engine })
@@ -85,7 +87,7 @@ export async function exploreCommand(ctx: RunContext, id: string, o: ExploreComm
     o.databaseUrl,
     bounds,
     async (lab, target) => {
-      const r = await exploreOn(ctx, lab, target.label, scenario, p, { max, sample, seed, shrink, expect, name: id, onProgress, word: cliWords, databaseUrl: o.databaseUrl }, bounds).catch((e) => {
+      const r = await exploreOn(ctx, lab, target.label, scenario, p, { max, sample, seed, shrink, expect, exhaustive, name: id, onProgress, word: cliWords, databaseUrl: o.databaseUrl }, bounds).catch((e) => {
         throw specFailure(scenario, e)
       })
       if (tty) process.stderr.write('\r\x1b[2K')

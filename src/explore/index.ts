@@ -24,6 +24,8 @@ import { NAMES, paramsOf, type Bounds } from '../run/params.js'
 import type { Words } from '../engine/refusals.js'
 import { checkExplore, DEFAULT_SAMPLE } from './request.js'
 import { Dfs, follow, ordersOf, Sampler, shrinkCandidates, switches, type Pick, type Strategy } from './enumerate.js'
+import { Reduced } from './reduce.js'
+import { observe, touched, type Seen, type Touched } from '../engine/footprint.js'
 
 export { Dfs, Sampler, follow, ordersOf, shrinkCandidates, switches } from './enumerate.js'
 export type { Pick, Strategy } from './enumerate.js'
@@ -37,12 +39,20 @@ export interface ExploreOptions {
   n?: number
   /** The scenario's params; the rest default. */
   params?: Params
-  /** Run every interleaving when the steps have at most this many orders; else sample. Default 1000. */
+  /**
+   * The most runs the search makes (the reduced search, or an exhaustive one of an application race's tree: each says
+   * when it stopped with orders left). Default 10,000. --exhaustive over declared steps ignores it.
+   */
   max?: number
   /** Sample this many random runs (even when every interleaving would fit in --max). */
   sample?: number
   /** The sample's seed; default a random one (reported, to run the same sample again). */
   seed?: number
+  /**
+   * Every order of the steps (today's exact enumeration, the oracle), whatever max says. Default: the reduced search,
+   * which runs one order of each class of orders that differ only by swapping steps that touch nothing in common.
+   */
+  exhaustive?: boolean
   /** Runs spent at most on shrinking a sampled violation to a minimal one; 0: no shrinking. Default 100. */
   shrink?: number
   /** How the replay command names the scenario (the command passes what the user typed); default its id, or its file. */
@@ -97,6 +107,17 @@ export interface ExploreResult {
   target: string
   invariant: string
   mode: 'all' | 'sample'
+  /**
+   * exhaustive: every order; reduced: one order of each class of orders that differ only by swapping steps that touch
+   * nothing in common (what each step touched read from the server, explore/reduce.ts); sample: random runs.
+   */
+  search: 'exhaustive' | 'reduced' | 'sample'
+  /**
+   * The reduced search: the free steps it ran (over all runs), how many of them race could not classify (treated as
+   * conflicting with every step: waits, errors, autocommit statements, MySQL), and runs it finished only because a run
+   * must end (every ready session's next step already covered).
+   */
+  reduction?: { steps: number; unclassified: number; redundant: number }
   /**
    * How many orders of the steps keep each session's own order (isolationtester's count), as a decimal string. An
    * application race's steps are discovered as its functions run: then the orders of the queries its first run sent
@@ -176,14 +197,14 @@ interface Done {
 
 export async function explore(ctx: RunContext, scenarioOrId: string | Scenario, o: ExploreOptions = {}): Promise<ExploreResult> {
   const scenario = typeof scenarioOrId === 'string' ? await findScenario(scenarioOrId) : scenarioOrId
-  const known = ['databaseUrl', 'n', 'params', 'max', 'sample', 'seed', 'shrink', 'name', 'expect', 'connectTimeoutMs', 'stepTimeoutMs', 'runTimeoutMs', 'onProgress']
+  const known = ['databaseUrl', 'n', 'params', 'max', 'sample', 'seed', 'shrink', 'name', 'expect', 'exhaustive', 'connectTimeoutMs', 'stepTimeoutMs', 'runTimeoutMs', 'onProgress']
   for (const k of Object.keys(o)) if (!known.includes(k)) throw new UsageError(`explore(): unknown option '${k}': it takes ${known.join(', ')}`)
   for (const k of ['connectTimeoutMs', 'stepTimeoutMs', 'runTimeoutMs'] as const) {
     const v = o[k]
     if (v !== undefined && !(typeof v === 'number' && Number.isFinite(v) && v > 0)) throw new UsageError(`${k} is ${JSON.stringify(v) ?? String(v)}: give a positive number of milliseconds`)
   }
   const bounds: Bounds = { connectTimeoutMs: o.connectTimeoutMs ?? 5000, stepTimeoutMs: o.stepTimeoutMs ?? 10_000, runTimeoutMs: o.runTimeoutMs ?? 30 * 60_000 }
-  const { n, max, sample, seed, shrink: shrinkBudget, expect } = checkExplore(scenario, o, NAMES)
+  const { n, max, sample, seed, shrink: shrinkBudget, expect, exhaustive } = checkExplore(scenario, o, NAMES)
   const params = paramsOf(scenario, o.params ?? {}, engineFor(o.databaseUrl), 'explore()')
   return withLab(
     ctx,
@@ -195,7 +216,7 @@ export async function explore(ctx: RunContext, scenarioOrId: string | Scenario, 
         assertRunsOn(scenario, lab.engine)
         assertSound(scenario, params, n, lab.engine)
         const p = plan(scenario, { params, n, engine: lab.engine })
-        return await exploreOn(ctx, lab, target.label, scenario, p, { ...o, n, max, sample, seed, expect, shrink: shrinkBudget }, bounds)
+        return await exploreOn(ctx, lab, target.label, scenario, p, { ...o, n, max, sample, seed, expect, exhaustive, shrink: shrinkBudget }, bounds)
       } finally {
         await lab.close()
       }
@@ -217,14 +238,22 @@ export async function exploreOn(ctx: RunContext, lab: Driver, targetLabel: strin
   const where = replayTarget(o.databaseUrl)
   const counts = app ? [] : p.sessions.map((s, i) => s.steps.filter((_, k) => !pinned(scenario, p, i, k)).length)
   let orders = app ? 0n : ordersOf(counts)
-  let sampling = o.sample !== undefined || (!app && orders > BigInt(o.max))
+  // --exhaustive: every order, whatever --max says; --sample K: K random runs; else the reduced search (reduce.ts),
+  // which stops at --max runs and then says what it left.
+  const exhaustive = o.exhaustive === true
+  let sampling = o.sample !== undefined
   const seed = o.seed ?? Math.floor(Math.random() * 2 ** 31)
   const size = o.sample ?? DEFAULT_SAMPLE
-  let search: Strategy & { diverged?: number; runs: number } = sampling ? new Sampler(size, seed) : new Dfs()
-  let planned: number | null = sampling ? size : app ? null : Number(orders)
-  // The application race's first run: its queries give `orders`, and, unless --sample was given, decide whether
-  // every interleaving fits in --max.
+  const reduced = !sampling && !exhaustive ? new Reduced() : undefined
+  let search: Strategy & { diverged?: number; runs: number } = sampling ? new Sampler(size, seed) : reduced ?? new Dfs()
+  let planned: number | null = sampling ? size : app || reduced ? null : Number(orders)
+  // The application race's first run: its queries give `orders` (what the report compares the runs with).
   let probing = app
+  // The reduced search learns what each step touched: at every quiet moment of a trial the sessions' backends are
+  // read on control (engine/footprint.ts); the footprints of the trial's free steps, in order.
+  let fps: Touched[] = []
+  let touchedAll = 0
+  let touchedSteps = 0
   // Every interleaving was run: false when a search of an application race's tree reached --max runs with more left.
   let complete = true
 
@@ -244,10 +273,38 @@ export async function exploreOn(ctx: RunContext, lab: Driver, targetLabel: strin
   let shrinkRuns = 0
   let shrinkFrom: string | undefined
 
-  const chooserOf = (pick: Pick): Chooser => {
+  const chooserOf = (pick: Pick, learn: boolean): Chooser => {
     const launched = p.sessions.map(() => 0)
     free = []
-    return ({ ready }: Moment) => {
+    fps = []
+    // The moment before the last launched step, what the backends held then, and that step (when a free one).
+    let before: { m: Moment; seen: Map<number, Seen> | undefined; step?: ReadyStep } | undefined
+    const stateOf = (m: Moment, i: number) => (m.ready.some((r) => r.index === i) ? 'ready' : m.blocked.some((b) => b.index === i) ? 'blocked' : m.done.includes(p.sessions[i].name) ? 'done' : 'other')
+    const observeAt = async (m: Moment) => {
+      const seen = m.pids ? await observe(lab, m.pids) : undefined
+      const b = before
+      if (b?.step) {
+        const i = b.step.index
+        const pid = b.m.pids?.[i]
+        let fp: Touched = pid ? touched(b.seen?.get(pid), seen?.get(m.pids![i]), b.step.sql) : 'all'
+        // It waits, raised an error, or changed how another session stands (woke it, or ended it): 'all'.
+        if (stateOf(m, i) === 'blocked' || (m.errors?.[i] ?? 1) !== (b.m.errors?.[i] ?? 0)) fp = 'all'
+        for (let q = 0; q < p.sessions.length; q++) if (q !== i && stateOf(m, q) !== stateOf(b.m, q)) fp = 'all'
+        touchedSteps++
+        if (fp === 'all') touchedAll++
+        fps.push(fp)
+        reduced?.step(fp)
+      }
+      before = { m, seen }
+    }
+    const choose: Chooser = async (m: Moment) => {
+      if (learn) await observeAt(m)
+      const i = decide(m)
+      if (learn && free.length > fps.length) before!.step = m.ready[i]
+      return i
+    }
+    if (learn) choose.settled = observeAt
+    const decide = ({ ready }: Moment) => {
       const take = (s: ReadyStep) => (launched[s.index]++, ready.indexOf(s))
       const first = ready.find((s) => pinned(scenario, p, s.index, launched[s.index]) === 'first')
       if (first) return take(first)
@@ -262,6 +319,7 @@ export async function exploreOn(ctx: RunContext, lab: Driver, targetLabel: strin
       free.push(s.index)
       return take(s)
     }
+    return choose
   }
 
   const nextShrink = (): Chooser | undefined => {
@@ -269,7 +327,7 @@ export async function exploreOn(ctx: RunContext, lab: Driver, targetLabel: strin
     const c = candidates.shift()
     if (!c) return undefined
     shrinkRuns++
-    return chooserOf(follow(c))
+    return chooserOf(follow(c), false)
   }
 
   const started = performance.now()
@@ -288,9 +346,10 @@ export async function exploreOn(ctx: RunContext, lab: Driver, targetLabel: strin
       if (phase === 'explore') {
         // An application race's tree may be larger than its first run's orders said: stop at --max runs, and say
         // when interleavings were left (a search of declared steps ends by itself within the orders it counted).
-        const pick = app && !sampling && search.runs >= o.max ? undefined : search.next()
-        if (pick) return chooserOf(pick)
-        if (app && !sampling && search.next()) complete = false
+        const bounded = (app && !sampling && !exhaustive) || reduced
+        const pick = bounded && search.runs >= o.max ? undefined : search.next()
+        if (pick) return chooserOf(pick, reduced !== undefined)
+        if (bounded && search.next()) complete = false
         phase = 'shrink'
         if (!sampling || !current || !o.shrink) return undefined
         shrinkFrom = current.it.line
@@ -307,7 +366,7 @@ export async function exploreOn(ctx: RunContext, lab: Driver, targetLabel: strin
       if (probing) {
         probing = false
         orders = ordersOf(p.sessions.map((_, i) => ran.filter((e) => e.session === i).length))
-        if (!sampling && orders > BigInt(o.max)) {
+        if (!sampling && !exhaustive && !reduced && orders > BigInt(o.max)) {
           // Too many to run them all: a seeded sample instead, as for declared steps. This first run is not one of its draws.
           sampling = true
           search = new Sampler(size, seed)
@@ -319,7 +378,8 @@ export async function exploreOn(ctx: RunContext, lab: Driver, targetLabel: strin
       const it = interleavingOf(p, ran, facts, trial, switches(free))
       if (phase === 'explore') {
         runs++
-        search.done(free)
+        if (reduced) reduced.done(free, fps)
+        else search.done(free)
         const had = seen.get(it.line)
         if (had) had.runs++
         else {
@@ -342,7 +402,7 @@ export async function exploreOn(ctx: RunContext, lab: Driver, targetLabel: strin
   const every = [...seen.values()]
   const judged = every.map((x) => ({ verdict: x.verdict, comparison: { matched: x.verdict !== 'unknown', deviations: [], ...(x.verdict === 'unknown' ? { undecided: true } : {}) } }))
   const summary = summarize(judged, [], expect)
-  const diverged = search instanceof Dfs ? search.diverged : 0
+  const diverged = search instanceof Dfs || search instanceof Reduced ? search.diverged : 0
   // Every interleaving held, but some were not run as chosen, or not run at all (an application race's tree larger
   // than --max): "held in all" is not known (unknown is never a pass).
   const incomplete = (diverged > 0 || !complete) && violating === 0 && expect === 'held'
@@ -356,6 +416,8 @@ export async function exploreOn(ctx: RunContext, lab: Driver, targetLabel: strin
     target: targetLabel,
     invariant: typeof scenario.invariant.description === 'function' ? scenario.invariant.description(p.variant.params) : scenario.invariant.description,
     mode: sampling ? 'sample' : 'all',
+    search: sampling ? 'sample' : reduced ? 'reduced' : 'exhaustive',
+    ...(reduced ? { reduction: { steps: touchedSteps, unclassified: touchedAll, redundant: reduced.redundant } } : {}),
     orders: orders.toString(),
     steps: app ? 'discovered' : 'declared',
     complete,

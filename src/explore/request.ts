@@ -7,8 +7,8 @@ import type { Spelling } from '../run/params.js'
 import { sessionsOf } from '../run/request.js'
 import type { Scenario } from '../scenario.js'
 
-/** Above this many orders of the steps, explore samples instead of running every one (--max). */
-export const DEFAULT_MAX = 1000
+/** The most runs the reduced search makes (--max); it says when it stopped with orders left. */
+export const DEFAULT_MAX = 10_000
 /** Runs in a sample when the count is above --max and no --sample is given. */
 export const DEFAULT_SAMPLE = 200
 /** Runs spent at most on shrinking a sampled violation (--shrink). */
@@ -34,6 +34,7 @@ export interface ExploreAsked {
   seed?: string | number
   shrink?: string | number
   expect?: string
+  exhaustive?: boolean
 }
 
 export interface ExploreChecked {
@@ -43,6 +44,7 @@ export interface ExploreChecked {
   seed?: number
   shrink: number
   expect?: 'held' | 'violated'
+  exhaustive: boolean
 }
 
 /** The one check of an exploration's input (race explore and explore()). */
@@ -54,5 +56,8 @@ export function checkExplore(s: Scenario, a: ExploreAsked, spell: Spelling): Exp
   const seed = a.seed === undefined ? undefined : whole('seed', a.seed, 0, 2 ** 32 - 1)
   const shrink = whole('shrink', a.shrink ?? DEFAULT_SHRINK, 0, 100_000)
   if (a.expect !== undefined && a.expect !== 'held' && a.expect !== 'violated') throw new UsageError(`${spell('expect')} takes held or violated, got '${a.expect}'`)
-  return { n, max, sample, seed, shrink, expect: a.expect }
+  if (a.exhaustive !== undefined && typeof a.exhaustive !== 'boolean') throw new UsageError(`${spell('exhaustive')} takes true or false, got ${JSON.stringify(a.exhaustive)}`)
+  const exhaustive = a.exhaustive === true
+  if (exhaustive && sample !== undefined) throw new UsageError(`${spell('exhaustive')} runs every order and ${spell('sample')} a random few: give one of them`)
+  return { n, max, sample, seed, shrink, expect: a.expect, exhaustive }
 }

@@ -1,0 +1,99 @@
+// What a step touched, from the server's own facts, for race explore's reduced search (explore/reduce.ts).
+//
+// At every quiet moment of an explored trial (each session ready, waiting, or done), the control connection reads,
+// for the sessions' backends, the locks each holds (pg_locks) and where its transaction stands (pg_stat_activity:
+// in a transaction or not, which transaction, whether it keeps a snapshot, whether it has a transaction id, i.e.
+// wrote). A step's footprint is worked out from what its session held before it and after it:
+//
+//  - a relation lock in either: a read of that table (AccessShareLock, SIReadLock) or a write (any other mode: a
+//    row change, SELECT ... FOR UPDATE/SHARE, a sequence's nextval). Locks are held to the transaction's end, so
+//    the locks after a step cover what every earlier step of its transaction touched too: more than the step did,
+//    never less (a second read of a table shows no new lock).
+//  - an advisory lock: a write of that key (taking it, or letting it go, orders the others' attempts).
+//  - the step that made the transaction keep a snapshot (REPEATABLE READ, SERIALIZABLE: the first statement after
+//    BEGIN) reads 'snapshot', which every commit of a transaction that wrote writes: what it sees depends on which
+//    commits came before it. At READ COMMITTED each statement's own snapshot is covered by its tables.
+//  - a lone COMMIT/ROLLBACK of a transaction that wrote: writes what it wrote, and 'snapshot' (reads what it read).
+//    Of one that only read (no transaction id), outside SERIALIZABLE: only its advisory keys (it changes nothing
+//    another session can see). At SERIALIZABLE (SIRead locks) a commit decides who fails: 'all'.
+//
+// 'all' (conflicts with every step) where race cannot tell: not PostgreSQL or not a backend of its own (MySQL,
+// MariaDB, a pooler), a lock it does not know, a lock not granted (the step waits), a step whose transaction ended
+// inside it with more than COMMIT/ROLLBACK (what it touched is gone with its locks), a statement outside any
+// transaction (autocommit: the same), a step that raised an error, woke or ended another session, or that reads
+// what other sessions hold without taking it (pg_try_advisory_lock, pg_locks, pg_stat_activity, txid functions).
+import type { Driver } from '../db/driver.js'
+
+/** What a step touched: see explore/reduce.ts. Declared here too, so that the engine needs nothing from above. */
+export type Touched = 'all' | { readonly reads: readonly string[]; readonly writes: readonly string[] }
+
+/** One session's backend at a quiet moment. */
+export interface Seen {
+  inTx: boolean
+  /** The transaction's start (its identity between two moments), null outside one. */
+  xact: string | null
+  /** Keeps a snapshot (backend_xmin): REPEATABLE READ or SERIALIZABLE after its first statement. */
+  xmin: boolean
+  /** Has a transaction id: it wrote (or locked rows). */
+  xid: boolean
+  /** [locktype, mode, granted, relation, classid, objid, objsubid] */
+  locks: [string, string, boolean, string, string, string, string][]
+}
+
+/**
+ * Reads what the backends `pids` hold (one query on control), or undefined when race cannot read such facts on
+ * this driver (MySQL/MariaDB, a pooler, whose sessions' backends change).
+ */
+export async function observe(lab: Driver, pids: readonly number[]): Promise<Map<number, Seen> | undefined> {
+  if (lab.engine !== 'postgres' || lab.afterTrial) return undefined
+  const own = pids.filter((p) => Number.isInteger(p) && p > 0)
+  if (!own.length) return new Map()
+  const rows = await lab.query(
+    `select a.pid, a.xact_start is not null as "inTx", a.xact_start::text as xact, a.backend_xmin is not null as xmin,
+       a.backend_xid is not null as xid,
+       coalesce((select json_agg(json_build_array(l.locktype, l.mode, l.granted, coalesce(l.relation::text, ''),
+         coalesce(l.classid::text, ''), coalesce(l.objid::text, ''), coalesce(l.objsubid::text, '')))
+         from pg_catalog.pg_locks l where l.pid = a.pid), '[]')::text as locks
+     from pg_catalog.pg_stat_activity a where a.pid in (${own.join(',')})`,
+  )
+  const out = new Map<number, Seen>()
+  for (const r of rows) {
+    out.set(Number(r.pid), { inTx: Boolean(r.inTx), xact: (r.xact as string | null) ?? null, xmin: Boolean(r.xmin), xid: Boolean(r.xid), locks: JSON.parse(String(r.locks)) })
+  }
+  return out
+}
+
+const LONE_END = /^\s*(commit|end|rollback|abort)(\s+(work|transaction))?\s*;?\s*$/i
+const PEEKS = /pg_try_advisory|pg_locks|pg_stat_activity|pg_blocking_pids|txid_|pg_current_xact|pg_xact_status|pg_snapshot|pg_export_snapshot|set\s+transaction\s+snapshot/i
+
+/** The footprint of a step of SQL `sql` from its session's backend before and after it (undefined: not seen). */
+export function touched(before: Seen | undefined, after: Seen | undefined, sql: string): Touched {
+  if (!before || !after) return 'all'
+  if (PEEKS.test(sql)) return 'all'
+  if (!before.inTx && !after.inTx) return sql.trim() === '' ? { reads: [], writes: [] } : 'all'
+  const ended = before.inTx && (!after.inTx || after.xact !== before.xact)
+  if (ended && (after.inTx || !LONE_END.test(sql))) return 'all'
+  const reads = new Set<string>()
+  const writes = new Set<string>()
+  let serializable = false
+  for (const [type, mode, granted, rel, classid, objid, objsubid] of [...before.locks, ...after.locks]) {
+    if (!granted) return 'all'
+    if (type === 'virtualxid' || type === 'transactionid') continue
+    if (mode === 'SIReadLock' && rel) {
+      serializable = true
+      reads.add(`rel:${rel}`)
+    } else if (type === 'relation') (mode === 'AccessShareLock' ? reads : writes).add(`rel:${rel}`)
+    else if (type === 'advisory') writes.add(`advisory:${classid}:${objid}:${objsubid}`)
+    else return 'all'
+  }
+  if (ended) {
+    if (serializable) return 'all'
+    if (!before.xid) return { reads: [], writes: [...writes].filter((w) => w.startsWith('advisory:')) }
+    writes.add('snapshot')
+    for (const w of writes) reads.delete(w)
+    return { reads: [...reads], writes: [...writes] }
+  }
+  if (after.xmin && !before.xmin) reads.add('snapshot')
+  for (const w of writes) reads.delete(w)
+  return { reads: [...reads], writes: [...writes] }
+}
