@@ -117,7 +117,7 @@ export interface ExploreResult {
    * conflicting with every step: waits, errors, autocommit statements, MySQL), and runs it finished only because a run
    * must end (every ready session's next step already covered).
    */
-  reduction?: { steps: number; unclassified: number; redundant: number }
+  reduction?: { steps: number; unclassified: number; redundant: number; retried: number }
   /**
    * How many orders of the steps keep each session's own order (isolationtester's count), as a decimal string. An
    * application race's steps are discovered as its functions run: then the orders of the queries its first run sent
@@ -417,7 +417,7 @@ export async function exploreOn(ctx: RunContext, lab: Driver, targetLabel: strin
     invariant: typeof scenario.invariant.description === 'function' ? scenario.invariant.description(p.variant.params) : scenario.invariant.description,
     mode: sampling ? 'sample' : 'all',
     search: sampling ? 'sample' : reduced ? 'reduced' : 'exhaustive',
-    ...(reduced ? { reduction: { steps: touchedSteps, unclassified: touchedAll, redundant: reduced.redundant } } : {}),
+    ...(reduced ? { reduction: { steps: touchedSteps, unclassified: touchedAll, redundant: reduced.redundant, retried: reduced.retried } } : {}),
     orders: orders.toString(),
     steps: app ? 'discovered' : 'declared',
     complete,

@@ -27,6 +27,9 @@ export function conflicts(a: Footprint, b: Footprint): boolean {
   return hits(a.writes, b) || hits(b.writes, a)
 }
 
+/** How many times a run that went otherwise than its replayed choices is run again before the search goes on from it. */
+export const RETRIES = 3
+
 interface Node {
   /** The sessions that could launch a step here. */
   ready: number[]
@@ -55,7 +58,13 @@ export class Reduced implements Strategy {
   private fps: (Footprint | undefined)[] = []
   private blockedAt: number | undefined
   runs = 0
+  /** Runs that went otherwise than their replayed choices, each tried again RETRIES times without repeating itself. */
   diverged = 0
+  /** Runs run again because they went otherwise than their choices (the server's timing: a waiter woke later). */
+  retried = 0
+  private saved: { path: Node[]; prefix: number[] } | undefined
+  private went = false
+  private tries = 0
   /** Runs that reached a point where every ready session was asleep (finished only because a run must end). */
   redundant = 0
   constructor(private readonly dependent: (a: Footprint, b: Footprint) => boolean = conflicts) {}
@@ -70,6 +79,8 @@ export class Reduced implements Strategy {
     let depth = 0
     this.fps = []
     this.blockedAt = undefined
+    this.went = false
+    this.saved = { path: this.path.map((x) => ({ ...x, todo: new Set(x.todo), tried: new Map(x.tried), sleep: new Map(x.sleep) })), prefix: [...this.prefix] }
     return (ready) => {
       const d = depth++
       if (this.blockedAt !== undefined) return ready[0]
@@ -83,7 +94,7 @@ export class Reduced implements Strategy {
           this.path[d].at = this.prefix[d]
           return this.prefix[d]
         }
-        this.diverged++
+        this.went = true
         this.path.length = d
         this.prefix.length = d
       }
@@ -105,9 +116,19 @@ export class Reduced implements Strategy {
 
   done(launched: readonly number[], footprints?: readonly (Footprint | undefined)[]): void {
     this.runs++
+    if (launched.length < this.prefix.length) this.went = true
+    if (this.went && this.saved && this.tries < RETRIES) {
+      // The same choices again: the run is not part of the search.
+      this.tries++
+      this.retried++
+      this.path = this.saved.path
+      this.prefix = this.saved.prefix
+      return
+    }
+    if (this.went) this.diverged++
+    this.tries = 0
     if (footprints) this.fps = [...footprints]
     if (this.blockedAt !== undefined) this.redundant++
-    if (launched.length < this.prefix.length) this.diverged++
     this.path.length = Math.min(this.path.length, launched.length, this.blockedAt ?? Infinity)
     const n = this.path.length
     const fp = (i: number): Footprint => this.fps[i] ?? 'all'
