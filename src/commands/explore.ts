@@ -112,8 +112,12 @@ function render(r: ExploreResult, all: boolean): string {
   const w = columns()
   const lines = joinFit([c.bold(`race explore ${r.scenario}`), `${r.server.product ?? 'PostgreSQL'} ${r.server.version} (${r.target})`, `${r.n} session${r.n === 1 ? '' : 's'}`], '  ·  ', w, 2)
   const discovered = r.steps === 'discovered'
-  const what =
-    r.mode === 'all'
+  const red = r.search === 'reduced' && r.reduction
+  const what = red
+    ? r.complete
+      ? `a reduced search: ${r.runs} runs cover every order of the steps (${r.orders} orders${discovered ? " of the first run's queries" : ''}) up to swapping steps that touch nothing in common, as the server's locks said after each step; ${r.reduction!.unclassified} of ${r.reduction!.steps} steps run could not be classified and were ordered both ways against all others`
+      : `a reduced search, stopped at --max ${r.runs} runs with orders left (${r.orders} orders of the steps): raise --max, or --exhaustive`
+    : r.mode === 'all'
       ? discovered
         ? r.complete
           ? `every interleaving: ${r.interleavings} (the sessions' queries, discovered as each function ran: the leaves of the tree of choices)`
@@ -126,11 +130,20 @@ function render(r: ExploreResult, all: boolean): string {
   lines.push(...hang(`${c.dim('invariant')}  ${r.invariant}`, w, 11))
   // A search stopped at --max ran some interleavings only: "all" is not what it saw.
   const partial = r.mode === 'all' && !r.complete
+  if (red && r.complete) {
+    lines.push(
+      r.violating
+        ? c.red(c.bold(`VIOLATED in ${r.violating} of the ${r.interleavings} interleavings run (the others need not run: each ends as one of these)`))
+        : r.unknown
+          ? c.yellow(`held in ${r.interleavings - r.unknown}, undecided in ${r.unknown} of ${r.interleavings}`)
+          : c.green(c.bold(`HELD in all ${r.interleavings} interleavings run, which cover every order up to swapping steps that touch nothing in common`)),
+    )
+  }
   const sampled = r.mode === 'sample' ? ' sampled' : ''
   const share = partial ? `${r.violating} of the ${r.interleavings} interleavings run` : `${r.violating} of ${r.interleavings}${sampled} interleavings`
   const heldAll = partial ? `HELD in the ${r.interleavings} interleavings run` : `HELD in all ${r.interleavings}${sampled} interleavings`
   const others = sampled ? ' (a sample: the others were not run)' : partial ? ' (--max stopped the search: the others were not run)' : ''
-  lines.push(r.violating ? c.red(c.bold(`VIOLATED in ${share}`)) : r.unknown ? c.yellow(`held in ${r.interleavings - r.unknown}, undecided in ${r.unknown} of ${r.interleavings}`) : c.green(c.bold(heldAll)) + c.dim(others))
+  if (!(red && r.complete)) lines.push(r.violating ? c.red(c.bold(`VIOLATED in ${share}`)) : r.unknown ? c.yellow(`held in ${r.interleavings - r.unknown}, undecided in ${r.unknown} of ${r.interleavings}`) : c.green(c.bold(heldAll)) + c.dim(others))
   lines.push('')
   for (const g of r.groups) {
     const state = g.held === false ? c.red('VIOLATED') : g.held === null ? c.yellow('UNKNOWN') : c.green('HELD')
@@ -144,7 +157,14 @@ function render(r: ExploreResult, all: boolean): string {
   }
   lines.push('')
   if (r.shortest) {
-    const how = r.shortest.shrunk ? `, shrunk in ${r.shortest.shrunk.runs} runs from ${r.shortest.shrunk.from}` : r.mode === 'all' ? ', the fewest of all' : ''
+    const how =
+      r.search === 'reduced' && r.complete
+        ? `, the fewest of all${r.shortest.shrunk ? `: the simplest order equivalent to a run with more, run again in ${r.shortest.shrunk.runs} run${r.shortest.shrunk.runs === 1 ? '' : 's'} to confirm` : ''}`
+        : r.shortest.shrunk
+          ? `, shrunk in ${r.shortest.shrunk.runs} runs from ${r.shortest.shrunk.from}`
+          : r.mode === 'all'
+            ? ', the fewest of all'
+            : ''
     lines.push(...hang(`shortest violating (${r.shortest.switches} switch${r.shortest.switches === 1 ? '' : 'es'} between sessions${how}):`, w, 2))
     // Copied into a shell as printed: a break falls inside the quoted schedule (its tokens split on any space), or
     // after a backslash.
@@ -157,6 +177,7 @@ function render(r: ExploreResult, all: boolean): string {
   if (r.diverged) lines.push(...hang(c.yellow(`${r.diverged} run(s) went otherwise than the same choices did before: the database${r.steps === 'discovered' ? " (or the application's code)" : ''} did not repeat itself, so some interleavings may be missing`), w, 2))
   const verdict = r.matched ? c.green('MATCH') : c.red('DEVIATION')
   lines.push(...hang(`${c.dim('expected')}   ${r.expected}  ${verdict}`, w, 11))
-  lines.push(c.dim(`${r.runs} runs in ${(r.ms / 1000).toFixed(1)} s: ${r.perSecond.toFixed(1)} interleavings per second`))
+  const saved = red ? ` (${r.search} search${r.reduction!.retried ? `; ${r.reduction!.retried} run again after going otherwise than chosen` : ''})` : ''
+  lines.push(c.dim(`${r.runs} runs in ${(r.ms / 1000).toFixed(1)} s: ${r.perSecond.toFixed(1)} interleavings per second${saved}`))
   return lines.join('\n')
 }

@@ -24,7 +24,7 @@ import { NAMES, paramsOf, type Bounds } from '../run/params.js'
 import type { Words } from '../engine/refusals.js'
 import { checkExplore, DEFAULT_SAMPLE } from './request.js'
 import { Dfs, follow, ordersOf, Sampler, shrinkCandidates, switches, type Pick, type Strategy } from './enumerate.js'
-import { Reduced } from './reduce.js'
+import { fewestSwitches, Reduced } from './reduce.js'
 import { observe, touched, type Seen, type Touched } from '../engine/footprint.js'
 
 export { Dfs, Sampler, follow, ordersOf, shrinkCandidates, switches } from './enumerate.js'
@@ -272,6 +272,8 @@ export async function exploreOn(ctx: RunContext, lab: Driver, targetLabel: strin
   let candidates: number[][] = []
   let shrinkRuns = 0
   let shrinkFrom: string | undefined
+  // The reduced search: the simplest order of each violating run's class.
+  const simplest = new Map<string, number[]>()
 
   const chooserOf = (pick: Pick, learn: boolean): Chooser => {
     const launched = p.sessions.map(() => 0)
@@ -351,6 +353,13 @@ export async function exploreOn(ctx: RunContext, lab: Driver, targetLabel: strin
         if (pick) return chooserOf(pick, reduced !== undefined)
         if (bounded && search.next()) complete = false
         phase = 'shrink'
+        if (reduced && current && o.shrink) {
+          // The reduced search ran one order of each class: the simplest order of each violating class (fewest
+          // switches) ends as its class's run did; the fewest among them is run once, to confirm it, as shown.
+          shrinkFrom = current.it.line
+          candidates = [...simplest.values()].filter((c) => switches(c) < current!.it.switches).sort((a, b) => switches(a) - switches(b))
+          return nextShrink()
+        }
         if (!sampling || !current || !o.shrink) return undefined
         shrinkFrom = current.it.line
         candidates = shrinkCandidates(current.free)
@@ -387,10 +396,15 @@ export async function exploreOn(ctx: RunContext, lab: Driver, targetLabel: strin
           if (it.held === false) violating++
         }
         if (it.held === false && (!current || better(it, current.it))) current = { free: [...free], it }
+        if (it.held === false && reduced) {
+          const c = fewestSwitches(free, fps)
+          if (c) simplest.set(c.join(','), c)
+        }
       } else if (it.held === false && current && better(it, current.it)) {
         // A shorter violation: shrink from it.
         current = { free: [...free], it }
-        candidates = shrinkCandidates(free)
+        // The reduced search's candidates come fewest switches first: the first that violates is the shortest.
+        candidates = reduced ? [] : shrinkCandidates(free)
       }
       o.onProgress?.({ runs: allRuns - discarded, violating, planned: phase === 'explore' ? planned : null, exact: sampling, phase })
     },

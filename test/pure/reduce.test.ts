@@ -6,7 +6,8 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import { Dfs, random, type Strategy } from '../../src/explore/enumerate.js'
-import { conflicts, Reduced, type Footprint } from '../../src/explore/reduce.js'
+import { conflicts, fewestSwitches, Reduced, type Footprint } from '../../src/explore/reduce.js'
+import { switches } from '../../src/explore/enumerate.js'
 
 /** r:x (read cell x into the register), w:x (write register + 1 into x), lock, unlock, nop. */
 type Op = string
@@ -158,4 +159,20 @@ test('conflicts: write-write and read-write on one resource, never read-read; al
   assert.equal(conflicts(w('t'), w('t')), true)
   assert.equal(conflicts(w('t'), w('u')), false)
   assert.equal(conflicts('all', { reads: [], writes: [] }), true)
+})
+
+test('fewestSwitches: the simplest order of a run\'s class keeps every conflicting pair the same way round', () => {
+  const r = (x: string): Footprint => ({ reads: [x], writes: [] })
+  const w = (x: string): Footprint => ({ reads: [], writes: [x] })
+  const none: Footprint = { reads: [], writes: [] }
+  // s0 begins, s1 begins, s0 reads a, s1 writes a, s0 commits, s1 commits: s0's read must stay before s1's write.
+  const launched = [0, 1, 0, 1, 0, 1]
+  const fps = [none, none, r('a'), w('a'), none, none]
+  const best = fewestSwitches(launched, fps)!
+  assert.equal(switches(best), 1)
+  assert.deepEqual(best, [0, 0, 0, 1, 1, 1])
+  // With s1's write first, s1 goes first (its commit touches nothing here): one switch, the other way round.
+  assert.deepEqual(fewestSwitches([0, 1, 1, 0, 0, 1], [none, none, w('a'), r('a'), none, none]), [1, 1, 1, 0, 0, 0])
+  // Every step conflicting: the order is the run itself.
+  assert.deepEqual(fewestSwitches(launched, launched.map(() => 'all' as const)), launched)
 })
