@@ -40,8 +40,8 @@ export interface ExploreOptions {
   /** The scenario's params; the rest default. */
   params?: Params
   /**
-   * The most runs the search makes (the reduced search, or an exhaustive one of an application race's tree: each says
-   * when it stopped with orders left). Default 10,000. --exhaustive over declared steps ignores it.
+   * Declared steps with more orders than this are sampled (unless exhaustive); an application race's reduced search
+   * stops after this many runs and says what it left. Default 1000. exhaustive ignores it.
    */
   max?: number
   /** Sample this many random runs (even when every interleaving would fit in --max). */
@@ -238,10 +238,11 @@ export async function exploreOn(ctx: RunContext, lab: Driver, targetLabel: strin
   const where = replayTarget(o.databaseUrl)
   const counts = app ? [] : p.sessions.map((s, i) => s.steps.filter((_, k) => !pinned(scenario, p, i, k)).length)
   let orders = app ? 0n : ordersOf(counts)
-  // --exhaustive: every order, whatever --max says; --sample K: K random runs; else the reduced search (reduce.ts),
-  // which stops at --max runs and then says what it left.
+  // --exhaustive: every order, whatever --max says; --sample K (or declared steps with more orders than --max): K
+  // random runs; else the reduced search (reduce.ts), which for an application race stops at --max runs and then
+  // says what it left.
   const exhaustive = o.exhaustive === true
-  let sampling = o.sample !== undefined
+  let sampling = o.sample !== undefined || (!exhaustive && !app && orders > BigInt(o.max))
   const seed = o.seed ?? Math.floor(Math.random() * 2 ** 31)
   const size = o.sample ?? DEFAULT_SAMPLE
   const reduced = !sampling && !exhaustive ? new Reduced() : undefined
@@ -288,7 +289,9 @@ export async function exploreOn(ctx: RunContext, lab: Driver, targetLabel: strin
       if (b?.step) {
         const i = b.step.index
         const pid = b.m.pids?.[i]
-        let fp: Touched = pid ? touched(b.seen?.get(pid), seen?.get(m.pids![i]), b.step.sql) : 'all'
+        // A backend two sessions share (a pooled connection handed on) holds what both did: not this step's own.
+        const shared = b.m.pids!.filter((x) => x === pid).length > 1 || m.pids!.filter((x) => x === m.pids![i]).length > 1
+        let fp: Touched = pid && !shared ? touched(b.seen?.get(pid), seen?.get(m.pids![i]), b.step.sql) : 'all'
         // It waits, raised an error, or changed how another session stands (woke it, or ended it): 'all'.
         if (stateOf(m, i) === 'blocked' || (m.errors?.[i] ?? 1) !== (b.m.errors?.[i] ?? 0)) fp = 'all'
         for (let q = 0; q < p.sessions.length; q++) if (q !== i && stateOf(m, q) !== stateOf(b.m, q)) fp = 'all'
@@ -348,7 +351,7 @@ export async function exploreOn(ctx: RunContext, lab: Driver, targetLabel: strin
       if (phase === 'explore') {
         // An application race's tree may be larger than its first run's orders said: stop at --max runs, and say
         // when interleavings were left (a search of declared steps ends by itself within the orders it counted).
-        const bounded = (app && !sampling && !exhaustive) || reduced
+        const bounded = app && !sampling && !exhaustive
         const pick = bounded && search.runs >= o.max ? undefined : search.next()
         if (pick) return chooserOf(pick, reduced !== undefined)
         if (bounded && search.next()) complete = false

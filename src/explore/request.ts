@@ -7,8 +7,11 @@ import type { Spelling } from '../run/params.js'
 import { sessionsOf } from '../run/request.js'
 import type { Scenario } from '../scenario.js'
 
-/** The most runs the reduced search makes (--max); it says when it stopped with orders left. */
-export const DEFAULT_MAX = 10_000
+/**
+ * Declared steps with more orders than this are sampled instead (unless --exhaustive); an application race's search
+ * (reduced or exhaustive) stops after this many runs and says what it left (--max).
+ */
+export const DEFAULT_MAX = 1000
 /** Runs in a sample when the count is above --max and no --sample is given. */
 export const DEFAULT_SAMPLE = 200
 /** Runs spent at most on shrinking a sampled violation (--shrink). */

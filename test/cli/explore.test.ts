@@ -35,7 +35,7 @@ async function replay(file: string, line: string, trials: number, extra: string[
 }
 
 test('two sessions of begin, insert-where-not-exists, commit at READ COMMITTED: 12 of 20 interleavings violate; the shortest replays', async () => {
-  const { code, j } = await explore([ORDERS])
+  const { code, j } = await explore([ORDERS, '--exhaustive'])
   assert.equal(code, 1, 'the spec expects held: any violating interleaving fails it')
   assert.equal(j.exitCode, 1)
   assert.equal(j.mode, 'all')
@@ -68,7 +68,7 @@ test('two sessions of begin, insert-where-not-exists, commit at READ COMMITTED: 
 })
 
 test('the advisory-lock fix holds in every interleaving that can happen: 24 of the 70 orders, exit 0', async () => {
-  const { code, j } = await explore([FIXED])
+  const { code, j } = await explore([FIXED, '--exhaustive'])
   assert.equal(code, 0)
   assert.equal(j.matched, true)
   assert.equal(j.orders, '70')
@@ -83,7 +83,7 @@ test('the advisory-lock fix holds in every interleaving that can happen: 24 of t
 })
 
 test('--expect violated on the fixed spec: no interleaving violates, exit 1; the text report says why', async () => {
-  const r = await race(['explore', FIXED, '--expect', 'violated'], { url: server.url, timeoutMs: 300_000 })
+  const r = await race(['explore', FIXED, '--exhaustive', '--expect', 'violated'], { url: server.url, timeoutMs: 300_000 })
   assert.equal(r.code, 1, r.stdout + r.stderr)
   assert.match(r.stdout, /HELD in all 24 interleavings/)
   assert.match(r.stdout, /expected {3}violated {2}DEVIATION/)
@@ -113,6 +113,7 @@ test('bad numbers and options are refused with one line naming the fix, exit 2',
     [['--sample', 'many'], /--sample must be a whole number/],
     [['--expect', 'maybe'], /--expect takes held or violated/],
     [['--n', '3'], /has exactly 2 sessions/],
+    [['--exhaustive', '--sample', '5'], /--exhaustive runs every order and --sample a random few: give one of them/],
   ] as const) {
     const r = await race(['explore', ORDERS, ...args], { url: server.url })
     assert.equal(r.code, 2, r.stderr)
@@ -153,7 +154,7 @@ test('an interleaving that cannot end (a session-level lock its holder never rel
 test('explore() from code: the same counts and the line to replay, with progress reported as it goes', async () => {
   const { explore: exploreApi } = await import('../../src/index.js')
   const seen: number[] = []
-  const r = await exploreApi(ORDERS, { databaseUrl: server.url, onProgress: (p) => seen.push(p.runs) })
+  const r = await exploreApi(ORDERS, { databaseUrl: server.url, exhaustive: true, onProgress: (p) => seen.push(p.runs) })
   assert.equal(r.interleavings, 20)
   assert.equal(r.violating, 12)
   assert.equal(r.exitCode, 1)
