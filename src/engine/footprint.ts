@@ -9,7 +9,10 @@
 //    row change, SELECT ... FOR UPDATE/SHARE, a sequence's nextval). Locks are held to the transaction's end, so
 //    the locks after a step cover what every earlier step of its transaction touched too: more than the step did,
 //    never less (a second read of a table shows no new lock).
-//  - an advisory lock: a write of that key (taking it, or letting it go, orders the others' attempts).
+//  - an advisory lock: a write of 'advisory' (taking it, or letting it go, orders the others' attempts). One resource
+//    for every key: a key is often made from a value fresh in each trial, and footprints are compared across trials.
+//  - names, not oids: a table is named by schema and name (the run's schema is made again, with new oids, before
+//    every trial, and the search compares what steps touched across trials).
 //  - the step that made the transaction keep a snapshot (REPEATABLE READ, SERIALIZABLE: the first statement after
 //    BEGIN) reads 'snapshot', which every commit of a transaction that wrote writes: what it sees depends on which
 //    commits came before it. At READ COMMITTED each statement's own snapshot is covered by its tables.
@@ -36,7 +39,11 @@ export interface Seen {
   xmin: boolean
   /** Has a transaction id: it wrote (or locked rows). */
   xid: boolean
-  /** [locktype, mode, granted, relation, classid, objid, objsubid] */
+  /**
+   * [locktype, mode, granted, relation, classid, objid, objsubid]; the relation by its schema-qualified name (the same
+   * from one trial to the next, where its oid is not: the schema is made again), '?' when control cannot see it (a
+   * table created in the session's open transaction).
+   */
   locks: [string, string, boolean, string, string, string, string][]
 }
 
@@ -51,7 +58,7 @@ export async function observe(lab: Driver, pids: readonly number[]): Promise<Map
   const rows = await lab.query(
     `select a.pid, a.xact_start is not null as "inTx", a.xact_start::text as xact, a.backend_xmin is not null as xmin,
        a.backend_xid is not null as xid,
-       coalesce((select json_agg(json_build_array(l.locktype, l.mode, l.granted, coalesce(l.relation::text, ''),
+       coalesce((select json_agg(json_build_array(l.locktype, l.mode, l.granted, coalesce((select n.nspname || '.' || c.relname from pg_catalog.pg_class c join pg_catalog.pg_namespace n on n.oid = c.relnamespace where c.oid = l.relation), case when l.relation is null then '' else '?' end),
          coalesce(l.classid::text, ''), coalesce(l.objid::text, ''), coalesce(l.objsubid::text, '')))
          from pg_catalog.pg_locks l where l.pid = a.pid), '[]')::text as locks
      from pg_catalog.pg_stat_activity a where a.pid in (${own.join(',')})`,
@@ -76,14 +83,17 @@ export function touched(before: Seen | undefined, after: Seen | undefined, sql: 
   const reads = new Set<string>()
   const writes = new Set<string>()
   let serializable = false
-  for (const [type, mode, granted, rel, classid, objid, objsubid] of [...before.locks, ...after.locks]) {
+  for (const [type, mode, granted, rel] of [...before.locks, ...after.locks]) {
     if (!granted) return 'all'
     if (type === 'virtualxid' || type === 'transactionid') continue
+    if (rel === '?') return 'all'
     if (mode === 'SIReadLock' && rel) {
       serializable = true
       reads.add(`rel:${rel}`)
     } else if (type === 'relation') (mode === 'AccessShareLock' ? reads : writes).add(`rel:${rel}`)
-    else if (type === 'advisory') writes.add(`advisory:${classid}:${objid}:${objsubid}`)
+    // Every advisory key is one resource: keys are often made from a value fresh in each trial (the user), so one
+    // trial's key cannot be told apart from another's; footprints are compared across trials.
+    else if (type === 'advisory') writes.add('advisory')
     else return 'all'
   }
   if (ended) {

@@ -390,6 +390,7 @@ export async function exploreOn(ctx: RunContext, lab: Driver, targetLabel: strin
       const it = interleavingOf(p, ran, facts, trial, switches(free))
       if (phase === 'explore') {
         runs++
+        if (process.env.RACE_DEBUG_FPS) console.error(JSON.stringify(free), JSON.stringify(fps))
         if (reduced) reduced.done(free, fps)
         else search.done(free)
         const had = seen.get(it.line)
