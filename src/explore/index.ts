@@ -291,7 +291,9 @@ export async function exploreOn(ctx: RunContext, lab: Driver, targetLabel: strin
         const pid = b.m.pids?.[i]
         // A backend two sessions share (a pooled connection handed on) holds what both did: not this step's own.
         const shared = b.m.pids!.filter((x) => x === pid).length > 1 || m.pids!.filter((x) => x === m.pids![i]).length > 1
-        let fp: Touched = pid && !shared ? touched(b.seen?.get(pid), seen?.get(m.pids![i]), b.step.sql) : 'all'
+        // SSI in the trial (some session holds SIRead locks): changes are ordered against reads.
+        const ssi = [b.seen, seen].some((x) => [...(x?.values() ?? [])].some((v) => v.locks.some((l) => l[1] === 'SIReadLock')))
+        let fp: Touched = pid && !shared ? touched(b.seen?.get(pid), seen?.get(m.pids![i]), b.step.sql, ssi) : 'all'
         // It waits, raised an error, or changed how another session stands (woke it, or ended it): 'all'.
         if (stateOf(m, i) === 'blocked' || (m.errors?.[i] ?? 1) !== (b.m.errors?.[i] ?? 0)) fp = 'all'
         for (let q = 0; q < p.sessions.length; q++) if (q !== i && stateOf(m, q) !== stateOf(b.m, q)) fp = 'all'
