@@ -115,7 +115,7 @@ function render(r: ExploreResult, all: boolean): string {
   const red = r.search === 'reduced' && r.reduction
   const what = red
     ? r.complete
-      ? `a reduced search: ${r.runs} runs cover every order of the steps (${r.orders} orders${discovered ? " of the first run's queries" : ''}) up to swapping steps that touch nothing in common, as the server's locks said after each step; ${r.reduction!.unclassified} of ${r.reduction!.steps} steps run could not be classified and were ordered both ways against all others`
+      ? `a reduced search: ${r.runs} runs cover every order of the steps (${r.orders} orders${discovered ? " of the first run's queries" : ''}) up to swapping steps that cannot affect each other, as the server's locks said after each step (${r.reduction!.unclassified} of the ${r.reduction!.steps} steps run could not be classified: each was ordered both ways against every other)`
       : `a reduced search, stopped at --max ${r.runs} runs with orders left (${r.orders} orders of the steps): raise --max, or --exhaustive`
     : r.mode === 'all'
       ? discovered
@@ -132,11 +132,15 @@ function render(r: ExploreResult, all: boolean): string {
   const partial = r.mode === 'all' && !r.complete
   if (red && r.complete) {
     lines.push(
-      r.violating
-        ? c.red(c.bold(`VIOLATED in ${r.violating} of the ${r.interleavings} interleavings run (the others need not run: each ends as one of these)`))
-        : r.unknown
-          ? c.yellow(`held in ${r.interleavings - r.unknown}, undecided in ${r.unknown} of ${r.interleavings}`)
-          : c.green(c.bold(`HELD in all ${r.interleavings} interleavings run, which cover every order up to swapping steps that touch nothing in common`)),
+      ...hang(
+        r.violating
+          ? c.red(c.bold(`VIOLATED in ${r.violating} of the ${r.interleavings} interleavings run`)) + c.dim(' (any other order ends as one of these)')
+          : r.unknown
+            ? c.yellow(`held in ${r.interleavings - r.unknown}, undecided in ${r.unknown} of ${r.interleavings}`)
+            : c.green(c.bold(`HELD in all ${r.interleavings} interleavings run`)) + c.dim(' (any other order ends as one of these)'),
+        w,
+        2,
+      ),
     )
   }
   const sampled = r.mode === 'sample' ? ' sampled' : ''
