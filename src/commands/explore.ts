@@ -19,6 +19,7 @@ export interface ExploreCommandOptions extends TargetOptions {
   sample?: string
   seed?: string
   shrink: string
+  depth?: string
   expect?: string
   all?: boolean
   exhaustive?: boolean
@@ -35,6 +36,7 @@ export function registerExplore(program: Command, all: readonly ScenarioSummary[
     .option('--max <count>', "above this many orders of the declared steps, a seeded random sample; an application race's search stops after this many runs", String(DEFAULT_MAX))
     .option('--sample <k>', `run K random interleavings instead of searching (default ${DEFAULT_SAMPLE} when the count is above --max)`)
     .option('--seed <s>', "the sample's seed (default a random one, printed: the same seed draws the same sample)")
+    .option('--depth <d>', "a sample's PCT depth: the report states the least probability that a violation needing d steps in a given order would have been found (default 3: at most 2 preemptions)")
     .option('--shrink <runs>', 'runs spent at most on shrinking a sampled violation to a minimal one (0: none)', String(DEFAULT_SHRINK))
     .option('--expect <held|violated>', 'held: exit 1 when any interleaving violates; violated: exit 1 when none does (default: the spec\'s expect line, or the scenario\'s documentation)')
     .option('--all', 'list every interleaving of each group (default: the first 3, fewest switches first)')
@@ -65,7 +67,7 @@ export async function exploreCommand(ctx: RunContext, id: string, o: ExploreComm
   const engine = engineFor(o.databaseUrl)
   assertRunsOn(scenario, engine)
   const params = scenarioParams(scenario, cmd, o, await summaries(), engine)
-  const { n, max, sample, seed, shrink, expect, exhaustive } = checkExplore(scenario, o, FLAGS)
+  const { n, max, sample, seed, depth, shrink, expect, exhaustive } = checkExplore(scenario, o, FLAGS)
   const bounds = parseBounds(o)
   assertSound(scenario, params, n, engine)
   const p = plan(scenario, { params, n, engine })
@@ -87,7 +89,7 @@ export async function exploreCommand(ctx: RunContext, id: string, o: ExploreComm
     o.databaseUrl,
     bounds,
     async (lab, target) => {
-      const r = await exploreOn(ctx, lab, target.label, scenario, p, { max, sample, seed, shrink, expect, exhaustive, name: id, onProgress, word: cliWords, databaseUrl: o.databaseUrl }, bounds).catch((e) => {
+      const r = await exploreOn(ctx, lab, target.label, scenario, p, { max, sample, seed, depth, shrink, expect, exhaustive, name: id, onProgress, word: cliWords, databaseUrl: o.databaseUrl }, bounds).catch((e) => {
         throw specFailure(scenario, e)
       })
       if (tty) process.stderr.write('\r\x1b[2K')
@@ -108,6 +110,16 @@ export async function exploreCommand(ctx: RunContext, id: string, o: ExploreComm
   )
 }
 
+/** What a sample covered, in words: PCT's bound for its depth (docs/explore.md). */
+export function coverage(r: ExploreResult): string {
+  const s = r.sample!
+  const p = s.probability >= 0.9999 ? '0.9999' : s.probability < 0.0001 ? s.probability.toExponential(1) : s.probability.toFixed(4)
+  const what = `a violation needing ${s.depth} step${s.depth === 1 ? '' : 's'} in a given order (at most ${s.depth - 1} preemption${s.depth === 2 ? '' : 's'})`
+  return r.violating
+    ? `covered: PCT at depth ${s.depth} over ${r.n} sessions of ${s.steps} steps; violations were found`
+    : `covered: no violation found; ${what} would have been found by these ${s.counted} runs with probability >= ${p} (PCT: ${r.n} sessions, ${s.steps} steps a run); the other orders were not run`
+}
+
 function render(r: ExploreResult, all: boolean): string {
   const w = columns()
   const lines = joinFit([c.bold(`race explore ${r.scenario}`), `${r.server.product ?? 'PostgreSQL'} ${r.server.version} (${r.target})`, `${r.n} session${r.n === 1 ? '' : 's'}`], '  ·  ', w, 2)
@@ -124,8 +136,8 @@ function render(r: ExploreResult, all: boolean): string {
           : `the first ${r.interleavings} interleavings (the search reached --max ${r.runs} runs with interleavings left: raise --max, or --sample)`
         : `every interleaving: ${r.interleavings} (${r.orders} orders of the steps keep each session's order${r.interleavings < Number(r.orders) ? '; the others would start a step of a session while it waits, or after it ended' : ''})`
       : discovered
-        ? `a random sample: ${r.runs} runs, seed ${r.sample!.seed} (${r.interleavings} different interleavings; the first run's queries alone have ${r.orders} orders; --seed ${r.sample!.seed} draws it again)`
-        : `a random sample: ${r.runs} runs, seed ${r.sample!.seed} (${r.interleavings} different interleavings of ${r.orders} orders of the steps; --seed ${r.sample!.seed} draws it again)`
+        ? `a PCT sample: ${r.runs} runs, seed ${r.sample!.seed} (${r.interleavings} different interleavings; the first run's queries alone have ${r.orders} orders; --seed ${r.sample!.seed} draws it again)`
+        : `a PCT sample: ${r.runs} runs, seed ${r.sample!.seed} (${r.interleavings} different interleavings of ${r.orders} orders of the steps; --seed ${r.sample!.seed} draws it again)`
   lines.push(...hang(c.dim(what), w, 2))
   lines.push(...hang(`${c.dim('invariant')}  ${r.invariant}`, w, 11))
   // A search stopped at --max ran some interleavings only: "all" is not what it saw.
@@ -148,6 +160,7 @@ function render(r: ExploreResult, all: boolean): string {
   const heldAll = partial ? `HELD in the ${r.interleavings} interleavings run` : `HELD in all ${r.interleavings}${sampled} interleavings`
   const others = sampled ? ' (a sample: the others were not run)' : partial ? ' (--max stopped the search: the others were not run)' : ''
   if (!(red && r.complete)) lines.push(r.violating ? c.red(c.bold(`VIOLATED in ${share}`)) : r.unknown ? c.yellow(`held in ${r.interleavings - r.unknown}, undecided in ${r.unknown} of ${r.interleavings}`) : c.green(c.bold(heldAll)) + c.dim(others))
+  if (r.mode === 'sample' && r.sample) lines.push(...hang(c.dim(coverage(r)), w, 2))
   lines.push('')
   for (const g of r.groups) {
     const state = g.held === false ? c.red('VIOLATED') : g.held === null ? c.yellow('UNKNOWN') : c.green('HELD')

@@ -175,3 +175,71 @@ export function ordersOf(counts: readonly number[]): bigint {
   }
   return out
 }
+
+/**
+ * PCT (Burckhardt et al., ASPLOS 2010): each run gives the sessions random distinct priorities and picks `depth - 1`
+ * change points among the run's steps; the highest-priority ready session always goes, and at the j-th change point
+ * the session about to go drops below every other (priority depth - j). A violation that needs `depth` steps to
+ * happen in a given order (its depth) is found in one run with probability at least 1 / (n k^(depth-1)), n sessions,
+ * k steps: so after R runs that found none, one of depth `depth` was missed with probability at most
+ * (1 - 1/(n k^(depth-1)))^R. `k`: the steps in a run, when known; else the most seen so far (runs drawn with fewer
+ * than a run took do not count towards the bound).
+ */
+export class Pct implements Strategy {
+  private readonly rnd: () => number
+  runs = 0
+  /** The most steps a run took, and per run the step count its change points were drawn over. */
+  private most: number
+  private drawn: number[] = []
+  private kNow = 0
+  constructor(
+    readonly size: number,
+    readonly seed: number,
+    readonly depth: number,
+    readonly sessions: number,
+    k?: number,
+  ) {
+    this.rnd = random(seed)
+    this.most = k ?? 0
+  }
+
+  next(): Pick | undefined {
+    if (this.runs >= this.size) return undefined
+    const n = this.sessions
+    const k = Math.max(1, this.most || 2 * n)
+    this.kNow = k
+    // Priorities depth .. depth+n-1, shuffled; change points: depth-1 distinct steps of 1..k.
+    const prio = Array.from({ length: n }, (_, i) => this.depth + i)
+    for (let i = n - 1; i > 0; i--) {
+      const j = Math.floor(this.rnd() * (i + 1))
+      ;[prio[i], prio[j]] = [prio[j], prio[i]]
+    }
+    const points = new Map<number, number>()
+    while (points.size < Math.min(this.depth - 1, k)) {
+      const at = 1 + Math.floor(this.rnd() * k)
+      if (!points.has(at)) points.set(at, this.depth - 1 - points.size)
+    }
+    let step = 0
+    return (ready) => {
+      step++
+      const top = () => ready.reduce((a, b) => ((prio[b] ?? 0) > (prio[a] ?? 0) ? b : a))
+      const low = points.get(step)
+      if (low !== undefined) prio[top()] = low
+      return top()
+    }
+  }
+
+  done(launched: readonly number[]): void {
+    this.runs++
+    this.drawn.push(this.kNow)
+    this.most = Math.max(this.most, launched.length)
+  }
+
+  /** What the runs so far cover: the depth, the step count k, the runs counted, and the least probability p. */
+  coverage(): { depth: number; k: number; runs: number; probability: number } {
+    const k = Math.max(1, this.most)
+    const counted = this.drawn.filter((x) => x >= k).length
+    const once = 1 / (this.sessions * k ** (this.depth - 1))
+    return { depth: this.depth, k, runs: counted, probability: 1 - (1 - once) ** counted }
+  }
+}

@@ -22,12 +22,12 @@ import { judgeTrial, type Trial } from '../run/judge.js'
 import { assertRunsOn, engineFor, withLab } from '../run/lab.js'
 import { NAMES, paramsOf, type Bounds } from '../run/params.js'
 import type { Words } from '../engine/refusals.js'
-import { checkExplore, DEFAULT_SAMPLE } from './request.js'
-import { Dfs, follow, ordersOf, Sampler, shrinkCandidates, switches, type Pick, type Strategy } from './enumerate.js'
+import { checkExplore, DEFAULT_DEPTH, DEFAULT_SAMPLE } from './request.js'
+import { Dfs, follow, ordersOf, Pct, shrinkCandidates, switches, type Pick, type Strategy } from './enumerate.js'
 import { fewestSwitches, Reduced } from './reduce.js'
 import { observe, touched, type Seen, type Touched } from '../engine/footprint.js'
 
-export { Dfs, Sampler, follow, ordersOf, shrinkCandidates, switches } from './enumerate.js'
+export { Dfs, Pct, Sampler, follow, ordersOf, shrinkCandidates, switches } from './enumerate.js'
 export type { Pick, Strategy } from './enumerate.js'
 
 export { DEFAULT_MAX, DEFAULT_SAMPLE, DEFAULT_SHRINK, exploreSessions } from './request.js'
@@ -53,6 +53,8 @@ export interface ExploreOptions {
    * which runs one order of each class of orders that differ only by swapping steps that touch nothing in common.
    */
   exhaustive?: boolean
+  /** A sample's PCT depth: the violations of this depth its stated probability is for. Default 3 (at most 2 preemptions). */
+  depth?: number
   /** Runs spent at most on shrinking a sampled violation to a minimal one; 0: no shrinking. Default 100. */
   shrink?: number
   /** How the replay command names the scenario (the command passes what the user typed); default its id, or its file. */
@@ -132,7 +134,19 @@ export interface ExploreResult {
    */
   complete: boolean
   /** With mode 'sample': the sample's size and seed. */
-  sample?: { size: number; seed: number }
+  sample?: {
+    size: number
+    seed: number
+    /**
+     * PCT's depth d: a violation that needs d steps in a given order. With no violation found, `probability` is the
+     * least chance that one of depth d would have been found by these runs (1 - (1 - 1/(n k^(d-1)))^runs, n
+     * sessions, k steps a run: `steps`); `counted`: the runs that count towards it.
+     */
+    depth: number
+    steps: number
+    counted: number
+    probability: number
+  }
   /** Runs made in the search (a sample's draws), shrinking's not counted. */
   runs: number
   /** Different interleavings among them. */
@@ -197,14 +211,14 @@ interface Done {
 
 export async function explore(ctx: RunContext, scenarioOrId: string | Scenario, o: ExploreOptions = {}): Promise<ExploreResult> {
   const scenario = typeof scenarioOrId === 'string' ? await findScenario(scenarioOrId) : scenarioOrId
-  const known = ['databaseUrl', 'n', 'params', 'max', 'sample', 'seed', 'shrink', 'name', 'expect', 'exhaustive', 'connectTimeoutMs', 'stepTimeoutMs', 'runTimeoutMs', 'onProgress']
+  const known = ['databaseUrl', 'n', 'params', 'max', 'sample', 'seed', 'depth', 'shrink', 'name', 'expect', 'exhaustive', 'connectTimeoutMs', 'stepTimeoutMs', 'runTimeoutMs', 'onProgress']
   for (const k of Object.keys(o)) if (!known.includes(k)) throw new UsageError(`explore(): unknown option '${k}': it takes ${known.join(', ')}`)
   for (const k of ['connectTimeoutMs', 'stepTimeoutMs', 'runTimeoutMs'] as const) {
     const v = o[k]
     if (v !== undefined && !(typeof v === 'number' && Number.isFinite(v) && v > 0)) throw new UsageError(`${k} is ${JSON.stringify(v) ?? String(v)}: give a positive number of milliseconds`)
   }
   const bounds: Bounds = { connectTimeoutMs: o.connectTimeoutMs ?? 5000, stepTimeoutMs: o.stepTimeoutMs ?? 10_000, runTimeoutMs: o.runTimeoutMs ?? 30 * 60_000 }
-  const { n, max, sample, seed, shrink: shrinkBudget, expect, exhaustive } = checkExplore(scenario, o, NAMES)
+  const { n, max, sample, seed, depth, shrink: shrinkBudget, expect, exhaustive } = checkExplore(scenario, o, NAMES)
   const params = paramsOf(scenario, o.params ?? {}, engineFor(o.databaseUrl), 'explore()')
   return withLab(
     ctx,
@@ -216,7 +230,7 @@ export async function explore(ctx: RunContext, scenarioOrId: string | Scenario, 
         assertRunsOn(scenario, lab.engine)
         assertSound(scenario, params, n, lab.engine)
         const p = plan(scenario, { params, n, engine: lab.engine })
-        return await exploreOn(ctx, lab, target.label, scenario, p, { ...o, n, max, sample, seed, expect, exhaustive, shrink: shrinkBudget }, bounds)
+        return await exploreOn(ctx, lab, target.label, scenario, p, { ...o, n, max, sample, seed, depth, expect, exhaustive, shrink: shrinkBudget }, bounds)
       } finally {
         await lab.close()
       }
@@ -246,7 +260,10 @@ export async function exploreOn(ctx: RunContext, lab: Driver, targetLabel: strin
   const seed = o.seed ?? Math.floor(Math.random() * 2 ** 31)
   const size = o.sample ?? DEFAULT_SAMPLE
   const reduced = !sampling && !exhaustive ? new Reduced() : undefined
-  let search: Strategy & { diverged?: number; runs: number } = sampling ? new Sampler(size, seed) : reduced ?? new Dfs()
+  // A sample is PCT's (enumerate.ts): its runs give a stated least probability of finding a violation of depth --depth.
+  const depth = o.depth ?? DEFAULT_DEPTH
+  const pct = () => new Pct(size, seed, depth, p.sessions.length, app ? undefined : counts.reduce((a, b) => a + b, 0))
+  let search: Strategy & { diverged?: number; runs: number } = sampling ? pct() : reduced ?? new Dfs()
   let planned: number | null = sampling ? size : app || reduced ? null : Number(orders)
   // The application race's first run: its queries give `orders` (what the report compares the runs with).
   let probing = app
@@ -383,7 +400,7 @@ export async function exploreOn(ctx: RunContext, lab: Driver, targetLabel: strin
         if (!sampling && !exhaustive && !reduced && orders > BigInt(o.max)) {
           // Too many to run them all: a seeded sample instead, as for declared steps. This first run is not one of its draws.
           sampling = true
-          search = new Sampler(size, seed)
+          search = pct()
           planned = size
           discarded++
           return
@@ -441,7 +458,7 @@ export async function exploreOn(ctx: RunContext, lab: Driver, targetLabel: strin
     orders: orders.toString(),
     steps: app ? 'discovered' : 'declared',
     complete,
-    ...(sampling ? { sample: { size, seed } } : {}),
+    ...(sampling && search instanceof Pct ? { sample: { size, seed, ...coverageOf(search) } } : {}),
     runs,
     interleavings: every.length,
     violating,
@@ -493,6 +510,11 @@ export function replayCommand(name: string, s: Scenario, p: Plan, line: string, 
   args.push(...target)
   args.push('--schedule', `"${line}"`)
   return args.join(' ')
+}
+
+function coverageOf(s: Pct): { depth: number; steps: number; counted: number; probability: number } {
+  const c = s.coverage()
+  return { depth: c.depth, steps: c.k, counted: c.runs, probability: c.probability }
 }
 
 /** Fewer switches, then fewer steps. */

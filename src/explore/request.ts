@@ -14,6 +14,8 @@ import type { Scenario } from '../scenario.js'
 export const DEFAULT_MAX = 1000
 /** Runs in a sample when the count is above --max and no --sample is given. */
 export const DEFAULT_SAMPLE = 200
+/** A sample's PCT depth (--depth): violations needing this many steps in a given order (at most 2 preemptions). */
+export const DEFAULT_DEPTH = 3
 /** Runs spent at most on shrinking a sampled violation (--shrink). */
 export const DEFAULT_SHRINK = 100
 
@@ -36,6 +38,7 @@ export interface ExploreAsked {
   sample?: string | number
   seed?: string | number
   shrink?: string | number
+  depth?: string | number
   expect?: string
   exhaustive?: boolean
 }
@@ -46,6 +49,7 @@ export interface ExploreChecked {
   sample?: number
   seed?: number
   shrink: number
+  depth: number
   expect?: 'held' | 'violated'
   exhaustive: boolean
 }
@@ -53,14 +57,15 @@ export interface ExploreChecked {
 /** The one check of an exploration's input (race explore and explore()). */
 export function checkExplore(s: Scenario, a: ExploreAsked, spell: Spelling): ExploreChecked {
   const n = sessionsOf(s, a.n, spell, exploreSessions(s))
-  const whole = (o: 'max' | 'sample' | 'seed' | 'shrink', v: string | number, min: number, max: number) => parseWhole(spell(o), String(v), min, max)
+  const whole = (o: 'max' | 'sample' | 'seed' | 'shrink' | 'depth', v: string | number, min: number, max: number) => parseWhole(spell(o), String(v), min, max)
   const max = whole('max', a.max ?? DEFAULT_MAX, 1, Number.MAX_SAFE_INTEGER)
   const sample = a.sample === undefined ? undefined : whole('sample', a.sample, 1, 1_000_000)
   const seed = a.seed === undefined ? undefined : whole('seed', a.seed, 0, 2 ** 32 - 1)
   const shrink = whole('shrink', a.shrink ?? DEFAULT_SHRINK, 0, 100_000)
+  const depth = whole('depth', a.depth ?? DEFAULT_DEPTH, 1, 10)
   if (a.expect !== undefined && a.expect !== 'held' && a.expect !== 'violated') throw new UsageError(`${spell('expect')} takes held or violated, got '${a.expect}'`)
   if (a.exhaustive !== undefined && typeof a.exhaustive !== 'boolean') throw new UsageError(`${spell('exhaustive')} takes true or false, got ${JSON.stringify(a.exhaustive)}`)
   const exhaustive = a.exhaustive === true
   if (exhaustive && sample !== undefined) throw new UsageError(`${spell('exhaustive')} runs every order and ${spell('sample')} a random few: give one of them`)
-  return { n, max, sample, seed, shrink, expect: a.expect, exhaustive }
+  return { n, max, sample, seed, shrink, depth, expect: a.expect, exhaustive }
 }

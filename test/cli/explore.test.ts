@@ -91,10 +91,10 @@ test('--expect violated on the fixed spec: no interleaving violates, exit 1; the
 })
 
 test('a seeded sample of three sessions: the same seed draws the same runs, shrunk to a minimal violation that replays', async () => {
-  const a = await explore([TEMPLATE, '--n', '3', '--sample', '6', '--seed', '11', '--shrink', '20'])
-  const b = await explore([TEMPLATE, '--n', '3', '--sample', '6', '--seed', '11', '--shrink', '0'])
+  const a = await explore([TEMPLATE, '--n', '3', '--sample', '12', '--seed', '11', '--shrink', '20'])
+  const b = await explore([TEMPLATE, '--n', '3', '--sample', '12', '--seed', '11', '--shrink', '0'])
   assert.equal(a.j.mode, 'sample')
-  assert.deepEqual(a.j.sample, { size: 6, seed: 11 })
+  assert.deepEqual([a.j.sample!.size, a.j.sample!.seed, a.j.sample!.depth], [12, 11, 3])
   assert.equal(a.j.runs, 6)
   assert.equal(a.j.orders, '1680')
   assert.deepEqual(a.j.every.map((x) => x.line), b.j.every.map((x) => x.line), 'the same seed, the same sample')
@@ -105,6 +105,19 @@ test('a seeded sample of three sessions: the same seed draws the same runs, shru
   assert.ok(a.j.shortest!.switches <= Math.min(...a.j.every.filter((x) => x.held === false).map((x) => x.switches)))
   assert.match(a.j.replay!, /--n 3 --schedule/)
   assert.deepEqual(await replay(TEMPLATE, a.j.shortest!.line, 3, ['--n', '3']), [false, false, false])
+})
+
+test('a sample is PCT\'s: the report states what it covered (depth, probability), in text and --json, and never says every', async () => {
+  const r = await race(['explore', FIXED, '--sample', '20', '--seed', '3', '--depth', '2'], { url: server.url, timeoutMs: 300_000 })
+  assert.equal(r.code, 0, r.stdout + r.stderr)
+  const text = r.stdout.replace(/\s+/g, ' ')
+  assert.match(text, /a PCT sample: 20 runs, seed 3/)
+  assert.match(text, /no violation found; a violation needing 2 steps in a given order \(at most 1 preemption\) would have been found by these 20 runs with probability >= 0\.\d+ \(PCT: 2 sessions, 8 steps a run\)/)
+  assert.doesNotMatch(r.stdout, /\bevery\b/i)
+  const { j } = await explore([FIXED, '--sample', '20', '--seed', '3', '--depth', '2'])
+  // 2 sessions, 8 steps, depth 2: one run finds such a violation with probability at least 1/16.
+  assert.ok(Math.abs(j.sample!.probability - (1 - (1 - 1 / 16) ** j.sample!.counted)) < 1e-12)
+  assert.equal(j.sample!.counted, 20)
 })
 
 test('bad numbers and options are refused with one line naming the fix, exit 2', async () => {

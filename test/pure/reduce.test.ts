@@ -5,7 +5,7 @@
 // too; and the same check fails with a relation that forgets read-write conflicts (the check can fail).
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
-import { Dfs, random, type Strategy } from '../../src/explore/enumerate.js'
+import { Dfs, Pct, random, type Strategy } from '../../src/explore/enumerate.js'
 import { conflicts, fewestSwitches, Reduced, type Footprint } from '../../src/explore/reduce.js'
 import { switches } from '../../src/explore/enumerate.js'
 
@@ -175,4 +175,41 @@ test('fewestSwitches: the simplest order of a run\'s class keeps every conflicti
   assert.deepEqual(fewestSwitches([0, 1, 1, 0, 0, 1], [none, none, w('a'), r('a'), none, none]), [1, 1, 1, 0, 0, 0])
   // Every step conflicting: the order is the run itself.
   assert.deepEqual(fewestSwitches(launched, launched.map(() => 'all' as const)), launched)
+})
+
+test('PCT: the same seed draws the same runs; a violation of depth 2 turns up at least as often as its bound 1/(n k)', () => {
+  // Three sessions of four steps, none waits. The "violation": s1's second step before s2's first, which comes
+  // before s1's third: s2 must preempt s1 there (depth 2: two ordering constraints).
+  const world = [['nop', 'nop', 'nop', 'nop'], ['nop', 'nop', 'nop', 'nop'], ['nop', 'nop', 'nop', 'nop']]
+  const orders = (s: Strategy) => {
+    const out: number[][] = []
+    for (let pick = s.next(); pick; pick = s.next()) {
+      const next = world.map(() => 0)
+      const launched: number[] = []
+      for (;;) {
+        const ready = world.map((_, i) => i).filter((i) => next[i] < world[i].length)
+        if (!ready.length) break
+        const i = pick(ready)
+        next[i]++
+        launched.push(i)
+      }
+      s.done(launched)
+      out.push(launched)
+    }
+    return out
+  }
+  const a = orders(new Pct(40, 9, 2, 3, 12))
+  assert.deepEqual(orders(new Pct(40, 9, 2, 3, 12)), a)
+  assert.notDeepEqual(orders(new Pct(40, 10, 2, 3, 12)), a)
+  const runs = 3000
+  const pct = new Pct(runs, 1, 2, 3, 12)
+  const hit = orders(pct).filter((o) => {
+    const at = (s: number, k: number) => o.map((x, i) => [x, i]).filter(([x]) => x === s)[k][1]
+    return at(0, 1) < at(1, 0) && at(1, 0) < at(0, 2)
+  }).length
+  assert.ok(hit / runs >= 1 / (3 * 12), `${hit} of ${runs}`)
+  const c = pct.coverage()
+  assert.equal(c.k, 12)
+  assert.equal(c.runs, runs)
+  assert.ok(Math.abs(c.probability - (1 - (1 - 1 / 36) ** runs)) < 1e-12)
 })
