@@ -20,6 +20,7 @@ export interface ExploreCommandOptions extends TargetOptions {
   seed?: string
   shrink: string
   depth?: string
+  preemptions?: string
   expect?: string
   all?: boolean
   exhaustive?: boolean
@@ -36,6 +37,7 @@ export function registerExplore(program: Command, all: readonly ScenarioSummary[
     .option('--max <count>', "above this many orders of the declared steps, a seeded random sample; an application race's search stops after this many runs", String(DEFAULT_MAX))
     .option('--sample <k>', `run K random interleavings instead of searching (default ${DEFAULT_SAMPLE} when the count is above --max)`)
     .option('--seed <s>', "the sample's seed (default a random one, printed: the same seed draws the same sample)")
+    .option('--preemptions <k>', 'run every order with at most K preemptions (leaving a session that could go on), fewest first, instead of the reduced search')
     .option('--depth <d>', "a sample's PCT depth: the report states the least probability that a violation needing d steps in a given order would have been found (default 3: at most 2 preemptions)")
     .option('--shrink <runs>', 'runs spent at most on shrinking a sampled violation to a minimal one (0: none)', String(DEFAULT_SHRINK))
     .option('--expect <held|violated>', 'held: exit 1 when any interleaving violates; violated: exit 1 when none does (default: the spec\'s expect line, or the scenario\'s documentation)')
@@ -67,7 +69,7 @@ export async function exploreCommand(ctx: RunContext, id: string, o: ExploreComm
   const engine = engineFor(o.databaseUrl)
   assertRunsOn(scenario, engine)
   const params = scenarioParams(scenario, cmd, o, await summaries(), engine)
-  const { n, max, sample, seed, depth, shrink, expect, exhaustive } = checkExplore(scenario, o, FLAGS)
+  const { n, max, sample, seed, depth, preemptions, shrink, expect, exhaustive } = checkExplore(scenario, o, FLAGS)
   const bounds = parseBounds(o)
   assertSound(scenario, params, n, engine)
   const p = plan(scenario, { params, n, engine })
@@ -89,7 +91,7 @@ export async function exploreCommand(ctx: RunContext, id: string, o: ExploreComm
     o.databaseUrl,
     bounds,
     async (lab, target) => {
-      const r = await exploreOn(ctx, lab, target.label, scenario, p, { max, sample, seed, depth, shrink, expect, exhaustive, name: id, onProgress, word: cliWords, databaseUrl: o.databaseUrl }, bounds).catch((e) => {
+      const r = await exploreOn(ctx, lab, target.label, scenario, p, { max, sample, seed, depth, preemptions, shrink, expect, exhaustive, name: id, onProgress, word: cliWords, databaseUrl: o.databaseUrl }, bounds).catch((e) => {
         throw specFailure(scenario, e)
       })
       if (tty) process.stderr.write('\r\x1b[2K')
@@ -125,7 +127,10 @@ function render(r: ExploreResult, all: boolean): string {
   const lines = joinFit([c.bold(`race explore ${r.scenario}`), `${r.server.product ?? 'PostgreSQL'} ${r.server.version} (${r.target})`, `${r.n} session${r.n === 1 ? '' : 's'}`], '  ·  ', w, 2)
   const discovered = r.steps === 'discovered'
   const red = r.search === 'reduced' && r.reduction
-  const what = red
+  const pb = r.preemptions
+  const what = pb
+    ? `every order with at most ${pb.bound} preemption${pb.bound === 1 ? '' : 's'} (a preemption leaves a session that could go on), fewest first: ${r.runs} runs, the most ${pb.reached}${pb.complete ? '' : ' (stopped with orders within the bound left)'}`
+    : red
     ? r.complete
       ? `a reduced search: ${r.runs} runs cover every order of the steps (${r.orders} orders${discovered ? " of the first run's queries" : ''}) up to swapping steps that cannot affect each other, as the server's locks said after each step (${r.reduction!.unclassified} of the ${r.reduction!.steps} steps run could not be classified: each was ordered both ways against every other)`
       : `a reduced search, stopped at --max ${r.runs} runs with orders left (${r.orders} orders of the steps): raise --max, or --exhaustive`
@@ -142,7 +147,20 @@ function render(r: ExploreResult, all: boolean): string {
   lines.push(...hang(`${c.dim('invariant')}  ${r.invariant}`, w, 11))
   // A search stopped at --max ran some interleavings only: "all" is not what it saw.
   const partial = r.mode === 'all' && !r.complete
-  if (red && r.complete) {
+  if (pb) {
+    const within = `with at most ${pb.bound} preemption${pb.bound === 1 ? '' : 's'}`
+    lines.push(
+      ...hang(
+        r.violating
+          ? c.red(c.bold(`VIOLATED in ${r.violating} of the ${r.interleavings} interleavings ${within}`))
+          : r.unknown
+            ? c.yellow(`held in ${r.interleavings - r.unknown}, undecided in ${r.unknown} of ${r.interleavings}`)
+            : c.green(c.bold(`HELD in all ${r.interleavings} interleavings ${within}`)) + c.dim(' (orders with more were not run)'),
+        w,
+        2,
+      ),
+    )
+  } else if (red && r.complete) {
     lines.push(
       ...hang(
         r.violating
@@ -159,7 +177,7 @@ function render(r: ExploreResult, all: boolean): string {
   const share = partial ? `${r.violating} of the ${r.interleavings} interleavings run` : `${r.violating} of ${r.interleavings}${sampled} interleavings`
   const heldAll = partial ? `HELD in the ${r.interleavings} interleavings run` : `HELD in all ${r.interleavings}${sampled} interleavings`
   const others = sampled ? ' (a sample: the others were not run)' : partial ? ' (--max stopped the search: the others were not run)' : ''
-  if (!(red && r.complete)) lines.push(r.violating ? c.red(c.bold(`VIOLATED in ${share}`)) : r.unknown ? c.yellow(`held in ${r.interleavings - r.unknown}, undecided in ${r.unknown} of ${r.interleavings}`) : c.green(c.bold(heldAll)) + c.dim(others))
+  if (!pb && !(red && r.complete)) lines.push(r.violating ? c.red(c.bold(`VIOLATED in ${share}`)) : r.unknown ? c.yellow(`held in ${r.interleavings - r.unknown}, undecided in ${r.unknown} of ${r.interleavings}`) : c.green(c.bold(heldAll)) + c.dim(others))
   if (r.mode === 'sample' && r.sample) lines.push(...hang(c.dim(coverage(r)), w, 2))
   lines.push('')
   for (const g of r.groups) {
@@ -180,7 +198,9 @@ function render(r: ExploreResult, all: boolean): string {
         : r.shortest.shrunk
           ? `, shrunk in ${r.shortest.shrunk.runs} runs from ${r.shortest.shrunk.from}`
           : r.mode === 'all'
-            ? ', the fewest of all'
+            ? r.preemptions
+              ? `, the fewest within ${r.preemptions.bound} preemption${r.preemptions.bound === 1 ? '' : 's'}`
+              : ', the fewest of all'
             : ''
     lines.push(...hang(`shortest violating (${r.shortest.switches} switch${r.shortest.switches === 1 ? '' : 'es'} between sessions${how}):`, w, 2))
     // Copied into a shell as printed: a break falls inside the quoted schedule (its tokens split on any space), or

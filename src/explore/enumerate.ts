@@ -243,3 +243,71 @@ export class Pct implements Strategy {
     return { depth: this.depth, k, runs: counted, probability: 1 - (1 - once) ** counted }
   }
 }
+
+/**
+ * Every order with at most `bound` preemptions, fewest first (CHESS's iterative preemption bounding, best first): a
+ * preemption is a choice that leaves a session that could have gone on. Each run replays a chosen prefix, then goes
+ * on without preempting (the last session again while it can); after it, every other choice it passed becomes a
+ * prefix to run, costed by its preemptions. Prefixes run cheapest first, so every run with p preemptions comes
+ * after every run with fewer: the first violating run found has the fewest preemptions. A replayed choice whose ready
+ * sessions are not the ones seen there before counts in `diverged`, as in Dfs.
+ */
+export class Preemptive implements Strategy {
+  private frontier: { choices: number[]; readies: number[][]; cost: number }[] = [{ choices: [], readies: [], cost: 0 }]
+  private cur: { choices: number[]; readies: number[][]; cost: number } | undefined
+  private seen: number[][] = []
+  runs = 0
+  diverged = 0
+  /** The most preemptions a run made (the bound reached). */
+  reached = 0
+  constructor(readonly bound: number) {}
+
+  /** Prefixes left (within the bound) when the search stopped: 0 when every order within it was run. */
+  get left(): number {
+    return this.frontier.length
+  }
+
+  next(): Pick | undefined {
+    if (!this.frontier.length) return undefined
+    // The cheapest prefix (the first of the cheapest, so each cost is run in the order found).
+    let at = 0
+    for (let i = 1; i < this.frontier.length; i++) if (this.frontier[i].cost < this.frontier[at].cost) at = i
+    const cur = this.frontier.splice(at, 1)[0]
+    this.cur = cur
+    this.seen = []
+    let prev = -1
+    let depth = 0
+    let off = false
+    return (ready) => {
+      const d = depth++
+      this.seen.push([...ready])
+      let pick: number
+      if (d < cur.choices.length && !off) {
+        const was = cur.readies[d]
+        if (ready.length === was.length && ready.every((x) => was.includes(x))) pick = cur.choices[d]
+        else {
+          this.diverged++
+          off = true
+          pick = ready.includes(prev) ? prev : ready[0]
+        }
+      } else pick = ready.includes(prev) ? prev : ready[0]
+      prev = pick
+      return pick
+    }
+  }
+
+  done(launched: readonly number[]): void {
+    this.runs++
+    const cur = this.cur!
+    this.reached = Math.max(this.reached, cur.cost)
+    for (let d = cur.choices.length; d < launched.length && d < this.seen.length; d++) {
+      const prev = d > 0 ? launched[d - 1] : -1
+      for (const alt of this.seen[d]) {
+        if (alt === launched[d]) continue
+        const cost = cur.cost + (this.seen[d].includes(prev) && alt !== prev ? 1 : 0)
+        if (cost > this.bound) continue
+        this.frontier.push({ choices: [...launched.slice(0, d), alt], readies: this.seen.slice(0, d + 1), cost })
+      }
+    }
+  }
+}

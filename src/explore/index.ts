@@ -23,7 +23,7 @@ import { assertRunsOn, engineFor, withLab } from '../run/lab.js'
 import { NAMES, paramsOf, type Bounds } from '../run/params.js'
 import type { Words } from '../engine/refusals.js'
 import { checkExplore, DEFAULT_DEPTH, DEFAULT_SAMPLE } from './request.js'
-import { Dfs, follow, ordersOf, Pct, shrinkCandidates, switches, type Pick, type Strategy } from './enumerate.js'
+import { Dfs, follow, ordersOf, Pct, Preemptive, shrinkCandidates, switches, type Pick, type Strategy } from './enumerate.js'
 import { fewestSwitches, Reduced } from './reduce.js'
 import { observe, touched, type Seen, type Touched } from '../engine/footprint.js'
 
@@ -53,6 +53,8 @@ export interface ExploreOptions {
    * which runs one order of each class of orders that differ only by swapping steps that touch nothing in common.
    */
   exhaustive?: boolean
+  /** Run every order with at most this many preemptions, fewest first (instead of the reduced search). */
+  preemptions?: number
   /** A sample's PCT depth: the violations of this depth its stated probability is for. Default 3 (at most 2 preemptions). */
   depth?: number
   /** Runs spent at most on shrinking a sampled violation to a minimal one; 0: no shrinking. Default 100. */
@@ -113,7 +115,12 @@ export interface ExploreResult {
    * exhaustive: every order; reduced: one order of each class of orders that differ only by swapping steps that touch
    * nothing in common (what each step touched read from the server, explore/reduce.ts); sample: random runs.
    */
-  search: 'exhaustive' | 'reduced' | 'sample'
+  search: 'exhaustive' | 'reduced' | 'sample' | 'preemptions'
+  /**
+   * --preemptions K: every order with at most `bound` preemptions (a choice that leaves a session that could go on),
+   * run fewest first; `reached`: the most a run made; `complete`: every such order was run.
+   */
+  preemptions?: { bound: number; reached: number; complete: boolean }
   /**
    * The reduced search: the free steps it ran (over all runs), how many of them race could not classify (treated as
    * conflicting with every step: waits, errors, autocommit statements, MySQL), and runs it finished only because a run
@@ -211,14 +218,14 @@ interface Done {
 
 export async function explore(ctx: RunContext, scenarioOrId: string | Scenario, o: ExploreOptions = {}): Promise<ExploreResult> {
   const scenario = typeof scenarioOrId === 'string' ? await findScenario(scenarioOrId) : scenarioOrId
-  const known = ['databaseUrl', 'n', 'params', 'max', 'sample', 'seed', 'depth', 'shrink', 'name', 'expect', 'exhaustive', 'connectTimeoutMs', 'stepTimeoutMs', 'runTimeoutMs', 'onProgress']
+  const known = ['databaseUrl', 'n', 'params', 'max', 'sample', 'seed', 'depth', 'preemptions', 'shrink', 'name', 'expect', 'exhaustive', 'connectTimeoutMs', 'stepTimeoutMs', 'runTimeoutMs', 'onProgress']
   for (const k of Object.keys(o)) if (!known.includes(k)) throw new UsageError(`explore(): unknown option '${k}': it takes ${known.join(', ')}`)
   for (const k of ['connectTimeoutMs', 'stepTimeoutMs', 'runTimeoutMs'] as const) {
     const v = o[k]
     if (v !== undefined && !(typeof v === 'number' && Number.isFinite(v) && v > 0)) throw new UsageError(`${k} is ${JSON.stringify(v) ?? String(v)}: give a positive number of milliseconds`)
   }
   const bounds: Bounds = { connectTimeoutMs: o.connectTimeoutMs ?? 5000, stepTimeoutMs: o.stepTimeoutMs ?? 10_000, runTimeoutMs: o.runTimeoutMs ?? 30 * 60_000 }
-  const { n, max, sample, seed, depth, shrink: shrinkBudget, expect, exhaustive } = checkExplore(scenario, o, NAMES)
+  const { n, max, sample, seed, depth, preemptions, shrink: shrinkBudget, expect, exhaustive } = checkExplore(scenario, o, NAMES)
   const params = paramsOf(scenario, o.params ?? {}, engineFor(o.databaseUrl), 'explore()')
   return withLab(
     ctx,
@@ -230,7 +237,7 @@ export async function explore(ctx: RunContext, scenarioOrId: string | Scenario, 
         assertRunsOn(scenario, lab.engine)
         assertSound(scenario, params, n, lab.engine)
         const p = plan(scenario, { params, n, engine: lab.engine })
-        return await exploreOn(ctx, lab, target.label, scenario, p, { ...o, n, max, sample, seed, depth, expect, exhaustive, shrink: shrinkBudget }, bounds)
+        return await exploreOn(ctx, lab, target.label, scenario, p, { ...o, n, max, sample, seed, depth, preemptions, expect, exhaustive, shrink: shrinkBudget }, bounds)
       } finally {
         await lab.close()
       }
@@ -256,15 +263,17 @@ export async function exploreOn(ctx: RunContext, lab: Driver, targetLabel: strin
   // random runs; else the reduced search (reduce.ts), which for an application race stops at --max runs and then
   // says what it left.
   const exhaustive = o.exhaustive === true
-  let sampling = o.sample !== undefined || (!exhaustive && !app && orders > BigInt(o.max))
+  // --preemptions K: every order with at most K preemptions, fewest first (enumerate.ts Preemptive).
+  const bounded = o.preemptions !== undefined ? new Preemptive(o.preemptions) : undefined
+  let sampling = o.sample !== undefined || (!exhaustive && !bounded && !app && orders > BigInt(o.max))
   const seed = o.seed ?? Math.floor(Math.random() * 2 ** 31)
   const size = o.sample ?? DEFAULT_SAMPLE
-  const reduced = !sampling && !exhaustive ? new Reduced() : undefined
+  const reduced = !sampling && !exhaustive && !bounded ? new Reduced() : undefined
   // A sample is PCT's (enumerate.ts): its runs give a stated least probability of finding a violation of depth --depth.
   const depth = o.depth ?? DEFAULT_DEPTH
   const pct = () => new Pct(size, seed, depth, p.sessions.length, app ? undefined : counts.reduce((a, b) => a + b, 0))
-  let search: Strategy & { diverged?: number; runs: number } = sampling ? pct() : reduced ?? new Dfs()
-  let planned: number | null = sampling ? size : app || reduced ? null : Number(orders)
+  let search: Strategy & { diverged?: number; runs: number } = sampling ? pct() : bounded ?? reduced ?? new Dfs()
+  let planned: number | null = sampling ? size : app || reduced || bounded ? null : Number(orders)
   // The application race's first run: its queries give `orders` (what the report compares the runs with).
   let probing = app
   // The reduced search learns what each step touched: at every quiet moment of a trial the sessions' backends are
@@ -370,10 +379,10 @@ export async function exploreOn(ctx: RunContext, lab: Driver, targetLabel: strin
       if (phase === 'explore') {
         // An application race's tree may be larger than its first run's orders said: stop at --max runs, and say
         // when interleavings were left (a search of declared steps ends by itself within the orders it counted).
-        const bounded = app && !sampling && !exhaustive
-        const pick = bounded && search.runs >= o.max ? undefined : search.next()
+        const capped = app && !sampling && !exhaustive && !bounded
+        const pick = capped && search.runs >= o.max ? undefined : search.next()
         if (pick) return chooserOf(pick, reduced !== undefined)
-        if (bounded && search.next()) complete = false
+        if (capped && search.next()) complete = false
         phase = 'shrink'
         if (reduced && current && o.shrink) {
           // The reduced search ran one order of each class: the simplest order of each violating class (fewest
@@ -397,7 +406,7 @@ export async function exploreOn(ctx: RunContext, lab: Driver, targetLabel: strin
       if (probing) {
         probing = false
         orders = ordersOf(p.sessions.map((_, i) => ran.filter((e) => e.session === i).length))
-        if (!sampling && !exhaustive && !reduced && orders > BigInt(o.max)) {
+        if (!sampling && !exhaustive && !reduced && !bounded && orders > BigInt(o.max)) {
           // Too many to run them all: a seeded sample instead, as for declared steps. This first run is not one of its draws.
           sampling = true
           search = pct()
@@ -439,7 +448,7 @@ export async function exploreOn(ctx: RunContext, lab: Driver, targetLabel: strin
   const every = [...seen.values()]
   const judged = every.map((x) => ({ verdict: x.verdict, comparison: { matched: x.verdict !== 'unknown', deviations: [], ...(x.verdict === 'unknown' ? { undecided: true } : {}) } }))
   const summary = summarize(judged, [], expect)
-  const diverged = search instanceof Dfs || search instanceof Reduced ? search.diverged : 0
+  const diverged = search instanceof Dfs || search instanceof Reduced || search instanceof Preemptive ? search.diverged : 0
   // Every interleaving held, but some were not run as chosen, or not run at all (an application race's tree larger
   // than --max): "held in all" is not known (unknown is never a pass).
   const incomplete = (diverged > 0 || !complete) && violating === 0 && expect === 'held'
@@ -453,7 +462,8 @@ export async function exploreOn(ctx: RunContext, lab: Driver, targetLabel: strin
     target: targetLabel,
     invariant: typeof scenario.invariant.description === 'function' ? scenario.invariant.description(p.variant.params) : scenario.invariant.description,
     mode: sampling ? 'sample' : 'all',
-    search: sampling ? 'sample' : reduced ? 'reduced' : 'exhaustive',
+    search: sampling ? 'sample' : reduced ? 'reduced' : bounded ? 'preemptions' : 'exhaustive',
+    ...(bounded ? { preemptions: { bound: bounded.bound, reached: bounded.reached, complete: bounded.left === 0 } } : {}),
     ...(reduced ? { reduction: { steps: touchedSteps, unclassified: touchedAll, redundant: reduced.redundant, retried: reduced.retried } } : {}),
     orders: orders.toString(),
     steps: app ? 'discovered' : 'declared',

@@ -39,6 +39,7 @@ export interface ExploreAsked {
   seed?: string | number
   shrink?: string | number
   depth?: string | number
+  preemptions?: string | number
   expect?: string
   exhaustive?: boolean
 }
@@ -50,6 +51,7 @@ export interface ExploreChecked {
   seed?: number
   shrink: number
   depth: number
+  preemptions?: number
   expect?: 'held' | 'violated'
   exhaustive: boolean
 }
@@ -57,15 +59,17 @@ export interface ExploreChecked {
 /** The one check of an exploration's input (race explore and explore()). */
 export function checkExplore(s: Scenario, a: ExploreAsked, spell: Spelling): ExploreChecked {
   const n = sessionsOf(s, a.n, spell, exploreSessions(s))
-  const whole = (o: 'max' | 'sample' | 'seed' | 'shrink' | 'depth', v: string | number, min: number, max: number) => parseWhole(spell(o), String(v), min, max)
+  const whole = (o: 'max' | 'sample' | 'seed' | 'shrink' | 'depth' | 'preemptions', v: string | number, min: number, max: number) => parseWhole(spell(o), String(v), min, max)
   const max = whole('max', a.max ?? DEFAULT_MAX, 1, Number.MAX_SAFE_INTEGER)
   const sample = a.sample === undefined ? undefined : whole('sample', a.sample, 1, 1_000_000)
   const seed = a.seed === undefined ? undefined : whole('seed', a.seed, 0, 2 ** 32 - 1)
   const shrink = whole('shrink', a.shrink ?? DEFAULT_SHRINK, 0, 100_000)
   const depth = whole('depth', a.depth ?? DEFAULT_DEPTH, 1, 10)
+  const preemptions = a.preemptions === undefined ? undefined : whole('preemptions', a.preemptions, 0, 1000)
   if (a.expect !== undefined && a.expect !== 'held' && a.expect !== 'violated') throw new UsageError(`${spell('expect')} takes held or violated, got '${a.expect}'`)
   if (a.exhaustive !== undefined && typeof a.exhaustive !== 'boolean') throw new UsageError(`${spell('exhaustive')} takes true or false, got ${JSON.stringify(a.exhaustive)}`)
   const exhaustive = a.exhaustive === true
   if (exhaustive && sample !== undefined) throw new UsageError(`${spell('exhaustive')} runs every order and ${spell('sample')} a random few: give one of them`)
-  return { n, max, sample, seed, shrink, depth, expect: a.expect, exhaustive }
+  if (preemptions !== undefined && sample !== undefined) throw new UsageError(`${spell('preemptions')} runs every order within a bound and ${spell('sample')} a random few: give one of them`)
+  return { n, max, sample, seed, shrink, depth, preemptions, expect: a.expect, exhaustive }
 }

@@ -120,6 +120,19 @@ test('a sample is PCT\'s: the report states what it covered (depth, probability)
   assert.equal(j.sample!.counted, 20)
 })
 
+test('--preemptions K: every order with at most K preemptions, fewest first; the report states the bound and the most reached', async () => {
+  const k0 = await explore([ORDERS, '--preemptions', '0'])
+  const k1 = await explore([ORDERS, '--preemptions', '1'])
+  const all = await explore([ORDERS, '--exhaustive'])
+  // With none, each session runs whole: s1 then s2, or s2 then s1 (both hold).
+  assert.deepEqual(k0.j.every.map((x) => x.line).sort(), all.j.every.filter((x) => x.switches === 1).map((x) => x.line).sort())
+  assert.equal(k0.j.violating, 0)
+  assert.deepEqual((k1.j as unknown as { preemptions: unknown }).preemptions, { bound: 1, reached: 1, complete: true })
+  assert.ok(k1.j.violating > 0)
+  assert.equal(k1.j.shortest!.switches, all.j.shortest!.switches)
+  assert.ok(k1.j.every.every((x) => all.j.every.some((y) => y.line === x.line)))
+})
+
 test('bad numbers and options are refused with one line naming the fix, exit 2', async () => {
   for (const [args, re] of [
     [['--max', '0'], /--max must be at least 1/],

@@ -5,7 +5,7 @@
 // too; and the same check fails with a relation that forgets read-write conflicts (the check can fail).
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
-import { Dfs, Pct, random, type Strategy } from '../../src/explore/enumerate.js'
+import { Dfs, Pct, Preemptive, random, type Strategy } from '../../src/explore/enumerate.js'
 import { conflicts, fewestSwitches, Reduced, type Footprint } from '../../src/explore/reduce.js'
 import { switches } from '../../src/explore/enumerate.js'
 
@@ -212,4 +212,48 @@ test('PCT: the same seed draws the same runs; a violation of depth 2 turns up at
   assert.equal(c.k, 12)
   assert.equal(c.runs, runs)
   assert.ok(Math.abs(c.probability - (1 - (1 - 1 / 36) ** runs)) < 1e-12)
+})
+
+test('preemption bounding: every order with at most K preemptions, fewest first; with K large, every order', () => {
+  const world = [['nop', 'nop', 'nop'], ['nop', 'nop', 'nop'], ['nop', 'nop']]
+  /** Preemptions of an order: leaving a session that still had steps (none waits here). */
+  const preemptions = (o: number[]) => {
+    const left = world.map((s) => s.length)
+    let p = 0
+    for (let i = 0; i < o.length; i++) {
+      if (i > 0 && o[i] !== o[i - 1] && left[o[i - 1]] > 0) p++
+      left[o[i]]--
+    }
+    return p
+  }
+  const runAll = (s: Strategy) => {
+    const out: number[][] = []
+    for (let pick = s.next(); pick; pick = s.next()) {
+      const next = world.map(() => 0)
+      const launched: number[] = []
+      for (;;) {
+        const ready = world.map((_, i) => i).filter((i) => next[i] < world[i].length)
+        if (!ready.length) break
+        const i = pick(ready)
+        next[i]++
+        launched.push(i)
+      }
+      s.done(launched)
+      out.push(launched)
+    }
+    return out
+  }
+  const every = runAll(new Dfs())
+  const all = runAll(new Preemptive(100))
+  assert.equal(new Set(all.map((o) => o.join())).size, all.length, 'no order twice')
+  assert.deepEqual(all.map((o) => o.join()).sort(), every.map((o) => o.join()).sort())
+  const costs = all.map(preemptions)
+  assert.deepEqual(costs, [...costs].sort((a, b) => a - b), 'fewest preemptions first')
+  for (const k of [0, 1, 2]) {
+    const s = new Preemptive(k)
+    const got = runAll(s)
+    assert.deepEqual(got.map((o) => o.join()).sort(), every.filter((o) => preemptions(o) <= k).map((o) => o.join()).sort())
+    assert.equal(s.reached, k)
+    assert.equal(s.left, 0)
+  }
 })
