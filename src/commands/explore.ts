@@ -30,7 +30,7 @@ export interface ExploreCommandOptions extends TargetOptions {
 export function registerExplore(program: Command, all: readonly ScenarioSummary[], exit: (code: number) => void, ctx: RunContext): Command {
   const cmd = program
     .command('explore')
-    .description('run every interleaving of the sessions\' steps, judge each by the invariant, and give the shortest violating one')
+    .description('search the interleavings of the sessions\' steps (one of each set of orders that cannot end differently; --exhaustive: every order), judge each by the invariant, and give the shortest violating one')
     .argument('<scenario>', 'scenario id (race list), .spec file or .mjs module')
     .option('--n <n>', 'number of sessions; default per scenario, usually 2')
     .option('--exhaustive', 'run every order of the steps (the exact enumeration), whatever --max says; default: the reduced search')
@@ -54,12 +54,18 @@ of a session that is seen waiting is not offered until it wakes: an order that
 would run it then cannot happen. The shortest violating interleaving (fewest
 switches between sessions) is printed as a race run --schedule line.
 
+By default the search is reduced: orders that differ only by swapping steps
+that cannot affect each other (as the server's locks say after each step) are
+run once; --exhaustive runs every order. A sample (--sample, or declared steps
+above --max orders) is PCT's, and says what it covered.
+
 Examples:
-  $ race explore examples/explore-orders.spec          12 of 20 violate
-  $ race explore examples/explore-orders-fixed.spec    holds in all
-  $ race explore lost-update --expect held --json
-  $ race explore examples/orders.spec --n 3 --sample 100 --seed 7
-  $ race explore examples/app/orders.race.mjs   60 of 70 violate (2 sessions)`,
+  $ race explore examples/explore-orders.spec               4 of 6 runs violate
+  $ race explore examples/explore-orders.spec --exhaustive  12 of 20 violate
+  $ race explore examples/explore-orders-fixed.spec         holds
+  $ race explore examples/app/withdraw.race.mjs --n 3       3 sessions, 220 runs
+  $ race explore examples/orders.spec --n 3 --preemptions 2
+  $ race explore examples/orders.spec --n 4 --sample 100 --seed 7`,
   )
   return cmd
 }
