@@ -24,6 +24,12 @@ export const RACES: { name: string; scenario: string; options?: ExploreOptions }
   { name: 'read-skew', scenario: 'read-skew' },
   { name: 'deadlock', scenario: 'deadlock' },
   { name: 'serializable', scenario: 'serializable' },
+  { name: 'non-repeatable-read', scenario: 'non-repeatable-read' },
+  { name: 'non-repeatable-read, RR', scenario: 'non-repeatable-read', options: { params: { isolation: 'repeatable read' } } },
+  { name: 'phantom', scenario: 'phantom' },
+  { name: 'write-skew, SERIALIZABLE', scenario: 'write-skew', options: { params: { isolation: 'serializable' } } },
+  { name: 'lost-update, RR', scenario: 'lost-update', options: { params: { isolation: 'repeatable read' } } },
+  { name: 'for-update', scenario: 'for-update' },
 ]
 
 /** The outcome groups of a result (verdict and every session's ending), and its fewest switches of a violation. */

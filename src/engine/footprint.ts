@@ -15,9 +15,10 @@
 //    for every key: a key is often made from a value fresh in each trial, and footprints are compared across trials.
 //  - names, not oids: a table is named by schema and name (the run's schema is made again, with new oids, before
 //    every trial, and the search compares what steps touched across trials).
-//  - the step that made the transaction keep a snapshot (REPEATABLE READ, SERIALIZABLE: the first statement after
-//    BEGIN) reads 'snapshot', which every commit of a transaction that wrote writes: what it sees depends on which
-//    commits came before it. At READ COMMITTED each statement's own snapshot is covered by its tables.
+//  - a step after which the transaction keeps a snapshot (REPEATABLE READ, SERIALIZABLE: from the first statement
+//    after BEGIN; a driver's open portal) reads 'snapshot', which every commit of a transaction that wrote writes:
+//    what it sees may depend on which commits came before it. At READ COMMITTED each statement's own snapshot is
+//    covered by its tables.
 //  - a lone COMMIT/ROLLBACK of a transaction that wrote: writes the tables it changed (row locks or changes),
 //    'snapshot' and its advisory keys (reads what it read). Of one that only read (no transaction id): only its
 //    advisory keys (it changes nothing another session can see). At SERIALIZABLE (SIRead locks in the trial) a
@@ -127,6 +128,9 @@ export function touched(before: Seen | undefined, after: Seen | undefined, sql: 
   // to it), not written. Under SSI a change is ordered against others' reads: written.
   const writes = new Set([...atOnce, ...(ssi ? changed : [])])
   const reads = [...seen].filter((r) => !writes.has(r))
-  if (after.xmin && !before.xmin) reads.push('snapshot')
+  // A transaction that keeps a snapshot after this step (REPEATABLE READ, SERIALIZABLE; a driver's open portal at READ
+  // COMMITTED too) may have taken it in this step: which commits came before matters to it. Not only when the
+  // snapshot is new: one kept from before (a catalog lookup, a portal) does not show that this step took none.
+  if (after.xmin) reads.push('snapshot')
   return { reads, writes: [...writes] }
 }
