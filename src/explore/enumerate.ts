@@ -186,8 +186,10 @@ export function ordersOf(counts: readonly number[]): bigint {
  * than a run took do not count towards the bound).
  */
 export class Pct implements Strategy {
-  private readonly rnd: () => number
+  private rnd: () => number = () => 0
   runs = 0
+  /** The draw the next run makes (0-based, of `size` over every shard). */
+  private draw: number
   /** The most steps a run took, and per run the step count its change points were drawn over. */
   private most: number
   private drawn: number[] = []
@@ -198,13 +200,18 @@ export class Pct implements Strategy {
     readonly depth: number,
     readonly sessions: number,
     k?: number,
+    /** Run only the draws j with j % count === index - 1 (--shard index/count): shards together make the sample. */
+    readonly shard: { index: number; count: number } = { index: 1, count: 1 },
   ) {
-    this.rnd = random(seed)
     this.most = k ?? 0
+    this.draw = shard.index - 1
   }
 
   next(): Pick | undefined {
-    if (this.runs >= this.size) return undefined
+    if (this.draw >= this.size) return undefined
+    // Each draw has its own generator (the seed and the draw's number): a shard draws the same runs as the whole.
+    this.rnd = random((this.seed + Math.imul(this.draw + 1, 0x9e3779b1)) >>> 0)
+    this.draw += this.shard.count
     const n = this.sessions
     const k = Math.max(1, this.most || 2 * n)
     this.kNow = k

@@ -53,6 +53,8 @@ export interface ExploreOptions {
    * which runs one order of each class of orders that differ only by swapping steps that touch nothing in common.
    */
   exhaustive?: boolean
+  /** Run only this shard of a sample's draws (index 1..count); mergeShards joins the shards' results. */
+  shard?: { index: number; count: number }
   /** Run every order with at most this many preemptions, fewest first (instead of the reduced search). */
   preemptions?: number
   /** A sample's PCT depth: the violations of this depth its stated probability is for. Default 3 (at most 2 preemptions). */
@@ -153,6 +155,8 @@ export interface ExploreResult {
     steps: number
     counted: number
     probability: number
+    /** --shard index/count: this result holds the draws j with j % count === index - 1; mergeShards joins them. */
+    shard?: { index: number; count: number }
   }
   /** Runs made in the search (a sample's draws), shrinking's not counted. */
   runs: number
@@ -218,14 +222,14 @@ interface Done {
 
 export async function explore(ctx: RunContext, scenarioOrId: string | Scenario, o: ExploreOptions = {}): Promise<ExploreResult> {
   const scenario = typeof scenarioOrId === 'string' ? await findScenario(scenarioOrId) : scenarioOrId
-  const known = ['databaseUrl', 'n', 'params', 'max', 'sample', 'seed', 'depth', 'preemptions', 'shrink', 'name', 'expect', 'exhaustive', 'connectTimeoutMs', 'stepTimeoutMs', 'runTimeoutMs', 'onProgress']
+  const known = ['databaseUrl', 'n', 'params', 'max', 'sample', 'seed', 'depth', 'preemptions', 'shard', 'shrink', 'name', 'expect', 'exhaustive', 'connectTimeoutMs', 'stepTimeoutMs', 'runTimeoutMs', 'onProgress']
   for (const k of Object.keys(o)) if (!known.includes(k)) throw new UsageError(`explore(): unknown option '${k}': it takes ${known.join(', ')}`)
   for (const k of ['connectTimeoutMs', 'stepTimeoutMs', 'runTimeoutMs'] as const) {
     const v = o[k]
     if (v !== undefined && !(typeof v === 'number' && Number.isFinite(v) && v > 0)) throw new UsageError(`${k} is ${JSON.stringify(v) ?? String(v)}: give a positive number of milliseconds`)
   }
   const bounds: Bounds = { connectTimeoutMs: o.connectTimeoutMs ?? 5000, stepTimeoutMs: o.stepTimeoutMs ?? 10_000, runTimeoutMs: o.runTimeoutMs ?? 30 * 60_000 }
-  const { n, max, sample, seed, depth, preemptions, shrink: shrinkBudget, expect, exhaustive } = checkExplore(scenario, o, NAMES)
+  const { n, max, sample, seed, depth, preemptions, shard, shrink: shrinkBudget, expect, exhaustive } = checkExplore(scenario, o, NAMES)
   const params = paramsOf(scenario, o.params ?? {}, engineFor(o.databaseUrl), 'explore()')
   return withLab(
     ctx,
@@ -237,7 +241,7 @@ export async function explore(ctx: RunContext, scenarioOrId: string | Scenario, 
         assertRunsOn(scenario, lab.engine)
         assertSound(scenario, params, n, lab.engine)
         const p = plan(scenario, { params, n, engine: lab.engine })
-        return await exploreOn(ctx, lab, target.label, scenario, p, { ...o, n, max, sample, seed, depth, preemptions, expect, exhaustive, shrink: shrinkBudget }, bounds)
+        return await exploreOn(ctx, lab, target.label, scenario, p, { ...o, n, max, sample, seed, depth, preemptions, shard, expect, exhaustive, shrink: shrinkBudget }, bounds)
       } finally {
         await lab.close()
       }
@@ -271,9 +275,11 @@ export async function exploreOn(ctx: RunContext, lab: Driver, targetLabel: strin
   const reduced = !sampling && !exhaustive && !bounded ? new Reduced() : undefined
   // A sample is PCT's (enumerate.ts): its runs give a stated least probability of finding a violation of depth --depth.
   const depth = o.depth ?? DEFAULT_DEPTH
-  const pct = () => new Pct(size, seed, depth, p.sessions.length, app ? undefined : counts.reduce((a, b) => a + b, 0))
+  const pct = () => new Pct(size, seed, depth, p.sessions.length, app ? undefined : counts.reduce((a, b) => a + b, 0), o.shard)
   let search: Strategy & { diverged?: number; runs: number } = sampling ? pct() : bounded ?? reduced ?? new Dfs()
-  let planned: number | null = sampling ? size : app || reduced || bounded ? null : Number(orders)
+  if (o.shard && !sampling) throw new UsageError(`${o.word ? '--shard' : 'shard'} splits a sample over several runs of race explore: give ${o.word ? '--sample K' : 'sample'} too (a search is not split)`)
+  const drawn = o.shard ? Math.ceil((size - (o.shard.index - 1)) / o.shard.count) : size
+  let planned: number | null = sampling ? drawn : app || reduced || bounded ? null : Number(orders)
   // The application race's first run: its queries give `orders` (what the report compares the runs with).
   let probing = app
   // The reduced search learns what each step touched: at every quiet moment of a trial the sessions' backends are
@@ -468,7 +474,7 @@ export async function exploreOn(ctx: RunContext, lab: Driver, targetLabel: strin
     orders: orders.toString(),
     steps: app ? 'discovered' : 'declared',
     complete,
-    ...(sampling && search instanceof Pct ? { sample: { size, seed, ...coverageOf(search) } } : {}),
+    ...(sampling && search instanceof Pct ? { sample: { size, seed, ...coverageOf(search), ...(o.shard ? { shard: o.shard } : {}) } } : {}),
     runs,
     interleavings: every.length,
     violating,
@@ -520,6 +526,60 @@ export function replayCommand(name: string, s: Scenario, p: Plan, line: string, 
   args.push(...target)
   args.push('--schedule', `"${line}"`)
   return args.join(' ')
+}
+
+/**
+ * One result from the --json of every shard of one sample (--shard 1/n .. n/n, the same scenario, sessions, seed,
+ * size and depth): the draws together, as one race explore --sample would have made them (bar shrinking, which each
+ * shard did on its own: the shortest is the best of theirs). Bad input (a shard missing or twice, results of
+ * different samples) is a UsageError.
+ */
+export function mergeShards(parts: readonly ExploreResult[]): ExploreResult {
+  if (!parts.length) throw new UsageError('merge: give the --json of every shard')
+  const first = parts[0]
+  const s0 = first.sample
+  if (!s0?.shard) throw new UsageError('merge: these are not shards of a sample (no sample.shard: run race explore --sample K --shard i/n --json)')
+  const same = (x: ExploreResult) => x.scenario === first.scenario && x.n === first.n && x.sample?.seed === s0.seed && x.sample?.size === s0.size && x.sample?.depth === s0.depth && x.sample?.shard?.count === s0.shard!.count
+  const bad = parts.find((x) => !same(x))
+  if (bad) throw new UsageError(`merge: ${bad.scenario} (seed ${bad.sample?.seed}, size ${bad.sample?.size}) is not a shard of the same sample as ${first.scenario} (seed ${s0.seed}, size ${s0.size})`)
+  const got = parts.map((x) => x.sample!.shard!.index).sort((a, b) => a - b)
+  const want = Array.from({ length: s0.shard.count }, (_, i) => i + 1)
+  if (got.join() !== want.join()) throw new UsageError(`merge: shards ${got.join(', ')} given; a sample in ${s0.shard.count} needs each of ${want.join(', ')} once`)
+  const seen = new Map<string, Interleaving>()
+  for (const x of parts) for (const it of x.every) {
+    const had = seen.get(it.line)
+    if (had) had.runs += it.runs
+    else seen.set(it.line, { ...it })
+  }
+  const every = [...seen.values()]
+  const steps = Math.max(...parts.map((x) => x.sample!.steps))
+  const counted = parts.reduce((a, x) => a + (x.sample!.steps === steps ? x.sample!.counted : 0), 0)
+  const once = 1 / (first.n * steps ** (s0.depth - 1))
+  const violating = every.filter((x) => x.held === false).length
+  const expect = first.expected === 'held' || first.expected === 'violated' ? first.expected : undefined
+  const judged = every.map((x) => ({ verdict: x.verdict, comparison: { matched: x.verdict !== 'unknown', deviations: [], ...(x.verdict === 'unknown' ? { undecided: true } : {}) } }))
+  const summary = summarize(judged, [], expect)
+  const best = parts.filter((x) => x.shortest).sort((a, b) => (better(a.shortest!, b.shortest!) ? -1 : better(b.shortest!, a.shortest!) ? 1 : 0))[0]
+  const runs = parts.reduce((a, x) => a + x.runs, 0)
+  const ms = Math.max(...parts.map((x) => x.ms))
+  return {
+    ...first,
+    sample: { size: s0.size, seed: s0.seed, depth: s0.depth, steps, counted, probability: 1 - (1 - once) ** counted },
+    runs,
+    interleavings: every.length,
+    violating,
+    unknown: every.filter((x) => x.verdict === 'unknown').length,
+    groups: groupsOf(every),
+    shortest: best?.shortest ?? null,
+    replay: best?.replay ?? null,
+    ...(best?.replayNote ? { replayNote: best.replayNote } : {}),
+    diverged: 0,
+    every,
+    matched: summary.matched,
+    exitCode: exitCode(summary),
+    ms,
+    perSecond: parts.reduce((a, x) => a + x.perSecond, 0),
+  }
 }
 
 function coverageOf(s: Pct): { depth: number; steps: number; counted: number; probability: number } {

@@ -40,6 +40,7 @@ export interface ExploreAsked {
   shrink?: string | number
   depth?: string | number
   preemptions?: string | number
+  shard?: string | { index: number; count: number }
   expect?: string
   exhaustive?: boolean
 }
@@ -52,6 +53,7 @@ export interface ExploreChecked {
   shrink: number
   depth: number
   preemptions?: number
+  shard?: { index: number; count: number }
   expect?: 'held' | 'violated'
   exhaustive: boolean
 }
@@ -70,6 +72,17 @@ export function checkExplore(s: Scenario, a: ExploreAsked, spell: Spelling): Exp
   if (a.exhaustive !== undefined && typeof a.exhaustive !== 'boolean') throw new UsageError(`${spell('exhaustive')} takes true or false, got ${JSON.stringify(a.exhaustive)}`)
   const exhaustive = a.exhaustive === true
   if (exhaustive && sample !== undefined) throw new UsageError(`${spell('exhaustive')} runs every order and ${spell('sample')} a random few: give one of them`)
+  let shard: { index: number; count: number } | undefined
+  if (a.shard !== undefined) {
+    const m = typeof a.shard === 'string' ? /^(\d{1,4})\/(\d{1,4})$/.exec(a.shard.trim()) : null
+    const index = m ? Number(m[1]) : typeof a.shard === 'object' && a.shard ? a.shard.index : NaN
+    const count = m ? Number(m[2]) : typeof a.shard === 'object' && a.shard ? a.shard.count : NaN
+    if (!Number.isInteger(index) || !Number.isInteger(count) || count < 1 || index < 1 || index > count) {
+      throw new UsageError(`${spell('shard')} takes i/n with 1 <= i <= n (this run's part of a sample split n ways), got ${JSON.stringify(a.shard)}`)
+    }
+    shard = { index, count }
+    if (a.seed === undefined) throw new UsageError(`${spell('shard')} needs ${spell('seed')}: every part of a sample draws from the same seed`)
+  }
   if (preemptions !== undefined && sample !== undefined) throw new UsageError(`${spell('preemptions')} runs every order within a bound and ${spell('sample')} a random few: give one of them`)
-  return { n, max, sample, seed, shrink, depth, preemptions, expect: a.expect, exhaustive }
+  return { n, max, sample, seed, shrink, depth, preemptions, shard, expect: a.expect, exhaustive }
 }

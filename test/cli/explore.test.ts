@@ -133,6 +133,25 @@ test('--preemptions K: every order with at most K preemptions, fewest first; the
   assert.ok(k1.j.every.every((x) => all.j.every.some((y) => y.line === x.line)))
 })
 
+test('--shard i/n splits a sample: the parts, merged, are the whole sample run at once', async () => {
+  const { mergeShards } = await import('../../src/explore/index.js')
+  type Result = Parameters<typeof mergeShards>[0][number]
+  const args = [TEMPLATE, '--n', '3', '--sample', '10', '--seed', '4', '--shrink', '0']
+  const whole = await explore(args)
+  const parts = [await explore([...args, '--shard', '1/2']), await explore([...args, '--shard', '2/2'])]
+  assert.deepEqual(
+    parts.map((x) => x.j.runs),
+    [5, 5],
+  )
+  const merged = mergeShards(parts.map((x) => x.j as unknown as Result))
+  const lines = (every: { line: string; runs?: number }[]) => every.map((x) => `${x.line} ${x.runs}`).sort()
+  assert.deepEqual(lines(merged.every), lines(whole.j.every as unknown as { line: string; runs: number }[]))
+  assert.equal(merged.runs, whole.j.runs)
+  assert.equal(merged.violating, whole.j.violating)
+  assert.deepEqual(merged.sample, whole.j.sample)
+  assert.throws(() => mergeShards([parts[0].j as unknown as Result]), /shards 1 given; a sample in 2 needs each of 1, 2 once/)
+})
+
 test('bad numbers and options are refused with one line naming the fix, exit 2', async () => {
   for (const [args, re] of [
     [['--max', '0'], /--max must be at least 1/],
@@ -140,6 +159,10 @@ test('bad numbers and options are refused with one line naming the fix, exit 2',
     [['--expect', 'maybe'], /--expect takes held or violated/],
     [['--n', '3'], /has exactly 2 sessions/],
     [['--exhaustive', '--sample', '5'], /--exhaustive runs every order and --sample a random few: give one of them/],
+    [['--sample', '5', '--seed', '1', '--shard', '3/2'], /--shard takes i\/n with 1 <= i <= n/],
+    [['--sample', '5', '--shard', '1/2'], /--shard needs --seed/],
+    [['--preemptions', '-1'], /--preemptions/],
+    [['--depth', '0'], /--depth must be at least 1/],
   ] as const) {
     const r = await race(['explore', ORDERS, ...args], { url: server.url })
     assert.equal(r.code, 2, r.stderr)
