@@ -28,7 +28,7 @@ export function conflicts(a: Footprint, b: Footprint): boolean {
 }
 
 /** How many times a run that went otherwise than its replayed choices is run again before the search goes on from it. */
-export const RETRIES = 3
+export const RETRIES = 5
 
 interface Node {
   /** The sessions that could launch a step here. */
