@@ -331,6 +331,11 @@ export interface ApplicationKind {
   type: 'application'
   /** The race module's path (its driver is loaded from beside it). */
   file?: string
+  /**
+   * How many faults its trials may inject (--inject): each is offered as another choice of the session whose query it
+   * fails, which a search over independent steps cannot model, so explore enumerates them all.
+   */
+  faults?: number
 }
 
 /** A scenario's kind: statements unless it says otherwise. */

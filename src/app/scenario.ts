@@ -124,5 +124,5 @@ export function withFaults(s: Scenario, faults: readonly Fault[], engine: 'postg
   const kind = s.kind
   if (kind?.type !== 'application') throw new UsageError(`${flag} makes the server fail an application's query, to explore its retry and error paths: give an application race module (docs/app-races.md), not ${s.id}`)
   if (engine === 'mysql') throw new UsageError(`${flag} runs on PostgreSQL only for now (it raises the SQLSTATE in the session's transaction with a DO block): give a postgres:// --database-url`)
-  return { ...s, kind: { ...kind, runner: appTrials(kind.race, kind.file, { inject: faults }) } }
+  return { ...s, kind: { ...kind, faults: faults.length, runner: appTrials(kind.race, kind.file, { inject: faults }) } }
 }

@@ -326,7 +326,10 @@ export async function appTrial(lab: Driver, cfg: AppTrialConfig): Promise<AppTri
       }
       for (;;) {
         await quiet()
-        if (sessions.every((s) => s.finished)) return
+        if (sessions.every((s) => s.finished)) {
+          await chooser.settled?.({ ready: [], blocked: [], done: sessions.map((s) => s.name), order: [...order], pids: sessions.map((s) => s.pid), errors: sessions.map((s) => s.errors.length) })
+          return
+        }
         const ready = sessions.filter((s) => s.state === 'ready')
         if (!ready.length) {
           // Only waits are left: they end by themselves (a deadlock, a lock timeout) or by the step timeout.
@@ -350,6 +353,8 @@ export async function appTrial(lab: Driver, cfg: AppTrialConfig): Promise<AppTri
           blocked: sessions.filter((s) => s.state === 'running' && s.current?.blocked).map((s) => ({ session: s.name, index: s.index, label: `${s.name}.${s.current!.label}` })),
           done: sessions.filter((s) => s.finished).map((s) => s.name),
           order: [...order],
+          pids: sessions.map((x) => x.pid),
+          errors: sessions.map((x) => x.errors.length),
         }
         const picked = offered[pickedOf(moment, await chooser(moment))]
         const s = sessions[picked.index % cfg.n]

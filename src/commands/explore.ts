@@ -20,21 +20,29 @@ export interface ExploreCommandOptions extends TargetOptions {
   sample?: string
   seed?: string
   shrink: string
+  depth?: string
+  preemptions?: string
+  shard?: string
   expect?: string
   all?: boolean
   inject?: string
+  exhaustive?: boolean
   [param: string]: unknown
 }
 
 export function registerExplore(program: Command, all: readonly ScenarioSummary[], exit: (code: number) => void, ctx: RunContext): Command {
   const cmd = program
     .command('explore')
-    .description('run every interleaving of the sessions\' steps, judge each by the invariant, and give the shortest violating one')
+    .description('search the interleavings of the sessions\' steps (one of each set of orders that cannot end differently; --exhaustive: every order), judge each by the invariant, and give the shortest violating one')
     .argument('<scenario>', 'scenario id (race list), .spec file or .mjs module')
     .option('--n <n>', 'number of sessions; default per scenario, usually 2')
-    .option('--max <count>', 'run every interleaving when the steps have at most this many orders; above it, a seeded random sample', String(DEFAULT_MAX))
-    .option('--sample <k>', `run K random interleavings instead of all (default ${DEFAULT_SAMPLE} when the count is above --max)`)
+    .option('--exhaustive', 'run every order of the steps (the exact enumeration), whatever --max says; default: the reduced search')
+    .option('--max <count>', "above this many orders of the declared steps, a seeded random sample; an application race's search stops after this many runs", String(DEFAULT_MAX))
+    .option('--sample <k>', `run K random interleavings instead of searching (default ${DEFAULT_SAMPLE} when the count is above --max)`)
     .option('--seed <s>', "the sample's seed (default a random one, printed: the same seed draws the same sample)")
+    .option('--preemptions <k>', 'run every order with at most K preemptions (leaving a session that could go on), fewest first, instead of the reduced search')
+    .option('--shard <i/n>', "run part i of n of a sample (--sample K; the same --seed in every part): mergeShards, or npm run explore:merge, joins the parts' --json")
+    .option('--depth <d>', "a sample's PCT depth: the report states the least probability that a violation needing d steps in a given order would have been found (default 3: at most 2 preemptions)")
     .option('--shrink <runs>', 'runs spent at most on shrinking a sampled violation to a minimal one (0: none)', String(DEFAULT_SHRINK))
     .option('--expect <held|violated>', 'held: exit 1 when any interleaving violates; violated: exit 1 when none does (default: the spec\'s expect line, or the scenario\'s documentation)')
     .option('--all', 'list every interleaving of each group (default: the first 3, fewest switches first)')
@@ -52,12 +60,20 @@ of a session that is seen waiting is not offered until it wakes: an order that
 would run it then cannot happen. The shortest violating interleaving (fewest
 switches between sessions) is printed as a race run --schedule line.
 
+By default the search is reduced: orders that differ only by swapping steps
+that cannot affect each other (as the server's locks say after each step) are
+run once; --exhaustive runs every order. A sample (--sample, or declared steps
+above --max orders) is PCT's, and says what it covered.
+
 Examples:
-  $ race explore examples/explore-orders.spec          12 of 20 violate
-  $ race explore examples/explore-orders-fixed.spec    holds in all
+  $ race explore examples/explore-orders.spec               4 of 6 runs violate
+  $ race explore examples/explore-orders.spec --exhaustive  12 of 20 violate
+  $ race explore examples/explore-orders-fixed.spec         holds
   $ race explore lost-update --expect held --json
-  $ race explore examples/orders.spec --n 3 --sample 100 --seed 7
-  $ race explore examples/app/orders.race.mjs   60 of 70 violate (2 sessions)
+  $ race explore examples/app/orders.race.mjs               60 of 70 violate
+  $ race explore examples/app/withdraw-ledger.race.mjs --n 3   3 sessions, 220 runs
+  $ race explore examples/orders.spec --n 3 --preemptions 2
+  $ race explore examples/orders.spec --n 4 --sample 100 --seed 7
 
 Which isolation level is enough, and does the retry loop survive:
   $ race explore examples/app/withdraw.race.mjs --isolation all     one row per level
@@ -76,7 +92,7 @@ export async function exploreCommand(ctx: RunContext, id: string, o: ExploreComm
   // --isolation all (or rc,rr,ser): the exploration once per level (explore/levels.ts).
   if (isLevelList(o.isolation)) return (await import('./explore-levels.js')).exploreLevelsCommand(ctx, id, scenario, engine, o, cmd)
   const params = scenarioParams(scenario, cmd, o, await summaries(), engine)
-  const { n, max, sample, seed, shrink, expect } = checkExplore(scenario, o, FLAGS)
+  const { n, max, sample, seed, depth, preemptions, shard, shrink, expect, exhaustive } = checkExplore(scenario, o, FLAGS)
   const bounds = parseBounds(o)
   assertSound(scenario, params, n, engine)
   const p = plan(scenario, { params, n, engine })
@@ -98,7 +114,7 @@ export async function exploreCommand(ctx: RunContext, id: string, o: ExploreComm
     o.databaseUrl,
     bounds,
     async (lab, target) => {
-      const r = await exploreOn(ctx, lab, target.label, scenario, p, { max, sample, seed, shrink, expect, name: id, onProgress, word: cliWords, databaseUrl: o.databaseUrl }, bounds).catch((e) => {
+      const r = await exploreOn(ctx, lab, target.label, scenario, p, { max, sample, seed, depth, preemptions, shard, shrink, expect, exhaustive, name: id, onProgress, word: cliWords, databaseUrl: o.databaseUrl }, bounds).catch((e) => {
         throw specFailure(scenario, e)
       })
       if (tty) process.stderr.write('\r\x1b[2K')
@@ -119,29 +135,73 @@ export async function exploreCommand(ctx: RunContext, id: string, o: ExploreComm
   )
 }
 
+/** What a sample covered, in words: PCT's bound for its depth (docs/explore.md). */
+export function coverage(r: ExploreResult): string {
+  const s = r.sample!
+  const p = s.probability >= 0.9999 ? '0.9999' : s.probability < 0.0001 ? s.probability.toExponential(1) : s.probability.toFixed(4)
+  const what = `a violation needing ${s.depth} step${s.depth === 1 ? '' : 's'} in a given order (at most ${s.depth - 1} preemption${s.depth === 2 ? '' : 's'})`
+  return r.violating
+    ? `covered: PCT at depth ${s.depth} over ${r.n} sessions of ${s.steps} steps; violations were found`
+    : `covered: no violation found; ${what} would have been found by these ${s.counted} runs with probability >= ${p} (PCT: ${r.n} sessions, ${s.steps} steps a run); the other orders were not run`
+}
+
 function render(r: ExploreResult, all: boolean): string {
   const w = columns()
   const lines = joinFit([c.bold(`race explore ${r.scenario}`), `${r.server.product ?? 'PostgreSQL'} ${r.server.version} (${r.target})`, `${r.n} session${r.n === 1 ? '' : 's'}`], '  ·  ', w, 2)
   const discovered = r.steps === 'discovered'
-  const what =
-    r.mode === 'all'
+  const red = r.search === 'reduced' && r.reduction
+  const pb = r.preemptions
+  const what = pb
+    ? `every order with at most ${pb.bound} preemption${pb.bound === 1 ? '' : 's'} (a preemption leaves a session that could go on), fewest first: ${r.runs} runs, the most ${pb.reached}${pb.complete ? '' : ' (stopped with orders within the bound left)'}`
+    : red
+    ? r.complete
+      ? `a reduced search: ${r.runs} runs cover every order of the steps (${r.orders} orders${discovered ? " of the first run's queries" : ''}) up to swapping steps that cannot affect each other, as the server's locks said after each step (${r.reduction!.unclassified} of the ${r.reduction!.steps} steps run could not be classified: each was ordered both ways against every other)`
+      : `a reduced search, stopped at --max ${r.runs} runs with orders left (${r.orders} orders of the steps): raise --max, or --exhaustive`
+    : r.mode === 'all'
       ? discovered
         ? r.complete
           ? `every interleaving: ${r.interleavings} (the sessions' queries, discovered as each function ran: the leaves of the tree of choices)`
           : `the first ${r.interleavings} interleavings (the search reached --max ${r.runs} runs with interleavings left: raise --max, or --sample)`
         : `every interleaving: ${r.interleavings} (${r.orders} orders of the steps keep each session's order${r.interleavings < Number(r.orders) ? '; the others would start a step of a session while it waits, or after it ended' : ''})`
       : discovered
-        ? `a random sample: ${r.runs} runs, seed ${r.sample!.seed} (${r.interleavings} different interleavings; the first run's queries alone have ${r.orders} orders; --seed ${r.sample!.seed} draws it again)`
-        : `a random sample: ${r.runs} runs, seed ${r.sample!.seed} (${r.interleavings} different interleavings of ${r.orders} orders of the steps; --seed ${r.sample!.seed} draws it again)`
+        ? `a PCT sample: ${r.runs} runs, seed ${r.sample!.seed} (${r.interleavings} different interleavings; the first run's queries alone have ${r.orders} orders; --seed ${r.sample!.seed} draws it again)`
+        : `a PCT sample: ${r.runs} runs, seed ${r.sample!.seed} (${r.interleavings} different interleavings of ${r.orders} orders of the steps; --seed ${r.sample!.seed} draws it again)`
   lines.push(...hang(c.dim(what), w, 2))
   lines.push(...hang(`${c.dim('invariant')}  ${r.invariant}`, w, 11))
   // A search stopped at --max ran some interleavings only: "all" is not what it saw.
   const partial = r.mode === 'all' && !r.complete
+  if (pb) {
+    const within = `with at most ${pb.bound} preemption${pb.bound === 1 ? '' : 's'}`
+    lines.push(
+      ...hang(
+        r.violating
+          ? c.red(c.bold(`VIOLATED in ${r.violating} of the ${r.interleavings} interleavings ${within}`))
+          : r.unknown
+            ? c.yellow(`held in ${r.interleavings - r.unknown}, undecided in ${r.unknown} of ${r.interleavings}`)
+            : c.green(c.bold(`HELD in all ${r.interleavings} interleavings ${within}`)) + c.dim(' (orders with more were not run)'),
+        w,
+        2,
+      ),
+    )
+  } else if (red && r.complete) {
+    lines.push(
+      ...hang(
+        r.violating
+          ? c.red(c.bold(`VIOLATED in ${r.violating} of the ${r.interleavings} interleavings run`)) + c.dim(' (any other order ends as one of these)')
+          : r.unknown
+            ? c.yellow(`held in ${r.interleavings - r.unknown}, undecided in ${r.unknown} of ${r.interleavings}`)
+            : c.green(c.bold(`HELD in all ${r.interleavings} interleavings run`)) + c.dim(' (any other order ends as one of these)'),
+        w,
+        2,
+      ),
+    )
+  }
   const sampled = r.mode === 'sample' ? ' sampled' : ''
   const share = partial ? `${r.violating} of the ${r.interleavings} interleavings run` : `${r.violating} of ${r.interleavings}${sampled} interleavings`
   const heldAll = partial ? `HELD in the ${r.interleavings} interleavings run` : `HELD in all ${r.interleavings}${sampled} interleavings`
   const others = sampled ? ' (a sample: the others were not run)' : partial ? ' (--max stopped the search: the others were not run)' : ''
-  lines.push(r.violating ? c.red(c.bold(`VIOLATED in ${share}`)) : r.unknown ? c.yellow(`held in ${r.interleavings - r.unknown}, undecided in ${r.unknown} of ${r.interleavings}`) : c.green(c.bold(heldAll)) + c.dim(others))
+  if (!pb && !(red && r.complete)) lines.push(r.violating ? c.red(c.bold(`VIOLATED in ${share}`)) : r.unknown ? c.yellow(`held in ${r.interleavings - r.unknown}, undecided in ${r.unknown} of ${r.interleavings}`) : c.green(c.bold(heldAll)) + c.dim(others))
+  if (r.mode === 'sample' && r.sample) lines.push(...hang(c.dim(coverage(r)), w, 2))
   lines.push('')
   for (const g of r.groups) {
     const state = g.held === false ? c.red('VIOLATED') : g.held === null ? c.yellow('UNKNOWN') : c.green('HELD')
@@ -155,7 +215,16 @@ function render(r: ExploreResult, all: boolean): string {
   }
   lines.push('')
   if (r.shortest) {
-    const how = r.shortest.shrunk ? `, shrunk in ${r.shortest.shrunk.runs} runs from ${r.shortest.shrunk.from}` : r.mode === 'all' ? ', the fewest of all' : ''
+    const how =
+      r.search === 'reduced' && r.complete
+        ? `, the fewest of all${r.shortest.shrunk ? `: the simplest order equivalent to a run with more, run again in ${r.shortest.shrunk.runs} run${r.shortest.shrunk.runs === 1 ? '' : 's'} to confirm` : ''}`
+        : r.shortest.shrunk
+          ? `, shrunk in ${r.shortest.shrunk.runs} runs from ${r.shortest.shrunk.from}`
+          : r.mode === 'all'
+            ? r.preemptions
+              ? `, the fewest within ${r.preemptions.bound} preemption${r.preemptions.bound === 1 ? '' : 's'}`
+              : ', the fewest of all'
+            : ''
     lines.push(...hang(`shortest violating (${r.shortest.switches} switch${r.shortest.switches === 1 ? '' : 'es'} between sessions${how}):`, w, 2))
     // Copied into a shell as printed: a break falls inside the quoted schedule (its tokens split on any space), or
     // after a backslash.
@@ -168,6 +237,7 @@ function render(r: ExploreResult, all: boolean): string {
   if (r.diverged) lines.push(...hang(c.yellow(`${r.diverged} run(s) went otherwise than the same choices did before: the database${r.steps === 'discovered' ? " (or the application's code)" : ''} did not repeat itself, so some interleavings may be missing`), w, 2))
   const verdict = r.matched ? c.green('MATCH') : c.red('DEVIATION')
   lines.push(...hang(`${c.dim('expected')}   ${r.expected}  ${verdict}`, w, 11))
-  lines.push(c.dim(`${r.runs} runs in ${(r.ms / 1000).toFixed(1)} s: ${r.perSecond.toFixed(1)} interleavings per second`))
+  const saved = red ? ` (${r.search} search${r.reduction!.retried ? `; ${r.reduction!.retried} run again after going otherwise than chosen` : ''})` : ''
+  lines.push(c.dim(`${r.runs} runs in ${(r.ms / 1000).toFixed(1)} s: ${r.perSecond.toFixed(1)} interleavings per second${saved}`))
   return lines.join('\n')
 }

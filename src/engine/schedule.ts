@@ -170,6 +170,8 @@ export async function runChosen(sessions: readonly Session[], choose: Chooser, p
         blocked: sessions.filter((s) => s.busy && s.current!.blocked).map((s) => ({ session: s.name, index: s.index, label: `${s.name}.${s.current!.name}` })),
         done: sessions.filter((s) => s.finished).map((s) => s.name),
         order: [...labels],
+        pids: sessions.map((x) => x.pid),
+        errors: sessions.map((x) => x.errors.length),
       }
       const pick = choose(moment)
       const s = ready[pickedOf(moment, typeof pick === 'object' ? await pick : pick)]
@@ -183,7 +185,10 @@ export async function runChosen(sessions: readonly Session[], choose: Chooser, p
       continue
     }
     const inFlight = sessions.filter((s) => s.busy).map((s) => s.current!.done)
-    if (!inFlight.length) return order
+    if (!inFlight.length) {
+      await choose.settled?.({ ready: [], blocked: [], done: sessions.filter((s) => s.finished).map((s) => s.name), order: [...labels], pids: sessions.map((x) => x.pid), errors: sessions.map((x) => x.errors.length) })
+      return order
+    }
     // Every session left waits: for each other (the deadlock detector ends it), or for one that has run all its steps.
     await refuseIfStuck(sessions, probe)
     await Promise.race(inFlight)

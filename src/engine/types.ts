@@ -133,10 +133,17 @@ export interface Moment {
   done: string[]
   /** The labels launched (released) so far, in order. */
   order: readonly string[]
+  /** Each session's backend pid, by session index (0: none known, e.g. a pooler's client between backends). */
+  pids?: readonly number[]
+  /** Each session's count of statements that raised an error so far, by session index. */
+  errors?: readonly number[]
 }
 
 /**
  * Decides which ready session's step goes next: its index in `moment.ready` (a number), or the session's name.
  * Called only when at least one session is ready.
  */
-export type Chooser = (moment: Moment) => number | string | Promise<number | string>
+export type Chooser = ((moment: Moment) => number | string | Promise<number | string>) & {
+  /** Called once when every session has ended, with the last moment (nothing ready): an explorer learns what the last steps did. */
+  settled?: (moment: Moment) => Promise<void>
+}

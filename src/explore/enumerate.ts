@@ -175,3 +175,146 @@ export function ordersOf(counts: readonly number[]): bigint {
   }
   return out
 }
+
+/**
+ * PCT (Burckhardt et al., ASPLOS 2010): each run gives the sessions random distinct priorities and picks `depth - 1`
+ * change points among the run's steps; the highest-priority ready session always goes, and at the j-th change point
+ * the session about to go drops below every other (priority depth - j). A violation that needs `depth` steps to
+ * happen in a given order (its depth) is found in one run with probability at least 1 / (n k^(depth-1)), n sessions,
+ * k steps: so after R runs that found none, one of depth `depth` was missed with probability at most
+ * (1 - 1/(n k^(depth-1)))^R. `k`: the steps in a run, when known; else the most seen so far (runs drawn with fewer
+ * than a run took do not count towards the bound).
+ */
+export class Pct implements Strategy {
+  private rnd: () => number = () => 0
+  runs = 0
+  /** The draw the next run makes (0-based, of `size` over every shard). */
+  private draw: number
+  /** The most steps a run took, and per run the step count its change points were drawn over. */
+  private most: number
+  private drawn: number[] = []
+  private kNow = 0
+  constructor(
+    readonly size: number,
+    readonly seed: number,
+    readonly depth: number,
+    readonly sessions: number,
+    k?: number,
+    /** Run only the draws j with j % count === index - 1 (--shard index/count): shards together make the sample. */
+    readonly shard: { index: number; count: number } = { index: 1, count: 1 },
+  ) {
+    this.most = k ?? 0
+    this.draw = shard.index - 1
+  }
+
+  next(): Pick | undefined {
+    if (this.draw >= this.size) return undefined
+    // Each draw has its own generator (the seed and the draw's number): a shard draws the same runs as the whole.
+    this.rnd = random((this.seed + Math.imul(this.draw + 1, 0x9e3779b1)) >>> 0)
+    this.draw += this.shard.count
+    const n = this.sessions
+    const k = Math.max(1, this.most || 2 * n)
+    this.kNow = k
+    // Priorities depth .. depth+n-1, shuffled; change points: depth-1 distinct steps of 1..k.
+    const prio = Array.from({ length: n }, (_, i) => this.depth + i)
+    for (let i = n - 1; i > 0; i--) {
+      const j = Math.floor(this.rnd() * (i + 1))
+      ;[prio[i], prio[j]] = [prio[j], prio[i]]
+    }
+    const points = new Map<number, number>()
+    while (points.size < Math.min(this.depth - 1, k)) {
+      const at = 1 + Math.floor(this.rnd() * k)
+      if (!points.has(at)) points.set(at, this.depth - 1 - points.size)
+    }
+    let step = 0
+    return (ready) => {
+      step++
+      const top = () => ready.reduce((a, b) => ((prio[b] ?? 0) > (prio[a] ?? 0) ? b : a))
+      const low = points.get(step)
+      if (low !== undefined) prio[top()] = low
+      return top()
+    }
+  }
+
+  done(launched: readonly number[]): void {
+    this.runs++
+    this.drawn.push(this.kNow)
+    this.most = Math.max(this.most, launched.length)
+  }
+
+  /** What the runs so far cover: the depth, the step count k, the runs counted, and the least probability p. */
+  coverage(): { depth: number; k: number; runs: number; probability: number } {
+    const k = Math.max(1, this.most)
+    const counted = this.drawn.filter((x) => x >= k).length
+    const once = 1 / (this.sessions * k ** (this.depth - 1))
+    return { depth: this.depth, k, runs: counted, probability: 1 - (1 - once) ** counted }
+  }
+}
+
+/**
+ * Every order with at most `bound` preemptions, fewest first (CHESS's iterative preemption bounding, best first): a
+ * preemption is a choice that leaves a session that could have gone on. Each run replays a chosen prefix, then goes
+ * on without preempting (the last session again while it can); after it, every other choice it passed becomes a
+ * prefix to run, costed by its preemptions. Prefixes run cheapest first, so every run with p preemptions comes
+ * after every run with fewer: the first violating run found has the fewest preemptions. A replayed choice whose ready
+ * sessions are not the ones seen there before counts in `diverged`, as in Dfs.
+ */
+export class Preemptive implements Strategy {
+  private frontier: { choices: number[]; readies: number[][]; cost: number }[] = [{ choices: [], readies: [], cost: 0 }]
+  private cur: { choices: number[]; readies: number[][]; cost: number } | undefined
+  private seen: number[][] = []
+  runs = 0
+  diverged = 0
+  /** The most preemptions a run made (the bound reached). */
+  reached = 0
+  constructor(readonly bound: number) {}
+
+  /** Prefixes left (within the bound) when the search stopped: 0 when every order within it was run. */
+  get left(): number {
+    return this.frontier.length
+  }
+
+  next(): Pick | undefined {
+    if (!this.frontier.length) return undefined
+    // The cheapest prefix (the first of the cheapest, so each cost is run in the order found).
+    let at = 0
+    for (let i = 1; i < this.frontier.length; i++) if (this.frontier[i].cost < this.frontier[at].cost) at = i
+    const cur = this.frontier.splice(at, 1)[0]
+    this.cur = cur
+    this.seen = []
+    let prev = -1
+    let depth = 0
+    let off = false
+    return (ready) => {
+      const d = depth++
+      this.seen.push([...ready])
+      let pick: number
+      if (d < cur.choices.length && !off) {
+        const was = cur.readies[d]
+        if (ready.length === was.length && ready.every((x) => was.includes(x))) pick = cur.choices[d]
+        else {
+          this.diverged++
+          off = true
+          pick = ready.includes(prev) ? prev : ready[0]
+        }
+      } else pick = ready.includes(prev) ? prev : ready[0]
+      prev = pick
+      return pick
+    }
+  }
+
+  done(launched: readonly number[]): void {
+    this.runs++
+    const cur = this.cur!
+    this.reached = Math.max(this.reached, cur.cost)
+    for (let d = cur.choices.length; d < launched.length && d < this.seen.length; d++) {
+      const prev = d > 0 ? launched[d - 1] : -1
+      for (const alt of this.seen[d]) {
+        if (alt === launched[d]) continue
+        const cost = cur.cost + (this.seen[d].includes(prev) && alt !== prev ? 1 : 0)
+        if (cost > this.bound) continue
+        this.frontier.push({ choices: [...launched.slice(0, d), alt], readies: this.seen.slice(0, d + 1), cost })
+      }
+    }
+  }
+}

@@ -16,16 +16,18 @@ import { exitCode, labelOf, summarize, type ExpectOverride } from '../judge/inde
 import { formatPermutation, type Entry } from '../permutation.js'
 import { assertSound, documentedFor, plan, type Plan } from '../plan.js'
 import { findScenario, isBuiltIn } from '../registry.js'
-import { defaultParams, kindOf, type Documented, type Params, type Scenario, type Verdict } from '../scenario.js'
+import { applicationOf, defaultParams, kindOf, type Documented, type Params, type Scenario, type Verdict } from '../scenario.js'
 import { expectsOverride, isFileScenario, specFailure } from '../isolation/common.js'
 import { judgeTrial, type Trial } from '../run/judge.js'
 import { assertRunsOn, engineFor, withLab } from '../run/lab.js'
 import { NAMES, paramsOf, type Bounds } from '../run/params.js'
 import type { Words } from '../engine/refusals.js'
-import { checkExplore, DEFAULT_SAMPLE } from './request.js'
-import { Dfs, follow, ordersOf, Sampler, shrinkCandidates, switches, type Pick, type Strategy } from './enumerate.js'
+import { checkExplore, DEFAULT_DEPTH, DEFAULT_SAMPLE } from './request.js'
+import { Dfs, follow, ordersOf, Pct, Preemptive, shrinkCandidates, switches, type Pick, type Strategy } from './enumerate.js'
+import { fewestSwitches, Reduced } from './reduce.js'
+import { observe, touched, type Seen, type Touched } from '../engine/footprint.js'
 
-export { Dfs, Sampler, follow, ordersOf, shrinkCandidates, switches } from './enumerate.js'
+export { Dfs, Pct, Sampler, follow, ordersOf, shrinkCandidates, switches } from './enumerate.js'
 export type { Pick, Strategy } from './enumerate.js'
 
 export { DEFAULT_MAX, DEFAULT_SAMPLE, DEFAULT_SHRINK, exploreSessions } from './request.js'
@@ -37,12 +39,26 @@ export interface ExploreOptions {
   n?: number
   /** The scenario's params; the rest default. */
   params?: Params
-  /** Run every interleaving when the steps have at most this many orders; else sample. Default 1000. */
+  /**
+   * Declared steps with more orders than this are sampled (unless exhaustive); an application race's reduced search
+   * stops after this many runs and says what it left. Default 1000. exhaustive ignores it.
+   */
   max?: number
   /** Sample this many random runs (even when every interleaving would fit in --max). */
   sample?: number
   /** The sample's seed; default a random one (reported, to run the same sample again). */
   seed?: number
+  /**
+   * Every order of the steps (today's exact enumeration, the oracle), whatever max says. Default: the reduced search,
+   * which runs one order of each class of orders that differ only by swapping steps that touch nothing in common.
+   */
+  exhaustive?: boolean
+  /** Run only this shard of a sample's draws (index 1..count); mergeShards joins the shards' results. */
+  shard?: { index: number; count: number }
+  /** Run every order with at most this many preemptions, fewest first (instead of the reduced search). */
+  preemptions?: number
+  /** A sample's PCT depth: the violations of this depth its stated probability is for. Default 3 (at most 2 preemptions). */
+  depth?: number
   /** Runs spent at most on shrinking a sampled violation to a minimal one; 0: no shrinking. Default 100. */
   shrink?: number
   /** How the replay command names the scenario (the command passes what the user typed); default its id, or its file. */
@@ -102,6 +118,22 @@ export interface ExploreResult {
   invariant: string
   mode: 'all' | 'sample'
   /**
+   * exhaustive: every order; reduced: one order of each class of orders that differ only by swapping steps that touch
+   * nothing in common (what each step touched read from the server, explore/reduce.ts); sample: random runs.
+   */
+  search: 'exhaustive' | 'reduced' | 'sample' | 'preemptions'
+  /**
+   * --preemptions K: every order with at most `bound` preemptions (a choice that leaves a session that could go on),
+   * run fewest first; `reached`: the most a run made; `complete`: every such order was run.
+   */
+  preemptions?: { bound: number; reached: number; complete: boolean }
+  /**
+   * The reduced search: the free steps it ran (over all runs), how many of them race could not classify (treated as
+   * conflicting with every step: waits, errors, autocommit statements, MySQL), and runs it finished only because a run
+   * must end (every ready session's next step already covered).
+   */
+  reduction?: { steps: number; unclassified: number; redundant: number; retried: number }
+  /**
    * How many orders of the steps keep each session's own order (isolationtester's count), as a decimal string. An
    * application race's steps are discovered as its functions run: then the orders of the queries its first run sent
    * (each session's count along that run), which decided between every interleaving and a sample.
@@ -115,7 +147,21 @@ export interface ExploreResult {
    */
   complete: boolean
   /** With mode 'sample': the sample's size and seed. */
-  sample?: { size: number; seed: number }
+  sample?: {
+    size: number
+    seed: number
+    /**
+     * PCT's depth d: a violation that needs d steps in a given order. With no violation found, `probability` is the
+     * least chance that one of depth d would have been found by these runs (1 - (1 - 1/(n k^(d-1)))^runs, n
+     * sessions, k steps a run: `steps`); `counted`: the runs that count towards it.
+     */
+    depth: number
+    steps: number
+    counted: number
+    probability: number
+    /** --shard index/count: this result holds the draws j with j % count === index - 1; mergeShards joins them. */
+    shard?: { index: number; count: number }
+  }
   /** Runs made in the search (a sample's draws), shrinking's not counted. */
   runs: number
   /** Different interleavings among them. */
@@ -192,14 +238,14 @@ interface Done {
 
 export async function explore(ctx: RunContext, scenarioOrId: string | Scenario, o: ExploreOptions = {}): Promise<ExploreResult> {
   const scenario = typeof scenarioOrId === 'string' ? await findScenario(scenarioOrId) : scenarioOrId
-  const known = ['databaseUrl', 'n', 'params', 'max', 'sample', 'seed', 'shrink', 'name', 'expect', 'connectTimeoutMs', 'stepTimeoutMs', 'runTimeoutMs', 'onProgress']
+  const known = ['databaseUrl', 'n', 'params', 'max', 'sample', 'seed', 'depth', 'preemptions', 'shard', 'shrink', 'name', 'expect', 'exhaustive', 'connectTimeoutMs', 'stepTimeoutMs', 'runTimeoutMs', 'onProgress']
   for (const k of Object.keys(o)) if (!known.includes(k)) throw new UsageError(`explore(): unknown option '${k}': it takes ${known.join(', ')}`)
   for (const k of ['connectTimeoutMs', 'stepTimeoutMs', 'runTimeoutMs'] as const) {
     const v = o[k]
     if (v !== undefined && !(typeof v === 'number' && Number.isFinite(v) && v > 0)) throw new UsageError(`${k} is ${JSON.stringify(v) ?? String(v)}: give a positive number of milliseconds`)
   }
   const bounds: Bounds = { connectTimeoutMs: o.connectTimeoutMs ?? 5000, stepTimeoutMs: o.stepTimeoutMs ?? 10_000, runTimeoutMs: o.runTimeoutMs ?? 30 * 60_000 }
-  const { n, max, sample, seed, shrink: shrinkBudget, expect } = checkExplore(scenario, o, NAMES)
+  const { n, max, sample, seed, depth, preemptions, shard, shrink: shrinkBudget, expect, exhaustive } = checkExplore(scenario, o, NAMES)
   const params = paramsOf(scenario, o.params ?? {}, engineFor(o.databaseUrl), 'explore()')
   return withLab(
     ctx,
@@ -211,7 +257,7 @@ export async function explore(ctx: RunContext, scenarioOrId: string | Scenario, 
         assertRunsOn(scenario, lab.engine)
         assertSound(scenario, params, n, lab.engine)
         const p = plan(scenario, { params, n, engine: lab.engine })
-        return await exploreOn(ctx, lab, target.label, scenario, p, { ...o, n, max, sample, seed, expect, shrink: shrinkBudget }, bounds)
+        return await exploreOn(ctx, lab, target.label, scenario, p, { ...o, n, max, sample, seed, depth, preemptions, shard, expect, exhaustive, shrink: shrinkBudget }, bounds)
       } finally {
         await lab.close()
       }
@@ -235,14 +281,33 @@ export async function exploreOn(ctx: RunContext, lab: Driver, targetLabel: strin
   const where = replayTarget(o.databaseUrl)
   const counts = app ? [] : p.sessions.map((s, i) => s.steps.filter((_, k) => !pinned(scenario, p, i, k)).length)
   let orders = app ? 0n : ordersOf(counts)
-  let sampling = o.sample !== undefined || (!app && orders > BigInt(o.max))
+  // --exhaustive: every order, whatever --max says; --sample K (or declared steps with more orders than --max): K
+  // random runs; else the reduced search (reduce.ts), which for an application race stops at --max runs and then
+  // says what it left.
+  const exhaustive = o.exhaustive === true
+  // --preemptions K: every order with at most K preemptions, fewest first (enumerate.ts Preemptive).
+  const bounded = o.preemptions !== undefined ? new Preemptive(o.preemptions) : undefined
+  let sampling = o.sample !== undefined || (!exhaustive && !bounded && !app && orders > BigInt(o.max))
   const seed = o.seed ?? Math.floor(Math.random() * 2 ** 31)
   const size = o.sample ?? DEFAULT_SAMPLE
-  let search: Strategy & { diverged?: number; runs: number } = sampling ? new Sampler(size, seed) : new Dfs()
-  let planned: number | null = sampling ? size : app ? null : Number(orders)
-  // The application race's first run: its queries give `orders`, and, unless --sample was given, decide whether
-  // every interleaving fits in --max.
+  // Injected faults (--inject) are more choices of a session than its next query: the reduction's model (one next step
+  // per session) does not hold, so every order is run.
+  const faulted = Boolean(applicationOf(scenario)?.faults)
+  const reduced = !sampling && !exhaustive && !bounded && !faulted ? new Reduced() : undefined
+  // A sample is PCT's (enumerate.ts): its runs give a stated least probability of finding a violation of depth --depth.
+  const depth = o.depth ?? DEFAULT_DEPTH
+  const pct = () => new Pct(size, seed, depth, p.sessions.length, app ? undefined : counts.reduce((a, b) => a + b, 0), o.shard)
+  let search: Strategy & { diverged?: number; runs: number } = sampling ? pct() : bounded ?? reduced ?? new Dfs()
+  if (o.shard && !sampling) throw new UsageError(`${o.word ? '--shard' : 'shard'} splits a sample over several runs of race explore: give ${o.word ? '--sample K' : 'sample'} too (a search is not split)`)
+  const drawn = o.shard ? Math.ceil((size - (o.shard.index - 1)) / o.shard.count) : size
+  let planned: number | null = sampling ? drawn : app || reduced || bounded ? null : Number(orders)
+  // The application race's first run: its queries give `orders` (what the report compares the runs with).
   let probing = app
+  // The reduced search learns what each step touched: at every quiet moment of a trial the sessions' backends are
+  // read on control (engine/footprint.ts); the footprints of the trial's free steps, in order.
+  let fps: Touched[] = []
+  let touchedAll = 0
+  let touchedSteps = 0
   // Every interleaving was run: false when a search of an application race's tree reached --max runs with more left.
   let complete = true
 
@@ -261,11 +326,45 @@ export async function exploreOn(ctx: RunContext, lab: Driver, targetLabel: strin
   let candidates: number[][] = []
   let shrinkRuns = 0
   let shrinkFrom: string | undefined
+  // The reduced search: the simplest order of each violating run's class.
+  const simplest = new Map<string, number[]>()
 
-  const chooserOf = (pick: Pick): Chooser => {
+  const chooserOf = (pick: Pick, learn: boolean): Chooser => {
     const launched = p.sessions.map(() => 0)
     free = []
-    return ({ ready }: Moment) => {
+    fps = []
+    // The moment before the last launched step, what the backends held then, and that step (when a free one).
+    let before: { m: Moment; seen: Map<number, Seen> | undefined; step?: ReadyStep } | undefined
+    const stateOf = (m: Moment, i: number) => (m.ready.some((r) => r.index === i) ? 'ready' : m.blocked.some((b) => b.index === i) ? 'blocked' : m.done.includes(p.sessions[i].name) ? 'done' : 'other')
+    const observeAt = async (m: Moment) => {
+      const seen = m.pids ? await observe(lab, m.pids) : undefined
+      const b = before
+      if (b?.step) {
+        const i = b.step.index
+        const pid = b.m.pids?.[i]
+        // A backend two sessions share (a pooled connection handed on) holds what both did: not this step's own.
+        const shared = b.m.pids!.filter((x) => x === pid).length > 1 || m.pids!.filter((x) => x === m.pids![i]).length > 1
+        // SSI in the trial (some session holds SIRead locks): changes are ordered against reads.
+        const ssi = [b.seen, seen].some((x) => [...(x?.values() ?? [])].some((v) => v.locks.some((l) => l[1] === 'SIReadLock')))
+        let fp: Touched = pid && !shared ? touched(b.seen?.get(pid), seen?.get(m.pids![i]), b.step.sql, ssi) : 'all'
+        // It waits, raised an error, or changed how another session stands (woke it, or ended it): 'all'.
+        if (stateOf(m, i) === 'blocked' || (m.errors?.[i] ?? 1) !== (b.m.errors?.[i] ?? 0)) fp = 'all'
+        for (let q = 0; q < p.sessions.length; q++) if (q !== i && stateOf(m, q) !== stateOf(b.m, q)) fp = 'all'
+        touchedSteps++
+        if (fp === 'all') touchedAll++
+        fps.push(fp)
+        reduced?.step(fp)
+      }
+      before = { m, seen }
+    }
+    const choose: Chooser = async (m: Moment) => {
+      if (learn) await observeAt(m)
+      const i = decide(m)
+      if (learn && free.length > fps.length) before!.step = m.ready[i]
+      return i
+    }
+    if (learn) choose.settled = observeAt
+    const decide = ({ ready }: Moment) => {
       const take = (s: ReadyStep) => (launched[s.index]++, ready.indexOf(s))
       const first = ready.find((s) => pinned(scenario, p, s.index, launched[s.index]) === 'first')
       if (first) return take(first)
@@ -280,6 +379,7 @@ export async function exploreOn(ctx: RunContext, lab: Driver, targetLabel: strin
       free.push(s.index)
       return take(s)
     }
+    return choose
   }
 
   const nextShrink = (): Chooser | undefined => {
@@ -287,7 +387,7 @@ export async function exploreOn(ctx: RunContext, lab: Driver, targetLabel: strin
     const c = candidates.shift()
     if (!c) return undefined
     shrinkRuns++
-    return chooserOf(follow(c))
+    return chooserOf(follow(c), false)
   }
 
   const started = performance.now()
@@ -306,10 +406,18 @@ export async function exploreOn(ctx: RunContext, lab: Driver, targetLabel: strin
       if (phase === 'explore') {
         // An application race's tree may be larger than its first run's orders said: stop at --max runs, and say
         // when interleavings were left (a search of declared steps ends by itself within the orders it counted).
-        const pick = app && !sampling && search.runs >= o.max ? undefined : search.next()
-        if (pick) return chooserOf(pick)
-        if (app && !sampling && search.next()) complete = false
+        const capped = app && !sampling && !exhaustive && !bounded
+        const pick = capped && search.runs >= o.max ? undefined : search.next()
+        if (pick) return chooserOf(pick, reduced !== undefined)
+        if (capped && search.next()) complete = false
         phase = 'shrink'
+        if (reduced && current && o.shrink) {
+          // The reduced search ran one order of each class: the simplest order of each violating class (fewest
+          // switches) ends as its class's run did; the fewest among them is run once, to confirm it, as shown.
+          shrinkFrom = current.it.line
+          candidates = [...simplest.values()].filter((c) => switches(c) < current!.it.switches).sort((a, b) => switches(a) - switches(b))
+          return nextShrink()
+        }
         if (!sampling || !current || !o.shrink) return undefined
         shrinkFrom = current.it.line
         candidates = shrinkCandidates(current.free)
@@ -325,10 +433,10 @@ export async function exploreOn(ctx: RunContext, lab: Driver, targetLabel: strin
       if (probing) {
         probing = false
         orders = ordersOf(p.sessions.map((_, i) => ran.filter((e) => e.session === i).length))
-        if (!sampling && orders > BigInt(o.max)) {
+        if (!sampling && !exhaustive && !reduced && !bounded && orders > BigInt(o.max)) {
           // Too many to run them all: a seeded sample instead, as for declared steps. This first run is not one of its draws.
           sampling = true
-          search = new Sampler(size, seed)
+          search = pct()
           planned = size
           discarded++
           return
@@ -337,7 +445,9 @@ export async function exploreOn(ctx: RunContext, lab: Driver, targetLabel: strin
       const it = interleavingOf(p, ran, facts, trial, switches(free))
       if (phase === 'explore') {
         runs++
-        search.done(free)
+        if (process.env.RACE_DEBUG_FPS) console.error(JSON.stringify(free), JSON.stringify(fps))
+        if (reduced) reduced.done(free, fps)
+        else search.done(free)
         const had = seen.get(it.line)
         if (had) had.runs++
         else {
@@ -345,10 +455,15 @@ export async function exploreOn(ctx: RunContext, lab: Driver, targetLabel: strin
           if (it.held === false) violating++
         }
         if (it.held === false && (!current || better(it, current.it))) current = { free: [...free], it }
+        if (it.held === false && reduced) {
+          const c = fewestSwitches(free, fps)
+          if (c) simplest.set(c.join(','), c)
+        }
       } else if (it.held === false && current && better(it, current.it)) {
         // A shorter violation: shrink from it.
         current = { free: [...free], it }
-        candidates = shrinkCandidates(free)
+        // The reduced search's candidates come fewest switches first: the first that violates is the shortest.
+        candidates = reduced ? [] : shrinkCandidates(free)
       }
       o.onProgress?.({ runs: allRuns - discarded, violating, planned: phase === 'explore' ? planned : null, exact: sampling, phase })
     },
@@ -360,7 +475,7 @@ export async function exploreOn(ctx: RunContext, lab: Driver, targetLabel: strin
   const every = [...seen.values()]
   const judged = every.map((x) => ({ verdict: x.verdict, comparison: { matched: x.verdict !== 'unknown', deviations: [], ...(x.verdict === 'unknown' ? { undecided: true } : {}) } }))
   const summary = summarize(judged, [], expect)
-  const diverged = search instanceof Dfs ? search.diverged : 0
+  const diverged = search instanceof Dfs || search instanceof Reduced || search instanceof Preemptive ? search.diverged : 0
   // Every interleaving held, but some were not run as chosen, or not run at all (an application race's tree larger
   // than --max): "held in all" is not known (unknown is never a pass).
   const incomplete = (diverged > 0 || !complete) && violating === 0 && expect === 'held'
@@ -374,10 +489,13 @@ export async function exploreOn(ctx: RunContext, lab: Driver, targetLabel: strin
     target: targetLabel,
     invariant: typeof scenario.invariant.description === 'function' ? scenario.invariant.description(p.variant.params) : scenario.invariant.description,
     mode: sampling ? 'sample' : 'all',
+    search: sampling ? 'sample' : reduced ? 'reduced' : bounded ? 'preemptions' : 'exhaustive',
+    ...(bounded ? { preemptions: { bound: bounded.bound, reached: bounded.reached, complete: bounded.left === 0 } } : {}),
+    ...(reduced ? { reduction: { steps: touchedSteps, unclassified: touchedAll, redundant: reduced.redundant, retried: reduced.retried } } : {}),
     orders: orders.toString(),
     steps: app ? 'discovered' : 'declared',
     complete,
-    ...(sampling ? { sample: { size, seed } } : {}),
+    ...(sampling && search instanceof Pct ? { sample: { size, seed, ...coverageOf(search), ...(o.shard ? { shard: o.shard } : {}) } } : {}),
     runs,
     interleavings: every.length,
     violating,
@@ -429,6 +547,65 @@ export function replayCommand(name: string, s: Scenario, p: Plan, line: string, 
   args.push(...target)
   args.push('--schedule', `"${line}"`)
   return args.join(' ')
+}
+
+/**
+ * One result from the --json of every shard of one sample (--shard 1/n .. n/n, the same scenario, sessions, seed,
+ * size and depth): the draws together, as one race explore --sample would have made them (bar shrinking, which each
+ * shard did on its own: the shortest is the best of theirs). Bad input (a shard missing or twice, results of
+ * different samples) is a UsageError.
+ */
+export function mergeShards(parts: readonly ExploreResult[]): ExploreResult {
+  if (!parts.length) throw new UsageError('merge: give the --json of every shard')
+  const first = parts[0]
+  const s0 = first.sample
+  if (!s0?.shard) throw new UsageError('merge: these are not shards of a sample (no sample.shard: run race explore --sample K --shard i/n --json)')
+  const same = (x: ExploreResult) => x.scenario === first.scenario && x.n === first.n && x.sample?.seed === s0.seed && x.sample?.size === s0.size && x.sample?.depth === s0.depth && x.sample?.shard?.count === s0.shard!.count
+  const bad = parts.find((x) => !same(x))
+  if (bad) throw new UsageError(`merge: ${bad.scenario} (seed ${bad.sample?.seed}, size ${bad.sample?.size}) is not a shard of the same sample as ${first.scenario} (seed ${s0.seed}, size ${s0.size})`)
+  const got = parts.map((x) => x.sample!.shard!.index).sort((a, b) => a - b)
+  const want = Array.from({ length: s0.shard.count }, (_, i) => i + 1)
+  if (got.join() !== want.join()) throw new UsageError(`merge: shards ${got.join(', ')} given; a sample in ${s0.shard.count} needs each of ${want.join(', ')} once`)
+  const seen = new Map<string, Interleaving>()
+  for (const x of parts) for (const it of x.every) {
+    const had = seen.get(it.line)
+    if (had) had.runs += it.runs
+    else seen.set(it.line, { ...it })
+  }
+  const every = [...seen.values()]
+  const steps = Math.max(...parts.map((x) => x.sample!.steps))
+  const counted = parts.reduce((a, x) => a + (x.sample!.steps === steps ? x.sample!.counted : 0), 0)
+  const once = 1 / (first.n * steps ** (s0.depth - 1))
+  const violating = every.filter((x) => x.held === false).length
+  const expect = first.expected === 'held' || first.expected === 'violated' ? first.expected : undefined
+  const judged = every.map((x) => ({ verdict: x.verdict, comparison: { matched: x.verdict !== 'unknown', deviations: [], ...(x.verdict === 'unknown' ? { undecided: true } : {}) } }))
+  const summary = summarize(judged, [], expect)
+  const best = parts.filter((x) => x.shortest).sort((a, b) => (better(a.shortest!, b.shortest!) ? -1 : better(b.shortest!, a.shortest!) ? 1 : 0))[0]
+  const runs = parts.reduce((a, x) => a + x.runs, 0)
+  const ms = Math.max(...parts.map((x) => x.ms))
+  return {
+    ...first,
+    sample: { size: s0.size, seed: s0.seed, depth: s0.depth, steps, counted, probability: 1 - (1 - once) ** counted },
+    runs,
+    interleavings: every.length,
+    violating,
+    unknown: every.filter((x) => x.verdict === 'unknown').length,
+    groups: groupsOf(every),
+    shortest: best?.shortest ?? null,
+    replay: best?.replay ?? null,
+    ...(best?.replayNote ? { replayNote: best.replayNote } : {}),
+    diverged: 0,
+    every,
+    matched: summary.matched,
+    exitCode: exitCode(summary),
+    ms,
+    perSecond: parts.reduce((a, x) => a + x.perSecond, 0),
+  }
+}
+
+function coverageOf(s: Pct): { depth: number; steps: number; counted: number; probability: number } {
+  const c = s.coverage()
+  return { depth: c.depth, steps: c.k, counted: c.runs, probability: c.probability }
 }
 
 /** Fewer switches, then fewer steps. */

@@ -7,10 +7,15 @@ import type { Spelling } from '../run/params.js'
 import { sessionsOf } from '../run/request.js'
 import type { Scenario } from '../scenario.js'
 
-/** Above this many orders of the steps, explore samples instead of running every one (--max). */
+/**
+ * Declared steps with more orders than this are sampled instead (unless --exhaustive); an application race's search
+ * (reduced or exhaustive) stops after this many runs and says what it left (--max).
+ */
 export const DEFAULT_MAX = 1000
 /** Runs in a sample when the count is above --max and no --sample is given. */
 export const DEFAULT_SAMPLE = 200
+/** A sample's PCT depth (--depth): violations needing this many steps in a given order (at most 2 preemptions). */
+export const DEFAULT_DEPTH = 3
 /** Runs spent at most on shrinking a sampled violation (--shrink). */
 export const DEFAULT_SHRINK = 100
 
@@ -33,7 +38,11 @@ export interface ExploreAsked {
   sample?: string | number
   seed?: string | number
   shrink?: string | number
+  depth?: string | number
+  preemptions?: string | number
+  shard?: string | { index: number; count: number }
   expect?: string
+  exhaustive?: boolean
 }
 
 export interface ExploreChecked {
@@ -42,17 +51,38 @@ export interface ExploreChecked {
   sample?: number
   seed?: number
   shrink: number
+  depth: number
+  preemptions?: number
+  shard?: { index: number; count: number }
   expect?: 'held' | 'violated'
+  exhaustive: boolean
 }
 
 /** The one check of an exploration's input (race explore and explore()). */
 export function checkExplore(s: Scenario, a: ExploreAsked, spell: Spelling): ExploreChecked {
   const n = sessionsOf(s, a.n, spell, exploreSessions(s))
-  const whole = (o: 'max' | 'sample' | 'seed' | 'shrink', v: string | number, min: number, max: number) => parseWhole(spell(o), String(v), min, max)
+  const whole = (o: 'max' | 'sample' | 'seed' | 'shrink' | 'depth' | 'preemptions', v: string | number, min: number, max: number) => parseWhole(spell(o), String(v), min, max)
   const max = whole('max', a.max ?? DEFAULT_MAX, 1, Number.MAX_SAFE_INTEGER)
   const sample = a.sample === undefined ? undefined : whole('sample', a.sample, 1, 1_000_000)
   const seed = a.seed === undefined ? undefined : whole('seed', a.seed, 0, 2 ** 32 - 1)
   const shrink = whole('shrink', a.shrink ?? DEFAULT_SHRINK, 0, 100_000)
+  const depth = whole('depth', a.depth ?? DEFAULT_DEPTH, 1, 10)
+  const preemptions = a.preemptions === undefined ? undefined : whole('preemptions', a.preemptions, 0, 1000)
   if (a.expect !== undefined && a.expect !== 'held' && a.expect !== 'violated') throw new UsageError(`${spell('expect')} takes held or violated, got '${a.expect}'`)
-  return { n, max, sample, seed, shrink, expect: a.expect }
+  if (a.exhaustive !== undefined && typeof a.exhaustive !== 'boolean') throw new UsageError(`${spell('exhaustive')} takes true or false, got ${JSON.stringify(a.exhaustive)}`)
+  const exhaustive = a.exhaustive === true
+  if (exhaustive && sample !== undefined) throw new UsageError(`${spell('exhaustive')} runs every order and ${spell('sample')} a random few: give one of them`)
+  let shard: { index: number; count: number } | undefined
+  if (a.shard !== undefined) {
+    const m = typeof a.shard === 'string' ? /^(\d{1,4})\/(\d{1,4})$/.exec(a.shard.trim()) : null
+    const index = m ? Number(m[1]) : typeof a.shard === 'object' && a.shard ? a.shard.index : NaN
+    const count = m ? Number(m[2]) : typeof a.shard === 'object' && a.shard ? a.shard.count : NaN
+    if (!Number.isInteger(index) || !Number.isInteger(count) || count < 1 || index < 1 || index > count) {
+      throw new UsageError(`${spell('shard')} takes i/n with 1 <= i <= n (this run's part of a sample split n ways), got ${JSON.stringify(a.shard)}`)
+    }
+    shard = { index, count }
+    if (a.seed === undefined) throw new UsageError(`${spell('shard')} needs ${spell('seed')}: every part of a sample draws from the same seed`)
+  }
+  if (preemptions !== undefined && sample !== undefined) throw new UsageError(`${spell('preemptions')} runs every order within a bound and ${spell('sample')} a random few: give one of them`)
+  return { n, max, sample, seed, shrink, depth, preemptions, shard, expect: a.expect, exhaustive }
 }

@@ -57,7 +57,7 @@ test('count-then-insert over node-postgres, 2 sessions: 60 of 70 interleavings v
   //  - One session commits before the other counts: the other does begin, count, rollback (3 queries), HELD: its
   //    begin in one of the 5 places among the winner's 4 queries, then its count and rollback: 5 for each side, 10.
   // The tree's leaves: 60 + 10 = 70 interleavings.
-  const { code, j } = await explore([ORDERS])
+  const { code, j } = await explore([ORDERS, '--exhaustive'])
   assert.equal(code, 0, 'the module expects violated, and interleavings violate')
   assert.equal(j.matched, true)
   assert.equal(j.n, 2, 'explore races 2 sessions of an application race unless told (the module says 10 for race run)')
@@ -108,7 +108,7 @@ test('the same function with pg_advisory_xact_lock holds in every interleaving: 
   // sees s1's order (B2 L2 C2 R2). So an interleaving is where B2 and L2 go among s1's five queries: L2 after
   // L1 (4 places: after L1, C1, I1 or M1, taking g = 2..5 of s1's queries before it) and B2 anywhere before L2
   // (g + 1 places), then C2 R2 last: 3 + 4 + 5 + 6 = 18, and as many with s2 winning: 36.
-  const { code, j } = await explore([LOCKED])
+  const { code, j } = await explore([LOCKED, '--exhaustive'])
   assert.equal(code, 0)
   assert.equal(j.exitCode, 0)
   assert.equal(j.matched, true)
@@ -136,7 +136,7 @@ test('the same function with pg_advisory_xact_lock holds in every interleaving: 
 })
 
 test('--expect held on the racing function fails (exit 1), in words a person reads', async () => {
-  const r = await race(['explore', ORDERS, '--expect', 'held'], { url: server.url, timeoutMs: 300_000 })
+  const r = await race(['explore', ORDERS, '--exhaustive', '--expect', 'held'], { url: server.url, timeoutMs: 300_000 })
   assert.equal(r.code, 1, r.stdout + r.stderr)
   assert.deepEqual(await schemasOf(admin, r.pid), [])
   assert.match(r.stdout, /VIOLATED in 60 of 70 interleavings/)
@@ -149,7 +149,7 @@ test('three sessions: a seeded sample (the same seed, the same runs), a violatio
   const a = await explore([ORDERS, '--n', '3', '--sample', '12', '--seed', '5', '--shrink', '20'])
   const b = await explore([ORDERS, '--n', '3', '--sample', '12', '--seed', '5', '--shrink', '0'])
   assert.equal(a.j.mode, 'sample')
-  assert.deepEqual(a.j.sample, { size: 12, seed: 5 })
+  assert.deepEqual([a.j.sample!.size, a.j.sample!.seed, a.j.sample!.depth], [12, 5, 3])
   assert.equal(a.j.runs, 12)
   assert.deepEqual(a.j.every.map((x) => x.line), b.j.every.map((x) => x.line), 'the same seed, the same sample')
   assert.equal(a.code, 0)
@@ -163,20 +163,21 @@ test('three sessions: a seeded sample (the same seed, the same runs), a violatio
   assert.equal(again.order, a.j.shortest!.line)
 })
 
-test("above --max by its first run's queries: a seeded sample instead, as for declared steps", async () => {
-  // The first run's 4 and 3 queries have 35 orders: above --max 20, so race samples (the default 200 runs); that
-  // first run is not one of the sample's draws, nor counted in its progress. (From code, as the CLI does it.)
+test('the reduced search by default: within --max 20 runs where the first run\'s queries have 35 orders, complete, the same groups as --exhaustive', async () => {
+  // From code, as the CLI does it. The reduced search runs one order of each class of orders that differ only by
+  // swapping steps that touch nothing in common (what each touched read from the server after it ran).
   const { explore: exploreApi } = await import('../../src/index.js')
   const seen: string[] = []
-  const j = await exploreApi(ORDERS, { databaseUrl: server.url, max: 20, seed: 3, shrink: 0, onProgress: (p) => seen.push(`${p.runs}/${p.planned}`) })
+  const j = await exploreApi(ORDERS, { databaseUrl: server.url, max: 20, shrink: 0, onProgress: (p) => seen.push(`${p.runs}/${p.planned}`) })
+  const all = await exploreApi(ORDERS, { databaseUrl: server.url, exhaustive: true, shrink: 0 })
+  assert.equal(j.search, 'reduced')
+  assert.equal(j.complete, true)
   assert.equal(j.exitCode, 0)
-  assert.deepEqual(seen, Array.from({ length: 200 }, (_, i) => `${i + 1}/200`))
-  assert.equal(j.mode, 'sample')
   assert.equal(j.orders, '35')
-  assert.deepEqual(j.sample, { size: 200, seed: 3 })
-  assert.equal(j.runs, 200)
-  assert.ok(j.interleavings <= 70)
-  assert.ok(j.violating > 0)
+  assert.ok(j.runs <= 20 && j.runs < all.runs, `${j.runs} reduced runs, ${all.runs} exhaustive`)
+  assert.deepEqual(seen, Array.from({ length: j.runs }, (_, i) => `${i + 1}/null`))
+  assert.deepEqual(j.groups.map((g) => g.key).sort(), all.groups.map((g) => g.key).sort())
+  assert.equal(j.shortest!.switches, all.shortest!.switches)
 })
 
 test('a tree larger than its first run promised: every interleaving within --max, else the search says it stopped (exit 3 for held)', async () => {
@@ -203,7 +204,7 @@ test('a tree larger than its first run promised: every interleaving within --max
 }
 `,
   )
-  const whole = await explore([file])
+  const whole = await explore([file, '--exhaustive'])
   assert.equal(whole.code, 0, whole.stderr)
   assert.equal(whole.j.orders, '15')
   assert.equal(whole.j.mode, 'all')
@@ -260,7 +261,7 @@ export default {
 test('explore() from code on an application race module: the same counts, and 2 sessions by default', async () => {
   const { explore: exploreApi } = await import('../../src/index.js')
   const seen: number[] = []
-  const r = await exploreApi(LOCKED, { databaseUrl: server.url, onProgress: (p) => seen.push(p.runs) })
+  const r = await exploreApi(LOCKED, { databaseUrl: server.url, exhaustive: true, onProgress: (p) => seen.push(p.runs) })
   assert.equal(r.n, 2)
   assert.equal(r.interleavings, 36)
   assert.equal(r.violating, 0)

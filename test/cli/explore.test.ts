@@ -35,7 +35,7 @@ async function replay(file: string, line: string, trials: number, extra: string[
 }
 
 test('two sessions of begin, insert-where-not-exists, commit at READ COMMITTED: 12 of 20 interleavings violate; the shortest replays', async () => {
-  const { code, j } = await explore([ORDERS])
+  const { code, j } = await explore([ORDERS, '--exhaustive'])
   assert.equal(code, 1, 'the spec expects held: any violating interleaving fails it')
   assert.equal(j.exitCode, 1)
   assert.equal(j.mode, 'all')
@@ -68,7 +68,7 @@ test('two sessions of begin, insert-where-not-exists, commit at READ COMMITTED: 
 })
 
 test('the advisory-lock fix holds in every interleaving that can happen: 24 of the 70 orders, exit 0', async () => {
-  const { code, j } = await explore([FIXED])
+  const { code, j } = await explore([FIXED, '--exhaustive'])
   assert.equal(code, 0)
   assert.equal(j.matched, true)
   assert.equal(j.orders, '70')
@@ -83,7 +83,7 @@ test('the advisory-lock fix holds in every interleaving that can happen: 24 of t
 })
 
 test('--expect violated on the fixed spec: no interleaving violates, exit 1; the text report says why', async () => {
-  const r = await race(['explore', FIXED, '--expect', 'violated'], { url: server.url, timeoutMs: 300_000 })
+  const r = await race(['explore', FIXED, '--exhaustive', '--expect', 'violated'], { url: server.url, timeoutMs: 300_000 })
   assert.equal(r.code, 1, r.stdout + r.stderr)
   assert.match(r.stdout, /HELD in all 24 interleavings/)
   assert.match(r.stdout, /expected {3}violated {2}DEVIATION/)
@@ -91,11 +91,11 @@ test('--expect violated on the fixed spec: no interleaving violates, exit 1; the
 })
 
 test('a seeded sample of three sessions: the same seed draws the same runs, shrunk to a minimal violation that replays', async () => {
-  const a = await explore([TEMPLATE, '--n', '3', '--sample', '6', '--seed', '11', '--shrink', '20'])
-  const b = await explore([TEMPLATE, '--n', '3', '--sample', '6', '--seed', '11', '--shrink', '0'])
+  const a = await explore([TEMPLATE, '--n', '3', '--sample', '12', '--seed', '11', '--shrink', '20'])
+  const b = await explore([TEMPLATE, '--n', '3', '--sample', '12', '--seed', '11', '--shrink', '0'])
   assert.equal(a.j.mode, 'sample')
-  assert.deepEqual(a.j.sample, { size: 6, seed: 11 })
-  assert.equal(a.j.runs, 6)
+  assert.deepEqual([a.j.sample!.size, a.j.sample!.seed, a.j.sample!.depth], [12, 11, 3])
+  assert.equal(a.j.runs, a.j.sample!.size)
   assert.equal(a.j.orders, '1680')
   assert.deepEqual(a.j.every.map((x) => x.line), b.j.every.map((x) => x.line), 'the same seed, the same sample')
   assert.equal(a.code, 0, 'orders.spec expects violated, and a violation was found')
@@ -107,12 +107,62 @@ test('a seeded sample of three sessions: the same seed draws the same runs, shru
   assert.deepEqual(await replay(TEMPLATE, a.j.shortest!.line, 3, ['--n', '3']), [false, false, false])
 })
 
+test('a sample is PCT\'s: the report states what it covered (depth, probability), in text and --json, and never says every', async () => {
+  const r = await race(['explore', FIXED, '--sample', '20', '--seed', '3', '--depth', '2'], { url: server.url, timeoutMs: 300_000 })
+  assert.equal(r.code, 0, r.stdout + r.stderr)
+  const text = r.stdout.replace(/\s+/g, ' ')
+  assert.match(text, /a PCT sample: 20 runs, seed 3/)
+  assert.match(text, /no violation found; a violation needing 2 steps in a given order \(at most 1 preemption\) would have been found by these 20 runs with probability >= 0\.\d+ \(PCT: 2 sessions, 8 steps a run\)/)
+  assert.doesNotMatch(r.stdout, /\bevery\b/i)
+  const { j } = await explore([FIXED, '--sample', '20', '--seed', '3', '--depth', '2'])
+  // 2 sessions, 8 steps, depth 2: one run finds such a violation with probability at least 1/16.
+  assert.ok(Math.abs(j.sample!.probability - (1 - (1 - 1 / 16) ** j.sample!.counted)) < 1e-12)
+  assert.equal(j.sample!.counted, 20)
+})
+
+test('--preemptions K: every order with at most K preemptions, fewest first; the report states the bound and the most reached', async () => {
+  const k0 = await explore([ORDERS, '--preemptions', '0'])
+  const k1 = await explore([ORDERS, '--preemptions', '1'])
+  const all = await explore([ORDERS, '--exhaustive'])
+  // With none, each session runs whole: s1 then s2, or s2 then s1 (both hold).
+  assert.deepEqual(k0.j.every.map((x) => x.line).sort(), all.j.every.filter((x) => x.switches === 1).map((x) => x.line).sort())
+  assert.equal(k0.j.violating, 0)
+  assert.deepEqual((k1.j as unknown as { preemptions: unknown }).preemptions, { bound: 1, reached: 1, complete: true })
+  assert.ok(k1.j.violating > 0)
+  assert.equal(k1.j.shortest!.switches, all.j.shortest!.switches)
+  assert.ok(k1.j.every.every((x) => all.j.every.some((y) => y.line === x.line)))
+})
+
+test('--shard i/n splits a sample: the parts, merged, are the whole sample run at once', async () => {
+  const { mergeShards } = await import('../../src/explore/index.js')
+  type Result = Parameters<typeof mergeShards>[0][number]
+  const args = [TEMPLATE, '--n', '3', '--sample', '10', '--seed', '4', '--shrink', '0']
+  const whole = await explore(args)
+  const parts = [await explore([...args, '--shard', '1/2']), await explore([...args, '--shard', '2/2'])]
+  assert.deepEqual(
+    parts.map((x) => x.j.runs),
+    [5, 5],
+  )
+  const merged = mergeShards(parts.map((x) => x.j as unknown as Result))
+  const lines = (every: { line: string; runs?: number }[]) => every.map((x) => `${x.line} ${x.runs}`).sort()
+  assert.deepEqual(lines(merged.every), lines(whole.j.every as unknown as { line: string; runs: number }[]))
+  assert.equal(merged.runs, whole.j.runs)
+  assert.equal(merged.violating, whole.j.violating)
+  assert.deepEqual(merged.sample, whole.j.sample)
+  assert.throws(() => mergeShards([parts[0].j as unknown as Result]), /shards 1 given; a sample in 2 needs each of 1, 2 once/)
+})
+
 test('bad numbers and options are refused with one line naming the fix, exit 2', async () => {
   for (const [args, re] of [
     [['--max', '0'], /--max must be at least 1/],
     [['--sample', 'many'], /--sample must be a whole number/],
     [['--expect', 'maybe'], /--expect takes held or violated/],
     [['--n', '3'], /has exactly 2 sessions/],
+    [['--exhaustive', '--sample', '5'], /--exhaustive runs every order and --sample a random few: give one of them/],
+    [['--sample', '5', '--seed', '1', '--shard', '3/2'], /--shard takes i\/n with 1 <= i <= n/],
+    [['--sample', '5', '--shard', '1/2'], /--shard needs --seed/],
+    [['--preemptions', '-1'], /--preemptions/],
+    [['--depth', '0'], /--depth must be at least 1/],
   ] as const) {
     const r = await race(['explore', ORDERS, ...args], { url: server.url })
     assert.equal(r.code, 2, r.stderr)
@@ -153,7 +203,7 @@ test('an interleaving that cannot end (a session-level lock its holder never rel
 test('explore() from code: the same counts and the line to replay, with progress reported as it goes', async () => {
   const { explore: exploreApi } = await import('../../src/index.js')
   const seen: number[] = []
-  const r = await exploreApi(ORDERS, { databaseUrl: server.url, onProgress: (p) => seen.push(p.runs) })
+  const r = await exploreApi(ORDERS, { databaseUrl: server.url, exhaustive: true, onProgress: (p) => seen.push(p.runs) })
   assert.equal(r.interleavings, 20)
   assert.equal(r.violating, 12)
   assert.equal(r.exitCode, 1)

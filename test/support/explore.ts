@@ -19,7 +19,8 @@ export interface Explored {
   shortest: { line: string; switches: number; shrunk?: { from: string; runs: number } } | null
   replay: string | null
   every: { line: string; held: boolean | null; verdict: string; switches: number; outcomes: Record<string, string> }[]
-  sample?: { size: number; seed: number }
+  sample?: { size: number; seed: number; depth: number; steps: number; counted: number; probability: number }
+  search?: string
   matched: boolean
   exitCode: number
   perSecond: number

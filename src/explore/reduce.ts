@@ -1,0 +1,230 @@
+// The reduced search of race explore, with no database: pure and tested by itself (test/pure/reduce.test.ts).
+//
+// Two runs that differ only in the order of steps that cannot affect each other (a SELECT of one session and a
+// BEGIN of another; reads of a table nobody writes; writes to different tables) end the same way: running both
+// tells nothing new. The search below runs one order of each class of orders that differ only by such swaps, and
+// every order that puts two conflicting steps the other way round: a dynamic partial-order reduction (DPOR, Flanagan
+// and Godefroid 2005, with Abdulla et al.'s source sets, 2014), stateless (each run from a fresh state).
+//
+// What a step touched is learned after it ran (its footprint: what it read and wrote, from the server's own facts,
+// see explore/footprint.ts). A step race cannot classify has the footprint 'all': it conflicts with every step,
+// and then the search runs every order around it (with every step 'all', exactly the orders the full search runs).
+//
+// After each run, for every pair of conflicting steps of different sessions with nothing in between ordering them
+// (a race), the search makes sure that, at the point where the first ran, some session whose step could start the
+// reversed order is tried there too. Sound as long as the footprints over-approximate what steps really do to each
+// other (two steps said not to conflict must commute, from any state they both run in).
+
+import type { Pick, Strategy } from './enumerate.js'
+
+/** What a step touched: resources (tables, locks, 'snapshot') it read and wrote; 'all': it conflicts with every step. */
+export type Footprint = 'all' | { readonly reads: readonly string[]; readonly writes: readonly string[] }
+
+/** Two steps conflict when either is 'all', or one writes what the other reads or writes. */
+export function conflicts(a: Footprint, b: Footprint): boolean {
+  if (a === 'all' || b === 'all') return true
+  const hits = (w: readonly string[], x: Footprint & object) => w.some((r) => x.reads.includes(r) || x.writes.includes(r))
+  return hits(a.writes, b) || hits(b.writes, a)
+}
+
+/** How many times a run that went otherwise than its replayed choices is run again before the search goes on from it. */
+export const RETRIES = 5
+
+interface Node {
+  /** The sessions that could launch a step here. */
+  ready: number[]
+  /** The one the current path takes. */
+  at: number
+  /** Sessions to try here (the search adds to it after each run), and those tried already with their step's footprint. */
+  todo: Set<number>
+  tried: Map<number, Footprint>
+  /**
+   * Sessions asleep here (a sleep set): each was tried at a node above and what ran since commutes with its step, so
+   * every order starting with it here was covered there. Never chosen here.
+   */
+  sleep: Map<number, Footprint>
+}
+
+/**
+ * The reduced search: a Strategy told each launched step's footprint, through step() before its next choice (that
+ * choice may then put sessions to sleep) and through done() for the last ones. A footprint not given is 'all'.
+ * `dependent` is the conflict relation (a test passes a deliberately wrong one to see the soundness check fail).
+ */
+export class Reduced implements Strategy {
+  private path: Node[] = []
+  private prefix: number[] = []
+  private over = false
+  /** The current run's footprints so far, and the depth where every ready session was asleep (the run is redundant from there). */
+  private fps: (Footprint | undefined)[] = []
+  private blockedAt: number | undefined
+  runs = 0
+  /** Runs that went otherwise than their replayed choices, each tried again RETRIES times without repeating itself. */
+  diverged = 0
+  /** Runs run again because they went otherwise than their choices (the server's timing: a waiter woke later). */
+  retried = 0
+  private saved: { path: Node[]; prefix: number[] } | undefined
+  private went = false
+  private tries = 0
+  /** Runs that reached a point where every ready session was asleep (finished only because a run must end). */
+  redundant = 0
+  constructor(private readonly dependent: (a: Footprint, b: Footprint) => boolean = conflicts) {}
+
+  /** The footprint of the current run's last launched step. */
+  step(fp: Footprint | undefined): void {
+    this.fps.push(fp)
+  }
+
+  next(): Pick | undefined {
+    if (this.over) return undefined
+    let depth = 0
+    this.fps = []
+    this.blockedAt = undefined
+    this.went = false
+    this.saved = { path: this.path.map((x) => ({ ...x, todo: new Set(x.todo), tried: new Map(x.tried), sleep: new Map(x.sleep) })), prefix: [...this.prefix] }
+    return (ready) => {
+      const d = depth++
+      if (this.blockedAt !== undefined) return ready[0]
+      if (d > 0) {
+        const parent = this.path[d - 1]
+        parent.tried.set(parent.at, this.fps[d - 1] ?? 'all')
+      }
+      if (d < this.prefix.length) {
+        const was = this.path[d].ready
+        if (ready.length === was.length && ready.every((x) => was.includes(x))) {
+          this.path[d].at = this.prefix[d]
+          return this.prefix[d]
+        }
+        this.went = true
+        this.path.length = d
+        this.prefix.length = d
+      }
+      const sleep = new Map<number, Footprint>()
+      if (d > 0) {
+        const parent = this.path[d - 1]
+        const took = this.fps[d - 1] ?? 'all'
+        for (const [q, f] of [...parent.sleep, ...parent.tried]) if (q !== parent.at && !this.dependent(f, took)) sleep.set(q, f)
+      }
+      const at = ready.find((s) => !sleep.has(s))
+      if (at === undefined) {
+        this.blockedAt = d
+        return ready[0]
+      }
+      this.path[d] = { ready: [...ready], at, todo: new Set([at]), tried: new Map(), sleep }
+      return at
+    }
+  }
+
+  done(launched: readonly number[], footprints?: readonly (Footprint | undefined)[]): void {
+    this.runs++
+    if (launched.length < this.prefix.length) this.went = true
+    if (this.went && this.saved && this.tries < RETRIES) {
+      // The same choices again: the run is not part of the search.
+      this.tries++
+      this.retried++
+      this.path = this.saved.path
+      this.prefix = this.saved.prefix
+      return
+    }
+    if (this.went) this.diverged++
+    this.tries = 0
+    if (footprints) this.fps = [...footprints]
+    if (this.blockedAt !== undefined) this.redundant++
+    this.path.length = Math.min(this.path.length, launched.length, this.blockedAt ?? Infinity)
+    const n = this.path.length
+    const fp = (i: number): Footprint => this.fps[i] ?? 'all'
+    if (n > 0) this.path[n - 1].tried.set(this.path[n - 1].at, fp(n - 1))
+    const who = (i: number) => launched[i]
+    // before[j][i]: step i happens before step j (i < j): same session, or conflicting, or through steps between.
+    const before: boolean[][] = []
+    for (let j = 0; j < n; j++) {
+      const row = new Array<boolean>(n).fill(false)
+      for (let i = j - 1; i >= 0; i--) {
+        if (row[i]) continue
+        if (who(i) === who(j) || this.dependent(fp(i), fp(j))) {
+          row[i] = true
+          for (let k = 0; k < i; k++) if (before[i][k]) row[k] = true
+        }
+      }
+      before.push(row)
+    }
+    for (let j = 0; j < n; j++) {
+      for (let i = j - 1; i >= 0; i--) {
+        if (who(i) === who(j) || !this.dependent(fp(i), fp(j))) continue
+        // A race only if no step between orders them already (i before k before j).
+        let direct = true
+        for (let k = i + 1; k < j && direct; k++) if (before[k][i] && before[j][k]) direct = false
+        if (!direct) continue
+        // The steps after i not ordered after it, then j: the reversed race starts with one of their first steps.
+        const v: number[] = []
+        for (let k = i + 1; k < j; k++) if (!before[k][i]) v.push(k)
+        v.push(j)
+        const initials = new Set<number>()
+        for (let x = 0; x < v.length; x++) if (!v.slice(0, x).some((y) => before[v[x]][y])) initials.add(who(v[x]))
+        const node = this.path[i]
+        if ([...initials].some((s) => node.todo.has(s) || node.tried.has(s) || node.sleep.has(s))) continue
+        const can = [...initials].filter((s) => node.ready.includes(s))
+        if (can.length) node.todo.add(can.includes(who(j)) ? who(j) : can[0])
+        else for (const s of node.ready) if (!node.sleep.has(s)) node.todo.add(s)
+      }
+    }
+    for (let d = n - 1; d >= 0; d--) {
+      const node = this.path[d]
+      const left = node.ready.find((s) => node.todo.has(s) && !node.tried.has(s) && !node.sleep.has(s))
+      if (left !== undefined) {
+        node.at = left
+        this.path.length = d + 1
+        this.prefix = this.path.map((x) => x.at)
+        return
+      }
+    }
+    this.over = true
+  }
+}
+
+/**
+ * The order with the fewest switches between sessions among those equivalent to `launched` (the same steps, each pair
+ * of conflicting steps the same way round, each session's own order kept): it ends as `launched` did, so a violation
+ * found by the reduced search is shown as the simplest order of its class. A search over how far each session has
+ * got, fewest switches first; undefined when that is more than `limit` states.
+ */
+export function fewestSwitches(launched: readonly number[], footprints: readonly (Footprint | undefined)[], dependent: (a: Footprint, b: Footprint) => boolean = conflicts, limit = 200_000): number[] | undefined {
+  const n = launched.length
+  const sessions = [...new Set(launched)].sort((a, b) => a - b)
+  const slot = new Map(sessions.map((s, i) => [s, i]))
+  const fp = (i: number): Footprint => footprints[i] ?? 'all'
+  // Each session's steps (indices into launched), and for each step how many steps of every session must come first.
+  const own = sessions.map((s) => launched.flatMap((x, i) => (x === s ? [i] : [])))
+  const need = launched.map((_, j) => {
+    const row = sessions.map(() => 0)
+    for (let i = 0; i < j; i++) if (launched[i] === launched[j] || dependent(fp(i), fp(j))) row[slot.get(launched[i])!] = Math.max(row[slot.get(launched[i])!], own[slot.get(launched[i])!].indexOf(i) + 1)
+    return row
+  })
+  // Transitive needs follow: a step can go once its direct needs are met, and those were met under the same rule.
+  const key = (c: number[], last: number) => `${c.join(',')}|${last}`
+  type State = { c: number[]; last: number; order: number[]; cost: number }
+  // 0-1 breadth first: staying with the session costs nothing, switching costs one; a state is settled when first taken out.
+  const deque: State[] = [{ c: sessions.map(() => 0), last: -1, order: [], cost: 0 }]
+  const settled = new Set<string>()
+  while (deque.length) {
+    const st = deque.shift()!
+    const id = key(st.c, st.last)
+    if (settled.has(id)) continue
+    settled.add(id)
+    if (settled.size > limit) return undefined
+    if (st.order.length === n) return st.order
+    for (let k = 0; k < sessions.length; k++) {
+      const at = st.c[k]
+      if (at >= own[k].length) continue
+      const j = own[k][at]
+      if (!need[j].every((m, q) => st.c[q] >= m)) continue
+      const c = [...st.c]
+      c[k]++
+      if (settled.has(key(c, k))) continue
+      const free = k === st.last || st.last < 0
+      const s2 = { c, last: k, order: [...st.order, sessions[k]], cost: st.cost + (free ? 0 : 1) }
+      if (free) deque.unshift(s2)
+      else deque.push(s2)
+    }
+  }
+  return undefined
+}
