@@ -142,7 +142,7 @@ export function coverage(r: ExploreResult): string {
   const what = `a violation needing ${s.depth} step${s.depth === 1 ? '' : 's'} in a given order (at most ${s.depth - 1} preemption${s.depth === 2 ? '' : 's'})`
   return r.violating
     ? `covered: PCT at depth ${s.depth} over ${r.n} sessions of ${s.steps} steps; violations were found`
-    : `covered: no violation found; ${what} would have been found by these ${s.counted} runs with probability >= ${p} (PCT: ${r.n} sessions, ${s.steps} steps a run); the other orders were not run`
+    : `covered: no violation found; ${what} would have been found by these ${s.counted} runs with probability >= ${p} (PCT: ${r.n} sessions, ${s.steps} steps a run)${s.faults ? '; each injected fault was taken or not at random where offered, which that bound does not count' : ''}; the other orders were not run`
 }
 
 function render(r: ExploreResult, all: boolean): string {

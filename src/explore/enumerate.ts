@@ -227,12 +227,17 @@ export class Pct implements Strategy {
       if (!points.has(at)) points.set(at, this.depth - 1 - points.size)
     }
     let step = 0
+    // A choice beyond the sessions (index n*(1+f) + s: session s's query with an injected fault, --inject) has its
+    // session's priority; where the chosen session is offered with and without faults, one is drawn at random.
+    const base = (i: number) => i % n
     return (ready) => {
       step++
-      const top = () => ready.reduce((a, b) => ((prio[b] ?? 0) > (prio[a] ?? 0) ? b : a))
+      const top = () => base(ready.reduce((a, b) => ((prio[base(b)] ?? 0) > (prio[base(a)] ?? 0) ? b : a)))
       const low = points.get(step)
       if (low !== undefined) prio[top()] = low
-      return top()
+      const chosen = top()
+      const offered = ready.filter((i) => base(i) === chosen)
+      return offered.length === 1 ? offered[0] : offered[Math.floor(this.rnd() * offered.length)]
     }
   }
 

@@ -159,6 +159,11 @@ export interface ExploreResult {
     steps: number
     counted: number
     probability: number
+    /**
+     * 'drawn' (--inject): where a fault was offered the run took it or not at random; `probability` is for the order
+     * of the steps alone, not for a violation that also needs a given fault.
+     */
+    faults?: 'drawn'
     /** --shard index/count: this result holds the draws j with j % count === index - 1; mergeShards joins them. */
     shard?: { index: number; count: number }
   }
@@ -495,7 +500,7 @@ export async function exploreOn(ctx: RunContext, lab: Driver, targetLabel: strin
     orders: orders.toString(),
     steps: app ? 'discovered' : 'declared',
     complete,
-    ...(sampling && search instanceof Pct ? { sample: { size, seed, ...coverageOf(search), ...(o.shard ? { shard: o.shard } : {}) } } : {}),
+    ...(sampling && search instanceof Pct ? { sample: { size, seed, ...coverageOf(search), ...(o.shard ? { shard: o.shard } : {}), ...(faulted ? { faults: 'drawn' as const } : {}) } } : {}),
     runs,
     interleavings: every.length,
     violating,
