@@ -235,7 +235,8 @@ function render(r: ExploreResult, all: boolean): string {
     if (r.replayNote) lines.push(...hang(c.dim(`  (${r.replayNote})`), w, 3))
   }
   if (r.diverged) lines.push(...hang(c.yellow(`${r.diverged} run(s) went otherwise than the same choices did before: the database${r.steps === 'discovered' ? " (or the application's code)" : ''} did not repeat itself, so some interleavings may be missing`), w, 2))
-  const verdict = r.matched ? c.green('MATCH') : c.red('DEVIATION')
+  // Undecided (exit 3: a search cut short, an interleaving that could not be decided) is neither a match nor a deviation.
+  const verdict = r.matched ? c.green('MATCH') : r.exitCode === 3 ? c.yellow('unknown') : c.red('DEVIATION')
   lines.push(...hang(`${c.dim('expected')}   ${r.expected}  ${verdict}`, w, 11))
   const saved = red ? ` (${r.search} search${r.reduction!.retried ? `; ${r.reduction!.retried} run again after going otherwise than chosen` : ''})` : ''
   lines.push(c.dim(`${r.runs} runs in ${(r.ms / 1000).toFixed(1)} s: ${r.perSecond.toFixed(1)} interleavings per second${saved}`))

@@ -145,6 +145,14 @@ test('--expect held on the racing function fails (exit 1), in words a person rea
   assert.match(r.stdout, /expected {3}held {2}DEVIATION/)
 })
 
+test('a search --max cut short is undecided (exit 3), in words: unknown, never DEVIATION nor MATCH', async () => {
+  const r = await race(['explore', LOCKED, '--max', '3'], { url: server.url, timeoutMs: 120_000 })
+  assert.equal(r.code, 3, r.stdout + r.stderr)
+  assert.match(r.stdout, /expected {3}held {2}unknown/)
+  assert.doesNotMatch(r.stdout, /MATCH|DEVIATION/)
+  assert.match(r.stderr, /--max 3 runs left others unexplored/)
+})
+
 test('three sessions: a seeded sample (the same seed, the same runs), a violation shrunk to a minimal one that replays', async () => {
   const a = await explore([ORDERS, '--n', '3', '--sample', '12', '--seed', '5', '--shrink', '20'])
   const b = await explore([ORDERS, '--n', '3', '--sample', '12', '--seed', '5', '--shrink', '0'])
