@@ -15,10 +15,10 @@ const ex = (f: string) => path.join(ROOT, 'examples', f)
 export const RACES: { name: string; scenario: string; options?: ExploreOptions }[] = [
   { name: 'explore-orders.spec', scenario: ex('explore-orders.spec') },
   { name: 'explore-orders-fixed.spec', scenario: ex('explore-orders-fixed.spec') },
-  { name: 'app/orders (node-postgres)', scenario: ex('app/orders.race.mjs') },
-  { name: 'app/orders-locked', scenario: ex('app/orders-locked.race.mjs') },
-  { name: 'app/withdraw-ledger, 2 sessions', scenario: ex('app/withdraw-ledger.race.mjs'), options: { n: 2 } },
-  { name: 'app/withdraw-ledger-locked, 2', scenario: ex('app/withdraw-ledger-locked.race.mjs'), options: { n: 2 } },
+  { name: 'app/orders (node-postgres)', scenario: ex('app/orders.race.mjs'), options: { reduce: true } },
+  { name: 'app/orders-locked', scenario: ex('app/orders-locked.race.mjs'), options: { reduce: true } },
+  { name: 'app/withdraw-ledger, 2 sessions', scenario: ex('app/withdraw-ledger.race.mjs'), options: { n: 2, reduce: true } },
+  { name: 'app/withdraw-ledger-locked, 2', scenario: ex('app/withdraw-ledger-locked.race.mjs'), options: { n: 2, reduce: true } },
   { name: 'lost-update', scenario: 'lost-update' },
   { name: 'write-skew', scenario: 'write-skew' },
   { name: 'read-skew', scenario: 'read-skew' },
@@ -53,7 +53,7 @@ async function main(): Promise<void> {
     const t0 = performance.now()
     const red = await explore(race.scenario, o)
     const t1 = performance.now()
-    const all = await explore(race.scenario, { ...o, exhaustive: true })
+    const all = await explore(race.scenario, { ...o, reduce: undefined, exhaustive: true })
     const t2 = performance.now()
     const a = outcomes(red)
     const b = outcomes(all)

@@ -1,4 +1,4 @@
-// race explore examples/app/withdraw-ledger-locked.race.mjs --n 3
+// race explore examples/app/withdraw-ledger-locked.race.mjs --n 3 --reduce
 // The same withdrawal with SELECT ... FOR UPDATE: the second read waits for the first transaction to end, so no
 // write is lost in any interleaving.
 import { InsufficientFunds, withdrawLocked } from './withdraw-ledger.mjs'

@@ -27,6 +27,7 @@ export interface ExploreCommandOptions extends TargetOptions {
   all?: boolean
   inject?: string
   exhaustive?: boolean
+  reduce?: boolean
   [param: string]: unknown
 }
 
@@ -37,6 +38,7 @@ export function registerExplore(program: Command, all: readonly ScenarioSummary[
     .argument('<scenario>', 'scenario id (race list), .spec file or .mjs module')
     .option('--n <n>', 'number of sessions; default per scenario, usually 2')
     .option('--exhaustive', 'run every order of the steps (the exact enumeration), whatever --max says; default: the reduced search')
+    .option('--reduce', "application races: the reduced search (default: every interleaving). It assumes the sessions share no state outside the database (a module-level variable, an in-process cache or lock)")
     .option('--max <count>', "above this many orders of the declared steps, a seeded random sample; an application race's search stops after this many runs", String(DEFAULT_MAX))
     .option('--sample <k>', `run K random interleavings instead of searching (default ${DEFAULT_SAMPLE} when the count is above --max)`)
     .option('--seed <s>', "the sample's seed (default a random one, printed: the same seed draws the same sample)")
@@ -71,7 +73,7 @@ Examples:
   $ race explore examples/explore-orders-fixed.spec         holds
   $ race explore lost-update --expect held --json
   $ race explore examples/app/orders.race.mjs               60 of 70 violate
-  $ race explore examples/app/withdraw-ledger.race.mjs --n 3   3 sessions, 220 runs
+  $ race explore examples/app/withdraw-ledger.race.mjs --n 3 --reduce   3 sessions, 220 runs
   $ race explore examples/orders.spec --n 3 --preemptions 2
   $ race explore examples/orders.spec --n 4 --sample 100 --seed 7
 
@@ -92,7 +94,7 @@ export async function exploreCommand(ctx: RunContext, id: string, o: ExploreComm
   // --isolation all (or rc,rr,ser): the exploration once per level (explore/levels.ts).
   if (isLevelList(o.isolation)) return (await import('./explore-levels.js')).exploreLevelsCommand(ctx, id, scenario, engine, o, cmd)
   const params = scenarioParams(scenario, cmd, o, await summaries(), engine)
-  const { n, max, sample, seed, depth, preemptions, shard, shrink, expect, exhaustive } = checkExplore(scenario, o, FLAGS)
+  const { n, max, sample, seed, depth, preemptions, shard, shrink, expect, exhaustive, reduce } = checkExplore(scenario, o, FLAGS)
   const bounds = parseBounds(o)
   assertSound(scenario, params, n, engine)
   const p = plan(scenario, { params, n, engine })
@@ -114,7 +116,7 @@ export async function exploreCommand(ctx: RunContext, id: string, o: ExploreComm
     o.databaseUrl,
     bounds,
     async (lab, target) => {
-      const r = await exploreOn(ctx, lab, target.label, scenario, p, { max, sample, seed, depth, preemptions, shard, shrink, expect, exhaustive, name: id, onProgress, word: cliWords, databaseUrl: o.databaseUrl }, bounds).catch((e) => {
+      const r = await exploreOn(ctx, lab, target.label, scenario, p, { max, sample, seed, depth, preemptions, shard, shrink, expect, exhaustive, reduce, name: id, onProgress, word: cliWords, databaseUrl: o.databaseUrl }, bounds).catch((e) => {
         throw specFailure(scenario, e)
       })
       if (tty) process.stderr.write('\r\x1b[2K')
@@ -155,7 +157,7 @@ function render(r: ExploreResult, all: boolean): string {
     ? `every order with at most ${pb.bound} preemption${pb.bound === 1 ? '' : 's'} (a preemption leaves a session that could go on), fewest first: ${r.runs} runs, the most ${pb.reached}${pb.complete ? '' : ' (stopped with orders within the bound left)'}`
     : red
     ? r.complete
-      ? `a reduced search: ${r.runs} runs cover every order of the steps (${r.orders} orders${discovered ? " of the first run's queries" : ''}) up to swapping steps that cannot affect each other, as the server's locks said after each step (${r.reduction!.unclassified} of the ${r.reduction!.steps} steps run could not be classified: each was ordered both ways against every other)`
+      ? `a reduced search: ${r.runs} runs cover every order of the steps (${r.orders} orders${discovered ? " of the first run's queries" : ''}) up to swapping steps that cannot affect each other, as the server's locks said after each step (${r.reduction!.unclassified} of the ${r.reduction!.steps} steps run could not be classified: each was ordered both ways against every other)${discovered ? "; --reduce assumes the sessions share no state outside the database (a module-level variable, an in-process cache or lock): without it every interleaving runs" : ''}`
       : `a reduced search, stopped at --max ${r.runs} runs with orders left (${r.orders} orders of the steps): raise --max, or --exhaustive`
     : r.mode === 'all'
       ? discovered

@@ -53,6 +53,13 @@ export interface ExploreOptions {
    * which runs one order of each class of orders that differ only by swapping steps that touch nothing in common.
    */
   exhaustive?: boolean
+  /**
+   * An application race: the reduced search (by default its interleavings are all run, or sampled above max). It
+   * assumes the sessions share no state outside the database: one that reads and writes a module-level variable, an
+   * in-process cache or lock between its queries depends on the others where the server sees nothing, and orders
+   * the reduction skips could end otherwise. Declared SQL steps are reduced by default.
+   */
+  reduce?: boolean
   /** Run only this shard of a sample's draws (index 1..count); mergeShards joins the shards' results. */
   shard?: { index: number; count: number }
   /** Run every order with at most this many preemptions, fewest first (instead of the reduced search). */
@@ -243,14 +250,14 @@ interface Done {
 
 export async function explore(ctx: RunContext, scenarioOrId: string | Scenario, o: ExploreOptions = {}): Promise<ExploreResult> {
   const scenario = typeof scenarioOrId === 'string' ? await findScenario(scenarioOrId) : scenarioOrId
-  const known = ['databaseUrl', 'n', 'params', 'max', 'sample', 'seed', 'depth', 'preemptions', 'shard', 'shrink', 'name', 'expect', 'exhaustive', 'connectTimeoutMs', 'stepTimeoutMs', 'runTimeoutMs', 'onProgress']
+  const known = ['databaseUrl', 'n', 'params', 'max', 'sample', 'seed', 'depth', 'preemptions', 'shard', 'shrink', 'name', 'expect', 'exhaustive', 'reduce', 'connectTimeoutMs', 'stepTimeoutMs', 'runTimeoutMs', 'onProgress']
   for (const k of Object.keys(o)) if (!known.includes(k)) throw new UsageError(`explore(): unknown option '${k}': it takes ${known.join(', ')}`)
   for (const k of ['connectTimeoutMs', 'stepTimeoutMs', 'runTimeoutMs'] as const) {
     const v = o[k]
     if (v !== undefined && !(typeof v === 'number' && Number.isFinite(v) && v > 0)) throw new UsageError(`${k} is ${JSON.stringify(v) ?? String(v)}: give a positive number of milliseconds`)
   }
   const bounds: Bounds = { connectTimeoutMs: o.connectTimeoutMs ?? 5000, stepTimeoutMs: o.stepTimeoutMs ?? 10_000, runTimeoutMs: o.runTimeoutMs ?? 30 * 60_000 }
-  const { n, max, sample, seed, depth, preemptions, shard, shrink: shrinkBudget, expect, exhaustive } = checkExplore(scenario, o, NAMES)
+  const { n, max, sample, seed, depth, preemptions, shard, shrink: shrinkBudget, expect, exhaustive, reduce } = checkExplore(scenario, o, NAMES)
   const params = paramsOf(scenario, o.params ?? {}, engineFor(o.databaseUrl), 'explore()')
   return withLab(
     ctx,
@@ -262,7 +269,7 @@ export async function explore(ctx: RunContext, scenarioOrId: string | Scenario, 
         assertRunsOn(scenario, lab.engine)
         assertSound(scenario, params, n, lab.engine)
         const p = plan(scenario, { params, n, engine: lab.engine })
-        return await exploreOn(ctx, lab, target.label, scenario, p, { ...o, n, max, sample, seed, depth, preemptions, shard, expect, exhaustive, shrink: shrinkBudget }, bounds)
+        return await exploreOn(ctx, lab, target.label, scenario, p, { ...o, n, max, sample, seed, depth, preemptions, shard, expect, exhaustive, reduce, shrink: shrinkBudget }, bounds)
       } finally {
         await lab.close()
       }
@@ -298,7 +305,9 @@ export async function exploreOn(ctx: RunContext, lab: Driver, targetLabel: strin
   // Injected faults (--inject) are more choices of a session than its next query: the reduction's model (one next step
   // per session) does not hold, so every order is run.
   const faulted = Boolean(applicationOf(scenario)?.faults)
-  const reduced = !sampling && !exhaustive && !bounded && !faulted ? new Reduced() : undefined
+  // An application's sessions may depend on each other in JavaScript, where the server sees nothing: reduced only
+  // when asked (--reduce), which says it assumes they do not.
+  const reduced = !sampling && !exhaustive && !bounded && !faulted && (!app || o.reduce === true) ? new Reduced() : undefined
   // A sample is PCT's (enumerate.ts): its runs give a stated least probability of finding a violation of depth --depth.
   const depth = o.depth ?? DEFAULT_DEPTH
   const pct = () => new Pct(size, seed, depth, p.sessions.length, app ? undefined : counts.reduce((a, b) => a + b, 0), o.shard)

@@ -43,6 +43,7 @@ export interface ExploreAsked {
   shard?: string | { index: number; count: number }
   expect?: string
   exhaustive?: boolean
+  reduce?: boolean
 }
 
 export interface ExploreChecked {
@@ -56,6 +57,7 @@ export interface ExploreChecked {
   shard?: { index: number; count: number }
   expect?: 'held' | 'violated'
   exhaustive: boolean
+  reduce: boolean
 }
 
 /** The one check of an exploration's input (race explore and explore()). */
@@ -71,6 +73,10 @@ export function checkExplore(s: Scenario, a: ExploreAsked, spell: Spelling): Exp
   if (a.expect !== undefined && a.expect !== 'held' && a.expect !== 'violated') throw new UsageError(`${spell('expect')} takes held or violated, got '${a.expect}'`)
   if (a.exhaustive !== undefined && typeof a.exhaustive !== 'boolean') throw new UsageError(`${spell('exhaustive')} takes true or false, got ${JSON.stringify(a.exhaustive)}`)
   const exhaustive = a.exhaustive === true
+  if (a.reduce !== undefined && typeof a.reduce !== 'boolean') throw new UsageError(`${spell('reduce')} takes true or false, got ${JSON.stringify(a.reduce)}`)
+  const reduce = a.reduce === true
+  if (reduce && kindOf(s).type !== 'application') throw new UsageError(`${spell('reduce')} is for application races (their sessions may share state in JavaScript, which the server cannot see); declared SQL steps are reduced by default`)
+  if (reduce && (exhaustive || sample !== undefined)) throw new UsageError(`${spell('reduce')} asks for the reduced search: leave out ${spell(exhaustive ? 'exhaustive' : 'sample')}`)
   if (exhaustive && sample !== undefined) throw new UsageError(`${spell('exhaustive')} runs every order and ${spell('sample')} a random few: give one of them`)
   let shard: { index: number; count: number } | undefined
   if (a.shard !== undefined) {
@@ -84,5 +90,5 @@ export function checkExplore(s: Scenario, a: ExploreAsked, spell: Spelling): Exp
     if (a.seed === undefined) throw new UsageError(`${spell('shard')} needs ${spell('seed')}: every part of a sample draws from the same seed`)
   }
   if (preemptions !== undefined && sample !== undefined) throw new UsageError(`${spell('preemptions')} runs every order within a bound and ${spell('sample')} a random few: give one of them`)
-  return { n, max, sample, seed, shrink, depth, preemptions, shard, expect: a.expect, exhaustive }
+  return { n, max, sample, seed, shrink, depth, preemptions, shard, expect: a.expect, exhaustive, reduce }
 }

@@ -145,8 +145,38 @@ test('--expect held on the racing function fails (exit 1), in words a person rea
   assert.match(r.stdout, /expected {3}held {2}DEVIATION/)
 })
 
+test('sessions that share state in JavaScript: every interleaving runs by default and finds the violation; --reduce says what it assumes', async () => {
+  // A module-level counter read before a query and written after it: the server sees two independent sessions, but
+  // the order of their JavaScript decides whether both insert the same id. Only running every order finds it.
+  const file = path.join(dir, 'shared-state.race.mjs')
+  fs.writeFileSync(
+    file,
+    `let next = 0
+export default {
+  driver: 'pg',
+  setup: ['create table t (id int primary key)'],
+  session: async (db) => {
+    await db.query('begin')
+    const mine = next
+    await db.query('select 1')
+    next = mine + 1
+    await db.query('insert into t values ($1)', [mine])
+    await db.query('commit')
+  },
+  invariant: 'select count(*) = 2 as held from t',
+  expect: 'held',
+}
+`,
+  )
+  const { j } = await explore([file])
+  assert.equal(j.search, 'exhaustive')
+  assert.ok(j.violating > 0, 'the default search finds the ids two sessions took from the same counter value')
+  const r = await race(['explore', file, '--reduce'], { url: server.url, timeoutMs: 120_000 })
+  assert.match(r.stdout.replace(/\s+/g, ' '), /--reduce assumes the sessions share no state outside the database/)
+})
+
 test('a search --max cut short is undecided (exit 3), in words: unknown, never DEVIATION nor MATCH', async () => {
-  const r = await race(['explore', LOCKED, '--max', '3'], { url: server.url, timeoutMs: 120_000 })
+  const r = await race(['explore', LOCKED, '--reduce', '--max', '3'], { url: server.url, timeoutMs: 120_000 })
   assert.equal(r.code, 3, r.stdout + r.stderr)
   assert.match(r.stdout, /expected {3}held {2}unknown/)
   assert.doesNotMatch(r.stdout, /MATCH|DEVIATION/)
@@ -171,12 +201,12 @@ test('three sessions: a seeded sample (the same seed, the same runs), a violatio
   assert.equal(again.order, a.j.shortest!.line)
 })
 
-test('the reduced search by default: within --max 20 runs where the first run\'s queries have 35 orders, complete, the same groups as --exhaustive', async () => {
+test('the reduced search when asked (reduce): within --max 20 runs where the first run\'s queries have 35 orders, complete, the same groups as --exhaustive', async () => {
   // From code, as the CLI does it. The reduced search runs one order of each class of orders that differ only by
   // swapping steps that touch nothing in common (what each touched read from the server after it ran).
   const { explore: exploreApi } = await import('../../src/index.js')
   const seen: string[] = []
-  const j = await exploreApi(ORDERS, { databaseUrl: server.url, max: 20, shrink: 0, onProgress: (p) => seen.push(`${p.runs}/${p.planned}`) })
+  const j = await exploreApi(ORDERS, { databaseUrl: server.url, reduce: true, max: 20, shrink: 0, onProgress: (p) => seen.push(`${p.runs}/${p.planned}`) })
   const all = await exploreApi(ORDERS, { databaseUrl: server.url, exhaustive: true, shrink: 0 })
   assert.equal(j.search, 'reduced')
   assert.equal(j.complete, true)

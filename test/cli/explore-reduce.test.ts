@@ -26,7 +26,7 @@ for (const name of CHOSEN) {
     const { explore } = await import('../../src/index.js')
     const o = { ...race.options, databaseUrl: server.url }
     const red = await explore(race.scenario, o)
-    const all = await explore(race.scenario, { ...o, exhaustive: true })
+    const all = await explore(race.scenario, { ...o, reduce: undefined, exhaustive: true })
     assert.equal(red.search, 'reduced')
     assert.equal(all.search, 'exhaustive')
     assert.equal(red.complete, true)
