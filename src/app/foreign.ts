@@ -90,9 +90,19 @@ function namesIdent(q: string, name: string): boolean {
   return new RegExp(`(^|[^\\w$])["\`]?${n}["\`]?($|[^\\w$])`, 'i').test(q)
 }
 
+/**
+ * The session threads race handed out on each server, over the run (MySQL/MariaDB opens them per trial): one a
+ * previous trial closed can still be listed in its database for a moment. Thread ids are never reused while the
+ * server runs.
+ */
+const handedOut = new WeakMap<Driver, Set<number>>()
+
 /** The connections (not race's) that touch the run's database now (MySQL/MariaDB): see the module comment. */
 async function foreignThreads(lab: Driver, database: string, ours: readonly number[]): Promise<Foreign[]> {
-  const own = ours.filter((p) => Number.isInteger(p))
+  let seen = handedOut.get(lab)
+  if (!seen) handedOut.set(lab, (seen = new Set()))
+  for (const p of ours) if (Number.isInteger(p)) seen.add(p)
+  const own = [...seen]
   const r = (await lab.query(
     `select id, host, db, info from information_schema.processlist
       where id <> connection_id() and command <> 'Daemon'${own.length ? ` and id not in (${own.join(',')})` : ''}
