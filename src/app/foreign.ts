@@ -1,9 +1,17 @@
 // Queries on connections race did not hand out. A session that opens its own connection (a `new pg.Client`, a
 // module-level Pool) and queries through it is not gated, so no schedule reaches it: a race that violates held in
-// every interleaving. race cannot see those queries in the process, but the server can: a backend that is not one
-// of race's (its sessions, its control connection, another race's "race ..." connections) and that holds a lock on
-// a relation of THIS run's schema, or that was opened from race's own process and whose last query names one of
-// the schema's tables. Other jobs racing on the same database touch other schemas and live in other processes.
+// every interleaving. race cannot see those queries in the process, but the server can. A connection is taken for
+// one when it is not one of race's (its sessions, its control connection, another race's "race ..." connections)
+// and the server shows it
+// - (PostgreSQL) holding a lock on a relation of THIS run's schema; or with a query (running, or its last) that
+//   names the run's schema, whose name is this run's alone (race_<label>_<hex>), from any process and over any
+//   socket (TCP or Unix); or opened from race's own process over TCP with a query that names one of the schema's
+//   tables;
+// - (MySQL/MariaDB, where the run's namespace is a database of its own) in the run's database (PROCESSLIST.DB: it
+//   connected to it or USEd it), or running a statement that names it.
+// Other jobs racing on the same database touch other schemas and live in other processes. Not seen: a connection
+// opened and closed between two looks (every FOREIGN_MS while the functions run, and once at the end) that neither
+// held a lock then nor is open at the end.
 import fs from 'node:fs'
 import net from 'node:net'
 import type { Driver } from '../db/driver.js'
@@ -76,8 +84,44 @@ export interface Foreign {
   session?: string
 }
 
-/** The backends (not race's) that touch the run's schema now: see the module comment. PostgreSQL only. */
+/** Whether a query's text names `name` as an identifier (bare or double-quoted, or back-quoted on MySQL). */
+function namesIdent(q: string, name: string): boolean {
+  const n = name.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')
+  return new RegExp(`(^|[^\\w$])["\`]?${n}["\`]?($|[^\\w$])`, 'i').test(q)
+}
+
+/**
+ * The session threads race handed out on each server, over the run (MySQL/MariaDB opens them per trial): one a
+ * previous trial closed can still be listed in its database for a moment. Thread ids are never reused while the
+ * server runs.
+ */
+const handedOut = new WeakMap<Driver, Set<number>>()
+
+/** The connections (not race's) that touch the run's database now (MySQL/MariaDB): see the module comment. */
+async function foreignThreads(lab: Driver, database: string, ours: readonly number[]): Promise<Foreign[]> {
+  let seen = handedOut.get(lab)
+  if (!seen) handedOut.set(lab, (seen = new Set()))
+  for (const p of ours) if (Number.isInteger(p)) seen.add(p)
+  const own = [...seen]
+  const r = (await lab.query(
+    `select id, host, db, info from information_schema.processlist
+      where id <> connection_id() and command <> 'Daemon'${own.length ? ` and id not in (${own.join(',')})` : ''}
+        and (db = ? or info like ?)`,
+    [database, `%${database.replace(/[\\%_]/g, '\\$&')}%`],
+  )) as unknown as { id: number; host: string | null; db: string | null; info: string | null }[]
+  const out: Foreign[] = []
+  for (const row of r) {
+    const inDb = row.db === database
+    if (!inDb && !namesIdent(row.info ?? '', database)) continue
+    const port = /:(\d+)$/.exec(row.host ?? '')?.[1]
+    out.push({ pid: Number(row.id), how: inDb ? `used database ${database}` : `queried database ${database}`, session: port ? sessionOfPort(Number(port)) : undefined })
+  }
+  return out
+}
+
+/** The backends (not race's) that touch the run's schema now: see the module comment. */
 export async function foreignBackends(lab: Driver, schema: string, ours: readonly number[]): Promise<Foreign[]> {
+  if (lab.engine === 'mysql') return foreignThreads(lab, schema, ours)
   if (lab.engine !== 'postgres') return []
   const r = await lab.query(
     `select a.pid, a.client_port, a.query,
@@ -100,9 +144,14 @@ export async function foreignBackends(lab: Driver, schema: string, ours: readonl
       out.push({ pid: Number(row.pid), how: 'holds a lock on a table of the run', session })
       continue
     }
-    if (row.client_port == null || !mine.has(Number(row.client_port))) continue
     const q = row.query ?? ''
-    const named = (row.tables ?? []).find((t) => new RegExp(`(^|[^\\w$"])"?${t.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}"?($|[^\\w$])`, 'i').test(q))
+    // The run's schema by name: that name is this run's alone, so any process, over any socket.
+    if (namesIdent(q, schema)) {
+      out.push({ pid: Number(row.pid), how: `queried schema ${schema}`, session })
+      continue
+    }
+    if (row.client_port == null || !mine.has(Number(row.client_port))) continue
+    const named = (row.tables ?? []).find((t) => namesIdent(q, t))
     if (named) out.push({ pid: Number(row.pid), how: `queried ${named}`, session })
   }
   return out

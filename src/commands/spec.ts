@@ -328,7 +328,7 @@ async function runOne(lab: Lab, spec: Spec, database: Promise<SpecDatabase> | un
   try {
     if (database) {
       db = await database
-      await db.begin()
+      await db.begin(spec)
     } else schema = await lab.createSchema('spec', Boolean(o.keep))
   } catch (e) {
     if (db) {

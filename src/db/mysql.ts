@@ -7,7 +7,9 @@
 //   (MySQL 8). InnoDB fills INNODB_TRX / INNODB_LOCK_WAITS from a cache that it refreshes only when nobody has
 //   read it for 0.1 s (trx0i_s.cc, CACHE_MIN_IDLE_TIME_NS): a poll every few ms would read the same stale copy
 //   forever. So the watch connection reads it at most every WATCH_GAP_MS, inside a transaction of its own, and
-//   takes a copy as fresh when its own row shows the very statement that read it (a unique token). Another reader
+//   takes a copy as fresh when its own row shows the very statement that read it (a unique token). The races on
+//   one server take turns to read it (a user lock, READ_TURN_LOCK, held until the cache may be refreshed again), so
+//   that each read is fresh: with k races at once a read waits for at most k turns of about 0.11 s. Another reader
 //   (another race on the same server) makes the copies we read: one counts for a step once it shows a marker whose
 //   query id floor is above the step's statement's QUERY_ID (so it was made after that statement began);
 // - each session's isolation level: INNODB_TRX.trx_isolation_level of its transaction, from a fresh copy taken
@@ -34,6 +36,16 @@ type Conn = Connection
 const IN_TRANS = 1
 /** The InnoDB transaction cache is refreshed only after 0.1 s without a reader; read it no more often than this. */
 export const WATCH_GAP_MS = 110
+/**
+ * The user lock (GET_LOCK) every race process on a server takes around its read of INNODB_TRX and holds until the
+ * cache may be refreshed again (WATCH_GAP_MS after the read): with several races on one server, each read then finds
+ * the cache idle for 0.1 s and gets a fresh copy of its own, instead of the races keeping the cache stale for each
+ * other (a level read before COMMIT then took 0.3-0.9 s inside the application's lock window, and a GET_LOCK of the
+ * advisory scenario timed out).
+ */
+export const READ_TURN_LOCK = 'race: information_schema.innodb_trx reads'
+/** How long a read that must be fresh waits for its turn before it reads anyway (and judges the copy by its token). */
+const READ_TURN_WAIT_S = 2
 /** How long the final drop waits for a metadata lock before naming the leftover instead. */
 export const DROP_LOCK_TIMEOUT_S = 5
 
@@ -229,6 +241,8 @@ export class MysqlLab implements Driver {
   /** The marker blocked() counts another reader's copies by (opened once a copy it read was not its own), and its opening. */
   private blockMarker?: Marker
   private blockMarkerOpening?: Promise<void>
+  /** The connection that takes READ_TURN_LOCK (opened at the first read; null: none could be had, reads go unpaced). */
+  private pacer?: Promise<Conn | null>
   private release: () => void = () => {}
 
   private constructor(
@@ -489,6 +503,8 @@ export class MysqlLab implements Driver {
     this.release()
     await this.blockMarkerOpening
     this.dropBlockMarker()
+    const pacer = await this.pacer?.catch(() => null)
+    if (pacer) await endQuietly(pacer, true)
     await endQuietly(this.watch)
     await endQuietly(this.control)
   }
@@ -505,12 +521,50 @@ export class MysqlLab implements Driver {
    * returns at once if the cache cannot have been refreshed since the last read (less than WATCH_GAP_MS ago).
    */
   private snapshot(wait: boolean, marker?: Marker): Promise<Copy | undefined> {
-    const next = this.reading.then(async () => {
+    const next = this.reading.then(async (): Promise<{ copy: Copy | undefined; held?: Promise<unknown> }> => {
       const gap = performance.now() - this.lastRead
       if (gap < this.gapMs) {
-        if (!wait) return undefined
+        if (!wait) return { copy: undefined }
         await sleep(this.gapMs - gap)
       }
+      // This process's turn among the races reading INNODB_TRX on this server (READ_TURN_LOCK): a read that may
+      // give up (block polling) does not wait for it.
+      const turn = await this.readTurn(wait)
+      if (turn === undefined) return { copy: undefined }
+      const copy = await this.readCopy(marker)
+      // Held until the cache may be refreshed again, so that the next reader's copy is fresh too; the copy goes to
+      // the caller at once, this process's next read waits for the release.
+      const held = turn ? sleep(WATCH_GAP_MS).then(() => turn.query('do release_lock(?)', [READ_TURN_LOCK])).catch(() => {}) : undefined
+      return { copy, held }
+    })
+    this.reading = next.then((r) => r.held).catch(() => {})
+    return next.then((r) => r.copy)
+  }
+
+  /**
+   * Takes READ_TURN_LOCK: the pacer connection holding it, null when reading unpaced (no pacer connection, or the
+   * turn did not come within READ_TURN_WAIT_S: someone holds it who is not a race), undefined when `wait` is false
+   * and another race is reading now.
+   */
+  private async readTurn(wait: boolean): Promise<Conn | null | undefined> {
+    this.pacer ??= mariadb
+      .createConnection({ ...connectionOptions(this.target, this.connectTimeoutMs), connectAttributes: { program_name: 'race watch turn' } })
+      .then((c) => (c.on('error', () => {}), c))
+      .catch(() => null)
+    const pacer = await this.pacer
+    if (!pacer || this.context.signal.aborted) return null
+    try {
+      const [r] = (await pacer.query('select get_lock(?, ?) as got', [READ_TURN_LOCK, wait ? READ_TURN_WAIT_S : 0])) as { got: number | null }[]
+      if (Number(r?.got) === 1) return pacer
+      return wait ? null : undefined
+    } catch {
+      return null
+    }
+  }
+
+  /** One read of INNODB_TRX on the watch connection (see snapshot). */
+  private async readCopy(marker?: Marker): Promise<Copy | undefined> {
+    {
       const n = ++this.seq
       const token = `race watch ${this.controlId}.${n} `
       // MariaDB shows every read-only transaction with trx_id 0 (in INNODB_TRX and in INNODB_LOCK_WAITS alike): a
@@ -544,9 +598,7 @@ export class MysqlLab implements Driver {
         this.lastRead = performance.now()
         return undefined
       }
-    })
-    this.reading = next.catch(() => {})
-    return next
+    }
   }
 
   /**

@@ -11,9 +11,21 @@ import type { Sql } from 'postgres'
 import { literal, type Lab } from '../db/lab.js'
 import { conditionName } from '../db/sqlstate.js'
 import { PgConn } from './pgconn.js'
+import { RunError } from '../errors.js'
+import type { Spec } from './parse.js'
 
 /** The name pg_isolation_regress gives its database (a spec's database on race's own server, where no other run can be). */
 export const REGRESS_DATABASE = 'isolation_regression'
+
+/**
+ * Whether a spec's SQL names pg_regress's database (PostgreSQL's intra-grant-inplace-db grants on it), so that it
+ * can run only in a database of that name. Read from the text, as a spec's author wrote it.
+ */
+export function namesRegressDatabase(spec: Spec): boolean {
+  const re = new RegExp(`\\b${REGRESS_DATABASE}\\b`, 'i')
+  const sql = [...spec.setup.map((b) => b.sql), spec.teardown?.sql, ...spec.sessions.flatMap((s) => [s.setup, s.teardown, ...s.steps.map((st) => st.sql)])]
+  return sql.some((t) => t !== undefined && re.test(t))
+}
 
 /** Where a database race spec creates on a shared server is named: race_spec_<hex>. */
 const PREFIX = 'race_spec_'
@@ -201,14 +213,23 @@ export class SpecDatabase {
   /**
    * Makes it the spec's, right before the spec runs: it takes pg_isolation_regress's name (on race's own server
    * always, the previous spec's database is gone by then; on a server of the user's when no database holds that
-   * name); the roles that exist now are noted.
+   * name, and a spec that names it is refused while another database holds it); the roles that exist now are noted.
    */
-  async begin(): Promise<void> {
-    if (this.name !== REGRESS_DATABASE && (await this.takeRegressName())) {
-      this.name = REGRESS_DATABASE
-      // The rename wrote its pg_database row: rows written from here on are the spec's.
-      const [r] = await this.lab.control`select (txid_current() % 4294967296)::text as x`
-      this.x0 = String(r.x)
+  async begin(spec?: Spec): Promise<void> {
+    if (this.name !== REGRESS_DATABASE) {
+      if (await this.takeRegressName()) {
+        this.name = REGRESS_DATABASE
+        // The rename wrote its pg_database row: rows written from here on are the spec's.
+        const [r] = await this.lab.control`select (txid_current() % 4294967296)::text as x`
+        this.x0 = String(r.x)
+      } else if (spec && namesRegressDatabase(spec)) {
+        // The spec's statements would act on that other database, not on the spec's own (a GRANT ON DATABASE the
+        // spec's VACUUM then does not wait for): its transcript would not be what pg_regress runs. race never
+        // touches a database it did not create, so this spec cannot run here now.
+        throw new RunError(
+          `${spec.file}: the spec names pg_regress's database ${REGRESS_DATABASE}, and another database on ${this.lab.target.label} has that name (not this run's): the spec would act on it rather than on its own; drop that database, or run on race's own server (--pg)`,
+        )
+      }
     }
     this.rolesBefore = await roles(this.lab.control)
     this.began = true
@@ -258,7 +279,7 @@ export class SpecDatabase {
       await this.lab.control.unsafe(rename)
       return true
     } catch (e) {
-      if ((e as { code?: string }).code === '42P04') return false // taken: it keeps race_spec_<hex>, which a transcript naming it shows
+      if ((e as { code?: string }).code === '42P04') return false // taken: it keeps race_spec_<hex> (begin refuses a spec that names it)
       throw e
     }
   }

@@ -72,10 +72,12 @@ export interface TesterOptions {
   /** Called with the backends once connected (so an abort can end them). */
   onBackends?: (pids: number[]) => void
   /**
-   * Called once for each session whose connection the server closed (a step that ends its own backend, a session
-   * terminated by another, idle_session_timeout), with a line naming the session, the step and why. The run goes
-   * on as isolationtester's does: the transcript shows the server's FATAL error, and a later step of that session
-   * fails to be sent (exit 1), as isolationtester's.
+   * Called once the spec has run, for each session whose connection the server closed (a step that ends its own
+   * backend, a session terminated by another, idle_session_timeout), with a line naming the session, the step and
+   * why, but only when the spec failed (isolationtester's exit 1: a later step of that session could not be sent).
+   * The run goes on as isolationtester's does and its transcript shows the server's FATAL error; a spec that ran
+   * to its end (PostgreSQL's temp-schema-cleanup ends its own session in its last step) prints nothing more than
+   * isolationtester prints.
    */
   onSessionLost?: (note: string) => void
   /**
@@ -143,12 +145,11 @@ export async function runTester(spec: Spec, o: TesterOptions, sink: TranscriptSi
     const exec = async (c: PgConn, sql: string) => c.exec(sql)
     // race's control connection closed: the spec stops there.
     const lost = (during: string) => new RunError(`${connectionLost(spec.file, "race's isolationtester control connection", during, control)}: the spec stopped there`)
-    // A session's connection closed: said once (not in the transcript, which stays isolationtester's).
-    const told = new Set<Conn>()
+    // A session's connection closed: noted once (not in the transcript, which stays isolationtester's), and said
+    // beside it only if the spec fails (below).
+    const lostNotes = new Map<Conn, string>()
     const sessionLost = (c: Conn, during: string) => {
-      if (told.has(c)) return
-      told.add(c)
-      o.onSessionLost?.(connectionLost(spec.file, `session ${c.name}`, during, c.conn))
+      if (!lostNotes.has(c)) lostNotes.set(c, connectionLost(spec.file, `session ${c.name}`, during, c.conn))
     }
     // A block on control that fails because control was closed (the guard's own questions included) is that loss.
     const onControl = async <T>(run: () => Promise<T>, during: string): Promise<T> => {
@@ -348,6 +349,7 @@ export async function runTester(spec: Spec, o: TesterOptions, sink: TranscriptSi
       if (!(e instanceof Exit)) throw e
       exit = 1
     }
+    if (exit === 1) for (const note of lostNotes.values()) o.onSessionLost?.(note)
     if (o.atEnd && !control.closed) {
       await Promise.all(conns.slice(1).map((c) => c.conn.close()))
       await o.atEnd(control)

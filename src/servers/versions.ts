@@ -198,13 +198,18 @@ function npmInstall(spec: string, prefix: string, timeoutMs: number, ctx: RunCon
       timedOut = true
       child.kill('SIGKILL')
     }, timeoutMs)
-    // Ctrl-C, SIGTERM or the run's timeout: npm stops with race (its build folder is removed by the caller).
-    const onAbort = () => {
+    // npm has ended (and been reaped): race never exits while it still runs.
+    const gone = new Promise<void>((r) => child.once('close', () => r()))
+    const stop = async () => {
       child.kill('SIGKILL')
-      reject(abortSignal.reason)
+      await Promise.race([gone, new Promise((r) => setTimeout(r, 5000).unref())])
     }
+    // Ctrl-C, SIGTERM or the run's timeout: npm stops with race, before race goes on to exit (its build folder is
+    // removed by the caller). Rejected once npm is gone: a SIGKILLed npm on a loaded machine was still running
+    // when race had exited (test/cli/versions.test.ts, under load).
+    const onAbort = () => void stop().then(() => reject(abortSignal.reason))
     abortSignal.addEventListener('abort', onAbort, { once: true })
-    const release = onCleanup(ctx, 'npm fetch', async () => void child.kill('SIGKILL'), () => void child.kill('SIGKILL'))
+    const release = onCleanup(ctx, 'npm fetch', stop, () => void child.kill('SIGKILL'))
     const done = () => {
       clearTimeout(timer)
       release()

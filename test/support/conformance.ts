@@ -71,12 +71,12 @@ export async function conform(server: Server, names: string[], log: (line: strin
     for (const name of names) {
       const file = path.join(SPECS, `${name}.spec`)
       const env = { ...baseEnv(), ...server.env, ...specEnv(file, name) }
-      // race: its own schema, its own transcript file.
-      const raceDir = path.join(dir, 'race')
-      fs.mkdirSync(raceDir, { recursive: true })
-      const code = await runTo(process.execPath, [BIN, 'spec', file, '--results', raceDir, '--database-url', server.url], env, null, path.join(dir, `${name}.race-log`), 15 * 60_000)
-      const raceText = fs.existsSync(path.join(raceDir, `${name}.out`)) ? fs.readFileSync(path.join(raceDir, `${name}.out`), 'latin1') : ''
-      if (code === 2 || code === 3) log(`  race spec ${name} exited ${code}: ${fs.readFileSync(path.join(dir, `${name}.race-log`), 'utf8').trim()}\n`)
+      // race: its own schema; stdout and stderr into one file, as isolationtester's below (a line race adds on
+      // stderr is a difference too, not only the transcript --results would keep).
+      const raceOut = path.join(dir, `${name}.race`)
+      const code = await runTo(process.execPath, [BIN, 'spec', file, '--database-url', server.url], env, null, raceOut, 15 * 60_000)
+      const raceText = fs.existsSync(raceOut) ? fs.readFileSync(raceOut, 'latin1') : ''
+      if (code === 2 || code === 3) log(`  race spec ${name} exited ${code}: ${raceText.trim().split('\n').pop()}\n`)
       // isolationtester: a schema of its own, made first and dropped after, named in the connection's options.
       const schema = `conformance_${process.pid}_${name.replace(/[^a-z0-9]/g, '_')}`
       await admin.unsafe(`drop schema if exists "${schema}" cascade; create schema "${schema}"`)
