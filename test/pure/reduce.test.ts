@@ -177,27 +177,30 @@ test('fewestSwitches: the simplest order of a run\'s class keeps every conflicti
   assert.deepEqual(fewestSwitches(launched, launched.map(() => 'all' as const)), launched)
 })
 
+/** Every run a strategy makes over `world` (steps per session, none of which waits): the order each run launched. */
+function runWaitless(world: readonly (readonly unknown[])[], s: Strategy): number[][] {
+  const out: number[][] = []
+  for (let pick = s.next(); pick; pick = s.next()) {
+    const next = world.map(() => 0)
+    const launched: number[] = []
+    for (;;) {
+      const ready = world.map((_, i) => i).filter((i) => next[i] < world[i].length)
+      if (!ready.length) break
+      const i = pick(ready)
+      next[i]++
+      launched.push(i)
+    }
+    s.done(launched)
+    out.push(launched)
+  }
+  return out
+}
+
 test('PCT: the same seed draws the same runs; a violation of depth 2 turns up at least as often as its bound 1/(n k)', () => {
   // Three sessions of four steps, none waits. The "violation": s1's second step before s2's first, which comes
   // before s1's third: s2 must preempt s1 there (depth 2: two ordering constraints).
   const world = [['nop', 'nop', 'nop', 'nop'], ['nop', 'nop', 'nop', 'nop'], ['nop', 'nop', 'nop', 'nop']]
-  const orders = (s: Strategy) => {
-    const out: number[][] = []
-    for (let pick = s.next(); pick; pick = s.next()) {
-      const next = world.map(() => 0)
-      const launched: number[] = []
-      for (;;) {
-        const ready = world.map((_, i) => i).filter((i) => next[i] < world[i].length)
-        if (!ready.length) break
-        const i = pick(ready)
-        next[i]++
-        launched.push(i)
-      }
-      s.done(launched)
-      out.push(launched)
-    }
-    return out
-  }
+  const orders = (s: Strategy) => runWaitless(world, s)
   const a = orders(new Pct(40, 9, 2, 3, 12))
   assert.deepEqual(orders(new Pct(40, 9, 2, 3, 12)), a)
   assert.notDeepEqual(orders(new Pct(40, 10, 2, 3, 12)), a)
@@ -226,23 +229,7 @@ test('preemption bounding: every order with at most K preemptions, fewest first;
     }
     return p
   }
-  const runAll = (s: Strategy) => {
-    const out: number[][] = []
-    for (let pick = s.next(); pick; pick = s.next()) {
-      const next = world.map(() => 0)
-      const launched: number[] = []
-      for (;;) {
-        const ready = world.map((_, i) => i).filter((i) => next[i] < world[i].length)
-        if (!ready.length) break
-        const i = pick(ready)
-        next[i]++
-        launched.push(i)
-      }
-      s.done(launched)
-      out.push(launched)
-    }
-    return out
-  }
+  const runAll = (s: Strategy) => runWaitless(world, s)
   const every = runAll(new Dfs())
   const all = runAll(new Preemptive(100))
   assert.equal(new Set(all.map((o) => o.join())).size, all.length, 'no order twice')
