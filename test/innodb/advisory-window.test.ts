@@ -7,51 +7,34 @@
 // wait in GET_LOCK, seen in PROCESSLIST): every request must still be served in turn, as documented. Skipped,
 // saying so, when no server answers at MYSQL_URL.
 import assert from 'node:assert/strict'
-import { after, before, test } from 'node:test'
+import { test } from 'node:test'
 import { performance } from 'node:perf_hooks'
-import type { Connection } from 'mariadb'
-import { spawn } from 'node:child_process'
-import { BIN } from '../support/server.js'
-import { MYSQL_URL, databasesOf, reachMysql, until } from './support.js'
+import { spawnRace } from '../support/procs.js'
+import { MYSQL_URL, databasesOf, until, useMysql } from './support.js'
 
-let conn: Connection | undefined
-let why: string | undefined
-before(async () => {
-  ;({ conn, why } = await reachMysql())
-  if (why) process.stdout.write(`# ${why}\n`)
-})
-after(async () => {
-  await conn?.end()
-})
+const my = useMysql()
 
 test("race check advisory on InnoDB: a reader that keeps INNODB_TRX's cache busy for 3 s inside the n=5 case's lock window does not turn race's own level read into a GET_LOCK timeout", async (t) => {
-  if (why) return t.skip(why)
-  const env: NodeJS.ProcessEnv = { ...process.env, NO_COLOR: '1' }
-  delete env.DATABASE_URL
-  const child = spawn(process.execPath, [BIN, 'check', 'advisory', '--database-url', MYSQL_URL, '--no-color'], { env, stdio: ['ignore', 'pipe', 'pipe'] })
-  let stdout = ''
-  let stderr = ''
-  child.stdout.on('data', (d) => (stdout += d))
-  child.stderr.on('data', (d) => (stderr += d))
-  const timer = setTimeout(() => child.kill('SIGKILL'), 180_000)
+  if (my.why) return t.skip(my.why)
+  const { child, done } = spawnRace(['check', 'advisory', '--database-url', MYSQL_URL, '--no-color'], undefined, 180_000)
   let finished = false
-  const code = new Promise<number | null>((resolve) => child.on('close', (c) => (clearTimeout(timer), (finished = true), resolve(c))))
+  void done.then(() => (finished = true))
   // This run's n=5 case: four of its requests waiting in GET_LOCK at once, in its own database (the n=2 case has one).
   const waiting = async () => {
     if (finished) return true
-    const mine = await databasesOf(conn!, child.pid!)
+    const mine = await databasesOf(my.conn!, child.pid!)
     if (!mine.length) return false
-    const [row] = (await conn!.query(`select count(*) as n from information_schema.processlist where state = 'User lock' and db in (?)`, [mine])) as { n: number }[]
+    const [row] = (await my.conn!.query(`select count(*) as n from information_schema.processlist where state = 'User lock' and db in (?)`, [mine])) as { n: number }[]
     return Number(row?.n ?? 0) >= 3
   }
   await until(waiting, 'the n=5 case with four requests waiting in GET_LOCK', 120_000)
   let reads = 0
   if (!finished) {
-    for (const end = performance.now() + 3000; performance.now() < end; reads++) await conn!.query('select count(*) from information_schema.innodb_trx')
+    for (const end = performance.now() + 3000; performance.now() < end; reads++) await my.conn!.query('select count(*) from information_schema.innodb_trx')
   }
-  const exit = await code
+  const { code, stdout, stderr } = await done
   assert.ok(reads > 0, 'the busy reader ran while the n=5 case held its lock')
-  assert.equal(exit, 0, stdout + stderr)
+  assert.equal(code, 0, stdout + stderr)
   assert.match(stdout, /all 2 behaved as documented/)
-  assert.deepEqual(await databasesOf(conn!, child.pid!), [])
+  assert.deepEqual(await databasesOf(my.conn!, child.pid!), [])
 })

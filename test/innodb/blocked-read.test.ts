@@ -6,20 +6,11 @@
 // Skipped, saying so, when no server answers at MYSQL_URL.
 import assert from 'node:assert/strict'
 import { performance } from 'node:perf_hooks'
-import { after, before, test } from 'node:test'
-import type { Connection } from 'mariadb'
+import { test } from 'node:test'
 import { race } from '../support/server.js'
-import { MYSQL_URL, databasesOf, reachMysql, busyTrxReader } from './support.js'
+import { MYSQL_URL, databasesOf, busyTrxReader, useMysql } from './support.js'
 
-let conn: Connection | undefined
-let why: string | undefined
-before(async () => {
-  ;({ conn, why } = await reachMysql())
-  if (why) process.stdout.write(`# ${why}\n`)
-})
-after(async () => {
-  await conn?.end()
-})
+const my = useMysql()
 
 interface Run {
   exitCode: number
@@ -29,9 +20,9 @@ interface Run {
 }
 
 test('a lockstep race sees its session wait for a row lock while another reader keeps INNODB_TRX busy', async (t) => {
-  if (why) return t.skip(why)
+  if (my.why) return t.skip(my.why)
   // The other reader (support.ts busyTrxReader) makes nearly every fresh copy of INNODB_TRX.
-  const { started, stop } = busyTrxReader(conn!)
+  const { started, stop } = busyTrxReader(my.conn!)
   try {
     await started
     for (let i = 0; i < 3; i++) {
@@ -56,7 +47,7 @@ test('a lockstep race sees its session wait for a row lock while another reader 
       // Seen waiting while it waited, not when --step-timeout (5 s) would have ended the wait.
       assert.ok(doc.sessions[1].waitedMs < 5000, at)
       t.diagnostic(`run ${i + 1}: ${Math.round(ms)} ms, t2 waited ${Math.round(doc.sessions[1].waitedMs)} ms, sessions ${doc.sessions.map((s) => Math.round(s.ms)).join(' / ')} ms`)
-      assert.deepEqual(await databasesOf(conn!, r.pid), [])
+      assert.deepEqual(await databasesOf(my.conn!, r.pid), [])
     }
   } finally {
     assert.ok((await stop()) > 0)

@@ -5,20 +5,11 @@
 import assert from 'node:assert/strict'
 import { spawn } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
-import { after, before, test } from 'node:test'
-import type { Connection } from 'mariadb'
+import { test } from 'node:test'
 import { BIN, race } from '../support/server.js'
-import { MYSQL_URL, databasesOf, reachMysql, until } from './support.js'
+import { MYSQL_URL, databasesOf, until, useMysql } from './support.js'
 
-let conn: Connection | undefined
-let why: string | undefined
-before(async () => {
-  ;({ conn, why } = await reachMysql())
-  if (why) process.stdout.write(`# ${why}\n`)
-})
-after(async () => {
-  await conn?.end()
-})
+const my = useMysql()
 
 /** A race child that holds its race (--hold), resolved once it says so on stderr. */
 function holding(args: string[]): Promise<{ pid: number; done: Promise<{ code: number | null; stderr: string }>; kill: (sig: NodeJS.Signals) => void }> {
@@ -38,7 +29,7 @@ function holding(args: string[]): Promise<{ pid: number; done: Promise<{ code: n
 
 /** Threads in the run's database that have waited in GET_LOCK for at least `seconds` (the server's TIME column). */
 async function userLockWaits(db: string, seconds: number): Promise<number> {
-  const rows = (await conn!.query(`select count(*) as n from information_schema.processlist where db = ? and state = 'User lock' and time >= ?`, [db, seconds])) as { n: number }[]
+  const rows = (await my.conn!.query(`select count(*) as n from information_schema.processlist where db = ? and state = 'User lock' and time >= ?`, [db, seconds])) as { n: number }[]
   return Number(rows[0].n)
 }
 
@@ -47,9 +38,9 @@ for (const [sig, code] of [
   ['SIGTERM', 143],
 ] as const) {
   test(`${sig} while the GET_LOCK waiters wait and the race holds: exit ${code}, one line, the database dropped`, async (t) => {
-    if (why) return t.skip(why)
+    if (my.why) return t.skip(my.why)
     const a = await holding(['run', 'advisory', '--n', '3', '--hold', '20s', '--database-url', MYSQL_URL, '--run-timeout', '60s'])
-    const [db] = await databasesOf(conn!, a.pid)
+    const [db] = await databasesOf(my.conn!, a.pid)
     assert.ok(db, 'the run has its database')
     // s2 and s3 wait in GET_LOCK while s1 holds (--hold extends their lock timeout). A signal once they had waited
     // a couple of seconds (by the server's own count) ended in the connector's destroy() KILLing a thread race's
@@ -60,17 +51,17 @@ for (const [sig, code] of [
     assert.equal(r.code, code, r.stderr)
     assert.doesNotMatch(r.stderr, /internal error|1094|please report/)
     assert.match(r.stderr, new RegExp(`race: interrupted by ${sig}: stopped, cleaned up\\n$`))
-    assert.deepEqual(await databasesOf(conn!, a.pid), [], 'nothing left')
+    assert.deepEqual(await databasesOf(my.conn!, a.pid), [], 'nothing left')
   })
 }
 
 test("an account's MAX_USER_CONNECTIONS below --n (1226): one line naming the limit, exit 3, nothing left", async (t) => {
-  if (why) return t.skip(why)
+  if (my.why) return t.skip(my.why)
   const user = `race_t_${randomBytes(4).toString('hex')}`
   const password = `pw-${randomBytes(6).toString('hex')}`
-  await conn!.query(`create user '${user}'@'%' identified by '${password}' with max_user_connections 4`)
+  await my.conn!.query(`create user '${user}'@'%' identified by '${password}' with max_user_connections 4`)
   try {
-    await conn!.query(`grant all on *.* to '${user}'@'%'`)
+    await my.conn!.query(`grant all on *.* to '${user}'@'%'`)
     const u = new URL(MYSQL_URL)
     u.username = user
     u.password = password
@@ -80,14 +71,14 @@ test("an account's MAX_USER_CONNECTIONS below --n (1226): one line naming the li
     assert.match(r.stderr, /^race: the server refused a session's connection: .*\(42000\/1226 ER_USER_LIMIT_REACHED\): .*use a smaller --n, or raise the account's MAX_USER_CONNECTIONS$/m)
     assert.doesNotMatch(r.stderr, /internal error|please report|\n\s+at /)
     assert.ok(!r.stderr.includes(password), 'no password shown')
-    assert.deepEqual(await databasesOf(conn!, r.pid), [])
+    assert.deepEqual(await databasesOf(my.conn!, r.pid), [])
   } finally {
-    await conn!.query(`drop user if exists '${user}'@'%'`)
+    await my.conn!.query(`drop user if exists '${user}'@'%'`)
   }
 })
 
 test("--window on MariaDB sleeps with the engine's own SLEEP, and race show prints what runs", async (t) => {
-  if (why) return t.skip(why)
+  if (my.why) return t.skip(my.why)
   const r = await race(['run', 'advisory', '--window', '50ms', '--database-url', MYSQL_URL, '--json'])
   assert.equal(r.code, 0, r.stdout + r.stderr)
   const doc = JSON.parse(r.stdout)
@@ -100,7 +91,7 @@ test("--window on MariaDB sleeps with the engine's own SLEEP, and race show prin
 })
 
 test('every session\'s isolation level is read on InnoDB, a rejected one\'s and a deadlock victim\'s too: none is "?"', async (t) => {
-  if (why) return t.skip(why)
+  if (my.why) return t.skip(my.why)
   const r = await race(['run', 'advisory', '--n', '3', '--schedule', 'lockstep', '--database-url', MYSQL_URL, '--json'])
   assert.equal(r.code, 0, r.stdout + r.stderr)
   const doc = JSON.parse(r.stdout) as { sessions: { outcome: string; isolation: string | null }[] }

@@ -5,20 +5,11 @@
 import assert from 'node:assert/strict'
 import { spawn } from 'node:child_process'
 import { randomUUID } from 'node:crypto'
-import { after, before, test } from 'node:test'
-import type { Connection } from 'mariadb'
+import { test } from 'node:test'
 import { BIN, race } from '../support/server.js'
-import { MYSQL_URL, databaseExists, databasesOf, reachMysql, until } from './support.js'
+import { MYSQL_URL, databaseExists, databasesOf, until, useMysql } from './support.js'
 
-let conn: Connection | undefined
-let why: string | undefined
-before(async () => {
-  ;({ conn, why } = await reachMysql())
-  if (why) process.stdout.write(`# ${why}\n`)
-})
-after(async () => {
-  await conn?.end()
-})
+const my = useMysql()
 
 /** A race child that holds its race (--hold), resolved once it says so on stderr. */
 function holding(args: string[]): Promise<{ pid: number; done: Promise<number | null>; kill: (sig: NodeJS.Signals) => void }> {
@@ -37,16 +28,16 @@ function holding(args: string[]): Promise<{ pid: number; done: Promise<number | 
 }
 
 test('race check on InnoDB: every scenario and case as documented; its databases are gone', async (t) => {
-  if (why) return t.skip(why)
+  if (my.why) return t.skip(my.why)
   const r = await race(['check', '--database-url', MYSQL_URL, '--no-color'], { timeoutMs: 240_000 })
   assert.equal(r.code, 0, r.stdout + r.stderr)
   assert.match(r.stdout, /all \d+ behaved as documented/)
   assert.match(r.stdout, /MariaDB|MySQL/)
-  assert.deepEqual(await databasesOf(conn!, r.pid), [])
+  assert.deepEqual(await databasesOf(my.conn!, r.pid), [])
 })
 
 test('race matrix on InnoDB: READ UNCOMMITTED too, every cell as documented', async (t) => {
-  if (why) return t.skip(why)
+  if (my.why) return t.skip(my.why)
   const r = await race(['matrix', '--database-url', MYSQL_URL, '--no-color', '--json'], { timeoutMs: 240_000 })
   assert.ok(r.stdout.trimStart().startsWith('{'), `no JSON grid (exit ${r.code}): ${r.stderr}`)
   type Cell = { happened: string; deviation?: boolean; deviations?: string[] }
@@ -76,50 +67,50 @@ test('race matrix on InnoDB: READ UNCOMMITTED too, every cell as documented', as
   assert.deepEqual(row('broken'), ['anomaly', 'anomaly', 'anomaly', 'prevented 40001/1213'])
   assert.deepEqual(row('for-update'), ['anomaly', 'anomaly', 'prevented 40001/1213', 'prevented 40001/1213'])
   assert.deepEqual(row('unique-index'), ['prevented 23000/1062', 'prevented 23000/1062', 'prevented 23000/1062', 'prevented 40001/1213'])
-  assert.deepEqual(await databasesOf(conn!, r.pid), [])
+  assert.deepEqual(await databasesOf(my.conn!, r.pid), [])
 })
 
 test("a killed run's database is reaped by the next run; a live run's is never touched", async (t) => {
-  if (why) return t.skip(why)
+  if (my.why) return t.skip(my.why)
   const a = await holding(['run', 'advisory', '--database-url', MYSQL_URL, '--hold', '30s', '--run-timeout', '60s'])
-  const [db] = await databasesOf(conn!, a.pid)
+  const [db] = await databasesOf(my.conn!, a.pid)
   assert.ok(db, 'the held run has its database')
-  const mark = JSON.parse(((await conn!.query('select schema_comment as c from information_schema.schemata where schema_name = ?', [db])) as { c: string }[])[0].c.slice(5))
+  const mark = JSON.parse(((await my.conn!.query('select schema_comment as c from information_schema.schemata where schema_name = ?', [db])) as { c: string }[])[0].c.slice(5))
   // Another run while A lives: A's database stays.
   const b = await race(['run', 'write-skew', '--database-url', MYSQL_URL, '--no-color'])
   assert.equal(b.code, 0, b.stderr)
-  assert.ok(await databaseExists(conn!, db), "a live run's database is not reaped")
+  assert.ok(await databaseExists(my.conn!, db), "a live run's database is not reaped")
   a.kill('SIGKILL')
   await a.done
-  await until(async () => ((await conn!.query('select 1 from information_schema.processlist where id = ?', [mark.thread])) as unknown[]).length === 0, "the killed run's control thread to end")
-  assert.ok(await databaseExists(conn!, db), 'SIGKILL left it behind')
+  await until(async () => ((await my.conn!.query('select 1 from information_schema.processlist where id = ?', [mark.thread])) as unknown[]).length === 0, "the killed run's control thread to end")
+  assert.ok(await databaseExists(my.conn!, db), 'SIGKILL left it behind')
   const c = await race(['run', 'write-skew', '--database-url', MYSQL_URL, '--no-color'])
   assert.equal(c.code, 0, c.stderr)
-  assert.ok(!(await databaseExists(conn!, db)), 'the next run reaped it')
+  assert.ok(!(await databaseExists(my.conn!, db)), 'the next run reaped it')
 })
 
 test('Ctrl-C while the race holds: exit 130, the database dropped', async (t) => {
-  if (why) return t.skip(why)
+  if (my.why) return t.skip(my.why)
   const a = await holding(['run', 'lost-update', '--database-url', MYSQL_URL, '--isolation', 'serializable', '--hold', '30s', '--run-timeout', '60s'])
-  const [db] = await databasesOf(conn!, a.pid)
+  const [db] = await databasesOf(my.conn!, a.pid)
   assert.ok(db)
   a.kill('SIGINT')
   assert.equal(await a.done, 130)
-  assert.ok(!(await databaseExists(conn!, db)))
+  assert.ok(!(await databaseExists(my.conn!, db)))
 })
 
 test('a step stuck on an outside lock is cancelled with KILL QUERY at --step-timeout: exit 3, one line', async (t) => {
-  if (why) return t.skip(why)
+  if (my.why) return t.skip(my.why)
   const user = randomUUID()
-  await conn!.query('select get_lock(?, 0)', [`setup_request:${user}`])
+  await my.conn!.query('select get_lock(?, 0)', [`setup_request:${user}`])
   try {
     const r = await race(['run', 'advisory', '--database-url', MYSQL_URL, '--user', user, '--lock-timeout', '20s', '--step-timeout', '1s', '--no-color'])
     assert.equal(r.code, 3, r.stdout + r.stderr)
     assert.match(r.stderr, /^race: could not decide: s\d timed out in step lock/m)
     assert.equal(r.stderr.trim().split('\n').length, 1, r.stderr)
-    assert.deepEqual(await databasesOf(conn!, r.pid), [])
+    assert.deepEqual(await databasesOf(my.conn!, r.pid), [])
   } finally {
-    await conn!.query('select release_all_locks()')
+    await my.conn!.query('select release_all_locks()')
   }
 })
 
@@ -130,7 +121,7 @@ test('bad input on InnoDB: a scenario that cannot exist there, a wrong password:
   const pg = await race(['run', 'gap-lock', '--no-color'])
   assert.equal(pg.code, 2)
   assert.match(pg.stderr, /gap-lock is not available on PostgreSQL: PostgreSQL has no gap locks/)
-  if (why) return t.skip(why)
+  if (my.why) return t.skip(my.why)
   const u = new URL(MYSQL_URL)
   u.username = 'race_no_such_user'
   u.password = 's3cret'

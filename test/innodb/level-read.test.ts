@@ -4,29 +4,20 @@
 // still be read (from the other reader's fresh copy, which shows race's marker transaction), not "could not be read".
 // Skipped, saying so, when no server answers at MYSQL_URL.
 import assert from 'node:assert/strict'
-import { after, before, test } from 'node:test'
-import type { Connection } from 'mariadb'
+import { test } from 'node:test'
 import { MysqlLab } from '../../src/db/mysql.js'
 import { UNREAD_LEVEL } from '../../src/db/sqlstate.js'
 import { resolveTarget } from '../../src/db/target.js'
-import { MYSQL_URL, reachMysql, busyTrxReader } from './support.js'
+import { MYSQL_URL, busyTrxReader, useMysql } from './support.js'
 
-let conn: Connection | undefined
-let why: string | undefined
-before(async () => {
-  ;({ conn, why } = await reachMysql())
-  if (why) process.stdout.write(`# ${why}\n`)
-})
-after(async () => {
-  await conn?.end()
-})
+const my = useMysql()
 
 test("a session's level is read while another reader makes INNODB_TRX's fresh copies and keeps race's reads from refreshing it", async (t) => {
-  if (why) return t.skip(why)
+  if (my.why) return t.skip(my.why)
   const lab = await MysqlLab.open(resolveTarget(MYSQL_URL), 5000)
   const space = await lab.createSpace('level-read', false)
   // The other reader (support.ts busyTrxReader) makes nearly every fresh copy of INNODB_TRX.
-  const { started, stop } = busyTrxReader(conn!)
+  const { started, stop } = busyTrxReader(my.conn!)
   try {
     await lab.query(`create table \`${space.name}\`.t (id int primary key) engine=innodb`)
     const s = await lab.openSession({ applicationName: 'race level-read test', space: space.name, params: {}, connectTimeoutMs: 5000, stepTimeoutMs: 10_000 })

@@ -2,6 +2,7 @@
 // so when they skip. Tests look only at their own databases (found by the mark race writes on each).
 import mariadb, { type Connection } from 'mariadb'
 import { performance } from 'node:perf_hooks'
+import { after, before } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises'
 
 export const MYSQL_URL = process.env.MYSQL_URL ?? 'mysql://root@127.0.0.1:3306/test'
@@ -24,6 +25,22 @@ export async function reachMysql(): Promise<{ conn?: Connection; why?: string }>
   } catch (e) {
     return { why: `no MySQL/MariaDB answers at ${MYSQL_URL.replace(/:[^:@/]*@/, ':***@')} (${(e as Error).message.split('\n')[0]}): InnoDB tests skipped` }
   }
+}
+
+/**
+ * A test file's connection to the server: made before its tests (or why there is none, said once on stdout: the tests
+ * skip with it), ended after them.
+ */
+export function useMysql(): { conn?: Connection; why?: string } {
+  const my: { conn?: Connection; why?: string } = {}
+  before(async () => {
+    Object.assign(my, await reachMysql())
+    if (my.why) process.stdout.write(`# ${my.why}\n`)
+  })
+  after(async () => {
+    await my.conn?.end()
+  })
+  return my
 }
 
 /** The databases race process `pid` created and left on the server (MariaDB: by the mark in their comment). */
