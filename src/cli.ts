@@ -4,6 +4,7 @@
 import type { Command } from 'commander'
 import fs from 'node:fs'
 import { Interrupted, RunError, UsageError } from './errors.js'
+import { SRC } from './home.js'
 import { isMariadbKillOfGoneThread, isPostgresJsDestroyedFetch, isPostgresJsNextWriteBug } from './known-bugs.js'
 import { contained, installSignalHandlers, RunContext } from './lifecycle.js'
 import { prefetchScenario, summaries, type ScenarioSummary } from './registry.js'
@@ -31,7 +32,7 @@ const COMMANDS: { name: string; scenarios?: boolean; load: () => Promise<Registe
 
 /** package.json's version (read as a file: no CommonJS loader for one field). */
 function version(): string {
-  return (JSON.parse(fs.readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }).version
+  return (JSON.parse(fs.readFileSync(new URL('../../package.json', SRC), 'utf8')) as { version: string }).version
 }
 
 /** The command's context (one command per process): its abort, its cleanup, its embedded server, its colours. */

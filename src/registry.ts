@@ -10,10 +10,13 @@ import fs from 'node:fs'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { UsageError } from './errors.js'
+import { SRC } from './home.js'
+import { importModule } from './load-module.js'
 import { closest } from './parse.js'
 import type { Engine, ParamSpec, Scenario, Source } from './scenario.js'
 
-const DIR = fileURLToPath(new URL('../scenarios/', import.meta.url))
+const SCENARIOS = new URL('../scenarios/', SRC)
+const DIR = fileURLToPath(SCENARIOS)
 /** The index of the built-in scenarios' summaries (dist/scenarios/index.json). */
 export const INDEX_FILE = path.join(DIR, 'index.json')
 /** Bumped when the summary's shape or how it is computed changes: an index of another version is stale. */
@@ -90,7 +93,7 @@ export function isBuiltIn(s: Scenario): boolean {
 }
 
 async function load(id: string): Promise<Scenario> {
-  const mod = (await import(new URL(`../scenarios/${id}.js`, import.meta.url).href)) as { default?: Scenario }
+  const mod = await importModule<{ default?: Scenario }>(new URL(`${id}.js`, SCENARIOS).href)
   const s = mod.default
   if (!s || typeof s !== 'object' || s.id !== id) throw new Error(`scenarios/${id}: its default export must be defineScenario({ id: '${id}', ... })`)
   BUILT_IN.add(s)
@@ -166,7 +169,7 @@ function statAll(files: readonly string[]): Record<string, [number, number]> {
 
 async function hashAll(files: readonly string[]): Promise<string> {
   // node:crypto only when it is needed (mtimes that do not match, or writing the index): not at every start.
-  const { createHash } = await import('node:crypto')
+  const { createHash } = await importModule<typeof import('node:crypto')>('node:crypto')
   const h = createHash('sha256')
   for (const f of files) h.update(f).update('\0').update(fs.readFileSync(distPath(f))).update('\0')
   return h.digest('hex')

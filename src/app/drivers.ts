@@ -3,7 +3,9 @@
 // the ORM they pass it to sees the same classes), else from race's own.
 import { AsyncLocalStorage } from 'node:async_hooks'
 import { createRequire } from 'node:module'
+import { pathToFileURL } from 'node:url'
 import { UsageError } from '../errors.js'
+import { importModule } from '../load-module.js'
 import type { Target } from '../db/target.js'
 import { unixSocket } from '../db/connect.js'
 import { PG_STATE_SQL } from '../db/pg-state.js'
@@ -88,15 +90,14 @@ export async function loadDriver(name: 'pg' | 'postgres' | 'mariadb' | 'mysql2',
     try {
       const req = createRequire(from)
       const resolved = req.resolve(name)
-      const { pathToFileURL } = await import('node:url')
-      const mod = (await import(pathToFileURL(resolved).href)) as Any
+      const mod = (await importModule(pathToFileURL(resolved).href)) as Any
       return mod.default ?? mod
     } catch {
       /* not installed beside the module: race's own */
     }
   }
   try {
-    const mod = (await import(name)) as Any
+    const mod = (await importModule(name)) as Any
     return mod.default ?? mod
   } catch {
     throw new UsageError(`driver '${name}' is not installed: npm install ${name} next to your race module`)

@@ -7,6 +7,8 @@ import path from 'node:path'
 import { createRequire, register } from 'node:module'
 import { pathToFileURL } from 'node:url'
 import { UsageError } from '../errors.js'
+import { SRC } from '../home.js'
+import { importModule } from '../load-module.js'
 import { checkScenario, sessionCount } from '../plan.js'
 import { defaultParams, type Scenario } from '../scenario.js'
 import { readScenarioBytes } from './files.js'
@@ -51,7 +53,7 @@ async function load(file: string, abs: string): Promise<Scenario> {
   if (/\.m?ts$/.test(file)) await typescript(file, abs)
   try {
     resolveSelf()
-    mod = (await import(pathToFileURL(abs).href)) as { default?: unknown }
+    mod = (await importModule<{ default?: unknown }>(pathToFileURL(abs).href))
   } catch (e) {
     throw new UsageError(`${file} could not be loaded: ${(e as Error).message.split('\n')[0]}`)
   }
@@ -71,10 +73,10 @@ function typescript(file: string, abs: string): Promise<void> {
       // The ESM entry of the user's tsx (require.resolve would give its CommonJS one): read from its exports map.
       const pkg = createRequire(abs).resolve('tsx/package.json')
       const entry = (JSON.parse(fs.readFileSync(pkg, 'utf8')) as { exports: Record<string, { import: { default: string } }> }).exports['./esm/api'].import.default
-      api = (await import(pathToFileURL(path.join(path.dirname(pkg), entry)).href)) as { register(): unknown }
+      api = await importModule<{ register(): unknown }>(pathToFileURL(path.join(path.dirname(pkg), entry)).href)
     } catch {
       try {
-        api = (await import('tsx/esm/api' as string)) as { register(): unknown }
+        api = await importModule<{ register(): unknown }>('tsx/esm/api')
       } catch {
         api = undefined
       }
@@ -100,7 +102,7 @@ function resolveSelf(): void {
   if (hooked) return
   hooked = true
   try {
-    register(new URL('./self-hook.js', import.meta.url).href, { data: { self: new URL('../index.js', import.meta.url).href } })
+    register(new URL('isolation/self-hook.js', SRC).href, { data: { self: new URL('index.js', SRC).href } })
   } catch {
     // A test runner with a module system of its own (Jest) refuses module hooks: there racelab is installed in the
     // project, and its resolver finds it by name.

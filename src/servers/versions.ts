@@ -10,6 +10,7 @@ import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import { RunError, UsageError } from '../errors.js'
+import { importModule } from '../load-module.js'
 import { onCleanup, type RunContext } from '../lifecycle.js'
 import { discard, openCache, reapStale } from './template.js'
 
@@ -109,7 +110,7 @@ async function bundled(): Promise<Binaries> {
   const pkg = platformPackage()
   let mod: { initdb: string; postgres: string }
   try {
-    mod = (await import(pkg)) as { initdb: string; postgres: string }
+    mod = await importModule<{ initdb: string; postgres: string }>(pkg)
   } catch {
     throw new RunError(`the embedded PostgreSQL for ${os.platform()}-${os.arch()} (${pkg}) is not installed: run npm install, or pass --database-url`)
   }

@@ -16,7 +16,7 @@ const HOOK = path.join(ROOT, 'dist', 'test', 'support', 'loaded.js')
 async function loaded(args: string[], url?: string, env: NodeJS.ProcessEnv = {}): Promise<{ code: number | null; modules: string[]; out: string }> {
   const log = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'race-loaded-')), 'loaded.txt')
   try {
-    const r = await race(args, { url, env: { NODE_OPTIONS: `--import=${HOOK}`, RACE_TEST_LOADED: log, ...env } })
+    const r = await race(args, { url, env: { NODE_OPTIONS: `--import=${HOOK}`, RACE_TEST_LOADED: log, RACE_BUNDLE: '0', ...env } })
     const urls = fs.existsSync(log) ? fs.readFileSync(log, 'utf8').split('\n').filter(Boolean) : []
     const modules = [...new Set(urls.filter((u) => u.startsWith('file:')).map((u) => {
       const p = path.relative(ROOT, new URL(u).pathname)

@@ -13,7 +13,7 @@ import { ROOT } from '../support/conformance.js'
  * as no circle forms.
  */
 export const FLOORS: readonly (readonly string[])[] = [
-  ['index.ts'],
+  ['index.ts', 'start.ts'],
   ['cli.ts', 'api.ts'],
   ['commands/'],
   ['bench/'],
@@ -28,7 +28,7 @@ export const FLOORS: readonly (readonly string[])[] = [
   ['servers/'],
   ['db/'],
   ['scenario.ts', 'permutation.ts', 'binds.ts', 'parse.ts'],
-  ['lifecycle.ts', 'errors.ts', 'known-bugs.ts'],
+  ['lifecycle.ts', 'errors.ts', 'known-bugs.ts', 'home.ts', 'load-module.ts'],
 ]
 
 const SRC = path.join(ROOT, 'src')

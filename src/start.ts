@@ -1,0 +1,58 @@
+// What bin/race loads. `npm run build` bundles the CLI (cli.ts and every module it may load, with commander,
+// cli-table3, chalk and postgres.js) into one file, dist/src/cli.bundle.cjs, and stores V8's compiled code for it
+// beside it (cli.bundle.cache, made by running the bundle once: scripts/bundle.ts). Started from that cache, race
+// compiles almost nothing: compiling some 80 modules one by one was most of what `race run` spent on itself
+// (CONTRIBUTING.md, "Benchmark of race itself"). V8 refuses a cache made by another Node.js or V8 build; the bundle
+// is then compiled as usual. Without a bundle (a build by tsc alone), or with RACE_BUNDLE=0, the modules are imported
+// one by one as before.
+//
+// The bundle's own dynamic imports are resolved when it is built; what it imports at run time (a user's module, a
+// driver, a built-in scenario file) goes through src/load-module.ts, which uses this module's import (a script
+// compiled from a code cache has no dynamic import of its own).
+import fs from 'node:fs'
+import { createRequire } from 'node:module'
+import path from 'node:path'
+import { fileURLToPath } from 'node:url'
+import vm from 'node:vm'
+
+const BUNDLE = fileURLToPath(new URL('./cli.bundle.cjs', import.meta.url))
+const CACHE = `${BUNDLE.replace(/\.cjs$/, '')}.cache`
+
+function bundleSource(): string | undefined {
+  if (process.env.RACE_BUNDLE === '0') return undefined
+  try {
+    return fs.readFileSync(BUNDLE, 'utf8')
+  } catch {
+    return undefined
+  }
+}
+
+const source = bundleSource()
+if (source === undefined) {
+  await import('./cli.js')
+} else {
+  ;(globalThis as Record<symbol, unknown>)[Symbol.for('racelab.importModule')] = (specifier: string) => import(specifier)
+  // RACE_CODE_CACHE=write (scripts/bundle.ts only): compile without the cache and store it when the process exits.
+  const write = process.env.RACE_CODE_CACHE === 'write'
+  let cachedData: Buffer | undefined
+  if (!write) {
+    try {
+      cachedData = fs.readFileSync(CACHE)
+    } catch {
+      /* no cache: compiled as usual */
+    }
+  }
+  // The wrapper CommonJS gives a module: the bundle uses require (Node's built-ins, the mariadb driver) and __filename.
+  const script = new vm.Script(`(function (exports, require, module, __filename, __dirname) {${source}\n})`, { filename: BUNDLE, cachedData })
+  // RACE_CODE_CACHE=check (a test): says whether V8 took the cache, then runs as always.
+  if (process.env.RACE_CODE_CACHE === 'check') process.stderr.write(`race: code cache ${cachedData ? (script.cachedDataRejected ? 'rejected' : 'accepted') : 'absent'}\n`)
+  if (write) {
+    process.once('exit', () => {
+      const tmp = `${CACHE}.${process.pid}`
+      fs.writeFileSync(tmp, script.createCachedData())
+      fs.renameSync(tmp, CACHE)
+    })
+  }
+  const mod = { exports: {} }
+  script.runInThisContext()(mod.exports, createRequire(BUNDLE), mod, BUNDLE, path.dirname(BUNDLE))
+}
