@@ -9,12 +9,16 @@
 //   tables;
 // - (MySQL/MariaDB, where the run's namespace is a database of its own) in the run's database (PROCESSLIST.DB: it
 //   connected to it or USEd it), or running a statement that names it.
-// Other jobs racing on the same database touch other schemas and live in other processes. Not seen: a connection
-// opened and closed between two looks (every FOREIGN_MS while the functions run, and once at the end) that neither
-// held a lock then nor is open at the end.
+// Other jobs racing on the same database touch other schemas and live in other processes. And, in race's own
+// process, every connection a session's code starts to the run's server (its port, or its Unix socket) is seen as it
+// starts (noteSessionSockets), however short it lives: between two looks at the server (every FOREIGN_MS while the
+// functions run, and once at the end) it may come and go unseen there. Not seen: a connection another process opens
+// for the code (a worker, a child process) that is gone by the next look.
 import fs from 'node:fs'
 import net from 'node:net'
 import type { Driver } from '../db/driver.js'
+import { unixSocket } from '../db/connect.js'
+import type { Target } from '../db/target.js'
 import { underTest } from './contain.js'
 
 /** Sockets a session's code connected (its own client or pool), by session name, while they are open. */
@@ -35,9 +39,72 @@ export function noteSessionSockets(): void {
       const entry = { socket: this, session: s.name }
       opened.add(entry)
       this.once('close', () => opened.delete(entry))
+      started.push({ session: s.name, ...destination(args), seq: ++seq })
+      if (started.length > STARTED_KEPT) started.splice(0, started.length - STARTED_KEPT)
     }
     return (connect as (...a: unknown[]) => net.Socket).apply(this, args)
   } as typeof connect
+}
+
+/** Where a socket connects: a TCP port or a Unix socket's path, from Socket#connect's arguments. */
+interface Destination {
+  port?: number
+  path?: string
+}
+
+/**
+ * Every connection a session's code started (race opens its own outside that context), with where it went, in
+ * order: seen as it starts, however short it lives. A trial reads those after its mark (startedMark).
+ */
+const started: (Destination & { session: string; seq: number })[] = []
+const STARTED_KEPT = 10_000
+let seq = 0
+
+/** The mark a trial reads the connections its sessions start after (connectionsToServer). */
+export function startedMark(): number {
+  return seq
+}
+
+function destination(args: unknown[]): Destination {
+  // net.connect hands Socket#connect its normalised arguments as one array.
+  const a = Array.isArray(args[0]) ? args[0][0] : args[0]
+  if (typeof a === 'number' || (typeof a === 'string' && /^\d+$/.test(a))) return { port: Number(a) }
+  if (typeof a === 'string') return { path: a }
+  if (a && typeof a === 'object') {
+    const o = a as { port?: unknown; path?: unknown }
+    if (o.path) return { path: String(o.path) }
+    if (o.port !== undefined) return { port: Number(o.port) }
+  }
+  return {}
+}
+
+/** Where the target's server listens, as a client of it connects: its Unix socket's path, or its TCP port. */
+export function serverDestination(target: Target): Destination {
+  const mysql = target.engine === 'mysql'
+  if (!target.url) {
+    const host = process.env.PGHOST ?? ''
+    const port = Number(process.env.PGPORT || 5432)
+    return host.startsWith('/') ? { path: `${host}/.s.PGSQL.${port}` } : { port }
+  }
+  if (!mysql) {
+    const { socket } = unixSocket(target.url)
+    if (socket) return { path: socket }
+  }
+  const u = new URL(target.url)
+  const path = u.searchParams.get('socketPath') ?? u.searchParams.get('socket')
+  if (mysql && path) return { path }
+  return { port: Number(u.port || (mysql ? 3306 : 5432)) }
+}
+
+/**
+ * The connections to the run's server (`target`) that a session's code started after `mark`, on its own: whatever
+ * they sent, race scheduled none of it. Each named by the session and where it went.
+ */
+export function connectionsToServer(target: Target, mark: number): { session: string; to: string }[] {
+  const server = serverDestination(target)
+  return started
+    .filter((c) => c.seq > mark && (server.path ? c.path === server.path : c.port === server.port && !c.path))
+    .map((c) => ({ session: c.session, to: c.path ? `socket ${c.path}` : `port ${c.port}` }))
 }
 
 function sessionOfPort(port: number): string | undefined {

@@ -13,7 +13,7 @@ import { loadDriver, openMariadb, openMysql2, openPg, openPostgresJs, running, t
 import { describeThrown, isDeclaredRejection } from './describe.js'
 import { AppSession } from './session.js'
 import { containExit, underTest } from './contain.js'
-import { foreignBackends, noteSessionSockets } from './foreign.js'
+import { connectionsToServer, foreignBackends, noteSessionSockets, startedMark } from './foreign.js'
 
 /** How often the server is asked for connections race did not hand out while a trial's functions run. */
 const FOREIGN_MS = 250
@@ -197,6 +197,7 @@ export async function appTrial(lab: Driver, cfg: AppTrialConfig): Promise<AppTri
     clock.restart()
     sessions.forEach((s) => s.markStart(0))
     noteSessionSockets()
+    const mark = startedMark()
     const foreign = new Map<number, string>()
     let looked = false
     const lookForeign = async () => {
@@ -207,9 +208,12 @@ export async function appTrial(lab: Driver, cfg: AppTrialConfig): Promise<AppTri
     const checkForeign = async () => {
       clearInterval(watcher)
       await lookForeign()
-      if (!foreign.size) return
-      const which = [...foreign.values()].join('; ')
-      throw new RunError(`a connection race did not hand out queried the run's tables (${which}): its queries were never scheduled, so this race cannot be decided; query through the connection race gives each session (the db argument, or ctx.pool/ctx.client)`)
+      const own = connectionsToServer(lab.target, mark)
+      if (!foreign.size && !own.length) return
+      const fix = 'so this race cannot be decided; query through the connection race gives each session (the db argument, or ctx.pool/ctx.client)'
+      if (foreign.size) throw new RunError(`a connection race did not hand out queried the run's tables (${[...foreign.values()].join('; ')}): its queries were never scheduled, ${fix}`)
+      const which = [...new Set(own.map((c) => `${c.session} connected to the server's ${c.to} itself`))].join('; ')
+      throw new RunError(`a connection race did not hand out reached the run's server (${which}): whatever it sent was never scheduled, ${fix}`)
     }
     const ended = sessions.map((s, i) => {
       const c = conns[i]!

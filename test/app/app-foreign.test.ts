@@ -49,6 +49,38 @@ export default {
   assert.match(r.stderr, /s2's own connection, pid \d+ queried orders/)
 })
 
+test("a session's own connection that comes and goes between two looks at the server is still seen: undecided, exit 3", async () => {
+  // Opened, queried and closed in a few milliseconds: the server shows it neither at a look (every 250 ms) nor at
+  // the end. race sees it start, in the session's own code, to the run's server.
+  const file = path.join(dir, 'brief.race.mjs')
+  fs.writeFileSync(
+    file,
+    `import { createRequire } from 'node:module'
+const pg = createRequire(${JSON.stringify(path.join(ROOT, 'package.json'))})('pg')
+export default {
+  driver: 'pg',
+  sessions: 2,
+  setup: ['create table orders (id bigserial primary key, user_id text not null, status text not null)'],
+  session: async (db, ctx) => {
+    await db.query('select 1')
+    const c = new pg.Client({ connectionString: process.env.OWN_URL, options: '-c search_path=' + ctx.schema })
+    await c.connect()
+    await c.query("select count(*)::int as n from orders")
+    await c.end()
+  },
+  invariant: 'select true',
+  expect: 'held',
+}
+`,
+  )
+  for (const cmd of ['run', 'explore']) {
+    const r = await race([cmd, file, '--database-url', ctx.server.url], { env: { OWN_URL: ctx.server.url } })
+    assert.equal(r.code, 3, `${cmd}: ${r.stdout}${r.stderr}`)
+    oneCleanLine(r.stderr, /a connection race did not hand out reached the run's server \(/)
+    for (const who of ['s1', 's2']) assert.match(r.stderr, new RegExp(`${who} connected to the server's port \\d+ itself`))
+  }
+})
+
 test('another job on the same database (its own process, another schema, a table of the same name) is not taken for one', async () => {
   await ctx.sql.unsafe('create schema if not exists race_test_foreign_other')
   await ctx.sql.unsafe('create table if not exists race_test_foreign_other.orders (id int)')

@@ -53,7 +53,7 @@ after(() => {
 
 test('the tarball holds what runs: compiled code, the scenario index, types, bin; no tests, sources, maps or scripts', () => {
   const files = execFileSync('tar', ['-tzf', tarball], { encoding: 'utf8' }).trim().split('\n')
-  for (const f of ['package/bin/race', 'package/dist/src/cli.js', 'package/dist/src/index.js', 'package/dist/src/index.d.ts', 'package/dist/src/api.d.ts', 'package/dist/scenarios/index.json', 'package/dist/scenarios/advisory.js', 'package/README.md']) {
+  for (const f of ['package/bin/race', 'package/dist/src/cli.js', 'package/dist/src/start.js', 'package/dist/src/cli.bundle.cjs', 'package/dist/src/cli.bundle.cache', 'package/dist/src/index.js', 'package/dist/src/index.d.ts', 'package/dist/src/api.d.ts', 'package/dist/scenarios/index.json', 'package/dist/scenarios/advisory.js', 'package/README.md']) {
     assert.ok(files.includes(f), `${f} is in the tarball`)
   }
   // The README's links to the documents reach files in the package too.
