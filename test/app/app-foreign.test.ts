@@ -18,8 +18,12 @@ before(() => {
 })
 after(() => fs.rmSync(dir, { recursive: true, force: true }))
 
-test('a session querying through its own pg.Client makes explore undecided (exit 3), named in one line', async () => {
-  const file = path.join(dir, 'own.race.mjs')
+/**
+ * A race module (in the test's folder) whose two sessions run `body` with `pg`, node-postgres, and OWN_URL, the
+ * server's URL, at hand: a session that opens a client of its own. Its invariant is `invariant`, expected held.
+ */
+function ownClientRace(name: string, body: string, invariant: string): string {
+  const file = path.join(dir, name)
   fs.writeFileSync(
     file,
     `import { createRequire } from 'node:module'
@@ -29,17 +33,26 @@ export default {
   sessions: 2,
   setup: ['create table orders (id bigserial primary key, user_id text not null, status text not null)'],
   session: async (db, ctx) => {
-    const c = new pg.Client({ connectionString: process.env.OWN_URL, options: '-c search_path=' + ctx.schema })
+${body}
+  },
+  invariant: ${JSON.stringify(invariant)},
+  expect: 'held',
+}
+`,
+  )
+  return file
+}
+
+test('a session querying through its own pg.Client makes explore undecided (exit 3), named in one line', async () => {
+  const file = ownClientRace(
+    'own.race.mjs',
+    `    const c = new pg.Client({ connectionString: process.env.OWN_URL, options: '-c search_path=' + ctx.schema })
     await c.connect()
     const { rows } = await c.query("select count(*)::int as n from orders where user_id = $1 and status = 'pending'", [ctx.user])
     if (rows[0].n === 0) await c.query("insert into orders (user_id, status) values ($1, 'pending')", [ctx.user])
     await db.query('select 1')
-    await c.end()
-  },
-  invariant: "select count(*) <= 1 from orders where status = 'pending'",
-  expect: 'held',
-}
-`,
+    await c.end()`,
+    "select count(*) <= 1 from orders where status = 'pending'",
   )
   const r = await race(['explore', file, '--database-url', ctx.server.url, '--expect', 'held'], { env: { OWN_URL: ctx.server.url } })
   assert.equal(r.code, 3, r.stdout + r.stderr)
@@ -52,26 +65,14 @@ export default {
 test("a session's own connection that comes and goes between two looks at the server is still seen: undecided, exit 3", async () => {
   // Opened, queried and closed in a few milliseconds: the server shows it neither at a look (every 250 ms) nor at
   // the end. race sees it start, in the session's own code, to the run's server.
-  const file = path.join(dir, 'brief.race.mjs')
-  fs.writeFileSync(
-    file,
-    `import { createRequire } from 'node:module'
-const pg = createRequire(${JSON.stringify(path.join(ROOT, 'package.json'))})('pg')
-export default {
-  driver: 'pg',
-  sessions: 2,
-  setup: ['create table orders (id bigserial primary key, user_id text not null, status text not null)'],
-  session: async (db, ctx) => {
-    await db.query('select 1')
+  const file = ownClientRace(
+    'brief.race.mjs',
+    `    await db.query('select 1')
     const c = new pg.Client({ connectionString: process.env.OWN_URL, options: '-c search_path=' + ctx.schema })
     await c.connect()
-    await c.query("select count(*)::int as n from orders")
-    await c.end()
-  },
-  invariant: 'select true',
-  expect: 'held',
-}
-`,
+    await c.query('select count(*)::int as n from orders')
+    await c.end()`,
+    'select true',
   )
   for (const cmd of ['run', 'explore']) {
     const r = await race([cmd, file, '--database-url', ctx.server.url], { env: { OWN_URL: ctx.server.url } })
