@@ -90,7 +90,9 @@ export async function run(lab: Driver, cfg: RunConfig): Promise<RunOutput> {
     if (space !== name) throw new Error(`the driver made the run's schema as ${space}, not ${name}`)
     for (let k = 0; k < cfg.trials; k++) {
       if (signal.aborted) throw signal.reason
-      const chosen = cfg.choose?.(k)
+      // An explorer's next order may wait for other runs (race explore --jobs: a branch found by another job's trial).
+      const chosen = await cfg.choose?.(k)
+      if (signal.aborted) throw signal.reason
       if (cfg.choose && !chosen) break
       // The same schema (name, mark) again, empty, and control working in it: one round trip.
       if (k > 0) await onControl(`${lab.recreateSql(space, cfg.keep)}; ${lab.useSql(space)}`)
