@@ -44,7 +44,7 @@ export function registerExplore(program: Command, all: readonly ScenarioSummary[
     .option('--sample <k>', `run K random interleavings instead of searching (default ${DEFAULT_SAMPLE} when the count is above --max)`)
     .option('--seed <s>', "the sample's seed (default a random one, printed: the same seed draws the same sample)")
     .option('--preemptions <k>', 'run every order with at most K preemptions (leaving a session that could go on), fewest first, instead of the reduced search')
-    .option('--shard <i/n>', "run part i of n of a sample (--sample K; the same --seed in every part): mergeShards, or npm run explore:merge, joins the parts' --json")
+    .option('--shard <i/n>', "run part i of n of a sample (--sample K; the same --seed in every part) or of an --exhaustive search: mergeShards, or npm run explore:merge, joins the parts' --json")
     .option('--jobs <n>', "runs at once, each in its own schema with its own connections (default the machine's cores); the reduced search, --preemptions and application races run on one")
     .option('--depth <d>', "a sample's PCT depth: the report states the least probability that a violation needing d steps in a given order would have been found (default 3: at most 2 preemptions)")
     .option('--shrink <runs>', 'runs spent at most on shrinking a sampled violation to a minimal one (0: none)', String(DEFAULT_SHRINK))

@@ -61,7 +61,10 @@ export interface ExploreOptions {
    * the reduction skips could end otherwise. Declared SQL steps are reduced by default.
    */
   reduce?: boolean
-  /** Run only this shard of a sample's draws (index 1..count); mergeShards joins the shards' results. */
+  /**
+   * Run only this shard (index 1..count) of a sample's draws, or of an exhaustive search's tree; mergeShards joins the
+   * shards' results.
+   */
   shard?: { index: number; count: number }
   /**
    * Runs at once, each job in its own schema with its own connections (default the machine's cores, at most the
@@ -181,7 +184,11 @@ export interface ExploreResult {
     /** --shard index/count: this result holds the draws j with j % count === index - 1; mergeShards joins them. */
     shard?: { index: number; count: number }
   }
-
+  /**
+   * --shard index/count of an exhaustive search: this result holds the interleavings of the subtrees that are this
+   * shard's (enumerate.ts SplitDfs); `passed`: runs made only on the way to them (another shard reports those).
+   */
+  shard?: { index: number; count: number; passed: number }
   /** Runs made in the search (a sample's draws), shrinking's not counted. */
   runs: number
   /** Different interleavings among them. */
@@ -322,7 +329,7 @@ interface Record_ {
 
 /** explore on an open driver (the command and the API open it with withLab). */
 export async function exploreOn(ctx: RunContext, lab: Driver, targetLabel: string, scenario: Scenario, p: Plan, o: ExploreOptions & { max: number; shrink: number; word?: Words }, bounds: Bounds): Promise<ExploreResult> {
-  const word = (x: 'shard' | 'seed') => (o.word ? `--${x}` : x)
+  const word = (x: 'shard' | 'sample' | 'exhaustive' | 'seed') => (o.word ? `--${x}` : x)
   const expect = expectationOf(scenario, p, o.expect)
   // The SQLSTATEs the scenario documents (a unique index's 23505) prevent, as in race run: judged by them, never compared.
   const declared = documentedAll(scenario, p)
@@ -353,7 +360,7 @@ export async function exploreOn(ctx: RunContext, lab: Driver, targetLabel: strin
   const depth = o.depth ?? DEFAULT_DEPTH
   const pct = () => new Pct(size, seed, depth, p.sessions.length, app ? undefined : counts.reduce((a, b) => a + b, 0), o.shard)
   let search: Strategy & { diverged?: number; runs: number } = sampling ? pct() : bounded ?? reduced ?? new Dfs()
-  if (o.shard && !sampling) throw new UsageError(`${word('shard')} splits a sample over several runs of race explore: give ${o.word ? '--sample K' : 'sample'} too (a search is not split)`)
+  if (o.shard && !sampling && !exhaustive) throw new UsageError(`${word('shard')} splits a sample or an exhaustive search over several runs of race explore: give ${o.word ? '--sample K' : 'sample'} or ${word('exhaustive')} too (the reduced search is not split)`)
   if (o.shard && sampling && o.seed === undefined) throw new UsageError(`${word('shard')} needs ${word('seed')}: every part of a sample draws from the same seed`)
   const drawn = o.shard ? Math.ceil((size - (o.shard.index - 1)) / o.shard.count) : size
   // --jobs: several runs at once, each job its own schema and connections. An exhaustive search (its tree split into
@@ -642,6 +649,7 @@ export async function exploreOn(ctx: RunContext, lab: Driver, targetLabel: strin
     orders: orders.toString(),
     steps: app ? 'discovered' : 'declared',
     complete,
+    ...(split && o.shard ? { shard: { ...o.shard, passed: split.passed } } : {}),
     ...(sampling && search instanceof Pct ? { sample: { size, seed, ...coverageOf(search), ...(o.shard ? { shard: o.shard } : {}), ...(faulted ? { faults: 'drawn' as const } : {}) } } : {}),
     runs,
     interleavings: every.length,
@@ -707,6 +715,7 @@ export function replayCommand(name: string, s: Scenario, p: Plan, line: string, 
 export function mergeShards(parts: readonly ExploreResult[]): ExploreResult {
   if (!parts.length) throw new UsageError('merge: give the --json of every shard')
   const first = parts[0]
+  if (first.shard) return mergeSearchShards(parts)
   const s0 = first.sample
   if (!s0?.shard) throw new UsageError('merge: these are not shards of a sample or an exhaustive search (no sample.shard or shard: run race explore --sample K --seed S --shard i/n --json, or --exhaustive --shard i/n --json)')
   const same = (x: ExploreResult) => x.scenario === first.scenario && x.n === first.n && x.sample?.seed === s0.seed && x.sample?.size === s0.size && x.sample?.depth === s0.depth && x.sample?.shard?.count === s0.shard!.count
@@ -749,6 +758,62 @@ export function mergeShards(parts: readonly ExploreResult[]): ExploreResult {
     exitCode: exitCode(summary),
     ms,
     perSecond: parts.reduce((a, x) => a + x.perSecond, 0),
+  }
+}
+
+/**
+ * One result from the --json of every shard of one exhaustive search (--exhaustive --shard 1/n .. n/n): each shard
+ * reported the interleavings of its own subtrees (enumerate.ts SplitDfs), so together they are the whole search's.
+ * They are put in the whole search's order (the sessions' order of each line: the depth-first order of the choices),
+ * so the groups, their lines and the shortest come out as one run of the whole search gives them.
+ */
+function mergeSearchShards(parts: readonly ExploreResult[]): ExploreResult {
+  const first = parts[0]
+  const count = first.shard!.count
+  const same = (x: ExploreResult) => x.scenario === first.scenario && x.n === first.n && x.search === first.search && x.orders === first.orders && x.shard?.count === count && JSON.stringify(x.params) === JSON.stringify(first.params)
+  const bad = parts.find((x) => !same(x))
+  if (bad) throw new UsageError(`merge: ${bad.scenario} (${bad.search}${bad.shard ? `, shard ${bad.shard.index}/${bad.shard.count}` : ''}) is not a shard of the same search as ${first.scenario} (shard ${first.shard!.index}/${count})`)
+  const got = parts.map((x) => x.shard!.index).sort((a, b) => a - b)
+  const want = Array.from({ length: count }, (_, i) => i + 1)
+  if (got.join() !== want.join()) throw new UsageError(`merge: shards ${got.join(', ')} given; a search in ${count} needs each of ${want.join(', ')} once`)
+  const names = Object.keys(first.every[0]?.outcomes ?? {})
+  const keyOf = (line: string) => line.split(' ').map((t) => names.indexOf(t.slice(0, t.indexOf('.'))))
+  const seen = new Map<string, Interleaving>()
+  for (const x of parts) for (const it of x.every) {
+    const had = seen.get(it.line)
+    if (had) had.runs += it.runs
+    else seen.set(it.line, { ...it })
+  }
+  const every = [...seen.values()].sort((a, b) => compareKeys(keyOf(a.line), keyOf(b.line)))
+  let shortest: Interleaving | undefined
+  for (const it of every) if (it.held === false && (!shortest || better(it, shortest))) shortest = it
+  const from = shortest && parts.find((x) => x.shortest?.line === shortest!.line)
+  const expect = first.expected === 'held' || first.expected === 'violated' ? first.expected : undefined
+  const judged = every.map((x) => ({ verdict: x.verdict, comparison: { matched: x.verdict !== 'unknown', deviations: [], ...(x.verdict === 'unknown' ? { undecided: true } : {}) } }))
+  const summary = summarize(judged, [], expect)
+  const diverged = parts.reduce((a, x) => a + x.diverged, 0)
+  const complete = parts.every((x) => x.complete)
+  const violating = every.filter((x) => x.held === false).length
+  const incomplete = (diverged > 0 || !complete) && violating === 0 && expect === 'held'
+  const { shard: _, replayNote: __, ...rest } = first
+  return {
+    ...rest,
+    complete,
+    runs: parts.reduce((a, x) => a + x.runs, 0),
+    interleavings: every.length,
+    violating,
+    unknown: every.filter((x) => x.verdict === 'unknown').length,
+    groups: groupsOf(every),
+    shortest: shortest ? { ...shortest } : null,
+    replay: from?.replay ?? null,
+    ...(from?.replayNote ? { replayNote: from.replayNote } : {}),
+    diverged,
+    every,
+    matched: summary.matched && !incomplete,
+    exitCode: incomplete ? 3 : exitCode(summary),
+    ms: Math.max(...parts.map((x) => x.ms)),
+    perSecond: parts.reduce((a, x) => a + x.perSecond, 0),
+    jobs: Math.max(...parts.map((x) => x.jobs ?? 1)),
   }
 }
 

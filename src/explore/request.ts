@@ -97,10 +97,10 @@ export function checkExplore(s: Scenario, a: ExploreAsked, spell: Spelling): Exp
     const index = m ? Number(m[1]) : typeof a.shard === 'object' && a.shard ? a.shard.index : NaN
     const count = m ? Number(m[2]) : typeof a.shard === 'object' && a.shard ? a.shard.count : NaN
     if (!Number.isInteger(index) || !Number.isInteger(count) || count < 1 || index < 1 || index > count) {
-      throw new UsageError(`${spell('shard')} takes i/n with 1 <= i <= n (this run's part of a sample split n ways), got ${JSON.stringify(a.shard)}`)
+      throw new UsageError(`${spell('shard')} takes i/n with 1 <= i <= n (this run's part of a search or sample split n ways), got ${JSON.stringify(a.shard)}`)
     }
     shard = { index, count }
-    if (a.seed === undefined) throw new UsageError(`${spell('shard')} needs ${spell('seed')}: every part of a sample draws from the same seed`)
+    if (a.seed === undefined && sample !== undefined) throw new UsageError(`${spell('shard')} needs ${spell('seed')}: every part of a sample draws from the same seed`)
   }
   if (preemptions !== undefined && sample !== undefined) throw new UsageError(`${spell('preemptions')} runs every order within a bound and ${spell('sample')} a random few: give one of them`)
   return { n, max, sample, seed, shrink, depth, preemptions, shard, jobs, expect: a.expect, exhaustive, reduce }
