@@ -352,14 +352,19 @@ export interface SplitRun {
   report?: boolean
 }
 
-/** FNV-1a of a list of numbers: the same on every platform. */
+/** FNV-1a of a list of numbers, mixed: the same on every platform. */
 function hash(xs: readonly number[]): number {
   let h = 0x811c9dc5
   for (const x of xs) {
     h ^= x + 1
     h = Math.imul(h, 0x01000193) >>> 0
   }
-  return h
+  // murmur3's finaliser: every bit of the input reaches the low bits (the shard is h mod n).
+  h ^= h >>> 16
+  h = Math.imul(h, 0x85ebca6b) >>> 0
+  h ^= h >>> 13
+  h = Math.imul(h, 0xc2b2ae35) >>> 0
+  return (h ^ (h >>> 16)) >>> 0
 }
 
 /**
@@ -391,7 +396,7 @@ export class SplitDfs {
   private owner(choices: readonly number[], readies: readonly (readonly number[])[]): number | undefined {
     if (this.shard.count === 1) return this.shard.index
     const key: number[] = []
-    for (let d = 0; d < choices.length && key.length < this.depth; d++) if (readies[d].length > 1) key.push(d, choices[d])
+    for (let d = 0; d < choices.length && key.length < 2 * this.depth; d++) if (readies[d].length > 1) key.push(d, choices[d])
     return key.length < 2 * this.depth ? undefined : (hash(key) % this.shard.count) + 1
   }
 
