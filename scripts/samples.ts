@@ -241,6 +241,8 @@ export function normalize(text: string, o: { unordered?: boolean; anySession?: b
         .replace(/\b(pids?|backends?|for) \d{3,7}(, \d{3,7})*/g, '$1 <pids>')
         // a rate (race explore: "2.7 interleavings per second")
         .replace(/\b[\d.,]+ (interleavings|trials|runs) per second\b/g, '<rate> $1 per second')
+        // race explore's jobs (--jobs: default the machine's cores)
+        .replace(/\b\d+ jobs?\b/g, '<n> jobs')
         .replace(/\b\d+(\.\d+)? ?(ms|s)\b/g, '<t>')
         .replace(/^\d+\.\d+ /, '<t> ')
         // pids in a table's pid column, and lists of pids ("waiting for 1234, 1235")
