@@ -242,6 +242,7 @@ export function normalize(text: string, o: { unordered?: boolean; anySession?: b
         // a rate (race explore: "2.7 interleavings per second")
         .replace(/\b[\d.,]+ (interleavings|trials|runs) per second\b/g, '<rate> $1 per second')
         // race explore's jobs (--jobs: default the machine's cores)
+        .replace(/\b\d+ jobs?(: [^)]* runs on one)?(?=\))/g, '<n> jobs')
         .replace(/\b\d+ jobs?\b/g, '<n> jobs')
         .replace(/\b\d+(\.\d+)? ?(ms|s)\b/g, '<t>')
         .replace(/^\d+\.\d+ /, '<t> ')

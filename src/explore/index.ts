@@ -217,7 +217,7 @@ export interface ExploreResult {
   perSecond: number
   /** Jobs the runs were spread over (each its own schema and connections); the result is the same with any number. */
   jobs: number
-  /** Why the search ran on one job whatever --jobs asked (the reduced search, --preemptions, an application race). */
+  /** Why the search ran on one job when more were asked for (the reduced search, --preemptions, an application race). */
   jobsNote?: string
 }
 
@@ -366,14 +366,16 @@ export async function exploreOn(ctx: RunContext, lab: Driver, targetLabel: strin
   // --jobs: several runs at once, each job its own schema and connections. An exhaustive search (its tree split into
   // branches, enumerate.ts SplitDfs) and a sample of declared steps (each draw its own) give the same result with any
   // number; the others choose each run from the one before, and run on one job.
-  const jobsNote = app ? 'an application race runs on one job' : reduced ? 'the reduced search runs on one job' : bounded ? 'a preemption-bounded search runs on one job' : undefined
-  let jobs = jobsNote ? 1 : Math.max(1, Math.min(o.jobs ?? 1, sampling ? drawn : Number(orders)))
+  const one = app ? 'an application race runs on one job' : reduced ? 'the reduced search runs on one job' : bounded ? 'a preemption-bounded search runs on one job' : undefined
+  let jobs = one ? 1 : Math.max(1, Math.min(o.jobs ?? 1, sampling ? drawn : Number(orders)))
+  // Said when more jobs were asked for than such a search runs on (with --jobs 1 the result is as it always was).
+  const jobsNote = (o.jobs ?? 1) > 1 ? one : undefined
   if (jobs > 1) {
     // Each job takes a control connection and the sessions' own: no more than the server has room for.
     const room = await lab.room()
     jobs = Math.max(1, Math.min(jobs, Math.floor(room.free / (p.sessions.length + 1))))
   }
-  const split = exhaustive && !jobsNote && (jobs > 1 || o.shard) ? new SplitDfs(o.shard) : undefined
+  const split = exhaustive && !one && (jobs > 1 || o.shard) ? new SplitDfs(o.shard) : undefined
   let planned: number | null = sampling ? drawn : app || reduced || bounded || o.shard ? null : Number(orders)
   // The application race's first run: its queries give `orders` (what the report compares the runs with).
   let probing = app
