@@ -1,6 +1,7 @@
 // npm run explore:merge -- part1.json part2.json ...: joins the --json of every part of one race explore sample split
-// with --shard i/n (the same scenario, --n, --seed, --sample, --depth) into one document, as one run would have
-// printed it (explore/index.ts mergeShards); exit code as race explore's. Bad input: one line, exit 2.
+// with --shard i/n (the same scenario, --n, --seed, --sample, --depth), or of one --exhaustive search split with
+// --shard i/n, into one document, as one run would have printed it (explore/index.ts mergeShards); exit code as race
+// explore's. Bad input: one line, exit 2.
 import fs from 'node:fs'
 import { mergeShards, type ExploreResult } from '../src/explore/index.js'
 

@@ -1,12 +1,16 @@
-// npm run bench:explore [-- --database-url URL] [--only a,b] [--check]: race explore's reduced search beside its
-// exhaustive one (--exhaustive), on the same server in one run: runs, wall time, and whether the reduced search found
-// every outcome group (the verdict and each session's ending) and the same fewest switches of a violating order.
-// Each race is run reduced then exhaustive, one after the other. --check exits 1 when any race's groups differ.
+// npm run bench:explore [-- --database-url URL] [--only a,b] [--check] [--jobs N]: race explore's reduced search
+// beside its exhaustive one (--exhaustive), on the same server in one run: runs, wall time, and whether the reduced
+// search found every outcome group (the verdict and each session's ending) and the same fewest switches of a
+// violating order. Then the exhaustive search's interleavings per second on one job (--jobs 1) beside the default
+// jobs (the machine's cores; --jobs N: N), the two alternating which goes first from one race to the next, and
+// whether they found the same. --check exits 1 when any race's groups differ.
+import os from 'node:os'
 import { performance } from 'node:perf_hooks'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { explore } from '../src/api.js'
-import type { ExploreOptions } from '../src/explore/index.js'
+import type { ExploreOptions, ExploreResult } from '../src/explore/index.js'
+import { defaultJobs } from '../src/explore/request.js'
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..')
 const ex = (f: string) => path.join(ROOT, 'examples', f)
@@ -32,6 +36,15 @@ export const RACES: { name: string; scenario: string; options?: ExploreOptions }
   { name: 'for-update', scenario: 'for-update' },
 ]
 
+/**
+ * Races too large for --exhaustive here, compared on --jobs alone: a seeded PCT sample (each draw its own), where
+ * runs are many enough that the second job's connections are a small part of the time.
+ */
+export const SAMPLED: { name: string; scenario: string; options: ExploreOptions }[] = [
+  { name: 'orders.spec --n 3, sample 120', scenario: ex('orders.spec'), options: { n: 3, sample: 120, seed: 1, shrink: 0 } },
+  { name: 'lost-update, sample 150', scenario: 'lost-update', options: { sample: 150, seed: 1, shrink: 0 } },
+]
+
 /** The outcome groups of a result (verdict and every session's ending), and its fewest switches of a violation. */
 export function outcomes(r: { groups: { key: string }[]; shortest: { switches: number } | null }): { groups: string[]; shortest: number | null } {
   return { groups: r.groups.map((g) => g.key).sort(), shortest: r.shortest?.switches ?? null }
@@ -42,29 +55,59 @@ async function main(): Promise<void> {
   const at = (flag: string) => (args.includes(flag) ? args[args.indexOf(flag) + 1] : undefined)
   const databaseUrl = at('--database-url') ?? process.env.DATABASE_URL
   const only = at('--only')?.split(',')
+  const jobs = Number(at('--jobs') ?? defaultJobs())
   const races = only ? RACES.filter((r) => only.some((o) => r.name.includes(o))) : RACES
-  const rows: string[] = []
   let differ = 0
   const pad = (x: string, k: number) => x.padEnd(k)
-  console.log(`race explore: reduced beside --exhaustive${databaseUrl ? ` on ${databaseUrl.replace(/:[^:@/]*@/, ':***@')}` : ' on the embedded server'}`)
-  console.log(`${pad('race', 28)} ${pad('reduced', 16)} ${pad('exhaustive', 16)} same groups, same shortest`)
-  for (const race of races) {
+  const load = () => os.loadavg().map((x) => x.toFixed(2)).join(' ')
+  console.log(`race explore: reduced beside --exhaustive, then --exhaustive on --jobs 1 beside --jobs ${jobs}${databaseUrl ? ` on ${databaseUrl.replace(/:[^:@/]*@/, ':***@')}` : ' on the embedded server'}`)
+  console.log(`machine: ${os.availableParallelism()} cores, load average ${load()} at the start; node ${process.version}`)
+  console.log(`${pad('race', 32)} ${pad('reduced', 16)} ${pad('exhaustive', 16)} ${pad('--jobs 1', 14)} ${pad(`--jobs ${jobs}`, 20)} same groups, same shortest`)
+  const ratios: number[] = []
+  for (const [i, race] of races.entries()) {
     const o = { ...race.options, databaseUrl, shrink: 100 }
     const t0 = performance.now()
     const red = await explore(race.scenario, o)
     const t1 = performance.now()
     const all = await explore(race.scenario, { ...o, reduce: undefined, exhaustive: true })
     const t2 = performance.now()
+    // --jobs 1 and the default, alternating which goes first: the load of the machine hits both alike.
+    const timed = async (j: number): Promise<{ r: ExploreResult; s: number }> => {
+      const t = performance.now()
+      const r = await explore(race.scenario, { ...o, reduce: undefined, exhaustive: true, jobs: j })
+      return { r, s: (performance.now() - t) / 1000 }
+    }
+    const [one, many] = i % 2 === 0 ? [await timed(1), await timed(jobs)] : (([b, a]) => [a, b])([await timed(jobs), await timed(1)])
     const a = outcomes(red)
     const b = outcomes(all)
     const same = JSON.stringify(a.groups) === JSON.stringify(b.groups)
     const short = a.shortest === b.shortest
-    if (!same || !short) differ++
+    const alike = JSON.stringify(outcomes(one.r)) === JSON.stringify(outcomes(many.r)) && one.r.interleavings === many.r.interleavings
+    if (!same || !short || !alike) differ++
     const cell = (runs: number, ms: number) => pad(`${runs} runs ${(ms / 1000).toFixed(1)} s`, 16)
-    const line = `${pad(race.name, 28)} ${cell(red.runs, t1 - t0)} ${cell(all.runs, t2 - t1)} ${same ? 'yes' : 'NO'}, ${short ? 'yes' : 'NO'} (${b.groups.length} groups${b.shortest ? `, ${b.shortest} switches` : ''})`
-    console.log(line)
-    rows.push(line)
+    // The report's own figure: runs a second of the exploration (the server's start is not in it).
+    const rate = (x: { r: ExploreResult; s: number }) => x.r.perSecond
+    const ratio = rate(many) / rate(one)
+    if (many.r.jobs > 1) ratios.push(ratio)
+    const jobsCell = many.r.jobs > 1 ? `${rate(many).toFixed(1)}/s ${ratio.toFixed(2)}x` : `1 job (${many.r.jobsNote?.replace(/ runs on one job$/, '').replace('an application race', 'app race') ?? 'one run'})`
+    console.log(
+      `${pad(race.name, 32)} ${cell(red.runs, t1 - t0)} ${cell(all.runs, t2 - t1)} ${pad(`${rate(one).toFixed(1)}/s`, 14)} ${pad(jobsCell, 20)} ${same ? 'yes' : 'NO'}, ${short ? 'yes' : 'NO'} (${b.groups.length} groups${b.shortest !== null ? `, ${b.shortest} switches` : ''})${alike ? '' : '; --jobs differ: NO'}`,
+    )
     if (!same) console.log(`  reduced: ${a.groups.join(' | ')}\n  exhaustive: ${b.groups.join(' | ')}`)
+  }
+  const sampled = only ? SAMPLED.filter((r) => only.some((o) => r.name.includes(o))) : SAMPLED
+  for (const [i, race] of sampled.entries()) {
+    const timed = async (j: number) => explore(race.scenario, { ...race.options, databaseUrl, jobs: j })
+    const [one, many] = i % 2 === 0 ? [await timed(1), await timed(jobs)] : (([b, a]) => [a, b])([await timed(jobs), await timed(1)])
+    const alike = JSON.stringify(outcomes(one)) === JSON.stringify(outcomes(many)) && one.interleavings === many.interleavings
+    if (!alike) differ++
+    const ratio = many.perSecond / one.perSecond
+    ratios.push(ratio)
+    console.log(`${pad(race.name, 32)} ${pad('-', 16)} ${pad('-', 16)} ${pad(`${one.perSecond.toFixed(1)}/s`, 14)} ${pad(`${many.perSecond.toFixed(1)}/s ${ratio.toFixed(2)}x`, 20)} ${alike ? '' : '--jobs differ: NO '}(a sample: ${one.runs} runs, ${one.interleavings} interleavings)`)
+  }
+  if (ratios.length) {
+    const sorted = [...ratios].sort((x, y) => x - y)
+    console.log(`--jobs ${jobs} / --jobs 1, interleavings per second: median ${sorted[Math.floor(sorted.length / 2)].toFixed(2)}x [${sorted[0].toFixed(2)}-${sorted[sorted.length - 1].toFixed(2)}] over ${ratios.length} races; load average ${load()} at the end`)
   }
   if (args.includes('--check') && differ) process.exit(1)
 }

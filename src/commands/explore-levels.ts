@@ -22,7 +22,7 @@ export async function exploreLevelsCommand(ctx: RunContext, id: string, scenario
   if (o.expect !== undefined) throw new UsageError('--expect judges one level: with --isolation all (or a list) the result is each level\'s row and the weakest safe level (weakestSafe in --json); leave --expect out, or give one level')
   // The other params as given; each level sets isolation.
   const params = scenarioParams(scenario, cmd, { ...o, isolation: undefined }, await summaries(), engine)
-  const { n, max, sample, seed, shrink, depth, preemptions, shard, exhaustive, reduce } = checkExplore(scenario, o, FLAGS)
+  const { n, max, sample, seed, shrink, depth, preemptions, shard, jobs, exhaustive, reduce } = checkExplore(scenario, o, FLAGS)
   const bounds = parseBounds(o)
   for (const level of levels) assertSound(scenario, { ...params, isolation: level }, n, engine)
   const tty = process.stderr.isTTY
@@ -37,7 +37,7 @@ export async function exploreLevelsCommand(ctx: RunContext, id: string, scenario
     o.databaseUrl,
     bounds,
     async (lab, target) => {
-      const r = await exploreLevels(ctx, lab, target.label, scenario, levels, params, n, { max, sample, seed, shrink, depth, preemptions, shard, exhaustive, reduce, name: id, onProgress, word: cliWords, databaseUrl: o.databaseUrl }, bounds, (level) => {
+      const r = await exploreLevels(ctx, lab, target.label, scenario, levels, params, n, { max, sample, seed, shrink, depth, preemptions, shard, jobs, exhaustive, reduce, name: id, onProgress, word: cliWords, databaseUrl: o.databaseUrl }, bounds, (level) => {
         at = level
       }).catch((e) => {
         throw specFailure(scenario, e)
@@ -55,6 +55,6 @@ export async function exploreLevelsCommand(ctx: RunContext, id: string, scenario
       return r.exitCode
     },
     scenario,
-    { sessions: n },
+    { sessions: (n + 1) * jobs },
   )
 }

@@ -23,6 +23,7 @@ export interface ExploreCommandOptions extends TargetOptions {
   depth?: string
   preemptions?: string
   shard?: string
+  jobs?: string
   expect?: string
   all?: boolean
   inject?: string
@@ -43,7 +44,8 @@ export function registerExplore(program: Command, all: readonly ScenarioSummary[
     .option('--sample <k>', `run K random interleavings instead of searching (default ${DEFAULT_SAMPLE} when the count is above --max)`)
     .option('--seed <s>', "the sample's seed (default a random one, printed: the same seed draws the same sample)")
     .option('--preemptions <k>', 'run every order with at most K preemptions (leaving a session that could go on), fewest first, instead of the reduced search')
-    .option('--shard <i/n>', "run part i of n of a sample (--sample K; the same --seed in every part): mergeShards, or npm run explore:merge, joins the parts' --json")
+    .option('--shard <i/n>', "run part i of n of a sample (--sample K; the same --seed in every part) or of an --exhaustive search: mergeShards, or npm run explore:merge, joins the parts' --json")
+    .option('--jobs <n>', "runs at once, each in its own schema with its own connections (default the machine's cores); the reduced search, --preemptions and application races run on one")
     .option('--depth <d>', "a sample's PCT depth: the report states the least probability that a violation needing d steps in a given order would have been found (default 3: at most 2 preemptions)")
     .option('--shrink <runs>', 'runs spent at most on shrinking a sampled violation to a minimal one (0: none)', String(DEFAULT_SHRINK))
     .option('--expect <held|violated>', 'held: exit 1 when any interleaving violates; violated: exit 1 when none does (default: the spec\'s expect line, or the scenario\'s documentation)')
@@ -94,7 +96,7 @@ export async function exploreCommand(ctx: RunContext, id: string, o: ExploreComm
   // --isolation all (or rc,rr,ser): the exploration once per level (explore/levels.ts).
   if (isLevelList(o.isolation)) return (await import('./explore-levels.js')).exploreLevelsCommand(ctx, id, scenario, engine, o, cmd)
   const params = scenarioParams(scenario, cmd, o, await summaries(), engine)
-  const { n, max, sample, seed, depth, preemptions, shard, shrink, expect, exhaustive, reduce } = checkExplore(scenario, o, FLAGS)
+  const { n, max, sample, seed, depth, preemptions, shard, jobs, shrink, expect, exhaustive, reduce } = checkExplore(scenario, o, FLAGS)
   const bounds = parseBounds(o)
   assertSound(scenario, params, n, engine)
   const p = plan(scenario, { params, n, engine })
@@ -116,7 +118,7 @@ export async function exploreCommand(ctx: RunContext, id: string, o: ExploreComm
     o.databaseUrl,
     bounds,
     async (lab, target) => {
-      const r = await exploreOn(ctx, lab, target.label, scenario, p, { max, sample, seed, depth, preemptions, shard, shrink, expect, exhaustive, reduce, name: id, onProgress, word: cliWords, databaseUrl: o.databaseUrl }, bounds).catch((e) => {
+      const r = await exploreOn(ctx, lab, target.label, scenario, p, { max, sample, seed, depth, preemptions, shard, jobs, shrink, expect, exhaustive, reduce, name: id, onProgress, word: cliWords, databaseUrl: o.databaseUrl }, bounds).catch((e) => {
         throw specFailure(scenario, e)
       })
       if (tty) process.stderr.write('\r\x1b[2K')
@@ -133,7 +135,8 @@ export async function exploreCommand(ctx: RunContext, id: string, o: ExploreComm
       return r.exitCode
     },
     scenario,
-    { sessions: n },
+    // Each job its own sessions and control connection (the embedded server's max_connections).
+    { sessions: (n + 1) * jobs },
   )
 }
 
@@ -240,7 +243,11 @@ function render(r: ExploreResult, all: boolean): string {
   // Undecided (exit 3: a search cut short, an interleaving that could not be decided) is neither a match nor a deviation.
   const verdict = r.matched ? c.green('MATCH') : r.exitCode === 3 ? c.yellow('unknown') : c.red('DEVIATION')
   lines.push(...hang(`${c.dim('expected')}   ${r.expected}  ${verdict}`, w, 11))
-  const saved = red ? ` (${r.search} search${r.reduction!.retried ? `; ${r.reduction!.retried} run again after going otherwise than chosen` : ''})` : ''
+  // The jobs the runs went over (--jobs); a search that runs on one says why.
+  const jobs = `${r.jobs} job${r.jobs === 1 ? '' : 's'}`
+  const saved = red
+    ? ` (${r.search} search, on ${jobs}${r.reduction!.retried ? `; ${r.reduction!.retried} run again after going otherwise than chosen` : ''})`
+    : ` (${jobs}${r.jobsNote ? `: ${r.jobsNote.replace(/ runs on one job$/, ' runs on one')}` : ''})`
   lines.push(c.dim(`${r.runs} runs in ${(r.ms / 1000).toFixed(1)} s: ${r.perSecond.toFixed(1)} interleavings per second${saved}`))
   return lines.join('\n')
 }

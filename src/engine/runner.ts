@@ -64,9 +64,10 @@ export interface RunConfig {
   /**
    * race explore: trial k's order is chosen while it runs, step by step, by what this returns for k (schedule.ts
    * runChosen); the run ends, whatever `trials` says, at the first k it returns undefined for. Called after
-   * onTrial of trial k-1, so a trial's order may depend on what the trials before it did.
+   * onTrial of trial k-1, so a trial's order may depend on what the trials before it did. It may wait (a promise: race
+   * explore --jobs waits for a branch another run finds); the wait must end when the run's context aborts.
    */
-  choose?: (trial: number) => Chooser | undefined
+  choose?: (trial: number) => Chooser | undefined | Promise<Chooser | undefined>
   /** With choose: the order each trial's steps were launched in, after its onTrial. */
   onOrder?: (trial: number, order: Entry[]) => void
   /**

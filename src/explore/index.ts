@@ -19,11 +19,12 @@ import { findScenario, isBuiltIn } from '../registry.js'
 import { applicationOf, defaultParams, kindOf, type Documented, type Params, type Scenario, type Verdict } from '../scenario.js'
 import { expectsOverride, isFileScenario, specFailure } from '../isolation/common.js'
 import { judgeTrial, type Trial } from '../run/judge.js'
-import { assertRunsOn, engineFor, withLab } from '../run/lab.js'
+import { assertRunsOn, engineFor, openDriver, withLab } from '../run/lab.js'
 import { NAMES, paramsOf, type Bounds } from '../run/params.js'
 import type { Words } from '../engine/refusals.js'
 import { checkExplore, DEFAULT_DEPTH, DEFAULT_SAMPLE } from './request.js'
-import { Dfs, follow, ordersOf, Pct, Preemptive, shrinkCandidates, switches, type Pick, type Strategy } from './enumerate.js'
+import { compareKeys, Dfs, follow, ordersOf, Pct, Preemptive, shrinkCandidates, SplitDfs, switches, type Pick, type SplitRun, type Strategy } from './enumerate.js'
+import { Handout } from './jobs.js'
 import { fewestSwitches, Reduced } from './reduce.js'
 import { observe, touched, type Seen, type Touched } from '../engine/footprint.js'
 
@@ -60,8 +61,17 @@ export interface ExploreOptions {
    * the reduction skips could end otherwise. Declared SQL steps are reduced by default.
    */
   reduce?: boolean
-  /** Run only this shard of a sample's draws (index 1..count); mergeShards joins the shards' results. */
+  /**
+   * Run only this shard (index 1..count) of a sample's draws, or of an exhaustive search's tree; mergeShards joins the
+   * shards' results.
+   */
   shard?: { index: number; count: number }
+  /**
+   * Runs at once, each job in its own schema with its own connections (default the machine's cores, at most the
+   * runs). An exhaustive search and a sample of declared steps use them; the reduced search, --preemptions and
+   * application races run on one job (the result says how many it used).
+   */
+  jobs?: number
   /** Run every order with at most this many preemptions, fewest first (instead of the reduced search). */
   preemptions?: number
   /** A sample's PCT depth: the violations of this depth its stated probability is for. Default 3 (at most 2 preemptions). */
@@ -174,6 +184,11 @@ export interface ExploreResult {
     /** --shard index/count: this result holds the draws j with j % count === index - 1; mergeShards joins them. */
     shard?: { index: number; count: number }
   }
+  /**
+   * --shard index/count of an exhaustive search: this result holds the interleavings of the subtrees that are this
+   * shard's (enumerate.ts SplitDfs); `passed`: runs made only on the way to them (another shard reports those).
+   */
+  shard?: { index: number; count: number; passed: number }
   /** Runs made in the search (a sample's draws), shrinking's not counted. */
   runs: number
   /** Different interleavings among them. */
@@ -200,6 +215,10 @@ export interface ExploreResult {
   ms: number
   /** Runs (search and shrinking) per second of the whole exploration. */
   perSecond: number
+  /** Jobs the runs were spread over (each its own schema and connections); the result is the same with any number. */
+  jobs: number
+  /** Why the search ran on one job when more were asked for (the reduced search, --preemptions, an application race). */
+  jobsNote?: string
 }
 
 /**
@@ -250,14 +269,14 @@ interface Done {
 
 export async function explore(ctx: RunContext, scenarioOrId: string | Scenario, o: ExploreOptions = {}): Promise<ExploreResult> {
   const scenario = typeof scenarioOrId === 'string' ? await findScenario(scenarioOrId) : scenarioOrId
-  const known = ['databaseUrl', 'n', 'params', 'max', 'sample', 'seed', 'depth', 'preemptions', 'shard', 'shrink', 'name', 'expect', 'exhaustive', 'reduce', 'connectTimeoutMs', 'stepTimeoutMs', 'runTimeoutMs', 'onProgress']
+  const known = ['databaseUrl', 'n', 'params', 'max', 'sample', 'seed', 'depth', 'preemptions', 'shard', 'jobs', 'shrink', 'name', 'expect', 'exhaustive', 'reduce', 'connectTimeoutMs', 'stepTimeoutMs', 'runTimeoutMs', 'onProgress']
   for (const k of Object.keys(o)) if (!known.includes(k)) throw new UsageError(`explore(): unknown option '${k}': it takes ${known.join(', ')}`)
   for (const k of ['connectTimeoutMs', 'stepTimeoutMs', 'runTimeoutMs'] as const) {
     const v = o[k]
     if (v !== undefined && !(typeof v === 'number' && Number.isFinite(v) && v > 0)) throw new UsageError(`${k} is ${JSON.stringify(v) ?? String(v)}: give a positive number of milliseconds`)
   }
   const bounds: Bounds = { connectTimeoutMs: o.connectTimeoutMs ?? 5000, stepTimeoutMs: o.stepTimeoutMs ?? 10_000, runTimeoutMs: o.runTimeoutMs ?? 30 * 60_000 }
-  const { n, max, sample, seed, depth, preemptions, shard, shrink: shrinkBudget, expect, exhaustive, reduce } = checkExplore(scenario, o, NAMES)
+  const { n, max, sample, seed, depth, preemptions, shard, jobs, shrink: shrinkBudget, expect, exhaustive, reduce } = checkExplore(scenario, o, NAMES)
   const params = paramsOf(scenario, o.params ?? {}, engineFor(o.databaseUrl), 'explore()')
   return withLab(
     ctx,
@@ -269,19 +288,48 @@ export async function explore(ctx: RunContext, scenarioOrId: string | Scenario, 
         assertRunsOn(scenario, lab.engine)
         assertSound(scenario, params, n, lab.engine)
         const p = plan(scenario, { params, n, engine: lab.engine })
-        return await exploreOn(ctx, lab, target.label, scenario, p, { ...o, n, max, sample, seed, depth, preemptions, shard, expect, exhaustive, reduce, shrink: shrinkBudget }, bounds)
+        return await exploreOn(ctx, lab, target.label, scenario, p, { ...o, n, max, sample, seed, depth, preemptions, shard, jobs, expect, exhaustive, reduce, shrink: shrinkBudget }, bounds)
       } finally {
         await lab.close()
       }
     },
     scenario,
-    { sessions: n },
+    // Each job its own sessions and control connection (the embedded server's max_connections).
+    { sessions: (n + 1) * jobs },
   )
 }
 
+interface Job {
+  index: number
+  lab: Driver
+  /** The trial in flight: its free choices (sessions chosen by the strategy, not pinned), and their footprints. */
+  free: number[]
+  fps: Touched[]
+  last?: Done
+  /** The explore run in flight: its place in the search's order, and what the search handed out. */
+  run?: Handle
+}
+
+/** A run of the search, handed to a job: its choices, its key (runs sorted by key are the one-job search's order). */
+interface Handle {
+  pick: Pick
+  key: number[]
+  split?: SplitRun
+  /** A sample's draw: the step count its change points were drawn over. */
+  k?: number
+}
+
+/** What an explore run came to, kept to be taken in the search's order once every run is in (several jobs). */
+interface Record_ {
+  key: number[]
+  free: number[]
+  fps: Touched[]
+  it: Interleaving
+}
 
 /** explore on an open driver (the command and the API open it with withLab). */
 export async function exploreOn(ctx: RunContext, lab: Driver, targetLabel: string, scenario: Scenario, p: Plan, o: ExploreOptions & { max: number; shrink: number; word?: Words }, bounds: Bounds): Promise<ExploreResult> {
+  const word = (x: 'shard' | 'sample' | 'exhaustive' | 'seed') => (o.word ? `--${x}` : x)
   const expect = expectationOf(scenario, p, o.expect)
   // The SQLSTATEs the scenario documents (a unique index's 23505) prevent, as in race run: judged by them, never compared.
   const declared = documentedAll(scenario, p)
@@ -312,14 +360,27 @@ export async function exploreOn(ctx: RunContext, lab: Driver, targetLabel: strin
   const depth = o.depth ?? DEFAULT_DEPTH
   const pct = () => new Pct(size, seed, depth, p.sessions.length, app ? undefined : counts.reduce((a, b) => a + b, 0), o.shard)
   let search: Strategy & { diverged?: number; runs: number } = sampling ? pct() : bounded ?? reduced ?? new Dfs()
-  if (o.shard && !sampling) throw new UsageError(`${o.word ? '--shard' : 'shard'} splits a sample over several runs of race explore: give ${o.word ? '--sample K' : 'sample'} too (a search is not split)`)
+  if (o.shard && !sampling && !exhaustive) throw new UsageError(`${word('shard')} splits a sample or an exhaustive search over several runs of race explore: give ${o.word ? '--sample K' : 'sample'} or ${word('exhaustive')} too (the reduced search is not split)`)
+  if (o.shard && sampling && o.seed === undefined) throw new UsageError(`${word('shard')} needs ${word('seed')}: every part of a sample draws from the same seed`)
   const drawn = o.shard ? Math.ceil((size - (o.shard.index - 1)) / o.shard.count) : size
-  let planned: number | null = sampling ? drawn : app || reduced || bounded ? null : Number(orders)
+  // --jobs: several runs at once, each job its own schema and connections. An exhaustive search (its tree split into
+  // branches, enumerate.ts SplitDfs) and a sample of declared steps (each draw its own) give the same result with any
+  // number; the others choose each run from the one before, and run on one job.
+  const one = app ? 'an application race runs on one job' : reduced ? 'the reduced search runs on one job' : bounded ? 'a preemption-bounded search runs on one job' : undefined
+  let jobs = one ? 1 : Math.max(1, Math.min(o.jobs ?? 1, sampling ? drawn : Number(orders)))
+  // Said when more jobs were asked for than such a search runs on (with --jobs 1 the result is as it always was).
+  const jobsNote = (o.jobs ?? 1) > 1 ? one : undefined
+  if (jobs > 1) {
+    // Each job takes a control connection and the sessions' own: no more than the server has room for.
+    const room = await lab.room()
+    jobs = Math.max(1, Math.min(jobs, Math.floor(room.free / (p.sessions.length + 1))))
+  }
+  const split = exhaustive && !one && (jobs > 1 || o.shard) ? new SplitDfs(o.shard) : undefined
+  let planned: number | null = sampling ? drawn : app || reduced || bounded || o.shard ? null : Number(orders)
   // The application race's first run: its queries give `orders` (what the report compares the runs with).
   let probing = app
   // The reduced search learns what each step touched: at every quiet moment of a trial the sessions' backends are
-  // read on control (engine/footprint.ts); the footprints of the trial's free steps, in order.
-  let fps: Touched[] = []
+  // read on control (engine/footprint.ts); the footprints of the trial's free steps, in order (Job.fps).
   let touchedAll = 0
   let touchedSteps = 0
   // Every interleaving was run: false when a search of an application race's tree reached --max runs with more left.
@@ -332,9 +393,9 @@ export async function exploreOn(ctx: RunContext, lab: Driver, targetLabel: strin
   let discarded = 0
   let violating = 0
   let phase: 'explore' | 'shrink' = 'explore'
-  // The trial in flight: its free choices (sessions chosen by the strategy, not pinned), set by its chooser.
-  let free: number[] = []
-  let last: Done | undefined
+  // Explore runs of several jobs, taken in the search's order once all are in; the violating lines seen meanwhile.
+  const records: Record_[] = []
+  const pending = new Set<string>()
   // Shrinking: the current violating interleaving (free choices), and the candidates left to try.
   let current: { free: number[]; it: Interleaving } | undefined
   let candidates: number[][] = []
@@ -343,15 +404,15 @@ export async function exploreOn(ctx: RunContext, lab: Driver, targetLabel: strin
   // The reduced search: the simplest order of each violating run's class.
   const simplest = new Map<string, number[]>()
 
-  const chooserOf = (pick: Pick, learn: boolean): Chooser => {
+  const chooserOf = (pick: Pick, learn: boolean, job: Job): Chooser => {
     const launched = p.sessions.map(() => 0)
-    free = []
-    fps = []
+    const free: number[] = (job.free = [])
+    const fps: Touched[] = (job.fps = [])
     // The moment before the last launched step, what the backends held then, and that step (when a free one).
     let before: { m: Moment; seen: Map<number, Seen> | undefined; step?: ReadyStep } | undefined
     const stateOf = (m: Moment, i: number) => (m.ready.some((r) => r.index === i) ? 'ready' : m.blocked.some((b) => b.index === i) ? 'blocked' : m.done.includes(p.sessions[i].name) ? 'done' : 'other')
     const observeAt = async (m: Moment) => {
-      const seen = m.pids ? await observe(lab, m.pids) : undefined
+      const seen = m.pids ? await observe(job.lab, m.pids) : undefined
       const b = before
       if (b?.step) {
         const i = b.step.index
@@ -396,100 +457,181 @@ export async function exploreOn(ctx: RunContext, lab: Driver, targetLabel: strin
     return choose
   }
 
-  const nextShrink = (): Chooser | undefined => {
+  const nextShrink = (job: Job): Chooser | undefined => {
     if (!current || shrinkRuns >= o.shrink) return undefined
     const c = candidates.shift()
     if (!c) return undefined
     shrinkRuns++
-    return chooserOf(follow(c), false)
+    return chooserOf(follow(c), false, job)
+  }
+
+  // The search's runs, handed out to the jobs (one job: each run chosen after the one before it ran).
+  let order = 0
+  const handout = new Handout<Handle>((): Handle | undefined => {
+    if (split) {
+      const r = split.next()
+      return r && { pick: r.pick, key: [], split: r }
+    }
+    if (jobs > 1 && search instanceof Pct) {
+      const d = search.nextDraw()
+      return d && { pick: d.pick, key: [d.draw], k: d.k }
+    }
+    const pick = search.next()
+    return pick && { pick, key: [order++] }
+  })
+  const stop = () => handout.stop()
+  ctx.signal.addEventListener('abort', stop, { once: true })
+
+  /** An explore run taken into the result: runs of several jobs in the search's order, once all are in. */
+  const absorb = (r: Record_) => {
+    const it = r.it
+    const had = seen.get(it.line)
+    if (had) had.runs++
+    else {
+      seen.set(it.line, it)
+      if (it.held === false) violating++
+    }
+    if (it.held === false && (!current || better(it, current.it))) current = { free: r.free, it }
+    if (it.held === false && reduced) {
+      const c = fewestSwitches(r.free, r.fps)
+      if (c) simplest.set(c.join(','), c)
+    }
+  }
+
+  const choose = async (job: Job): Promise<Chooser | undefined> => {
+    // A run the engine reported no order for (none of its steps launched) is over all the same.
+    if (job.run) {
+      job.run = undefined
+      handout.finish()
+    }
+    if (phase === 'explore') {
+      // An application race's tree may be larger than its first run's orders said: stop at --max runs, and say
+      // when interleavings were left (a search of declared steps ends by itself within the orders it counted).
+      const capped = app && !sampling && !exhaustive && !bounded
+      const got = capped && search.runs >= o.max ? undefined : await handout.take()
+      if (got) {
+        job.run = got
+        return chooserOf(got.pick, reduced !== undefined, job)
+      }
+      // The search is over: the first job shrinks (alone), once every other job's last run is in.
+      if (job.index > 0 || handout.stopped) return undefined
+      await handout.idle()
+      if (handout.stopped) return undefined
+      if (capped && search.next()) complete = false
+      records.sort((a, b) => compareKeys(a.key, b.key)).forEach(absorb)
+      records.length = 0
+      pending.clear()
+      phase = 'shrink'
+      if (reduced && current && o.shrink) {
+        // The reduced search ran one order of each class: the simplest order of each violating class (fewest
+        // switches) ends as its class's run did; the fewest among them is run once, to confirm it, as shown.
+        shrinkFrom = current.it.line
+        candidates = [...simplest.values()].filter((c) => switches(c) < current!.it.switches).sort((a, b) => switches(a) - switches(b))
+        return nextShrink(job)
+      }
+      if (!sampling || !current || !o.shrink) return undefined
+      shrinkFrom = current.it.line
+      candidates = shrinkCandidates(current.free)
+    }
+    return nextShrink(job)
+  }
+
+  const onOrder = (job: Job, ran: Entry[]) => {
+    const { facts, trial } = job.last!
+    const free = job.free
+    allRuns++
+    if (probing) {
+      probing = false
+      orders = ordersOf(p.sessions.map((_, i) => ran.filter((e) => e.session === i).length))
+      if (!sampling && !exhaustive && !reduced && !bounded && orders > BigInt(o.max)) {
+        // Too many to run them all: a seeded sample instead, as for declared steps. This first run is not one of its draws.
+        sampling = true
+        search = pct()
+        planned = size
+        discarded++
+        handout.finish()
+        return
+      }
+    }
+    const it = interleavingOf(p, ran, facts, trial, switches(free))
+    if (phase === 'explore') {
+      const h = job.run!
+      job.run = undefined
+      if (process.env.RACE_DEBUG_FPS) console.error(JSON.stringify(free), JSON.stringify(job.fps))
+      if (reduced) reduced.done(free, job.fps)
+      else if (h.split) split!.done(h.split, free)
+      else if (h.k !== undefined) (search as Pct).done(free, h.k)
+      else search.done(free)
+      // A run made only to reach this shard's part of the tree: another shard reports it.
+      if (!h.split || h.split.report) {
+        runs++
+        const r = { key: h.split ? [...free] : h.key, free: [...free], fps: [...job.fps], it }
+        if (jobs > 1 || split) {
+          records.push(r)
+          if (it.held === false) pending.add(it.line)
+        } else absorb(r)
+      }
+      handout.finish()
+    } else if (it.held === false && current && better(it, current.it)) {
+      // A shorter violation: shrink from it.
+      current = { free: [...free], it }
+      // The reduced search's candidates come fewest switches first: the first that violates is the shortest.
+      candidates = reduced ? [] : shrinkCandidates(free)
+    }
+    o.onProgress?.({ runs: allRuns - discarded, violating: violating + pending.size, planned: phase === 'explore' ? planned : null, exact: sampling, phase })
   }
 
   const started = performance.now()
   const { run } = await import('../engine/run.js')
-  const out = await run(lab, {
-    ownSql: isBuiltIn(scenario),
-    context: ctx,
-    plan: p,
-    schedule: 'lockstep',
-    trials: Number.MAX_SAFE_INTEGER,
-    stepTimeoutMs: bounds.stepTimeoutMs,
-    connectTimeoutMs: bounds.connectTimeoutMs,
-    keep: false,
-    word: o.word,
-    choose: () => {
-      if (phase === 'explore') {
-        // An application race's tree may be larger than its first run's orders said: stop at --max runs, and say
-        // when interleavings were left (a search of declared steps ends by itself within the orders it counted).
-        const capped = app && !sampling && !exhaustive && !bounded
-        const pick = capped && search.runs >= o.max ? undefined : search.next()
-        if (pick) return chooserOf(pick, reduced !== undefined)
-        if (capped && search.next()) complete = false
-        phase = 'shrink'
-        if (reduced && current && o.shrink) {
-          // The reduced search ran one order of each class: the simplest order of each violating class (fewest
-          // switches) ends as its class's run did; the fewest among them is run once, to confirm it, as shown.
-          shrinkFrom = current.it.line
-          candidates = [...simplest.values()].filter((c) => switches(c) < current!.it.switches).sort((a, b) => switches(a) - switches(b))
-          return nextShrink()
-        }
-        if (!sampling || !current || !o.shrink) return undefined
-        shrinkFrom = current.it.line
-        candidates = shrinkCandidates(current.free)
-      }
-      return nextShrink()
-    },
-    onTrial: (_k, facts) => {
-      last = { facts, trial: judgeTrial(facts, declared, p) }
-    },
-    onOrder: (_k, ran) => {
-      const { facts, trial } = last!
-      allRuns++
-      if (probing) {
-        probing = false
-        orders = ordersOf(p.sessions.map((_, i) => ran.filter((e) => e.session === i).length))
-        if (!sampling && !exhaustive && !reduced && !bounded && orders > BigInt(o.max)) {
-          // Too many to run them all: a seeded sample instead, as for declared steps. This first run is not one of its draws.
-          sampling = true
-          search = pct()
-          planned = size
-          discarded++
-          return
-        }
-      }
-      const it = interleavingOf(p, ran, facts, trial, switches(free))
-      if (phase === 'explore') {
-        runs++
-        if (process.env.RACE_DEBUG_FPS) console.error(JSON.stringify(free), JSON.stringify(fps))
-        if (reduced) reduced.done(free, fps)
-        else search.done(free)
-        const had = seen.get(it.line)
-        if (had) had.runs++
-        else {
-          seen.set(it.line, it)
-          if (it.held === false) violating++
-        }
-        if (it.held === false && (!current || better(it, current.it))) current = { free: [...free], it }
-        if (it.held === false && reduced) {
-          const c = fewestSwitches(free, fps)
-          if (c) simplest.set(c.join(','), c)
-        }
-      } else if (it.held === false && current && better(it, current.it)) {
-        // A shorter violation: shrink from it.
-        current = { free: [...free], it }
-        // The reduced search's candidates come fewest switches first: the first that violates is the shortest.
-        candidates = reduced ? [] : shrinkCandidates(free)
-      }
-      o.onProgress?.({ runs: allRuns - discarded, violating, planned: phase === 'explore' ? planned : null, exact: sampling, phase })
-    },
-  }).catch((e) => {
-    throw specFailure(scenario, exploreFailure(e))
-  })
+  // One lab a job: its own control connection, schema and sessions (the first is the command's).
+  const labs: Driver[] = [lab]
+  if (jobs > 1) {
+    const opened = await Promise.allSettled(Array.from({ length: jobs - 1 }, () => openDriver(ctx, lab.target, bounds.connectTimeoutMs)))
+    for (const x of opened) if (x.status === 'fulfilled') labs.push(x.value)
+    const failed = opened.find((x) => x.status === 'rejected')
+    if (failed) {
+      await Promise.all(labs.slice(1).map((l) => l.close().catch(() => {})))
+      ctx.signal.removeEventListener('abort', stop)
+      throw (failed as PromiseRejectedResult).reason
+    }
+  }
+  const runJob = (job: Job) =>
+    run(job.lab, {
+      ownSql: isBuiltIn(scenario),
+      context: ctx,
+      plan: p,
+      schedule: 'lockstep',
+      trials: Number.MAX_SAFE_INTEGER,
+      stepTimeoutMs: bounds.stepTimeoutMs,
+      connectTimeoutMs: bounds.connectTimeoutMs,
+      keep: false,
+      word: o.word,
+      choose: () => choose(job),
+      onTrial: (_k, facts) => {
+        job.last = { facts, trial: judgeTrial(facts, declared, p) }
+      },
+      onOrder: (_k, ran) => onOrder(job, ran),
+    }).catch((e) => {
+      // One job failing ends the others (each ends its run at its next choice, and drops its schema).
+      stop()
+      throw e
+    })
+  let out: Awaited<ReturnType<typeof run>>
+  try {
+    const settled = await Promise.allSettled(labs.map((l, index) => runJob({ index, lab: l, free: [], fps: [] })))
+    const failed = settled.find((x) => x.status === 'rejected')
+    if (failed) throw specFailure(scenario, exploreFailure((failed as PromiseRejectedResult).reason))
+    out = (settled[0] as PromiseFulfilledResult<Awaited<ReturnType<typeof run>>>).value
+  } finally {
+    ctx.signal.removeEventListener('abort', stop)
+    await Promise.all(labs.slice(1).map((l) => l.close().catch(() => {})))
+  }
   const ms = performance.now() - started
 
   const every = [...seen.values()]
   const judged = every.map((x) => ({ verdict: x.verdict, comparison: { matched: x.verdict !== 'unknown', deviations: [], ...(x.verdict === 'unknown' ? { undecided: true } : {}) } }))
   const summary = summarize(judged, [], expect)
-  const diverged = search instanceof Dfs || search instanceof Reduced || search instanceof Preemptive ? search.diverged : 0
+  const diverged = split ? split.diverged : search instanceof Dfs || search instanceof Reduced || search instanceof Preemptive ? search.diverged : 0
   // Every interleaving held, but some were not run as chosen, or not run at all (an application race's tree larger
   // than --max): "held in all" is not known (unknown is never a pass).
   const incomplete = (diverged > 0 || !complete) && violating === 0 && expect === 'held'
@@ -509,6 +651,7 @@ export async function exploreOn(ctx: RunContext, lab: Driver, targetLabel: strin
     orders: orders.toString(),
     steps: app ? 'discovered' : 'declared',
     complete,
+    ...(split && o.shard ? { shard: { ...o.shard, passed: split.passed } } : {}),
     ...(sampling && search instanceof Pct ? { sample: { size, seed, ...coverageOf(search), ...(o.shard ? { shard: o.shard } : {}), ...(faulted ? { faults: 'drawn' as const } : {}) } } : {}),
     runs,
     interleavings: every.length,
@@ -525,6 +668,8 @@ export async function exploreOn(ctx: RunContext, lab: Driver, targetLabel: strin
     exitCode: code,
     ms: Math.round(ms),
     perSecond: allRuns / (ms / 1000),
+    jobs,
+    ...(jobsNote ? { jobsNote } : {}),
   }
 }
 
@@ -572,8 +717,9 @@ export function replayCommand(name: string, s: Scenario, p: Plan, line: string, 
 export function mergeShards(parts: readonly ExploreResult[]): ExploreResult {
   if (!parts.length) throw new UsageError('merge: give the --json of every shard')
   const first = parts[0]
+  if (first.shard) return mergeSearchShards(parts)
   const s0 = first.sample
-  if (!s0?.shard) throw new UsageError('merge: these are not shards of a sample (no sample.shard: run race explore --sample K --shard i/n --json)')
+  if (!s0?.shard) throw new UsageError('merge: these are not shards of a sample or an exhaustive search (no sample.shard or shard: run race explore --sample K --seed S --shard i/n --json, or --exhaustive --shard i/n --json)')
   const same = (x: ExploreResult) => x.scenario === first.scenario && x.n === first.n && x.sample?.seed === s0.seed && x.sample?.size === s0.size && x.sample?.depth === s0.depth && x.sample?.shard?.count === s0.shard!.count
   const bad = parts.find((x) => !same(x))
   if (bad) throw new UsageError(`merge: ${bad.scenario} (seed ${bad.sample?.seed}, size ${bad.sample?.size}) is not a shard of the same sample as ${first.scenario} (seed ${s0.seed}, size ${s0.size})`)
@@ -614,6 +760,62 @@ export function mergeShards(parts: readonly ExploreResult[]): ExploreResult {
     exitCode: exitCode(summary),
     ms,
     perSecond: parts.reduce((a, x) => a + x.perSecond, 0),
+  }
+}
+
+/**
+ * One result from the --json of every shard of one exhaustive search (--exhaustive --shard 1/n .. n/n): each shard
+ * reported the interleavings of its own subtrees (enumerate.ts SplitDfs), so together they are the whole search's.
+ * They are put in the whole search's order (the sessions' order of each line: the depth-first order of the choices),
+ * so the groups, their lines and the shortest come out as one run of the whole search gives them.
+ */
+function mergeSearchShards(parts: readonly ExploreResult[]): ExploreResult {
+  const first = parts[0]
+  const count = first.shard!.count
+  const same = (x: ExploreResult) => x.scenario === first.scenario && x.n === first.n && x.search === first.search && x.orders === first.orders && x.shard?.count === count && JSON.stringify(x.params) === JSON.stringify(first.params)
+  const bad = parts.find((x) => !same(x))
+  if (bad) throw new UsageError(`merge: ${bad.scenario} (${bad.search}${bad.shard ? `, shard ${bad.shard.index}/${bad.shard.count}` : ''}) is not a shard of the same search as ${first.scenario} (shard ${first.shard!.index}/${count})`)
+  const got = parts.map((x) => x.shard!.index).sort((a, b) => a - b)
+  const want = Array.from({ length: count }, (_, i) => i + 1)
+  if (got.join() !== want.join()) throw new UsageError(`merge: shards ${got.join(', ')} given; a search in ${count} needs each of ${want.join(', ')} once`)
+  const names = Object.keys(first.every[0]?.outcomes ?? {})
+  const keyOf = (line: string) => line.split(' ').map((t) => names.indexOf(t.slice(0, t.indexOf('.'))))
+  const seen = new Map<string, Interleaving>()
+  for (const x of parts) for (const it of x.every) {
+    const had = seen.get(it.line)
+    if (had) had.runs += it.runs
+    else seen.set(it.line, { ...it })
+  }
+  const every = [...seen.values()].sort((a, b) => compareKeys(keyOf(a.line), keyOf(b.line)))
+  let shortest: Interleaving | undefined
+  for (const it of every) if (it.held === false && (!shortest || better(it, shortest))) shortest = it
+  const from = shortest && parts.find((x) => x.shortest?.line === shortest!.line)
+  const expect = first.expected === 'held' || first.expected === 'violated' ? first.expected : undefined
+  const judged = every.map((x) => ({ verdict: x.verdict, comparison: { matched: x.verdict !== 'unknown', deviations: [], ...(x.verdict === 'unknown' ? { undecided: true } : {}) } }))
+  const summary = summarize(judged, [], expect)
+  const diverged = parts.reduce((a, x) => a + x.diverged, 0)
+  const complete = parts.every((x) => x.complete)
+  const violating = every.filter((x) => x.held === false).length
+  const incomplete = (diverged > 0 || !complete) && violating === 0 && expect === 'held'
+  const { shard: _, replayNote: __, ...rest } = first
+  return {
+    ...rest,
+    complete,
+    runs: parts.reduce((a, x) => a + x.runs, 0),
+    interleavings: every.length,
+    violating,
+    unknown: every.filter((x) => x.verdict === 'unknown').length,
+    groups: groupsOf(every),
+    shortest: shortest ? { ...shortest } : null,
+    replay: from?.replay ?? null,
+    ...(from?.replayNote ? { replayNote: from.replayNote } : {}),
+    diverged,
+    every,
+    matched: summary.matched && !incomplete,
+    exitCode: incomplete ? 3 : exitCode(summary),
+    ms: Math.max(...parts.map((x) => x.ms)),
+    perSecond: parts.reduce((a, x) => a + x.perSecond, 0),
+    jobs: Math.max(...parts.map((x) => x.jobs ?? 1)),
   }
 }
 

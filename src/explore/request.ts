@@ -1,6 +1,7 @@
 // What race explore is asked, by its flags or by explore()'s options, checked in one place for both: the sessions
 // within the scenario's count, the search's budgets, what to expect. Errors name each option as the caller spelled
 // it (--max from the CLI, max from explore()).
+import os from 'node:os'
 import { UsageError } from '../errors.js'
 import { parseWhole } from '../parse.js'
 import type { Spelling } from '../run/params.js'
@@ -18,6 +19,13 @@ export const DEFAULT_SAMPLE = 200
 export const DEFAULT_DEPTH = 3
 /** Runs spent at most on shrinking a sampled violation (--shrink). */
 export const DEFAULT_SHRINK = 100
+/** The most jobs (--jobs): each is a control connection, a schema and the sessions' connections on the server. */
+export const MAX_JOBS = 64
+
+/** Jobs when not told (--jobs): the machine's cores (the server's work and race's share them). */
+export function defaultJobs(): number {
+  return Math.max(1, Math.min(MAX_JOBS, os.availableParallelism?.() ?? os.cpus().length))
+}
 
 /**
  * How many sessions explore races when not told: the scenario's default; for an application race, 2 (or its
@@ -41,6 +49,7 @@ export interface ExploreAsked {
   depth?: string | number
   preemptions?: string | number
   shard?: string | { index: number; count: number }
+  jobs?: string | number
   expect?: string
   exhaustive?: boolean
   reduce?: boolean
@@ -55,6 +64,8 @@ export interface ExploreChecked {
   depth: number
   preemptions?: number
   shard?: { index: number; count: number }
+  /** Jobs asked for (--jobs; default the machine's cores): how many the search may run at once. */
+  jobs: number
   expect?: 'held' | 'violated'
   exhaustive: boolean
   reduce: boolean
@@ -63,13 +74,15 @@ export interface ExploreChecked {
 /** The one check of an exploration's input (race explore and explore()). */
 export function checkExplore(s: Scenario, a: ExploreAsked, spell: Spelling): ExploreChecked {
   const n = sessionsOf(s, a.n, spell, exploreSessions(s))
-  const whole = (o: 'max' | 'sample' | 'seed' | 'shrink' | 'depth' | 'preemptions', v: string | number, min: number, max: number) => parseWhole(spell(o), String(v), min, max)
+  const whole = (o: 'max' | 'sample' | 'seed' | 'shrink' | 'depth' | 'preemptions' | 'jobs', v: string | number, min: number, max: number) => parseWhole(spell(o), String(v), min, max)
   const max = whole('max', a.max ?? DEFAULT_MAX, 1, Number.MAX_SAFE_INTEGER)
   const sample = a.sample === undefined ? undefined : whole('sample', a.sample, 1, 1_000_000)
   const seed = a.seed === undefined ? undefined : whole('seed', a.seed, 0, 2 ** 32 - 1)
   const shrink = whole('shrink', a.shrink ?? DEFAULT_SHRINK, 0, 100_000)
   const depth = whole('depth', a.depth ?? DEFAULT_DEPTH, 1, 10)
   const preemptions = a.preemptions === undefined ? undefined : whole('preemptions', a.preemptions, 0, 1000)
+  if (a.jobs !== undefined && typeof a.jobs !== 'string' && typeof a.jobs !== 'number') throw new UsageError(`${spell('jobs')} takes a whole number of jobs, got ${JSON.stringify(a.jobs)}`)
+  const jobs = a.jobs === undefined ? defaultJobs() : whole('jobs', a.jobs, 1, MAX_JOBS)
   if (a.expect !== undefined && a.expect !== 'held' && a.expect !== 'violated') throw new UsageError(`${spell('expect')} takes held or violated, got '${a.expect}'`)
   if (a.exhaustive !== undefined && typeof a.exhaustive !== 'boolean') throw new UsageError(`${spell('exhaustive')} takes true or false, got ${JSON.stringify(a.exhaustive)}`)
   const exhaustive = a.exhaustive === true
@@ -84,11 +97,11 @@ export function checkExplore(s: Scenario, a: ExploreAsked, spell: Spelling): Exp
     const index = m ? Number(m[1]) : typeof a.shard === 'object' && a.shard ? a.shard.index : NaN
     const count = m ? Number(m[2]) : typeof a.shard === 'object' && a.shard ? a.shard.count : NaN
     if (!Number.isInteger(index) || !Number.isInteger(count) || count < 1 || index < 1 || index > count) {
-      throw new UsageError(`${spell('shard')} takes i/n with 1 <= i <= n (this run's part of a sample split n ways), got ${JSON.stringify(a.shard)}`)
+      throw new UsageError(`${spell('shard')} takes i/n with 1 <= i <= n (this run's part of a search or sample split n ways), got ${JSON.stringify(a.shard)}`)
     }
     shard = { index, count }
-    if (a.seed === undefined) throw new UsageError(`${spell('shard')} needs ${spell('seed')}: every part of a sample draws from the same seed`)
+    if (a.seed === undefined && sample !== undefined) throw new UsageError(`${spell('shard')} needs ${spell('seed')}: every part of a sample draws from the same seed`)
   }
   if (preemptions !== undefined && sample !== undefined) throw new UsageError(`${spell('preemptions')} runs every order within a bound and ${spell('sample')} a random few: give one of them`)
-  return { n, max, sample, seed, shrink, depth, preemptions, shard, expect: a.expect, exhaustive, reduce }
+  return { n, max, sample, seed, shrink, depth, preemptions, shard, jobs, expect: a.expect, exhaustive, reduce }
 }

@@ -3,7 +3,7 @@
 // by hand (and, for the orders, against the formula).
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
-import { Dfs, follow, ordersOf, Sampler, shrinkCandidates, switches, type Strategy } from '../../src/explore/enumerate.js'
+import { compareKeys, Dfs, follow, ordersOf, random, Sampler, shrinkCandidates, SplitDfs, switches, type Strategy } from '../../src/explore/enumerate.js'
 
 /**
  * Runs a strategy to the end over a model: `steps[i]` session i's steps; a step named 'lock' takes one shared
@@ -135,4 +135,64 @@ test('shrinking: every candidate has fewer switches and keeps each session its o
   )
   assert.deepEqual(shrinkCandidates([0, 0, 1, 1]), [], 'nothing to shrink: each session runs in one piece')
   assert.equal(switches([0, 0, 1, 1, 0]), 2)
+})
+
+/** One run of the model of drive() (steps, the lock), with a given pick: its launch order. */
+function runOnce(pick: (ready: readonly number[]) => number, steps: string[][]): number[] {
+  let out: number[] = []
+  const one: Strategy = {
+    next: (() => {
+      let given = false
+      return () => (given ? undefined : ((given = true), pick))
+    })(),
+    done: (l) => void (out = [...l]),
+  }
+  drive(one, steps)
+  return out
+}
+
+test('SplitDfs: its branches, run in any order, are exactly Dfs runs, and sorted by their choices in Dfs order', () => {
+  for (const steps of [
+    [['a', 'b', 'c'], ['a', 'b', 'c']],
+    [['begin', 'lock', 'insert', 'commit'], ['begin', 'lock', 'insert', 'commit']],
+    [['a', 'b'], ['a', 'b'], ['a']],
+  ]) {
+    const want = drive(new Dfs(), steps)
+    // Two jobs' worth of disorder: each time, the last or the first branch waiting (a seeded choice).
+    const rnd = random(7)
+    const split = new SplitDfs()
+    const held: ReturnType<SplitDfs['next']>[] = []
+    const got: number[][] = []
+    for (;;) {
+      for (let r = split.next(); r; r = split.next()) held.push(r)
+      if (!held.length) break
+      const run = held.splice(Math.floor(rnd() * held.length), 1)[0]!
+      const launched = runOnce(run.pick, steps)
+      split.done(run, launched)
+      assert.equal(run.report, true)
+      got.push(launched)
+    }
+    assert.equal(split.diverged, 0)
+    assert.deepEqual([...got].sort(compareKeys), want, 'the same runs, in Dfs order once sorted')
+  }
+})
+
+test('SplitDfs shards: every interleaving is reported by exactly one of n shards; together they are the whole search', () => {
+  const steps = [['a', 'b', 'c'], ['a', 'b', 'c'], ['a', 'b']]
+  const want = drive(new Dfs(), steps).map((x) => x.join(','))
+  for (const count of [1, 2, 3, 5]) {
+    const reported: string[] = []
+    let made = 0
+    for (let index = 1; index <= count; index++) {
+      const split = new SplitDfs({ index, count })
+      for (let r = split.next(); r; r = split.next()) {
+        const launched = runOnce(r.pick, steps)
+        split.done(r, launched)
+        made++
+        if (r.report) reported.push(launched.join(','))
+      }
+    }
+    assert.deepEqual([...reported].sort(), [...want].sort(), `${count} shards`)
+    if (count > 1) assert.ok(made < count * want.length, `${count} shards made ${made} runs, fewer than each running all ${want.length}`)
+  }
 })
