@@ -72,7 +72,6 @@ export async function run(lab: Driver, cfg: RunConfig): Promise<RunOutput> {
   }
   let schema: RunSpace | undefined
   const trials: TrialFacts[] = []
-  const batched = batchedSetup(lab, plan.setup)
   let failure: unknown
   // An abort ends at once what the runner holds for a next trial (a trial in flight ends its own sessions).
   const onAbort = () => runner.abort()
@@ -100,13 +99,10 @@ export async function run(lab: Driver, cfg: RunConfig): Promise<RunOutput> {
       const user = cfg.user ?? randomUUID()
       // The sessions connect (those not kept from the last trial) while control runs the setup.
       runner.open(space)
-      // Setup without binds goes in one round trip (PostgreSQL's simple query); with binds, a statement at a time.
-      if (batched) await onControl(batched, [], space)
-      else
-        for (const stmt of plan.setup) {
-          const { text, names } = parseBinds(stmt, lab.placeholders)
-          await onControl(text, values(names, cfg, user, 'setup'), space)
-        }
+      for (const stmt of plan.setup) {
+        const { text, names } = parseBinds(stmt, lab.placeholders)
+        await onControl(text, values(names, cfg, user, 'setup'), space)
+      }
       const { facts, ran } = await runner.run({ k, space, user, chooser: cfg.chooser?.(k) ?? chosen })
       trials.push(facts)
       cfg.onTrial?.(k + 1, facts)
@@ -135,26 +131,6 @@ export async function run(lab: Driver, cfg: RunConfig): Promise<RunOutput> {
     throw new RunError(`lost the control connection to ${target.label} mid-run (${name}): something ended it; ${left ? left.note : "the run's sessions were ended and its schema dropped on a fresh connection"}`)
   }
   throw left ? withNote(signal.aborted ? signal.reason : failure, left.note) : failure
-}
-
-/**
- * The setup as one simple query, when it can be (PostgreSQL; no binds; nothing that cannot run inside the implicit
- * transaction a list of statements runs in): one round trip instead of one a statement. speed/reset.ts (npm run
- * bench:reset) measured a trial's reset (the schema made again and the setup run) at 0.75x (PostgreSQL 15) and 0.81x
- * (18) of a statement at a time, the same rows after it; race run lost-update --schedule lockstep --trials 300 took
- * 0.94x (medians of 5, alternated, both servers). Undefined: a statement at a time.
- */
-export function batchedSetup(lab: Driver, setup: readonly string[]): string | undefined {
-  if (lab.engine !== 'postgres' || setup.length < 2) return undefined
-  const texts: string[] = []
-  for (const stmt of setup) {
-    const { text, names } = parseBinds(stmt, lab.placeholders)
-    if (names.length) return undefined
-    if (/\b(concurrently|vacuum|database|system|tablespace)\b/i.test(text)) return undefined
-    texts.push(text.trim().replace(/;\s*$/, ''))
-  }
-  // A new line before each semicolon: a statement that ends in a -- comment would swallow it.
-  return texts.join('\n;\n')
 }
 
 /** Adds what cleanup left behind to the error the user will see (one line). */
