@@ -289,10 +289,18 @@ export class Session {
       await this.rollback()
       return this.end('failed', name, { reason: err.message })
     }
-    const code = (err as { code?: string })?.code
-    if (!(err instanceof ServerEnded) && (this.closedByServer || isConnectionLoss(err))) {
-      this.record(name, 'lost', code)
-      return this.end('lost', name, { reason: `connection lost (${code ?? 'closed'})` })
+    let code = (err as { code?: string })?.code
+    if (!(err instanceof ServerEnded) && (this.closedByServer || isConnectionLoss(err)) && !(isServerError(code) && !isConnectionLoss(err))) {
+      // The server said why it ended the connection (its FATAL, read on the socket): that is the step's outcome,
+      // whichever came first, the FATAL or the step (exec throws ServerEnded when the FATAL came before the step was
+      // sent; sent just before, the step meets a closed connection). A FATAL that is a lost connection (57P01) is lost.
+      const fatal = this.serverFatal
+      if (!fatal || isConnectionLoss(fatal)) {
+        this.record(name, 'lost', code)
+        return this.end('lost', name, { reason: `connection lost (${code ?? 'closed'})` })
+      }
+      err = new ServerEnded(fatal.code, fatal.message)
+      code = fatal.code
     }
     if (isServerError(code)) {
       this.errors.push(code)
