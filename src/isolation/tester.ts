@@ -349,6 +349,9 @@ export async function runTester(spec: Spec, o: TesterOptions, sink: TranscriptSi
       if (!(e instanceof Exit)) throw e
       exit = 1
     }
+    // Control closed while no step needed it (a step that ends within isolationtester's first 10 ms wait never asks
+    // it): said all the same, whatever the timing, as when a step's wait found it closed.
+    if (exit === 0 && control.closed) throw lost('after the last step')
     if (exit === 1) for (const note of lostNotes.values()) o.onSessionLost?.(note)
     if (o.atEnd && !control.closed) {
       await Promise.all(conns.slice(1).map((c) => c.conn.close()))
