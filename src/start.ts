@@ -14,6 +14,7 @@ import { createRequire } from 'node:module'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 import vm from 'node:vm'
+import { lendImport } from './load-module.js'
 
 const BUNDLE = fileURLToPath(new URL('./cli.bundle.cjs', import.meta.url))
 const CACHE = `${BUNDLE.replace(/\.cjs$/, '')}.cache`
@@ -31,7 +32,7 @@ const source = bundleSource()
 if (source === undefined) {
   await import('./cli.js')
 } else {
-  ;(globalThis as Record<symbol, unknown>)[Symbol.for('racelab.importModule')] = (specifier: string) => import(specifier)
+  lendImport((specifier) => import(specifier))
   // RACE_CODE_CACHE=write (scripts/bundle.ts only): compile without the cache and store it when the process exits.
   const write = process.env.RACE_CODE_CACHE === 'write'
   let cachedData: Buffer | undefined
