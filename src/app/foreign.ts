@@ -90,10 +90,8 @@ export function serverDestination(target: Target): Destination {
     const { socket } = unixSocket(target.url)
     if (socket) return { path: socket }
   }
-  const u = new URL(target.url)
-  const path = u.searchParams.get('socketPath') ?? u.searchParams.get('socket')
-  if (mysql && path) return { path }
-  return { port: Number(u.port || (mysql ? 3306 : 5432)) }
+  // race connects to MySQL/MariaDB over TCP only (db/mysql.ts connectionOptions): its port.
+  return { port: Number(new URL(target.url).port || (mysql ? 3306 : 5432)) }
 }
 
 /**
