@@ -130,9 +130,21 @@ export async function openPg(pg: Any, target: Target, o: AppConnOptions, s: AppS
   client.on('end', lost)
   await client.connect()
   const raw = client.query.bind(client)
-  const [me] = (await raw("select pg_backend_pid() as pid, current_setting('default_transaction_isolation') as level")).rows
+  const ending = async () => {
+    try {
+      client.connection?.stream?.destroy()
+    } catch {
+      /* already gone */
+    }
+    await withTimeout(client.end().catch(() => {}), 500)
+  }
+  // A failure once connected (the run's role dropped under a late login) ends the connection it opened.
+  const [me, state0] = await closingOnFailure(ending, async () => [
+    (await raw("select pg_backend_pid() as pid, current_setting('default_transaction_isolation') as level")).rows[0],
+    String((await raw(PG_STATE_SQL)).rows[0].state),
+  ])
   const pid = Number(me.pid)
-  let state = String((await raw(PG_STATE_SQL)).rows[0].state)
+  let state = state0
   let replay = ''
   client.query = wrapPgQuery(raw, holder, client)
   const release = () => {}
@@ -167,14 +179,17 @@ export async function openPg(pg: Any, target: Target, o: AppConnOptions, s: AppS
     close: async () => {
       await withTimeout(client.end().catch(() => {}), 2000)
     },
-    destroy: async () => {
-      try {
-        client.connection?.stream?.destroy()
-      } catch {
-        /* already gone */
-      }
-      await withTimeout(client.end().catch(() => {}), 500)
-    },
+    destroy: ending,
+  }
+}
+
+/** Runs what follows a connect; if it fails, the connection is ended before the failure goes on. */
+async function closingOnFailure<T>(end: () => Promise<unknown>, body: () => Promise<T>): Promise<T> {
+  try {
+    return await body()
+  } catch (e) {
+    await end().catch(() => {})
+    throw e
   }
 }
 
@@ -419,8 +434,10 @@ export async function openPostgresJs(postgres: Any, target: Target, o: AppConnOp
   const sql = url ? postgres(url, options) : postgres(options)
   const probe = sql`select pg_backend_pid() as pid, current_setting('default_transaction_isolation') as level`
   patchQuery(Object.getPrototypeOf(probe))
-  const [{ pid, level }] = await probe
-  const state = String((await sql.unsafe(PG_STATE_SQL))[0].state)
+  const [{ pid, level }, state] = await closingOnFailure(
+    () => withTimeout(sql.end({ timeout: 0 }).catch(() => {}), 1000),
+    async () => [(await probe)[0], String((await sql.unsafe(PG_STATE_SQL))[0].state)] as const,
+  )
   return {
     holder,
     defaultLevel: level,
@@ -568,6 +585,10 @@ export async function openMariadb(mariadb: Any, target: Target, o: AppConnOption
 export async function openMysql2(mysql: Any, target: Target, o: AppConnOptions, s: AppSession): Promise<AppConn> {
   const { connectionOptions, normalizeError } = await import('../db/mysql.js')
   const holder: Holder = { s, broken: false }
+  // Checked before the connection opens (createConnection starts it): a refusal leaves nothing to close.
+  for (const k of Object.keys(o.params)) {
+    if (!/^[a-z_][a-z0-9_]*$/i.test(k)) throw new UsageError(`connection parameter '${k}' is not a MySQL variable name`)
+  }
   const base = connectionOptions(target, o.connectTimeoutMs, o.schema)
   const conn = mysql.createConnection({
     host: base.host,
@@ -588,11 +609,13 @@ export async function openMysql2(mysql: Any, target: Target, o: AppConnOptions, 
   conn.on('end', () => void (gone = true))
   await call((cb) => conn.connect(cb))
   const raw = { query: conn.query.bind(conn), execute: conn.execute.bind(conn) }
-  for (const [k, v] of Object.entries(o.params)) {
-    if (!/^[a-z_][a-z0-9_]*$/i.test(k)) throw new UsageError(`connection parameter '${k}' is not a MySQL variable name`)
-    await call((cb) => raw.query(`set session ${k} = ?`, [String(v)], cb))
-  }
-  if (o.isolation) await call((cb) => raw.query(`set session transaction isolation level ${o.isolation}`, cb))
+  await closingOnFailure(
+    async () => conn.destroy(),
+    async () => {
+      for (const [k, v] of Object.entries(o.params)) await call((cb) => raw.query(`set session ${k} = ?`, [String(v)], cb))
+      if (o.isolation) await call((cb) => raw.query(`set session transaction isolation level ${o.isolation}`, cb))
+    },
+  )
   let level: string | undefined
   for (const v of ['@@transaction_isolation', '@@tx_isolation']) {
     try {

@@ -119,7 +119,9 @@ export async function appTrial(lab: Driver, cfg: AppTrialConfig): Promise<AppTri
   if (cfg.permutation) for (const e of parseAppPermutation(cfg.permutation, sessions.map((s) => s.name))) if (e.inject) named.set(e.label, e.inject)
   const killAll = async () => {
     await Promise.all(conns.map((c) => c?.destroy()))
-    await lab.terminate(ours()).catch(() => {})
+    // A connection whose session never got its pid (its open() failed) is race's too.
+    const pids = new Set([...ours(), ...conns.map((c) => c?.pid ?? 0)].filter((p) => p > 0))
+    await lab.terminate([...pids]).catch(() => {})
   }
   const abandon = (why: string) => {
     for (const s of sessions) s.end('lost', s.current?.label ?? 'start', { reason: why })
@@ -145,9 +147,18 @@ export async function appTrial(lab: Driver, cfg: AppTrialConfig): Promise<AppTri
   return abortable(signal, guard, async () => {
     // ---- connect every session (its driver, its pid, the run's schema as search_path) ----
     const open = cfg.race.driver === 'pg' ? openPg : cfg.race.driver === 'mariadb' ? openMariadb : cfg.race.driver === 'mysql2' ? openMysql2 : openPostgresJs
+    // Every session's connect settles (each is bounded: the connect timeout, open()'s step timeout) before a failure
+    // ends the trial: a session still connecting when another failed would otherwise open its connection after the
+    // trial's cleanup had run, and keep it (seen: its login then failed inside race's own first query, the run's role
+    // being dropped, and nothing closed it).
+    let firstFailure: { e: unknown } | undefined
+    const settleAll = (opening: Promise<void>[]) =>
+      Promise.allSettled(opening.map((p) => p.catch((e) => ((firstFailure ??= { e }), Promise.reject(e))))).then(() => {
+        if (firstFailure) throw firstFailure.e
+      })
     try {
       await Promise.race([
-        Promise.all(
+        settleAll(
           sessions.map(async (s, i) => {
             let c = cfg.kept?.[i]
             if (cfg.kept) cfg.kept[i] = undefined
@@ -162,6 +173,12 @@ export async function appTrial(lab: Driver, cfg: AppTrialConfig): Promise<AppTri
             if (!c) {
               c = await open(driver, (await lab.sessionTarget?.(cfg.schema)) ?? lab.target, { applicationName: `race ${cfg.scenarioId} ${s.name}`, schema: cfg.schema, params: cfg.race.connection ?? {}, ...(cfg.isolation ? { isolation: cfg.isolation } : {}), connectTimeoutMs: cfg.connectTimeoutMs, terminate: (pids) => lab.terminate(pids) }, s)
               conns[i] = c
+              // Aborted while it connected: the abort's cleanup has already run, this connection ends here.
+              if (signal.aborted) {
+                await c.destroy()
+                await lab.terminate([c.pid]).catch(() => {})
+                throw signal.reason
+              }
               if (cfg.race.open) await openApp(cfg, c, s, i)
             }
             conns[i] = c

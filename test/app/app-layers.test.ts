@@ -215,6 +215,24 @@ test('a unique index as the fix: each ORM throws its own error for the 23505 (wr
   }
 })
 
+test("a session still connecting when another's open() fails is ended with the run: nothing of the run is left when it rejects", async () => {
+  // Before, the trial ended at the first failure, and its cleanup (the run's role dropped) ran while the others
+  // connected: a connection opened after it stayed open until its session's own timeout, or for good when its login
+  // met the dropped role (seen under load: race's first query on it failed, and nothing closed it).
+  const file = path.join(EX, 'orders-typeorm.race.mjs')
+  const race = (await load('orders-typeorm.race.mjs')).default as AppRace
+  // The first session to reach open() throws; the other nine, some of them still connecting then, wait in theirs.
+  let first = true
+  const open = () => (first ? ((first = false), Promise.reject(new TypeError('no DataSource today'))) : new Promise(() => {}))
+  const mixed = appScenario({ ...race, open }, file)
+  await assert.rejects(runScenario(ctx.lab, mixed, { n: 10, schedule: 'lockstep', stepTimeoutMs: 4000 }), /open\(\) of s\d+ threw TypeError: no DataSource today/)
+  // Well inside s2's 4 s: what is left now, the run left.
+  await until("the sessions' backends gone", async () => {
+    const rows = (await ctx.lab.query("select count(*)::int as n from pg_stat_activity where application_name like 'race orders-typeorm %'")) as unknown as { n: number }[]
+    return rows[0].n === 0
+  }, 1000)
+})
+
 test('open() that throws, or never returns, ends the run undecided with one line naming the session; nothing is left open', async () => {
   const file = path.join(EX, 'orders-typeorm.race.mjs')
   const race = (await load('orders-typeorm.race.mjs')).default as AppRace
