@@ -5,7 +5,7 @@
 import { setTimeout as sleep } from 'node:timers/promises'
 import type { Driver } from '../db/driver.js'
 import { pickedOf, POLL_MS } from '../engine/schedule.js'
-import { abortable, TrialClock } from '../engine/runner.js'
+import { abortable, settleAll, TrialClock } from '../engine/runner.js'
 import type { Chooser, InvariantReport, Moment, ReadyStep, TrialFacts } from '../engine/types.js'
 import { RunError, UsageError } from '../errors.js'
 import type { Schedule } from '../scenario.js'
@@ -151,11 +151,6 @@ export async function appTrial(lab: Driver, cfg: AppTrialConfig): Promise<AppTri
     // ends the trial: a session still connecting when another failed would otherwise open its connection after the
     // trial's cleanup had run, and keep it (seen: its login then failed inside race's own first query, the run's role
     // being dropped, and nothing closed it).
-    let firstFailure: { e: unknown } | undefined
-    const settleAll = (opening: Promise<void>[]) =>
-      Promise.allSettled(opening.map((p) => p.catch((e) => ((firstFailure ??= { e }), Promise.reject(e))))).then(() => {
-        if (firstFailure) throw firstFailure.e
-      })
     try {
       await Promise.race([
         settleAll(

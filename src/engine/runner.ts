@@ -158,6 +158,18 @@ export class TrialClock {
 }
 
 /**
+ * Waits until every one of `opening` has settled, then fails with the first failure (the earliest in time), if any.
+ * A trial's connect phase uses it: ending at the first failure would leave the connections still being opened to
+ * arrive after the trial's cleanup, with nobody to close them. Each must be bounded (a connect timeout).
+ */
+export function settleAll(opening: Promise<unknown>[]): Promise<void> {
+  let first: { e: unknown } | undefined
+  return Promise.allSettled(opening.map((p) => p.catch((e) => ((first ??= { e }), Promise.reject(e))))).then(() => {
+    if (first) throw first.e
+  })
+}
+
+/**
  * A trial's abort handling, for both runners: while `body` runs, an abort of the run calls `onAbort` (which ends the
  * trial's sessions at once, so that nothing waits on them); if `body` fails (an abort included), every session is
  * abandoned (`abandon`, with why) and its connection ended for good (`kill`) before the error goes on.

@@ -468,7 +468,11 @@ export class Session {
 
   /** Closes the socket now; used when the run is aborted. */
   async destroy(): Promise<void> {
-    if (!this.lender) await this.conn?.destroy()
+    if (this.lender) return
+    // Still connecting (the run aborted meanwhile): the connection it gets is ended too, once it comes (bounded by
+    // the connect timeout).
+    if (!this.conn) await this.opened?.catch(() => {})
+    await this.conn?.destroy()
   }
 
   report(): SessionReport {

@@ -11,7 +11,7 @@ import { orderFor } from '../plan.js'
 import type { Entry } from '../permutation.js'
 import { fitToKeep, SessionConns } from './conns.js'
 import { refused } from './refusals.js'
-import { abortable, TrialClock, type TrialContext, type SeenBy, type TrialRunner, type TrialRunnerFactory } from './runner.js'
+import { abortable, settleAll, TrialClock, type TrialContext, type SeenBy, type TrialRunner, type TrialRunnerFactory } from './runner.js'
 import { runBarrier, runChosen, runPermutation, type BlockProbe } from './schedule.js'
 import { Session, sessionOptions } from './session.js'
 import type { Chooser, SessionState, StepPause, TrialFacts } from './types.js'
@@ -195,7 +195,8 @@ async function trial(
   const guard = { onAbort: () => void killAll(), abandon: (why: string) => sessions.forEach((s) => s.abandon(why)), kill: killAll }
   return abortable(signal, guard, async () => {
     try {
-      await Promise.race([Promise.all(sessions.map((s) => s.open())), whenAborted()])
+      // Every connect settles before a failure ends the trial: one still being opened would arrive after the cleanup.
+      await Promise.race([settleAll(sessions.map((s) => s.open())), whenAborted()])
     } catch (e) {
       if (signal.aborted) throw signal.reason
       const code = (e as { code?: string }).code

@@ -350,7 +350,10 @@ export async function runTester(spec: Spec, o: TesterOptions, sink: TranscriptSi
       exit = 1
     }
     // Control closed while no step needed it (a step that ends within isolationtester's first 10 ms wait never asks
-    // it): said all the same, whatever the timing, as when a step's wait found it closed.
+    // it): said all the same, whatever the timing, as when a step's wait found it closed. The closed flag is only
+    // set by a read; an empty query on control reads what the server sent (its FATAL, the end of the stream), which
+    // under load may still be unread when the last step's answer has come.
+    if (exit === 0 && !control.closed) await control.exec('')
     if (exit === 0 && control.closed) throw lost('after the last step')
     if (exit === 1) for (const note of lostNotes.values()) o.onSessionLost?.(note)
     if (o.atEnd && !control.closed) {

@@ -189,3 +189,37 @@ test('killed during COMMIT: lost in commit, its transaction did not commit, the 
     await Promise.all([holder.end({ timeout: 1 }), rowLock.end({ timeout: 1 }), lab.close()])
   }
 })
+
+// Ten sessions connect at once; s1's startup parameter is refused by the server (22023), so its connect fails while
+// the others are still connecting. Before, the trial ended at that failure: a connection that arrived after its
+// cleanup was handed to its session anyway and nothing closed it.
+const connectFails = defineScenario({
+  id: 'fault-connect',
+  title: 'test only: one session of ten cannot connect',
+  source: { article: 'advisory-locks', section: '10' },
+  story: [],
+  params: {},
+  sessionCount: { default: 10 },
+  isolation: 'read committed',
+  setup: [],
+  sessions: () =>
+    Object.fromEntries(
+      Array.from({ length: 10 }, (_, i) => [`s${i + 1}`, { ...(i === 0 ? { connection: { lock_timeout: 'not a duration' } } : {}), steps: { one: 'select 1' } }]),
+    ),
+  invariant: { description: 'nothing to hold', sql: 'select true as held', observed: () => '' },
+  documented: { postgres: { lockstep: clean('x', { committed: 10 }), serial: clean('x', { committed: 10 }) } },
+})
+
+test('a session that cannot connect ends the run; the sessions still connecting then are ended with it, nothing is left', async () => {
+  const lab = await openLab(ctx.server.url)
+  try {
+    await assert.rejects(runScenario(lab, connectFails, { n: 10, schedule: 'lockstep' }), /lock_timeout|22023/)
+    // What is left when the run has rejected, the run left (a backend ended by race is waited for by race).
+    await until('the sessions gone', async () => {
+      const [{ n }] = await ctx.sql`select count(*)::int as n from pg_stat_activity where application_name like 'race fault-connect %'`
+      return n === 0
+    }, 1000)
+  } finally {
+    await lab.close()
+  }
+})
