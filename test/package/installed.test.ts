@@ -4,7 +4,7 @@
 // type-checked against the package's types. npx runs offline: it can only find the project's own race, never fetch a
 // package (the registry's `race` is someone else's).
 import assert from 'node:assert/strict'
-import { execFileSync, spawn } from 'node:child_process'
+import { execFileSync, spawn, spawnSync } from 'node:child_process'
 import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
@@ -67,6 +67,25 @@ test('the tarball holds what runs: compiled code, the scenario index, types, bin
   assert.equal(manifest.name, 'racelab')
   assert.deepEqual(manifest.bin, { race: 'bin/race' })
   assert.equal(manifest.scripts, undefined, 'no scripts: nothing for npm to run or to warn about on install')
+})
+
+test('a tarball packed without its build (npm pack --ignore-scripts, no dist/): its race says so in one line, exit 3', () => {
+  // What npm pack makes when scripts are off (ignore-scripts=true in an .npmrc, or the flag) in a tree not built.
+  const tree = path.join(work, 'unbuilt')
+  fs.mkdirSync(path.join(tree, 'bin'), { recursive: true })
+  for (const f of ['package.json', 'README.md', 'bin/race']) fs.copyFileSync(path.join(ROOT, f), path.join(tree, f))
+  fs.cpSync(path.join(ROOT, 'docs'), path.join(tree, 'docs'), { recursive: true })
+  const out = path.join(work, 'unbuilt-packed') // not beside the real tarball: both are racelab-<version>.tgz
+  fs.mkdirSync(out)
+  const [made] = JSON.parse(execFileSync('npm', ['pack', '--ignore-scripts', '--json', '--pack-destination', out], { cwd: tree, encoding: 'utf8' })) as { filename: string }[]
+  execFileSync('tar', ['-xzf', path.join(out, made.filename), '-C', out])
+  assert.equal(fs.existsSync(path.join(out, 'package', 'dist')), false, 'the tarball has no dist/')
+  const r = spawnSync(process.execPath, [path.join(out, 'package', 'bin', 'race'), 'run', 'advisory'], { encoding: 'utf8' })
+  assert.equal(r.status, 3, r.stderr)
+  assert.equal(r.stdout, '')
+  const lines = r.stderr.trim().split('\n')
+  assert.equal(lines.length, 1, r.stderr)
+  assert.match(lines[0], /^race: could not run: racelab in .* is not built \(it has no dist\/\): .*npm run build.*npm run pack/)
 })
 
 test('npm install of the tarball into a project outside the checkout: no install script of racelab to approve', async () => {
