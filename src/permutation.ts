@@ -13,7 +13,15 @@ export interface Entry {
   session: number
   step: number
   await?: boolean
+  /**
+   * `s1.ins:commit`: the commit point of step `step`, a statement that would commit by itself (autocommit). The step
+   * then runs in a transaction race opens for it (nothing else sees its writes yet), and commits here.
+   */
+  commit?: boolean
 }
+
+/** The suffix that names a step's own commit point in a permutation: `s1.ins:commit`. */
+export const COMMIT_POINT = ':commit'
 
 export interface Named {
   name: string
@@ -50,6 +58,16 @@ export function parsePermutation(text: string, sessions: readonly Named[]): Entr
     const si = names.indexOf(t.session)
     if (si < 0) throw new UsageError(`the permutation names session '${t.session}', but this run has ${names.join(', ')}`)
     const steps = sessions[si].steps.map((x) => x.name)
+    if (t.step.endsWith(COMMIT_POINT) && !steps.includes(t.step)) {
+      // The commit point of the session's step just before it (a statement that commits by itself).
+      const base = t.step.slice(0, -COMMIT_POINT.length)
+      const k = steps.indexOf(base)
+      if (k < 0) throw new UsageError(`session ${t.session} has no step '${base}' (in ${tok}): its steps are ${steps.join(' ')}`)
+      const last = out.filter((e) => e.session === si).at(-1)
+      if (!last || last.step !== k || last.commit) throw new UsageError(`${tok} must come after ${t.session}.${base} and before the session's next step: it is that step's commit point`)
+      out.push({ session: si, step: k, commit: true, ...(t.await ? { await: true } : {}) })
+      continue
+    }
     const k = steps.indexOf(t.step)
     if (k < 0) throw new UsageError(`session ${t.session} has no step '${t.step}': its steps are ${steps.join(' ')}`)
     if (k < next[si]) throw new UsageError(`${tok} appears twice in the permutation (each step runs once)`)
@@ -64,7 +82,7 @@ export function parsePermutation(text: string, sessions: readonly Named[]): Entr
 
 /** The text of a permutation, as parsePermutation reads it. */
 export function formatPermutation(entries: readonly Entry[], sessions: readonly Named[]): string {
-  return entries.map((e) => `${sessions[e.session].name}.${sessions[e.session].steps[e.step].name}${e.await ? '(wait)' : ''}`).join(' ')
+  return entries.map((e) => `${sessions[e.session].name}.${sessions[e.session].steps[e.step].name}${e.commit ? COMMIT_POINT : ''}${e.await ? '(wait)' : ''}`).join(' ')
 }
 
 /** Lockstep: step k of every session before step k+1 of any. */

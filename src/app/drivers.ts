@@ -193,6 +193,26 @@ async function closingOnFailure<T>(end: () => Promise<unknown>, body: () => Prom
   }
 }
 
+/**
+ * Sends a released query (`send`): its failure is recorded as the session's and thrown on, after the transaction race
+ * opened for a split query is rolled back; a split query PostgreSQL refuses inside a transaction block (25001) is sent
+ * again as it is (AppSession.refusedInBlock).
+ */
+async function sent<T>(s: AppSession, send: () => Promise<T>): Promise<T> {
+  try {
+    try {
+      return await send()
+    } catch (e) {
+      if (await s.refusedInBlock(e)) return await send()
+      throw e
+    }
+  } catch (e) {
+    s.failed(e)
+    await s.abortWrapped()
+    throw e
+  }
+}
+
 /** node-postgres's query(text | config | submittable, values?, callback?), every form gated. */
 function wrapPgQuery(raw: Any, holder: Holder, client: Any) {
   return function query(config: Any, values?: Any, callback?: Any): Any {
@@ -206,7 +226,7 @@ function wrapPgQuery(raw: Any, holder: Holder, client: Any) {
     if (config && typeof config.submit === 'function') {
       // A Submittable (pg-cursor, pg-query-stream) is handed back at once and sent once released; its end is when
       // the connection is idle again.
-      s.enter(step, text).then(
+      s.enter(step, text, false, false).then(
         () => {
           client.once('drain', () => s.ok(undefined, undefined, undefined))
           raw(config, vals)
@@ -217,16 +237,12 @@ function wrapPgQuery(raw: Any, holder: Holder, client: Any) {
     }
     const run = (async () => {
       await s.enter(step, text)
-      try {
-        const res = await raw(config, vals)
-        const last = Array.isArray(res) ? res[res.length - 1] : res
-        if (/^\s*commit\b/i.test(text) && last?.command === 'ROLLBACK') s.lastWasRollbackOfCommit = true
-        s.ok(last?.command, last?.rowCount, last?.rows)
-        return res
-      } catch (e) {
-        s.failed(e)
-        throw e
-      }
+      const res = await sent(s, () => raw(config, vals))
+      const last = Array.isArray(res) ? res[res.length - 1] : res
+      if (/^\s*commit\b/i.test(text) && last?.command === 'ROLLBACK') s.lastWasRollbackOfCommit = true
+      s.ok(last?.command, last?.rowCount, last?.rows)
+      await s.commitPoint()
+      return res
     })()
     // A query the function does not await (nor catch) fails in its own promise, not in race: the session's outcome
     // says what it did (the failure is recorded when it ends), never an unhandled rejection that ends the run.
@@ -399,15 +415,23 @@ function patchQuery(proto: Any): void {
     const q = this
     return s.enter(step, text).then(
       () => {
-        Promise.prototype.then.call(
-          q,
-          (res: Any) => {
-            const cmd = res?.command
-            if (/^\s*commit\b/i.test(text) && cmd === 'ROLLBACK') s.lastWasRollbackOfCommit = true
-            s.ok(cmd, res?.count, Array.isArray(res) ? res : undefined)
-          },
-          (e: unknown) => s.failed(e),
-        )
+        // The query's own resolve and reject: the function gets its result only after the session's commit point
+        // (a split query, AppSession.commitPoint), or its failure after race's transaction is rolled back.
+        const resolve = q.resolve
+        const reject = q.reject
+        q.resolve = (res: Any) => {
+          const cmd = res?.command
+          if (/^\s*commit\b/i.test(text) && cmd === 'ROLLBACK') s.lastWasRollbackOfCommit = true
+          s.ok(cmd, res?.count, Array.isArray(res) ? res : undefined)
+          s.commitPoint().then(
+            () => resolve(res),
+            (e: unknown) => reject(e),
+          )
+        }
+        q.reject = (e: unknown) => {
+          s.failed(e)
+          s.abortWrapped().then(() => reject(e))
+        }
         return handle.call(q)
       },
       (e: unknown) => q.reject(e),
@@ -447,7 +471,8 @@ export async function openPostgresJs(postgres: Any, target: Target, o: AppConnOp
       !holder.broken,
     db: sql,
     pid: Number(pid),
-    raw: (t) => running.exit(() => sql.unsafe(t)),
+    // Awaited inside exit(): a thenable awaited later would be handled in the session's context, and gated as its query.
+    raw: (t) => running.exit(async () => await sql.unsafe(t)),
     rollback: async () => {
       /* sql.begin rolls back itself; a bare BEGIN left open ends with the connection */
       await withTimeout(running.exit(() => sql.unsafe('rollback').then(() => {}, () => {})), 2000)
@@ -520,16 +545,12 @@ export async function openMariadb(mariadb: Any, target: Target, o: AppConnOption
       const step = s.nextQuery()
       const run = (async () => {
         await s.enter(step, text)
-        try {
-          const res = await raw[method]!(...args)
-          const tag = fixed ? tagOf(fixed) : tagOf(text)
-          const rows = Array.isArray(res) ? res : undefined
-          s.ok(tag, rows || ['BEGIN', 'COMMIT', 'ROLLBACK'].includes(tag) ? undefined : Number(res?.affectedRows ?? 0), rows)
-          return res
-        } catch (e) {
-          s.failed(e)
-          throw e
-        }
+        const res: Any = await sent(s, () => raw[method]!(...args))
+        const tag = fixed ? tagOf(fixed) : tagOf(text)
+        const rows = Array.isArray(res) ? res : undefined
+        s.ok(tag, rows || ['BEGIN', 'COMMIT', 'ROLLBACK'].includes(tag) ? undefined : Number(res?.affectedRows ?? 0), rows)
+        await s.commitPoint()
+        return res
       })()
       // Not awaited by the function: its failure is the session's (recorded), not an unhandled rejection of race's.
       run.catch(() => {})
@@ -641,18 +662,12 @@ export async function openMysql2(mysql: Any, target: Target, o: AppConnOptions, 
       const step = s.nextQuery()
       const run = (async () => {
         await s.enter(step, text)
-        try {
-          const [res, fields] = await new Promise<[Any, Any]>((resolve, reject) =>
-            raw[method](...rest, (err: unknown, r: Any, f: Any) => (err ? reject(err) : resolve([r, f]))),
-          )
-          const tag = tagOf(text)
-          const rows = Array.isArray(res) ? res : undefined
-          s.ok(tag, rows || ['BEGIN', 'COMMIT', 'ROLLBACK'].includes(tag) ? undefined : Number(res?.affectedRows ?? 0), rows)
-          return [res, fields]
-        } catch (e) {
-          s.failed(e)
-          throw e
-        }
+        const [res, fields] = await sent(s, () => new Promise<[Any, Any]>((resolve, reject) => raw[method](...rest, (err: unknown, r: Any, f: Any) => (err ? reject(err) : resolve([r, f])))))
+        const tag = tagOf(text)
+        const rows = Array.isArray(res) ? res : undefined
+        s.ok(tag, rows || ['BEGIN', 'COMMIT', 'ROLLBACK'].includes(tag) ? undefined : Number(res?.affectedRows ?? 0), rows)
+        await s.commitPoint()
+        return [res, fields]
       })()
       // Not awaited by the function: its failure is the session's (recorded), not an unhandled rejection of race's.
       run.catch(() => {})

@@ -56,7 +56,7 @@ export function parseAppPermutation(text: string, names: readonly string[]): { s
   const seen = new Set<string>()
   return toks.map((whole) => {
     const { label: tok, inject } = splitInjected(whole)
-    const m = /^([^.()\s]+)\.([A-Za-z_][\w@]*)$/.exec(tok)
+    const m = /^([^.()\s]+)\.([A-Za-z_][\w@]*(?::commit)?)$/.exec(tok)
     if (!m) throw new UsageError(`'${tok}' in the permutation is not session.step (for example s1.q1, the first query of s1, or s1.check, a point)`)
     if (!names.includes(m[1])) throw new UsageError(`the permutation names session '${m[1]}', but this run has ${names.join(', ')}`)
     if (seen.has(tok)) throw new UsageError(`${tok} appears twice in the permutation (each step runs once)`)
@@ -66,7 +66,9 @@ export function parseAppPermutation(text: string, names: readonly string[]): { s
       const k = Number(q[1])
       if (k > 1 && !seen.has(`${m[1]}.q${k - 1}`)) throw new UsageError(`${tok} comes before ${m[1]}.q${k - 1}: a session's queries run in its own order, each named`)
     }
-    if (inject && !/^q\d+$/.test(m[2])) throw new UsageError(`${whole}: a fault is injected into a query (s1.q3!40001), not a point`)
+    // s1.q3:commit: the commit point of a query that would commit by itself (race explore splits it), after the query.
+    if (m[2].endsWith(':commit') && !seen.has(tok.slice(0, -':commit'.length))) throw new UsageError(`${tok} comes before ${tok.slice(0, -':commit'.length)}: it is that query's commit point`)
+    if (inject && !/^q\d+(:commit)?$/.test(m[2])) throw new UsageError(`${whole}: a fault is injected into a query (s1.q3!40001), not a point`)
     return { session: m[1], label: tok, ...(inject ? { inject } : {}) }
   })
 }

@@ -5,6 +5,7 @@ import { conditionName, isConnectionLoss, isServerError } from '../db/sqlstate.j
 import { describeThrown } from './describe.js'
 import type { EventKind, Outcome, SessionReport, TimelineEvent } from '../engine/types.js'
 import type { FaultCode } from './labels.js'
+import { NOT_SPLIT } from '../engine/session.js'
 
 /** Where a session stands. app: its function runs JavaScript (between queries); ready: at its gate. */
 export type AppState = 'starting' | 'app' | 'ready' | 'running' | 'done'
@@ -119,7 +120,7 @@ export class AppSession {
    * Called by the driver adapter before it sends a query (or by ctx.point): resolves when the schedule lets it go.
    * Returns the function to call when the query has ended (with its result or error).
    */
-  async enter(step: string, sql: string, point = false): Promise<void> {
+  async enter(step: string, sql: string, point = false, splittable = true): Promise<void> {
     if (!point && this.queries > this.maxQueries) return this.park(step)
     this.open++
     try {
@@ -132,6 +133,115 @@ export class AppSession {
     const fault = this.faultNow
     this.faultNow = undefined
     if (fault) await this.inject(fault, step, sql)
+    // A query that would commit by itself, where the schedule splits it (race explore; a replay that names its commit
+    // point): it runs in a transaction race opens, at the connection's own default level, and commits at its own point
+    // (commitPoint), before the function gets its result, as an autocommit statement's caller does.
+    if (!point && splittable && !this.inTx && this.splitAt(step) && sql.trim() !== '' && !NOT_SPLIT.test(sql)) {
+      try {
+        await this.raw!('begin')
+      } catch (e) {
+        // The connection failed under it: the query meets the same failure when it is sent.
+        void e
+        return
+      }
+      this.wrapped = step
+      this.inTx = true
+    }
+  }
+
+  /**
+   * Whether the query labelled `step` (q3), when it would commit by itself, is split into its run and its commit
+   * point (`q3:commit`): every such query in race explore, those whose commit point a replayed schedule names.
+   */
+  splitAt: (step: string) => boolean = () => false
+  /** The query whose transaction race opened for it (split), until its commit point has run. */
+  private wrapped?: string
+  /** Queries run outside a transaction as one point, because PostgreSQL refuses them inside one (25001). */
+  readonly indivisible: string[] = []
+
+  /**
+   * Called by the driver adapter once a query came back with its result, before the function gets it: a split query
+   * commits here, at its own point (`q3:commit`), chosen by the schedule as any step. Throws the COMMIT's error (a
+   * deferred constraint's, a serialization failure), which is then the query's, as an autocommit statement's is.
+   */
+  async commitPoint(): Promise<void> {
+    const step = this.wrapped
+    if (step === undefined) return
+    this.wrapped = undefined
+    const label = `${step}:commit`
+    if (this.finished) {
+      this.endWrapped()
+      throw new SessionEnded(`session ${this.name} was ended by race (${this.outcome}): ${label} not sent`)
+    }
+    await new Promise<void>((go) => {
+      this.pending = { label, sql: 'commit', point: false, go }
+      this.state = 'ready'
+      this.env.notify()
+    })
+    this.pending = undefined
+    if (this.finished) {
+      this.endWrapped()
+      throw new SessionEnded(`session ${this.name} was ended by race (${this.outcome}): ${label} not sent`)
+    }
+    this.env.released(`${this.name}.${label}${this.faultNow ? `!${this.faultNow}` : ''}`)
+    this.record(label, 'run')
+    // From here the commit is the step in flight: its end (ok, failed) lets the session's next query go.
+    this.current = { label, startedAt: this.env.now(), blocked: false, everBlocked: false }
+    this.state = 'running'
+    this.stopTimer = this.env.timeQuery(this)
+    const fault = this.faultNow
+    this.faultNow = undefined
+    if (fault) await this.inject(fault, label, 'commit')
+    let res: unknown
+    try {
+      res = await this.raw!('commit')
+    } catch (e) {
+      this.inTx = false
+      this.failed(e)
+      throw e
+    }
+    const tag = String((res as { command?: string })?.command ?? 'COMMIT').toUpperCase()
+    if (tag === 'ROLLBACK') this.lastWasRollbackOfCommit = true
+    this.ok(tag === 'ROLLBACK' ? 'ROLLBACK' : 'COMMIT', undefined, undefined)
+  }
+
+  /**
+   * The split query failed with 25001 (active_sql_transaction: PostgreSQL refuses it inside a transaction block,
+   * VACUUM or CREATE INDEX CONCURRENTLY): race's transaction is rolled back and the adapter sends the query again as it
+   * is, one point (true). Any other error: false.
+   */
+  async refusedInBlock(err: unknown): Promise<boolean> {
+    if (this.wrapped === undefined || this.codeOf(err) !== '25001') return false
+    const step = this.wrapped
+    this.wrapped = undefined
+    try {
+      await this.raw!('rollback')
+    } catch {
+      /* the query sent again meets the same failure */
+    }
+    this.inTx = false
+    this.indivisible.push(step)
+    return true
+  }
+
+  /** The split query failed: its transaction (race's) is rolled back, as an autocommit statement's failure leaves none. */
+  async abortWrapped(): Promise<void> {
+    if (this.wrapped === undefined) return
+    this.wrapped = undefined
+    try {
+      await this.raw!('rollback')
+    } catch {
+      /* a lost connection rolls back by itself */
+    }
+    this.inTx = false
+    this.endWrapped()
+  }
+
+  /** What endQuery left for the split query's commit: the session's next query may go, and the step is over. */
+  private endWrapped(): void {
+    this.releaseChain?.()
+    this.releaseChain = undefined
+    this.settle()
   }
 
   /** At most this many queries per call of the function (a retry loop that never ends is stopped here). */
@@ -293,6 +403,11 @@ export class AppSession {
     if (ENDS.has(tag)) {
       this.inTx = false
       this.commitTag = tag
+      // A split query that ended its transaction itself (several statements, the last a COMMIT): no commit point.
+      if (this.wrapped === cur.label) {
+        this.wrapped = undefined
+        this.endWrapped()
+      }
     }
     const setup = BEGINS.has(tag) || tag === 'SET' || tag === 'SHOW'
     this.record(cur.label, 'ok', summarizeResult(command, count, rows), setup)
@@ -324,10 +439,14 @@ export class AppSession {
     this.stopTimer?.()
     this.stopTimer = undefined
     this.current = undefined
-    this.releaseChain?.()
-    this.releaseChain = undefined
+    // A split query's step goes on to its commit point (commitPoint, or abortWrapped): the connection stays its own.
+    const split = this.wrapped !== undefined && cur?.label === this.wrapped
+    if (!split) {
+      this.releaseChain?.()
+      this.releaseChain = undefined
+    }
     if (!cur) return undefined
-    this.settle()
+    if (!split) this.settle()
     if (cur.everBlocked) {
       this.waitedMs += this.env.now() - cur.startedAt
       this.record(cur.label, 'woke')
@@ -486,6 +605,7 @@ export class AppSession {
       ...(this.outcome === 'timeout' ? { blockedBy: this.blockedBy ?? [] } : {}),
       ...(this.crashed ? { thrown: this.crashed } : {}),
       ...(this.injected.length ? { injected: [...this.injected] } : {}),
+      ...(this.indivisible.length ? { indivisible: [...this.indivisible] } : {}),
     }
   }
 }

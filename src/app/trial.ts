@@ -203,9 +203,15 @@ export async function appTrial(lab: Driver, cfg: AppTrialConfig): Promise<AppTri
         s.holdAt = (step, point) => (typeof at === 'number' ? !point && step === `q${at}` : point && step === at)
       }
     } else if (cfg.permutation && !cfg.chooser) {
-      const named = new Set(cfg.permutation.split(/[\s,]+/).filter(Boolean))
-      for (const s of sessions) s.holdsPoint = (step) => named.has(`${s.name}.${step}`)
+      const named = new Set(cfg.permutation.split(/[\s,]+/).filter(Boolean).map((t) => t.replace(/!\w+$/, '')))
+      for (const s of sessions) {
+        s.holdsPoint = (step) => named.has(`${s.name}.${step}`)
+        // A query whose commit point the line names runs, then commits at that point (as race explore ran it).
+        s.splitAt = (step) => named.has(`${s.name}.${step}:commit`)
+      }
     }
+    // race explore: every query that would commit by itself runs, then commits, at two points of the search.
+    if (cfg.chooser?.split) for (const s of sessions) s.splitAt = () => true
     clock.restart()
     sessions.forEach((s) => s.markStart(0))
     noteSessionSockets()

@@ -172,6 +172,12 @@ function render(r: ExploreResult, all: boolean): string {
         ? `a PCT sample: ${r.runs} runs, seed ${r.sample!.seed} (${r.interleavings} different interleavings; the first run's queries alone have ${r.orders} orders; --seed ${r.sample!.seed} draws it again)`
         : `a PCT sample: ${r.runs} runs, seed ${r.sample!.seed} (${r.interleavings} different interleavings of ${r.orders} orders of the steps; --seed ${r.sample!.seed} draws it again)`
   lines.push(...hang(c.dim(what), w, 2))
+  const ac = r.autocommit
+  if (ac?.split.length) {
+    const names = ac.split.length > 4 ? `${ac.split.slice(0, 4).join(', ')}, ... ${ac.split.length - 4} more` : ac.split.join(', ')
+    lines.push(...hang(c.dim(`statements outside a transaction (${names}) each run, then commit, as two points (:commit), as real sessions' statements overlap`), w, 2))
+  }
+  for (const x of ac?.indivisible ?? []) lines.push(...hang(c.yellow(`${x} ran as one point: PostgreSQL refuses it inside a transaction block (25001), so its run and commit were not split`), w, 2))
   lines.push(...hang(`${c.dim('invariant')}  ${r.invariant}`, w, 11))
   // A search stopped at --max ran some interleavings only: "all" is not what it saw.
   const partial = r.mode === 'all' && !r.complete

@@ -27,13 +27,17 @@ export type BeforeStep = (s: Session, step: number) => Promise<void>
  */
 export async function runPermutation(sessions: readonly Session[], order: readonly Entry[], probe: BlockProbe, before?: BeforeStep): Promise<void> {
   const pending = [...order]
+  // Steps whose commit point the permutation names (`s1.ins:commit`): each runs in a transaction race opens for it.
+  const split = new Set(order.filter((e) => e.commit).map((e) => `${e.session}.${e.step}`))
   for (;;) {
     const idx = pending.findIndex((e) => !sessions[e.session].busy && !sessions[e.session].finished)
     if (idx >= 0) {
       const e = pending.splice(idx, 1)[0]
       const s = sessions[e.session]
-      await before?.(s, e.step)
-      const done = s.start(e.step)
+      // A commit point with nothing to commit (its statement failed, or ran inside a transaction) is passed.
+      if (e.commit && s.openCommit !== e.step) continue
+      if (!e.commit) await before?.(s, e.step)
+      const done = e.commit ? s.startCommit() : s.start(e.step, split.has(`${e.session}.${e.step}`))
       await settleOrBlocked(s, probe)
       if (e.await) await done
       await settleWoken(sessions, probe)
@@ -162,11 +166,19 @@ export async function runChosen(sessions: readonly Session[], choose: Chooser, p
   const order: Entry[] = []
   const labels: string[] = []
   const label = (s: Session, k: number) => `${s.name}.${s.steps[k].name}`
+  // race explore: a statement that would commit by itself runs in a transaction race opens for it, and its commit
+  // is the session's next point (Session.openCommit): offered as `s1.ins:commit`.
+  const split = choose.split
+  const open = (s: Session) => s.openCommit !== undefined
   for (;;) {
-    const ready = sessions.filter((s, i) => !s.busy && !s.finished && next[i] < s.steps.length)
+    const ready = sessions.filter((s, i) => !s.busy && !s.finished && (open(s) || next[i] < s.steps.length))
     if (ready.length) {
       const moment: Moment = {
-        ready: ready.map((s) => ({ session: s.name, index: s.index, label: label(s, next[s.index]), sql: s.steps[next[s.index]].def.sql })),
+        ready: ready.map((s) =>
+          open(s)
+            ? { session: s.name, index: s.index, label: `${label(s, s.openCommit!)}:commit`, sql: 'commit' }
+            : { session: s.name, index: s.index, label: label(s, next[s.index]), sql: s.steps[next[s.index]].def.sql },
+        ),
         blocked: sessions.filter((s) => s.busy && s.current!.blocked).map((s) => ({ session: s.name, index: s.index, label: `${s.name}.${s.current!.name}` })),
         done: sessions.filter((s) => s.finished).map((s) => s.name),
         order: [...labels],
@@ -175,11 +187,17 @@ export async function runChosen(sessions: readonly Session[], choose: Chooser, p
       }
       const pick = choose(moment)
       const s = ready[pickedOf(moment, typeof pick === 'object' ? await pick : pick)]
-      const k = next[s.index]++
-      order.push({ session: s.index, step: k })
-      labels.push(label(s, k))
-      await before?.(s, k)
-      s.start(k)
+      if (open(s)) {
+        order.push({ session: s.index, step: s.openCommit!, commit: true })
+        labels.push(`${label(s, s.openCommit!)}:commit`)
+        s.startCommit()
+      } else {
+        const k = next[s.index]++
+        order.push({ session: s.index, step: k })
+        labels.push(label(s, k))
+        await before?.(s, k)
+        s.start(k, split?.(s.index, k) ?? false)
+      }
       await settleOrBlocked(s, probe)
       await settleWoken(sessions, probe)
       continue

@@ -42,6 +42,16 @@ class ServerEnded extends Error {
 /** A step's SQL names a bind that has no value here: the scenario is wrong, not the database. */
 class BindError extends Error {}
 
+/**
+ * Statements that are never run in a transaction race opens for them (race explore's commit points): they start or
+ * end a transaction themselves, act only inside one (outside, PostgreSQL refuses or ignores them: LOCK, DECLARE,
+ * SAVEPOINT, SET LOCAL), or change no data (SET, SHOW, RESET). What PostgreSQL refuses inside a transaction block
+ * (VACUUM, CREATE INDEX CONCURRENTLY...) is learnt from its SQLSTATE, 25001, and run as it is.
+ */
+export const NOT_SPLIT = /^\s*(begin|start\s+transaction|commit|end|rollback|abort|savepoint|release|prepare\s+transaction|set|reset|show|lock|declare|discard|listen|unlisten|xa)\b/i
+/** SQLSTATE 25001, active_sql_transaction: a statement that cannot run inside a transaction block. */
+const IN_BLOCK = '25001'
+
 /** Command tags after which a transaction's isolation level can still change (no snapshot taken yet). */
 const NOT_FIXING = new Set(['BEGIN', 'START TRANSACTION', 'SET', 'SHOW', 'RESET', 'SAVEPOINT', 'RELEASE', 'COMMIT', 'ROLLBACK', 'DISCARD'])
 
@@ -73,6 +83,13 @@ export class Session {
 
   /** The step in flight, if any. */
   current?: { name: string; startedAt: number; blocked: boolean; done: Promise<void> }
+  /**
+   * race explore: the step whose statement would have committed by itself and ran in a transaction race opened for
+   * it; its commit is the session's next point (startCommit). Undefined when there is none.
+   */
+  openCommit?: number
+  /** Steps run outside a transaction as one point, because PostgreSQL refuses them inside one (25001). */
+  readonly indivisible: string[] = []
 
   /**
    * A pooler's client owns no backend: where each step ran (SessionReport.steps), the backend of the step in
@@ -159,15 +176,44 @@ export class Session {
     this.startedAt = t
   }
 
-  /** Runs step i; resolves when it is done (or the session ended). Never rejects. */
-  start(i: number): Promise<void> {
-    const { name } = this.steps[i]
+  /**
+   * Runs step i; resolves when it is done (or the session ended). Never rejects. `split`: a statement that would
+   * commit by itself (the session is in no transaction) runs in a transaction race opens for it, and its commit is
+   * a point of its own (openCommit, startCommit), as race explore explores it.
+   */
+  start(i: number, split = false): Promise<void> {
+    return this.launch(this.steps[i].name, () => this.runStep(i, split))
+  }
+
+  /** Commits the transaction race opened for step openCommit (its commit point): the statement's own commit. */
+  startCommit(): Promise<void> {
+    const i = this.openCommit
+    if (i === undefined) return Promise.resolve()
+    this.openCommit = undefined
+    const name = `${this.steps[i].name}:commit`
+    return this.launch(name, async () => {
+      try {
+        const res = await this.exec({ sql: 'commit' }, name)
+        this.noteWoke()
+        const tag = res.command ?? ''
+        this.inTx = false
+        this.commitTag = tag
+        this.record(name, 'ok', summarize(res))
+        if (i === this.steps.length - 1) this.finish(name, tag)
+      } catch (err) {
+        this.noteWoke()
+        await this.fail(name, err)
+      }
+    })
+  }
+
+  private launch(name: string, body: () => Promise<void>): Promise<void> {
     const cur = { name, startedAt: this.env.now(), blocked: false, done: Promise.resolve() }
     this.current = cur
     this.newStep()
     this.record(name, 'run')
     // A pooler's client that has run all its steps disconnects, as a finished request does.
-    cur.done = this.runStep(i).then(() => (this.finished && !this.lender ? this.conn?.done?.() : undefined)).finally(() => {
+    cur.done = body().then(() => (this.finished && !this.lender ? this.conn?.done?.() : undefined)).finally(() => {
       this.noteWoke()
       this.current = undefined
     })
@@ -231,7 +277,7 @@ export class Session {
     return { session: this.name, params: this.env.params, n: this.env.n, prior, rows: this.rows }
   }
 
-  private async runStep(i: number): Promise<void> {
+  private async runStep(i: number, split = false): Promise<void> {
     const { name, def } = this.steps[i]
     try {
       const reject = def.rejectIf?.(this.seen())
@@ -242,7 +288,25 @@ export class Session {
         return this.end('rejected', name, { reason: String(reject) })
       }
       if (def.appWait) return await this.appWait(i, def.appWait)
-      const res = await this.exec(def, name)
+      // Would commit by itself: run in a transaction race opens (at the session's own default level), committed at
+      // its own point. Not a step that retries (its retryIf judges a committed result).
+      const wrap = split && !this.inTx && !def.retryIf && def.sql.trim() !== '' && !NOT_SPLIT.test(def.sql)
+      let res: QueryResult
+      let bare = false
+      if (wrap) {
+        await this.exec({ sql: 'begin' }, name)
+        this.inTx = true
+        try {
+          res = await this.exec(def, name)
+        } catch (e) {
+          if ((e as { code?: string })?.code !== IN_BLOCK) throw e
+          // Refused inside a transaction block: it runs as it is, one point (the report names it).
+          await this.rollback()
+          this.indivisible.push(name)
+          bare = true
+          res = await this.exec(def, name)
+        }
+      } else res = await this.exec(def, name)
       this.noteWoke()
       this.rows[name] = res
       const tag = res.command ?? ''
@@ -255,6 +319,11 @@ export class Session {
       this.record(name, 'ok', summarize(res), isSetup(tag, res))
       const again = def.retryIf?.({ ...this.seen(), result: res })
       if (again) return this.retry(String(again), name)
+      // Its transaction is still the one race opened: the commit is the session's next point.
+      if (wrap && !bare && this.inTx) {
+        this.openCommit = i
+        return
+      }
       if (i === this.steps.length - 1) this.finish(name, tag)
     } catch (err) {
       this.noteWoke()
@@ -493,6 +562,7 @@ export class Session {
       errors: [...this.errors],
       ...(this.outcome === 'timeout' ? { blockedBy: this.blockedBy ?? [] } : {}),
       ...(this.connection?.lent ? { steps: this.stepBackends.map((x) => ({ ...x })) } : {}),
+      ...(this.indivisible.length ? { indivisible: [...this.indivisible] } : {}),
     }
   }
 }

@@ -57,6 +57,11 @@ export interface SessionReport {
    * (40001@q5, lost@q3). A session lost this way lost its connection before its step was sent: what committed is known.
    */
   injected?: string[]
+  /**
+   * race explore: steps that ran outside a transaction as one point although the search splits such statements into
+   * a run and a commit point, because PostgreSQL refuses them inside a transaction block (25001: VACUUM...).
+   */
+  indivisible?: string[]
   /** Through a pooler: where each step ran (pid is then the backend of its last known step). */
   steps?: StepBackend[]
 }
@@ -146,4 +151,10 @@ export interface Moment {
 export type Chooser = ((moment: Moment) => number | string | Promise<number | string>) & {
   /** Called once when every session has ended, with the last moment (nothing ready): an explorer learns what the last steps did. */
   settled?: (moment: Moment) => Promise<void>
+  /**
+   * Whether step `step` of session `index`, when it would commit by itself (its session is in no transaction), runs
+   * in a transaction race opens for it with its commit as a point of its own (`s1.ins:commit`): race explore's model
+   * of statements that overlap. Default: never (one indivisible point).
+   */
+  split?: (index: number, step: number) => boolean
 }

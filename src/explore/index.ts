@@ -27,6 +27,7 @@ import { compareKeys, Dfs, follow, ordersOf, Pct, Preemptive, shrinkCandidates, 
 import { Handout } from './jobs.js'
 import { fewestSwitches, Reduced } from './reduce.js'
 import { observe, touched, type Seen, type Touched } from '../engine/footprint.js'
+import { NOT_SPLIT } from '../engine/session.js'
 
 export { Dfs, Pct, Sampler, follow, ordersOf, shrinkCandidates, switches } from './enumerate.js'
 export type { Pick, Strategy } from './enumerate.js'
@@ -219,6 +220,13 @@ export interface ExploreResult {
   jobs: number
   /** Why the search ran on one job when more were asked for (the reduced search, --preemptions, an application race). */
   jobsNote?: string
+  /**
+   * Statements that would commit by themselves (outside a transaction), each explored as two points: it runs (in a
+   * transaction race opens for it) and it commits (`s1.ins:commit`), as real sessions' statements overlap.
+   * `split`: the steps run so, seen in the runs (session.step); `indivisible`: those that ran as one point because
+   * PostgreSQL refuses them inside a transaction block (25001: VACUUM, CREATE INDEX CONCURRENTLY).
+   */
+  autocommit: { split: string[]; indivisible: string[] }
 }
 
 /**
@@ -339,7 +347,7 @@ export async function exploreOn(ctx: RunContext, lab: Driver, targetLabel: strin
   // choice) gives each session's queries along it, and their orders decide between every interleaving and a sample.
   const app = kindOf(scenario).type === 'application'
   const where = replayTarget(o.databaseUrl)
-  const counts = app ? [] : p.sessions.map((s, i) => s.steps.filter((_, k) => !pinned(scenario, p, i, k)).length)
+  const counts = app ? [] : p.sessions.map((s, i) => pointsOf(s.steps.filter((_, k) => !pinned(scenario, p, i, k)).map((x) => x.def.sql)))
   let orders = app ? 0n : ordersOf(counts)
   // --exhaustive: every order, whatever --max says; --sample K (or declared steps with more orders than --max): K
   // random runs; else the reduced search (reduce.ts), which for an application race stops at --max runs and then
@@ -403,6 +411,9 @@ export async function exploreOn(ctx: RunContext, lab: Driver, targetLabel: strin
   let shrinkFrom: string | undefined
   // The reduced search: the simplest order of each violating run's class.
   const simplest = new Map<string, number[]>()
+  // Statements run, then committed, as two points; and those PostgreSQL kept whole (ExploreResult.autocommit).
+  const splitSteps = new Set<string>()
+  const indivisible = new Set<string>()
 
   const chooserOf = (pick: Pick, learn: boolean, job: Job): Chooser => {
     const launched = p.sessions.map(() => 0)
@@ -439,6 +450,9 @@ export async function exploreOn(ctx: RunContext, lab: Driver, targetLabel: strin
       return i
     }
     if (learn) choose.settled = observeAt
+    // A declared statement that would commit by itself runs, then commits, as two points: real sessions' statements
+    // overlap (each takes its snapshot before the other commits). A spec session's setup/teardown blocks stay whole.
+    choose.split = app ? () => true : (i, k) => !pinned(scenario, p, i, k)
     const decide = ({ ready }: Moment) => {
       const take = (s: ReadyStep) => (launched[s.index]++, ready.indexOf(s))
       const first = ready.find((s) => pinned(scenario, p, s.index, launched[s.index]) === 'first')
@@ -538,6 +552,7 @@ export async function exploreOn(ctx: RunContext, lab: Driver, targetLabel: strin
 
   const onOrder = (job: Job, ran: Entry[]) => {
     const { facts, trial } = job.last!
+    for (const s of facts.sessions) for (const x of s.indivisible ?? []) indivisible.add(`${s.name}.${x}`)
     const free = job.free
     allRuns++
     if (probing) {
@@ -554,6 +569,7 @@ export async function exploreOn(ctx: RunContext, lab: Driver, targetLabel: strin
       }
     }
     const it = interleavingOf(p, ran, facts, trial, switches(free))
+    for (const tok of it.line.split(' ')) if (tok.endsWith(':commit')) splitSteps.add(tok.slice(0, -':commit'.length))
     if (phase === 'explore') {
       const h = job.run!
       job.run = undefined
@@ -670,6 +686,7 @@ export async function exploreOn(ctx: RunContext, lab: Driver, targetLabel: strin
     perSecond: allRuns / (ms / 1000),
     jobs,
     ...(jobsNote ? { jobsNote } : {}),
+    autocommit: { split: [...splitSteps].sort(), indivisible: [...indivisible].sort() },
   }
 }
 
@@ -835,6 +852,26 @@ function better(a: Interleaving, b: Interleaving): boolean {
  * last). An application race's line is the labels its queries were released under (s1.q1 s2.q1 ...): the steps
  * that exist are the ones its functions sent.
  */
+/**
+ * The points of a session's declared steps: one each, and two for a statement that would commit by itself (it runs,
+ * then commits: Session.openCommit), as far as the steps' own BEGIN and COMMIT say (what the server does decides in
+ * the run; this count is what the report promises before it).
+ */
+/** What PostgreSQL refuses inside a transaction block (25001), for the count only: the run learns it from the server. */
+const WHOLE = /^\s*(vacuum|cluster|reindex|checkpoint|alter\s+system|(create|drop)\s+(database|tablespace|subscription)|(create|drop)\s+(unique\s+)?index\s+concurrently)\b/i
+
+export function pointsOf(sqls: readonly string[]): number {
+  let inTx = false
+  let n = 0
+  for (const sql of sqls) {
+    n++
+    if (/^\s*(begin|start\s+transaction)\b/i.test(sql)) inTx = true
+    else if (/^\s*(commit|end|abort)\b/i.test(sql) || (/^\s*rollback\b/i.test(sql) && !/^\s*rollback\s+(work\s+|transaction\s+)?to\b/i.test(sql))) inTx = false
+    else if (!inTx && sql.trim() !== '' && !NOT_SPLIT.test(sql) && !WHOLE.test(sql)) n++
+  }
+  return n
+}
+
 function interleavingOf(p: Plan, ran: Entry[], facts: TrialFacts, trial: Trial, sw: number): Interleaving {
   const named = p.sessions.map((s) => ({ name: s.name, steps: s.steps }))
   const got = new Set(ran.map((e) => `${e.session}.${e.step}`))

@@ -196,3 +196,15 @@ test('SplitDfs shards: every interleaving is reported by exactly one of n shards
     if (count > 1) assert.ok(made < count * want.length, `${count} shards made ${made} runs, fewer than each running all ${want.length}`)
   }
 })
+
+test('the points of declared steps: a statement outside a transaction is two (it runs, then commits), one inside', async () => {
+  const { pointsOf } = await import('../../src/explore/index.js')
+  assert.equal(pointsOf(['begin', 'insert into t values (1)', 'commit']), 3)
+  assert.equal(pointsOf(['insert into t values (1)']), 2)
+  assert.equal(pointsOf(['insert into t values (1)', 'begin', 'select 1', 'rollback', 'select 2']), 7)
+  // Statements that are never split: transaction control, SET/SHOW, LOCK (only inside a transaction).
+  assert.equal(pointsOf(['set work_mem = 1000', 'show work_mem', 'lock table t']), 3)
+  assert.equal(pointsOf(['vacuum t', 'create index concurrently i on t (k)']), 2)
+  // ROLLBACK TO SAVEPOINT does not end the transaction.
+  assert.equal(pointsOf(['begin', 'savepoint a', 'rollback to a', 'insert into t values (1)', 'commit']), 5)
+})

@@ -37,3 +37,21 @@ test('lockstep and serial orders', () => {
   assert.equal(formatPermutation(lockstepOrder(sessions), sessions), 's1.begin s2.begin s1.check s2.check s1.commit s2.commit')
   assert.equal(formatPermutation(serialOrder(sessions), sessions), 's1.begin s1.check s1.commit s2.begin s2.check s2.commit')
 })
+
+test('a commit point (s1.ins:commit) follows its own step, before the session\'s next, and prints back as read', () => {
+  const auto = [
+    { name: 's1', steps: [{ name: 'ins' }, { name: 'read' }] },
+    { name: 's2', steps: [{ name: 'ins' }] },
+  ]
+  const line = 's1.ins s2.ins s2.ins:commit s1.ins:commit s1.read'
+  const ok = parsePermutation(line, auto)
+  assert.deepEqual(ok.map((e) => `${e.session}.${e.step}${e.commit ? 'c' : ''}`), ['0.0', '1.0', '1.0c', '0.0c', '0.1'])
+  assert.equal(formatPermutation(ok, auto), line)
+  const bad: [string, RegExp][] = [
+    ['s1.ins:commit s1.ins s1.read s2.ins', /must come after s1\.ins/],
+    ['s1.ins s1.read s1.ins:commit s2.ins', /must come after s1\.ins/],
+    ['s1.ins s1.ins:commit s1.ins:commit s1.read s2.ins', /must come after s1\.ins/],
+    ['s1.ins s1.nope:commit s1.read s2.ins', /has no step 'nope'/],
+  ]
+  for (const [b, re] of bad) assert.throws(() => parsePermutation(b, auto), (e: Error) => e instanceof UsageError && re.test(e.message), b)
+})
