@@ -26,7 +26,7 @@ import { checkExplore, DEFAULT_DEPTH, DEFAULT_SAMPLE } from './request.js'
 import { compareKeys, Dfs, follow, ordersOf, Pct, Preemptive, shrinkCandidates, SplitDfs, switches, type Pick, type SplitRun, type Strategy } from './enumerate.js'
 import { Handout } from './jobs.js'
 import { fewestSwitches, Reduced } from './reduce.js'
-import { observe, touched, type Seen, type Touched } from '../engine/footprint.js'
+import { observe, sharesDatabase, touched, type Seen, type Touched } from '../engine/footprint.js'
 
 export { Dfs, Pct, Sampler, follow, ordersOf, shrinkCandidates, switches } from './enumerate.js'
 export type { Pick, Strategy } from './enumerate.js'
@@ -366,7 +366,10 @@ export async function exploreOn(ctx: RunContext, lab: Driver, targetLabel: strin
   // --jobs: several runs at once, each job its own schema and connections. An exhaustive search (its tree split into
   // branches, enumerate.ts SplitDfs) and a sample of declared steps (each draw its own) give the same result with any
   // number; the others choose each run from the one before, and run on one job.
-  const one = app ? 'an application race runs on one job' : reduced ? 'the reduced search runs on one job' : bounded ? 'a preemption-bounded search runs on one job' : undefined
+  // Jobs have a schema each, but advisory keys, pg_locks, pg_stat_activity and database settings are the whole
+  // database's: a step that may touch them runs on one job, or the jobs' trials would see each other (issue 38).
+  const shares = !app && p.sessions.some((x) => x.steps.some((st) => sharesDatabase(st.def.sql)))
+  const one = app ? 'an application race runs on one job' : reduced ? 'the reduced search runs on one job' : bounded ? 'a preemption-bounded search runs on one job' : shares ? "a step touches what the whole database shares (advisory keys, pg_locks, pg_stat_activity, settings), where other jobs' trials would meet it: the search runs on one job" : undefined
   let jobs = one ? 1 : Math.max(1, Math.min(o.jobs ?? 1, sampling ? drawn : Number(orders)))
   // Said when more jobs were asked for than such a search runs on (with --jobs 1 the result is as it always was).
   const jobsNote = (o.jobs ?? 1) > 1 ? one : undefined
