@@ -369,10 +369,11 @@ export async function exploreOn(ctx: RunContext, lab: Driver, targetLabel: strin
   // Jobs have a schema each, but advisory keys, pg_locks, pg_stat_activity and database settings are the whole
   // database's: a step that may touch them runs on one job, or the jobs' trials would see each other (issue 38).
   const shares = !app && p.sessions.some((x) => x.steps.some((st) => sharesDatabase(st.def.sql)))
-  const one = app ? 'an application race runs on one job' : reduced ? 'the reduced search runs on one job' : bounded ? 'a preemption-bounded search runs on one job' : shares ? "a step touches what the whole database shares (advisory keys, pg_locks, pg_stat_activity, settings), where other jobs' trials would meet it: the search runs on one job" : undefined
-  let jobs = one ? 1 : Math.max(1, Math.min(o.jobs ?? 1, sampling ? drawn : Number(orders)))
+  const one = app ? 'an application race runs on one job' : reduced ? 'the reduced search runs on one job' : bounded ? 'a preemption-bounded search runs on one job' : undefined
+  const shared = !one && shares ? "a step touches what the whole database shares (advisory keys, pg_locks, pg_stat_activity, settings), where other jobs' trials would meet it: the search runs on one job" : undefined
+  let jobs = one || shared ? 1 : Math.max(1, Math.min(o.jobs ?? 1, sampling ? drawn : Number(orders)))
   // Said when more jobs were asked for than such a search runs on (with --jobs 1 the result is as it always was).
-  const jobsNote = (o.jobs ?? 1) > 1 ? one : undefined
+  const jobsNote = (o.jobs ?? 1) > 1 ? one ?? shared : undefined
   if (jobs > 1) {
     // Each job takes a control connection and the sessions' own: no more than the server has room for.
     const room = await lab.room()
