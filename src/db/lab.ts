@@ -25,6 +25,8 @@ export interface SchemaMark {
   /** The control connection's backend and its start: while that backend lives, the run lives. */
   backend: number
   backendStart: string
+  /** The backend that runs the run's SQL when it has no run role (Lab.runQuery): the guard accepts it too. */
+  runner?: number
   /** --keep: left on purpose; never reaped. */
   keep: boolean
   /** The run role's oid (it owns the schema): dropped with the schema, by this identity, never by its name alone. */
@@ -73,9 +75,13 @@ export class Lab implements Driver {
     let lab: Lab | undefined
     const lost = new Promise<never>((_, r) => (reject = r))
     lost.catch(() => {}) // observed by whoever races it
+    // Control never works in a run's schema: what it sends resolves functions and operators in pg_catalog only
+    // (pg_temp last, and never for functions or operators), whatever a run creates in its schema; the run's own SQL
+    // runs on a connection of its own (runQuery).
     const control = connect(target, {
       connectTimeoutMs,
       applicationName: 'race control',
+      schema: CONTROL_PATH,
       onclose: () => {
         if (lab) lab.controlLost = true
         reject(Object.assign(new Error('the control connection closed'), { code: 'CONNECTION_CLOSED' }))
@@ -126,16 +132,16 @@ export class Lab implements Driver {
     return first ?? roomOf(this.control)
   }
 
-  /** The mark of a schema this Lab creates. */
-  mark(keep: boolean, role?: RunRole): SchemaMark {
-    return { pid: process.pid, host: os.hostname(), backend: this.controlPid, backendStart: this.controlStart, keep, ...(role ? { role: role.oid } : {}) }
+  /** The mark of a schema this Lab creates. `runner`: the backend that runs the run's SQL as race's own role. */
+  mark(keep: boolean, role?: RunRole, runner?: number): SchemaMark {
+    return { pid: process.pid, host: os.hostname(), backend: this.controlPid, backendStart: this.controlStart, ...(runner ? { runner } : {}), keep, ...(role ? { role: role.oid } : {}) }
   }
 
   /** `create schema` and its mark, as one statement list (one implicit transaction: never one without the other). */
   createSchemaSql(schema: string, keep: boolean): string {
     const role = this.rolesMade.get(schema)
     const kept = role && keep ? `; comment on role "${role.name}" is ${literal('race:' + JSON.stringify(this.roleMark(true)))}` : ''
-    return `create schema "${schema}"${role ? ` authorization "${role.name}"` : ''}; comment on schema "${schema}" is ${literal('race:' + JSON.stringify(this.mark(keep, role)))}${kept}`
+    return `create schema "${schema}"${role ? ` authorization "${role.name}"` : ''}; comment on schema "${schema}" is ${literal('race:' + JSON.stringify(this.mark(keep, role, this.runnersMade.get(schema)?.pid)))}${kept}`
   }
 
   /** The mark on a run role (COMMENT ON ROLE): whose run it is, in which database; what reaping reads. */
@@ -198,14 +204,48 @@ export class Lab implements Driver {
     return (await this.roleFor(space))?.target ?? this.target
   }
 
-  /** Runs the run's own SQL (setup, invariant) as the run role, on its own connection; on control without one. */
+  /**
+   * Runs the run's own SQL (setup, invariant) as the run role, on its own connection; without one, as the control
+   * role on a connection of its own (runnerFor): never on control, whose search_path stays pg_catalog.
+   */
   async runQuery(space: string, text: string, args: unknown[] = []): Promise<QueryResult> {
     const role = await this.roleFor(space)
-    if (!role) {
-      this.sayRoleless()
-      return this.query(text, args)
+    let sql = role?.sql
+    if (!sql) {
+      if (!this.trusted.has(space)) this.sayRoleless()
+      sql = (await this.runnerFor(space)).sql
     }
-    return (args.length ? role.sql.unsafe(text, args as never[]) : role.sql.unsafe(text)) as unknown as Promise<QueryResult>
+    return (args.length ? sql.unsafe(text, args as never[]) : sql.unsafe(text)) as unknown as Promise<QueryResult>
+  }
+
+  /** Connections that run a run's SQL as the control role (no run role), by the run's schema name. */
+  private readonly runners = new Map<string, Promise<{ sql: Sql; pid: number }>>()
+  private readonly runnersMade = new Map<string, { sql: Sql; pid: number }>()
+
+  /**
+   * The connection on which the run in `space` runs its own SQL when it has no run role: the control role's login,
+   * search_path the run's schema (it may not exist yet), application_name 'race setup', opened on first ask.
+   */
+  private runnerFor(space: string): Promise<{ sql: Sql; pid: number }> {
+    let p = this.runners.get(space)
+    if (!p) {
+      p = (async () => {
+        const sql = connect(this.target, { connectTimeoutMs: this.connectTimeoutMs, applicationName: 'race setup', schema: `"${space}"`, fetchTypes: 'shared' })
+        try {
+          const [r] = await Promise.race([sql`select pg_catalog.pg_backend_pid() as pid`, this.context.whenAborted()])
+          const made = { sql, pid: Number(r.pid) }
+          this.runnersMade.set(space, made)
+          return made
+        } catch (e) {
+          await endQuietly(sql, 0)
+          if (this.context.signal.aborted || isConnectionLoss(e)) throw e
+          throw connectError(e, this.target)
+        }
+      })()
+      p.catch(() => {})
+      this.runners.set(space, p)
+    }
+    return p
   }
 
   /** The login role of the control connection, and its database. */
@@ -241,7 +281,8 @@ export class Lab implements Driver {
   async createSchema(label: string, keep: boolean, run: (text: string) => Promise<unknown> = (t) => this.control.unsafe(t), name = spaceName(label)): Promise<RunSchema> {
     const schema = new RunSchema(this, name, keep)
     try {
-      await this.roleFor(name)
+      // Without a run role, the connection that will run the run's SQL is marked too (the guard checks it).
+      if (!(await this.roleFor(name))) await this.runnerFor(name)
       await run(this.createSchemaSql(name, keep))
     } catch (e) {
       schema.release()
@@ -283,7 +324,7 @@ export class Lab implements Driver {
   async cancelControl(done: Promise<void>): Promise<void> {
     if (this.controlPid > 0) {
       const fresh = connect(this.target, { connectTimeoutMs: this.connectTimeoutMs, applicationName: 'race cleanup' })
-      const pids = [this.controlPid, ...[...this.rolesMade.values()].map((r) => r.pid)]
+      const pids = [this.controlPid, ...[...this.rolesMade.values(), ...this.runnersMade.values()].map((r) => r.pid)]
       try {
         await fresh`select pg_cancel_backend(pid) from unnest(${pids}::int[]) as pid`
       } catch {
@@ -301,6 +342,8 @@ export class Lab implements Driver {
 
   async endRole(space: string): Promise<RunRole | undefined> {
     this.dropped.add(space)
+    const runner = this.runnersMade.get(space)
+    if (runner) await endQuietly(runner.sql, 0)
     const role = this.rolesMade.get(space)
     if (role) await endQuietly(role.sql, 0)
     return role
@@ -321,7 +364,7 @@ export class Lab implements Driver {
       const [made] = await this.control`select 1 from pg_catalog.pg_namespace where nspname = ${space}`.catch(() => [1]) // unsure: leave it to the reaper
       if (!made) await this.dropUnused(space)
     }
-    await Promise.all([...this.rolesMade.values()].map((r) => endQuietly(r.sql, 0)))
+    await Promise.all([...this.rolesMade.values(), ...this.runnersMade.values()].map((r) => endQuietly(r.sql, 0)))
     await endQuietly(this.control, 1)
   }
 
@@ -338,8 +381,9 @@ export class Lab implements Driver {
     return `drop schema "${name}" cascade; ${this.createSchemaSql(name, keep)}`
   }
 
-  useSql(name: string): string {
-    return `set search_path to "${name}"`
+  /** Control stays out of the run's schema (its SQL runs on runQuery's connection): pg_catalog again. */
+  useSql(_name: string): string {
+    return `set search_path to ${CONTROL_PATH}`
   }
 
   query(text: string, args: unknown[] = []): Promise<QueryResult> {
@@ -531,6 +575,12 @@ async function roomOf(control: Sql): Promise<{ free: number; max: number }> {
   const [r] = await control.unsafe(`select ${ROOM_COLUMNS}`)
   return roomFrom(r)
 }
+
+/**
+ * The control connection's search_path: pg_catalog, and pg_temp last (else it comes first for tables), so that every
+ * function and operator control names is pg_catalog's, never one a run creates in its schema (issue 38).
+ */
+export const CONTROL_PATH = 'pg_catalog, pg_temp'
 
 /** A SQL string literal. */
 export function literal(s: string): string {

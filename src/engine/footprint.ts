@@ -77,6 +77,16 @@ export async function observe(lab: Driver, pids: readonly number[]): Promise<Map
 
 const LONE_END = /^\s*(commit|end|rollback|abort)(\s+(work|transaction))?\s*;?\s*$/i
 const PEEKS = /pg_try_advisory|pg_locks|pg_stat_activity|pg_blocking_pids|txid_|pg_current_xact|pg_xact_status|pg_snapshot|pg_export_snapshot|set\s+transaction\s+snapshot/i
+/**
+ * Whether a step's SQL may touch what the whole database (or cluster) shares, which race explore --jobs cannot give
+ * each job its own of: advisory keys (taken, tried or let go), the lock and activity views and the functions behind
+ * them, snapshots and transaction status, database-level settings. Several jobs' trials would see each other there.
+ */
+export function sharesDatabase(sql: string): boolean {
+  return PEEKS.test(sql) || SHARED.test(sql)
+}
+const SHARED = /advisory|pg_lock_status|pg_stat_get_activity|pg_stat_|pg_blocking_pids|pg_safe_snapshot|pg_current_snapshot|pg_notify|\bnotify\b|\blisten\b|alter\s+database|alter\s+role|alter\s+system|pg_database|pg_roles|pg_authid|lo_\w+\s*\(|dblink|pg_prepared_xacts|prepare\s+transaction/i
+
 /** Relation lock modes of reads and row changes; anything stronger (DDL, LOCK TABLE, VACUUM) is unclassified. */
 const ROWS = new Set(['AccessShareLock', 'RowShareLock', 'RowExclusiveLock'])
 

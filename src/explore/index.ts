@@ -26,7 +26,7 @@ import { checkExplore, DEFAULT_DEPTH, DEFAULT_SAMPLE } from './request.js'
 import { compareKeys, Dfs, follow, ordersOf, Pct, Preemptive, shrinkCandidates, SplitDfs, switches, type Pick, type SplitRun, type Strategy } from './enumerate.js'
 import { Handout } from './jobs.js'
 import { fewestSwitches, Reduced } from './reduce.js'
-import { observe, touched, type Seen, type Touched } from '../engine/footprint.js'
+import { observe, sharesDatabase, touched, type Seen, type Touched } from '../engine/footprint.js'
 import { NOT_SPLIT } from '../engine/session.js'
 
 export { Dfs, Pct, Sampler, follow, ordersOf, shrinkCandidates, switches } from './enumerate.js'
@@ -374,10 +374,15 @@ export async function exploreOn(ctx: RunContext, lab: Driver, targetLabel: strin
   // --jobs: several runs at once, each job its own schema and connections. An exhaustive search (its tree split into
   // branches, enumerate.ts SplitDfs) and a sample of declared steps (each draw its own) give the same result with any
   // number; the others choose each run from the one before, and run on one job.
+  // Jobs have a schema each, but advisory keys, pg_locks, pg_stat_activity and database settings are the whole
+  // database's: a step that may touch them runs on one job, or the jobs' trials would see each other (issue 38).
+  // Code the setup defines (a function, trigger, view, rule...) may reach such state without naming it in a step.
+  const shares = !app && (p.sessions.some((x) => x.steps.some((st) => sharesDatabase(st.def.sql))) || p.setup.some((sql) => sharesDatabase(sql) || DEFINES_CODE.test(sql)))
   const one = app ? 'an application race runs on one job' : reduced ? 'the reduced search runs on one job' : bounded ? 'a preemption-bounded search runs on one job' : undefined
-  let jobs = one ? 1 : Math.max(1, Math.min(o.jobs ?? 1, sampling ? drawn : Number(orders)))
+  const shared = !one && shares ? "a step touches what the whole database shares (advisory keys, pg_locks, pg_stat_activity, settings), where other jobs' trials would meet it: the search runs on one job" : undefined
+  let jobs = one || shared ? 1 : Math.max(1, Math.min(o.jobs ?? 1, sampling ? drawn : Number(orders)))
   // Said when more jobs were asked for than such a search runs on (with --jobs 1 the result is as it always was).
-  const jobsNote = (o.jobs ?? 1) > 1 ? one : undefined
+  const jobsNote = (o.jobs ?? 1) > 1 ? one ?? shared : undefined
   if (jobs > 1) {
     // Each job takes a control connection and the sessions' own: no more than the server has room for.
     const room = await lab.room()
@@ -857,6 +862,9 @@ function better(a: Interleaving, b: Interleaving): boolean {
  * then commits: Session.openCommit), as far as the steps' own BEGIN and COMMIT say (what the server does decides in
  * the run; this count is what the report promises before it).
  */
+/** Setup SQL that defines code the server runs for a step (whose SQL then need not name what that code touches). */
+const DEFINES_CODE = /\bcreate\s+(or\s+replace\s+)?(function|procedure|trigger|constraint\s+trigger|rule|view|materialized\s+view|extension|aggregate|operator|cast|event\s+trigger|server|foreign\s+table)\b/i
+
 /** What PostgreSQL refuses inside a transaction block (25001), for the count only: the run learns it from the server. */
 const WHOLE = /^\s*(vacuum|cluster|reindex|checkpoint|alter\s+system|(create|drop)\s+(database|tablespace|subscription)|(create|drop)\s+(unique\s+)?index\s+concurrently)\b/i
 

@@ -183,12 +183,16 @@ export class SpecDatabase {
         names = list.rows.map(([t]) => t ?? '')
         catalogs.set(this.lab, names)
       }
-      const x = `age(${literal(this.x0)}::xid)`
-      const parts = names.map((t) => `select ${literal(t)} as c, count(*) as n, count(*) filter (where age(xmin) <= ${x}) as m from pg_catalog.${ident(t)}`)
-      parts.push(`select 'prepared', count(*), 0 from pg_catalog.pg_prepared_xacts where database = current_database()`)
-      parts.push(`select 'pg_database', count(*), count(*) filter (where age(xmin) <= ${x}) from pg_catalog.pg_database where datname = current_database()`)
-      parts.push(`select 'pg_db_role_setting', count(*), count(*) filter (where age(xmin) <= ${x}) from pg_catalog.pg_db_role_setting where setdatabase = (select oid from pg_catalog.pg_database where datname = current_database())`)
-      const r = await conn.exec(`select string_agg(c || ':' || n || ':' || m, ',' order by c) from (${parts.join('\n union all ')}) s`)
+      // On the spec's own connection, after the spec ran: every function and operator named in pg_catalog.
+      const x = `pg_catalog.age(${literal(this.x0)}::xid)`
+      const le = 'OPERATOR(pg_catalog.<=)'
+      const eq = 'OPERATOR(pg_catalog.=)'
+      const parts = names.map((t) => `select ${literal(t)}::text as c, pg_catalog.count(*) as n, pg_catalog.count(*) filter (where pg_catalog.age(xmin) ${le} ${x}) as m from pg_catalog.${ident(t)}`)
+      parts.push(`select 'prepared', pg_catalog.count(*), 0 from pg_catalog.pg_prepared_xacts where database ${eq} pg_catalog.current_database()`)
+      parts.push(`select 'pg_database', pg_catalog.count(*), pg_catalog.count(*) filter (where pg_catalog.age(xmin) ${le} ${x}) from pg_catalog.pg_database where datname ${eq} pg_catalog.current_database()`)
+      parts.push(`select 'pg_db_role_setting', pg_catalog.count(*), pg_catalog.count(*) filter (where pg_catalog.age(xmin) ${le} ${x}) from pg_catalog.pg_db_role_setting where setdatabase ${eq} (select oid from pg_catalog.pg_database where datname ${eq} pg_catalog.current_database())`)
+      const cat = 'OPERATOR(pg_catalog.||)'
+      const r = await conn.exec(`select pg_catalog.string_agg(c ${cat} ':' ${cat} n::text ${cat} ':' ${cat} m::text, ',' order by c) from (${parts.join('\n union all ')}) s`)
       if (r?.status !== 'TUPLES_OK') throw new Error(conn.errorMessage.trim())
       return r.rows[0][0] ?? ''
     } finally {

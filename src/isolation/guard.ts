@@ -173,6 +173,7 @@ function marked(schema: string): string {
   return `exists (select 1 from pg_catalog.pg_namespace n join pg_catalog.pg_description d
      on d.objoid = n.oid and d.classoid = 'pg_catalog.pg_namespace'::pg_catalog.regclass and d.objsubid = 0
    where n.nspname = ${schema} and d.description like 'race:{%' and (pg_catalog.strpos(d.description, '"backend":' || pg_catalog.pg_backend_pid() || ',') > 0
+      or pg_catalog.strpos(d.description, '"runner":' || pg_catalog.pg_backend_pid() || ',') > 0
       or (n.nspowner = (select r.oid from pg_catalog.pg_roles r where r.rolname = session_user)
           and pg_catalog.strpos(d.description, '"role":' || n.nspowner || '}') > 0)))`
 }
@@ -184,18 +185,23 @@ function marked(schema: string): string {
  * (rolling all of it back) naming what it found, and the session state put back as race left it (restoreSql).
  */
 export function guardedSql(block: string, where: string): string {
-  const schema = `current_setting('race.guard_schema')`
+  const schema = `pg_catalog.current_setting('race.guard_schema')`
   const tail = `', outside race''s schema ' || ${schema} || ': a spec may change only what it creates in its own schema (name objects without a schema); nothing was changed'`
+  // The guard's own statements resolve names in pg_catalog only (GUARD_PATH, local to the block's transaction), so
+  // that a function or operator an earlier block made in the run's schema is never the guard's; the block itself
+  // runs under the search_path it was given (race.guard_path).
   return `set transaction isolation level repeatable read;
-select set_config('race.guard_schema', current_schema(), true);
+select pg_catalog.set_config('race.guard_schema', pg_catalog.current_schema(), true), pg_catalog.set_config('race.guard_path', pg_catalog.current_setting('search_path'), true);
+select pg_catalog.set_config('search_path', '${GUARD_PATH}', true);
 do $race_guard_own$
 begin
   if not ${marked(schema)} then
-    raise exception using errcode = '${GUARD_SQLSTATE}', message = ${lit(where + " would run outside race's schema (search_path ")} || current_setting('search_path') || '): nothing was changed';
+    raise exception using errcode = '${GUARD_SQLSTATE}', message = ${lit(where + " would run outside race's schema (search_path ")} || pg_catalog.current_setting('race.guard_path') || '): nothing was changed';
   end if;
 end
 $race_guard_own$;
 create temp table ${GUARD_TEMP} on commit drop as ${fingerprintSql(schema)};
+select pg_catalog.set_config('search_path', pg_catalog.current_setting('race.guard_path'), true);
 ${BLOCK_BEGINS}
 ${block}
 ${BLOCK_ENDS}
@@ -203,6 +209,7 @@ ${BLOCK_ENDS}
 do $race_guard$
 declare found text;
 begin
+  perform pg_catalog.set_config('search_path', '${GUARD_PATH}', true);
   -- The check reads its own table as the role race logged in as, whatever role the block set.
   set session authorization default;
   reset role;
@@ -224,8 +231,14 @@ begin
   end if;
 end
 $race_guard$;
-${restoreSql(`pg_catalog.quote_ident(current_setting('race.guard_schema'))`)}`
+${restoreSql(`pg_catalog.quote_ident(pg_catalog.current_setting('race.guard_schema'))`)}`
 }
+
+/**
+ * The search_path of race's own statements on a connection that runs a spec's SQL (the guard): pg_catalog, and
+ * pg_temp last (the guard's own temporary table; never a function or an operator).
+ */
+export const GUARD_PATH = 'pg_catalog, pg_temp'
 
 /** The spec's own block inside a guardedSql text (for race show); other text unchanged. */
 export function shownBlock(sql: string): string {

@@ -5,7 +5,7 @@
 // maintenance statements below resolve names in race's schema.
 import { UsageError } from '../errors.js'
 import { maintenanceOnly, maintenanceTargets, outsideReach, statements, transactionControl } from './files.js'
-import { diff, fingerprintSql, locksSql, refusal, restoreSql, schemaLiteral, tempSql, words } from './guard.js'
+import { diff, fingerprintSql, GUARD_PATH, locksSql, refusal, restoreSql, schemaLiteral, tempSql, words } from './guard.js'
 import type { PgConn, PgResult } from './pgconn.js'
 
 async function rows(control: PgConn, sql: string): Promise<string[][]> {
@@ -36,8 +36,10 @@ async function maintenanceOutside(control: PgConn, sql: string, schema: string):
     for (const name of t.names) {
       const found = await rows(
         control,
-        `select format('%s %I.%I', case when c.relkind in ('i', 'I') then 'index' else 'table' end, n.nspname, c.relname), n.nspname = ${schemaLiteral(schema)}
-           from pg_catalog.pg_class c join pg_catalog.pg_namespace n on n.oid = c.relnamespace where c.oid = pg_catalog.to_regclass(${schemaLiteral(name)})`,
+        // Under the spec's search_path (the name resolves as the statement's will): every function and operator
+        // of race's own named in pg_catalog.
+        `select pg_catalog.format('%s %I.%I', case when c.relkind OPERATOR(pg_catalog.=) any ('{i,I}'::"char"[]) then 'index' else 'table' end, n.nspname, c.relname), n.nspname OPERATOR(pg_catalog.=) ${schemaLiteral(schema)}::name
+           from pg_catalog.pg_class c join pg_catalog.pg_namespace n on n.oid OPERATOR(pg_catalog.=) c.relnamespace where c.oid OPERATOR(pg_catalog.=) pg_catalog.to_regclass(${schemaLiteral(name)})::oid`,
       )
       if (found.length && found[0][1] !== 't') out.push(`${st.trim().split(/\s+/)[0].toLowerCase()} on ${found[0][0]}`)
     }
@@ -52,10 +54,10 @@ export async function guardedBlock(control: PgConn, sql: string, schema: string,
   }
   const reach = outsideReach(sql)
   if (reach) throw new UsageError(`${where} ${reach}: a spec may change only what it creates in race's schema ${schema}, and nothing outside the database (see docs/spec-setup-rules.md); nothing was changed`)
-  const [[appName]] = await rows(control, `select current_setting('application_name')`)
+  const [[appName, path]] = await rows(control, `select pg_catalog.current_setting('application_name'), pg_catalog.current_setting('search_path')`)
   let result: PgResult | null
   try {
-    result = await checked(control, sql, schema, where)
+    result = await checked(control, sql, schema, where, path)
   } catch (e) {
     // The refusal (or the failed check) is what the user sees; the reset is tried, and the run ends anyway.
     if (control.txStatus !== 'I') await control.exec('ROLLBACK').catch(() => null)
@@ -68,9 +70,20 @@ export async function guardedBlock(control: PgConn, sql: string, schema: string,
   return result
 }
 
-async function checked(control: PgConn, sql: string, schema: string, where: string): Promise<PgResult | null> {
+/** Sets the search_path for the rest of the block's transaction (`path`: the spec's, or race's own GUARD_PATH). */
+async function searchPath(control: PgConn, path: string): Promise<void> {
+  await rows(control, `select pg_catalog.set_config('search_path', ${schemaLiteral(path)}, true)`)
+}
+
+/**
+ * The block between two fingerprints, in one transaction. race's own reads run under GUARD_PATH (pg_catalog only: a
+ * function or operator an earlier block made in the run's schema is never the guard's), the block under `path`.
+ */
+async function checked(control: PgConn, sql: string, schema: string, where: string, path: string): Promise<PgResult | null> {
   await control.exec('BEGIN ISOLATION LEVEL REPEATABLE READ')
+  await searchPath(control, GUARD_PATH)
   const before = new Map((await rows(control, fingerprintSql(schemaLiteral(schema)))).map(([k, d]) => [k, d]))
+  await searchPath(control, path)
   const r = await control.exec(sql)
   const message = control.errorMessage
   if (r?.status === 'FATAL_ERROR' || control.txStatus !== 'T') {
@@ -84,6 +97,7 @@ async function checked(control: PgConn, sql: string, schema: string, where: stri
     control.errorMessage = message
     return r
   }
+  await searchPath(control, GUARD_PATH)
   const after = new Map((await rows(control, fingerprintSql(schemaLiteral(schema)))).map(([k, d]) => [k, d]))
   const changes = [...diff(before, after), ...(await rows(control, locksSql(schemaLiteral(schema)))).map(([d]) => d), ...(await rows(control, tempSql())).map(([d]) => d)]
   if (changes.length) {

@@ -128,7 +128,8 @@ export async function runTester(spec: Spec, o: TesterOptions, sink: TranscriptSi
             anyNewNotice = true
           }
         }
-        const r = await conn.exec(`SELECT set_config('application_name',\n  current_setting('application_name') || '/' || ${literal(name)},\n  false)`)
+        // isolationtester's query, its names in pg_catalog (race's own statement on a connection that runs the spec).
+        const r = await conn.exec(`SELECT pg_catalog.set_config('application_name',\n  pg_catalog.current_setting('application_name') OPERATOR(pg_catalog.||) '/' OPERATOR(pg_catalog.||) ${literal(name)},\n  false)`)
         if (r?.status !== 'TUPLES_OK') throw new RunError(`setting the application name failed: ${conn.errorMessage.trim()}`)
       }),
     )
