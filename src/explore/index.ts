@@ -28,6 +28,7 @@ import { Handout } from './jobs.js'
 import { fewestSwitches, Reduced } from './reduce.js'
 import { observe, sharesDatabase, touched, type Seen, type Touched } from '../engine/footprint.js'
 import { NOT_SPLIT } from '../engine/session.js'
+import { shownBlock } from '../isolation/guard.js'
 
 export { Dfs, Pct, Sampler, follow, ordersOf, shrinkCandidates, switches } from './enumerate.js'
 export type { Pick, Strategy } from './enumerate.js'
@@ -377,7 +378,7 @@ export async function exploreOn(ctx: RunContext, lab: Driver, targetLabel: strin
   // Jobs have a schema each, but advisory keys, pg_locks, pg_stat_activity and database settings are the whole
   // database's: a step that may touch them runs on one job, or the jobs' trials would see each other (issue 38).
   // Code the setup defines (a function, trigger, view, rule...) may reach such state without naming it in a step.
-  const shares = !app && (p.sessions.some((x) => x.steps.some((st) => sharesDatabase(st.def.sql))) || p.setup.some((sql) => sharesDatabase(sql) || DEFINES_CODE.test(sql)))
+  const shares = !app && (p.sessions.some((x) => x.steps.some((st) => sharesDatabase(st.def.sql))) || p.setup.map(shownBlock).some((sql) => sharesDatabase(sql) || DEFINES_CODE.test(sql)))
   const one = app ? 'an application race runs on one job' : reduced ? 'the reduced search runs on one job' : bounded ? 'a preemption-bounded search runs on one job' : undefined
   const shared = !one && shares ? "a step touches what the whole database shares (advisory keys, pg_locks, pg_stat_activity, settings), where other jobs' trials would meet it: the search runs on one job" : undefined
   let jobs = one || shared ? 1 : Math.max(1, Math.min(o.jobs ?? 1, sampling ? drawn : Number(orders)))

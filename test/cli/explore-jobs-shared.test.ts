@@ -78,3 +78,21 @@ test('a race of its own schema only still runs on the jobs asked for', async () 
   assert.equal(j.jobs, 2)
   assert.equal(j.jobsNote, undefined)
 })
+
+test('the same try-lock behind a function the setup defines (its steps name no shared state): one job too', async () => {
+  const f = path.join(dir, 'try-lock-fn.spec')
+  fs.writeFileSync(
+    f,
+    TRY_LOCK.replace(
+      'setup { create table got (who text, ok boolean) }',
+      () => 'setup { create table got (who text, ok boolean) }\nsetup { create function try_it() returns boolean language sql as $$ select pg_catalog.pg_try_advisory_xact_lock(1) $$ }',
+    ).replace(/pg_try_advisory_xact_lock\(1\)(?= })/g, 'try_it()'),
+  )
+  assert.match(fs.readFileSync(f, 'utf8'), /step t1 \{ insert into got select 's1', try_it\(\) \}/)
+  const [[name, url]] = servers
+  const two = await exploreJson(url, admins.get(url)!, [f, '--exhaustive', '--jobs', '2'])
+  const j = two.j as typeof two.j & { jobs: number; jobsNote?: string }
+  assert.equal(two.code, 0, `${name}: ${two.stderr}`)
+  assert.equal(j.jobs, 1)
+  assert.match(j.jobsNote ?? '', /whole database shares/)
+})
