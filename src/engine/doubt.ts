@@ -136,6 +136,7 @@ export async function readFacts(lab: Driver, pids: readonly number[]): Promise<F
   return { tainted: new Set(list(r.tainted)), deferred: new Set(list(r.deferred)), routines: new Set(list(r.routines)), operators: list(r.operators), everywhere: Boolean(r.everywhere) }
 }
 
+const ROLLBACK_TO = /(?<![\w$])rollback(?:\s+(?:work|transaction))?\s+to(?![\w$])/i
 const LONE_END = /^\s*(commit|end|rollback|abort)(\s+(work|transaction))?\s*;?\s*$/i
 const SYSTEM = /^(pg_catalog|information_schema|pg_toast)\./
 
@@ -182,34 +183,38 @@ export class Doubts {
 
   /** The footprint `fp` of a step of SQL `sql`, its backend `pid` seen before and after it, or 'all' where in doubt. */
   judge(fp: Touched, pid: number, before: Seen | undefined, after: Seen | undefined, sql: string): Touched {
-    if (fp === 'all' || !before || !after) return 'all'
-    const f = this.facts
-    if (!f || f.everywhere) return 'all'
-    const ended = before.inTx && (!after.inTx || after.xact !== before.xact)
-    const tx = before.inTx ? `${pid}:${before.xact}` : undefined
-    if (tx && this.lost.has(tx)) return 'all'
-    let doubt = namesDoubt(f, sql)
-    const rels = [...before.locks, ...after.locks].filter((l) => l[0] === 'relation' || l[3] !== '').map((l) => l[3])
-    if (rels.some((r) => f.tainted.has(r) || SYSTEM.test(r))) doubt = true
-    if (ended && rels.some((r) => f.deferred.has(r))) doubt = true
-    if (before.inTx && !ended) {
-      // A lock held before and not after, in the same transaction: a subtransaction rolled back (or a session-level
-      // advisory lock let go). What the transaction did under it left no trace: the rest of it is unclassified.
-      const left = new Map<string, number>()
-      for (const l of after.locks) left.set(lockKey(l), (left.get(lockKey(l)) ?? 0) + 1)
-      for (const l of before.locks) {
-        const n = left.get(lockKey(l)) ?? 0
-        if (n === 0) {
-          this.lost.add(tx!)
-          return 'all'
-        }
-        left.set(lockKey(l), n - 1)
-      }
-      if (/(?<![\w$])rollback(?:\s+(?:work|transaction))?\s+to(?![\w$])/i.test(sql)) {
-        this.lost.add(tx!)
-        return 'all'
-      }
-    }
-    return doubt ? 'all' : fp
+    return judge(this.facts, this.lost, fp, pid, before, after, sql)
   }
+}
+
+/**
+ * The footprint `fp` (from locks) of a step of SQL `sql` whose backend `pid` was seen `before` and `after` it, under
+ * the catalog facts `f` (undefined: not read, every step 'all'), or 'all' where locks may miss what it did. `lost`:
+ * the transactions (pid:start) in which a held lock went away, added to here.
+ */
+export function judge(f: Facts | undefined, lost: Set<string>, fp: Touched, pid: number, before: Seen | undefined, after: Seen | undefined, sql: string): Touched {
+  if (!before || !after) return 'all'
+  const ended = before.inTx && (!after.inTx || after.xact !== before.xact)
+  const tx = before.inTx ? `${pid}:${before.xact}` : undefined
+  if (tx && lost.has(tx)) return 'all'
+  if (before.inTx && !ended) {
+    // A lock held before and not after, in the same transaction: a subtransaction rolled back (or a session-level
+    // advisory lock let go). What the transaction did under it left no trace: the rest of it is unclassified.
+    const left = new Map<string, number>()
+    for (const l of after.locks) left.set(lockKey(l), (left.get(lockKey(l)) ?? 0) + 1)
+    const gone = before.locks.some((l) => {
+      const n = left.get(lockKey(l)) ?? 0
+      left.set(lockKey(l), n - 1)
+      return n === 0
+    })
+    if (gone || ROLLBACK_TO.test(sql)) {
+      lost.add(tx!)
+      return 'all'
+    }
+  }
+  if (fp === 'all' || !f || f.everywhere || namesDoubt(f, sql)) return 'all'
+  const rels = [...before.locks, ...after.locks].map((l) => l[3]).filter((r) => r !== '')
+  if (rels.some((r) => f.tainted.has(r) || SYSTEM.test(r))) return 'all'
+  if (ended && rels.some((r) => f.deferred.has(r))) return 'all'
+  return fp
 }

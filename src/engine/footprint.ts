@@ -28,8 +28,9 @@
 // 'all' (conflicts with every step) where race cannot tell: not PostgreSQL or not a backend of its own (MySQL,
 // MariaDB, a pooler), a lock it does not know, a lock not granted (the step waits), a step whose transaction ended
 // inside it with more than COMMIT/ROLLBACK (what it touched is gone with its locks), a statement outside any
-// transaction (autocommit: the same), a step that raised an error, woke or ended another session, or that reads
-// what other sessions hold without taking it (pg_try_advisory_lock, pg_locks, pg_stat_activity, txid functions).
+// transaction (autocommit: the same), a step that raised an error, woke or ended another session. What locks cannot
+// show at all (code the server runs for a step, locks given back by a rolled-back subtransaction, state read without
+// a lock: pg_locks, pg_stat_activity, txid functions, ...) makes a step 'all' in engine/doubt.ts, from the catalogs.
 import type { Driver } from '../db/driver.js'
 
 /** What a step touched: see explore/reduce.ts. Declared here too, so that the engine needs nothing from above. */
@@ -76,7 +77,6 @@ export async function observe(lab: Driver, pids: readonly number[]): Promise<Map
 }
 
 const LONE_END = /^\s*(commit|end|rollback|abort)(\s+(work|transaction))?\s*;?\s*$/i
-const PEEKS = /pg_try_advisory|pg_locks|pg_stat_activity|pg_blocking_pids|txid_|pg_current_xact|pg_xact_status|pg_snapshot|pg_export_snapshot|set\s+transaction\s+snapshot/i
 /** Relation lock modes of reads and row changes; anything stronger (DDL, LOCK TABLE, VACUUM) is unclassified. */
 const ROWS = new Set(['AccessShareLock', 'RowShareLock', 'RowExclusiveLock'])
 
@@ -86,7 +86,6 @@ const ROWS = new Set(['AccessShareLock', 'RowShareLock', 'RowExclusiveLock'])
  */
 export function touched(before: Seen | undefined, after: Seen | undefined, sql: string, serializable = false): Touched {
   if (!before || !after) return 'all'
-  if (PEEKS.test(sql)) return 'all'
   if (!before.inTx && !after.inTx) return sql.trim() === '' ? { reads: [], writes: [] } : 'all'
   const ended = before.inTx && (!after.inTx || after.xact !== before.xact)
   if (ended && (after.inTx || !LONE_END.test(sql))) return 'all'
