@@ -1,7 +1,7 @@
 // race explore's reduced search on races whose steps do what their locks cannot show (src/engine/doubt.ts), against
 // --exhaustive on a real server: the same outcome groups (the verdict and each session's ending) and the same fewest
 // switches of a violating order. On the code before doubt.ts the reduced search ran 1 order and said HELD for r1, r2,
-// r3, r5 and view-function (the first four are ../shared/cases/sound's files, from issue 38); the others were
+// r3, r5, view-function, trig-hidden and the application race (the first four are ../shared/cases/sound's files, from issue 38); the others were
 // already right, from their locks, and are kept so that they stay so (an immediate trigger and an ON DELETE CASCADE
 // keep their locks on the other table to the commit; a deferred foreign key's commits conflict as writers; a
 // savepoint's read conflicted when it ran; currval takes its sequence's lock).
@@ -103,6 +103,20 @@ session s2
 step b2 { begin }
 step r2 { select setval('sq', (select n from now_u) + 1) }
 step c2 { commit }`,
+  'trig-hidden': `# A BEFORE trigger reads u in a rolled-back EXCEPTION block (its lock on u is gone), reports it and skips the row.
+setup { create table t (v int); create table u (n int); insert into u values (0); create unlogged sequence sq; }
+setup { create function stamp() returns trigger language plpgsql as $$ declare x int; begin begin select n into x from u; raise exception 'undo'; exception when others then null; end; perform setval('sq', x + 1); return null; end $$; }
+setup { create trigger stamp before insert on t for each row execute function stamp(); }
+invariant "s2's report is the committed value" { select last_value - 1 = (select n from u) from sq }
+expect held
+session s1
+step b1 { begin }
+step w1 { update u set n = 1 }
+step c1 { commit }
+session s2
+step b2 { begin }
+step i2 { insert into t default values }
+step c2 { commit }`,
   'trig-immediate': `# An immediate trigger on t writes u inside s1's insert: its lock on u is held to s1's commit.
 setup { create table t (id int); create table u (n int); insert into u values (0); create unlogged sequence sq; }
 setup { create function bump() returns trigger language plpgsql as $$ begin update u set n = n + 1; return null; end $$; }
@@ -187,6 +201,40 @@ for (const name of Object.keys(SPECS)) {
     assert.deepEqual(outcomes(red), outcomes(all))
   })
 }
+
+// An application race's queries get their footprints the same way: r2 as one, reduced only with --reduce.
+const APP = `// r2 as an application race: session 1 reads u through a function whose EXCEPTION block gives its lock back.
+export default {
+  driver: 'pg',
+  sessions: 2,
+  expect: 'held',
+  setup: [
+    'create table u (n int)',
+    'insert into u values (0)',
+    'create unlogged sequence sq',
+    "create function peek() returns int language plpgsql as $$ declare v int; begin begin select n into v from u; raise exception 'undo'; exception when others then null; end; return v; end $$",
+  ],
+  invariant: 'select last_value - 1 = (select n from u) from sq',
+  session: async (db, ctx) => {
+    await db.query('begin')
+    if (ctx.index === 0) await db.query('update u set n = 1')
+    else await db.query("select setval('sq', peek() + 1)")
+    await db.query('commit')
+  },
+}
+`
+
+test('an application race (--reduce) is judged the same way: r2 as one finds --exhaustive\'s groups', async () => {
+  const { explore } = await import('../../src/index.js')
+  const f = path.join(dir, 'app-peek.race.mjs')
+  writeFileSync(f, APP)
+  const o = { databaseUrl: server.url }
+  const red = await explore(f, { ...o, reduce: true })
+  const all = await explore(f, { ...o, exhaustive: true })
+  assert.equal(red.search, 'reduced')
+  assert.equal(red.complete, true)
+  assert.deepEqual(outcomes(red), outcomes(all))
+})
 
 test('--isolation all names no level safe where the deferred trigger violates (r1)', async () => {
   const r = await race(['explore', file('r1-deferred-trigger'), '--isolation', 'all', '--json'], { url: server.url, timeoutMs: 120_000 })
