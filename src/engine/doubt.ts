@@ -70,7 +70,8 @@ const SHARED_TEXT = new RegExp(
     // DO [LANGUAGE x] 'code' or $$code$$ (not ON CONFLICT DO NOTHING/UPDATE); EXECUTE a prepared statement; a cursor's FETCH/MOVE.
     "(?<![\\w$])do\\s+(?:language\\s+\\S+\\s+)?(?:[eE]?'|\\$)",
     "(?<![\\w$])do\\s*\\$",
-    '(?<![\\w$])(?:execute|fetch|move)(?![\\w$])',
+    // (statement-first, after comments or EXPLAIN's words: FETCH FIRST n ROWS of a SELECT is not a cursor's).
+    '(?:^|;)\\s*(?:(?:/\\*[\\s\\S]*?\\*/|--[^\\n]*\\n)\\s*)*(?:explain\\s+(?:\\([^)]*\\)\\s*|(?:analy[sz]e|verbose)\\s+)*)?(?:execute|fetch|move)(?![\\w$])',
   ].join('|'),
   'i',
 )

@@ -28,7 +28,9 @@ test('built-ins that read other sessions or shared state without a lock, under a
     "do $$ begin perform 1; end $$",
     "DO language plpgsql 'begin null; end'",
     'execute p(1)',
-    'fetch 1 from c',
+    '/* a */ EXPLAIN (analyze) execute p(1)',
+    'begin; fetch 1 from c',
+    'move next in c',
     "select query_to_xml('select 1', true, true, '')",
     'select pg_relation_size(\'t\')',
     'select age(xmin) from t',
@@ -41,7 +43,7 @@ test('built-ins that read other sessions or shared state without a lock, under a
     assert.equal(step(facts(), seen(), seen(), sql), 'all', sql)
   }
   // Words that only look alike are not calls of them.
-  for (const sql of ['insert into t (k) values (1) on conflict do nothing', 'update t set age = 3 where id = 1', 'select nextval(\'s\')', 'select count(*) from stats']) {
+  for (const sql of ['insert into t (k) values (1) on conflict do nothing', 'update t set age = 3 where id = 1', 'select nextval(\'s\')', 'select count(*) from stats', 'select * from t order by id fetch first 1 rows only']) {
     assert.equal(namesDoubt(facts(), sql), false, sql)
   }
 })
