@@ -1,10 +1,11 @@
 // race explore's reduced search on races whose steps do what their locks cannot show (src/engine/doubt.ts), against
 // --exhaustive on a real server: the same outcome groups (the verdict and each session's ending) and the same fewest
-// switches of a violating order. On the code before doubt.ts the reduced search ran 1 order and said HELD for r1, r2,
-// r3, r5, view-function, trig-hidden and the application race (the first four are ../shared/cases/sound's files, from issue 38); the others were
-// already right, from their locks, and are kept so that they stay so (an immediate trigger and an ON DELETE CASCADE
-// keep their locks on the other table to the commit; a deferred foreign key's commits conflict as writers; a
-// savepoint's read conflicted when it ran; currval takes its sequence's lock).
+// switches of a violating order. On the code before doubt.ts the reduced search ran 1 order and said HELD for r1,
+// r2, r3, r5 (../shared/cases/sound's files, from issue 38), view-function, trig-hidden and the application race,
+// and --isolation all named read committed safe for r1. The others were already right from their locks and are kept
+// so that they stay so: an immediate trigger and an ON DELETE CASCADE hold their lock on the other table to the
+// commit, a deferred foreign key's commits conflict as writers, a savepoint's read conflicted when it ran, currval
+// takes its sequence's lock.
 import assert from 'node:assert/strict'
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import os from 'node:os'
