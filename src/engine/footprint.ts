@@ -28,8 +28,9 @@
 // 'all' (conflicts with every step) where race cannot tell: not PostgreSQL or not a backend of its own (MySQL,
 // MariaDB, a pooler), a lock it does not know, a lock not granted (the step waits), a step whose transaction ended
 // inside it with more than COMMIT/ROLLBACK (what it touched is gone with its locks), a statement outside any
-// transaction (autocommit: the same), a step that raised an error, woke or ended another session, or that reads
-// what other sessions hold without taking it (pg_try_advisory_lock, pg_locks, pg_stat_activity, txid functions).
+// transaction (autocommit: the same), a step that raised an error, woke or ended another session. What locks cannot
+// show at all (code the server runs for a step, locks given back by a rolled-back subtransaction, state read without
+// a lock: pg_locks, pg_stat_activity, txid functions, ...) makes a step 'all' in engine/doubt.ts, from the catalogs.
 import type { Driver } from '../db/driver.js'
 
 /** What a step touched: see explore/reduce.ts. Declared here too, so that the engine needs nothing from above. */
@@ -76,6 +77,7 @@ export async function observe(lab: Driver, pids: readonly number[]): Promise<Map
 }
 
 const LONE_END = /^\s*(commit|end|rollback|abort)(\s+(work|transaction))?\s*;?\s*$/i
+/** What --jobs keeps on one job (below); the reduced search's own doubts are engine/doubt.ts's. */
 const PEEKS = /pg_try_advisory|pg_locks|pg_stat_activity|pg_blocking_pids|txid_|pg_current_xact|pg_xact_status|pg_snapshot|pg_export_snapshot|set\s+transaction\s+snapshot/i
 /**
  * Whether a step's SQL may touch what the whole database (or cluster) shares, which race explore --jobs cannot give
@@ -96,7 +98,6 @@ const ROWS = new Set(['AccessShareLock', 'RowShareLock', 'RowExclusiveLock'])
  */
 export function touched(before: Seen | undefined, after: Seen | undefined, sql: string, serializable = false): Touched {
   if (!before || !after) return 'all'
-  if (PEEKS.test(sql)) return 'all'
   if (!before.inTx && !after.inTx) return sql.trim() === '' ? { reads: [], writes: [] } : 'all'
   const ended = before.inTx && (!after.inTx || after.xact !== before.xact)
   if (ended && (after.inTx || !LONE_END.test(sql))) return 'all'
@@ -133,10 +134,13 @@ export function touched(before: Seen | undefined, after: Seen | undefined, sql: 
     const writes = new Set([...changed, ...atOnce, 'snapshot'])
     return { reads: [...seen].filter((r) => !writes.has(r)), writes: [...writes] }
   }
-  // Within a transaction, what it changes is seen by no other session until it commits (another that would touch
-  // the same rows waits, which makes its step unclassified): its tables are read (what others commit there matters
-  // to it), not written. Under SSI a change is ordered against others' reads: written.
-  const writes = new Set([...atOnce, ...(ssi ? changed : [])])
+  // Within a transaction, what it changes is seen by no other session until it commits: its tables are read (what
+  // others commit there matters to it), not written. Under SSI a change is ordered against others' reads: written.
+  // But two transactions that change (or lock: FOR UPDATE, SKIP LOCKED, NOWAIT, a foreign key's check) rows of one
+  // table do not commute: on the same row, whichever comes first takes its lock and the other waits, fails (NOWAIT,
+  // 40001 at REPEATABLE READ) or skips it. A run where they did not meet shows no wait, so rows are not told apart:
+  // changing rows of T writes 'rows:T', which every other change of T's rows meets (issue 38's soundness harness).
+  const writes = new Set([...atOnce, ...(ssi ? changed : []), ...[...changed].map((r) => `rows:${r.slice('rel:'.length)}`)])
   const reads = [...seen].filter((r) => !writes.has(r))
   // A transaction that keeps a snapshot after this step (REPEATABLE READ, SERIALIZABLE; a driver's open portal at READ
   // COMMITTED too) may have taken it in this step: which commits came before matters to it. Not only when the

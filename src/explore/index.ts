@@ -29,6 +29,7 @@ import { fewestSwitches, Reduced } from './reduce.js'
 import { observe, sharesDatabase, touched, type Seen, type Touched } from '../engine/footprint.js'
 import { NOT_SPLIT } from '../engine/session.js'
 import { shownBlock } from '../isolation/guard.js'
+import { Doubts } from '../engine/doubt.js'
 
 export { Dfs, Pct, Sampler, follow, ordersOf, shrinkCandidates, switches } from './enumerate.js'
 export type { Pick, Strategy } from './enumerate.js'
@@ -428,9 +429,13 @@ export async function exploreOn(ctx: RunContext, lab: Driver, targetLabel: strin
     // The moment before the last launched step, what the backends held then, and that step (when a free one).
     let before: { m: Moment; seen: Map<number, Seen> | undefined; step?: ReadyStep } | undefined
     const stateOf = (m: Moment, i: number) => (m.ready.some((r) => r.index === i) ? 'ready' : m.blocked.some((b) => b.index === i) ? 'blocked' : m.done.includes(p.sessions[i].name) ? 'done' : 'other')
+    // What locks cannot show (engine/doubt.ts): the trial's catalog facts, transactions that gave locks back.
+    const doubts = new Doubts(job.lab)
     const observeAt = async (m: Moment) => {
       const seen = m.pids ? await observe(job.lab, m.pids) : undefined
       const b = before
+      const was = b?.step && b.m.pids?.[b.step.index]
+      await doubts.settle(m.pids, was ? b.seen?.get(was) : undefined, was ? seen?.get(m.pids![b!.step!.index]) : undefined, b?.step?.sql ?? '')
       if (b?.step) {
         const i = b.step.index
         const pid = b.m.pids?.[i]
@@ -438,7 +443,7 @@ export async function exploreOn(ctx: RunContext, lab: Driver, targetLabel: strin
         const shared = b.m.pids!.filter((x) => x === pid).length > 1 || m.pids!.filter((x) => x === m.pids![i]).length > 1
         // SSI in the trial (some session holds SIRead locks): changes are ordered against reads.
         const ssi = [b.seen, seen].some((x) => [...(x?.values() ?? [])].some((v) => v.locks.some((l) => l[1] === 'SIReadLock')))
-        let fp: Touched = pid && !shared ? touched(b.seen?.get(pid), seen?.get(m.pids![i]), b.step.sql, ssi) : 'all'
+        let fp: Touched = pid && !shared ? doubts.judge(touched(b.seen?.get(pid), seen?.get(m.pids![i]), b.step.sql, ssi), pid, b.seen?.get(pid), seen?.get(m.pids![i]), b.step.sql) : 'all'
         // It waits, raised an error, or changed how another session stands (woke it, or ended it): 'all'.
         if (stateOf(m, i) === 'blocked' || (m.errors?.[i] ?? 1) !== (b.m.errors?.[i] ?? 0)) fp = 'all'
         for (let q = 0; q < p.sessions.length; q++) if (q !== i && stateOf(m, q) !== stateOf(b.m, q)) fp = 'all'

@@ -1,0 +1,98 @@
+// When the locks a step leaves cannot show what it did (src/engine/doubt.ts), with no database: the catalog facts and
+// the backends' states are written here as the server would report them; test/cli/explore-doubt.test.ts runs the
+// same rules against a real server.
+import assert from 'node:assert/strict'
+import { test } from 'node:test'
+import { judge, namesDoubt, type Facts } from '../../src/engine/doubt.js'
+import { touched, type Seen } from '../../src/engine/footprint.js'
+
+const facts = (o: Partial<Facts> = {}): Facts => ({ tainted: new Set(), deferred: new Set(), routines: new Set(), operators: [], everywhere: false, ...o })
+const rel = (name: string, mode = 'AccessShareLock'): Seen['locks'][number] => ['relation', mode, true, name, 'r']
+const seen = (o: Partial<Seen> = {}): Seen => ({ inTx: true, xact: 'x1', xmin: false, xid: false, locks: [], ...o })
+const step = (f: Facts | undefined, before: Seen, after: Seen, sql: string, lost = new Set<string>()) => judge(f, lost, touched(before, after, sql), 7, before, after, sql)
+
+test('built-ins that read other sessions or shared state without a lock, under any spelling, are unclassified', () => {
+  for (const sql of [
+    'select count(*) from pg_lock_status() l',
+    'select pg_catalog.pg_stat_get_activity(null)',
+    'select * from PG_CURRENT_SNAPSHOT()',
+    'select pg_safe_snapshot_blocking_pids(1)',
+    'select currval(\'s\')',
+    'select lastval()',
+    'notify ch',
+    'LISTEN ch',
+    "select pg_notify('ch', 'x')",
+    'select lo_create(0)',
+    'set transaction snapshot \'00000003-1\'',
+    'rollback to savepoint a',
+    "do $$ begin perform 1; end $$",
+    "DO language plpgsql 'begin null; end'",
+    'execute p(1)',
+    '/* a */ EXPLAIN (analyze) execute p(1)',
+    'begin; fetch 1 from c',
+    'move next in c',
+    "select query_to_xml('select 1', true, true, '')",
+    'select pg_relation_size(\'t\')',
+    'select age(xmin) from t',
+    'select xmax from t',
+    'select txid_current()',
+    'select pg_try_advisory_xact_lock(1)',
+    "select dblink_exec('x', 'y')",
+  ]) {
+    assert.equal(namesDoubt(facts(), sql), true, sql)
+    assert.equal(step(facts(), seen(), seen(), sql), 'all', sql)
+  }
+  // Words that only look alike are not calls of them.
+  for (const sql of ['insert into t (k) values (1) on conflict do nothing', 'update t set age = 3 where id = 1', 'select nextval(\'s\')', 'select count(*) from stats', 'select * from t order by id fetch first 1 rows only']) {
+    assert.equal(namesDoubt(facts(), sql), false, sql)
+  }
+})
+
+test('a step that names a user routine or operator is unclassified; the same step otherwise keeps its footprint', () => {
+  const f = facts({ routines: new Set(['peek', 'MixedCase'.toLowerCase()]), operators: ['===='] })
+  const b = seen({ locks: [rel('s.u')] })
+  assert.equal(step(f, b, b, 'select setval(\'sq\', peek() + 1)'), 'all')
+  assert.equal(step(f, b, b, 'select "MixedCase"()'), 'all')
+  assert.equal(step(f, b, b, 'select 1 ==== 1'), 'all')
+  assert.deepEqual(step(f, b, b, 'select n from u'), { reads: ['rel:s.u'], writes: [] })
+})
+
+test('a lock on a tainted relation or on the catalog makes the step, and the rest of its transaction, unclassified', () => {
+  const f = facts({ tainted: new Set(['s.t']) })
+  assert.equal(step(f, seen(), seen({ locks: [rel('s.t', 'RowExclusiveLock')] }), 'insert into t values (1)'), 'all')
+  assert.equal(step(f, seen({ locks: [rel('s.t', 'RowExclusiveLock')] }), seen({ inTx: false, xact: null }), 'commit'), 'all')
+  // A view over pg_locks locks the view and pg_catalog.pg_locks.
+  assert.equal(step(f, seen(), seen({ locks: [rel('s.held'), ['relation', 'AccessShareLock', true, 'pg_catalog.pg_locks', 'v']] }), 'select count(*) from held'), 'all')
+  assert.deepEqual(step(f, seen(), seen({ locks: [rel('s.u')] }), 'select n from u'), { reads: ['rel:s.u'], writes: [] })
+})
+
+test('the end of a transaction that touched a relation under a deferrable constraint is unclassified, not its statements', () => {
+  const f = facts({ deferred: new Set(['s.t']) })
+  const inside = seen({ xid: true, locks: [rel('s.t', 'RowExclusiveLock')] })
+  assert.deepEqual(step(f, seen(), inside, 'insert into t values (1)'), { reads: ['rel:s.t'], writes: [] })
+  assert.equal(step(f, inside, seen({ inTx: false, xact: null }), 'commit'), 'all')
+  // A transaction that touched other tables only commits as before.
+  const other = seen({ xid: true, locks: [rel('s.u', 'RowExclusiveLock')] })
+  assert.notEqual(step(f, other, seen({ inTx: false, xact: null }), 'commit'), 'all')
+})
+
+test('a lock given back within a transaction (a subtransaction rolled back) makes the rest of the transaction unclassified', () => {
+  const f = facts()
+  const lost = new Set<string>()
+  const held = seen({ locks: [rel('s.u'), ['transactionid', 'ExclusiveLock', true, '', '']] })
+  const after = seen({ locks: [] })
+  assert.equal(step(f, held, after, 'release a', lost), 'all')
+  // Its next step and its commit, whatever they are.
+  assert.equal(step(f, after, seen({ locks: [rel('s.v')] }), 'select 1 from v', lost), 'all')
+  assert.equal(step(f, after, seen({ inTx: false, xact: null }), 'commit', lost), 'all')
+  // Another transaction of the same backend is judged afresh.
+  assert.deepEqual(step(f, seen({ xact: 'x2' }), seen({ xact: 'x2', locks: [rel('s.v')] }), 'select 1 from v', lost), { reads: ['rel:s.v'], writes: [] })
+  // ROLLBACK TO after a savepoint that took no lock: by its text.
+  assert.equal(step(f, seen({ xact: 'x3' }), seen({ xact: 'x3' }), 'rollback to savepoint a', lost), 'all')
+  assert.equal(step(f, seen({ xact: 'x3' }), seen({ xact: 'x3', inTx: false }), 'commit', lost), 'all')
+})
+
+test('without catalog facts, or with a user cast or domain check somewhere, every step is unclassified', () => {
+  assert.equal(step(undefined, seen(), seen({ locks: [rel('s.u')] }), 'select n from u'), 'all')
+  assert.equal(step(facts({ everywhere: true }), seen(), seen({ locks: [rel('s.u')] }), 'select n from u'), 'all')
+})
