@@ -5,6 +5,7 @@
 // test/soundness/cases/). The same seed draws the same cases.
 //   npm run soak:explore -- --cases 200 --seed 7
 //   npm run soak:explore -- --cases 50 --seed 1 --trials 8 --from 100 --keep /tmp/breaks
+//   npm run soak:explore -- --cases 50 --seed 38 --trials 4 --max-steps 2     npm test's slice (test/soundness)
 // On DATABASE_URL when set, else one embedded PostgreSQL started for the whole soak.
 // Exit 0: no break; 1: a case broke (a) or (b); 3: a case could not be checked.
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises'
@@ -19,10 +20,11 @@ interface Options {
   from: number
   trials: number
   keep: string
+  maxSteps: 2 | 3
 }
 
 function options(argv: string[]): Options {
-  const o: Options = { cases: 100, seed: 1, from: 0, trials: 6, keep: path.resolve('soak-breaks') }
+  const o: Options = { cases: 100, seed: 1, from: 0, trials: 6, keep: path.resolve('soak-breaks'), maxSteps: 3 }
   for (let i = 0; i < argv.length; i++) {
     const flag = argv[i]
     const value = argv[++i]
@@ -37,6 +39,7 @@ function options(argv: string[]): Options {
     else if (flag === '--seed') o.seed = n
     else if (flag === '--from') o.from = n
     else if (flag === '--trials') o.trials = n
+    else if (flag === '--max-steps' && (n === 2 || n === 3)) o.maxSteps = n
     else throw new Error(`unknown option ${flag} (see the head of scripts/soak-explore.ts)`)
   }
   return o
@@ -58,7 +61,7 @@ async function main(): Promise<number> {
   try {
     process.stdout.write(`soak:explore: ${o.cases} cases of seed ${o.seed} from ${o.from}, ${o.trials} free-running trials each, on ${server ? 'an embedded PostgreSQL' : 'DATABASE_URL'}\n`)
     for (let k = 0; k < o.cases; k++) {
-      const c = generate(o.seed, o.from + k)
+      const c = generate(o.seed, o.from + k, { maxSteps: o.maxSteps })
       const r = await checkCase(c, { databaseUrl: url, trials: o.trials, dir })
       results.push(r)
       const state = r.error ? 'ERROR' : r.breaks.length ? `BREAK ${[...new Set(r.breaks.map((b) => b.property))].join('')}` : 'ok'
@@ -103,6 +106,7 @@ export function figures(results: Checked[], ms: number, keep?: string): string {
   )
   if (broke.length && keep) lines.push(`the ${broke.length} broken cases are in ${keep}/ (copy them into test/soundness/cases/ to keep them)`)
   for (const r of results.filter((x) => x.error)) lines.push(`could not check ${r.case.file}: ${r.error!.split('\n')[0]}`)
+  for (const r of broke) lines.push('', `--- ${keep ? path.join(keep, r.case.file) : r.case.file} ---`, keptText(r).trimEnd())
   return lines.join('\n') + '\n'
 }
 
