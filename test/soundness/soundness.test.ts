@@ -59,8 +59,19 @@ test(`soundness: ${CASES} generated races of seed ${SEED}`, { timeout: 15 * 60_0
 
 test('soundness: the kept cases (test/soundness/cases/)', { timeout: 15 * 60_000 }, async (t) => {
   const files = (await readdir(KEPT).catch(() => [] as string[])).filter((f) => f.endsWith('.spec') || f.endsWith('.race.mjs')).sort()
+  // a kept case that is one of the slice's, as the generator draws it today, has just run there
+  const slice = new Map(Array.from({ length: CASES }, (_, i) => generate(SEED, i, { maxSteps: 2 })).map((c) => [c.text, c.file]))
   for (const f of files) {
     const c = caseOfFile(f, await readFile(path.join(KEPT, f), 'utf8'))
-    await t.test(`${c.file} (${c.features.join(', ')})`, () => check(c))
+    const same = slice.get(withoutBreakLines(c.text))
+    await t.test(`${c.file} (${c.features.join(', ')})`, same ? { skip: `the slice's ${same}, run above` } : {}, () => check(c))
   }
 })
+
+/** A kept file's text without the lines that say what it broke (check.ts keptText): the case as generated. */
+function withoutBreakLines(text: string): string {
+  return text
+    .split('\n')
+    .filter((l) => !/^(#|\/\/) broke \((a|b)\): /.test(l))
+    .join('\n')
+}
