@@ -1,7 +1,7 @@
 // One session of an application race: the user's function, running on its own connection, whose every query waits
 // at a gate until the schedule releases it. The session records facts as the engine's sessions do (events, an
 // outcome, its SQLSTATE), so that the same judge and reports read them.
-import { conditionName, isConnectionLoss, isServerError } from '../db/sqlstate.js'
+import { conditionName, isConcurrencyControl, isConnectionLoss, isServerError } from '../db/sqlstate.js'
 import { describeThrown } from './describe.js'
 import type { EventKind, Outcome, SessionReport, TimelineEvent } from '../engine/types.js'
 import type { FaultCode } from './labels.js'
@@ -427,7 +427,10 @@ export class AppSession {
       this.record(cur.label, 'lost', code)
     } else if (isServerError(code)) {
       // An injected error is race's doing, not the server's concurrency control: it is kept apart (injected).
-      if (!injected) this.errors.push(code)
+      if (!injected) {
+        this.errors.push(code)
+        this.caught.push({ step: cur.label, code })
+      }
       // A failed statement inside a transaction leaves it aborted: still open until the application rolls back.
       this.record(cur.label, 'error', `${code} ${conditionName(code) ?? ''}${injected ? ' (injected by race)' : ''}`.trim())
     } else this.record(cur.label, 'error', (err as Error)?.message)
@@ -469,9 +472,27 @@ export class AppSession {
     if (this.current) this.current.blocked = false
   }
 
+  /** The server errors its queries met (injected ones apart), each with its step: what a function that returns caught. */
+  private readonly caught: { step: string; code: string }[] = []
+  /**
+   * Whether a SQLSTATE is one the race expects a query to meet: the server's concurrency control (40001, 40P01,
+   * 55P03), or one the race module declares as its prevention (set by the trial).
+   */
+  expectedCode: (code: string) => boolean = (code) => isConcurrencyControl(code)
+
   /** The function returned. */
   returned(value?: unknown): void {
     const step = this.lastStep()
+    // A query failed with an error nobody expects (a typo'd table, 42P01) and the function caught it and returned:
+    // race saw the error, so the code did not do what the race needs, whatever it returned. Not a rejection.
+    const swallowed = this.caught.find((c) => !this.expectedCode(c.code))
+    if (swallowed) {
+      const what = `${swallowed.code}${conditionName(swallowed.code) ? ` ${conditionName(swallowed.code)}` : ''}`
+      this.crashed = `caught ${what} (in step ${swallowed.step}) and returned`
+      const reason = `its query ${swallowed.step} failed with ${what}, which the function caught and returned: an error neither the server's concurrency control nor the race module's prevention names`
+      this.record(step, 'error', reason)
+      return this.end('failed', swallowed.step, { sqlstate: swallowed.code, reason })
+    }
     if (this.commitTag === 'ROLLBACK' && !this.inTx && this.lastWasRollbackOfCommit) return this.end('failed', step, { reason: 'COMMIT answered ROLLBACK: the transaction had failed' })
     if (this.inTx) return this.end('failed', step, { reason: 'the function returned with its transaction still open (no COMMIT)' })
     // Its last transaction ended in its own ROLLBACK and it returned: the application said no without throwing

@@ -8,6 +8,7 @@ import { pickedOf, POLL_MS } from '../engine/schedule.js'
 import { abortable, settleAll, TrialClock } from '../engine/runner.js'
 import type { Chooser, InvariantReport, Moment, ReadyStep, TrialFacts } from '../engine/types.js'
 import { RunError, UsageError } from '../errors.js'
+import { isConcurrencyControl, sqlstateOf } from '../db/sqlstate.js'
 import type { Schedule } from '../scenario.js'
 import { loadDriver, openMariadb, openMysql2, openPg, openPostgresJs, running, type AppConn } from './drivers.js'
 import { describeThrown, isDeclaredRejection } from './describe.js'
@@ -111,6 +112,8 @@ export async function appTrial(lab: Driver, cfg: AppTrialConfig): Promise<AppTri
   for (let i = 0; i < cfg.n; i++) sessions.push(new AppSession(`s${i + 1}`, i, env))
   for (const s of sessions) {
     s.declared = (e) => isDeclaredRejection(cfg.race, e)
+    const prevention = new Set(cfg.race.prevention ?? [])
+    s.expectedCode = (code) => isConcurrencyControl(code) || prevention.has(code) || prevention.has(sqlstateOf(code))
     s.maxQueries = cfg.race.maxQueries ?? MAX_QUERIES
   }
   // --inject: the faults not yet used in this trial; a permutation's own (s1.q5!40001, a replay) by label.
