@@ -9,7 +9,7 @@ import { importModule } from '../load-module.js'
 import type { Target } from '../db/target.js'
 import { unixSocket } from '../db/connect.js'
 import { PG_STATE_SQL } from '../db/pg-state.js'
-import type { AppSession } from './session.js'
+import { sessionFor, type AppSession } from './session.js'
 import type { AppDriver, PoolLike } from './types.js'
 
 export interface AppConnOptions {
@@ -218,7 +218,7 @@ function wrapPgQuery(raw: Any, holder: Holder, client: Any) {
   return function query(config: Any, values?: Any, callback?: Any): Any {
     // The race module's open() (an ORM's initialisation, once per connection) is not raced.
     if (holder.ungated) return raw(config, values, callback)
-    const s = holder.s
+    const s = sessionFor(holder.s)
     const cb = typeof values === 'function' ? values : typeof callback === 'function' ? callback : undefined
     const vals = typeof values === 'function' ? undefined : values
     const text: string = typeof config === 'string' ? config : (config?.text ?? '')
@@ -538,7 +538,7 @@ export async function openMariadb(mariadb: Any, target: Target, o: AppConnOption
     (method: keyof typeof raw, fixed?: string) =>
     (...args: Any[]): Any => {
       if (holder.ungated) return raw[method]!(...args)
-      const s = holder.s
+      const s = sessionFor(holder.s)
       s.codeOf = (e) => normalizeError(e, holder.broken).code
       const first = args[0]
       const text: string = fixed ?? (typeof first === 'string' ? first : (first?.sql ?? ''))
@@ -652,7 +652,7 @@ export async function openMysql2(mysql: Any, target: Target, o: AppConnOptions, 
     (method: 'query' | 'execute') =>
     (...args: Any[]): Any => {
       if (holder.ungated) return raw[method](...args)
-      const s = holder.s
+      const s = sessionFor(holder.s)
       s.codeOf = (e) => normalizeError(e, holder.broken).code
       const first = args[0]
       const text: string = typeof first === 'string' ? first : (first?.sql ?? '')

@@ -6,6 +6,7 @@ import { describeThrown } from './describe.js'
 import type { EventKind, Outcome, SessionReport, TimelineEvent } from '../engine/types.js'
 import type { FaultCode } from './labels.js'
 import { NOT_SPLIT } from '../engine/session.js'
+import { underTest } from './contain.js'
 
 /** Where a session stands. app: its function runs JavaScript (between queries); ready: at its gate. */
 export type AppState = 'starting' | 'app' | 'ready' | 'running' | 'done'
@@ -121,6 +122,11 @@ export class AppSession {
    * Returns the function to call when the query has ended (with its result or error).
    */
   async enter(step: string, sql: string, point = false, splittable = true): Promise<void> {
+    // Sent after the function returned (from a timer, a promise it left running): no step of any schedule. Not sent.
+    if (this.functionEnded) {
+      this.lateQuery ??= step
+      throw new SessionEnded(`${this.name} sent ${step} after its function returned: race did not send it`)
+    }
     if (!point && this.queries > this.maxQueries) return this.park(step)
     this.open++
     try {
@@ -480,8 +486,26 @@ export class AppSession {
    */
   expectedCode: (code: string) => boolean = (code) => isConcurrencyControl(code)
 
+  /** Its function has returned or thrown (and every query it had sent has ended): any query after this is late. */
+  functionEnded = false
+  /** The first query it sent after its function returned (never sent): the trial cannot be decided. */
+  lateQuery?: string
+  /** A session of an earlier trial sent a query on this session's connection after its function returned. */
+  lateFrom?: string
+  /** The timers its code started that have neither fired nor been cleared (app/contain.ts containTimers), and when each is due. */
+  readonly timers = new Map<unknown, number>()
+  private timerWaiters: (() => void)[] = []
+  timerEnded(): void {
+    for (const w of this.timerWaiters.splice(0)) w()
+  }
+  /** Resolves once no timer its code started is due by `deadline` (Date.now() ms): those due later are not waited for. */
+  async timersDue(deadline: number): Promise<void> {
+    while ([...this.timers.values()].some((due) => due <= deadline)) await new Promise<void>((r) => this.timerWaiters.push(r))
+  }
+
   /** The function returned. */
   returned(value?: unknown): void {
+    this.functionEnded = true
     const step = this.lastStep()
     // A query failed with an error nobody expects (a typo'd table, 42P01) and the function caught it and returned:
     // race saw the error, so the code did not do what the race needs, whatever it returned. Not a rejection.
@@ -509,6 +533,7 @@ export class AppSession {
 
   /** The function threw. */
   threw(err: unknown): void {
+    this.functionEnded = true
     const step = this.lastStep()
     if (this.finished) return
     // An error the module declares (the application's own 409, maybe carrying the driver's error as its cause) is the
@@ -609,11 +634,17 @@ export class AppSession {
 
   report(): SessionReport {
     const round = (ms: number) => Math.round(ms * 10) / 10
+    // A query sent after the function returned was never a step: what the trial shows is not what the code does.
+    const late = this.lateQuery
+      ? `sent a query (${this.lateQuery}) after its function returned`
+      : this.lateFrom
+        ? `met a query of ${this.lateFrom}, sent after that function returned`
+        : undefined
     return {
       name: this.name,
       pid: this.pid,
-      outcome: this.outcome ?? 'lost',
-      reason: this.reason ?? null,
+      outcome: late ? 'failed' : (this.outcome ?? 'lost'),
+      reason: late ? `${late}: race did not send it${this.reason ? ` (${this.reason})` : ''}` : (this.reason ?? null),
       sqlstate: this.sqlstate ?? null,
       condition: conditionName(this.sqlstate) ?? null,
       step: this.endStep ?? null,
@@ -624,9 +655,23 @@ export class AppSession {
       retries: 0,
       errors: [...this.errors],
       ...(this.outcome === 'timeout' ? { blockedBy: this.blockedBy ?? [] } : {}),
-      ...(this.crashed ? { thrown: this.crashed } : {}),
+      ...(late || this.crashed ? { thrown: late ?? this.crashed } : {}),
       ...(this.injected.length ? { injected: [...this.injected] } : {}),
       ...(this.indivisible.length ? { indivisible: [...this.indivisible] } : {}),
     }
   }
+}
+
+/**
+ * The session a query belongs to: the one whose code sent it (its async context), when that session's function has
+ * already returned (a timer it left, run while a later trial holds the connection: the late query is that session's,
+ * never a step of the later trial, which is marked as having met it); else the connection's current session.
+ */
+export function sessionFor(current: AppSession): AppSession {
+  const origin = underTest.getStore()
+  if (origin instanceof AppSession && origin !== current && origin.functionEnded) {
+    current.lateFrom ??= `an earlier trial's ${origin.name}`
+    return origin
+  }
+  return current
 }

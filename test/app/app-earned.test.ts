@@ -109,3 +109,76 @@ test('item 1 (CLI): race run and race explore of the swallowed typo exit 3 namin
     assert.doesNotMatch(r.stdout + r.stderr, /retried|\bMATCH\b|HELD in all/, cmd)
   }
 })
+
+// ---- item 2: a query sent after the function returned --------------------------------------------------------------
+
+test('item 2: an insert sent from a timer after the function returned makes the trial unknown, and is no step of the next trial', async () => {
+  const timer = pgRace({
+    session: async (db: any, c: any) => {
+      const { rows } = await db.query("select count(*)::int as n from orders where user_id = $1 and status = 'pending'", [c.user])
+      if (rows[0].n === 0) setTimeout(() => void db.query("insert into orders (user_id, status) values ($1, 'pending')", [c.user]).catch(() => {}), 50)
+    },
+    expect: 'held',
+  })
+  const { trials } = await go(timer, 2, 'lockstep', { trials: 3 })
+  for (const t of trials) {
+    assert.deepEqual(t.order, ['s1.q1', 's2.q1'])
+    assert.deepEqual(t.sessions.map((x) => x.thrown), ['sent a query (q2) after its function returned', 'sent a query (q2) after its function returned'])
+    assert.equal(t.verdict, 'unknown')
+    assert.match(t.why, /^s1 sent a query \(q2\) after its function returned/)
+  }
+})
+
+test('item 2: a query an earlier trial left waiting on a promise, run while a later trial holds the connection, is not its step', async () => {
+  // Trial 1's s1 leaves a query behind a promise; trial 2's s1 lets it go (its callback runs in trial 1's context).
+  let leftOver: (() => void) | undefined
+  let trial = 0
+  const s = pgRace({
+    session: async (db: any, c: any) => {
+      if (c.index !== 0) return void (await db.query('select 1'))
+      trial++
+      if (trial === 1) {
+        void new Promise<void>((r) => (leftOver = r)).then(() => db.query('select 2').catch(() => {}))
+        await db.query('select 1')
+        return
+      }
+      leftOver?.()
+      await new Promise<void>((r) => setImmediate(r))
+      await db.query('select 1')
+    },
+    expect: 'held',
+  })
+  const { trials } = await go(s, 2, 'lockstep', { trials: 2 })
+  assert.equal(trials[0].verdict, 'clean', trials[0].why)
+  assert.deepEqual(trials[1].order, ['s1.q1', 's2.q1'])
+  assert.equal(trials[1].verdict, 'unknown')
+  assert.match(trials[1].why, /^s1 met a query of an earlier trial's s1, sent after that function returned/)
+})
+
+test('item 2 (CLI): race run --trials 5 and race explore of the timer insert exit 3, naming the late query', async () => {
+  const file = moduleFile(
+    'f3-settimeout.race.mjs',
+    `export default {
+  driver: 'pg',
+  sessions: 2,
+  setup: ['${TABLE}'],
+  session: async (db, ctx) => {
+    const { rows } = await db.query("select count(*)::int as n from orders where user_id = $1 and status = 'pending'", [ctx.user])
+    if (rows[0].n === 0) setTimeout(() => { db.query("insert into orders (user_id, status) values ($1, 'pending')", [ctx.user]).catch(() => {}) }, 50)
+  },
+  invariant: "${AT_MOST_ONE}",
+  expect: 'held',
+}
+`,
+  )
+  for (const args of [['run', file, '--trials', '5', '--json'], ['explore', file]]) {
+    const r = await race(args, { url: ctx.server.url, timeoutMs: 240_000 })
+    assert.equal(r.code, 3, `${args[0]}: ${r.stdout}${r.stderr}`)
+    if (args[0] === 'run') {
+      const j = JSON.parse(r.stdout)
+      assert.deepEqual(j.trialVerdicts, ['unknown', 'unknown', 'unknown', 'unknown', 'unknown'])
+      assert.equal(j.order, 's1.q1 s2.q1')
+      assert.match(j.why, /^s1 sent a query \(q2\) after its function returned/)
+    } else assert.match(r.stdout + r.stderr, /s1 sent a query \(q2\) after its function returned/)
+  }
+})
