@@ -128,6 +128,8 @@ export async function openPg(pg: Any, target: Target, o: AppConnOptions, s: AppS
   }
   client.on('error', lost)
   client.on('end', lost)
+  // A COMMIT with no transaction in progress is answered with a warning (25P01) and the tag COMMIT: the session hears it.
+  client.on('notice', (n: Any) => holder.s.noticed(n?.code))
   await client.connect()
   const raw = client.query.bind(client)
   const ending = async () => {
@@ -444,7 +446,7 @@ export async function openPostgresJs(postgres: Any, target: Target, o: AppConnOp
   const { url, socket } = unixSocket(target.url)
   const options: Any = {
     max: 1,
-    onnotice: () => {},
+    onnotice: (n: Any) => holder.s.noticed(n?.code),
     idle_timeout: 0,
     max_lifetime: null,
     connect_timeout: Math.max(1, Math.ceil(o.connectTimeoutMs / 1000)),

@@ -400,12 +400,30 @@ export class AppSession {
     else if (lvl && /^\s*set\s+transaction\b/i.test(sql)) this.level = lvl
   }
 
+  /** A notice the server sent on the session's connection (its SQLSTATE): 25P01 while a query runs is a COMMIT or ROLLBACK with no transaction. */
+  noticed(code: string | undefined): void {
+    if (code === '25P01' && this.current) this.noTxNotice = true
+  }
+  private noTxNotice = false
+  /** Its last COMMIT ran outside any transaction (PostgreSQL's warning 25P01): its label, until a transaction begins or commits. */
+  private commitOutside?: string
+  /** The last query that failed (its transaction then rolled back), for what a COMMIT outside any transaction says. */
+  private lastFailure?: { step: string; code: string; injected: boolean }
+
   /** The query in flight came back with a result. */
   ok(command: string | undefined, count: number | null | undefined, rows: unknown[] | undefined): void {
+    const noTx = this.noTxNotice
+    this.noTxNotice = false
     const cur = this.endQuery()
     if (!cur) return
     const tag = (command ?? '').toUpperCase()
-    if (BEGINS.has(tag)) this.inTx = true
+    if (BEGINS.has(tag)) {
+      this.inTx = true
+      this.commitOutside = undefined
+    }
+    // A COMMIT the server answered with 25P01 (no transaction in progress) and the tag COMMIT committed nothing: the
+    // transaction it meant to end was already rolled back (a retry loop that sends COMMIT again after a 40001).
+    if (tag === 'COMMIT') this.commitOutside = noTx ? cur.label : undefined
     if (ENDS.has(tag)) {
       this.inTx = false
       this.commitTag = tag
@@ -426,9 +444,11 @@ export class AppSession {
   /** The query in flight came back with an error (the driver's: remembered, so that the function's throw of it is a failure). */
   failed(err: unknown, injected = false): void {
     if (err && typeof err === 'object') this.driverErrors.add(err)
+    this.noTxNotice = false
     const cur = this.endQuery()
     if (!cur) return
     const code = this.codeOf(err)
+    if (isServerError(code)) this.lastFailure = { step: cur.label, code, injected }
     if (this.lostConnection || isConnectionLoss(err) || isConnectionLoss({ code })) {
       this.record(cur.label, 'lost', code)
     } else if (isServerError(code)) {
@@ -516,6 +536,13 @@ export class AppSession {
       const reason = `its query ${swallowed.step} failed with ${what}, which the function caught and returned: an error neither the server's concurrency control nor the race module's prevention names`
       this.record(step, 'error', reason)
       return this.end('failed', swallowed.step, { sqlstate: swallowed.code, reason })
+    }
+    if (this.commitOutside && !this.inTx) {
+      const f = this.lastFailure
+      const after = f ? ` by ${f.code}${conditionName(f.code) ? ` ${conditionName(f.code)}` : ''} in ${f.step}${f.injected ? ' (injected by race)' : ''}` : ''
+      this.crashed = `returned after its transaction was rolled back${after}: its COMMIT ${this.commitOutside} ran outside any transaction (25P01 no_active_sql_transaction) and committed nothing`
+      this.record(step, 'error', this.crashed)
+      return this.end('failed', this.commitOutside, { reason: this.crashed })
     }
     if (this.commitTag === 'ROLLBACK' && !this.inTx && this.lastWasRollbackOfCommit) return this.end('failed', step, { reason: 'COMMIT answered ROLLBACK: the transaction had failed' })
     if (this.inTx) return this.end('failed', step, { reason: 'the function returned with its transaction still open (no COMMIT)' })

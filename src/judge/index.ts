@@ -80,7 +80,7 @@ export function judge(sessions: readonly Judged[], invariant: Pick<InvariantRepo
  */
 function didWhat(thrown: string): string {
   if (thrown.startsWith('retried without end') || thrown.startsWith('sent more than')) return thrown
-  if (thrown.startsWith('called ') || thrown.startsWith('caught ') || thrown.startsWith('sent a query') || thrown.startsWith('met a query')) return thrown
+  if (thrown.startsWith('called ') || thrown.startsWith('caught ') || thrown.startsWith('returned after') || thrown.startsWith('sent a query') || thrown.startsWith('met a query')) return thrown
   if (thrown.startsWith('uncaught exception ') || thrown.startsWith('unhandled rejection ')) return `left an ${thrown}`
   return `threw ${thrown}`
 }

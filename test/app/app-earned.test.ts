@@ -182,3 +182,67 @@ test('item 2 (CLI): race run --trials 5 and race explore of the timer insert exi
     } else assert.match(r.stdout + r.stderr, /s1 sent a query \(q2\) after its function returned/)
   }
 })
+
+// ---- item 3: a COMMIT sent outside a transaction ------------------------------------------------------------------
+
+/** The review's f5: on 40001 at COMMIT it sends COMMIT again (no transaction is left: PostgreSQL warns, tag COMMIT). */
+const RETRY_COMMIT_ONLY = `class InsufficientFunds extends Error {}
+async function withdraw(db, amount) {
+  await db.query('begin')
+  const { rows } = await db.query('select balance from accounts where id = 1 for update')
+  if (rows[0].balance < amount) { await db.query('rollback'); throw new InsufficientFunds('409') }
+  await db.query('update accounts set balance = balance - $1, withdrawn = withdrawn + $1 where id = 1', [amount])
+  for (let tries = 1; ; tries++) {
+    try { await db.query('commit'); return 'ok' } catch (e) { if (e.code !== '40001' || tries >= 3) throw e }
+  }
+}
+export default {
+  driver: 'pg',
+  sessions: 2,
+  setup: ['create table accounts (id int primary key, balance int not null, withdrawn int not null)', 'insert into accounts values (1, 100, 0)'],
+  session: (db) => withdraw(db, 30),
+  rejects: [InsufficientFunds],
+  invariant: 'select balance = 100 - withdrawn and balance >= 0 as held, balance, withdrawn from accounts where id = 1',
+  expect: 'held',
+}
+`
+
+test('item 3: a COMMIT re-sent after an injected 40001 rolled the transaction back is no commit: the session failed, the trial unknown', async () => {
+  const file = moduleFile('f5-retry-commit-only.race.mjs', RETRY_COMMIT_ONLY)
+  const r = await race(['run', file, '--schedule', 's1.q1 s1.q2 s1.q3 s1.q4!40001 s1.q5 s2.q1 s2.q2 s2.q3 s2.q4', '--json'], { url: ctx.server.url, timeoutMs: 120_000 })
+  assert.equal(r.code, 3, r.stdout + r.stderr)
+  const j = JSON.parse(r.stdout)
+  const s1 = j.sessions.find((x: any) => x.name === 's1')
+  assert.equal(s1.outcome, 'failed')
+  assert.equal(s1.step, 'q5')
+  assert.match(s1.thrown, /^returned after its transaction was rolled back by 40001 serialization_failure in q4 \(injected by race\): its COMMIT q5 ran outside any transaction/)
+  assert.equal(j.sessions.find((x: any) => x.name === 's2').outcome, 'committed')
+  assert.equal(j.verdict, 'unknown')
+  // A COMMIT that ends a transaction is a commit, as before: the same code without the injection commits both.
+  const ok = await race(['run', file, '--schedule', 'serial', '--json'], { url: ctx.server.url, timeoutMs: 120_000 })
+  assert.equal(ok.code, 0, ok.stdout + ok.stderr)
+  assert.deepEqual(JSON.parse(ok.stdout).sessions.map((x: any) => x.outcome), ['committed', 'committed'])
+})
+
+test('item 3 (postgres.js): a COMMIT with no transaction after a failed one is no commit', async () => {
+  const s = pgRace({
+    driver: 'postgres',
+    session: async (sql: any, c: any) => {
+      await sql`begin`
+      await sql`select count(*) from orders where user_id = ${c.user}`
+      try {
+        await sql`select 1/0`
+      } catch {
+        await sql`rollback`
+      }
+      await sql`commit`
+    },
+    prevention: ['22012'],
+    expect: 'held',
+  })
+  const [t] = (await go(s, 2, 'serial')).trials
+  assert.deepEqual(t.sessions.map((x) => x.outcome), ['failed', 'failed'])
+  assert.match(t.sessions[0].thrown ?? '', /^returned after its transaction was rolled back by 22012 in q3: its COMMIT q5 ran outside any transaction/)
+  assert.equal(t.verdict, 'unknown')
+})
+
