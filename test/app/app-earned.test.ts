@@ -246,3 +246,26 @@ test('item 3 (postgres.js): a COMMIT with no transaction after a failed one is n
   assert.equal(t.verdict, 'unknown')
 })
 
+// ---- item 6: exploring one session ---------------------------------------------------------------------------------
+
+test('item 6: race explore of one session is refused in one line, exit 2 (nothing can race), --isolation all too', async () => {
+  const file = moduleFile(
+    'one.race.mjs',
+    `export default {
+  driver: 'pg',
+  sessions: 1,
+  setup: ['create table t (k int)'],
+  session: async (db) => { await db.query('insert into t values (1)') },
+  invariant: 'select count(*) <= 1 from t',
+  expect: 'held',
+}
+`,
+  )
+  const spec = moduleFile('one.spec', `setup { create table t (k int) }\ninvariant "one row at most" { select count(*) <= 1 from t }\nexpect held\n\nsession s1\nstep i { insert into t values (1) }\n`)
+  for (const args of [[file], [file, '--isolation', 'all'], [spec]]) {
+    const r = await race(['explore', ...args], { url: ctx.server.url, timeoutMs: 120_000 })
+    assert.equal(r.code, 2, `${args.join(' ')}: ${r.stdout}${r.stderr}`)
+    assert.equal(r.stderr.trim().split('\n').length, 1, r.stderr)
+    assert.match(r.stderr, /at least 2 sessions .*nothing to race with/)
+  }
+})
