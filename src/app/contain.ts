@@ -12,6 +12,10 @@ export interface Containable {
   readonly name: string
   /** The code under test failed outside its function's own throw (a process.exit, an uncaught exception). */
   crash(what: string): void
+  /** The timers its code started and that have neither fired nor been cleared, each with when it is due (containTimers). */
+  readonly timers?: Map<unknown, number>
+  /** One of them fired or was cleared. */
+  timerEnded?(): void
 }
 
 /** The session whose function (or anything it started: timers, promises, callbacks) is running. */
@@ -70,6 +74,61 @@ export function containExit(): () => void {
     if (--installs === 0 && original) {
       process.exit = original
       original = undefined
+    }
+  }
+}
+
+let timerInstalls = 0
+let realTimers: { set: typeof setTimeout; clear: typeof clearTimeout } | undefined
+
+/**
+ * While the returned release has not been called, a setTimeout a session's code starts (its function, or anything it
+ * started) is noted on the session until it fires or is cleared: a query sent from it after the function returned is
+ * then seen in its own trial (the trial waits for such timers, as far as the step timeout), never in the next one's.
+ * Timers started anywhere else are the real ones, untouched. Nested and concurrent races share one replacement.
+ */
+export function containTimers(): () => void {
+  if (timerInstalls++ === 0) {
+    const real = { set: globalThis.setTimeout, clear: globalThis.clearTimeout }
+    realTimers = real
+    const owners = new WeakMap<object, Containable>()
+    const ended = (t: object) => {
+      const s = owners.get(t)
+      if (!s) return
+      owners.delete(t)
+      s.timers!.delete(t)
+      s.timerEnded?.()
+    }
+    const set = function setTimeout(cb: unknown, ms?: number, ...args: unknown[]) {
+      const s = underTest.getStore()
+      if (!s?.timers || typeof cb !== 'function') return (real.set as (...a: unknown[]) => unknown)(cb, ms, ...args)
+      const t = real.set(function (this: unknown, ...a: unknown[]) {
+        ended(t)
+        return (cb as (...a: unknown[]) => unknown).apply(this, a)
+      }, ms, ...args)
+      owners.set(t, s)
+      s.timers.set(t, Date.now() + Math.max(1, Number(ms) || 0))
+      return t
+    }
+    // util.promisify(setTimeout) keeps working (Node's own custom promisified form).
+    const custom = Symbol.for('nodejs.util.promisify.custom')
+    const own = (real.set as unknown as Record<symbol, unknown>)[custom]
+    if (own) Object.defineProperty(set, custom, { value: own })
+    const clear = function clearTimeout(t: unknown) {
+      if (t && typeof t === 'object') ended(t)
+      return real.clear(t as never)
+    }
+    globalThis.setTimeout = set as unknown as typeof setTimeout
+    globalThis.clearTimeout = clear as typeof clearTimeout
+  }
+  let released = false
+  return () => {
+    if (released) return
+    released = true
+    if (--timerInstalls === 0 && realTimers) {
+      globalThis.setTimeout = realTimers.set
+      globalThis.clearTimeout = realTimers.clear
+      realTimers = undefined
     }
   }
 }

@@ -9,7 +9,7 @@ import { importModule } from '../load-module.js'
 import type { Target } from '../db/target.js'
 import { unixSocket } from '../db/connect.js'
 import { PG_STATE_SQL } from '../db/pg-state.js'
-import type { AppSession } from './session.js'
+import { sessionFor, type AppSession } from './session.js'
 import type { AppDriver, PoolLike } from './types.js'
 
 export interface AppConnOptions {
@@ -128,6 +128,8 @@ export async function openPg(pg: Any, target: Target, o: AppConnOptions, s: AppS
   }
   client.on('error', lost)
   client.on('end', lost)
+  // A COMMIT with no transaction in progress is answered with a warning (25P01) and the tag COMMIT: the session hears it.
+  client.on('notice', (n: Any) => holder.s.noticed(n?.code))
   await client.connect()
   const raw = client.query.bind(client)
   const ending = async () => {
@@ -218,7 +220,7 @@ function wrapPgQuery(raw: Any, holder: Holder, client: Any) {
   return function query(config: Any, values?: Any, callback?: Any): Any {
     // The race module's open() (an ORM's initialisation, once per connection) is not raced.
     if (holder.ungated) return raw(config, values, callback)
-    const s = holder.s
+    const s = sessionFor(holder.s)
     const cb = typeof values === 'function' ? values : typeof callback === 'function' ? callback : undefined
     const vals = typeof values === 'function' ? undefined : values
     const text: string = typeof config === 'string' ? config : (config?.text ?? '')
@@ -444,7 +446,7 @@ export async function openPostgresJs(postgres: Any, target: Target, o: AppConnOp
   const { url, socket } = unixSocket(target.url)
   const options: Any = {
     max: 1,
-    onnotice: () => {},
+    onnotice: (n: Any) => holder.s.noticed(n?.code),
     idle_timeout: 0,
     max_lifetime: null,
     connect_timeout: Math.max(1, Math.ceil(o.connectTimeoutMs / 1000)),
@@ -538,7 +540,7 @@ export async function openMariadb(mariadb: Any, target: Target, o: AppConnOption
     (method: keyof typeof raw, fixed?: string) =>
     (...args: Any[]): Any => {
       if (holder.ungated) return raw[method]!(...args)
-      const s = holder.s
+      const s = sessionFor(holder.s)
       s.codeOf = (e) => normalizeError(e, holder.broken).code
       const first = args[0]
       const text: string = fixed ?? (typeof first === 'string' ? first : (first?.sql ?? ''))
@@ -652,7 +654,7 @@ export async function openMysql2(mysql: Any, target: Target, o: AppConnOptions, 
     (method: 'query' | 'execute') =>
     (...args: Any[]): Any => {
       if (holder.ungated) return raw[method](...args)
-      const s = holder.s
+      const s = sessionFor(holder.s)
       s.codeOf = (e) => normalizeError(e, holder.broken).code
       const first = args[0]
       const text: string = typeof first === 'string' ? first : (first?.sql ?? '')

@@ -1,11 +1,12 @@
 // One session of an application race: the user's function, running on its own connection, whose every query waits
 // at a gate until the schedule releases it. The session records facts as the engine's sessions do (events, an
 // outcome, its SQLSTATE), so that the same judge and reports read them.
-import { conditionName, isConnectionLoss, isServerError } from '../db/sqlstate.js'
+import { conditionName, isConcurrencyControl, isConnectionLoss, isServerError } from '../db/sqlstate.js'
 import { describeThrown } from './describe.js'
 import type { EventKind, Outcome, SessionReport, TimelineEvent } from '../engine/types.js'
 import type { FaultCode } from './labels.js'
 import { NOT_SPLIT } from '../engine/session.js'
+import { underTest } from './contain.js'
 
 /** Where a session stands. app: its function runs JavaScript (between queries); ready: at its gate. */
 export type AppState = 'starting' | 'app' | 'ready' | 'running' | 'done'
@@ -121,6 +122,11 @@ export class AppSession {
    * Returns the function to call when the query has ended (with its result or error).
    */
   async enter(step: string, sql: string, point = false, splittable = true): Promise<void> {
+    // Sent after the function returned (from a timer, a promise it left running): no step of any schedule. Not sent.
+    if (this.functionEnded) {
+      this.lateQuery ??= step
+      throw new SessionEnded(`${this.name} sent ${step} after its function returned: race did not send it`)
+    }
     if (!point && this.queries > this.maxQueries) return this.park(step)
     this.open++
     try {
@@ -394,12 +400,30 @@ export class AppSession {
     else if (lvl && /^\s*set\s+transaction\b/i.test(sql)) this.level = lvl
   }
 
+  /** A notice the server sent on the session's connection (its SQLSTATE): 25P01 while a query runs is a COMMIT or ROLLBACK with no transaction. */
+  noticed(code: string | undefined): void {
+    if (code === '25P01' && this.current) this.noTxNotice = true
+  }
+  private noTxNotice = false
+  /** Its last COMMIT ran outside any transaction (PostgreSQL's warning 25P01): its label, until a transaction begins or commits. */
+  private commitOutside?: string
+  /** The last query that failed (its transaction then rolled back), for what a COMMIT outside any transaction says. */
+  private lastFailure?: { step: string; code: string; injected: boolean }
+
   /** The query in flight came back with a result. */
   ok(command: string | undefined, count: number | null | undefined, rows: unknown[] | undefined): void {
+    const noTx = this.noTxNotice
+    this.noTxNotice = false
     const cur = this.endQuery()
     if (!cur) return
     const tag = (command ?? '').toUpperCase()
-    if (BEGINS.has(tag)) this.inTx = true
+    if (BEGINS.has(tag)) {
+      this.inTx = true
+      this.commitOutside = undefined
+    }
+    // A COMMIT the server answered with 25P01 (no transaction in progress) and the tag COMMIT committed nothing: the
+    // transaction it meant to end was already rolled back (a retry loop that sends COMMIT again after a 40001).
+    if (tag === 'COMMIT') this.commitOutside = noTx ? cur.label : undefined
     if (ENDS.has(tag)) {
       this.inTx = false
       this.commitTag = tag
@@ -420,14 +444,19 @@ export class AppSession {
   /** The query in flight came back with an error (the driver's: remembered, so that the function's throw of it is a failure). */
   failed(err: unknown, injected = false): void {
     if (err && typeof err === 'object') this.driverErrors.add(err)
+    this.noTxNotice = false
     const cur = this.endQuery()
     if (!cur) return
     const code = this.codeOf(err)
+    if (isServerError(code)) this.lastFailure = { step: cur.label, code, injected }
     if (this.lostConnection || isConnectionLoss(err) || isConnectionLoss({ code })) {
       this.record(cur.label, 'lost', code)
     } else if (isServerError(code)) {
       // An injected error is race's doing, not the server's concurrency control: it is kept apart (injected).
-      if (!injected) this.errors.push(code)
+      if (!injected) {
+        this.errors.push(code)
+        this.caught.push({ step: cur.label, code })
+      }
       // A failed statement inside a transaction leaves it aborted: still open until the application rolls back.
       this.record(cur.label, 'error', `${code} ${conditionName(code) ?? ''}${injected ? ' (injected by race)' : ''}`.trim())
     } else this.record(cur.label, 'error', (err as Error)?.message)
@@ -469,9 +498,52 @@ export class AppSession {
     if (this.current) this.current.blocked = false
   }
 
+  /** The server errors its queries met (injected ones apart), each with its step: what a function that returns caught. */
+  private readonly caught: { step: string; code: string }[] = []
+  /**
+   * Whether a SQLSTATE is one the race expects a query to meet: the server's concurrency control (40001, 40P01,
+   * 55P03), or one the race module declares as its prevention (set by the trial).
+   */
+  expectedCode: (code: string) => boolean = (code) => isConcurrencyControl(code)
+
+  /** Its function has returned or thrown (and every query it had sent has ended): any query after this is late. */
+  functionEnded = false
+  /** The first query it sent after its function returned (never sent): the trial cannot be decided. */
+  lateQuery?: string
+  /** A session of an earlier trial sent a query on this session's connection after its function returned. */
+  lateFrom?: string
+  /** The timers its code started that have neither fired nor been cleared (app/contain.ts containTimers), and when each is due. */
+  readonly timers = new Map<unknown, number>()
+  private timerWaiters: (() => void)[] = []
+  timerEnded(): void {
+    for (const w of this.timerWaiters.splice(0)) w()
+  }
+  /** Resolves once no timer its code started is due by `deadline` (Date.now() ms): those due later are not waited for. */
+  async timersDue(deadline: number): Promise<void> {
+    while ([...this.timers.values()].some((due) => due <= deadline)) await new Promise<void>((r) => this.timerWaiters.push(r))
+  }
+
   /** The function returned. */
   returned(value?: unknown): void {
+    this.functionEnded = true
     const step = this.lastStep()
+    // A query failed with an error nobody expects (a typo'd table, 42P01) and the function caught it and returned:
+    // race saw the error, so the code did not do what the race needs, whatever it returned. Not a rejection.
+    const swallowed = this.caught.find((c) => !this.expectedCode(c.code))
+    if (swallowed) {
+      const what = `${swallowed.code}${conditionName(swallowed.code) ? ` ${conditionName(swallowed.code)}` : ''}`
+      this.crashed = `caught ${what} (in step ${swallowed.step}) and returned`
+      const reason = `its query ${swallowed.step} failed with ${what}, which the function caught and returned: an error neither the server's concurrency control nor the race module's prevention names`
+      this.record(step, 'error', reason)
+      return this.end('failed', swallowed.step, { sqlstate: swallowed.code, reason })
+    }
+    if (this.commitOutside && !this.inTx) {
+      const f = this.lastFailure
+      const after = f ? ` by ${f.code}${conditionName(f.code) ? ` ${conditionName(f.code)}` : ''} in ${f.step}${f.injected ? ' (injected by race)' : ''}` : ''
+      this.crashed = `returned after its transaction was rolled back${after}: its COMMIT ${this.commitOutside} ran outside any transaction (25P01 no_active_sql_transaction) and committed nothing`
+      this.record(step, 'error', this.crashed)
+      return this.end('failed', this.commitOutside, { reason: this.crashed })
+    }
     if (this.commitTag === 'ROLLBACK' && !this.inTx && this.lastWasRollbackOfCommit) return this.end('failed', step, { reason: 'COMMIT answered ROLLBACK: the transaction had failed' })
     if (this.inTx) return this.end('failed', step, { reason: 'the function returned with its transaction still open (no COMMIT)' })
     // Its last transaction ended in its own ROLLBACK and it returned: the application said no without throwing
@@ -488,6 +560,7 @@ export class AppSession {
 
   /** The function threw. */
   threw(err: unknown): void {
+    this.functionEnded = true
     const step = this.lastStep()
     if (this.finished) return
     // An error the module declares (the application's own 409, maybe carrying the driver's error as its cause) is the
@@ -588,11 +661,17 @@ export class AppSession {
 
   report(): SessionReport {
     const round = (ms: number) => Math.round(ms * 10) / 10
+    // A query sent after the function returned was never a step: what the trial shows is not what the code does.
+    const late = this.lateQuery
+      ? `sent a query (${this.lateQuery}) after its function returned`
+      : this.lateFrom
+        ? `met a query of ${this.lateFrom}, sent after that function returned`
+        : undefined
     return {
       name: this.name,
       pid: this.pid,
-      outcome: this.outcome ?? 'lost',
-      reason: this.reason ?? null,
+      outcome: late ? 'failed' : (this.outcome ?? 'lost'),
+      reason: late ? `${late}: race did not send it${this.reason ? ` (${this.reason})` : ''}` : (this.reason ?? null),
       sqlstate: this.sqlstate ?? null,
       condition: conditionName(this.sqlstate) ?? null,
       step: this.endStep ?? null,
@@ -603,9 +682,23 @@ export class AppSession {
       retries: 0,
       errors: [...this.errors],
       ...(this.outcome === 'timeout' ? { blockedBy: this.blockedBy ?? [] } : {}),
-      ...(this.crashed ? { thrown: this.crashed } : {}),
+      ...(late || this.crashed ? { thrown: late ?? this.crashed } : {}),
       ...(this.injected.length ? { injected: [...this.injected] } : {}),
       ...(this.indivisible.length ? { indivisible: [...this.indivisible] } : {}),
     }
   }
+}
+
+/**
+ * The session a query belongs to: the one whose code sent it (its async context), when that session's function has
+ * already returned (a timer it left, run while a later trial holds the connection: the late query is that session's,
+ * never a step of the later trial, which is marked as having met it); else the connection's current session.
+ */
+export function sessionFor(current: AppSession): AppSession {
+  const origin = underTest.getStore()
+  if (origin instanceof AppSession && origin !== current && origin.functionEnded) {
+    current.lateFrom ??= `an earlier trial's ${origin.name}`
+    return origin
+  }
+  return current
 }

@@ -8,11 +8,12 @@ import { pickedOf, POLL_MS } from '../engine/schedule.js'
 import { abortable, settleAll, TrialClock } from '../engine/runner.js'
 import type { Chooser, InvariantReport, Moment, ReadyStep, TrialFacts } from '../engine/types.js'
 import { RunError, UsageError } from '../errors.js'
+import { isConcurrencyControl, sqlstateOf } from '../db/sqlstate.js'
 import type { Schedule } from '../scenario.js'
 import { loadDriver, openMariadb, openMysql2, openPg, openPostgresJs, running, type AppConn } from './drivers.js'
 import { describeThrown, isDeclaredRejection } from './describe.js'
 import { AppSession } from './session.js'
-import { containExit, underTest } from './contain.js'
+import { containExit, containTimers, underTest } from './contain.js'
 import { connectionsToServer, foreignBackends, noteSessionSockets, startedMark } from './foreign.js'
 
 /** How often the server is asked for connections race did not hand out while a trial's functions run. */
@@ -23,6 +24,9 @@ export { parseAppPermutation } from './labels.js'
 
 /** The queries one call of a session's function may send at most, unless its race module says (maxQueries). */
 export const MAX_QUERIES = 100
+
+/** How far ahead a timer a session's function left pending is waited for once the function returned (app/contain.ts). */
+const LATE_TIMER_MS = 1000
 
 export interface AppTrialConfig {
   race: AppRace
@@ -111,6 +115,8 @@ export async function appTrial(lab: Driver, cfg: AppTrialConfig): Promise<AppTri
   for (let i = 0; i < cfg.n; i++) sessions.push(new AppSession(`s${i + 1}`, i, env))
   for (const s of sessions) {
     s.declared = (e) => isDeclaredRejection(cfg.race, e)
+    const prevention = new Set(cfg.race.prevention ?? [])
+    s.expectedCode = (code) => isConcurrencyControl(code) || prevention.has(code) || prevention.has(sqlstateOf(code))
     s.maxQueries = cfg.race.maxQueries ?? MAX_QUERIES
   }
   // --inject: the faults not yet used in this trial; a permutation's own (s1.q5!40001, a replay) by label.
@@ -142,7 +148,13 @@ export async function appTrial(lab: Driver, cfg: AppTrialConfig): Promise<AppTri
       .join(', '),
   )
   // While the functions run, process.exit from their code is contained (app/contain.ts); restored when the trial ends.
-  const release = containExit()
+  const releaseExit = containExit()
+  // Timers the functions start are noted on their session (a query sent from one after the function returned is late).
+  const releaseTimers = containTimers()
+  const release = () => {
+    releaseExit()
+    releaseTimers()
+  }
   let watcher: ReturnType<typeof setInterval> | undefined
   return abortable(signal, guard, async () => {
     // ---- connect every session (its driver, its pid, the run's schema as search_path) ----
@@ -395,6 +407,13 @@ export async function appTrial(lab: Driver, cfg: AppTrialConfig): Promise<AppTri
     // A session stopped at maxQueries is left parked: its function never resumes, and is not waited for.
     // (An unreferenced timer: once every function has ended it must not keep a test runner's process alive for 2 s.)
     await Promise.race([Promise.all(ended.map((p, i) => (sessions[i].parked ? undefined : p))), sleep(2000, undefined, { ref: false })])
+    // A timer a function started and left (a query sent from it would come after the function returned) is waited
+    // for while it is due within LATE_TIMER_MS: its query is then this trial's late query, not the next one's step.
+    // One due later (a pool's idle timer, 10 s) is not waited for: a query it sends during a later trial of the run is
+    // that trial's undecided (sessionFor), one after the run's last trial is not seen.
+    const bound = Math.min(LATE_TIMER_MS, cfg.stepTimeoutMs)
+    await Promise.race([Promise.all(sessions.map((s) => s.timersDue(Date.now() + bound))), sleep(bound, undefined, { ref: false })])
+    await new Promise<void>((r) => setImmediate(r))
     // A query on a connection race did not hand out was never gated: whatever this trial shows, no schedule reached
     // it. Seen from the server (app/foreign.ts); the run cannot be decided. Checked while the functions' own
     // connections may still be open (a module-level Pool keeps them), and during the trial (onForeign).

@@ -9,6 +9,7 @@ import type { Engine, Scenario } from '../scenario.js'
 import { FLAGS } from '../run/request.js'
 import { specFailure } from '../isolation/common.js'
 import { checkExplore } from '../explore/request.js'
+import { refuseOneSession } from './explore.js'
 import { exploreLevels, parseLevels, renderLevels } from '../explore/levels.js'
 import { cliWords } from './words.js'
 import { parseBounds, scenarioParams, self, withLab } from './common.js'
@@ -23,6 +24,7 @@ export async function exploreLevelsCommand(ctx: RunContext, id: string, scenario
   // The other params as given; each level sets isolation.
   const params = scenarioParams(scenario, cmd, { ...o, isolation: undefined }, await summaries(), engine)
   const { n, max, sample, seed, shrink, depth, preemptions, shard, jobs, exhaustive, reduce } = checkExplore(scenario, o, FLAGS)
+  refuseOneSession(n)
   const bounds = parseBounds(o)
   for (const level of levels) assertSound(scenario, { ...params, isolation: level }, n, engine)
   const tty = process.stderr.isTTY

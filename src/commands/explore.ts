@@ -11,6 +11,7 @@ import { specFailure } from '../isolation/common.js'
 import { cliWords } from './words.js'
 import { DEFAULT_MAX, DEFAULT_SAMPLE, DEFAULT_SHRINK, exploreOn, type ExploreResult } from '../explore/index.js'
 import { checkExplore } from '../explore/request.js'
+import { UsageError } from '../errors.js'
 import { isLevelList } from '../explore/levels.js'
 import { addScenarioParamOptions, addTargetOptions, eachPg, assertRunsOn, engineFor, parseBounds, scenarioParams, self, withLab, type TargetOptions } from './common.js'
 
@@ -87,6 +88,11 @@ Which isolation level is enough, and does the retry loop survive:
   return cmd
 }
 
+/** One session has nothing to race with: every interleaving is its own order, and a green result would say nothing. */
+export function refuseOneSession(n: number): void {
+  if (n < 2) throw new UsageError(`race explore needs at least 2 sessions (--n ${n}): one session has nothing to race with; race run runs it alone`)
+}
+
 export async function exploreCommand(ctx: RunContext, id: string, o: ExploreCommandOptions, cmd: Command): Promise<number> {
   const found = await findScenario(id)
   const engine = engineFor(o.databaseUrl)
@@ -97,6 +103,7 @@ export async function exploreCommand(ctx: RunContext, id: string, o: ExploreComm
   if (isLevelList(o.isolation)) return (await import('./explore-levels.js')).exploreLevelsCommand(ctx, id, scenario, engine, o, cmd)
   const params = scenarioParams(scenario, cmd, o, await summaries(), engine)
   const { n, max, sample, seed, depth, preemptions, shard, jobs, shrink, expect, exhaustive, reduce } = checkExplore(scenario, o, FLAGS)
+  refuseOneSession(n)
   const bounds = parseBounds(o)
   assertSound(scenario, params, n, engine)
   const p = plan(scenario, { params, n, engine })

@@ -37,6 +37,12 @@ export function judge(sessions: readonly Judged[], invariant: Pick<InvariantRepo
   // The code under test threw what it does not throw on purpose (a TypeError): what committed, or did not, says
   // nothing of the race, violated or held.
   const crashed = sessions.find((s) => s.outcome === 'failed' && s.thrown)
+  if (crashed && /^(sent a query|met a query)/.test(crashed.thrown!)) {
+    return { verdict: 'unknown', why: `${crashed.name} ${crashed.thrown}: race did not send it, and what the trial shows is not what the code does` }
+  }
+  if (crashed?.thrown!.startsWith('caught ')) {
+    return { verdict: 'unknown', why: `${crashed.name} ${crashed.thrown}: an error neither the server's concurrency control nor the race module's prevention names, so the code did not do what the race needs` }
+  }
   if (crashed) {
     return { verdict: 'unknown', why: `${crashed.name} ${didWhat(crashed.thrown!)} in step ${crashed.step ?? '?'}: a failure of the code under test, not a rejection its race module declares (rejects)` }
   }
@@ -74,7 +80,7 @@ export function judge(sessions: readonly Judged[], invariant: Pick<InvariantRepo
  */
 function didWhat(thrown: string): string {
   if (thrown.startsWith('retried without end') || thrown.startsWith('sent more than')) return thrown
-  if (thrown.startsWith('called ')) return thrown
+  if (thrown.startsWith('called ') || thrown.startsWith('caught ') || thrown.startsWith('returned after') || thrown.startsWith('sent a query') || thrown.startsWith('met a query')) return thrown
   if (thrown.startsWith('uncaught exception ') || thrown.startsWith('unhandled rejection ')) return `left an ${thrown}`
   return `threw ${thrown}`
 }

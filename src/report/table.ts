@@ -125,7 +125,7 @@ export function sessionsTable(t: TrialFacts, w = columns()): string {
   // Through a pooler a session is a client with no backend of its own: the column lists the backends it ran on.
   const pooled = t.sessions.some((s) => s.steps)
   const rows = t.sessions.map((s) => {
-    const state = s.sqlstate ? `${s.sqlstate} ${s.condition ?? ''}`.trim() : s.errors.length ? `(${s.errors.join(', ')} retried)` : ''
+    const state = s.sqlstate ? `${s.sqlstate} ${s.condition ?? ''}`.trim() : s.errors.length ? `(${s.errors.join(', ')} ${s.retries ? 'retried' : 'caught'})` : ''
     return [s.name, s.steps ? backendsOf(s).join(', ') || '?' : s.pid, outcomeColor(outcomeText(s)), state, fmtMs(s.waitedMs), fmtMs(s.ms)]
   })
   // The outcome is what differs between sessions: it wraps last; sqlstate goes when nobody has one.
