@@ -52,7 +52,10 @@ export function parseLevels(raw: string, s: Scenario, engine: Engine, flag = '--
     if (engine === 'postgres' && (x === 'ru' || x.replace(/[\s_-]+/g, ' ') === 'read uncommitted')) {
       throw new UsageError(`${flag}: PostgreSQL runs READ UNCOMMITTED as READ COMMITTED (there is nothing to tell apart): leave ru out, or use rc`)
     }
-    picked.add(parseChoice(flag, x, choices) as Level)
+    const level = parseChoice(flag, x, choices) as Level
+    // Each level is explored once: a repeat (rc,rc; rc,read-committed) is a mistake in the list, not a second run.
+    if (picked.has(level)) throw new UsageError(`${flag} '${raw}' names ${level} twice: give each level once, e.g. rc,rr,ser (or all)`)
+    picked.add(level)
   }
   return LEVEL_ORDER.filter((l) => picked.has(l))
 }

@@ -184,6 +184,13 @@ function scan(text: string, file: string): Tok[] {
         i++
       }
       if (end < 0) fail(at, 'unterminated sql block: expected a closing }')
+      // A block whose } was forgotten runs on to the next block's }: a line of it that starts as the spec's own words
+      // do (session s2, step b {, permutation) says where it should have closed. Reported where it opens.
+      const runOn = /^(?:session\s+\S+\s*$|step\s+\S+\s*\{|permutation\b|(?:setup|teardown)\s*\{)/m.exec(text.slice(start, end))
+      if (runOn) {
+        const before = text.slice(0, start + runOn.index).split('\n').length
+        fail(at, `this sql block is not closed before line ${before} (${JSON.stringify(runOn[0].trim())}): add its } there`)
+      }
       let stop = end
       while (stop > start && ' \t\r\f'.includes(text[stop - 1])) stop--
       toks.push({ kind: 'sql', text: text.slice(start, stop), pos: at })

@@ -14,7 +14,7 @@ import path from 'node:path'
 import { withoutFinalSemicolon } from '../binds.js'
 import { DEFAULT_LEVEL, sessionLevelParam, type Row, type Scenario, type SessionSpec, type Step } from '../scenario.js'
 import { guardedSql } from './guard.js'
-import { outsideReach, transactionControl, unterminated } from './files.js'
+import { outsideReach, statements, transactionControl, unterminated } from './files.js'
 import type { Permutation, Spec, SpecSession } from './parse.js'
 import { SpecError } from './parse.js'
 // What run and check use of a file's scenario lives apart, so that they do not load the spec parser.
@@ -80,6 +80,14 @@ export function specToScenario(spec: Spec, story: string[] = []): Scenario {
     if (open) throw new SpecError(file, b.pos.line, b.pos.column, `setup block ${i + 1} has ${open} that never ends: close it inside the block`)
     const reach = outsideReach(b.sql)
     if (reach) throw new SpecError(file, b.pos.line, b.pos.column, `setup block ${i + 1} ${reach}: a spec may change only what it creates in race's schema, and nothing outside the database (see docs/spec-setup-rules.md)`)
+  }
+  // A prepared transaction outlives its session: it keeps its locks, the run's schema and role until someone runs
+  // COMMIT/ROLLBACK PREPARED, and race's cleanup would wait for it forever. Refused before anything runs (issue 39).
+  for (const s of spec.sessions) {
+    for (const st of [...(s.setup ? [{ sql: s.setup, pos: s.pos }] : []), ...s.steps, ...(s.teardown ? [{ sql: s.teardown, pos: s.pos }] : [])]) {
+      const prepared = statements(st.sql).find((x) => /^\s*(prepare\s+transaction|commit\s+prepared|rollback\s+prepared)\b/i.test(x))
+      if (prepared) throw new SpecError(file, st.pos.line, st.pos.column, `session ${s.name} runs '${prepared.split(/\s+/).slice(0, 2).join(' ').toUpperCase()}': race does not race two-phase commit (a prepared transaction outlives its session and would keep the run's schema and role): leave it out`)
+    }
   }
   const template = spec.sessions.some((s) => s.template)
   const fixed = spec.sessions.length

@@ -20,6 +20,9 @@ test('--isolation all is rc, rr, ser on PostgreSQL and adds ru on InnoDB; a list
   assert.deepEqual(parseLevels('ru, repeatable read', withLevels, 'mysql'), ['read uncommitted', 'repeatable read'])
   assert.throws(() => parseLevels('rc,ru', withLevels, 'postgres'), /READ UNCOMMITTED as READ COMMITTED/)
   assert.throws(() => parseLevels('rc,,ser', withLevels, 'postgres'), /empty item/)
+  // A level named twice, in one spelling or two, is refused (issue 39): each level is explored once.
+  assert.throws(() => parseLevels('rc,rc', withLevels, 'postgres'), /'rc,rc' names read committed twice/)
+  assert.throws(() => parseLevels('rc,read-committed', withLevels, 'postgres'), /names read committed twice: give each level once/)
   assert.throws(() => parseLevels('rc,snapshot', withLevels, 'postgres'), /takes one of/)
   assert.throws(() => parseLevels('all', { id: 'advisory', params: {} } as unknown as Scenario, 'postgres'), /advisory sets its sessions' isolation levels itself/)
 })

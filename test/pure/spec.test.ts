@@ -134,7 +134,9 @@ permutation look
 
   test('bad input: one line, file:line:column, what was expected', () => {
     bad('setup { create table t (id int);\nsession s1\n', '1:7', /unterminated sql block: expected a closing \}/)
-    bad('setup { create table t (id int);\nsession s1\nstep a { select 1; }\n', '4:1', /expected 'session' \(a spec needs at least one session\), got the end of the file/)
+    // A block whose } was forgotten ran on to the next block's }: reported where it opens (issue 39), not at the end.
+    bad('setup { create table t (id int);\nsession s1\nstep a { select 1; }\n', '1:7', /this sql block is not closed before line 2 \("session s1"\): add its \} there/)
+    bad('session s1\nstep a { select 1;\nstep b { select 2; }\n', '2:8', /not closed before line 3 \("step b \{"\)/)
     bad('session s1\nstep a { select 1; }\npermutation a zz\n', '3:15', /undefined step zz in permutation: the steps are a/)
     bad('session s1\nstep a { select 1; }\nsession s2\nstep a { select 2; }\n', '4:6', /duplicate step name a \(the first is at line 2\)/)
     bad('session s*\nstep b { begin }\nsession x\nstep look { select 1 }\npermutation b look\n', '5:13', /step b belongs to template session s\*, which --n replicates/)
@@ -265,6 +267,19 @@ describe('setup blocks and the schema guard (pure parts)', () => {
     assert.throws(() => specToScenario(parseSpec('setup { create table t (id int); select $q$ }\nsession s1\nstep a { select 1 }\n', 'q.spec')), {
       message: /^q\.spec:1:1: setup block 1 has a dollar-quoted string that never ends/,
     })
+  })
+
+  test('PREPARE TRANSACTION in a step (or COMMIT/ROLLBACK PREPARED) is refused before anything runs: it would outlive its session', () => {
+    for (const [step, word] of [
+      ["begin; insert into t values (1); prepare transaction 'x'", 'PREPARE TRANSACTION'],
+      ["commit prepared 'x'", 'COMMIT PREPARED'],
+    ]) {
+      assert.throws(() => specToScenario(parseSpec(`setup { create table t (id int) }\nsession s1\nstep a { ${step} }\n`, 'p.spec')), {
+        message: new RegExp(`^p\\.spec:3:6: session s1 runs '${word}': race does not race two-phase commit`),
+      })
+    }
+    // The words inside a string are no statement.
+    assert.doesNotThrow(() => specToScenario(parseSpec("setup { create table t (id text) }\nsession s1\nstep a { insert into t values ('prepare transaction') }\n", 'p.spec')))
   })
 
   test('the relations a maintenance statement names, or what it reaches when it names none', () => {
