@@ -182,7 +182,7 @@ function render(r: ExploreResult, all: boolean): string {
   const ac = r.autocommit
   if (ac?.split.length) {
     const names = ac.split.length > 4 ? `${ac.split.slice(0, 4).join(', ')}, ... ${ac.split.length - 4} more` : ac.split.join(', ')
-    lines.push(...hang(c.dim(`statements outside a transaction (${names}) each run, then commit, as two points (:commit), as real sessions' statements overlap`), w, 2))
+    lines.push(...hang(c.dim(`steps that commit by themselves (${names}) each run, then commit, as two points (:commit), as real sessions' statements overlap`), w, 2))
   }
   for (const x of ac?.indivisible ?? []) lines.push(...hang(c.yellow(`${x} ran as one point: PostgreSQL refuses it inside a transaction block (25001), so its run and commit were not split`), w, 2))
   lines.push(...hang(`${c.dim('invariant')}  ${r.invariant}`, w, 11))

@@ -3,6 +3,7 @@
 // The SQL a step shows is the SQL it sends: named binds become bind parameters, nothing else changes.
 import { setTimeout as sleep } from 'node:timers/promises'
 import { parseBinds, type Placeholders } from '../binds.js'
+import { statements } from '../isolation/files.js'
 import type { QueryResult, SessionConn, SessionOptions } from '../db/driver.js'
 import { conditionName, isConnectionLoss, isServerError, sqlstateOf } from '../db/sqlstate.js'
 import type { PlannedSession, PlannedStep } from '../plan.js'
@@ -49,6 +50,22 @@ class BindError extends Error {}
  * (VACUUM, CREATE INDEX CONCURRENTLY...) is learnt from its SQLSTATE, 25001, and run as it is.
  */
 export const NOT_SPLIT = /^\s*(begin|start\s+transaction|commit|end|rollback|abort|savepoint|release|prepare\s+transaction|set|reset|show|lock|declare|discard|listen|unlisten|xa)\b/i
+/**
+ * The statements of `sql` before its last one, when that one is a lone COMMIT (or END) that ends the transaction the
+ * rest leave open: `inTx` (the session is in one before) or their first begins it, and no other one starts, ends or
+ * prepares a transaction. Undefined otherwise (the step is one point).
+ */
+export function commitBody(sql: string, inTx: boolean): string | undefined {
+  const parts = statements(sql)
+  if (parts.length < 2 || !/^\s*(commit|end)(\s+(work|transaction))?\s*$/i.test(parts[parts.length - 1])) return undefined
+  const body = parts.slice(0, -1)
+  const control = (x: string) => /^\s*(begin|start\s+transaction|commit|end|rollback|abort|prepare\s+transaction|savepoint|release)\b/i.test(x) && !/^\s*(savepoint|release)\b/i.test(x)
+  const opens = /^\s*(begin|start\s+transaction)\b/i.test(body[0])
+  if (!inTx && !opens) return undefined
+  if (body.slice(opens ? 1 : 0).some(control)) return undefined
+  return body.join(';\n')
+}
+
 /** SQLSTATE 25001, active_sql_transaction: a statement that cannot run inside a transaction block. */
 const IN_BLOCK = '25001'
 
@@ -291,9 +308,15 @@ export class Session {
       // Would commit by itself: run in a transaction race opens (at the session's own default level), committed at
       // its own point. Not a step that retries (its retryIf judges a committed result).
       const wrap = split && !this.inTx && !def.retryIf && def.sql.trim() !== '' && !NOT_SPLIT.test(def.sql)
+      // Several statements whose last, lone COMMIT ends the transaction the step runs in (`begin; ...; commit` as one
+      // step): the statements before it are the step's run, and its COMMIT a point of its own, as for a statement
+      // that commits by itself. They must leave that transaction open: it is open before them, or their first begins
+      // it, and none of the others starts or ends one.
+      const body = split && !wrap && !def.retryIf ? commitBody(def.sql, this.inTx) : undefined
       let res: QueryResult
       let bare = false
-      if (wrap) {
+      if (body !== undefined) res = await this.exec({ ...def, sql: body }, name)
+      else if (wrap) {
         await this.exec({ sql: 'begin' }, name)
         this.inTx = true
         try {
@@ -319,6 +342,11 @@ export class Session {
       this.record(name, 'ok', summarize(res), isSetup(tag, res))
       const again = def.retryIf?.({ ...this.seen(), result: res })
       if (again) return this.retry(String(again), name)
+      if (body !== undefined) {
+        this.inTx = true
+        this.openCommit = i
+        return
+      }
       // Its transaction is still the one race opened: the commit is the session's next point.
       if (wrap && !bare && this.inTx) {
         this.openCommit = i

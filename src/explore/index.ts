@@ -27,7 +27,7 @@ import { compareKeys, Dfs, follow, ordersOf, Pct, Preemptive, shrinkCandidates, 
 import { Handout } from './jobs.js'
 import { fewestSwitches, Reduced } from './reduce.js'
 import { observe, sharesDatabase, touched, type Seen, type Touched } from '../engine/footprint.js'
-import { NOT_SPLIT } from '../engine/session.js'
+import { commitBody, NOT_SPLIT } from '../engine/session.js'
 import { shownBlock } from '../isolation/guard.js'
 import { Doubts } from '../engine/doubt.js'
 
@@ -879,7 +879,11 @@ export function pointsOf(sqls: readonly string[]): number {
   let n = 0
   for (const sql of sqls) {
     n++
-    if (/^\s*(begin|start\s+transaction)\b/i.test(sql)) inTx = true
+    // `begin; ...; commit` as one step: its run, then its COMMIT (Session.commitBody).
+    if (commitBody(sql, inTx) !== undefined) {
+      n++
+      inTx = false
+    } else if (/^\s*(begin|start\s+transaction)\b/i.test(sql)) inTx = true
     else if (/^\s*(commit|end|abort)\b/i.test(sql) || (/^\s*rollback\b/i.test(sql) && !/^\s*rollback\s+(work\s+|transaction\s+)?to\b/i.test(sql))) inTx = false
     else if (!inTx && sql.trim() !== '' && !NOT_SPLIT.test(sql) && !WHOLE.test(sql)) n++
   }

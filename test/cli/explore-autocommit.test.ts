@@ -117,3 +117,32 @@ step i2 { insert into t select 1 where not exists (select 1 from t) }
     await fs.rm(dir, { recursive: true, force: true })
   }
 })
+
+test('a spec step that is a whole transaction (begin; ...; commit) runs, then commits, as two points: the check-then-insert overlaps', async () => {
+  const fs = await import('node:fs/promises')
+  const dir = await fs.mkdtemp(path.join(ROOT, 'dist', 'ac-'))
+  const file = path.join(dir, 'whole.spec')
+  await fs.writeFile(
+    file,
+    `setup { create table t (k int) }
+invariant "at most one row" { select count(*) <= 1 from t }
+expect held
+session s1
+step w1 { begin; insert into t select 1 where not exists (select 1 from t); commit }
+session s2
+step w2 { begin; insert into t select 1 where not exists (select 1 from t); commit }
+`,
+  )
+  try {
+    // On the old model each step was one point: HELD in both orders.
+    const { code, j } = await explore([file, '--exhaustive'])
+    assert.equal(code, 1, JSON.stringify(j.groups))
+    assert.equal(j.interleavings, 6)
+    assert.equal(j.violating, 4)
+    assert.match(j.shortest!.line, /^s\d\.w\d s\d\.w\d s\d\.w\d:commit s\d\.w\d:commit$/)
+    const again = await replays(j.shortest!.line, file)
+    assert.equal(again.violated, true)
+  } finally {
+    await fs.rm(dir, { recursive: true, force: true })
+  }
+})

@@ -208,3 +208,17 @@ test('the points of declared steps: a statement outside a transaction is two (it
   // ROLLBACK TO SAVEPOINT does not end the transaction.
   assert.equal(pointsOf(['begin', 'savepoint a', 'rollback to a', 'insert into t values (1)', 'commit']), 5)
 })
+
+test('a step whose own text ends its transaction with a lone COMMIT: its run, then its COMMIT, two points', async () => {
+  const { pointsOf } = await import('../../src/explore/index.js')
+  const { commitBody } = await import('../../src/engine/session.js')
+  assert.equal(commitBody('begin; insert into t values (1); commit', false), 'begin;\ninsert into t values (1)')
+  assert.equal(commitBody('update t set v = 1; commit', true), 'update t set v = 1')
+  // Outside a transaction with no BEGIN of its own, another transaction control inside, or no COMMIT last: one point.
+  assert.equal(commitBody('update t set v = 1; commit', false), undefined)
+  assert.equal(commitBody('begin; insert into t values (1); commit; select 1', false), undefined)
+  assert.equal(commitBody('begin; rollback; begin; commit', false), undefined)
+  assert.equal(commitBody("insert into t values ('commit')", true), undefined)
+  assert.equal(pointsOf(['begin; insert into t values (1); commit']), 2)
+  assert.equal(pointsOf(['begin', 'update t set v = 1; commit']), 3)
+})
