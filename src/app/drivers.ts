@@ -200,7 +200,7 @@ async function closingOnFailure<T>(end: () => Promise<unknown>, body: () => Prom
  * opened for a split query is rolled back; a split query PostgreSQL refuses inside a transaction block (25001) is sent
  * again as it is (AppSession.refusedInBlock).
  */
-async function sent<T>(s: AppSession, send: () => Promise<T>): Promise<T> {
+async function sent<T>(s: AppSession, send: () => Promise<T>, failedTx?: () => void): Promise<T> {
   try {
     try {
       return await send()
@@ -211,6 +211,8 @@ async function sent<T>(s: AppSession, send: () => Promise<T>): Promise<T> {
   } catch (e) {
     s.failed(e)
     await s.abortWrapped()
+    // Where the failure left the transaction (a string that began one and failed leaves it open, aborted).
+    failedTx?.()
     throw e
   }
 }
@@ -239,10 +241,12 @@ function wrapPgQuery(raw: Any, holder: Holder, client: Any) {
     }
     const run = (async () => {
       await s.enter(step, text)
-      const res = await sent(s, () => raw(config, vals))
+      const status = () => (typeof client.getTransactionStatus === 'function' ? client.getTransactionStatus() : undefined)
+      const res = await sent(s, () => raw(config, vals), () => s.serverTx(status()))
       const last = Array.isArray(res) ? res[res.length - 1] : res
       if (/^\s*commit\b/i.test(text) && last?.command === 'ROLLBACK') s.lastWasRollbackOfCommit = true
       s.ok(last?.command, last?.rowCount, last?.rows)
+      s.serverTx(status())
       await s.commitPoint()
       return res
     })()

@@ -438,6 +438,17 @@ export class AppSession {
     this.toApp()
   }
 
+  /**
+   * The server's own word on where the connection's transaction stands after a query (node-postgres:
+   * getTransactionStatus(), the ReadyForQuery status: I idle, T in a transaction, E in a failed one), which a string of
+   * several statements can leave otherwise than its command tags say (`begin; insert ...` that failed). Undefined
+   * (a driver that does not say): the tags decide.
+   */
+  serverTx(status: string | null | undefined): void {
+    if (status === 'I') this.inTx = false
+    else if (status === 'T' || status === 'E') this.inTx = true
+  }
+
   /** How this driver's errors name their SQLSTATE (default: `code`; the mariadb connector: 'SQLSTATE/errno', as race's MySQL driver says it). */
   codeOf: (err: unknown) => string | undefined = (err) => (err as { code?: string })?.code
 

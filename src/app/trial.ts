@@ -433,10 +433,13 @@ export async function appTrial(lab: Driver, cfg: AppTrialConfig): Promise<AppTri
     if (byThemselves && sessions.every((s) => s.sent === 0)) {
       throw new UsageError(`${cfg.file ?? cfg.scenarioId}: no session's function sent a query through the connection race gave it (the db argument): there is nothing to race (does it use its own connection or pool?)`)
     }
-    // Nothing a session left open (a transaction) is there when the invariant runs.
+    // Nothing a session left open (a transaction) is there when the invariant runs, nor when the next trial drops
+    // the schema (an open transaction's locks would hold that up). Every kept connection is rolled back (bounded):
+    // one that began its transaction inside a string of several statements that then failed is in a transaction
+    // its command tags never said.
     await Promise.all(
       sessions.map(async (s, i) => {
-        if (s.inTx && !s.lostConnection && !signalled.has(s.pid)) await conns[i]?.rollback()
+        if (!s.lostConnection && !signalled.has(s.pid)) await conns[i]?.rollback()
       }),
     )
     // A connection race signalled, or that broke, ends; the others are kept for the next trial when the run keeps them.

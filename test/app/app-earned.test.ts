@@ -269,3 +269,24 @@ test('item 6: race explore of one session is refused in one line, exit 2 (nothin
     assert.match(r.stderr, /at least 2 sessions .*nothing to race with/)
   }
 })
+
+// ---- a string of several statements that begins a transaction and fails ---------------------------------------------
+
+// The soundness soak's case 2026-0036, as the generator wrote it.
+const CASE_2026_0036 = "// soundness case 2026-0036: fk-cascade, observe-seq, savepoint, multi-statement-txn, read-committed, 3-sessions\nconst steps = {\n  \"s1\": [\n    \"begin isolation level read committed; savepoint a; delete from parent where id = 1; release savepoint a; commit\"\n  ],\n  \"s2\": [\n    \"begin isolation level read committed; savepoint a; insert into child (pid, who) values (1, 's2'); release savepoint a; commit\"\n  ],\n  \"s3\": [\n    \"begin isolation level read committed; savepoint a; insert into child (pid, who) values (1, 's3'); release savepoint a; select setval('seen_s3', (select count(*) from child), true); commit\"\n  ]\n}\n\nexport default {\n  driver: 'pg',\n  sessions: 3,\n  setup: [\n    \"create table parent (id int primary key)\",\n    \"create table child (id serial, pid int not null references parent on delete cascade, who text)\",\n    \"insert into parent values (1)\",\n    \"insert into child (pid, who) values (1, null)\",\n    \"create unlogged sequence seen_s3 minvalue 0 start 0\"\n  ],\n  session: async (db, ctx) => {\n    for (const q of steps[ctx.session]) await db.query(q)\n  },\n  invariant: \"select (select not is_called or last_value = (select count(*) from child) from seen_s3)\",\n  expect: 'held',\n}\n"
+
+test('a query string that begins a transaction and then fails leaves it open: the next interleaving does not wait on it', async () => {
+  // s2's and s3's `begin; savepoint a; insert ...; release savepoint a; commit` fail with 23503 once s1 deleted the
+  // parent: the transaction their BEGIN opened stays open, aborted, holding its locks, and no command tag said BEGIN.
+  // race saw no transaction and the next interleaving's DROP SCHEMA waited for those locks until --run-timeout (on
+  // main before this: "the command did not finish within --run-timeout"). Now the server's own status says the
+  // transaction is open, and every kept connection is rolled back at the end of a trial.
+  const file = moduleFile('fk-left-open.race.mjs', CASE_2026_0036)
+  const r = await race(['explore', file, '--exhaustive', '--run-timeout', '60s', '--json'], { url: ctx.server.url, timeoutMs: 120_000 })
+  assert.doesNotMatch(r.stderr, /run-timeout/, r.stderr)
+  const j = JSON.parse(r.stdout) as { interleavings: number; complete: boolean }
+  assert.equal(j.complete, true)
+  assert.ok(j.interleavings > 1, r.stdout)
+  // The sessions' undeclared 23503 leaves interleavings undecided: exit 3, said, not a hang.
+  assert.equal(r.code, 3, r.stderr)
+})
