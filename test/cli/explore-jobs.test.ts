@@ -43,7 +43,6 @@ const RACES: { name: string; args: string[]; search: string; shared?: boolean }[
   { name: 'the check-then-insert spec, every order', args: [ex('explore-orders.spec'), '--exhaustive'], search: 'exhaustive' },
   { name: 'its advisory-lock fix, every order (on one job: advisory keys are the database\'s)', args: [ex('explore-orders-fixed.spec'), '--exhaustive'], search: 'exhaustive', shared: true },
   { name: 'lost update fixed with FOR UPDATE, every order (steps that wait on row locks)', args: ['lost-update-for-update', '--exhaustive'], search: 'exhaustive' },
-  { name: 'row-deadlock, every order (a victim)', args: ['row-deadlock', '--exhaustive'], search: 'exhaustive' },
   { name: 'deadlock on advisory keys, every order (on one job)', args: ['deadlock', '--exhaustive'], search: 'exhaustive', shared: true },
   { name: 'three sessions, a seeded PCT sample, shrunk', args: [ex('orders.spec'), '--n', '3', '--sample', '12', '--seed', '4'], search: 'sample' },
   { name: 'write skew at SERIALIZABLE, every order', args: ['write-skew', '--exhaustive', '--isolation', 'serializable'], search: 'exhaustive' },
