@@ -3,6 +3,9 @@ import fs from 'node:fs'
 import path from 'node:path'
 import { UsageError } from '../errors.js'
 import { parseSpec, type Spec } from './parse.js'
+import { lexeme, statements } from './lex.js'
+
+export { lexeme, statements } from './lex.js'
 
 /** The most a scenario or spec file may hold: the PostgreSQL suite's biggest spec is under 100 KB. */
 export const MAX_SCENARIO_BYTES = 8 * 1024 * 1024
@@ -91,50 +94,6 @@ export function libpqEnv(env: NodeJS.ProcessEnv = process.env): { params: [strin
 }
 
 /**
- * Where the comment, string, quoted identifier or dollar-quoted text starting at `i` ends (the index after it),
- * as PostgreSQL's scanner reads it: `--` to the end of the line, nested block comments, '' and "" doubled,
- * backslash escapes in E'' strings, $tag$ only where an identifier does not go on. undefined: none starts at
- * `i`; `open`: it never ends.
- */
-export function lexeme(sql: string, i: number): { end: number; open: boolean; kind: 'comment' | 'string' | 'identifier' | 'dollar' } | undefined {
-  const ch = sql[i]
-  const before = sql[i - 1] ?? ''
-  if (ch === '-' && sql[i + 1] === '-') {
-    const e = sql.indexOf('\n', i)
-    return { end: e < 0 ? sql.length : e, open: false, kind: 'comment' }
-  }
-  if (ch === '/' && sql[i + 1] === '*') {
-    let depth = 1
-    let k = i + 2
-    while (k < sql.length && depth > 0) {
-      if (sql[k] === '/' && sql[k + 1] === '*') (depth++, (k += 2))
-      else if (sql[k] === '*' && sql[k + 1] === '/') (depth--, (k += 2))
-      else k++
-    }
-    return { end: k, open: depth > 0, kind: 'comment' }
-  }
-  if (ch === "'" || ch === '"') {
-    const escapes = ch === "'" && /[eE]/.test(before) && !/[\w$]/.test(sql[i - 2] ?? '')
-    let k = i + 1
-    while (k < sql.length) {
-      if (escapes && sql[k] === '\\') k += 2
-      else if (sql[k] === ch && sql[k + 1] === ch) k += 2
-      else if (sql[k] === ch) return { end: k + 1, open: false, kind: ch === '"' ? 'identifier' : 'string' }
-      else k++
-    }
-    return { end: sql.length, open: true, kind: ch === '"' ? 'identifier' : 'string' }
-  }
-  if (ch === '$' && !/[\w$]/.test(before)) {
-    const m = /^\$([A-Za-z_\x80-\uffff][A-Za-z0-9_\x80-\uffff]*)?\$/.exec(sql.slice(i))
-    if (m) {
-      const e = sql.indexOf(m[0], i + m[0].length)
-      return { end: e < 0 ? sql.length : e + m[0].length, open: e < 0, kind: 'dollar' }
-    }
-  }
-  return undefined
-}
-
-/**
  * What in a block never ends (a quoted string, a dollar-quoted text, a block comment), in words, or undefined.
  * race run sends a setup block between its guard's statements: an unended quote would swallow them.
  */
@@ -149,31 +108,6 @@ export function unterminated(sql: string): string | undefined {
     i = l.end
   }
   return undefined
-}
-
-/** Splits SQL into statements (outside quotes, dollar quotes and comments); used to read what a block does. */
-export function statements(sql: string): string[] {
-  const out: string[] = []
-  let cur = ''
-  let i = 0
-  while (i < sql.length) {
-    const l = lexeme(sql, i)
-    if (l) {
-      cur += l.kind === 'comment' ? ' ' : sql.slice(i, l.end)
-      i = l.end
-      continue
-    }
-    if (sql[i] === ';') {
-      if (cur.trim()) out.push(cur.trim())
-      cur = ''
-      i++
-      continue
-    }
-    cur += sql[i]
-    i++
-  }
-  if (cur.trim()) out.push(cur.trim())
-  return out
 }
 
 /** The first statement of a block that ends or starts a transaction itself (race runs the block in its own). */

@@ -86,7 +86,9 @@ test('race run against a server loads the PostgreSQL driver and engine, and no e
   assert.deepEqual(wrong, [])
 })
 
-test('race run against a server opens one control connection and its sessions, nothing else, however the URL is given', async () => {
+test('race run against a server opens one control connection, one for the run\'s own setup SQL, and its sessions, nothing else, however the URL is given', async () => {
+  // The setup connection: a built-in's setup runs on a connection of its own, never on control, whose search_path
+  // is pg_catalog only (issue 38: control never runs the run's objects).
   for (const args of [['--database-url', server.url], ['--connect-timeout=4s', `--database-url=${server.url}`], []]) {
     // []: DATABASE_URL (spawnRace sets it).
     const child = spawnRace(['run', 'advisory', '--n', '2', '--hold', '3s', '--run-timeout', '1m', ...args], server.url)
@@ -95,7 +97,7 @@ test('race run against a server opens one control connection and its sessions, n
       await until('the hold', () => child.stderr().includes('holding for'))
       const ports = [...clientPorts(child.child.pid!)]
       const rows = await sql`select application_name as app from pg_stat_activity where client_port = any(${ports}::int[]) and backend_type = 'client backend' order by 1`
-      assert.deepEqual(rows.map((r) => r.app), ['race advisory s1', 'race advisory s2', 'race control'], `${args.join(' ')}: ${child.stderr()}`)
+      assert.deepEqual(rows.map((r) => r.app), ['race advisory s1', 'race advisory s2', 'race control', 'race setup'], `${args.join(' ')}: ${child.stderr()}`)
     } finally {
       await sql.end({ timeout: 1 })
     }
