@@ -10,8 +10,7 @@ import { columns, hang, joinFit } from '../report/width.js'
 import { specFailure } from '../isolation/common.js'
 import { cliWords } from './words.js'
 import { DEFAULT_MAX, DEFAULT_SAMPLE, DEFAULT_SHRINK, exploreOn, type ExploreResult } from '../explore/index.js'
-import { checkExplore } from '../explore/request.js'
-import { UsageError } from '../errors.js'
+import { checkExplore, refuseOneSession } from '../explore/request.js'
 import { isLevelList } from '../explore/levels.js'
 import { addScenarioParamOptions, addTargetOptions, eachPg, assertRunsOn, engineFor, parseBounds, scenarioParams, self, withLab, type TargetOptions } from './common.js'
 
@@ -88,10 +87,6 @@ Which isolation level is enough, and does the retry loop survive:
   return cmd
 }
 
-/** One session has nothing to race with: every interleaving is its own order, and a green result would say nothing. */
-export function refuseOneSession(n: number): void {
-  if (n < 2) throw new UsageError(`race explore needs at least 2 sessions (--n ${n}): one session has nothing to race with; race run runs it alone`)
-}
 
 export async function exploreCommand(ctx: RunContext, id: string, o: ExploreCommandOptions, cmd: Command): Promise<number> {
   const found = await findScenario(id)

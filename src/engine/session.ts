@@ -3,7 +3,7 @@
 // The SQL a step shows is the SQL it sends: named binds become bind parameters, nothing else changes.
 import { setTimeout as sleep } from 'node:timers/promises'
 import { parseBinds, type Placeholders } from '../binds.js'
-import { statements } from '../isolation/lex.js'
+import { statements } from '../lex.js'
 import type { QueryResult, SessionConn, SessionOptions } from '../db/driver.js'
 import { conditionName, isConnectionLoss, isServerError, sqlstateOf } from '../db/sqlstate.js'
 import type { PlannedSession, PlannedStep } from '../plan.js'

@@ -105,3 +105,8 @@ export function checkExplore(s: Scenario, a: ExploreAsked, spell: Spelling): Exp
   if (preemptions !== undefined && sample !== undefined) throw new UsageError(`${spell('preemptions')} runs every order within a bound and ${spell('sample')} a random few: give one of them`)
   return { n, max, sample, seed, shrink, depth, preemptions, shard, jobs, expect: a.expect, exhaustive, reduce }
 }
+
+/** One session has nothing to race with: every interleaving is its own order, and a green result would say nothing. */
+export function refuseOneSession(n: number): void {
+  if (n < 2) throw new UsageError(`race explore needs at least 2 sessions (--n ${n}): one session has nothing to race with; race run runs it alone`)
+}
