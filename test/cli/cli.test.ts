@@ -169,20 +169,26 @@ test('--keep leaves the schema and names it; without it nothing is left', async 
 })
 
 test("a killed run's schema is reaped by the next run (beside its race, before it exits); a live run's never", async () => {
-  const killed = spawnRace(['run', 'broken', '--window', '20s', '--step-timeout', '30s'], ctx.server.url)
+  const [{ t0 }] = await ctx.sql`select clock_timestamp() as t0`
+  // A short window: a session backend sleeping in it notices its client is gone only when the sleep ends, and holds
+  // its locks in the schema until then (the reaper's DROP does not wait for them).
+  const killed = spawnRace(['run', 'broken', '--window', '4s', '--step-timeout', '30s'], ctx.server.url)
   const [dead] = await until("the killed run's schema", async () => ((await leftBy(ctx.sql, killed.child.pid!)).length ? leftBy(ctx.sql, killed.child.pid!) : undefined))
+  // Its backends (control, setup, both sessions in their window, holding locks in its schema): race's, started since.
+  const mine = (await ctx.sql`select pid from pg_stat_activity where backend_start >= ${t0} and application_name in ('race control', 'race setup', 'race broken s1', 'race broken s2')`).map((x) => Number(x.pid))
   killed.child.kill('SIGKILL')
   await killed.done
   // Dead by the reaper's rule: the control backend its mark names has exited (the server notices the closed socket).
-  // The connection its setup SQL ran on (`runner`) too: until the server has noticed that one closed, it may still hold
-  // a lock the reaper's DROP would wait for (it then leaves the schema to the next run, as a busy one).
+  // The connection its setup SQL ran on (`runner`) too.
   const backendsOf = async (schema: string) =>
     (await ctx.sql`select substr(d.description, 6)::jsonb ->> 'backend' as b, substr(d.description, 6)::jsonb ->> 'runner' as r from pg_namespace n join pg_description d on d.objoid = n.oid and d.classoid = 'pg_namespace'::regclass where n.nspname = ${schema}`)
       .flatMap((x) => [x.b, x.r])
       .filter((x) => x !== null && x !== undefined)
       .map(Number)
-  const pids = await backendsOf(dead)
-  await until('its control (and setup) backends to exit', async () => (await ctx.sql`select 1 from pg_stat_activity where pid = any(${pids}::int[])`).length === 0)
+  const pids = [...(await backendsOf(dead)), ...mine]
+  // Until the server has seen each of them close, a session's locks would hold up the reaper's DROP (which then leaves
+  // the schema to the next run, as a busy one).
+  await until('its backends to exit', async () => (await ctx.sql`select 1 from pg_stat_activity where pid = any(${pids}::int[])`).length === 0)
   const live = spawnRace(['run', 'broken', '--window', '20s', '--step-timeout', '30s'], ctx.server.url)
   try {
     const [alive] = await until("the live run's schema", async () => ((await leftBy(ctx.sql, live.child.pid!)).length ? leftBy(ctx.sql, live.child.pid!) : undefined))
