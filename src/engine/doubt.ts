@@ -32,7 +32,7 @@
 // matched as words of the text, in any case, strings and comments included: a match that is not a call only adds
 // conflicts.
 import type { Driver } from '../db/driver.js'
-import type { Seen, Touched } from './footprint.js'
+import { LONE_END, type Seen, type Touched } from './footprint.js'
 
 /**
  * Built-ins that read what other sessions do or shared state, without a lock that pg_locks would show: the lock
@@ -138,7 +138,6 @@ export async function readFacts(lab: Driver, pids: readonly number[]): Promise<F
 }
 
 const ROLLBACK_TO = /(?<![\w$])rollback(?:\s+(?:work|transaction))?\s+to(?![\w$])/i
-const LONE_END = /^\s*(commit|end|rollback|abort)(\s+(work|transaction))?\s*;?\s*$/i
 const SYSTEM = /^(pg_catalog|information_schema|pg_toast)\./
 
 /** Does `sql` name a user routine or operator, or read shared state (SHARED_TEXT)? */

@@ -76,7 +76,8 @@ export async function observe(lab: Driver, pids: readonly number[]): Promise<Map
   return out
 }
 
-const LONE_END = /^\s*(commit|end|rollback|abort)(\s+(work|transaction))?\s*;?\s*$/i
+/** A step that is nothing but the end of its transaction: COMMIT, END, ROLLBACK, ABORT (WORK|TRANSACTION). */
+export const LONE_END = /^\s*(commit|end|rollback|abort)(\s+(work|transaction))?\s*;?\s*$/i
 /** What --jobs keeps on one job (below); the reduced search's own doubts are engine/doubt.ts's. */
 const PEEKS = /pg_try_advisory|pg_locks|pg_stat_activity|pg_blocking_pids|txid_|pg_current_xact|pg_xact_status|pg_snapshot|pg_export_snapshot|set\s+transaction\s+snapshot/i
 /**
