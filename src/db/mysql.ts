@@ -608,7 +608,7 @@ export class MysqlLab implements Driver {
       try {
         // The run user the mark names, only if its grants show it is this database's run user and nothing else (the
         // mark is in the run user's reach: it may have rewritten it). Read before the database goes.
-        const user = typeof m.runUser === 'string' && typeof m.runHost === 'string' && (await isRunUserOf(this.control, m.runUser, m.runHost, name)) ? account(m.runUser, m.runHost) : undefined
+        const user = typeof m.runUser === 'string' && typeof m.runHost === 'string' && (await isRunUserOf(this.control, m.runUser, m.runHost, name).catch(() => false)) ? account(m.runUser, m.runHost) : undefined
         await this.control.query(`set session lock_wait_timeout = ${DROP_LOCK_TIMEOUT_S}; drop database if exists \`${name}\`; set session lock_wait_timeout = default`)
         if (user) await this.control.query(`drop user if exists ${user}`)
         this.reaped.push(name)
