@@ -167,7 +167,7 @@ async function foreignThreads(lab: Driver, database: string, ours: readonly numb
   let seen = handedOut.get(lab)
   if (!seen) handedOut.set(lab, (seen = new Set()))
   for (const p of ours) if (Number.isInteger(p)) seen.add(p)
-  const own = [...seen]
+  const own = [...seen, ...(lab.ownThreads?.() ?? [])]
   const r = (await lab.query(
     `select id, host, db, info from information_schema.processlist
       where id <> connection_id() and command <> 'Daemon'${own.length ? ` and id not in (${own.join(',')})` : ''}

@@ -167,6 +167,11 @@ export interface Driver extends Watch {
    * the run role, db/run-role.ts). Absent: on the control connection.
    */
   runQuery?(space: string, text: string, args?: unknown[]): Promise<QueryResult>
+  /**
+   * race's own connections to the server besides control (MySQL: the run user's, on which setup and invariant run),
+   * by server id: never taken for a connection the code under test opened. Absent: none.
+   */
+  ownThreads?(): number[]
   /** The target a session of the run in `space` connects to (an application race's driver too). Absent: target. */
   sessionTarget?(space: string): Promise<Target>
   /** Cancels the statement the control connection has in flight, from a fresh connection (bounded). */

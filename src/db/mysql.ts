@@ -19,6 +19,7 @@
 // - the COMMIT's outcome: the server status flags of every reply (SERVER_STATUS_IN_TRANS);
 // - errors: SQLSTATE and error number together, 'SQLSTATE/errno'.
 // Cancelling a step is KILL QUERY from control; ending a connection is KILL CONNECTION.
+import { randomBytes } from 'node:crypto'
 import os from 'node:os'
 import { performance } from 'node:perf_hooks'
 import { setTimeout as sleep } from 'node:timers/promises'
@@ -60,6 +61,74 @@ export interface DatabaseMark {
   /** The MySQL account that created it: other accounts' databases are never touched. */
   user: string
   keep: boolean
+  /**
+   * The run user the run's SQL runs as ('name'@'host', see RunUser): dropped with the database by the run after a
+   * killed one, only once its grants show it is that database's run user and nothing else (the run user may rewrite
+   * this mark: ALTER on its database lets it).
+   */
+  runUser?: string
+  runHost?: string
+}
+
+/**
+ * The run user: on MariaDB/MySQL a run's own SQL (its setup, its sessions, its invariant) runs as an account race
+ * creates for the run (random name and password, at the host the server sees race connect from) and drops after it,
+ * granted ALL PRIVILEGES on the run's database and nothing else. What race needs beyond that (PROCESS for the lock
+ * waits, KILL, the reaping) stays on race's own control and watch connections. Where it cannot be made (the account
+ * may not CREATE USER or grant), the run goes on as race's account and says so in one line.
+ */
+export interface RunUser {
+  name: string
+  host: string
+  password: string
+  /** The target as the run user (its URL carries the user and the password). */
+  target: Target
+  /** Its connection in the run's database, on which setup and invariant run (made once the user exists). */
+  conn?: Conn
+}
+
+/** What a run user's name looks like (race_u_ and 12 hex digits): the reaper drops nothing else. */
+const RUN_USER_NAME = /^race_u_[0-9a-f]{12}$/
+
+/** A database name as a GRANT names it: `_` and `%` are patterns there, escaped to mean themselves. */
+export function grantDatabase(name: string): string {
+  return `\`${name.replace(/[\\_%]/g, (c) => '\\' + c).replace(/`/g, '``')}\``
+}
+
+/** 'name'@'host', as an account is written in SQL. */
+function account(name: string, host: string): string {
+  return `${mysqlLiteral(name)}@${mysqlLiteral(host)}`
+}
+
+/**
+ * Whether the account 'name'@'host' is the run user of database `db` and nothing else: no global privilege but
+ * USAGE, every database privilege on exactly `db`, no table, column or routine privilege (read from
+ * information_schema, by identity, never by its name alone). What the reaper checks before dropping a user a mark names.
+ */
+async function isRunUserOf(c: Conn, name: string, host: string, db: string): Promise<boolean> {
+  if (!RUN_USER_NAME.test(name)) return false
+  const grantee = `'${name}'@'${host}'`
+  const [exists, global, schemas, tables] = (await c.query(
+    `select count(*) as n from mysql.user where user = ? and host = ?;
+     select group_concat(privilege_type) as p from information_schema.user_privileges where grantee = ?;
+     select group_concat(distinct table_schema) as s from information_schema.schema_privileges where grantee = ?;
+     select (select count(*) from information_schema.table_privileges where grantee = ?) + (select count(*) from information_schema.column_privileges where grantee = ?) as n`,
+    [name, host, grantee, grantee, grantee, grantee],
+  )) as { n?: number; p?: string | null; s?: string | null }[][]
+  return Number(exists[0]?.n) === 1 && String(global[0]?.p ?? '') === 'USAGE' && String(schemas[0]?.s ?? '') === grantDatabase(db).slice(1, -1) && Number(tables[0]?.n) === 0
+}
+
+/** The target's URL with another user and password. */
+function asUser(target: Target, name: string, password: string): Target | undefined {
+  if (!target.url) return undefined
+  try {
+    const u = new URL(target.url)
+    u.username = encodeURIComponent(name)
+    u.password = encodeURIComponent(password)
+    return { ...target, url: u.toString(), label: `${target.label} (as ${name})` }
+  } catch {
+    return undefined
+  }
 }
 
 /** Connection options from a mysql:// or mariadb:// URL. */
@@ -280,7 +349,7 @@ export class MysqlLab implements Driver {
       watch = await Promise.race([mariadb.createConnection({ ...opts, connectAttributes: { program_name: 'race watch' } }), context.whenAborted()])
       watch.on('error', () => {})
       const [facts, status] = (await control.query(
-        `select version() as v, connection_id() as id, current_user() as u, unix_timestamp() as now; show global status like 'Uptime'`,
+        `select version() as v, connection_id() as id, current_user() as u, user() as client, unix_timestamp() as now; show global status like 'Uptime'`,
       )) as [Record<string, unknown>[], Record<string, unknown>[]]
       const version = String(facts[0].v)
       const [maj, min, pat] = version.split(/[.-]/).map((x) => Number.parseInt(x, 10) || 0)
@@ -298,6 +367,9 @@ export class MysqlLab implements Driver {
         context,
       )
       lab.release = release
+      // The host the server sees race connect from: a run user is made there (USER(), not CURRENT_USER(), whose
+      // host may be a pattern).
+      lab.clientHost = String(facts[0].client).slice(String(facts[0].client).lastIndexOf('@') + 1)
       control.on('error', () => {})
       control.on('end', () => {
         lab.controlLost = true
@@ -342,8 +414,148 @@ export class MysqlLab implements Driver {
     return { free: Number(r.max) - Number(r.used), max: Number(r.max) }
   }
 
-  mark(keep: boolean): DatabaseMark {
-    return { pid: process.pid, host: os.hostname(), thread: this.controlId, boot: this.boot, user: this.account, keep }
+  /** The mark of a database this driver creates; `space`: the run's, whose run user it names. */
+  mark(keep: boolean, space?: string): DatabaseMark {
+    const u = space ? this.users.get(space) : undefined
+    return { pid: process.pid, host: os.hostname(), thread: this.controlId, boot: this.boot, user: this.account, keep, ...(u ? { runUser: u.name, runHost: u.host } : {}) }
+  }
+
+  // ---- the run user: the run's SQL (setup, sessions, invariant) runs as an account confined to its database ----
+
+  /** The host the server sees race's connections come from (USER()). */
+  clientHost = ''
+  /** Run users, by the run's database name (named before the database is made, created after). */
+  private readonly users = new Map<string, RunUser>()
+  /** The run databases whose SQL is race's own (built-in scenarios): they get no run user. */
+  private readonly trusted = new Set<string>()
+  /** Why runs of this driver run their SQL as race's account (said once, in one line, when it runs). */
+  userless?: string
+
+  trustSpace(name: string): void {
+    this.trusted.add(name)
+  }
+
+  /** The run user of the run in `space`, when it has one. */
+  runUser(space: string): RunUser | undefined {
+    const u = this.users.get(space)
+    return u?.conn ? u : undefined
+  }
+
+  /** Names the run user of the run in `space` (made by makeUser once its database exists), or says why there is none. */
+  private nameUser(space: string): void {
+    if (this.trusted.has(space) || this.userless !== undefined) return
+    if (process.env.RACE_RUN_ROLE === '0') {
+      this.userless = 'RACE_RUN_ROLE=0'
+      return
+    }
+    const name = `race_u_${randomBytes(6).toString('hex')}`
+    const password = randomBytes(24).toString('base64url')
+    const target = asUser(this.target, name, password)
+    if (!target) {
+      this.userless = 'the target names no URL race could log in to as a run user'
+      return
+    }
+    this.users.set(space, { name, host: this.clientHost, password, target })
+  }
+
+  /**
+   * Creates the run user named for `space` (its database exists, marked with its name), granted only on that
+   * database, and logs in as it. Refused (no CREATE USER, no grant option): dropped if half made, and the run goes on
+   * as race's account, said once.
+   */
+  private async makeUser(space: string): Promise<void> {
+    const u = this.users.get(space)
+    if (!u) return
+    const who = account(u.name, u.host)
+    let made = false
+    try {
+      await this.control.query(`create user ${who} identified by ${mysqlLiteral(u.password)}`)
+      made = true
+      await this.control.query(`grant all privileges on ${grantDatabase(space)}.* to ${who}`)
+    } catch (e) {
+      const err = normalizeError(e, !this.control.isValid())
+      this.users.delete(space)
+      // Only the user this driver created (never one that was there: a CREATE USER that failed made nothing).
+      if (made) await this.onControlOrFresh((c) => c.query(`drop user if exists ${who}`)).catch(() => {})
+      if (err.code === 'CONNECTION_CLOSED') throw err
+      const errno = (err as { errno?: number }).errno
+      if (errno === 1227 || errno === 1044 || errno === 1045 || errno === 1142 || errno === 1410) {
+        this.userless = `this MySQL account may not create the run user race runs the run's SQL as (${err.code}${conditionName(err.code) ? ' ' + conditionName(err.code) : ''}: it needs CREATE USER and GRANT OPTION on race\\_%.*)`
+        return
+      }
+      throw err
+    }
+    try {
+      const conn = await mariadb.createConnection({ ...connectionOptions(u.target, this.connectTimeoutMs, space), connectAttributes: { program_name: 'race setup' } })
+      conn.on('error', () => {})
+      u.conn = conn
+    } catch (e) {
+      this.users.delete(space)
+      await this.control.query(`drop user if exists ${who}`).catch(() => {})
+      const err = normalizeError(e, false)
+      this.userless = `the server refused a login as the run user ${u.name}@${u.host} (${err.code ?? err.message})`
+    }
+  }
+
+  /** Ends the run user's own connection and drops the user (bounded); what could not be dropped, as a statement. */
+  async dropUser(space: string): Promise<string | undefined> {
+    const u = this.users.get(space)
+    if (!u) return undefined
+    this.users.delete(space)
+    if (u.conn) await endQuietly(u.conn, true)
+    const stmt = `drop user if exists ${account(u.name, u.host)}`
+    try {
+      await this.onControlOrFresh((c) => c.query(stmt))
+      return undefined
+    } catch {
+      return stmt
+    }
+  }
+
+  /**
+   * Says, in one line on stderr, that the run's own SQL runs as race's account, once it does: a run that ends before
+   * running any of it says only why it ended.
+   */
+  private sayUserless(): void {
+    if (this.userless === undefined || this.said) return
+    this.said = true
+    const line = `race: ${this.userless}: the run's SQL runs as ${this.account}, not confined to the run's database\n`
+    if (process.stderr.isTTY) process.stderr.write(line)
+    else process.once('exit', (code) => void (code === 0 || code === 1 ? process.stderr.write(line) : undefined))
+  }
+
+  private said = false
+
+  ownThreads(): number[] {
+    return [...this.users.values()].flatMap((u) => (u.conn ? [Number(u.conn.threadId)] : []))
+  }
+
+  /** The target a session of the run in `space` connects to: as the run user when there is one. */
+  async sessionTarget(space: string): Promise<Target> {
+    const u = this.runUser(space)
+    if (!u && !this.trusted.has(space)) this.sayUserless()
+    return u?.target ?? this.target
+  }
+
+  /**
+   * Runs the run's own SQL (setup, invariant) as the run user, on its own connection in the run's database; without
+   * one, on control (which works in the run's database). A failure names its statement (`statement`).
+   */
+  async runQuery(space: string, text: string, args: unknown[] = []): Promise<QueryResult> {
+    const u = this.runUser(space)
+    if (!u) {
+      if (!this.trusted.has(space)) this.sayUserless()
+      return this.query(text, args).catch((e) => {
+        throw Object.assign(e as Error, { statement: text })
+      })
+    }
+    const stmts = statements(text)
+    try {
+      const reply = args.length ? await u.conn!.execute(text, args) : await u.conn!.query(text)
+      return toResult(reply, commandOf(stmts[stmts.length - 1] ?? ''), stmts.length > 1 && !args.length)
+    } catch (e) {
+      throw Object.assign(normalizeError(e, !u.conn!.isValid()), { statement: text })
+    }
   }
 
   /** The database comment holds the mark on MariaDB 10.5+ (one statement); elsewhere a marker table's comment does. */
@@ -352,7 +564,7 @@ export class MysqlLab implements Driver {
   }
 
   createSql(name: string, keep: boolean): string {
-    const mark = mysqlLiteral('race:' + JSON.stringify(this.mark(keep)))
+    const mark = mysqlLiteral('race:' + JSON.stringify(this.mark(keep, name)))
     return this.schemaComments
       ? `create database \`${name}\` comment ${mark}`
       : `create database \`${name}\`; create table \`${name}\`.race_mark (id int) comment ${mark}`
@@ -394,7 +606,11 @@ export class MysqlLab implements Driver {
       const sameBoot = Math.abs(m.boot - this.boot) <= 2
       if (sameBoot && live.has(m.thread)) continue
       try {
+        // The run user the mark names, only if its grants show it is this database's run user and nothing else (the
+        // mark is in the run user's reach: it may have rewritten it). Read before the database goes.
+        const user = typeof m.runUser === 'string' && typeof m.runHost === 'string' && (await isRunUserOf(this.control, m.runUser, m.runHost, name).catch(() => false)) ? account(m.runUser, m.runHost) : undefined
         await this.control.query(`set session lock_wait_timeout = ${DROP_LOCK_TIMEOUT_S}; drop database if exists \`${name}\`; set session lock_wait_timeout = default`)
+        if (user) await this.control.query(`drop user if exists ${user}`)
         this.reaped.push(name)
       } catch {
         /* another run reaped it first, or it is busy: the next run tries again */
@@ -403,10 +619,14 @@ export class MysqlLab implements Driver {
   }
 
   async createSpace(label: string, keep: boolean, run: (text: string) => Promise<unknown> = (t) => this.query(t), name = spaceName(label)): Promise<RunSpace> {
+    // The run user is named in the database's mark before it exists (a run killed in between leaves a mark naming a
+    // user that is not there, never a user no mark names), and made once the database is.
+    this.nameUser(name)
     const space = new MysqlSpace(this, name, keep)
     try {
       await run(this.createSql(name, keep))
     } catch (e) {
+      this.users.delete(name)
       space.release()
       const err = normalizeError(e, !this.control.isValid())
       if (this.context.signal.aborted || err.code === 'CONNECTION_CLOSED') throw err
@@ -415,6 +635,8 @@ export class MysqlLab implements Driver {
       }
       throw new RunError(`could not create the run's database ${name}: ${err.message}`)
     }
+    // Failing (not refused: the connection lost), the run's cleanup drops the database and the user if it was made.
+    await this.makeUser(name)
     return space
   }
 
@@ -451,7 +673,9 @@ export class MysqlLab implements Driver {
       const fresh = await mariadb.createConnection({ ...connectionOptions(this.target, this.connectTimeoutMs), connectAttributes: { program_name: 'race cleanup' } })
       fresh.on('error', () => {})
       try {
-        await fresh.query(`kill query ${this.controlId}`)
+        for (const id of [this.controlId, ...[...this.users.values()].map((u) => (u.conn ? Number(u.conn.threadId) : 0)).filter((t) => t > 0)]) {
+          await fresh.query(`kill query ${id}`).catch(() => {})
+        }
       } finally {
         await endQuietly(fresh, true)
       }
@@ -466,10 +690,11 @@ export class MysqlLab implements Driver {
       if (!/^[a-z_][a-z0-9_]*$/i.test(k)) throw new RunError(`session parameter '${k}' is not a MySQL variable name`)
       return `set session ${k} = ${mysqlLiteral(v)}`
     })
+    if (!this.runUser(o.space) && !this.trusted.has(o.space)) this.sayUserless()
     let conn: Conn
     try {
       conn = await mariadb.createConnection({
-        ...connectionOptions(this.target, o.connectTimeoutMs, o.space),
+        ...connectionOptions(this.runUser(o.space)?.target ?? this.target, o.connectTimeoutMs, o.space),
         connectAttributes: { program_name: o.applicationName },
         ...(init.length ? { initSql: init } : {}),
       })
@@ -501,6 +726,8 @@ export class MysqlLab implements Driver {
 
   async close(): Promise<void> {
     this.release()
+    // The run users' own connections (each user is dropped with its database, by the run's cleanup).
+    for (const u of this.users.values()) if (u.conn) await endQuietly(u.conn, true)
     await this.blockMarkerOpening
     this.dropBlockMarker()
     const pacer = await this.pacer?.catch(() => null)
@@ -791,17 +1018,20 @@ class MysqlSpace implements RunSpace {
   }
 
   async drop(): Promise<Leftover | undefined> {
-    if (this.keep) return undefined
+    // The run user goes first, also when the database is kept (nobody knows its password: it could only be in the way).
+    const user = await this.lab.dropUser(this.name)
+    if (this.keep) return user ? { note: `the run user of ${this.name} was left behind: drop it with: ${user}`, serverGone: false } : undefined
     const stmt = `drop database if exists \`${this.name}\``
     try {
       // Bounded: a metadata lock someone else holds on one of our tables must not hold the drop (and race) forever.
       await this.lab.onControlOrFresh((c) => c.query(`set session lock_wait_timeout = ${DROP_LOCK_TIMEOUT_S}; ${stmt}; set session lock_wait_timeout = default`))
+      if (user) return { note: `the run user of ${this.name} was left behind: drop it with: ${user}`, serverGone: false }
       return undefined
     } catch (e) {
       const err = normalizeError(e, false)
       const code = err.code ?? (e as { code?: string }).code
       const serverGone = code === 'CONNECTION_CLOSED' || /ECONNREFUSED|ER_CONNECTION_TIMEOUT|ETIMEDOUT/.test(String(code ?? err.message))
-      return { note: `database ${this.name} was left behind (${code ?? err.message}${conditionName(code) ? ' ' + conditionName(code) : ''}): drop it with: ${stmt}`, serverGone }
+      return { note: `database ${this.name} was left behind (${code ?? err.message}${conditionName(code) ? ' ' + conditionName(code) : ''}): drop it with: ${stmt}${user ? `; ${user}` : ''}`, serverGone }
     }
   }
 }

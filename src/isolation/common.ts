@@ -2,6 +2,7 @@
 // isolation/scenario.ts so that running a built-in scenario does not load the spec parser.
 import type { Scenario } from '../scenario.js'
 import { RunError, UsageError } from '../errors.js'
+import { conditionName } from '../db/sqlstate.js'
 
 /** SQLSTATE the guard of a spec's setup block raises (class RX: race; see guard.ts). */
 export const GUARD_SQLSTATE = 'RX001'
@@ -25,6 +26,17 @@ export function specFailure(s: Scenario, e: unknown): unknown {
   // 42501 from the server: the run role (db/run-role.ts) may not do it, which outside race's schema is the rule.
   if (code === '42501') return new UsageError(`${s.source.section}: a setup block was refused by the server: ${message} (42501 insufficient_privilege): the spec's SQL runs as a role that owns only race's schema, and a spec may change only what it creates there (see docs/spec-setup-rules.md); nothing outside it was changed`)
   if (typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code)) return new RunError(`${s.source.section}: a setup block failed: ${message} (${code})`)
+  // MySQL/MariaDB: 'SQLSTATE/errno' (db/mysql.ts), the statement named (runQuery). Access denied (a table, a
+  // database, a column, a privilege): the run user (db/mysql.ts) may not do it, which outside the run's database is the rule.
+  const my = typeof code === 'string' ? /^[0-9A-Z]{5}\/(\d+)$/.exec(code) : null
+  if (my) {
+    const stmt = (e as { statement?: unknown }).statement
+    const what = `${message} (${code}${conditionName(code) ? ' ' + conditionName(code) : ''})${typeof stmt === 'string' ? `, in: ${oneLine(stmt)}` : ''}`
+    if (['1142', '1143', '1044', '1227'].includes(my[1])) {
+      return new UsageError(`${s.source.section}: a setup statement was refused by the server: ${what}: the run's SQL runs as a user granted only on the run's database (see docs/mysql.md)`)
+    }
+    return new RunError(`${s.source.section}: a setup statement failed: ${what}`)
+  }
   return e
 }
 
@@ -48,4 +60,10 @@ export function qualifyPermutation(p: { sessions: readonly { name: string; steps
   const head = p.sessions.filter((s) => s.steps[0]?.name === 'setup' && !named.has('setup')).map((s) => `${s.name}.setup`)
   const tail = p.sessions.filter((s) => s.steps.length > 1 && s.steps[s.steps.length - 1].name === 'teardown' && !named.has('teardown')).map((s) => `${s.name}.teardown`)
   return [...head, ...body, ...tail].join(' ')
+}
+
+/** A statement on one line, cut at 200 characters. */
+function oneLine(text: string): string {
+  const t = text.replace(/\s+/g, ' ').trim()
+  return t.length > 200 ? `${t.slice(0, 199)}…` : t
 }
