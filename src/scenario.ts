@@ -312,6 +312,12 @@ export interface Scenario {
    * it is named here, in the documented outcomes or in a session's `retry.on` (docs/verdicts.md).
    */
   prevention?: readonly string[]
+  /**
+   * Every session must complete (a race module's `mustComplete: true`, a spec's `every session completes` line): a
+   * session that fails (with any error, the server's prevention included), or gives up after one, makes the trial
+   * a failure whatever the invariant says (judge/index.ts notCompleted; docs/verdicts.md).
+   */
+  mustComplete?: boolean
 }
 
 /**

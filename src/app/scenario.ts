@@ -7,6 +7,7 @@ import { UsageError } from '../errors.js'
 import type { TrialRunnerFactory } from '../engine/runner.js'
 import { replicate, sessionLevelParam, type Scenario } from '../scenario.js'
 import { appTrials } from './runner.js'
+import { MAX_QUERIES } from './trial.js'
 import type { AppRace } from './types.js'
 import type { Fault } from './labels.js'
 
@@ -50,7 +51,7 @@ export function invariantSqlOf(race: AppRace): string {
 }
 
 /** The fields defineAppRace knows: any other is a typo or a field of another version, refused rather than ignored. */
-const FIELDS = new Set(['id', 'title', 'story', 'driver', 'sessions', 'setup', 'session', 'rejects', 'prevention', 'invariant', 'expect', 'barrier', 'connection', 'open', 'close', 'maxQueries'])
+const FIELDS = new Set(['id', 'title', 'story', 'driver', 'sessions', 'setup', 'session', 'rejects', 'prevention', 'invariant', 'expect', 'barrier', 'connection', 'open', 'close', 'maxQueries', 'mustComplete'])
 
 /** Problems with an application race's declaration: the first is the one line a user sees. */
 export function appProblems(race: AppRace): string[] {
@@ -78,6 +79,7 @@ export function appProblems(race: AppRace): string[] {
   if (pv !== undefined && !(Array.isArray(pv) && pv.every((c) => typeof c === 'string' && /^[0-9A-Z]{5}(\/\d+)?$/.test(c)))) {
     out.push(`prevention is ${JSON.stringify(pv)}: give the SQLSTATEs that prevent the race, e.g. ['23505']`)
   }
+  if (race.mustComplete !== undefined && typeof race.mustComplete !== 'boolean') out.push(`mustComplete is ${JSON.stringify(race.mustComplete)}: say true (every session must complete) or leave it out`)
   const mq = race.maxQueries
   if (mq !== undefined && !(typeof mq === 'number' && Number.isInteger(mq) && mq >= 1)) out.push(`maxQueries is ${JSON.stringify(mq)}: give a whole number of queries, at least 1`)
   const s = race.sessions
@@ -112,6 +114,7 @@ export function appScenario(race: AppRace, file: string): Scenario {
       : { documented: { postgres: { lockstep: [], serial: [] } }, unavailable: { mysql: `its driver (${race.driver}) is a PostgreSQL driver` } }),
     expects: race.expect,
     ...(race.prevention?.length ? { prevention: [...race.prevention] } : {}),
+    ...(race.mustComplete ? { mustComplete: true } : {}),
     kind: { type: 'application', race, file: resolved, runner: appTrials(race, resolved) },
   }
 }
@@ -124,5 +127,10 @@ export function withFaults(s: Scenario, faults: readonly Fault[], engine: 'postg
   const kind = s.kind
   if (kind?.type !== 'application') throw new UsageError(`${flag} makes the server fail an application's query, to explore its retry and error paths: give an application race module (docs/app-races.md), not ${s.id}`)
   if (engine === 'mysql') throw new UsageError(`${flag} runs on PostgreSQL only for now (it raises the SQLSTATE in the session's transaction with a DO block): give a postgres:// --database-url`)
+  // A query no call of the function may reach (past maxQueries race stops it) would be injected nowhere: refused here;
+  // a site no session reaches in the runs is said after them (explore: notFired, the result unknown).
+  const most = kind.race.maxQueries ?? MAX_QUERIES
+  const beyond = faults.find((f) => f.site !== 'commit' && f.site > most)
+  if (beyond) throw new UsageError(`${flag} ${beyond.text}: a session's function sends at most ${most} queries (its race module's maxQueries${kind.race.maxQueries === undefined ? ', by default' : ''}), so no session reaches query ${beyond.site}: nothing would be injected`)
   return { ...s, kind: { ...kind, faults: faults.length, runner: appTrials(kind.race, kind.file, { inject: faults }) } }
 }

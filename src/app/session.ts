@@ -409,14 +409,22 @@ export class AppSession {
   private commitOutside?: string
   /** The last query that failed (its transaction then rolled back), for what a COMMIT outside any transaction says. */
   private lastFailure?: { step: string; code: string; injected: boolean }
+  /**
+   * A server error the session met that nothing recovered from: its transaction failed, and no transaction began
+   * (and no statement outside one succeeded) after it. Said of a session that returned or was rejected: it gave up.
+   */
+  private unrecovered?: { step: string; code: string; injected: boolean }
 
   /** The query in flight came back with a result. */
   ok(command: string | undefined, count: number | null | undefined, rows: unknown[] | undefined): void {
     const noTx = this.noTxNotice
     this.noTxNotice = false
+    const wasInTx = this.inTx
     const cur = this.endQuery()
     if (!cur) return
     const tag = (command ?? '').toUpperCase()
+    // The code started over (a retry), or went on with a statement that committed by itself: it recovered.
+    if (BEGINS.has(tag) || (!wasInTx && !ENDS.has(tag))) this.unrecovered = undefined
     if (BEGINS.has(tag)) {
       this.inTx = true
       this.commitOutside = undefined
@@ -459,7 +467,7 @@ export class AppSession {
     const cur = this.endQuery()
     if (!cur) return
     const code = this.codeOf(err)
-    if (isServerError(code)) this.lastFailure = { step: cur.label, code, injected }
+    if (isServerError(code)) this.lastFailure = this.unrecovered = { step: cur.label, code, injected }
     if (this.lostConnection || isConnectionLoss(err) || isConnectionLoss({ code })) {
       this.record(cur.label, 'lost', code)
     } else if (isServerError(code)) {
@@ -695,6 +703,9 @@ export class AppSession {
       ...(this.outcome === 'timeout' ? { blockedBy: this.blockedBy ?? [] } : {}),
       ...(late || this.crashed ? { thrown: late ?? this.crashed } : {}),
       ...(this.injected.length ? { injected: [...this.injected] } : {}),
+      ...(!late && (this.outcome === 'committed' || this.outcome === 'rejected') && this.unrecovered
+        ? { unrecovered: `${this.unrecovered.code}${conditionName(this.unrecovered.code) ? ` ${conditionName(this.unrecovered.code)}` : ''} in ${this.unrecovered.step}${this.unrecovered.injected ? ' (injected by race)' : ''}` }
+        : {}),
       ...(this.indivisible.length ? { indivisible: [...this.indivisible] } : {}),
     }
   }

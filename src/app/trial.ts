@@ -121,6 +121,8 @@ export async function appTrial(lab: Driver, cfg: AppTrialConfig): Promise<AppTri
   }
   // --inject: the faults not yet used in this trial; a permutation's own (s1.q5!40001, a replay) by label.
   const faultsLeft = new Set((cfg.inject ?? []).map((_, i) => i))
+  // What became of each: offered (its site came up) and where it was injected (the trial's facts: injections).
+  const injections: NonNullable<TrialFacts['injections']> = (cfg.inject ?? []).map((f) => ({ fault: f.text, offered: false }))
   const named = new Map<string, string>()
   if (cfg.permutation) for (const e of parseAppPermutation(cfg.permutation, sessions.map((s) => s.name))) if (e.inject) named.set(e.label, e.inject)
   const killAll = async () => {
@@ -377,10 +379,12 @@ export async function appTrial(lab: Driver, cfg: AppTrialConfig): Promise<AppTri
           const step: ReadyStep & { fault?: number } = { session: s.name, index: s.index, label, sql: s.pending!.sql }
           const faulty = [...faultsLeft]
             .filter((f) => !s.pending!.point && faultAt(cfg.inject![f], s.pending!.label, s.pending!.sql))
+          for (const f of faulty) injections[f].offered = true
+          const offers = faulty
             .map((f) => ({ ...step, index: cfg.n * (1 + f) + s.index, label: `${label}!${cfg.inject![f].code}`, inject: cfg.inject![f].code, fault: f }))
           const replayed = named.get(label)
-          if (replayed) faulty.push({ ...step, index: cfg.n * (1 + (cfg.inject?.length ?? 0)) + s.index, label: `${label}!${replayed}`, inject: replayed as Fault['code'], fault: -1 })
-          return [step, ...faulty]
+          if (replayed) offers.push({ ...step, index: cfg.n * (1 + (cfg.inject?.length ?? 0)) + s.index, label: `${label}!${replayed}`, inject: replayed as Fault['code'], fault: -1 })
+          return [step, ...offers]
         })
         const moment: Moment = {
           ready: offered.map(({ fault: _f, ...x }) => x),
@@ -394,7 +398,10 @@ export async function appTrial(lab: Driver, cfg: AppTrialConfig): Promise<AppTri
         const s = sessions[picked.index % cfg.n]
         if (picked.inject) {
           s.faultNow = picked.inject as Fault['code']
-          if (picked.fault !== undefined && picked.fault >= 0) faultsLeft.delete(picked.fault)
+          if (picked.fault !== undefined && picked.fault >= 0) {
+            faultsLeft.delete(picked.fault)
+            injections[picked.fault].at = picked.label.replace(/!.*$/, '')
+          }
           named.delete(picked.label.replace(/!.*$/, ''))
         }
         s.release()
@@ -462,7 +469,7 @@ export async function appTrial(lab: Driver, cfg: AppTrialConfig): Promise<AppTri
     if (signalled.size) await lab.terminate([...signalled]).catch(() => {})
     lab.checkControl()
     const invariant = await Promise.race([cfg.evaluate(), lab.whenLost()])
-    return { sessions: sessions.map((s) => s.report()), invariant, events, order }
+    return { sessions: sessions.map((s) => s.report()), invariant, events, order, ...(injections.length ? { injections } : {}) }
   }).finally(() => {
     clearInterval(watcher)
     release()

@@ -111,6 +111,13 @@ export interface AppRace {
   maxQueries?: number
   /** Startup parameters of every session's connection (e.g. { default_transaction_isolation: 'serializable' }). */
   connection?: Record<string, string>
+  /**
+   * true: every session must complete (code meant to retry, to serve every request). A session that ends with an
+   * error (a 40001 or a declared prevention too), loses the connection race ended (--inject lost), or returns or is
+   * rejected after a server error it did not retry, makes the trial a failure (exit 1), whatever the invariant says.
+   * A rejection the module declares (`rejects`), with no such error left, is the application's answer: complete.
+   */
+  mustComplete?: boolean
 }
 
 // The chooser an explorer drives a trial with is the engine's, for statement scenarios and application races alike.

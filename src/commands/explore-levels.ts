@@ -51,6 +51,7 @@ export async function exploreLevelsCommand(ctx: RunContext, id: string, scenario
       } else process.stdout.write(renderLevels(r, self()) + '\n')
       if (r.exitCode === 3) {
         const open = r.levels.filter((x) => x.violating === 0 && !x.complete).map((x) => x.isolation)
+        for (const x of r.levels) for (const l of x.notFired ?? []) process.stderr.write(`race: at ${x.isolation}: ${l}\n`)
         process.stderr.write(`race: could not decide whether every interleaving holds at ${open.join(', ')}: run race explore --isolation <level> there to see the undecided or unrun interleavings\n`)
       }
       return r.exitCode

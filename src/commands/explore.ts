@@ -128,7 +128,9 @@ export async function exploreCommand(ctx: RunContext, id: string, o: ExploreComm
         const { every, ...rest } = r
         process.stdout.write(JSON.stringify({ ...rest, interleavings: r.interleavings, every }, null, 2) + '\n')
       } else process.stdout.write(render(r, Boolean(o.all)) + '\n')
-      if (r.exitCode === 3) {
+      // --inject: a fault injected nowhere leaves the search unknown, said first (one line each).
+      for (const l of r.exitCode === 3 ? (r.notFired ?? []) : []) process.stderr.write(`race: ${l}\n`)
+      if (r.exitCode === 3 && !(r.notFired?.length && !r.unknown && r.complete && !r.diverged)) {
         const first = r.every.find((x) => x.verdict === 'unknown')
         if (r.unknown || (r.complete && !r.diverged)) process.stderr.write(`race: could not decide ${r.unknown} interleaving(s)${first ? `, e.g. ${first.line}: ${first.why}` : ''}\n`)
         else if (!r.complete) process.stderr.write(`race: held in the ${r.interleavings} interleavings run, but --max ${r.runs} runs left others unexplored: raise --max to run them all, or --sample K to sample\n`)
@@ -215,9 +217,15 @@ function render(r: ExploreResult, all: boolean): string {
   const others = sampled ? ' (a sample: the others were not run)' : partial ? ' (--max stopped the search: the others were not run)' : ''
   if (!pb && !(red && r.complete)) lines.push(r.violating ? c.red(c.bold(`VIOLATED in ${share}`)) : r.unknown ? c.yellow(`held in ${r.interleavings - r.unknown}, undecided in ${r.unknown} of ${r.interleavings}`) : c.green(c.bold(heldAll)) + c.dim(others))
   if (r.mode === 'sample' && r.sample) lines.push(...hang(c.dim(coverage(r)), w, 2))
+  // Every session must complete (mustComplete): the interleavings where one did not are failures, held or not.
+  if (r.incomplete) lines.push(...hang(c.red(c.bold(`FAILED in ${r.incomplete} of ${r.interleavings} interleavings: a session did not complete, and every session must (${r.every.find((x) => x.failure)!.failure})`)), w, 2))
+  // --inject: where each fault went; one injected nowhere was not explored (the result is unknown).
+  const fired = (r.injections ?? []).filter((x) => x.runs > 0)
+  if (fired.length) lines.push(...hang(c.dim(`injected: ${fired.map((x) => `${x.fault} in ${x.runs} of ${r.runs} runs`).join(', ')}`), w, 2))
+  for (const l of r.notFired ?? []) lines.push(...hang(c.yellow(l), w, 2))
   lines.push('')
   for (const g of r.groups) {
-    const state = g.held === false ? c.red('VIOLATED') : g.held === null ? c.yellow('UNKNOWN') : c.green('HELD')
+    const state = g.held === false ? c.red('VIOLATED') : g.failed ? c.red('FAILED') : g.held === null ? c.yellow('UNKNOWN') : c.green('HELD')
     const ends = Object.entries(g.outcomes)
       .map(([k, v]) => `${k} ${v}`)
       .join(', ')

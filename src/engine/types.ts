@@ -58,6 +58,12 @@ export interface SessionReport {
    */
   injected?: string[]
   /**
+   * An application race's session that returned or was rejected after a server error nothing recovered from (its
+   * transaction failed, and it began none after): the error and where ("40001 serialization_failure in q4"). A race
+   * whose every session must complete counts it as a session that did not.
+   */
+  unrecovered?: string
+  /**
    * race explore: steps that ran outside a transaction as one point although the search splits such statements into
    * a run and a commit point, because PostgreSQL refuses them inside a transaction block (25001: VACUUM...).
    */
@@ -81,6 +87,11 @@ export interface TrialFacts {
   events: TimelineEvent[]
   /** An application race: the steps' labels (s1.q1, s2.q1, ...) in the order they were released. */
   order?: string[]
+  /**
+   * An application race explored with --inject: each fault as given, in the order given, whether the trial offered it
+   * (a session's next query was its site) and where it was injected (s1.q4), if it was.
+   */
+  injections?: { fault: string; offered: boolean; at?: string }[]
 }
 
 /** Where a session stands while a step-by-step run waits before its next step (race run --step). */

@@ -116,6 +116,10 @@ export interface Interleaving {
   /** How many runs had this interleaving (a sample can draw one twice). */
   runs: number
   why: string
+  /** Every session must complete (mustComplete), and in this interleaving one did not: which, and how it ended. A failure. */
+  failure?: string
+  /** --inject: the faults injected in it, each as given and where (s1.q4; the line shows it as s1.q4!40001). */
+  injected?: { fault: string; at: string }[]
 }
 
 export interface Group {
@@ -127,6 +131,8 @@ export interface Group {
   count: number
   /** Their permutation lines, fewest switches first. */
   lines: string[]
+  /** A session did not complete in them, where every session must (mustComplete): a failure. */
+  failed?: true
 }
 
 export interface ExploreResult {
@@ -198,6 +204,8 @@ export interface ExploreResult {
   interleavings: number
   violating: number
   unknown: number
+  /** Every session must complete (mustComplete): the interleavings in which one did not (failures, whatever the invariant said). */
+  incomplete?: number
   groups: Group[]
   /** The violating interleaving with the fewest switches (after shrinking, for a sample). */
   shortest: (Interleaving & { shrunk?: { from: string; runs: number } }) | null
@@ -211,6 +219,13 @@ export interface ExploreResult {
   replayNote?: string
   /** Runs whose replayed choices went otherwise than before (the database did something else that time). */
   diverged: number
+  /**
+   * --inject: each fault as given, in how many of the search's runs it was injected and in how many it was offered
+   * (some session's next query was its site). One injected in no run makes a pass unknown (exit 3): `notFired`.
+   */
+  injections?: { fault: string; runs: number; offered: number }[]
+  /** --inject: a line for each fault injected in no run, saying why ("--inject 40001@99 never fired: ..."). */
+  notFired?: string[]
   every: Interleaving[]
   expected: string
   matched: boolean
@@ -418,6 +433,8 @@ export async function exploreOn(ctx: RunContext, lab: Driver, targetLabel: strin
   let shrinkFrom: string | undefined
   // The reduced search: the simplest order of each violating run's class.
   const simplest = new Map<string, number[]>()
+  // --inject: in how many of the search's runs each fault was offered, and injected (ExploreResult.injections).
+  const faultTally = new Map<number, { fault: string; runs: number; offered: number }>()
   // Statements run, then committed, as two points; and those PostgreSQL kept whole (ExploreResult.autocommit).
   const splitSteps = new Set<string>()
   const indivisible = new Set<string>()
@@ -592,6 +609,12 @@ export async function exploreOn(ctx: RunContext, lab: Driver, targetLabel: strin
       // A run made only to reach this shard's part of the tree: another shard reports it.
       if (!h.split || h.split.report) {
         runs++
+        for (const [i, x] of (facts.injections ?? []).entries()) {
+          const t = faultTally.get(i) ?? { fault: x.fault, runs: 0, offered: 0 }
+          if (x.offered) t.offered++
+          if (x.at) t.runs++
+          faultTally.set(i, t)
+        }
         const r = { key: h.split ? [...free] : h.key, free: [...free], fps: [...job.fps], it }
         if (jobs > 1 || split) {
           records.push(r)
@@ -656,13 +679,18 @@ export async function exploreOn(ctx: RunContext, lab: Driver, targetLabel: strin
   const ms = performance.now() - started
 
   const every = [...seen.values()]
-  const judged = every.map((x) => ({ verdict: x.verdict, comparison: { matched: x.verdict !== 'unknown', deviations: [], ...(x.verdict === 'unknown' ? { undecided: true } : {}) } }))
+  const judged = every.map((x) => ({ verdict: x.verdict, comparison: { matched: x.verdict !== 'unknown', deviations: [], ...(x.verdict === 'unknown' ? { undecided: true } : {}) }, ...(x.failure ? { failure: x.failure } : {}) }))
   const summary = summarize(judged, [], expect)
+  const incompleteRuns = every.filter((x) => x.failure).length
   const diverged = split ? split.diverged : search instanceof Dfs || search instanceof Reduced || search instanceof Preemptive ? search.diverged : 0
   // Every interleaving held, but some were not run as chosen, or not run at all (an application race's tree larger
   // than --max): "held in all" is not known (unknown is never a pass).
-  const incomplete = (diverged > 0 || !complete) && violating === 0 && expect === 'held'
-  const code = incomplete ? 3 : exitCode(summary)
+  const incomplete = (diverged > 0 || !complete) && violating === 0 && !incompleteRuns && expect === 'held'
+  // --inject: a fault injected in no run was not explored: the search is no pass (unknown), and says which and why.
+  const injections = faulted ? [...faultTally.values()] : undefined
+  const notFired = (injections ?? []).filter((x) => x.runs === 0).map((x) => notFiredLine(x, runs))
+  const passed = incomplete ? 3 : exitCode(summary)
+  const code = notFired.length && passed === 0 ? 3 : passed
   const shortest = current ? { ...current.it, ...(shrinkFrom && shrinkFrom !== current.it.line ? { shrunk: { from: shrinkFrom, runs: shrinkRuns } } : {}) } : null
   return {
     scenario: scenario.id,
@@ -683,15 +711,18 @@ export async function exploreOn(ctx: RunContext, lab: Driver, targetLabel: strin
     runs,
     interleavings: every.length,
     violating,
-    unknown: every.filter((x) => x.verdict === 'unknown').length,
+    unknown: every.filter((x) => x.verdict === 'unknown' && !x.failure).length,
+    ...(scenario.mustComplete ? { incomplete: incompleteRuns } : {}),
     groups: groupsOf(every),
     shortest,
     replay: current ? replayCommand(o.name ?? (isFileScenario(scenario) ? scenario.source.section : scenario.id), scenario, p, current.it.line, where.args) : null,
     ...(current && where.note ? { replayNote: where.note } : {}),
     diverged,
+    ...(injections ? { injections } : {}),
+    ...(notFired.length ? { notFired } : {}),
     every,
     expected: expect ?? 'reported (no expectation: use --expect held|violated)',
-    matched: summary.matched && !incomplete,
+    matched: summary.matched && !incomplete && code !== 3,
     exitCode: code,
     ms: Math.round(ms),
     perSecond: allRuns / (ms / 1000),
@@ -700,6 +731,17 @@ export async function exploreOn(ctx: RunContext, lab: Driver, targetLabel: strin
     autocommit: { split: [...splitSteps].sort(), indivisible: [...indivisible].sort() },
   }
 }
+
+/** Why a fault given to --inject was injected in no run: its site never came, or the search never took it. */
+export function notFiredLine(x: { fault: string; offered: number }, runs: number): string {
+  const site = x.fault.slice(x.fault.indexOf('@') + 1)
+  const where = site === 'commit' ? 'no session sent a COMMIT' : `no session sent ${/^8/.test(site) || site === '11' || site === '18' ? 'an' : 'a'} ${ordinal(Number(site))} query (q${site})`
+  return x.offered
+    ? `--inject ${x.fault} never fired: its site came up in ${x.offered} of the ${runs} runs, and the search took it in none (a sample draws it at random, a search cut short by --max leaves it for later)`
+    : `--inject ${x.fault} never fired: ${where} in any of the ${runs} runs, so nothing was injected`
+}
+
+const ordinal = (k: number) => `${k}${k % 100 >= 11 && k % 100 <= 13 ? 'th' : ['th', 'st', 'nd', 'rd'][k % 10] ?? 'th'}`
 
 const shellQuote = (x: string) => (/^[\w./:@%+=,-]+$/.test(x) ? x : `'${x.replace(/'/g, `'\\''`)}'`)
 
@@ -907,23 +949,26 @@ function interleavingOf(p: Plan, ran: Entry[], facts: TrialFacts, trial: Trial, 
     switches: sw,
     runs: 1,
     why: trial.why,
+    ...(trial.failure ? { failure: trial.failure } : {}),
+    ...(facts.injections?.some((x) => x.at) ? { injected: facts.injections.filter((x) => x.at).map((x) => ({ fault: x.fault, at: x.at! })) } : {}),
   }
 }
 
 function groupsOf(every: Interleaving[]): Group[] {
   const groups = new Map<string, Group>()
   for (const it of every) {
-    const state = it.verdict === 'unknown' ? 'UNKNOWN' : it.held === false ? 'VIOLATED' : 'HELD'
+    // A session that did not complete where every session must: FAILED (a violation stays VIOLATED).
+    const state = it.held === false && it.verdict !== 'unknown' ? 'VIOLATED' : it.failure ? 'FAILED' : it.verdict === 'unknown' ? 'UNKNOWN' : 'HELD'
     const ends = Object.entries(it.outcomes)
       .map(([k, v]) => `${k} ${v}`)
       .join(', ')
     const key = `${state} ${it.verdict}: ${ends}`
-    const g = groups.get(key) ?? { key, held: it.verdict === 'unknown' ? null : it.held, verdict: it.verdict, outcomes: it.outcomes, count: 0, lines: [] }
+    const g = groups.get(key) ?? { key, held: it.verdict === 'unknown' ? null : it.held, verdict: it.verdict, outcomes: it.outcomes, count: 0, lines: [], ...(state === 'FAILED' ? { failed: true } : {}) }
     g.count++
     g.lines.push(it.line)
     groups.set(key, g)
   }
-  const rank = (g: Group) => (g.held === false ? 0 : g.held === null ? 1 : 2)
+  const rank = (g: Group) => (g.held === false ? 0 : g.failed ? 0.5 : g.held === null ? 1 : 2)
   const sw = new Map(every.map((x) => [x.line, x.switches]))
   for (const g of groups.values()) g.lines.sort((a, b) => sw.get(a)! - sw.get(b)!)
   return [...groups.values()].sort((a, b) => rank(a) - rank(b) || b.count - a.count)

@@ -73,8 +73,19 @@ export interface LevelRow {
   serialized: number
   /** Held interleavings with no error and no wait. */
   clean: number
-  /** Every interleaving was run and decided (not a sample, not cut at --max, no run went otherwise than chosen). */
+  /**
+   * Every interleaving was run and decided (not a sample, not cut at --max, no run went otherwise than chosen, every
+   * --inject fault injected somewhere).
+   */
   complete: boolean
+  /**
+   * Every session must complete (mustComplete): the interleavings in which one did not, and the first such session's
+   * end. A level with any is not safe, whatever the invariant said.
+   */
+  incomplete?: number
+  failure?: string
+  /** --inject: a line for each fault injected in no run at this level (the level is then not known to be safe). */
+  notFired?: string[]
   /** Sessions whose transaction ran at another level than the one asked (their own code named it): "s1 serializable". */
   ownLevel: string[]
   /** The shortest violating interleaving's replay at this level (race run ... --isolation ... --schedule "..."). */
@@ -131,8 +142,13 @@ export function rowOf(level: Level, r: ExploreResult): LevelRow {
   let serialized = 0
   let clean = 0
   const own = new Set<string>()
+  let incomplete = 0
   for (const it of r.every) {
     for (const [name, ran] of Object.entries(it.levels ?? {})) if (ran && ran !== '?' && ran !== level) own.add(`${name} ${ran}`)
+    if (it.failure) {
+      incomplete++
+      continue
+    }
     if (it.held !== true || it.verdict === 'unknown') continue
     const codes = (it.raised ?? []).filter((x) => isServerError(x))
     for (const code of codes) prevented[code] = (prevented[code] ?? 0) + 1
@@ -148,7 +164,9 @@ export function rowOf(level: Level, r: ExploreResult): LevelRow {
     prevented,
     serialized,
     clean,
-    complete: r.mode === 'all' && r.complete && r.diverged === 0 && r.unknown === 0,
+    complete: r.mode === 'all' && r.complete && r.diverged === 0 && r.unknown === 0 && !r.notFired?.length,
+    ...(r.notFired?.length ? { notFired: r.notFired } : {}),
+    ...(incomplete ? { incomplete, failure: r.every.find((x) => x.failure)!.failure } : {}),
     ownLevel: [...own].sort(),
     replay: r.replay,
     shortest: r.shortest?.line ?? null,
@@ -160,7 +178,7 @@ export function rowOf(level: Level, r: ExploreResult): LevelRow {
 
 /** Pure: the weakest level at which every interleaving ran and held. */
 export function weakestSafe(rows: readonly LevelRow[]): Level | null {
-  const safe = rows.filter((r) => r.violating === 0 && r.complete).map((r) => r.isolation)
+  const safe = rows.filter((r) => r.violating === 0 && !r.incomplete && r.complete).map((r) => r.isolation)
   return LEVEL_ORDER.find((l) => safe.includes(l)) ?? null
 }
 
@@ -171,7 +189,7 @@ export function fixesOf(rows: readonly LevelRow[], engine: Engine): Fix[] {
     .filter((r) => r.violating > 0)
     .map((r) => ({
       level: r.isolation,
-      fixedAt: rows.filter((x) => rank(x.isolation) > rank(r.isolation) && x.violating === 0 && x.complete).map((x) => x.isolation)[0] ?? null,
+      fixedAt: rows.filter((x) => rank(x.isolation) > rank(r.isolation) && x.violating === 0 && !x.incomplete && x.complete).map((x) => x.isolation)[0] ?? null,
       documented: documentedFixes(engine),
     }))
 }
@@ -247,13 +265,14 @@ export function renderLevels(r: LevelsResult, self: string): string {
     c.bold(LEVEL_WORD[x.isolation]),
     `${x.interleavings}${x.complete || x.violating ? '' : ' (not all)'}`,
     x.violating ? c.red(String(x.violating)) : x.unknown ? c.yellow('0') : c.green('0'),
-    `${heldText(x)}${x.unknown ? c.yellow(`, ${x.unknown} undecided`) : ''}`,
+    `${heldText(x)}${x.unknown ? c.yellow(`, ${x.unknown} undecided`) : ''}${x.incomplete ? c.red(`, ${x.incomplete} failed (a session did not complete)`) : ''}`,
   ])
   lines.push(fitTable(['level', 'interleavings', 'violating', 'the others held'], body, [{ shrink: 0 }, { shrink: 0 }, { shrink: 0 }, {}], w))
   for (const x of r.levels) {
     if (x.ownLevel.length) lines.push(...hang(c.yellow(`at ${x.isolation}: ${x.ownLevel.join(', ')}: the code names its own level (race set ${x.isolation} as the connection's default; it was not overridden)`), w, 2))
   }
   lines.push(r.weakestSafe ? c.green(c.bold(`weakest level at which every interleaving held: ${r.weakestSafe}`)) : c.red(c.bold('weakest level at which every interleaving held: none of those run')))
+  for (const x of r.levels) if (x.incomplete) lines.push(...hang(c.red(`not safe at ${x.isolation}: every session must complete, but in ${x.incomplete} interleaving${x.incomplete === 1 ? '' : 's'} one did not (${x.failure})`), w, 2))
   const undecided = r.levels.filter((x) => x.violating === 0 && !x.complete)
   if (undecided.length) lines.push(...hang(c.yellow(`not known to hold at ${undecided.map((x) => x.isolation).join(', ')}: some interleavings there were not run or not decided (race explore --isolation <level> shows why)`), w, 2))
   if (r.fixes.length) {

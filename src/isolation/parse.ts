@@ -77,6 +77,11 @@ export interface Spec {
    * error (class 23) is no prevention: a session failing with one leaves the trial undecided (docs/verdicts.md).
    */
   prevented?: { codes: string[]; pos: Pos }
+  /**
+   * `every session completes`: a session that fails (with any error, a prevention's too) makes the trial a failure,
+   * whatever the invariant says (docs/verdicts.md). Read as words, not keywords: `every` stays a name elsewhere.
+   */
+  complete?: { pos: Pos }
   /** Step names defined but used in no permutation line (isolationtester warns about them on stderr). */
   unused: string[]
 }
@@ -273,6 +278,16 @@ export function parseSpec(text: string, file = 'spec'): Spec {
       spec.expect = { value: v.text as 'held' | 'violated', pos: t.pos }
       return true
     }
+    // every session completes: three words (only `session` is a keyword), so a step may still be called every.
+    if (t.kind === 'ident' && !t.quoted && t.text === 'every' && isKw(toks[k + 1], 'session')) {
+      next()
+      next()
+      const w = next()
+      if (w.kind !== 'ident' || w.quoted || w.text !== 'completes') fail(w, `'completes' after 'every session' (every session completes)`)
+      if (spec.complete) throw new SpecError(file, t.pos.line, t.pos.column, `a second every session completes line: the first is at line ${spec.complete.pos.line}`)
+      spec.complete = { pos: t.pos }
+      return true
+    }
     if (isKw(t, 'prevented')) {
       next()
       const by = next()
@@ -347,10 +362,10 @@ export function parseSpec(text: string, file = 'spec'): Spec {
     if (raceLine()) continue
     const t = peek()
     if (t.kind === 'eof') break
-    if (!isKw(t, 'permutation')) fail(t, `'permutation', 'session', invariant, expect, prevented by or the end of the file`)
+    if (!isKw(t, 'permutation')) fail(t, `'permutation', 'session', invariant, expect, prevented by, every session completes or the end of the file`)
     next()
     const perm: Permutation = { steps: [], pos: t.pos }
-    while (peek().kind === 'ident') {
+    while (peek().kind === 'ident' && !(peek().text === 'every' && !peek().quoted && isKw(toks[k + 1], 'session'))) {
       const s = next()
       const ps: PermutationStep = { name: s.text, blockers: [], pos: s.pos }
       if (peek().kind === 'punct' && peek().text === '(') {

@@ -130,5 +130,6 @@ export function specToScenario(spec: Spec, story: string[] = []): Scenario {
     documented: { postgres: { lockstep: [], serial: [], barrier: [] } },
     expects: spec.expect?.value ?? 'reported',
     ...(spec.prevented ? { prevention: spec.prevented.codes } : {}),
+    ...(spec.complete ? { mustComplete: true } : {}),
   }
 }

@@ -4,7 +4,7 @@ import { UNREAD_LEVEL, conditionName, isConcurrencyControl, isIntegrityViolation
 import type { Documented, Level, Verdict, Who } from '../scenario.js'
 import type { InvariantReport, SessionReport } from '../engine/types.js'
 
-type Judged = Pick<SessionReport, 'name' | 'outcome' | 'sqlstate' | 'errors' | 'waitedMs' | 'step' | 'reason'> & Pick<Partial<SessionReport>, 'thrown' | 'injected'>
+type Judged = Pick<SessionReport, 'name' | 'outcome' | 'sqlstate' | 'errors' | 'waitedMs' | 'step' | 'reason'> & Pick<Partial<SessionReport>, 'thrown' | 'injected' | 'unrecovered'>
 
 /** A SQLSTATE, or MySQL's 'SQLSTATE/errno' ('23000/1062'). */
 const SQLSTATE = /^[0-9A-Z]{5}(\/\d+)?$/
@@ -72,6 +72,32 @@ export function judge(sessions: readonly Judged[], invariant: Pick<InvariantRepo
   }
   if (sessions.some((s) => s.waitedMs > 0)) return { verdict: 'serialized', why: 'held: sessions waited for each other' }
   return { verdict: 'clean', why: 'held: no session was seen waiting or failing' }
+}
+
+/**
+ * A race whose every session must complete (a race module's `mustComplete: true`, a spec's `every session completes`
+ * line): the first session that did not, in words ("s1 failed with 40001 serialization_failure in step q4"), or
+ * undefined when each did. A session completes when it committed, or when the application said no on its own (a
+ * rejection) with no server error left unrecovered. Whatever else the verdict says, a session that failed (any
+ * error, the server's concurrency control and declared codes included), lost the connection race ended on purpose
+ * (--inject lost), or gave up after a server error is a failure of the code: the request it served got an error.
+ * What race itself cut short (a timeout, a connection lost otherwise, a query race did not send) is not judged here.
+ */
+export function notCompleted(sessions: readonly Judged[]): string | undefined {
+  for (const s of sessions) {
+    const at = s.step ? ` in step ${s.step}` : ''
+    if (s.outcome === 'failed') {
+      if (s.thrown && /^(sent a query|met a query)/.test(s.thrown)) continue
+      const code = s.sqlstate ?? undefined
+      const what = s.thrown ? didWhat(s.thrown) : code ? `failed with ${code}${conditionName(code) ? ` ${conditionName(code)}` : ''}` : `failed (${s.reason ?? 'an error'})`
+      return `${s.name} ${what}${s.thrown && / in (step )?q\d/.test(s.thrown) ? '' : at}`
+    }
+    if (s.outcome === 'lost' && s.injected?.some((x) => x.startsWith('lost@'))) return `${s.name} lost its connection${at} (race ended it: --inject lost)`
+    if ((s.outcome === 'committed' || s.outcome === 'rejected') && s.unrecovered) {
+      return `${s.name} ${s.outcome === 'rejected' ? `was rejected (${s.reason ?? ''})` : 'returned'} after ${s.unrecovered}, which it did not retry`
+    }
+  }
+  return undefined
 }
 
 /**
@@ -247,6 +273,8 @@ export type ExpectOverride = 'held' | 'violated' | undefined
 export interface JudgedTrial {
   verdict: Verdict
   comparison: Comparison
+  /** A race whose every session must complete: the session that did not (notCompleted). A failure, decided. */
+  failure?: string
 }
 
 export interface Summary {
@@ -263,6 +291,8 @@ export interface Summary {
   deviating: number
   /** The first deviating trial's differences. */
   deviations: string[]
+  /** Trials in which a session did not complete, where every session must (a failure, never a pass). */
+  failures?: number
 }
 
 const ORDER: Verdict[] = ['anomaly', 'unknown', 'prevented', 'serialized', 'clean']
@@ -272,40 +302,48 @@ export function summarize(trials: readonly JudgedTrial[], docs: readonly Documen
   for (const t of trials) tally[t.verdict] = (tally[t.verdict] ?? 0) + 1
   const verdict = ORDER.find((v) => tally[v]) ?? 'unknown'
   const violations = tally.anomaly ?? 0
-  const unknowns = trials.filter((t) => t.verdict === 'unknown' || t.comparison.undecided).length
-  const deviatingTrials = trials.filter((t) => !t.comparison.matched)
+  // A trial in which a session did not complete, where every session must, is decided: it failed.
+  const failed = trials.filter((t) => t.failure)
+  const unknowns = trials.filter((t) => !t.failure && (t.verdict === 'unknown' || t.comparison.undecided)).length
+  const deviatingTrials = trials.filter((t) => !t.comparison.matched || t.failure)
   let matched: boolean
   let expected: string[]
   if (override === 'held') {
     expected = ['held']
-    matched = trials.length > 0 && violations === 0 && unknowns === 0
+    matched = trials.length > 0 && violations === 0 && unknowns === 0 && !failed.length
   } else if (override === 'violated') {
     expected = ['violated']
-    matched = violations > 0
+    matched = violations > 0 && !failed.length
   } else {
     expected = docs.length ? describeDocs(docs) : ['(not documented: use --expect held|violated)']
     matched = trials.length > 0 && unknowns === 0 && deviatingTrials.length === 0
   }
+  const failures = failed.length ? { failures: failed.length } : {}
+  // Every session must complete, and one did not: that is the deviation to report first.
+  const incomplete = failed.length ? [`every session must complete, but ${failed[0].failure}${trials.length > 1 ? ` (in ${failed.length} of ${trials.length} trials)` : ''}`] : []
   if (override) {
     // What --expect asked for is the documentation here: when it is not met, that is the deviation to report.
     const of = (k: number) => `${k} of ${trials.length} trial${trials.length === 1 ? '' : 's'}`
-    const why = matched
+    // Met when the invariant did as expected (a session that did not complete is reported apart, above it).
+    const met = override === 'held' ? trials.length > 0 && violations === 0 && unknowns === 0 : violations > 0
+    const why = met
       ? []
       : !trials.length
         ? [`--expect ${override}: no trial ran`]
         : override === 'held'
           ? [violations ? `--expect held, but the invariant was violated in ${of(violations)}` : `--expect held, but the invariant could not be decided in ${of(unknowns)}`]
           : [`--expect violated, but the invariant was never violated (${of(trials.length - unknowns)} held${unknowns ? `, ${unknowns} undecided` : ''})`]
-    const deviating = matched ? 0 : override === 'held' ? trials.filter((t) => t.verdict === 'anomaly' || t.verdict === 'unknown' || t.comparison.undecided).length : trials.length
-    return { verdict, tally, trials: trials.length, violations, unknowns, expected, matched, deviating, deviations: why }
+    const deviating = matched ? 0 : override === 'held' ? trials.filter((t) => t.failure || t.verdict === 'anomaly' || t.verdict === 'unknown' || t.comparison.undecided).length : trials.length
+    return { verdict, tally, trials: trials.length, violations, unknowns, expected, matched, deviating, deviations: [...incomplete, ...why], ...failures }
   }
-  const first = deviatingTrials[0]?.comparison.deviations ?? []
-  return { verdict, tally, trials: trials.length, violations, unknowns, expected, matched, deviating: deviatingTrials.length, deviations: first }
+  const first = deviatingTrials.find((t) => !t.comparison.matched)?.comparison.deviations ?? []
+  return { verdict, tally, trials: trials.length, violations, unknowns, expected, matched, deviating: deviatingTrials.length, deviations: [...incomplete, ...first], ...failures }
 }
 
-/** 0 as documented (or as --expect asked), 1 a deviation, 3 could not decide. */
-export function exitCode(s: Pick<Summary, 'matched' | 'unknowns'>): 0 | 1 | 3 {
+/** 0 as documented (or as --expect asked), 1 a deviation (a session that did not complete where each must, always), 3 could not decide. */
+export function exitCode(s: Pick<Summary, 'matched' | 'unknowns'> & Pick<Partial<Summary>, 'failures'>): 0 | 1 | 3 {
   if (s.matched) return 0
+  if (s.failures) return 1
   return s.unknowns > 0 ? 3 : 1
 }
 

@@ -4,7 +4,7 @@ import type { Words } from '../engine/refusals.js'
 import type { Driver } from '../db/driver.js'
 import type { Target } from '../db/target.js'
 import type { TrialFacts } from '../engine/types.js'
-import { compare, documentedCodes, judge, type Comparison } from '../judge/index.js'
+import { compare, documentedCodes, judge, notCompleted, type Comparison } from '../judge/index.js'
 import type { RunContext } from '../lifecycle.js'
 import { documentedFor, plan, type Plan } from '../plan.js'
 import type { Documented, Params, Pool, Scenario, Schedule, Verdict } from '../scenario.js'
@@ -26,11 +26,14 @@ export interface Trial extends TrialFacts {
   verdict: Verdict
   why: string
   comparison: Comparison
+  /** Every session must complete (the scenario's mustComplete), and this one did not: a failure (judge notCompleted). */
+  failure?: string
 }
 
 export function judgeTrial(facts: TrialFacts, docs: readonly Documented[], p: Plan): Trial {
   const { verdict, why } = judge(facts.sessions, facts.invariant, declaredCodes(docs, p))
-  return { ...facts, verdict, why, comparison: compare(verdict, facts.sessions, docs, p.isolation) }
+  const failure = p.scenario.mustComplete ? notCompleted(facts.sessions) : undefined
+  return { ...facts, verdict, why, comparison: compare(verdict, facts.sessions, docs, p.isolation), ...(failure ? { failure } : {}) }
 }
 
 /** One deterministic trial (race check, race matrix): lockstep, no window, nothing kept, judged. */
