@@ -81,6 +81,13 @@ export interface TrialFacts {
   events: TimelineEvent[]
   /** An application race: the steps' labels (s1.q1, s2.q1, ...) in the order they were released. */
   order?: string[]
+  /**
+   * An application race's barrier run: the first two queries that were on the server at once (the second sent
+   * before the first answered). No permutation runs them so: `order` is the order they were sent, not a replay.
+   */
+  overlap?: [string, string]
+  /** A replay (--schedule) whose named steps never came: which, and where their sessions ended. */
+  unfollowed?: string
 }
 
 /** Where a session stands while a step-by-step run waits before its next step (race run --step). */
