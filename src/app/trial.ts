@@ -73,6 +73,9 @@ export async function appTrial(lab: Driver, cfg: AppTrialConfig): Promise<AppTri
   const clock = new TrialClock()
   const { events, now } = clock
   const order: string[] = []
+  // A barrier run: the first query sent while another session's was on the server (types.ts TrialFacts.overlap).
+  let free = false
+  let overlap: [string, string] | undefined
   let wake: () => void = () => {}
   let tick = new Promise<void>((r) => (wake = r))
   // Counts changes (a session at its gate, a query ended, a session ended): a probe of the server taken across one
@@ -104,7 +107,10 @@ export async function appTrial(lab: Driver, cfg: AppTrialConfig): Promise<AppTri
     record: clock.record,
     now,
     notify,
-    released: (label: string) => void order.push(label),
+    released: (label: string) => {
+      if (free && !overlap) overlap = overlapping(label, sessions)
+      order.push(label)
+    },
     // Timers start outside the session's async context: what they send on the control connection is never gated.
     timeQuery: (s: AppSession) =>
       exitSessions(() => {
@@ -212,6 +218,7 @@ export async function appTrial(lab: Driver, cfg: AppTrialConfig): Promise<AppTri
     const barrier = !cfg.chooser && cfg.schedule === 'barrier'
     const at = cfg.race.barrier ?? 2
     if (barrier) {
+      free = true
       for (const s of sessions) {
         s.free = true
         s.holdAt = (step, point) => (typeof at === 'number' ? !point && step === `q${at}` : point && step === at)
@@ -428,13 +435,14 @@ export async function appTrial(lab: Driver, cfg: AppTrialConfig): Promise<AppTri
     // What was given but never used is said, not ignored: a permutation's step that never came (unless a session was
     // cut short by race, which says so itself), and a race whose functions sent nothing to race.
     const byThemselves = sessions.every((s) => s.outcome === 'committed' || s.outcome === 'rejected' || (s.outcome === 'failed' && !s.crashed))
+    let unfollowed: string | undefined
     if (byThemselves && cfg.schedule === 'permutation' && cfg.permutation && !cfg.chooser) {
       const ran = new Set(order.map((l) => l.replace(/!\w+$/, '')))
       const missing = parseAppPermutation(cfg.permutation, sessions.map((s) => s.name)).filter((e) => !ran.has(e.label))
       if (missing.length) {
         const last = (name: string) => [...order].reverse().find((l) => l.startsWith(`${name}.`))
-        const m = missing[0]
-        throw new UsageError(`--schedule names ${missing.map((e) => e.label).join(', ')}, which never came: ${m.session} ended after ${last(m.session) ?? 'no step'} (race show, or a run's order line, names the steps its function takes)`)
+        const ended = [...new Set(missing.map((e) => e.session))].map((x) => `${x} ended after ${last(x) ?? 'no step'}`)
+        unfollowed = `--schedule was not followed: ${missing.map((e) => e.label).join(', ')} never came (${ended.join('; ')})`
       }
     }
     if (byThemselves && sessions.every((s) => s.sent === 0)) {
@@ -469,7 +477,7 @@ export async function appTrial(lab: Driver, cfg: AppTrialConfig): Promise<AppTri
     if (signalled.size) await lab.terminate([...signalled]).catch(() => {})
     lab.checkControl()
     const invariant = await Promise.race([cfg.evaluate(), lab.whenLost()])
-    return { sessions: sessions.map((s) => s.report()), invariant, events, order, ...(injections.length ? { injections } : {}) }
+    return { sessions: sessions.map((s) => s.report()), invariant, events, order, ...(injections.length ? { injections } : {}), ...(unfollowed ? { unfollowed } : {}), ...(overlap ? { overlap } : {}) }
   }).finally(() => {
     clearInterval(watcher)
     release()
@@ -586,6 +594,17 @@ export function chooserFor(cfg: Pick<AppTrialConfig, 'schedule' | 'permutation'>
 
 
 /** The labels an application trial ran (s1.q3) as engine entries (session 0, step 2); points have no step number and are left out. */
+/**
+ * In a barrier run, where the sessions run free: the query of another session on the server (or just let go) as
+ * `label` is sent, with `label`; undefined when none. Such queries overlapped, and no permutation replays that.
+ */
+function overlapping(label: string, sessions: readonly AppSession[]): [string, string] | undefined {
+  const me = label.slice(0, label.indexOf('.'))
+  const other = sessions.find((s) => s.name !== me && s.state === 'running')
+  const step = other && (other.pending?.label ?? other.current?.label)
+  return other && step ? [`${other.name}.${step}`, label] : undefined
+}
+
 export function orderEntries(order: readonly string[], names: readonly string[]): { session: number; step: number }[] {
   const out: { session: number; step: number }[] = []
   for (const label of order) {

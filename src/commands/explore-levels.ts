@@ -15,10 +15,11 @@ import { parseBounds, scenarioParams, self, withLab } from './common.js'
 import type { TargetOptions } from './common.js'
 
 /** What race explore's flags give this path (commands/explore.ts ExploreCommandOptions, read here without importing it). */
-type ExploreCommandOptions = TargetOptions & { n?: string; max: string; sample?: string; seed?: string; shrink: string; expect?: string; all?: boolean; [param: string]: unknown }
+type ExploreCommandOptions = TargetOptions & { n?: string; max: string; sample?: string; acceptSample?: string; seed?: string; shrink: string; expect?: string; all?: boolean; [param: string]: unknown }
 
 export async function exploreLevelsCommand(ctx: RunContext, id: string, scenario: Scenario, engine: Engine, o: ExploreCommandOptions, cmd: Command): Promise<number> {
   const levels = parseLevels(String(o.isolation), scenario, engine)
+  if (o.acceptSample !== undefined) throw new UsageError('--accept-sample passes a held sample of one level: with --isolation all (or a list) a sampled level is never called safe; give one level')
   if (o.expect !== undefined) throw new UsageError('--expect judges one level: with --isolation all (or a list) the result is each level\'s row and the weakest safe level (weakestSafe in --json); leave --expect out, or give one level')
   // The other params as given; each level sets isolation.
   const params = scenarioParams(scenario, cmd, { ...o, isolation: undefined }, await summaries(), engine)

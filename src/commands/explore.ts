@@ -18,6 +18,7 @@ export interface ExploreCommandOptions extends TargetOptions {
   n?: string
   max: string
   sample?: string
+  acceptSample?: string
   seed?: string
   shrink: string
   depth?: string
@@ -42,6 +43,7 @@ export function registerExplore(program: Command, all: readonly ScenarioSummary[
     .option('--reduce', "application races: the reduced search (default: every interleaving). It assumes the sessions share no state outside the database (a module-level variable, an in-process cache or lock)")
     .option('--max <count>', "above this many orders of the declared steps, a seeded random sample; an application race's search stops after this many runs", String(DEFAULT_MAX))
     .option('--sample <k>', `run K random interleavings instead of searching (default ${DEFAULT_SAMPLE} when the count is above --max)`)
+    .option('--accept-sample <p>', "expect held: a sample that found no violation passes (exit 0) when it states a probability of at least P (0 < P < 1) of finding one of its --depth; without it a sample, like a search --max cut short, is not known to hold (exit 3)")
     .option('--seed <s>', "the sample's seed (default a random one, printed: the same seed draws the same sample)")
     .option('--preemptions <k>', 'run every order with at most K preemptions (leaving a session that could go on), fewest first, instead of the reduced search')
     .option('--shard <i/n>', "run part i of n of a sample (--sample K; the same --seed in every part) or of an --exhaustive search: mergeShards, or npm run explore:merge, joins the parts' --json")
@@ -67,7 +69,9 @@ switches between sessions) is printed as a race run --schedule line.
 By default the search is reduced: orders that differ only by swapping steps
 that cannot affect each other (as the server's locks say after each step) are
 run once; --exhaustive runs every order. A sample (--sample, or declared steps
-above --max orders) is PCT's, and says what it covered.
+above --max orders) is PCT's, and says what it covered; under expect held it
+passes (exit 0) only with --accept-sample P, when its stated probability is P
+or more (else exit 3, as a search cut short at --max).
 
 Examples:
   $ race explore examples/explore-orders.spec               4 of 6 runs violate
@@ -97,7 +101,7 @@ export async function exploreCommand(ctx: RunContext, id: string, o: ExploreComm
   // --isolation all (or rc,rr,ser): the exploration once per level (explore/levels.ts).
   if (isLevelList(o.isolation)) return (await import('./explore-levels.js')).exploreLevelsCommand(ctx, id, scenario, engine, o, cmd)
   const params = scenarioParams(scenario, cmd, o, await summaries(), engine)
-  const { n, max, sample, seed, depth, preemptions, shard, jobs, shrink, expect, exhaustive, reduce } = checkExplore(scenario, o, FLAGS)
+  const { n, max, sample, acceptSample, seed, depth, preemptions, shard, jobs, shrink, expect, exhaustive, reduce } = checkExplore(scenario, o, FLAGS)
   refuseOneSession(n)
   const bounds = parseBounds(o)
   assertSound(scenario, params, n, engine)
@@ -120,7 +124,7 @@ export async function exploreCommand(ctx: RunContext, id: string, o: ExploreComm
     o.databaseUrl,
     bounds,
     async (lab, target) => {
-      const r = await exploreOn(ctx, lab, target.label, scenario, p, { max, sample, seed, depth, preemptions, shard, jobs, shrink, expect, exhaustive, reduce, name: id, onProgress, word: cliWords, databaseUrl: o.databaseUrl }, bounds).catch((e) => {
+      const r = await exploreOn(ctx, lab, target.label, scenario, p, { max, sample, acceptSample, seed, depth, preemptions, shard, jobs, shrink, expect, exhaustive, reduce, name: id, onProgress, word: cliWords, databaseUrl: o.databaseUrl }, bounds).catch((e) => {
         throw specFailure(scenario, e)
       })
       if (tty) process.stderr.write('\r\x1b[2K')
@@ -132,8 +136,9 @@ export async function exploreCommand(ctx: RunContext, id: string, o: ExploreComm
       for (const l of r.exitCode === 3 ? (r.notFired ?? []) : []) process.stderr.write(`race: ${l}\n`)
       if (r.exitCode === 3 && !(r.notFired?.length && !r.unknown && r.complete && !r.diverged)) {
         const first = r.every.find((x) => x.verdict === 'unknown')
-        if (r.unknown || (r.complete && !r.diverged)) process.stderr.write(`race: could not decide ${r.unknown} interleaving(s)${first ? `, e.g. ${first.line}: ${first.why}` : ''}\n`)
-        else if (!r.complete) process.stderr.write(`race: held in the ${r.interleavings} interleavings run, but --max ${r.runs} runs left others unexplored: raise --max to run them all, or --sample K to sample\n`)
+        if (!r.unknown && !r.diverged && r.sample && r.mode === 'sample') process.stderr.write(sampleShort(r) + '\n')
+        else if (r.unknown || (r.complete && !r.diverged)) process.stderr.write(`race: could not decide ${r.unknown} interleaving(s)${first ? `, e.g. ${first.line}: ${first.why}` : ''}\n`)
+        else if (!r.complete) process.stderr.write(`race: held in the ${r.interleavings} interleavings run, but --max ${r.runs} runs left others unexplored: raise --max to run them all, or --sample K --accept-sample P for a sample's verdict\n`)
         else process.stderr.write(`race: held in every interleaving run, but ${r.diverged} run(s) went otherwise than chosen: some interleavings may be missing\n`)
       }
       return r.exitCode
@@ -142,6 +147,17 @@ export async function exploreCommand(ctx: RunContext, id: string, o: ExploreComm
     // Each job its own sessions and control connection (the embedded server's max_connections).
     { sessions: (n + 1) * jobs },
   )
+}
+
+/** Why a sample that held is not a pass (exit 3), and how to ask for a sample's verdict. */
+export function sampleShort(r: ExploreResult): string {
+  const s = r.sample!
+  // Rounded down: the line never states more than the sample gives.
+  const p = s.probability < 0.0001 ? s.probability.toExponential(1) : (Math.floor(s.probability * 10_000) / 10_000).toFixed(4)
+  const covered = `held in the ${r.interleavings} sampled interleavings (${r.runs} runs, seed ${s.seed}), which state probability >= ${p} of finding a violation needing ${s.depth} steps in a given order; the other orders were not run`
+  return s.accept === undefined
+    ? `race: ${covered}: a sample is not a certificate. --accept-sample P passes a sample stating at least P; --exhaustive runs every order`
+    : `race: ${covered}, short of --accept-sample ${s.accept}: raise --sample (more runs), or --exhaustive to run every order`
 }
 
 /** What a sample covered, in words: PCT's bound for its depth (docs/explore.md). */

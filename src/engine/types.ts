@@ -92,6 +92,13 @@ export interface TrialFacts {
    * (a session's next query was its site) and where it was injected (s1.q4), if it was.
    */
   injections?: { fault: string; offered: boolean; at?: string }[]
+  /**
+   * An application race's barrier run: the first two queries that were on the server at once (the second sent
+   * before the first answered). No permutation runs them so: `order` is the order they were sent, not a replay.
+   */
+  overlap?: [string, string]
+  /** A replay (--schedule) whose named steps never came: which, and where their sessions ended. */
+  unfollowed?: string
 }
 
 /** Where a session stands while a step-by-step run waits before its next step (race run --step). */

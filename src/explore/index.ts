@@ -53,6 +53,11 @@ export interface ExploreOptions {
   /** The sample's seed; default a random one (reported, to run the same sample again). */
   seed?: number
   /**
+   * A sample that found no violation passes expect held only when it states at least this probability of finding
+   * one of its depth (0 < p < 1); without it a sample that held is not known to hold (exitCode 3).
+   */
+  acceptSample?: number
+  /**
    * Every order of the steps (today's exact enumeration, the oracle), whatever max says. Default: the reduced search,
    * which runs one order of each class of orders that differ only by swapping steps that touch nothing in common.
    */
@@ -192,6 +197,8 @@ export interface ExploreResult {
     faults?: 'drawn'
     /** --shard index/count: this result holds the draws j with j % count === index - 1; mergeShards joins them. */
     shard?: { index: number; count: number }
+    /** --accept-sample: the least probability asked of the sample for it to pass expect held. */
+    accept?: number
   }
   /**
    * --shard index/count of an exhaustive search: this result holds the interleavings of the subtrees that are this
@@ -294,14 +301,14 @@ interface Done {
 
 export async function explore(ctx: RunContext, scenarioOrId: string | Scenario, o: ExploreOptions = {}): Promise<ExploreResult> {
   const scenario = typeof scenarioOrId === 'string' ? await findScenario(scenarioOrId) : scenarioOrId
-  const known = ['databaseUrl', 'n', 'params', 'max', 'sample', 'seed', 'depth', 'preemptions', 'shard', 'jobs', 'shrink', 'name', 'expect', 'exhaustive', 'reduce', 'connectTimeoutMs', 'stepTimeoutMs', 'runTimeoutMs', 'onProgress']
+  const known = ['databaseUrl', 'n', 'params', 'max', 'sample', 'acceptSample', 'seed', 'depth', 'preemptions', 'shard', 'jobs', 'shrink', 'name', 'expect', 'exhaustive', 'reduce', 'connectTimeoutMs', 'stepTimeoutMs', 'runTimeoutMs', 'onProgress']
   for (const k of Object.keys(o)) if (!known.includes(k)) throw new UsageError(`explore(): unknown option '${k}': it takes ${known.join(', ')}`)
   for (const k of ['connectTimeoutMs', 'stepTimeoutMs', 'runTimeoutMs'] as const) {
     const v = o[k]
     if (v !== undefined && !(typeof v === 'number' && Number.isFinite(v) && v > 0)) throw new UsageError(`${k} is ${JSON.stringify(v) ?? String(v)}: give a positive number of milliseconds`)
   }
   const bounds: Bounds = { connectTimeoutMs: o.connectTimeoutMs ?? 5000, stepTimeoutMs: o.stepTimeoutMs ?? 10_000, runTimeoutMs: o.runTimeoutMs ?? 30 * 60_000 }
-  const { n, max, sample, seed, depth, preemptions, shard, jobs, shrink: shrinkBudget, expect, exhaustive, reduce } = checkExplore(scenario, o, NAMES)
+  const { n, max, sample, acceptSample, seed, depth, preemptions, shard, jobs, shrink: shrinkBudget, expect, exhaustive, reduce } = checkExplore(scenario, o, NAMES)
   const params = paramsOf(scenario, o.params ?? {}, engineFor(o.databaseUrl), 'explore()')
   return withLab(
     ctx,
@@ -313,7 +320,7 @@ export async function explore(ctx: RunContext, scenarioOrId: string | Scenario, 
         assertRunsOn(scenario, lab.engine)
         assertSound(scenario, params, n, lab.engine)
         const p = plan(scenario, { params, n, engine: lab.engine })
-        return await exploreOn(ctx, lab, target.label, scenario, p, { ...o, n, max, sample, seed, depth, preemptions, shard, jobs, expect, exhaustive, reduce, shrink: shrinkBudget }, bounds)
+        return await exploreOn(ctx, lab, target.label, scenario, p, { ...o, n, max, sample, acceptSample, seed, depth, preemptions, shard, jobs, expect, exhaustive, reduce, shrink: shrinkBudget }, bounds)
       } finally {
         await lab.close()
       }
@@ -685,7 +692,9 @@ export async function exploreOn(ctx: RunContext, lab: Driver, targetLabel: strin
   const diverged = split ? split.diverged : search instanceof Dfs || search instanceof Reduced || search instanceof Preemptive ? search.diverged : 0
   // Every interleaving held, but some were not run as chosen, or not run at all (an application race's tree larger
   // than --max): "held in all" is not known (unknown is never a pass).
-  const incomplete = (diverged > 0 || !complete) && violating === 0 && !incompleteRuns && expect === 'held'
+  const sampled = sampling && search instanceof Pct ? { size, seed, ...coverageOf(search), ...(o.shard ? { shard: o.shard } : {}), ...(faulted ? { faults: 'drawn' as const } : {}), ...(o.acceptSample !== undefined ? { accept: o.acceptSample } : {}) } : undefined
+  // A sample is no certificate (sampleFallsShort); a failure found (every session must complete) is decided, exit 1.
+  const incomplete = !incompleteRuns && (((diverged > 0 || !complete) && violating === 0 && expect === 'held') || sampleFallsShort(sampled, violating, expect))
   // --inject: a fault injected in no run was not explored: the search is no pass (unknown), and says which and why.
   const injections = faulted ? [...faultTally.values()] : undefined
   const notFired = (injections ?? []).filter((x) => x.runs === 0).map((x) => notFiredLine(x, runs))
@@ -707,7 +716,7 @@ export async function exploreOn(ctx: RunContext, lab: Driver, targetLabel: strin
     steps: app ? 'discovered' : 'declared',
     complete,
     ...(split && o.shard ? { shard: { ...o.shard, passed: split.passed } } : {}),
-    ...(sampling && search instanceof Pct ? { sample: { size, seed, ...coverageOf(search), ...(o.shard ? { shard: o.shard } : {}), ...(faulted ? { faults: 'drawn' as const } : {}) } } : {}),
+    ...(sampled ? { sample: sampled } : {}),
     runs,
     interleavings: every.length,
     violating,
@@ -813,9 +822,11 @@ export function mergeShards(parts: readonly ExploreResult[]): ExploreResult {
   const best = parts.filter((x) => x.shortest).sort((a, b) => (better(a.shortest!, b.shortest!) ? -1 : better(b.shortest!, a.shortest!) ? 1 : 0))[0]
   const runs = parts.reduce((a, x) => a + x.runs, 0)
   const ms = Math.max(...parts.map((x) => x.ms))
+  const sample = { size: s0.size, seed: s0.seed, depth: s0.depth, steps, counted, probability: 1 - (1 - once) ** counted, ...(s0.accept !== undefined ? { accept: s0.accept } : {}) }
+  const short = sampleFallsShort(sample, violating, expect)
   return {
     ...first,
-    sample: { size: s0.size, seed: s0.seed, depth: s0.depth, steps, counted, probability: 1 - (1 - once) ** counted },
+    sample,
     runs,
     interleavings: every.length,
     violating,
@@ -826,8 +837,8 @@ export function mergeShards(parts: readonly ExploreResult[]): ExploreResult {
     ...(best?.replayNote ? { replayNote: best.replayNote } : {}),
     diverged: 0,
     every,
-    matched: summary.matched,
-    exitCode: exitCode(summary),
+    matched: summary.matched && !short,
+    exitCode: short ? 3 : exitCode(summary),
     ms,
     perSecond: parts.reduce((a, x) => a + x.perSecond, 0),
   }
@@ -887,6 +898,15 @@ function mergeSearchShards(parts: readonly ExploreResult[]): ExploreResult {
     perSecond: parts.reduce((a, x) => a + x.perSecond, 0),
     jobs: Math.max(...parts.map((x) => x.jobs ?? 1)),
   }
+}
+
+/**
+ * A sample is not a certificate: one that found no violation passes expect held only when the user asked for a
+ * level of evidence (--accept-sample P) and its stated probability reached it. Else held is not known (exit 3).
+ */
+export function sampleFallsShort(sample: { probability: number; accept?: number } | undefined, violating: number, expect: ExpectOverride): boolean {
+  if (!sample || violating > 0 || expect !== 'held') return false
+  return sample.accept === undefined || sample.probability < sample.accept
 }
 
 function coverageOf(s: Pct): { depth: number; steps: number; counted: number; probability: number } {

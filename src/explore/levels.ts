@@ -117,6 +117,11 @@ export interface LevelsResult {
   fixes: Fix[]
   /** 0: every level decided; 3: some level could not be (an undecided interleaving, a sample, a search cut short). */
   exitCode: 0 | 3
+  /**
+   * What the race itself expects at each level (a spec's expect line, a module's expect, a built-in's documentation),
+   * which this result does not apply: its exit code says only whether every level was decided. Absent: none.
+   */
+  expectNotApplied?: Partial<Record<Level, 'held' | 'violated'>>
   ms: number
   /** Each level's whole exploration (--json with --all). */
   explorations: ExploreResult[]
@@ -237,6 +242,7 @@ export async function exploreLevels(
     invariant: first.invariant,
     levels: rows,
     ...levelsOutcome(rows, lab.engine),
+    ...unappliedExpect(levels, explored),
     ms: Math.round(performance.now() - started),
     explorations: explored,
   }
@@ -256,6 +262,23 @@ export function heldText(r: LevelRow): string {
   return parts.join(', ') || '-'
 }
 
+/** Pure: the expectations the explorations were made with, per level, which --isolation all does not apply. */
+export function unappliedExpect(levels: readonly Level[], explored: readonly Pick<ExploreResult, 'expected'>[]): Pick<LevelsResult, 'expectNotApplied'> {
+  const got: Partial<Record<Level, 'held' | 'violated'>> = {}
+  levels.forEach((level, i) => {
+    const e = explored[i]?.expected
+    if (e === 'held' || e === 'violated') got[level] = e
+  })
+  return Object.keys(got).length ? { expectNotApplied: got } : {}
+}
+
+/** One line: the expectation not applied, and where it is. */
+export function unappliedLine(e: Partial<Record<Level, 'held' | 'violated'>>): string {
+  const values = [...new Set(Object.values(e))]
+  const what = values.length === 1 ? `expect ${values[0]}` : `expect ${Object.entries(e).map(([l, v]) => `${v} at ${l}`).join(', ')}`
+  return `${what} (the race's own) is not applied across levels: the exit code says only whether every level was decided; race explore --isolation <level> applies it`
+}
+
 /** The report race explore --isolation prints. */
 export function renderLevels(r: LevelsResult, self: string): string {
   const w = columns()
@@ -273,6 +296,7 @@ export function renderLevels(r: LevelsResult, self: string): string {
   }
   lines.push(r.weakestSafe ? c.green(c.bold(`weakest level at which every interleaving held: ${r.weakestSafe}`)) : c.red(c.bold('weakest level at which every interleaving held: none of those run')))
   for (const x of r.levels) if (x.incomplete) lines.push(...hang(c.red(`not safe at ${x.isolation}: every session must complete, but in ${x.incomplete} interleaving${x.incomplete === 1 ? '' : 's'} one did not (${x.failure})`), w, 2))
+  if (r.expectNotApplied) lines.push(...hang(c.dim(unappliedLine(r.expectNotApplied)), w, 2))
   const undecided = r.levels.filter((x) => x.violating === 0 && !x.complete)
   if (undecided.length) lines.push(...hang(c.yellow(`not known to hold at ${undecided.map((x) => x.isolation).join(', ')}: some interleavings there were not run or not decided (race explore --isolation <level> shows why)`), w, 2))
   if (r.fixes.length) {

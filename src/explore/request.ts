@@ -44,6 +44,7 @@ export interface ExploreAsked {
   n?: string | number
   max?: string | number
   sample?: string | number
+  acceptSample?: string | number
   seed?: string | number
   shrink?: string | number
   depth?: string | number
@@ -59,6 +60,8 @@ export interface ExploreChecked {
   n: number
   max: number
   sample?: number
+  /** A sample (or a search cut short) passes expect held only when it states at least this probability (--accept-sample). */
+  acceptSample?: number
   seed?: number
   shrink: number
   depth: number
@@ -103,7 +106,19 @@ export function checkExplore(s: Scenario, a: ExploreAsked, spell: Spelling): Exp
     if (a.seed === undefined && sample !== undefined) throw new UsageError(`${spell('shard')} needs ${spell('seed')}: every part of a sample draws from the same seed`)
   }
   if (preemptions !== undefined && sample !== undefined) throw new UsageError(`${spell('preemptions')} runs every order within a bound and ${spell('sample')} a random few: give one of them`)
-  return { n, max, sample, seed, shrink, depth, preemptions, shard, jobs, expect: a.expect, exhaustive, reduce }
+  const acceptSample = a.acceptSample === undefined ? undefined : acceptedProbability(spell, a.acceptSample)
+  if (acceptSample !== undefined && (exhaustive || reduce || preemptions !== undefined)) {
+    throw new UsageError(`${spell('acceptSample')} accepts a PCT sample's stated probability; ${spell(exhaustive ? 'exhaustive' : reduce ? 'reduce' : 'preemptions')} draws no sample: leave one of them out`)
+  }
+  return { n, max, sample, acceptSample, seed, shrink, depth, preemptions, shard, jobs, expect: a.expect, exhaustive, reduce }
+}
+
+/** --accept-sample's probability: a number above 0 and below 1 (a sample's bound is never 1). */
+function acceptedProbability(spell: Spelling, v: string | number): number {
+  const text = String(v).trim()
+  const p = typeof v === 'number' ? v : /^(0?\.\d+|0)$/.test(text) ? Number(text) : NaN
+  if (!(p > 0 && p < 1)) throw new UsageError(`${spell('acceptSample')} takes a probability above 0 and below 1 (e.g. 0.95: the least chance the sample states of finding a violation of its --depth), got ${JSON.stringify(v)}`)
+  return p
 }
 
 /** One session has nothing to race with: every interleaving is its own order, and a green result would say nothing. */

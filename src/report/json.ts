@@ -24,8 +24,12 @@ export interface RunDocument {
   /** The level each session is documented at; each session's own `isolation` is what the server said. */
   isolation: Record<string, Level | null>
   sessions: SessionReport[]
-  /** An application race: the labels in the order they ran, a permutation --schedule replays. */
+  /** An application race: the labels in the order they ran, a permutation --schedule replays (unless `overlap`). */
   order?: string
+  /** A barrier run: two queries that were on the server at once; `order` is then the order they were sent, not a replay. */
+  overlap?: [string, string]
+  /** A replay (--schedule) whose named steps never came. */
+  unfollowed?: string
   invariant: InvariantReport
   verdict: Verdict
   why: string
@@ -63,8 +67,11 @@ export function toJson(r: RunView, o: { timeline: boolean; exitCode: number; kep
     /** The level each session is documented at; each session's own `isolation` is what the server said. */
     isolation: r.plan.isolation,
     sessions: t.sessions,
-    // An application race: the labels in the order they ran, a permutation --schedule replays.
+    // An application race: the labels in the order they ran, a permutation --schedule replays; with `overlap` (a
+    // barrier run), the order they were sent, two of them (the pair) on the server at once: no permutation replays it.
     ...(t.order ? { order: t.order.join(' ') } : {}),
+    ...(t.overlap ? { overlap: t.overlap } : {}),
+    ...(t.unfollowed ? { unfollowed: t.unfollowed } : {}),
     invariant: t.invariant,
     verdict: r.summary.verdict,
     why: t.why,

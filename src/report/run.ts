@@ -27,6 +27,17 @@ export function describeParams(s: Scenario, params: Params): string {
 
 /** The first line of a run's report: what ran where, how many sessions, which schedule. */
 /** `server`: the product and version, e.g. "PostgreSQL 18.4" or "MariaDB 10.11.19". */
+/**
+ * A barrier run's order is the order its queries were sent; two were on the server at once, which no --schedule
+ * runs (a permutation lets one step go at a time): labelled `sent`, not `order`, and says so.
+ */
+export function sentLines(order: readonly string[], [first, second]: readonly [string, string], w: number): string[] {
+  return [
+    ...hang(`${c.dim('sent')}       ${order.join(' ')}`, w, 11),
+    ...hang(`${' '.repeat(11)}${c.dim(`(the order the queries were sent, not a replay line: ${second} was sent while ${first} was on the server, and --schedule runs one step at a time, so this line pasted there runs another interleaving; race explore prints lines that replay)`)}`, w, 11),
+  ]
+}
+
 export function headParts(id: string, server: string, target: string, n: number, schedule: Schedule, windowMs: number): string[] {
   return [c.bold(`race run ${id}`), `${server} (${target})`, `${n} session${n === 1 ? '' : 's'}`, `${schedule}${windowMs ? ` window ${formatDuration(windowMs)}` : ''}`]
 }
@@ -53,7 +64,8 @@ export function render(
   if (summary.trials > 1) lines.push(trialsTable(r.trials, summary, w), '', c.dim(`one ${t.comparison.matched ? t.verdict : 'deviating'} trial:`))
   lines.push(sessionsTable(t, w), ...backendLines(t, w))
   // An application race: the order its queries ran in, as a permutation that --schedule replays.
-  if (t.order?.length) lines.push(...hang(`${c.dim('order')}      ${t.order.join(' ')}`, w, 11))
+  if (t.order?.length && t.overlap) lines.push(...sentLines(t.order, t.overlap, w))
+  else if (t.order?.length) lines.push(...hang(`${c.dim('order')}      ${t.order.join(' ')}`, w, 11))
   lines.push(invariantLine(t, w), verdictLine(summary, summary.trials === 1 ? t.why : undefined, w), ...deviationLines(summary, w))
   if (kept) lines.push(...hang(c.dim(`schema ${r.schema} kept (--keep): drop schema "${r.schema}" cascade`), w, 2))
   return lines.join('\n')

@@ -31,9 +31,18 @@ export interface Trial extends TrialFacts {
 }
 
 export function judgeTrial(facts: TrialFacts, docs: readonly Documented[], p: Plan): Trial {
-  const { verdict, why } = judge(facts.sessions, facts.invariant, declaredCodes(docs, p))
+  const { verdict, why } = unfollowedVerdict(facts, judge(facts.sessions, facts.invariant, declaredCodes(docs, p)))
   const failure = p.scenario.mustComplete ? notCompleted(facts.sessions) : undefined
   return { ...facts, verdict, why, comparison: compare(verdict, facts.sessions, docs, p.isolation), ...(failure ? { failure } : {}) }
+}
+
+/**
+ * A replay (--schedule) some of whose steps never came ran another interleaving than the one asked for: what it
+ * shows of that one is not known (unknown), except a violation, which is a fact of what ran.
+ */
+export function unfollowedVerdict(facts: Pick<TrialFacts, 'unfollowed'>, judged: { verdict: Verdict; why: string }): { verdict: Verdict; why: string } {
+  if (!facts.unfollowed || judged.verdict === 'anomaly') return judged
+  return { verdict: 'unknown', why: `${facts.unfollowed}: not the interleaving asked for (the order line is what ran; on it, ${judged.why})` }
 }
 
 /** One deterministic trial (race check, race matrix): lockstep, no window, nothing kept, judged. */

@@ -9,7 +9,7 @@ import type { Engine, ParamSpec, ParamValue, Params, Pool, Scenario } from '../s
 export type RunOption = 'n' | 'schedule' | 'window' | 'trials' | 'expect' | 'user' | 'hold' | 'connectTimeout' | 'stepTimeout' | 'runTimeout' | 'pg' | 'databaseUrl' | ExploreOption
 
 /** What race explore and explore() take besides (explore/request.ts). */
-export type ExploreOption = 'max' | 'sample' | 'seed' | 'shrink' | 'exhaustive' | 'reduce' | 'depth' | 'preemptions' | 'shard' | 'jobs'
+export type ExploreOption = 'max' | 'sample' | 'acceptSample' | 'seed' | 'shrink' | 'exhaustive' | 'reduce' | 'depth' | 'preemptions' | 'shard' | 'jobs'
 
 /** How the caller spells an option in an error. */
 export type Spelling = (option: RunOption) => string

@@ -336,8 +336,7 @@ test('case 9: an in-process mutex: the session waiting in JavaScript on one race
 
 // ---- 10. printed order and replay lines replay -------------------------------------------------------------------
 
-test('case 10: the order a barrier run prints has every query and replays with --schedule; explore prints --database-url', async () => {
-  // What each session does depends on no other (no read decides): its order replays exactly.
+test('case 10: a barrier run\'s queries, sent at once, are labelled sent (not a replay line), with every query; a lockstep run\'s order line replays; explore prints --database-url', async () => {
   const file = moduleFile(
     'inserts.race.mjs',
     `export default {
@@ -354,20 +353,29 @@ test('case 10: the order a barrier run prints has every query and replays with -
 }
 `,
   )
+  // The barrier (the default): the three inserts go at once, on the server together. The line is the order they were
+  // sent, every session's first query included; no permutation runs them so, and the report says so.
   const first = await race(['run', file, '--n', '3', '--json'], { url: ctx.server.url })
   assert.ok(first.code === 0 || first.code === 1, first.stderr)
-  const order = JSON.parse(first.stdout).order as string
-  for (const s of ['s1', 's2', 's3']) assert.ok(order.split(' ').includes(`${s}.q1`), order)
-  const again = await race(['run', file, '--n', '3', '--schedule', order, '--json'], { url: ctx.server.url })
-  assert.equal(again.code, 0, again.stderr)
-  assert.equal(JSON.parse(again.stdout).order, order)
-  // The text output's order line, pasted back, replays too.
-  const text = await race(['run', file, '--n', '3'], { url: ctx.server.url, env: { COLUMNS: '400' } })
+  const sent = JSON.parse(first.stdout) as { order: string; overlap: [string, string] }
+  for (const s of ['s1', 's2', 's3']) assert.ok(sent.order.split(' ').includes(`${s}.q1`), sent.order)
+  const labels = sent.order.split(' ')
+  assert.equal(sent.overlap.length, 2, first.stdout)
+  assert.ok(labels.indexOf(sent.overlap[0]) < labels.indexOf(sent.overlap[1]), JSON.stringify(sent))
+  assert.notEqual(sent.overlap[0].split('.')[0], sent.overlap[1].split('.')[0])
+  const barrier = await race(['run', file, '--n', '3'], { url: ctx.server.url, env: { COLUMNS: '400' } })
+  assert.doesNotMatch(barrier.stdout, /^order\s/m)
+  assert.equal(/^sent\s+(.*)$/m.exec(barrier.stdout)?.[1]?.trim().split(' ').length, 9, barrier.stdout)
+  assert.match(barrier.stdout, /\(the order the queries were sent, not a replay line: s\d\.q\d was sent while s\d\.q\d was on the server, and --schedule runs one step at a time, so this line pasted there runs another interleaving/)
+  // One step at a time (lockstep): nothing overlaps, and the order line, pasted back, replays.
+  const text = await race(['run', file, '--n', '3', '--schedule', 'lockstep'], { url: ctx.server.url, env: { COLUMNS: '400' } })
   const line = /^order\s+(.*)$/m.exec(text.stdout)?.[1]?.trim() ?? ''
   assert.equal(line.split(' ').length, 9, text.stdout)
+  assert.doesNotMatch(text.stdout, /not a replay line/)
   const pasted = await race(['run', file, '--n', '3', '--schedule', line, '--json'], { url: ctx.server.url })
   assert.equal(pasted.code, 0, pasted.stderr)
   assert.equal(JSON.parse(pasted.stdout).order, line)
+  assert.equal(JSON.parse(pasted.stdout).overlap, undefined)
   // Explore's replay line names the database it ran on (given by --database-url, not the environment).
   const orders = path.join(EX, 'orders.race.mjs')
   const ex = await race(['explore', orders, '--database-url', ctx.server.url, '--json'], { timeoutMs: 300_000 })
@@ -401,9 +409,42 @@ test('case 10 (MariaDB): the explore replay line names the mysql:// URL and repl
   assert.equal(JSON.parse(replayed.stdout).order, j.shortest.line)
 })
 
+test('case 10: a replay whose steps cannot be followed (at another level a session fails early) prints its report, names the steps that never came, exit 3', async () => {
+  // Read, then write back: a lost update at read committed; at repeatable read s1's update fails with 40001 and its
+  // function (no catch) ends there, so s1.q4 (its COMMIT) never comes.
+  const file = moduleFile(
+    'rmw.race.mjs',
+    `export default {
+  driver: 'pg',
+  sessions: 2,
+  setup: ['create table acct (id int primary key, balance int not null, n int not null)', 'insert into acct values (1, 100, 0)'],
+  session: async (db) => {
+    await db.query('begin')
+    const { rows } = await db.query('select balance from acct where id = 1')
+    await db.query('update acct set balance = $1, n = n + 1 where id = 1', [rows[0].balance - 10])
+    await db.query('commit')
+  },
+  invariant: 'select balance = 100 - 10 * n from acct where id = 1',
+  expect: 'held',
+}
+`,
+  )
+  const line = 's1.q1 s1.q2 s2.q1 s2.q2 s2.q3 s2.q4 s1.q3 s1.q4'
+  const rc = await race(['run', file, '--schedule', line, '--json'], { url: ctx.server.url })
+  assert.equal(rc.code, 1, rc.stdout + rc.stderr)
+  assert.equal(JSON.parse(rc.stdout).order, line)
+  const rr = await race(['run', file, '--isolation', 'rr', '--schedule', line], { url: ctx.server.url, env: { COLUMNS: '400' } })
+  assert.equal(rr.code, 3, rr.stdout + rr.stderr)
+  assert.match(rr.stdout, /^order\s+s1\.q1 s1\.q2 s2\.q1 s2\.q2 s2\.q3 s2\.q4 s1\.q3$/m)
+  assert.match(rr.stdout, /--schedule was not followed: s1\.q4 never came \(s1 ended after s1\.q3\): not the interleaving asked for \(the order line is what ran; on it, held: the server raised 40001/)
+  const j = JSON.parse((await race(['run', file, '--isolation', 'rr', '--schedule', line, '--json'], { url: ctx.server.url })).stdout)
+  assert.equal(j.verdict, 'unknown')
+  assert.equal(j.unfollowed, '--schedule was not followed: s1.q4 never came (s1 ended after s1.q3)')
+})
+
 // ---- 12. input that would be ignored is refused ------------------------------------------------------------------
 
-test('case 12: an unknown field, stepTimeoutMs -5, a permutation step that never comes, a race that sends no query: refused in one line', async () => {
+test('case 12: an unknown field, stepTimeoutMs -5, a race that sends no query: refused in one line; a permutation step that never comes leaves the trial unknown, naming it', async () => {
   const { createOrder, Conflict } = await load('orders.mjs')
   assert.throws(
     () => appScenario({ driver: 'pg', session: () => {}, invariant: 'select true', expect: 'held', prevension: ['23505'] } as unknown as AppRace, 'typo.race.mjs'),
@@ -411,7 +452,9 @@ test('case 12: an unknown field, stepTimeoutMs -5, a permutation step that never
   )
   const s = pgRace({ session: (db, c) => createOrder(db, c.user, 42), rejects: [Conflict], expect: 'violated' })
   await assert.rejects(explore(new RunContext(), s, { stepTimeoutMs: -5 }), (e: unknown) => e instanceof UsageError && e.exitCode === 2 && /^stepTimeoutMs is -5/.test(e.message))
-  await assert.rejects(go(s, 2, 'permutation', { permutation: 's1.q1 s1.q2 s1.q3 s1.q4 s1.q5' }), (e: unknown) => e instanceof UsageError && /--schedule names s1\.q5, which never came: s1 ended after s1\.q4/.test((e as Error).message))
+  const [never] = (await go(s, 2, 'permutation', { permutation: 's1.q1 s1.q2 s1.q3 s1.q4 s1.q5' })).trials
+  assert.equal(never.verdict, 'unknown')
+  assert.match(never.why, /^--schedule was not followed: s1\.q5 never came \(s1 ended after s1\.q4\): not the interleaving asked for/)
   const none = pgRace({ session: async () => {}, expect: 'held' })
   await assert.rejects(go(none, 2, 'lockstep'), (e: unknown) => e instanceof UsageError && /no session's function sent a query/.test((e as Error).message))
   // Through the CLI: one line, exit 2, naming the field as spelled.

@@ -66,6 +66,20 @@ test('count-then-insert: violated at read committed and repeatable read, held at
   assert.ok(j.fixes[0].documented.some((x) => /FOR UPDATE/.test(x)) && j.fixes[0].documented.some((x) => /advisory/.test(x)))
 })
 
+test('--isolation with several levels says, in one line and in --json, that the race\'s own expect is not applied (exit 0: every level decided)', async () => {
+  // orders.race.mjs expects violated; serializable held in every interleaving, and the exit is still 0.
+  const file = path.join(EX, 'orders.race.mjs')
+  const { code, j, stderr } = await levels([file, '--isolation', 'rc,ser'])
+  assert.equal(code, 0, stderr)
+  assert.equal(row(j, 'serializable').violating, 0)
+  assert.deepEqual((j as unknown as { expectNotApplied: unknown }).expectNotApplied, { 'read committed': 'violated', serializable: 'violated' })
+  const text = await race(['explore', file, '--isolation', 'rc,ser'], { url: server.url, timeoutMs: 300_000, env: { COLUMNS: '400' } })
+  assert.equal(text.code, 0, text.stderr)
+  const lines = text.stdout.split('\n').filter((l) => /not applied/.test(l))
+  assert.equal(lines.length, 1, text.stdout)
+  assert.match(lines[0], /^expect violated \(the race's own\) is not applied across levels: the exit code says only whether every level was decided; race explore --isolation <level> applies it$/)
+})
+
 test('read-modify-write withdrawal: violated at read committed, held at repeatable read by 40001; weakest safe repeatable read; the shortest replays at its level', async () => {
   const file = path.join(EX, 'withdraw.race.mjs')
   const { code, j, stderr } = await levels([file, '--isolation', 'rc,rr'])
@@ -147,8 +161,11 @@ test('--inject 40001@commit: the correct retry loop holds; the loop that keeps i
 
 test('--inject lost@3: a backend ended by race before its query is decided (held), never a crash; a loop that retries forever is stopped and named', async () => {
   const lost = await exploreJson(server.url, admin, [path.join(EX, 'withdraw-retry.race.mjs'), '--isolation', 'ser', '--inject', 'lost@3', '--sample', '12', '--seed', '5'])
-  assert.equal(lost.code, 0, lost.stderr)
+  // Every draw decided and held; a sample asked for no level of evidence (--accept-sample) is not a pass.
+  assert.equal(lost.code, 3, lost.stderr)
+  assert.match(lost.stderr, /a sample is not a certificate/)
   assert.equal(lost.j.unknown, 0)
+  assert.equal(lost.j.violating, 0)
   assert.ok(lost.j.every.some((x) => Object.values(x.outcomes).includes('lost')), JSON.stringify(lost.j.every.map((x) => x.outcomes)))
 
   const forever = await exploreJson(server.url, admin, [path.join(EX, 'withdraw-retry-forever.race.mjs'), '--isolation', 'ser', '--sample', '4', '--seed', '1'])

@@ -109,7 +109,8 @@ test('a seeded sample of three sessions: the same seed draws the same runs, shru
 
 test('a sample is PCT\'s: the report states what it covered (depth, probability), in text and --json, and never says every', async () => {
   const r = await race(['explore', FIXED, '--sample', '20', '--seed', '3', '--depth', '2'], { url: server.url, timeoutMs: 300_000 })
-  assert.equal(r.code, 0, r.stdout + r.stderr)
+  // The spec expects held; a sample without --accept-sample is not known to hold (the next test).
+  assert.equal(r.code, 3, r.stdout + r.stderr)
   const text = r.stdout.replace(/\s+/g, ' ')
   assert.match(text, /a PCT sample: 20 runs, seed 3/)
   assert.match(text, /no violation found; a violation needing 2 steps in a given order \(at most 1 preemption\) would have been found by these 20 runs with probability >= 0\.\d+ \(PCT: 2 sessions, 8 steps a run\)/)
@@ -118,6 +119,45 @@ test('a sample is PCT\'s: the report states what it covered (depth, probability)
   // 2 sessions, 8 steps, depth 2: one run finds such a violation with probability at least 1/16.
   assert.ok(Math.abs(j.sample!.probability - (1 - (1 - 1 / 16) ** j.sample!.counted)) < 1e-12)
   assert.equal(j.sample!.counted, 20)
+})
+
+test('a sample is not a certificate: held in every draw exits 3 under expect held, unless --accept-sample P and the stated probability reaches P', async () => {
+  const args = [FIXED, '--sample', '20', '--seed', '3', '--depth', '2']
+  const plain = await explore(args)
+  assert.equal(plain.j.violating, 0)
+  assert.equal(plain.code, 3, plain.stderr)
+  assert.equal(plain.j.exitCode, 3)
+  assert.equal(plain.j.matched, false)
+  // One line (a progress line, on a slow machine, begins race explore:).
+  const said = plain.stderr.split('\n').filter((l) => l.startsWith('race: '))
+  assert.equal(said.length, 1, plain.stderr)
+  assert.match(said[0], /^race: held in the \d+ sampled interleavings \(20 runs, seed 3\), which state probability >= 0\.\d{4} of finding a violation needing 2 steps in a given order; the other orders were not run: a sample is not a certificate\. --accept-sample P passes/)
+  const p = plain.j.sample!.probability
+  // Asked for less than the sample states: a pass, and --json records what was asked.
+  const below = await explore([...args, '--accept-sample', (p - 0.01).toFixed(4)])
+  assert.equal(below.code, 0, below.stderr)
+  assert.equal(below.j.matched, true)
+  assert.equal((below.j.sample as { accept?: number }).accept, Number((p - 0.01).toFixed(4)))
+  // Asked for more: not reached, exit 3, and the line says what was short.
+  const above = await explore([...args, '--accept-sample', (p + 0.01).toFixed(4)])
+  assert.equal(above.code, 3, above.stderr)
+  assert.match(above.stderr, new RegExp(`short of --accept-sample ${(p + 0.01).toFixed(4)}: raise --sample`))
+  // A violation a sample found is a fact: exit 1 under expect held, whatever --accept-sample says.
+  const found = await explore([ORDERS, '--sample', '20', '--seed', '3', '--accept-sample', '0.5'])
+  assert.ok(found.j.violating > 0)
+  assert.equal(found.code, 1, found.stderr)
+  // Where nothing is sampled, --accept-sample is refused; so is a probability that is none.
+  for (const [extra, re] of [
+    [['--accept-sample', '0.9', '--exhaustive'], /--accept-sample accepts a PCT sample's stated probability; --exhaustive draws no sample/],
+    [['--accept-sample', '1'], /--accept-sample takes a probability above 0 and below 1/],
+    [['--accept-sample', 'high'], /--accept-sample takes a probability above 0 and below 1/],
+    [['--accept-sample', '0.9', '--isolation', 'all'], /--accept-sample passes a held sample of one level/],
+  ] as const) {
+    const r = await race(['explore', FIXED, ...extra], { url: server.url })
+    assert.equal(r.code, 2, r.stderr)
+    assert.equal(r.stderr.trim().split('\n').length, 1, r.stderr)
+    assert.match(r.stderr, re)
+  }
 })
 
 test('--preemptions K: every order with at most K preemptions, fewest first; the report states the bound and the most reached', async () => {

@@ -222,3 +222,26 @@ test('a step whose own text ends its transaction with a lone COMMIT: its run, th
   assert.equal(pointsOf(['begin; insert into t values (1); commit']), 2)
   assert.equal(pointsOf(['begin', 'update t set v = 1; commit']), 3)
 })
+
+test('merged sample shards: held in every draw passes expect held only with an accept level the merged sample reaches', async () => {
+  const { mergeShards } = await import('../../src/explore/index.js')
+  type Result = Parameters<typeof mergeShards>[0][number]
+  // Two shards of a 4-run sample, 2 sessions of 4 steps, depth 2: one run finds such a violation with probability
+  // at least 1/8, so the 4 runs together state 1 - (7/8)^4 = 0.4138...
+  const part = (index: number, accept?: number) =>
+    ({
+      scenario: 'x',
+      n: 2,
+      expected: 'held',
+      sample: { size: 4, seed: 1, depth: 2, steps: 4, counted: 2, probability: 1 - (7 / 8) ** 2, shard: { index, count: 2 }, ...(accept === undefined ? {} : { accept }) },
+      every: [{ line: `s1.a${index} s2.b${index}`, verdict: 'clean', held: true, observed: 'true', outcomes: { s1: 'committed', s2: 'committed' }, waited: [], switches: 1, runs: 2 }],
+      runs: 2,
+      ms: 1,
+      perSecond: 1,
+    }) as unknown as Result
+  const merged = (accept?: number) => mergeShards([part(1, accept), part(2, accept)])
+  assert.ok(Math.abs(merged().sample!.probability - (1 - (7 / 8) ** 4)) < 1e-12)
+  assert.deepEqual([merged().exitCode, merged().matched], [3, false])
+  assert.deepEqual([merged(0.4).exitCode, merged(0.4).matched], [0, true])
+  assert.deepEqual([merged(0.5).exitCode, merged(0.5).matched], [3, false])
+})
