@@ -1,7 +1,8 @@
 // npm run explore:merge -- part1.json part2.json ...: joins the --json of every part of one race explore sample split
 // with --shard i/n (the same scenario, --n, --seed, --sample, --depth), or of one --exhaustive search split with
 // --shard i/n, into one document, as one run would have printed it (explore/index.ts mergeShards); exit code as race
-// explore's. Bad input: one line, exit 2.
+// explore's. Bad input: one line, exit 2; parts of another race's text (not only its name), racelab version or server
+// version are bad input (explore/one-search.ts).
 import fs from 'node:fs'
 import { mergeShards, type ExploreResult } from '../src/explore/index.js'
 
@@ -21,7 +22,7 @@ try {
       throw new Error(`${f} is not the --json of race explore`)
     }
   })
-  const merged = mergeShards(parts)
+  const merged = mergeShards(parts, files)
   process.stdout.write(JSON.stringify(merged, null, 2) + '\n')
   process.exit(merged.exitCode)
 } catch (e) {

@@ -2,9 +2,8 @@
 // Each command loads only what it uses: the command named on the command line is the only module imported (with
 // the scenario summaries, in parallel, when it declares scenario flags); help and anything else load them all.
 import type { Command } from 'commander'
-import fs from 'node:fs'
 import { Interrupted, RunError, UsageError } from './errors.js'
-import { SRC } from './home.js'
+import { racelabVersion } from './home.js'
 import { isMariadbKillOfGoneThread, isPostgresJsDestroyedFetch, isPostgresJsNextWriteBug } from './known-bugs.js'
 import { contained, installSignalHandlers, RunContext } from './lifecycle.js'
 import { prefetchScenario, summaries, type ScenarioSummary } from './registry.js'
@@ -30,10 +29,6 @@ const COMMANDS: { name: string; scenarios?: boolean; load: () => Promise<Registe
   { name: 'cache', load: async () => { const { registerCache } = await import('./commands/cache.js'); return (p) => registerCache(p, setExit) } },
 ]
 
-/** package.json's version (read as a file: no CommonJS loader for one field). */
-function version(): string {
-  return (JSON.parse(fs.readFileSync(new URL('../../package.json', SRC), 'utf8')) as { version: string }).version
-}
 
 /** The command's context (one command per process): its abort, its cleanup, its embedded server, its colours. */
 const context = new RunContext()
@@ -88,7 +83,7 @@ async function program(argv: readonly string[]): Promise<Command> {
   const { Command } = await commander
   const p = new Command('race')
     .description('A race laboratory for PostgreSQL: make a concurrency bug happen on purpose, then watch the fix hold.')
-    .version(version())
+    .version(racelabVersion())
     .showSuggestionAfterError(true)
     .exitOverride()
     .configureOutput({

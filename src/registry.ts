@@ -10,6 +10,7 @@ import fs from 'node:fs'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { UsageError } from './errors.js'
+import { fileDigest, sha256 } from './isolation/digest.js'
 import { SRC } from './home.js'
 import { importModule } from './load-module.js'
 import { closest } from './parse.js'
@@ -90,6 +91,27 @@ const BUILT_IN = new WeakSet<Scenario>()
  */
 export function isBuiltIn(s: Scenario): boolean {
   return BUILT_IN.has(s)
+}
+
+/**
+ * The SHA-256 of the race's text: the file a spec or module was loaded from; a built-in's module file; else (an
+ * object given to explore()) its definition, functions as their source text.
+ */
+export function raceDigest(s: Scenario): string {
+  const file = fileDigest(s)
+  if (file) return file
+  if (isBuiltIn(s)) {
+    try {
+      return sha256(fs.readFileSync(new URL(`${s.id}.js`, SCENARIOS)))
+    } catch {
+      /* its file gone since it was loaded: its definition */
+    }
+  }
+  try {
+    return sha256(JSON.stringify(s, (_k, v: unknown) => (typeof v === 'function' || typeof v === 'bigint' ? String(v) : v)))
+  } catch {
+    return sha256(`${s.id}`)
+  }
 }
 
 async function load(id: string): Promise<Scenario> {

@@ -6,6 +6,13 @@
 // is then compiled as usual. Without a bundle (a build by tsc alone), or with RACE_BUNDLE=0, the modules are imported
 // one by one as before.
 //
+// The bundle's first line names the modules it was built from, each with the start of its SHA-256 (scripts/bundle.ts).
+// When one of them changed since (a build by tsc alone after `npm run build`, or a module edited by hand), the
+// bundle would run older code than the modules: race runs the modules instead and says so in one line on stderr.
+// Checking costs a stat of each module the bundle holds (some 110); only a module newer than the bundle is read and
+// hashed (after tsc alone, every module; in an installed package, whose files npm writes in its own order, a few),
+// so a module rewritten with the same text, or merely touched, still runs the bundle.
+//
 // The bundle's own dynamic imports are resolved when it is built; what it imports at run time (a user's module, a
 // driver, a built-in scenario file) goes through src/load-module.ts, which uses this module's import (a script
 // compiled from a code cache has no dynamic import of its own).
@@ -28,7 +35,36 @@ function bundleSource(): string | undefined {
   }
 }
 
-const source = bundleSource()
+const INPUTS_LINE = '// race bundle inputs: '
+
+/** Why the bundle is older than the modules it was built from, if it is: the first module that changed, named from dist/. */
+async function staleness(text: string): Promise<string | undefined> {
+  if (!text.startsWith(INPUTS_LINE)) return 'the bundle dist/src/cli.bundle.cjs does not name the modules it was built from'
+  const built = fs.statSync(BUNDLE).mtimeMs
+  const dir = path.dirname(BUNDLE)
+  let hash: ((data: Buffer) => string) | undefined
+  for (const entry of text.slice(INPUTS_LINE.length, text.indexOf('\n')).split(' ')) {
+    const at = entry.lastIndexOf(':')
+    const name = entry.slice(0, at)
+    const file = path.join(dir, name)
+    const st = fs.statSync(file, { throwIfNoEntry: false })
+    if (!st) return `dist/src/${name}, which the bundle dist/src/cli.bundle.cjs was built from, is gone`
+    if (st.mtimeMs <= built) continue
+    if (!hash) {
+      const { createHash } = await import('node:crypto')
+      hash = (data) => createHash('sha256').update(data).digest('hex').slice(0, 16)
+    }
+    if (hash(fs.readFileSync(file)) !== entry.slice(at + 1)) return `dist/src/${name} changed since the bundle dist/src/cli.bundle.cjs was built`
+  }
+  return undefined
+}
+
+let source = bundleSource()
+const stale = source === undefined ? undefined : await staleness(source)
+if (stale !== undefined) {
+  process.stderr.write(`race: ${stale}: running the modules instead (npm run build makes the bundle again)\n`)
+  source = undefined
+}
 if (source === undefined) {
   await import('./cli.js')
 } else {

@@ -1,10 +1,12 @@
 // The drivers an application race hands its function, each with every query it sends passing through the
 // session's gate first. The driver package is loaded from where the user's race module is (their node_modules, so
 // the ORM they pass it to sees the same classes), else from race's own.
-import { AsyncLocalStorage } from 'node:async_hooks'
+import { AsyncLocalStorage, AsyncResource } from 'node:async_hooks'
 import { createRequire } from 'node:module'
 import { pathToFileURL } from 'node:url'
 import { UsageError } from '../errors.js'
+import { contained } from '../lifecycle.js'
+import { underTest } from './contain.js'
 import { importModule } from '../load-module.js'
 import type { Target } from '../db/target.js'
 import { unixSocket } from '../db/connect.js'
@@ -131,6 +133,7 @@ export async function openPg(pg: Any, target: Target, o: AppConnOptions, s: AppS
   // A COMMIT with no transaction in progress is answered with a warning (25P01) and the tag COMMIT: the session hears it.
   client.on('notice', (n: Any) => holder.s.noticed(n?.code))
   await client.connect()
+  listenInCallersContext(client)
   const raw = client.query.bind(client)
   const ending = async () => {
     try {
@@ -182,6 +185,35 @@ export async function openPg(pg: Any, target: Target, o: AppConnOptions, s: AppS
       await withTimeout(client.end().catch(() => {}), 2000)
     },
     destroy: ending,
+  }
+}
+
+/**
+ * A listener the code under test puts on the connection (`db.on('notice', ...)`, or on a ctx.pg client) is called
+ * from the connection's socket, which race opened outside the session: it runs in the context it was added in, so
+ * that what it throws is that session's failure (app/contain.ts), never race's "internal error". removeListener(fn)
+ * finds it (EventEmitter reads a wrapper's `listener`). Listeners added outside a session (race's own) are untouched.
+ */
+function listenInCallersContext(client: Any): void {
+  for (const m of ['on', 'addListener', 'once', 'prependListener', 'prependOnceListener'] as const) {
+    const add = client[m]
+    if (typeof add !== 'function') continue
+    client[m] = function (this: unknown, event: string | symbol, fn: unknown) {
+      if (typeof fn !== 'function' || !underTest.getStore()) return add.call(client, event, fn)
+      const scope = new AsyncResource('race.listener')
+      const bound = function (this: unknown, ...a: unknown[]) {
+        return scope.runInAsyncScope(() => {
+          try {
+            return (fn as (...x: unknown[]) => unknown).apply(this, a)
+          } catch (e) {
+            if (!contained(e, 'uncaught exception')) throw e
+            return undefined
+          }
+        })
+      }
+      ;(bound as unknown as { listener: unknown }).listener = fn
+      return add.call(client, event, bound)
+    }
   }
 }
 
@@ -254,9 +286,10 @@ function wrapPgQuery(raw: Any, holder: Holder, client: Any) {
     // says what it did (the failure is recorded when it ends), never an unhandled rejection that ends the run.
     run.catch(() => {})
     if (!cb) return run
+    // node-postgres calls back (err) or (null, result), from its socket: what the callback throws is an uncaught exception.
     run.then(
-      (r) => cb(undefined, r),
-      (e) => cb(e),
+      (r) => process.nextTick(cb, null, r),
+      (e) => process.nextTick(cb, e),
     )
     return undefined
   }
@@ -266,9 +299,10 @@ function wrapPgQuery(raw: Any, holder: Holder, client: Any) {
 function poolOver(client: Any, poolClient: Any): PoolLike {
   const pool: PoolLike = {
     query: (...args: unknown[]) => client.query(...args),
+    // pg-pool's shapes: callback (undefined, client, release), called back later (never before connect returns).
     connect: (cb?: (err: Error | undefined, c?: unknown, release?: () => void) => void) => {
-      if (cb) {
-        cb(undefined, poolClient, () => {})
+      if (typeof cb === 'function') {
+        setImmediate(() => cb(undefined, poolClient, () => {}))
         return
       }
       return Promise.resolve(poolClient)
@@ -295,7 +329,7 @@ function sessionPg(pg: Any, client: Any): { pg: Any; sweep(): void } {
   // Listeners a library adds on a handle go on the connection. They come off when the handle is ended (a pool that
   // lets a client go), and after a trial whose code built its ORM itself (sweep: the next trial builds another);
   // an ORM the race module's open() built keeps its handles, and their listeners, with the connection.
-  type Listener = { event: string | symbol; fn: (...a: unknown[]) => void }
+  type Listener = { event: string | symbol; fn: (...a: unknown[]) => void; once?: boolean }
   const handles = new Set<Listener[]>()
   const sweep = () => {
     for (const mine of handles) for (const l of mine.splice(0)) client.removeListener(l.event, l.fn)
@@ -309,7 +343,7 @@ function sessionPg(pg: Any, client: Any): { pg: Any; sweep(): void } {
       (method: 'on' | 'once' | 'prependListener') =>
       (event: string | symbol, fn: (...a: unknown[]) => void) => {
         client[method](event, fn)
-        mine.push({ event, fn })
+        mine.push({ event, fn, once: method === 'once' })
         return proxy
       }
     const off = (event: string | symbol, fn: (...a: unknown[]) => void) => {
@@ -328,7 +362,21 @@ function sessionPg(pg: Any, client: Any): { pg: Any; sweep(): void } {
       return undefined
     }
     const overrides: Record<PropertyKey, unknown> = {
-      connect: (cb?: unknown) => later(cb, null),
+      // node-postgres's Client#connect: callback (null, client), or a promise of the client; then its 'connect'
+      // event (this handle's listeners: the connection itself connected long before).
+      connect: (cb?: unknown) => {
+        const done = new Promise<Any>((resolve) =>
+          setImmediate(() => {
+            resolve(proxy)
+            if (typeof cb === 'function') cb(null, proxy)
+            for (const l of mine.filter((x) => x.event === 'connect')) {
+              if (l.once) off(l.event, l.fn)
+              l.fn.call(proxy)
+            }
+          }),
+        )
+        return typeof cb === 'function' ? undefined : done
+      },
       end: (cb?: unknown) => {
         letGo()
         return later(cb)
@@ -363,13 +411,25 @@ function sessionPg(pg: Any, client: Any): { pg: Any; sweep(): void } {
   Object.setPrototypeOf(Client, pg.Client)
   Client.prototype = pg.Client.prototype
   class Pool extends pg.Pool {
+    // pg-pool's connect: callback (undefined, client, release), or a promise of the client; a new client is
+    // announced with 'connect', every checkout with 'acquire', and release(err) with 'release' (err, client).
     connect(cb?: (err: Error | undefined, c?: unknown, release?: (err?: unknown) => void) => void): Any {
       const h = handle()
-      if (typeof cb === 'function') {
-        setImmediate(() => cb(undefined, h, () => {}))
-        return undefined
+      let released = false
+      h.release = (err?: unknown) => {
+        if (released) throw new Error('Release called on client which has already been released to the pool.')
+        released = true
+        this.emit('release', err, h)
       }
-      return Promise.resolve(h)
+      const done = new Promise<Any>((resolve) =>
+        setImmediate(() => {
+          this.emit('connect', h)
+          this.emit('acquire', h)
+          resolve(h)
+          if (typeof cb === 'function') cb(undefined, h, h.release)
+        }),
+      )
+      return typeof cb === 'function' ? undefined : done
     }
     query(...args: unknown[]): Any {
       return client.query(...args)

@@ -15,7 +15,7 @@ import { parseDuration, parseWhole } from '../parse.js'
 import { c } from '../report/color.js'
 import { diffLines } from '../isolation/diff.js'
 import { libpqEnv, readSpec, specName } from '../isolation/files.js'
-import { fsyncOff, mayCreateDatabase, reapDatabases, REGRESS_DATABASE, REGRESS_SERVER_SETTINGS, SpecDatabase } from '../isolation/database.js'
+import { fsyncOff, mayCreateDatabase, namesRegressDatabase, reapDatabases, REGRESS_DATABASE, REGRESS_SERVER_SETTINGS, SpecDatabase } from '../isolation/database.js'
 import { guardedBlock } from '../isolation/guarded.js'
 import { expandTemplates, hasTemplate, type Spec } from '../isolation/parse.js'
 import { countPermutations, runTester } from '../isolation/tester.js'
@@ -144,6 +144,9 @@ export async function specCommand(ctx: Context, files: string[], o: SpecOptions)
         }
       }
       const maxStepWaitMs = stepWait(lab.server.versionNum)
+      // The database race was given, on a server of the user's: when it is pg_regress's own (isolation_regression), a
+      // spec that names that database runs in it, as isolationtester runs every spec there (runOne).
+      const given = inDatabase && !own ? String((await lab.control`select pg_catalog.current_database() as d`)[0].d) : undefined
       const outcomes: Outcome[] = []
       const fileCopy = inDatabase && (await fsyncOff(lab))
       // Databases are created and dropped on a connection of their own, beside the spec that runs.
@@ -184,6 +187,7 @@ export async function specCommand(ctx: Context, files: string[], o: SpecOptions)
               streaming,
               inDatabase,
               own,
+              given,
               reuse: items.slice(i + 1).some((x) => x.spec) ? (d) => (spare = d) : undefined,
               later: multi && !own ? (p) => pending.push({ p, i: outcomes.length }) : undefined,
             })
@@ -284,6 +288,8 @@ interface RunContext {
   streaming: boolean
   inDatabase: boolean
   own: boolean
+  /** The database race was given (a server of the user's, a database per spec): see runOne. */
+  given?: string
   /** When given, a database the spec left as fresh as it was goes back here, for the next spec. */
   reuse?: (db: SpecDatabase) => void
   /** When given, the spec's database is dropped while the next spec runs: what the drop left comes through here. */
@@ -328,7 +334,21 @@ async function runOne(lab: Lab, spec: Spec, database: Promise<SpecDatabase> | un
   try {
     if (database) {
       db = await database
-      await db.begin(spec)
+      if (k.given === REGRESS_DATABASE && namesRegressDatabase(spec)) {
+        // The database race was given is pg_regress's own, which the spec names (PostgreSQL's intra-grant-inplace-db
+        // grants on it): the spec runs in it, as isolationtester runs it there, rather than in a database of its own
+        // that cannot take that name. What the spec leaves there (and the roles it leaves) stay, as isolationtester's
+        // do. The database made for it, never begun, goes to the next spec or is dropped.
+        const unused = db
+        db = undefined
+        if (k.reuse) k.reuse(unused)
+        else {
+          unused.release()
+          const left = await unused.drop()
+          if (left) throw new RunError(left)
+        }
+        if (streaming && process.stderr.isTTY) process.stderr.write(`race spec: ${spec.file} names pg_regress's database ${REGRESS_DATABASE}, the database given: it runs in it, as isolationtester runs it; what it leaves there stays\n`)
+      } else await db.begin(spec)
     } else schema = await lab.createSchema('spec', Boolean(o.keep))
   } catch (e) {
     if (db) {

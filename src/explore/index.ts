@@ -15,7 +15,8 @@ import { RunError, UsageError } from '../errors.js'
 import { exitCode, labelOf, summarize, type ExpectOverride } from '../judge/index.js'
 import { formatPermutation, type Entry } from '../permutation.js'
 import { assertSound, documentedFor, plan, type Plan } from '../plan.js'
-import { findScenario, isBuiltIn } from '../registry.js'
+import { findScenario, isBuiltIn, raceDigest } from '../registry.js'
+import { racelabVersion } from '../home.js'
 import { applicationOf, defaultParams, kindOf, type Documented, type Params, type Scenario, type Verdict } from '../scenario.js'
 import { expectsOverride, isFileScenario, specFailure } from '../isolation/common.js'
 import { judgeTrial, type Trial } from '../run/judge.js'
@@ -25,6 +26,7 @@ import type { Words } from '../engine/refusals.js'
 import { checkExplore, DEFAULT_DEPTH, DEFAULT_SAMPLE } from './request.js'
 import { compareKeys, Dfs, follow, ordersOf, Pct, Preemptive, shrinkCandidates, SplitDfs, switches, type Pick, type SplitRun, type Strategy } from './enumerate.js'
 import { Handout } from './jobs.js'
+import { assertOneSearch } from './one-search.js'
 import { fewestSwitches, Reduced } from './reduce.js'
 import { observe, sharesDatabase, touched, type Seen, type Touched } from '../engine/footprint.js'
 import { commitBody, NOT_SPLIT } from '../engine/session.js'
@@ -142,6 +144,12 @@ export interface Group {
 
 export interface ExploreResult {
   scenario: string
+  /**
+   * The SHA-256 of the race's text (the spec's or module's file; a built-in's module) and racelab's version: the
+   * parts of a sharded search join only when they searched one race with one race (explore/one-search.ts).
+   */
+  digest: string
+  racelab: string
   n: number
   params: Params
   server: ServerInfo
@@ -703,6 +711,8 @@ export async function exploreOn(ctx: RunContext, lab: Driver, targetLabel: strin
   const shortest = current ? { ...current.it, ...(shrinkFrom && shrinkFrom !== current.it.line ? { shrunk: { from: shrinkFrom, runs: shrinkRuns } } : {}) } : null
   return {
     scenario: scenario.id,
+    digest: raceDigest(scenario),
+    racelab: racelabVersion(),
     n: p.variant.n,
     params: p.variant.params,
     server: out.server,
@@ -790,11 +800,13 @@ export function replayCommand(name: string, s: Scenario, p: Plan, line: string, 
 /**
  * One result from the --json of every shard of one sample (--shard 1/n .. n/n, the same scenario, sessions, seed,
  * size and depth): the draws together, as one race explore --sample would have made them (bar shrinking, which each
- * shard did on its own: the shortest is the best of theirs). Bad input (a shard missing or twice, results of
- * different samples) is a UsageError.
+ * shard did on its own: the shortest is the best of theirs). Bad input (parts of another race's text, racelab or
+ * server version, a shard missing or twice, results of different samples) is a UsageError; `names` (the parts'
+ * files) name them in it.
  */
-export function mergeShards(parts: readonly ExploreResult[]): ExploreResult {
+export function mergeShards(parts: readonly ExploreResult[], names?: readonly string[]): ExploreResult {
   if (!parts.length) throw new UsageError('merge: give the --json of every shard')
+  assertOneSearch(parts, names)
   const first = parts[0]
   if (first.shard) return mergeSearchShards(parts)
   const s0 = first.sample

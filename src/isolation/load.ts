@@ -11,6 +11,7 @@ import { SRC } from '../home.js'
 import { importModule } from '../load-module.js'
 import { checkScenario, sessionCount } from '../plan.js'
 import { defaultParams, type Scenario } from '../scenario.js'
+import { recordFile } from './digest.js'
 import { readScenarioBytes } from './files.js'
 import { parseSpec } from './parse.js'
 import { specToScenario } from './scenario.js'
@@ -46,7 +47,7 @@ async function load(file: string, abs: string): Promise<Scenario> {
   if (!fs.existsSync(abs)) throw new UsageError(`${file}: no such file (a scenario is a built-in id from race list, a .spec file, a .mjs module or a TypeScript module)`)
   // Not a regular file (a FIFO, a device, a directory) or too big: refused before anything reads or imports it.
   const bytes = readScenarioBytes(file)
-  if (file.endsWith('.spec')) return specToScenario(parseSpec(bytes.toString('latin1'), file), leadingComments(bytes.toString('utf8')))
+  if (file.endsWith('.spec')) return recordFile(specToScenario(parseSpec(bytes.toString('latin1'), file), leadingComments(bytes.toString('utf8'))), bytes)
   if (!/\.(mjs|js|ts|mts)$/.test(file)) throw new UsageError(`${file}: race runs .spec files, .mjs modules and TypeScript modules (.ts, .mts) (default export: defineScenario({...}) or defineAppRace({...}))`)
   let mod: { default?: unknown }
   // A TypeScript module (and the user's TypeScript code it imports) is loaded through tsx, looked up only then.
@@ -57,7 +58,7 @@ async function load(file: string, abs: string): Promise<Scenario> {
   } catch (e) {
     throw new UsageError(`${file} could not be loaded: ${(e as Error).message.split('\n')[0]}`)
   }
-  return userScenario(mod.default, file)
+  return recordFile(userScenario(mod.default, file), bytes)
 }
 
 let tsx: Promise<void> | undefined

@@ -61,3 +61,33 @@ test("a user's module that imports racelab, outside any project, runs from the b
     fs.rmSync(dir, { recursive: true, force: true })
   }
 })
+
+test('a module changed after the bundle was built (tsc alone after npm run build) runs, not the older bundle, with one line saying so; a module only touched does not stop the bundle', async () => {
+  // A copy of the built racelab, times kept: its bundle is as fresh as ours. Then one of the modules the bundle was
+  // built from changes, as tsc alone would leave it: bin/race must run that module's new code.
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'race-stale-bundle-'))
+  try {
+    for (const p of ['bin', 'dist/src', 'dist/scenarios', 'package.json']) fs.cpSync(path.join(ROOT, p), path.join(dir, p), { recursive: true, preserveTimestamps: true })
+    fs.symlinkSync(fs.realpathSync(path.join(ROOT, 'node_modules')), path.join(dir, 'node_modules'))
+    const bin = path.join(dir, 'bin', 'race')
+    const fresh = await race(['--version'], { bin, env: { RACE_CODE_CACHE: 'check' } })
+    assert.equal(fresh.code, 0, fresh.stderr)
+    assert.equal(fresh.stderr, 'race: code cache accepted\n', 'the copy runs its bundle')
+    const mod = path.join(dir, 'dist', 'src', 'report', 'width.js')
+    const later = new Date(fs.statSync(path.join(dir, 'dist', 'src', 'cli.bundle.cjs')).mtimeMs + 2000)
+    // Written again with the same text (tsc re-emitting it, or npm writing an installed package's files in its own
+    // order): newer than the bundle, but the code the bundle holds: the bundle runs.
+    fs.writeFileSync(mod, fs.readFileSync(mod))
+    fs.utimesSync(mod, later, later)
+    const same = await race(['--version'], { bin, env: { RACE_CODE_CACHE: 'check' } })
+    assert.equal(same.stderr, 'race: code cache accepted\n', 'a module touched, not changed: the bundle runs')
+    fs.appendFileSync(mod, "\nprocess.stderr.write('the new code of report/width.js ran\\n')\n")
+    fs.utimesSync(mod, later, later)
+    const r = await race(['--version'], { bin, env: { RACE_CODE_CACHE: 'check' } })
+    assert.equal(r.code, 0, r.stderr)
+    assert.equal(r.stdout, fresh.stdout)
+    assert.equal(r.stderr, 'race: dist/src/report/width.js changed since the bundle dist/src/cli.bundle.cjs was built: running the modules instead (npm run build makes the bundle again)\nthe new code of report/width.js ran\n')
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true })
+  }
+})

@@ -2,6 +2,9 @@
 // (12 of 20 violate), the replay of the shortest by race run --schedule, the advisory-lock fix holding in every
 // interleaving that can happen, a seeded sample shrunk to a minimal violation, and bad input.
 import assert from 'node:assert/strict'
+import { execFile } from 'node:child_process'
+import fs from 'node:fs'
+import os from 'node:os'
 import path from 'node:path'
 import { after, before, test } from 'node:test'
 import postgres, { type Sql } from 'postgres'
@@ -250,4 +253,52 @@ test('explore() from code: the same counts and the line to replay, with progress
   assert.equal(r.shortest?.switches, 2)
   assert.deepEqual(seen, Array.from({ length: 20 }, (_, i) => i + 1))
   assert.ok(r.perSecond > 0)
+})
+
+test('explore:merge joins only parts of one search: two specs of one name but different text, or another racelab or server version, are refused in one line, exit 2', async () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'race-merge-'))
+  try {
+    // Two files named orders.spec, the same steps and sessions: the same race id, the same 20 orders, but two races
+    // (the second one's transactions are SERIALIZABLE).
+    const text = fs.readFileSync(ORDERS, 'utf8')
+    for (const [sub, t] of [['a', text], ['b', text.replaceAll('isolation level read committed', 'isolation level serializable')]]) {
+      assert.ok(sub === 'a' || t !== text)
+      fs.mkdirSync(path.join(dir, sub))
+      fs.writeFileSync(path.join(dir, sub, 'orders.spec'), t)
+    }
+    const part = async (sub: string, i: number) => {
+      const { j } = await explore([path.join(dir, sub, 'orders.spec'), '--exhaustive', '--shard', `${i}/2`])
+      const file = path.join(dir, `${sub}${i}.json`)
+      fs.writeFileSync(file, JSON.stringify(j))
+      return { file, j: j as unknown as Record<string, unknown> }
+    }
+    const a1 = await part('a', 1)
+    const a2 = await part('a', 2)
+    const b2 = await part('b', 2)
+    assert.deepEqual([a1.j.scenario, a1.j.orders], [b2.j.scenario, b2.j.orders], 'one name, one shape')
+    const merge = (files: string[]) => new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {
+      execFile(process.execPath, [path.join(ROOT, 'dist', 'scripts', 'explore-merge.js'), ...files], (e, stdout, stderr) => resolve({ code: e ? (e as { code?: number }).code ?? null : 0, stdout, stderr }))
+    })
+    const one = await merge([a1.file, a2.file])
+    assert.equal(one.code, 1, one.stderr)
+    assert.equal(JSON.parse(one.stdout).interleavings, 20)
+    const refused = async (files: string[], re: RegExp) => {
+      const r = await merge(files)
+      assert.equal(r.code, 2, r.stdout + r.stderr)
+      assert.equal(r.stdout, '')
+      assert.equal(r.stderr.trim().split('\n').length, 1, r.stderr)
+      assert.match(r.stderr, re)
+    }
+    await refused([a1.file, b2.file], /^explore-merge: merge: .*b2\.json is not a part of the same search as .*a1\.json: the race's text \(SHA-256 of its file\) [0-9a-f]{12} against [0-9a-f]{12} \(both /)
+    const edited = (key: string, value: unknown) => {
+      const file = path.join(dir, `a2-${key}.json`)
+      fs.writeFileSync(file, JSON.stringify({ ...a2.j, [key]: value }))
+      return file
+    }
+    await refused([a1.file, edited('racelab', '0.0.1')], /a2-racelab\.json is not a part of the same search as .*: the racelab version 0\.0\.1 against /)
+    await refused([a1.file, edited('server', { ...(a2.j.server as object), version: '9.6.24' })], /a2-server\.json is not a part of the same search as .*: the server version PostgreSQL 9\.6\.24 against PostgreSQL /)
+    await refused([a1.file, edited('digest', undefined)], /a2-digest\.json does not say the race's text/)
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true })
+  }
 })

@@ -3,7 +3,8 @@
 // race spec on a server of the user's takes that name for the spec's database while it is free; while another
 // database holds it, the spec's statements would act on that other database and its VACUUM would not wait: race
 // refuses the spec in one line (exit 3) and leaves that database alone, rather than print a transcript
-// isolationtester would not. The spec is this file's own; the database holding the name is the test's own.
+// isolationtester would not; given that database itself (--database-url .../isolation_regression), race runs the spec
+// in it, as isolationtester does. The spec is this file's own; the database holding the name is the test's own.
 import assert from 'node:assert/strict'
 import fs from 'node:fs'
 import os from 'node:os'
@@ -52,7 +53,7 @@ step vac2 { vacuum (freeze); }
 permutation b1 alter1 vac2(c1) c1
 `
 
-test("a spec naming pg_regress's database: race prints isolationtester's transcript, or refuses while another database holds the name (never acts on it)", async (t) => {
+test("a spec naming pg_regress's database: race prints isolationtester's transcript, in that database when it is the one given, or refuses while another database holds the name (never acts on it)", async (t) => {
   const [v] = await admin`select current_setting('server_version_num')::int as v, (select rolsuper or rolcreatedb from pg_catalog.pg_roles where rolname = current_user) as may`
   const tester = testerFor(Number(v.v))
   if (!tester || !v.may) {
@@ -96,6 +97,17 @@ test("a spec naming pg_regress's database: race prints isolationtester's transcr
   assert.doesNotMatch(heldText, /step vac2/, 'no transcript that isolationtester would not print')
   const [still] = await admin`select oid::int as oid, datconnlimit from pg_catalog.pg_database where datname = ${REGRESS_DATABASE}`
   assert.deepEqual({ oid: Number(still?.oid), limit: Number(still?.datconnlimit) }, { oid: ours, limit: -1 }, "the test's database is the same one, unchanged")
+
+  // Given that database itself (as pg_isolation_regress gives isolationtester its database): the spec runs in it and
+  // race prints what isolationtester printed there.
+  const givenOut = path.join(dir, 'race-given.out')
+  const given = await runTo(process.execPath, [BIN, 'spec', file, '--database-url', u.toString()], raceEnv, null, givenOut, 120_000)
+  const givenText = fs.readFileSync(givenOut, 'latin1')
+  assert.equal(given, 0, givenText)
+  assert.equal(givenText, oracle)
+  const [same] = await admin`select oid::int as oid, datconnlimit from pg_catalog.pg_database where datname = ${REGRESS_DATABASE}`
+  assert.deepEqual({ oid: Number(same?.oid), limit: Number(same?.datconnlimit) }, { oid: ours, limit: 77 }, 'the spec ran in the database given (its ALTER DATABASE is there, as under isolationtester)')
+  await admin.unsafe(`alter database ${REGRESS_DATABASE} connection limit -1`)
 
   // The name free: race's database takes it, and race prints what isolationtester printed.
   await dropOurs()

@@ -106,6 +106,10 @@ test('as root, a project under a private folder: the embedded server runs from a
   assert.equal(r.code, 0, r.stdout + r.stderr)
   assert.match(r.stdout, /PostgreSQL 18\.\d+ \(embedded\)/)
   assert.match(r.stdout, /^ {11}MATCH$/m)
+  // npm wrote the package's files in its own order, with new times: the bundle still runs (its modules did not change).
+  const v = await sh('npx', ['race', '--version'], { RACE_CODE_CACHE: 'check' })
+  assert.equal(v.code, 0, v.stderr)
+  assert.equal(v.stderr, 'race: code cache accepted\n')
 })
 
 test('npx race run advisory --n 5 --max-pending 3 in the project: MATCH, exit 0', async () => {
