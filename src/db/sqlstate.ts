@@ -2,7 +2,6 @@
 // is read by its SQLSTATE and its error number together, written 'SQLSTATE/errno' ('40001/1213'): MySQL gives
 // many different errors the same SQLSTATE (HY000), so the number is what tells them apart.
 const NAMES: Record<string, string> = {
-  '22012': 'division_by_zero',
   '23001': 'restrict_violation',
   '23502': 'not_null_violation',
   '23505': 'unique_violation',

@@ -673,9 +673,10 @@ export async function exploreOn(ctx: RunContext, lab: Driver, targetLabel: strin
   try {
     const settled = await Promise.allSettled(labs.map((l, index) => runJob({ index, lab: l, free: [], fps: [] })))
     const failed = settled.find((x) => x.status === 'rejected')
-    stopped = failed && o.keepOnStop ? stopOf(ctx) : undefined
+    // A stop may also end every job at its next choice with no error (the handout stopped): not a finished search.
+    stopped = o.keepOnStop ? stopOf(ctx) : undefined
     if (failed && !stopped) throw specFailure(scenario, exploreFailure((failed as PromiseRejectedResult).reason))
-    out = stopped ? undefined : (settled[0] as PromiseFulfilledResult<Awaited<ReturnType<typeof run>>>).value
+    out = failed ? undefined : (settled[0] as PromiseFulfilledResult<Awaited<ReturnType<typeof run>>>).value
   } finally {
     ctx.signal.removeEventListener('abort', stop)
     await Promise.all(labs.slice(1).map((l) => l.close().catch(() => {})))
