@@ -46,7 +46,8 @@ async function finish(code: number, message?: string): Promise<never> {
 
 async function finish2(code: number, message: string | undefined, errors: Error[]): Promise<never> {
   if (message) process.stderr.write(`race: ${message}\n`)
-  if (message && code !== 0) await reportFailure(code, message)
+  // A command that reported what it had found when it was stopped wrote its document already: not a second one.
+  if (message && code !== 0 && !context.stopReported) await reportFailure(code, message)
   for (const e of errors) process.stderr.write(`race: ${e.message}\n`)
   process.exit(errors.length && code === 0 ? 3 : code)
 }
@@ -174,7 +175,8 @@ async function main(): Promise<void> {
   })
   try {
     await (await program(process.argv)).parseAsync(process.argv)
-    if (context.signal.aborted) throw context.signal.reason
+    // A command that reported what it had when it was stopped keeps its exit code (finish still gives a signal's).
+    if (context.signal.aborted && !context.stopReported) throw context.signal.reason
     await finish(exitWith)
   } catch (err) {
     if (err instanceof (await commander).CommanderError) {

@@ -33,6 +33,11 @@ export class RunContext {
   readonly embedded: EmbeddedChoice = { cache: true }
   /** How this run's reports are coloured (report/color.ts styleFor); undefined: no colour. */
   style?: ChalkInstance
+  /**
+   * The command was stopped (--run-timeout, a signal) and has reported what it found by then (race explore): the exit
+   * code it chose stands for a timeout; a signal still ends the process with the signal's (cli.ts).
+   */
+  stopReported = false
 
   constructor() {
     // One shared promise that rejects when the run is aborted; race any await that could otherwise hang.

@@ -124,7 +124,7 @@ export async function exploreCommand(ctx: RunContext, id: string, o: ExploreComm
     o.databaseUrl,
     bounds,
     async (lab, target) => {
-      const r = await exploreOn(ctx, lab, target.label, scenario, p, { max, sample, acceptSample, seed, depth, preemptions, shard, jobs, shrink, expect, exhaustive, reduce, name: id, onProgress, word: cliWords, databaseUrl: o.databaseUrl }, bounds).catch((e) => {
+      const r = await exploreOn(ctx, lab, target.label, scenario, p, { max, sample, acceptSample, seed, depth, preemptions, shard, jobs, shrink, expect, exhaustive, reduce, name: id, onProgress, word: cliWords, databaseUrl: o.databaseUrl, keepOnStop: true }, bounds).catch((e) => {
         throw specFailure(scenario, e)
       })
       if (tty) process.stderr.write('\r\x1b[2K')
@@ -132,10 +132,16 @@ export async function exploreCommand(ctx: RunContext, id: string, o: ExploreComm
         const { every, ...rest } = r
         process.stdout.write(JSON.stringify({ ...rest, interleavings: r.interleavings, every }, null, 2) + '\n')
       } else process.stdout.write(render(r, Boolean(o.all)) + '\n')
+      // Stopped (--run-timeout, a signal): what was found is in the report; the exit code is this search's, and a
+      // signal's own (130, 143) stays, said in one line as for any command it stops.
+      if (r.stopped) {
+        ctx.stopReported = true
+        if (r.stopped === 'run-timeout') process.stderr.write(`race: ${stoppedText(r, ctx)}\n`)
+      }
       // --inject: a fault injected nowhere leaves the search unknown, said first (one line each).
       for (const l of r.exitCode === 3 ? (r.notFired ?? []) : []) process.stderr.write(`race: ${l}\n`)
-      if (r.exitCode === 3 && !(r.notFired?.length && !r.unknown && r.complete && !r.diverged)) {
-        const first = r.every.find((x) => x.verdict === 'unknown')
+      if (!r.stopped && r.exitCode === 3 && !(r.notFired?.length && !r.unknown && r.complete && !r.diverged)) {
+        const first = r.every.find((x) => x.verdict === 'unknown' && !x.failure)
         if (!r.unknown && !r.diverged && r.sample && r.mode === 'sample') process.stderr.write(sampleShort(r) + '\n')
         else if (r.unknown || (r.complete && !r.diverged)) process.stderr.write(`race: could not decide ${r.unknown} interleaving(s)${first ? `, e.g. ${first.line}: ${first.why}` : ''}\n`)
         else if (!r.complete) process.stderr.write(`race: held in the ${r.interleavings} interleavings run, but --max ${r.runs} runs left others unexplored: raise --max to run them all, or --sample K --accept-sample P for a sample's verdict\n`)
@@ -170,6 +176,40 @@ export function coverage(r: ExploreResult): string {
     : `covered: no violation found; ${what} would have been found by these ${s.counted} runs with probability >= ${p} (PCT: ${r.n} sessions, ${s.steps} steps a run)${s.faults ? '; each injected fault was taken or not at random where offered, which that bound does not count' : ''}; the other orders were not run`
 }
 
+/** Some interleavings race could not decide, or in which the code failed (not those where a session merely did not complete). */
+function undecidedOrFailed(r: ExploreResult): boolean {
+  return r.unknown > 0 || r.failed > (r.incomplete ?? 0)
+}
+
+/** The heading when nothing violated but some interleavings were not judged: the code failing, or undecided. */
+function notJudged(r: ExploreResult): string {
+  // `unknown` counts only what race could not decide; `failed` the interleavings with a failure (the code failing, or
+  // a session that did not complete where every one must: the latter has its own FAILED line below the heading).
+  const codeFailed = r.failed - (r.incomplete ?? 0)
+  const held = r.interleavings - r.unknown - r.failed
+  if (!codeFailed) return c.yellow(`held in ${held}, undecided in ${r.unknown} of ${r.interleavings}`)
+  return c.red(c.bold(`the code under test FAILED in ${codeFailed} of ${r.interleavings} interleavings`)) + (r.unknown ? c.yellow(`, undecided in ${r.unknown}`) : '') + (held > 0 ? c.dim(`, held in ${held}`) : '')
+}
+
+/** The shortest interleaving in which the code failed, as a line that replays it, and what failed. */
+function failureLines(r: ExploreResult, w: number): string[] {
+  const f = r.shortestFailure!
+  const cmd = r.failureReplay!.replace(/^race /, `${self()} `)
+  const at = cmd.lastIndexOf(' --schedule "')
+  return [
+    ...hang(`shortest in which the code failed (${f.switches} switch${f.switches === 1 ? '' : 'es'} between sessions; ${f.failure}):`, w, 2),
+    ...(cmd.length + 2 <= w || at < 0 ? hang(`  ${cmd}`, w, 4) : [`  ${cmd.slice(0, at)} \\`, ...hang(`    ${cmd.slice(at + 1)}`, w, 6)]),
+    ...hang(c.dim(`  (${f.why})`), w, 3),
+  ]
+}
+
+/** What a search --run-timeout stopped says on stderr: the timeout, and what it had found. */
+function stoppedText(r: ExploreResult, ctx: RunContext): string {
+  const why = (ctx.signal.reason as Error).message
+  const found = [r.violating ? `${r.violating} violating` : '', r.failed ? `${r.failed} in which the code failed` : ''].filter(Boolean).join(' and ')
+  return `${why}: stopped after ${r.runs} runs; ${found ? `what it found (${found} interleavings) is in the report` : 'nothing violated or failed in the interleavings run, which is not all of them'}`
+}
+
 function render(r: ExploreResult, all: boolean): string {
   const w = columns()
   const lines = joinFit([c.bold(`race explore ${r.scenario}`), `${r.server.product ?? 'PostgreSQL'} ${r.server.version} (${r.target})`, `${r.n} session${r.n === 1 ? '' : 's'}`], '  ·  ', w, 2)
@@ -191,7 +231,7 @@ function render(r: ExploreResult, all: boolean): string {
       : discovered
         ? `a PCT sample: ${r.runs} runs, seed ${r.sample!.seed} (${r.interleavings} different interleavings; the first run's queries alone have ${r.orders} orders; --seed ${r.sample!.seed} draws it again)`
         : `a PCT sample: ${r.runs} runs, seed ${r.sample!.seed} (${r.interleavings} different interleavings of ${r.orders} orders of the steps; --seed ${r.sample!.seed} draws it again)`
-  lines.push(...hang(c.dim(what), w, 2))
+  lines.push(...hang(c.dim(r.stopped ? `stopped (${r.stopped === 'run-timeout' ? '--run-timeout' : r.stopped}) after ${r.runs} runs, ${r.interleavings} different interleavings: the search is not complete, and this is what it had found` : what), w, 2))
   const ac = r.autocommit
   if (ac?.split.length) {
     const names = ac.split.length > 4 ? `${ac.split.slice(0, 4).join(', ')}, ... ${ac.split.length - 4} more` : ac.split.join(', ')
@@ -207,8 +247,8 @@ function render(r: ExploreResult, all: boolean): string {
       ...hang(
         r.violating
           ? c.red(c.bold(`VIOLATED in ${r.violating} of the ${r.interleavings} interleavings ${within}`))
-          : r.unknown
-            ? c.yellow(`held in ${r.interleavings - r.unknown}, undecided in ${r.unknown} of ${r.interleavings}`)
+          : undecidedOrFailed(r)
+            ? notJudged(r)
             : c.green(c.bold(`HELD in all ${r.interleavings} interleavings ${within}`)) + c.dim(' (orders with more were not run)'),
         w,
         2,
@@ -219,8 +259,8 @@ function render(r: ExploreResult, all: boolean): string {
       ...hang(
         r.violating
           ? c.red(c.bold(`VIOLATED in ${r.violating} of the ${r.interleavings} interleavings run`)) + c.dim(' (any other order ends as one of these)')
-          : r.unknown
-            ? c.yellow(`held in ${r.interleavings - r.unknown}, undecided in ${r.unknown} of ${r.interleavings}`)
+          : undecidedOrFailed(r)
+            ? notJudged(r)
             : c.green(c.bold(`HELD in all ${r.interleavings} interleavings run`)) + c.dim(' (any other order ends as one of these)'),
         w,
         2,
@@ -230,30 +270,31 @@ function render(r: ExploreResult, all: boolean): string {
   const sampled = r.mode === 'sample' ? ' sampled' : ''
   const share = partial ? `${r.violating} of the ${r.interleavings} interleavings run` : `${r.violating} of ${r.interleavings}${sampled} interleavings`
   const heldAll = partial ? `HELD in the ${r.interleavings} interleavings run` : `HELD in all ${r.interleavings}${sampled} interleavings`
-  const others = sampled ? ' (a sample: the others were not run)' : partial ? ' (--max stopped the search: the others were not run)' : ''
-  if (!pb && !(red && r.complete)) lines.push(r.violating ? c.red(c.bold(`VIOLATED in ${share}`)) : r.unknown ? c.yellow(`held in ${r.interleavings - r.unknown}, undecided in ${r.unknown} of ${r.interleavings}`) : c.green(c.bold(heldAll)) + c.dim(others))
+  const others = sampled ? ' (a sample: the others were not run)' : partial ? ` (${r.stopped ? 'the search was stopped' : '--max stopped the search'}: the others were not run)` : ''
+  if (!pb && !(red && r.complete)) lines.push(r.violating ? c.red(c.bold(`VIOLATED in ${share}`)) : undecidedOrFailed(r) ? notJudged(r) : c.green(c.bold(heldAll)) + c.dim(others))
   if (r.mode === 'sample' && r.sample) lines.push(...hang(c.dim(coverage(r)), w, 2))
   // Every session must complete (mustComplete): the interleavings where one did not are failures, held or not.
-  if (r.incomplete) lines.push(...hang(c.red(c.bold(`FAILED in ${r.incomplete} of ${r.interleavings} interleavings: a session did not complete, and every session must (${r.every.find((x) => x.failure)!.failure})`)), w, 2))
+  if (r.incomplete) lines.push(...hang(c.red(c.bold(`FAILED in ${r.incomplete} of ${r.interleavings} interleavings: a session did not complete, and every session must (${r.every.find((x) => x.incomplete)!.failure})`)), w, 2))
   // --inject: where each fault went; one injected nowhere was not explored (the result is unknown).
   const fired = (r.injections ?? []).filter((x) => x.runs > 0)
   if (fired.length) lines.push(...hang(c.dim(`injected: ${fired.map((x) => `${x.fault} in ${x.runs} of ${r.runs} runs`).join(', ')}`), w, 2))
   for (const l of r.notFired ?? []) lines.push(...hang(c.yellow(l), w, 2))
   lines.push('')
   for (const g of r.groups) {
-    const state = g.held === false ? c.red('VIOLATED') : g.failed ? c.red('FAILED') : g.held === null ? c.yellow('UNKNOWN') : c.green('HELD')
+    const state = g.held === false ? c.red('VIOLATED') : g.failure ? c.red('FAILED') : g.held === null ? c.yellow('UNKNOWN') : c.green('HELD')
     const ends = Object.entries(g.outcomes)
       .map(([k, v]) => `${k} ${v}`)
       .join(', ')
-    lines.push(...hang(`${String(g.count).padStart(5)}  ${state} ${g.verdict}: ${ends}`, w, 7))
+    lines.push(...hang(`${String(g.count).padStart(5)}  ${state} ${g.failure ? `failed: ${g.failure}` : `${g.verdict}: ${ends}`}`, w, 7))
     const shown = all ? g.lines : g.lines.slice(0, 3)
     for (const l of shown) lines.push(...hang(c.dim(`       ${l}`), w, 9))
     if (shown.length < g.lines.length) lines.push(c.dim(`       ... ${g.lines.length - shown.length} more (--all, or --json)`))
   }
   lines.push('')
   if (r.shortest) {
-    const how =
-      r.search === 'reduced' && r.complete
+    const how = r.stopped
+      ? ', the fewest among the runs made before the stop'
+      : r.search === 'reduced' && r.complete
         ? `, the fewest of all${r.shortest.shrunk ? `: the simplest order equivalent to a run with more, run again in ${r.shortest.shrunk.runs} run${r.shortest.shrunk.runs === 1 ? '' : 's'} to confirm` : ''}`
         : r.shortest.shrunk
           ? `, shrunk in ${r.shortest.shrunk.runs} runs from ${r.shortest.shrunk.from}`
@@ -271,6 +312,7 @@ function render(r: ExploreResult, all: boolean): string {
     else lines.push(`  ${cmd.slice(0, at)} \\`, ...hang(`    ${cmd.slice(at + 1)}`, w, 6))
     if (r.replayNote) lines.push(...hang(c.dim(`  (${r.replayNote})`), w, 3))
   }
+  if (r.shortestFailure && r.failureReplay) lines.push(...failureLines(r, w))
   if (r.diverged) lines.push(...hang(c.yellow(`${r.diverged} run(s) went otherwise than the same choices did before: the database${r.steps === 'discovered' ? " (or the application's code)" : ''} did not repeat itself, so some interleavings may be missing`), w, 2))
   // Undecided (exit 3: a search cut short, an interleaving that could not be decided) is neither a match nor a deviation.
   const verdict = r.matched ? c.green('MATCH') : r.exitCode === 3 ? c.yellow('unknown') : c.red('DEVIATION')

@@ -32,6 +32,9 @@ import { observe, sharesDatabase, touched, type Seen, type Touched } from '../en
 import { commitBody, NOT_SPLIT } from '../engine/session.js'
 import { shownBlock } from '../isolation/guard.js'
 import { Doubts } from '../engine/doubt.js'
+import { codeFailure } from '../judge/failure.js'
+import { declaredCodes } from '../run/judge.js'
+import { exitFromFindings, stopOf, type Stopped } from './findings.js'
 
 export { Dfs, Pct, Sampler, follow, ordersOf, shrinkCandidates, switches } from './enumerate.js'
 export type { Pick, Strategy } from './enumerate.js'
@@ -123,8 +126,15 @@ export interface Interleaving {
   /** How many runs had this interleaving (a sample can draw one twice). */
   runs: number
   why: string
-  /** Every session must complete (mustComplete), and in this interleaving one did not: which, and how it ended. A failure. */
+  /**
+   * A failure found in it: the code under test failed (judge/failure.ts: an error it raised or caught that neither the
+   * server's concurrency control nor the scenario declares, named session by session, "s1 42P01 undefined_table"), or,
+   * where every session must complete (mustComplete), a session did not. Absent when the interleaving was judged, or
+   * left undecided by what race could not judge (a lost connection, a timeout).
+   */
   failure?: string
+  /** The failure is a session that did not complete where every session must (mustComplete). */
+  incomplete?: true
   /** --inject: the faults injected in it, each as given and where (s1.q4; the line shows it as s1.q4!40001). */
   injected?: { fault: string; at: string }[]
 }
@@ -138,8 +148,8 @@ export interface Group {
   count: number
   /** Their permutation lines, fewest switches first. */
   lines: string[]
-  /** A session did not complete in them, where every session must (mustComplete): a failure. */
-  failed?: true
+  /** A group of interleavings in which a failure was found (and the invariant was not violated): which. */
+  failure?: string
 }
 
 export interface ExploreResult {
@@ -218,9 +228,12 @@ export interface ExploreResult {
   /** Different interleavings among them. */
   interleavings: number
   violating: number
+  /** Interleavings race could not decide (not judged held or violated, and no failure found: those are `failed`). */
   unknown: number
   /** Every session must complete (mustComplete): the interleavings in which one did not (failures, whatever the invariant said). */
   incomplete?: number
+  /** Interleavings with a failure (Interleaving.failure: the code failing, or a session that did not complete where every one must): a finding, exit 1 (docs/verdicts.md). */
+  failed: number
   groups: Group[]
   /** The violating interleaving with the fewest switches (after shrinking, for a sample). */
   shortest: (Interleaving & { shrunk?: { from: string; runs: number } }) | null
@@ -232,6 +245,14 @@ export interface ExploreResult {
   replay: string | null
   /** Set when the replay line cannot be pasted as it is (a password masked in it): what to put back. */
   replayNote?: string
+  /** The interleaving in which the code failed with the fewest switches (not shrunk), and the command that replays it. */
+  shortestFailure: Interleaving | null
+  failureReplay: string | null
+  /**
+   * The search was stopped before its end (race explore: --run-timeout, Ctrl-C, SIGTERM): what is here is what it had
+   * found by then (`complete` is false), the run in flight when it stopped left out.
+   */
+  stopped?: Stopped
   /** Runs whose replayed choices went otherwise than before (the database did something else that time). */
   diverged: number
   /**
@@ -368,11 +389,13 @@ interface Record_ {
 }
 
 /** explore on an open driver (the command and the API open it with withLab). */
-export async function exploreOn(ctx: RunContext, lab: Driver, targetLabel: string, scenario: Scenario, p: Plan, o: ExploreOptions & { max: number; shrink: number; word?: Words }, bounds: Bounds): Promise<ExploreResult> {
+export async function exploreOn(ctx: RunContext, lab: Driver, targetLabel: string, scenario: Scenario, p: Plan, o: ExploreOptions & { max: number; shrink: number; word?: Words; keepOnStop?: boolean }, bounds: Bounds): Promise<ExploreResult> {
   const word = (x: 'shard' | 'sample' | 'exhaustive' | 'seed') => (o.word ? `--${x}` : x)
   const expect = expectationOf(scenario, p, o.expect)
   // The SQLSTATEs the scenario documents (a unique index's 23505) prevent, as in race run: judged by them, never compared.
   const declared = documentedAll(scenario, p)
+  // The same codes, and those a session's retry loop catches: what the code failing is told apart from (judge/failure.ts).
+  const expectedCodes = declaredCodes(declared, p)
   // An application race's steps are the queries its functions send, discovered as they run: a session's count may
   // differ from one interleaving to the next (count, then insert or throw). The tree's branching is known only
   // where it is reached, so the count of orders is not known before: the first run (the first ready session at every
@@ -611,7 +634,7 @@ export async function exploreOn(ctx: RunContext, lab: Driver, targetLabel: strin
         return
       }
     }
-    const it = interleavingOf(p, ran, facts, trial, switches(free))
+    const it = interleavingOf(p, ran, facts, trial, switches(free), expectedCodes)
     for (const tok of it.line.split(' ')) if (tok.endsWith(':commit')) splitSteps.add(tok.slice(0, -':commit'.length))
     if (phase === 'explore') {
       const h = job.run!
@@ -681,41 +704,56 @@ export async function exploreOn(ctx: RunContext, lab: Driver, targetLabel: strin
       stop()
       throw e
     })
-  let out: Awaited<ReturnType<typeof run>>
+  let out: Awaited<ReturnType<typeof run>> | undefined
+  // Stopped (--run-timeout, a signal) with the command asking to keep what was found: the runs that ended are the result.
+  let stopped: Stopped | undefined
   try {
     const settled = await Promise.allSettled(labs.map((l, index) => runJob({ index, lab: l, free: [], fps: [] })))
     const failed = settled.find((x) => x.status === 'rejected')
-    if (failed) throw specFailure(scenario, exploreFailure((failed as PromiseRejectedResult).reason))
-    out = (settled[0] as PromiseFulfilledResult<Awaited<ReturnType<typeof run>>>).value
+    // A stop may also end every job at its next choice with no error (the handout stopped): not a finished search.
+    stopped = o.keepOnStop ? stopOf(ctx) : undefined
+    if (failed && !stopped) throw specFailure(scenario, exploreFailure((failed as PromiseRejectedResult).reason))
+    out = failed ? undefined : (settled[0] as PromiseFulfilledResult<Awaited<ReturnType<typeof run>>>).value
   } finally {
     ctx.signal.removeEventListener('abort', stop)
     await Promise.all(labs.slice(1).map((l) => l.close().catch(() => {})))
   }
   const ms = performance.now() - started
+  if (stopped) {
+    // The runs of several jobs that ended before the stop, taken in the search's order; the search is not complete.
+    records.sort((a, b) => compareKeys(a.key, b.key)).forEach(absorb)
+    records.length = 0
+    complete = false
+  }
 
   const every = [...seen.values()]
   const judged = every.map((x) => ({ verdict: x.verdict, comparison: { matched: x.verdict !== 'unknown', deviations: [], ...(x.verdict === 'unknown' ? { undecided: true } : {}) }, ...(x.failure ? { failure: x.failure } : {}) }))
   const summary = summarize(judged, [], expect)
-  const incompleteRuns = every.filter((x) => x.failure).length
+  const incompleteRuns = every.filter((x) => x.incomplete).length
   const diverged = split ? split.diverged : search instanceof Dfs || search instanceof Reduced || search instanceof Preemptive ? search.diverged : 0
   // Every interleaving held, but some were not run as chosen, or not run at all (an application race's tree larger
   // than --max): "held in all" is not known (unknown is never a pass).
   const sampled = sampling && search instanceof Pct ? { size, seed, ...coverageOf(search), ...(o.shard ? { shard: o.shard } : {}), ...(faulted ? { faults: 'drawn' as const } : {}), ...(o.acceptSample !== undefined ? { accept: o.acceptSample } : {}) } : undefined
-  // A sample is no certificate (sampleFallsShort); a failure found (every session must complete) is decided, exit 1.
-  const incomplete = !incompleteRuns && (((diverged > 0 || !complete) && violating === 0 && expect === 'held') || sampleFallsShort(sampled, violating, expect))
+  // A sample is no certificate (sampleFallsShort): held is not known unless the user asked for a sample's evidence.
+  const incomplete = ((diverged > 0 || !complete) && violating === 0 && expect === 'held') || sampleFallsShort(sampled, violating, expect)
+  const failures = every.filter((x) => x.failure)
   // --inject: a fault injected in no run was not explored: the search is no pass (unknown), and says which and why.
   const injections = faulted ? [...faultTally.values()] : undefined
   const notFired = (injections ?? []).filter((x) => x.runs === 0).map((x) => notFiredLine(x, runs))
-  const passed = incomplete ? 3 : exitCode(summary)
-  const code = notFired.length && passed === 0 ? 3 : passed
+  // A violation or a failure is a fact whatever was left undecided (explore/findings.ts); a session that did not
+  // complete where every one must is a deviation even beside the violation --expect violated asked for.
+  const found = incompleteRuns ? 1 : exitFromFindings(incomplete ? 3 : exitCode(summary), { expect, violating, failed: failures.length, stopped: stopped !== undefined })
+  const code = notFired.length && found === 0 ? 3 : found
   const shortest = current ? { ...current.it, ...(shrinkFrom && shrinkFrom !== current.it.line ? { shrunk: { from: shrinkFrom, runs: shrinkRuns } } : {}) } : null
+  const shortestFailure = failures.reduce<Interleaving | null>((a, x) => (!a || better(x, a) ? x : a), null)
+  const replayOf = (line: string) => replayCommand(o.name ?? (isFileScenario(scenario) ? scenario.source.section : scenario.id), scenario, p, line, where.args)
   return {
     scenario: scenario.id,
     digest: raceDigest(scenario),
     racelab: racelabVersion(),
     n: p.variant.n,
     params: p.variant.params,
-    server: out.server,
+    server: out?.server ?? lab.server,
     target: targetLabel,
     invariant: typeof scenario.invariant.description === 'function' ? scenario.invariant.description(p.variant.params) : scenario.invariant.description,
     mode: sampling ? 'sample' : 'all',
@@ -731,17 +769,21 @@ export async function exploreOn(ctx: RunContext, lab: Driver, targetLabel: strin
     interleavings: every.length,
     violating,
     unknown: every.filter((x) => x.verdict === 'unknown' && !x.failure).length,
+    failed: failures.length,
     ...(scenario.mustComplete ? { incomplete: incompleteRuns } : {}),
     groups: groupsOf(every),
     shortest,
-    replay: current ? replayCommand(o.name ?? (isFileScenario(scenario) ? scenario.source.section : scenario.id), scenario, p, current.it.line, where.args) : null,
-    ...(current && where.note ? { replayNote: where.note } : {}),
+    replay: current ? replayOf(current.it.line) : null,
+    ...((current || shortestFailure) && where.note ? { replayNote: where.note } : {}),
+    shortestFailure,
+    failureReplay: shortestFailure ? replayOf(shortestFailure.line) : null,
+    ...(stopped ? { stopped } : {}),
     diverged,
     ...(injections ? { injections } : {}),
     ...(notFired.length ? { notFired } : {}),
     every,
     expected: expect ?? 'reported (no expectation: use --expect held|violated)',
-    matched: summary.matched && !incomplete && code !== 3,
+    matched: code === 0,
     exitCode: code,
     ms: Math.round(ms),
     perSecond: allRuns / (ms / 1000),
@@ -836,21 +878,24 @@ export function mergeShards(parts: readonly ExploreResult[], names?: readonly st
   const ms = Math.max(...parts.map((x) => x.ms))
   const sample = { size: s0.size, seed: s0.seed, depth: s0.depth, steps, counted, probability: 1 - (1 - once) ** counted, ...(s0.accept !== undefined ? { accept: s0.accept } : {}) }
   const short = sampleFallsShort(sample, violating, expect)
+  const failing = mergedFailure(parts, every)
+  const code = exitFromFindings(short ? 3 : exitCode(summary), { expect, violating, failed: failing.failed, stopped: false })
   return {
     ...first,
     sample,
     runs,
     interleavings: every.length,
     violating,
-    unknown: every.filter((x) => x.verdict === 'unknown').length,
+    unknown: every.filter((x) => x.verdict === 'unknown' && !x.failure).length,
     groups: groupsOf(every),
     shortest: best?.shortest ?? null,
     replay: best?.replay ?? null,
     ...(best?.replayNote ? { replayNote: best.replayNote } : {}),
+    ...failing,
     diverged: 0,
     every,
-    matched: summary.matched && !short,
-    exitCode: short ? 3 : exitCode(summary),
+    matched: code === 0,
+    exitCode: code,
     ms,
     perSecond: parts.reduce((a, x) => a + x.perSecond, 0),
   }
@@ -890,6 +935,8 @@ function mergeSearchShards(parts: readonly ExploreResult[]): ExploreResult {
   const complete = parts.every((x) => x.complete)
   const violating = every.filter((x) => x.held === false).length
   const incomplete = (diverged > 0 || !complete) && violating === 0 && expect === 'held'
+  const failing = mergedFailure(parts, every)
+  const code = exitFromFindings(incomplete ? 3 : exitCode(summary), { expect, violating, failed: failing.failed, stopped: false })
   const { shard: _, replayNote: __, ...rest } = first
   return {
     ...rest,
@@ -897,15 +944,16 @@ function mergeSearchShards(parts: readonly ExploreResult[]): ExploreResult {
     runs: parts.reduce((a, x) => a + x.runs, 0),
     interleavings: every.length,
     violating,
-    unknown: every.filter((x) => x.verdict === 'unknown').length,
+    unknown: every.filter((x) => x.verdict === 'unknown' && !x.failure).length,
     groups: groupsOf(every),
     shortest: shortest ? { ...shortest } : null,
     replay: from?.replay ?? null,
     ...(from?.replayNote ? { replayNote: from.replayNote } : {}),
+    ...failing,
     diverged,
     every,
-    matched: summary.matched && !incomplete,
-    exitCode: incomplete ? 3 : exitCode(summary),
+    matched: code === 0,
+    exitCode: code,
     ms: Math.max(...parts.map((x) => x.ms)),
     perSecond: parts.reduce((a, x) => a + x.perSecond, 0),
     jobs: Math.max(...parts.map((x) => x.jobs ?? 1)),
@@ -919,6 +967,14 @@ function mergeSearchShards(parts: readonly ExploreResult[]): ExploreResult {
 export function sampleFallsShort(sample: { probability: number; accept?: number } | undefined, violating: number, expect: ExpectOverride): boolean {
   if (!sample || violating > 0 || expect !== 'held') return false
   return sample.accept === undefined || sample.probability < sample.accept
+}
+
+/** The merged interleavings' failures: how many, the fewest switches among them, and the replay the part that ran it gave. */
+function mergedFailure(parts: readonly ExploreResult[], every: readonly Interleaving[]): { failed: number; shortestFailure: Interleaving | null; failureReplay: string | null } {
+  const failures = every.filter((x) => x.failure)
+  const shortestFailure = failures.reduce<Interleaving | null>((a, x) => (!a || better(x, a) ? x : a), null)
+  const from = shortestFailure && parts.find((x) => x.shortestFailure?.line === shortestFailure.line)
+  return { failed: failures.length, shortestFailure: shortestFailure ? { ...shortestFailure } : null, failureReplay: from?.failureReplay ?? null }
 }
 
 function coverageOf(s: Pct): { depth: number; steps: number; counted: number; probability: number } {
@@ -964,7 +1020,8 @@ export function pointsOf(sqls: readonly string[]): number {
   return n
 }
 
-function interleavingOf(p: Plan, ran: Entry[], facts: TrialFacts, trial: Trial, sw: number): Interleaving {
+function interleavingOf(p: Plan, ran: Entry[], facts: TrialFacts, trial: Trial, sw: number, expected: ReadonlySet<string>): Interleaving {
+  const failure = trial.failure ?? (trial.verdict === 'unknown' ? codeFailure(facts.sessions, expected) : undefined)
   const named = p.sessions.map((s) => ({ name: s.name, steps: s.steps }))
   const got = new Set(ran.map((e) => `${e.session}.${e.step}`))
   const rest = p.sessions.flatMap((s, i) => s.steps.map((_, k) => ({ session: i, step: k })).filter((e) => !got.has(`${e.session}.${e.step}`)))
@@ -981,7 +1038,8 @@ function interleavingOf(p: Plan, ran: Entry[], facts: TrialFacts, trial: Trial, 
     switches: sw,
     runs: 1,
     why: trial.why,
-    ...(trial.failure ? { failure: trial.failure } : {}),
+    ...(failure ? { failure } : {}),
+    ...(trial.failure ? { incomplete: true as const } : {}),
     ...(facts.injections?.some((x) => x.at) ? { injected: facts.injections.filter((x) => x.at).map((x) => ({ fault: x.fault, at: x.at! })) } : {}),
   }
 }
@@ -989,18 +1047,20 @@ function interleavingOf(p: Plan, ran: Entry[], facts: TrialFacts, trial: Trial, 
 function groupsOf(every: Interleaving[]): Group[] {
   const groups = new Map<string, Group>()
   for (const it of every) {
-    // A session that did not complete where every session must: FAILED (a violation stays VIOLATED).
-    const state = it.held === false && it.verdict !== 'unknown' ? 'VIOLATED' : it.failure ? 'FAILED' : it.verdict === 'unknown' ? 'UNKNOWN' : 'HELD'
+    // A failure (the code failing, or a session that did not complete where every one must) with the invariant not
+    // violated is its own group, named by how it failed.
+    const failure = it.held !== false ? it.failure : undefined
+    const state = failure ? 'FAILED' : it.verdict === 'unknown' ? 'UNKNOWN' : it.held === false ? 'VIOLATED' : 'HELD'
     const ends = Object.entries(it.outcomes)
       .map(([k, v]) => `${k} ${v}`)
       .join(', ')
-    const key = `${state} ${it.verdict}: ${ends}`
-    const g = groups.get(key) ?? { key, held: it.verdict === 'unknown' ? null : it.held, verdict: it.verdict, outcomes: it.outcomes, count: 0, lines: [], ...(state === 'FAILED' ? { failed: true } : {}) }
+    const key = failure ? `FAILED failed: ${failure}` : `${state} ${it.verdict}: ${ends}`
+    const g = groups.get(key) ?? { key, held: it.verdict === 'unknown' ? null : it.held, verdict: it.verdict, outcomes: it.outcomes, count: 0, lines: [], ...(failure ? { failure } : {}) }
     g.count++
     g.lines.push(it.line)
     groups.set(key, g)
   }
-  const rank = (g: Group) => (g.held === false ? 0 : g.failed ? 0.5 : g.held === null ? 1 : 2)
+  const rank = (g: Group) => (g.held === false ? 0 : g.failure ? 1 : g.held === null ? 2 : 3)
   const sw = new Map(every.map((x) => [x.line, x.switches]))
   for (const g of groups.values()) g.lines.sort((a, b) => sw.get(a)! - sw.get(b)!)
   return [...groups.values()].sort((a, b) => rank(a) - rank(b) || b.count - a.count)

@@ -231,6 +231,9 @@ test('merged sample shards: held in every draw passes expect held only with an a
   const part = (index: number, accept?: number) =>
     ({
       scenario: 'x',
+      digest: 'd'.repeat(64),
+      racelab: '0.1.0',
+      server: { version: '15.0' },
       n: 2,
       expected: 'held',
       sample: { size: 4, seed: 1, depth: 2, steps: 4, counted: 2, probability: 1 - (7 / 8) ** 2, shard: { index, count: 2 }, ...(accept === undefined ? {} : { accept }) },
