@@ -27,7 +27,7 @@ export const FLOORS: readonly (readonly string[])[] = [
   ['plan.ts'],
   ['servers/'],
   ['db/'],
-  ['scenario.ts', 'permutation.ts', 'binds.ts', 'parse.ts', 'lex.ts'],
+  ['scenario.ts', 'permutation.ts', 'binds.ts', 'parse.ts', 'lex.ts', 'digest.ts'],
   ['lifecycle.ts', 'errors.ts', 'known-bugs.ts', 'home.ts', 'load-module.ts'],
 ]
 
