@@ -459,10 +459,19 @@ export class Lab implements Driver {
     return new Set(ask.filter((x) => got.has(x.pid)))
   }
 
-  /** The backends among `ask` waiting for one of `all` (isolationtester's test, from the control connection). */
+  /**
+   * The backends among `ask` waiting for one of `all` (isolationtester's test, from the control connection), except
+   * a wait for a relation's extension lock: two inserts that add the first page of a table at the same moment wait
+   * for each other for microseconds inside the server, on a lock no statement of the race takes and none holds across
+   * statements. Seen, it turned a clean race into "serialized" (a soundness soak's free-running trial; and a
+   * documented "clean" into a DEVIATION); the step ends on its own a moment later.
+   */
   async blockedPids(ask: number[], all: number[]): Promise<Set<number>> {
     const rows = await this.control`
-        select pid from unnest(${ask}::int[]) as pid where pg_isolation_test_session_is_blocked(pid, ${all}::int[])`
+        select a.pid from unnest(${ask}::int[]) as a(pid)
+        where case when pg_catalog.pg_isolation_test_session_is_blocked(a.pid, ${all}::int[])
+          then not exists (select from pg_catalog.pg_locks l where l.pid = a.pid and not l.granted and l.locktype = 'extend')
+          else false end`
     return new Set(rows.map((r) => Number(r.pid)))
   }
 
