@@ -8,7 +8,7 @@ import type { TrialRunnerFactory } from '../engine/runner.js'
 import { replicate, sessionLevelParam, type Scenario } from '../scenario.js'
 import { appTrials } from './runner.js'
 import { MAX_QUERIES } from './trial.js'
-import type { AppRace } from './types.js'
+import type { AppDriver, AppDriverType, AppRace } from './types.js'
 import type { Fault } from './labels.js'
 
 /** Marks what defineAppRace returns (a global symbol: the user's copy of the package and race's agree). */
@@ -24,8 +24,11 @@ declare module '../scenario.js' {
   }
 }
 
-/** Identity with a mark, for type checking and for the loader: `export default defineAppRace({...})`. */
-export function defineAppRace(race: AppRace): AppRace {
+/**
+ * Identity with a mark, for type checking and for the loader: `export default defineAppRace({...})`. Typed by its
+ * `driver`: with `driver: 'pg'`, `db` is a pg Client and ctx.pool a pg Pool; with `open`, `session` takes what it returns.
+ */
+export function defineAppRace<D extends AppDriver, O = AppDriverType<D, 'db'>>(race: AppRace<D, O>): AppRace<D, O> {
   Object.defineProperty(race, APP_RACE, { value: true, enumerable: false })
   return race
 }

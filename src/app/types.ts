@@ -6,8 +6,49 @@
 /** The drivers a session can hand the function: node-postgres (a connected Client), postgres.js (a `sql`), the mariadb connector (a connected Connection), or mysql2 (its promise-API Connection; ctx.client the callback one), the last two on MySQL/MariaDB. */
 export type AppDriver = 'pg' | 'postgres' | 'mariadb' | 'mysql2'
 
-/** What a session's function receives besides its driver object. */
-export interface AppCtx {
+// The drivers' own types, for what a session's function receives (`db`, ctx.pool, ctx.client, ctx.pg). Each is an
+// inline import under a @ts-ignore kept in the published .d.ts: pg (its types are @types/pg) and mysql2 are optional
+// peer dependencies, and a project that has not installed one still compiles racelab's types (that import is then
+// `any`, and ctx.pool falls back to race's own PoolLike).
+/** @ts-ignore node-postgres (pg, @types/pg): an optional peer dependency; not installed, this is `any` */
+export type PgClient = import('pg').Client
+/** @ts-ignore node-postgres (pg, @types/pg): an optional peer dependency; not installed, this is `any` */
+export type PgPool = import('pg').Pool
+/** @ts-ignore node-postgres (pg, @types/pg): an optional peer dependency; not installed, this is `any` */
+export type PgModule = typeof import('pg')
+/** @ts-ignore postgres.js: a dependency of racelab; unresolved, this is `any` */
+export type PostgresSql = import('postgres').Sql<{}> // eslint-disable-line @typescript-eslint/no-empty-object-type
+/** @ts-ignore the mariadb connector: a dependency of racelab; unresolved, this is `any` */
+export type MariadbConnection = import('mariadb').Connection
+/** @ts-ignore mysql2: an optional peer dependency; not installed, this is `any` */
+export type Mysql2Connection = import('mysql2/promise').Connection
+/** @ts-ignore mysql2: an optional peer dependency; not installed, this is `any` */
+export type Mysql2CallbackConnection = import('mysql2').Connection
+
+/** `F` where `T` is `any` (a driver's types that are not installed), else `T`. */
+type Installed<T, F> = 0 extends 1 & T ? F : T
+
+/**
+ * What each driver hands a session: `db` (its first argument without open()), and ctx's `pool`, `client` and `pg`
+ * (absent for the drivers that have none).
+ */
+export interface AppDriverTypes {
+  pg: { db: PgClient; pool: Installed<PgPool, PoolLike>; client: PgClient; pg: PgModule }
+  postgres: { db: PostgresSql; pool: undefined; client: undefined; pg: undefined }
+  mariadb: { db: MariadbConnection; pool: undefined; client: undefined; pg: undefined }
+  mysql2: { db: Mysql2Connection; pool: undefined; client: Mysql2CallbackConnection; pg: undefined }
+}
+
+/**
+ * One driver's type of `db`, ctx.pool, ctx.client or ctx.pg; with no one driver named (AppDriver itself, what race's
+ * own code sees), the loose shapes of every driver.
+ */
+export type AppDriverType<D extends AppDriver, K extends 'db' | 'pool' | 'client' | 'pg'> = AppDriver extends D
+  ? { db: any; pool: PoolLike; client: unknown; pg: any }[K] // eslint-disable-line @typescript-eslint/no-explicit-any
+  : AppDriverTypes[D][K]
+
+/** What a session's function receives besides its driver object (typed by the race's `driver`). */
+export interface AppCtx<D extends AppDriver = AppDriver> {
   /** The session's name: s1, s2, ... */
   session: string
   /** 0-based index of the session. */
@@ -25,21 +66,22 @@ export interface AppCtx {
   point(name: string): Promise<void>
   /**
    * node-postgres only: a Pool-shaped object over the session's one connection, for code that takes a pool
-   * (`query`, `connect()` handing out the same connection, `release()` a no-op, `end()` a no-op).
+   * (`query`, `connect()` handing out the same connection, `release()` a no-op, `end()` a no-op); typed as a `pg.Pool`
+   * for `driver: 'pg'` where pg's types are installed.
    */
-  pool?: PoolLike
+  pool?: AppDriverType<D, 'pool'>
   /** node-postgres: the connected Client (the same object the function gets as `db`); mysql2: the callback-API Connection. */
-  client?: unknown
+  client?: AppDriverType<D, 'client'>
   /**
    * node-postgres only: a pg module whose `Client` and `Pool` hand out the session's connection, whatever options
    * they are given (TypeORM's `driver`, Sequelize's `dialectModule`, pg-pool's `Client`, `new ctx.pg.Pool()` for
    * Prisma's PrismaPg or knex's `connectionPool`).
    */
-  pg?: any // eslint-disable-line @typescript-eslint/no-explicit-any
+  pg?: AppDriverType<D, 'pg'>
 }
 
 /** What open() receives: the session's connection and its ctx.pg, before any trial (no user, no points). */
-export type AppOpenCtx = Pick<AppCtx, 'session' | 'index' | 'n' | 'schema' | 'pool' | 'client' | 'pg'>
+export type AppOpenCtx<D extends AppDriver = AppDriver> = Pick<AppCtx<D>, 'session' | 'index' | 'n' | 'schema' | 'pool' | 'client' | 'pg'>
 
 /** The Pool-shaped object over one connection (node-postgres). */
 export interface PoolLike {
@@ -52,14 +94,17 @@ export interface PoolLike {
   readonly waitingCount: number
 }
 
-/** What `export default defineAppRace({...})` declares. */
-export interface AppRace {
+/**
+ * What `export default defineAppRace({...})` declares. `D` is its driver (what `db` and ctx are typed as); `O` what
+ * `session` receives first: what `open` returns (awaited), else the driver's `db`.
+ */
+export interface AppRace<D extends AppDriver = AppDriver, O = AppDriverType<D, 'db'>> {
   /** kebab-case id (default: the file's name without .race.mjs). */
   id?: string
   title?: string
   /** A few lines for race show. */
   story?: string[]
-  driver: AppDriver
+  driver: D
   /** Sessions: the default for --n, or { default, min, max }. */
   sessions?: number | { default: number; min?: number; max?: number }
   /** SQL run on the control connection, in the run's own schema, before each trial. */
@@ -71,16 +116,16 @@ export interface AppRace {
    * TypeError, a ReferenceError, an error class not declared) is a failure of the code under test: the trial cannot
    * be decided.
    */
-  session: (db: any, ctx: AppCtx) => unknown // eslint-disable-line @typescript-eslint/no-explicit-any
+  session(db: NoInferHere<O>, ctx: AppCtx<D>): unknown
   /**
    * Optional: what the application builds once at start-up (an ORM's DataSource, a Prisma client, a knex instance),
    * built for each session's connection once, before its first trial, from the driver object and ctx.pg. Its queries
    * (an ORM's version check, its SETs) are not steps. What it returns is what `session` receives as its first
    * argument; the connection is kept across trials, and so is this.
    */
-  open?: (db: any, ctx: AppOpenCtx) => unknown // eslint-disable-line @typescript-eslint/no-explicit-any
+  open?(db: AppDriverType<D, 'db'>, ctx: AppOpenCtx<D>): O | PromiseLike<O>
   /** Optional: undoes open() when the connection closes (`(orm) => orm.destroy()`), given at most 2 s (or the step timeout if shorter). */
-  close?: (opened: any) => unknown // eslint-disable-line @typescript-eslint/no-explicit-any
+  close?(opened: NoInferHere<O>): unknown
   /**
    * The errors the application throws on purpose to say no (a 409, a validation error): error classes (matched by
    * instanceof, or by class name when the module's copy of the class differs), or one predicate `(err) => boolean`.
@@ -119,6 +164,9 @@ export interface AppRace {
    */
   mustComplete?: boolean
 }
+
+/** `T`, from which TypeScript infers nothing (what `session` takes is what `open` returned, not the other way round). */
+type NoInferHere<T> = [T][T extends unknown ? 0 : never]
 
 // The chooser an explorer drives a trial with is the engine's, for statement scenarios and application races alike.
 export type { Chooser, Moment, ReadyStep } from '../engine/types.js'
