@@ -45,4 +45,4 @@ export { explore } from './api.js'
 export type { ExploreOptions, ExploreResult, Interleaving, Group } from './explore/index.js'
 // Races of the application's own code: its function, unchanged, on N real connections, every query a step.
 export { defineAppRace, isAppRace } from './app/index.js'
-export type { AppRace, AppCtx, AppDriver, AppDriverType, AppDriverTypes, AppOpenCtx, Chooser, Moment, PoolLike, ReadyStep } from './app/index.js'
+export type { AppRace, AppCtx, AppDriver, AppCtxBase, AppDriverCtx, AppDriverType, AppDriverTypes, AppOpenCtx, Chooser, Moment, PoolLike, ReadyStep } from './app/index.js'

@@ -8,7 +8,7 @@ import type { TrialRunnerFactory } from '../engine/runner.js'
 import { replicate, sessionLevelParam, type Scenario } from '../scenario.js'
 import { appTrials } from './runner.js'
 import { MAX_QUERIES } from './trial.js'
-import type { AppDriver, AppDriverType, AppRace } from './types.js'
+import type { AppDriver, AppRace } from './types.js'
 import type { Fault } from './labels.js'
 
 /** Marks what defineAppRace returns (a global symbol: the user's copy of the package and race's agree). */
@@ -26,9 +26,12 @@ declare module '../scenario.js' {
 
 /**
  * Identity with a mark, for type checking and for the loader: `export default defineAppRace({...})`. Typed by its
- * `driver`: with `driver: 'pg'`, `db` is a pg Client and ctx.pool a pg Pool; with `open`, `session` takes what it returns.
+ * `driver`: with `driver: 'pg'`, `db` is a pg Client and ctx.pool a pg Pool. With `open`, `session` and `close` take
+ * what open returns (where TypeScript infers it from open; else `any`, as they took before).
  */
-export function defineAppRace<D extends AppDriver, O = AppDriverType<D, 'db'>>(race: AppRace<D, O>): AppRace<D, O> {
+export function defineAppRace<D extends AppDriver>(race: AppRace<D> & { open?: undefined }): AppRace<D>
+export function defineAppRace<D extends AppDriver, O = any>(race: AppRace<D, O> & { open(...args: never[]): unknown }): AppRace<D, O> // eslint-disable-line @typescript-eslint/no-explicit-any
+export function defineAppRace(race: AppRace): AppRace {
   Object.defineProperty(race, APP_RACE, { value: true, enumerable: false })
   return race
 }

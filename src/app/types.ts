@@ -29,26 +29,41 @@ export type Mysql2CallbackConnection = import('mysql2').Connection
 type Installed<T, F> = 0 extends 1 & T ? F : T
 
 /**
- * What each driver hands a session: `db` (its first argument without open()), and ctx's `pool`, `client` and `pg`
- * (absent for the drivers that have none).
+ * What each driver hands a session: `db` (its first argument without open()), and what ctx carries for it: with
+ * node-postgres, `pool`, `client` and `pg` (always there); with mysql2, `client`; the others, none of them.
  */
 export interface AppDriverTypes {
-  pg: { db: PgClient; pool: Installed<PgPool, PoolLike>; client: PgClient; pg: PgModule }
-  postgres: { db: PostgresSql; pool: undefined; client: undefined; pg: undefined }
-  mariadb: { db: MariadbConnection; pool: undefined; client: undefined; pg: undefined }
-  mysql2: { db: Mysql2Connection; pool: undefined; client: Mysql2CallbackConnection; pg: undefined }
+  pg: { db: PgClient; ctx: { pool: Installed<PgPool, PoolLike>; client: PgClient; pg: PgModule } }
+  postgres: { db: PostgresSql; ctx: { pool?: undefined; client?: undefined; pg?: undefined } }
+  mariadb: { db: MariadbConnection; ctx: { pool?: undefined; client?: undefined; pg?: undefined } }
+  mysql2: { db: Mysql2Connection; ctx: { pool?: undefined; client: Mysql2CallbackConnection; pg?: undefined } }
 }
 
-/**
- * One driver's type of `db`, ctx.pool, ctx.client or ctx.pg; with no one driver named (AppDriver itself, what race's
- * own code sees), the loose shapes of every driver.
- */
-export type AppDriverType<D extends AppDriver, K extends 'db' | 'pool' | 'client' | 'pg'> = AppDriver extends D
-  ? { db: any; pool: PoolLike; client: unknown; pg: any }[K] // eslint-disable-line @typescript-eslint/no-explicit-any
-  : AppDriverTypes[D][K]
+/** One driver's `db`; with no one driver named (AppDriver itself, what race's own code sees), `any`. */
+export type AppDriverType<D extends AppDriver> = AppDriver extends D ? any : AppDriverTypes[D]['db'] // eslint-disable-line @typescript-eslint/no-explicit-any
 
-/** What a session's function receives besides its driver object (typed by the race's `driver`). */
-export interface AppCtx<D extends AppDriver = AppDriver> {
+/** What ctx carries for one driver; with no one driver named, each field optional and loose. */
+export type AppDriverCtx<D extends AppDriver> = AppDriver extends D
+  ? {
+      /**
+       * node-postgres only: a Pool-shaped object over the session's one connection, for code that takes a pool
+       * (`query`, `connect()` handing out the same connection, `release()` a no-op, `end()` a no-op); typed as a
+       * `pg.Pool` for `driver: 'pg'` where pg's types are installed.
+       */
+      pool?: PoolLike
+      /** node-postgres: the connected Client (the same object the function gets as `db`); mysql2: the callback-API Connection. */
+      client?: unknown
+      /**
+       * node-postgres only: a pg module whose `Client` and `Pool` hand out the session's connection, whatever options
+       * they are given (TypeORM's `driver`, Sequelize's `dialectModule`, pg-pool's `Client`, `new ctx.pg.Pool()` for
+       * Prisma's PrismaPg or knex's `connectionPool`).
+       */
+      pg?: any // eslint-disable-line @typescript-eslint/no-explicit-any
+    }
+  : AppDriverTypes[D]['ctx']
+
+/** What a session's function receives besides its driver object, whatever the driver. */
+export interface AppCtxBase {
   /** The session's name: s1, s2, ... */
   session: string
   /** 0-based index of the session. */
@@ -64,24 +79,16 @@ export interface AppCtx<D extends AppDriver = AppDriver> {
    * there (`barrier: 'check'`) and a permutation may name it (`s1.check`); elsewhere it passes at once.
    */
   point(name: string): Promise<void>
-  /**
-   * node-postgres only: a Pool-shaped object over the session's one connection, for code that takes a pool
-   * (`query`, `connect()` handing out the same connection, `release()` a no-op, `end()` a no-op); typed as a `pg.Pool`
-   * for `driver: 'pg'` where pg's types are installed.
-   */
-  pool?: AppDriverType<D, 'pool'>
-  /** node-postgres: the connected Client (the same object the function gets as `db`); mysql2: the callback-API Connection. */
-  client?: AppDriverType<D, 'client'>
-  /**
-   * node-postgres only: a pg module whose `Client` and `Pool` hand out the session's connection, whatever options
-   * they are given (TypeORM's `driver`, Sequelize's `dialectModule`, pg-pool's `Client`, `new ctx.pg.Pool()` for
-   * Prisma's PrismaPg or knex's `connectionPool`).
-   */
-  pg?: AppDriverType<D, 'pg'>
 }
 
+/**
+ * What a session's function receives besides its driver object, typed by the race's `driver`: for 'pg', ctx.pool
+ * (a `pg.Pool`), ctx.client (the `Client`) and ctx.pg (the `pg` module); for 'mysql2', ctx.client (its callback API).
+ */
+export type AppCtx<D extends AppDriver = AppDriver> = AppCtxBase & AppDriverCtx<D>
+
 /** What open() receives: the session's connection and its ctx.pg, before any trial (no user, no points). */
-export type AppOpenCtx<D extends AppDriver = AppDriver> = Pick<AppCtx<D>, 'session' | 'index' | 'n' | 'schema' | 'pool' | 'client' | 'pg'>
+export type AppOpenCtx<D extends AppDriver = AppDriver> = Pick<AppCtxBase, 'session' | 'index' | 'n' | 'schema'> & AppDriverCtx<D>
 
 /** The Pool-shaped object over one connection (node-postgres). */
 export interface PoolLike {
@@ -98,7 +105,7 @@ export interface PoolLike {
  * What `export default defineAppRace({...})` declares. `D` is its driver (what `db` and ctx are typed as); `O` what
  * `session` receives first: what `open` returns (awaited), else the driver's `db`.
  */
-export interface AppRace<D extends AppDriver = AppDriver, O = AppDriverType<D, 'db'>> {
+export interface AppRace<D extends AppDriver = AppDriver, O = AppDriverType<D>> {
   /** kebab-case id (default: the file's name without .race.mjs). */
   id?: string
   title?: string
@@ -123,7 +130,7 @@ export interface AppRace<D extends AppDriver = AppDriver, O = AppDriverType<D, '
    * (an ORM's version check, its SETs) are not steps. What it returns is what `session` receives as its first
    * argument; the connection is kept across trials, and so is this.
    */
-  open?(db: AppDriverType<D, 'db'>, ctx: AppOpenCtx<D>): O | PromiseLike<O>
+  open?(db: AppDriverType<D>, ctx: AppOpenCtx<D>): O | PromiseLike<O>
   /** Optional: undoes open() when the connection closes (`(orm) => orm.destroy()`), given at most 2 s (or the step timeout if shorter). */
   close?(opened: NoInferHere<O>): unknown
   /**

@@ -75,8 +75,8 @@ export const plain = defineAppRace({
   driver: 'pg',
   session: async (db, ctx) => {
     const client: pg.Client = db
-    const n = await countPending(ctx.pool!, ctx.user)
-    const made: pg.Pool = new ctx.pg!.Pool()
+    const n = await countPending(ctx.pool, ctx.user)
+    const made: pg.Pool = new ctx.pg.Pool()
     if (n === 0) await createOrder(client, ctx.user)
     return made
   },
@@ -86,9 +86,19 @@ export const plain = defineAppRace({
 
 export const opened = defineAppRace({
   driver: 'pg',
-  open: async (_db, ctx) => new Orders(ctx.pool!),
+  open: async (_db, ctx) => new Orders(ctx.pool),
   session: (orders, ctx) => orders.add(ctx.user),
   close: (orders) => orders.pool.end(),
+  invariant: 'select true',
+  expect: 'held',
+})
+
+// What open returns, annotated where it is taken (examples/app/orders-prisma.race.ts does so).
+export const annotatedOpen = defineAppRace({
+  driver: 'pg',
+  open: (_db, ctx) => new Orders(new ctx.pg.Pool()),
+  close: (orders: Orders) => orders.pool.end(),
+  session: (orders: Orders, ctx) => orders.add(ctx.user),
   invariant: 'select true',
   expect: 'held',
 })
@@ -107,9 +117,9 @@ import { defineAppRace } from 'racelab'
 declare function usePool(pool: pg.Pool): void
 class Orders { add() {} }
 
-export const wrongDb = defineAppRace({
+export const wrongDb = defineAppRace({ // error: a pg race's db is not a postgres.js sql (no overload matches)
   driver: 'pg',
-  session: (db: Sql) => db\`select 1\`, // error: a pg race's db is not a postgres.js sql
+  session: (db: Sql) => db\`select 1\`,
   invariant: 'select true',
   expect: 'held',
 })
@@ -140,7 +150,7 @@ import { defineAppRace } from 'racelab'
 
 export const a = defineAppRace({ driver: 'postgres', session: async (sql) => { const s: Sql = sql; await s\`select 1\` }, invariant: 'select true', expect: 'held' })
 export const b = defineAppRace({ driver: 'mariadb', session: async (db) => { const c: Connection = db; await c.query('select 1') }, invariant: 'select 1', expect: 'held' })
-export const c = defineAppRace({ driver: 'mysql2', session: async (db, ctx) => { const p: Promised = db; const cb: Callback = ctx.client!; await p.execute('select 1'); return cb }, invariant: 'select 1', expect: 'held' })
+export const c = defineAppRace({ driver: 'mysql2', session: async (db, ctx) => { const p: Promised = db; const cb: Callback = ctx.client; await p.execute('select 1'); return cb }, invariant: 'select 1', expect: 'held' })
 `
   const bad = `import { defineAppRace } from 'racelab'
 export const a = defineAppRace({ driver: 'mariadb', session: (db) => db.execute('select 1', [], 'not a callback', 4), invariant: 'select 1', expect: 'held' }) // error: mariadb's execute takes no 4th argument
