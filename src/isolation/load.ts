@@ -50,13 +50,26 @@ async function load(file: string, abs: string): Promise<Scenario> {
   if (file.endsWith('.spec')) return recordFile(specToScenario(parseSpec(bytes.toString('latin1'), file), leadingComments(bytes.toString('utf8'))), bytes)
   if (!/\.(mjs|js|ts|mts)$/.test(file)) throw new UsageError(`${file}: race runs .spec files, .mjs modules and TypeScript modules (.ts, .mts) (default export: defineScenario({...}) or defineAppRace({...}))`)
   let mod: { default?: unknown }
-  // A TypeScript module (and the user's TypeScript code it imports) is loaded through tsx, looked up only then.
-  if (/\.m?ts$/.test(file)) await typescript(file, abs)
+  // A TypeScript module (and the user's TypeScript code it imports) is loaded through tsx, looked up only then. A
+  // test runner with a module system of its own (Jest) refuses module hooks, tsx's too: there the runner's own
+  // transform may compile it (docs/app-races.md), and tsx's refusal is the answer only if the runner's import fails.
+  let noTsx: UsageError | undefined
+  if (/\.m?ts$/.test(file)) {
+    try {
+      await typescript(file, abs)
+    } catch (e) {
+      resolveSelf()
+      if (!(e instanceof UsageError) || !hooksRefused) throw e
+      noTsx = e
+    }
+  }
   try {
     resolveSelf()
     mod = (await importModule<{ default?: unknown }>(pathToFileURL(abs).href))
   } catch (e) {
-    throw new UsageError(`${file} could not be loaded: ${(e as Error).message.split('\n')[0]}`)
+    const why = (e as Error).message.split('\n')[0]
+    if (noTsx) throw new UsageError(`${file}: a TypeScript race module here (a test runner that refuses module hooks, as Jest does) is compiled by the runner's own transform, and importing it failed (${why.slice(0, 120)}): give the runner a transform for .ts files (docs/app-races.md) or give race the compiled .mjs`)
+    throw new UsageError(`${file} could not be loaded: ${why}`)
   }
   return recordFile(userScenario(mod.default, file), bytes)
 }
@@ -98,6 +111,8 @@ function typescript(file: string, abs: string): Promise<void> {
 }
 
 let hooked = false
+/** This process refuses module hooks (module.register threw): a test runner with a module system of its own (Jest). */
+let hooksRefused = false
 /** `import ... from 'racelab'` in a user's module resolves to this race when racelab is not installed next to it. */
 function resolveSelf(): void {
   if (hooked) return
@@ -105,6 +120,7 @@ function resolveSelf(): void {
   try {
     register(new URL('isolation/self-hook.js', SRC).href, { data: { self: new URL('index.js', SRC).href } })
   } catch {
+    hooksRefused = true
     // A test runner with a module system of its own (Jest) refuses module hooks: there racelab is installed in the
     // project, and its resolver finds it by name.
   }
