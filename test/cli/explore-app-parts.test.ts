@@ -32,6 +32,16 @@ const file = (name: string, text: string) => {
   return f
 }
 
+/** --reduce finds the groups --exhaustive finds, and the same fewest switches: each part's footprint is its own. */
+async function reducedMatches(f: string): Promise<void> {
+  const red = await exploreJson(server.url, admin, [f, '--reduce'])
+  const ex = await exploreJson(server.url, admin, [f, '--exhaustive'])
+  assert.equal((red.j as unknown as { search: string }).search, 'reduced')
+  assert.ok(ex.j.violating > 0, JSON.stringify(ex.j.groups))
+  assert.deepEqual(red.j.groups.map((g) => g.key).sort(), ex.j.groups.map((g) => g.key).sort())
+  assert.equal(red.j.shortest?.switches, ex.j.shortest?.switches)
+}
+
 async function replays(line: string, f: string): Promise<{ code: number | null; violated: boolean }> {
   const r = await race(['run', f, '--schedule', line, '--json'], { url: server.url })
   assert.ok(r.stdout.trim().startsWith('{'), r.stdout + r.stderr)
@@ -67,6 +77,7 @@ test('a string of several statements is split: check-then-insert in one string v
   const again = await replays(j.shortest!.line, f)
   assert.equal(again.violated, true, `the replay of ${j.shortest!.line} violates`)
   assert.equal(again.code, 1)
+  await reducedMatches(f)
 })
 
 test('a string of several statements gives the function node-postgres\'s own results and error', async () => {
@@ -138,6 +149,7 @@ test('NOWAIT at REPEATABLE READ: the snapshot point lets a commit in before the 
   assert.match(j.shortest!.line, /s\d\.q2:snapshot/)
   const again = await replays(j.shortest!.line, f)
   assert.equal(again.violated, true, `the replay of ${j.shortest!.line} violates`)
+  await reducedMatches(f)
 })
 
 test('at READ COMMITTED the NOWAIT query gets no snapshot point', async () => {
