@@ -12,6 +12,8 @@ import type { Target } from '../db/target.js'
 import { unixSocket } from '../db/connect.js'
 import { PG_STATE_SQL } from '../db/pg-state.js'
 import { sessionFor, type AppSession } from './session.js'
+import { stringParts, type Part } from './parts.js'
+import { statements } from '../lex.js'
 import type { AppDriver, PoolLike } from './types.js'
 
 export interface AppConnOptions {
@@ -271,9 +273,16 @@ function wrapPgQuery(raw: Any, holder: Holder, client: Any) {
       )
       return config
     }
+    const status = () => (typeof client.getTransactionStatus === 'function' ? client.getTransactionStatus() : undefined)
+    // A simple query of several statements (no parameters, not prepared): in race explore (and a replay that names its
+    // second part) its statements are points of their own, as other sessions' statements run between them in real
+    // life. The function gets what node-postgres gives for the whole string (app/parts.ts).
+    const simple = (typeof config === 'string' || (config && typeof config === 'object' && !config.name && !config.rows && config.queryMode !== 'extended' && !(config.values?.length > 0))) && !(vals?.length > 0)
+    const plan = simple && s.splitStringAt(step) ? stringParts(text, s.inTx) : undefined
+    s.snapshots = true
     const run = (async () => {
+      if (plan) return await runParts(s, step, plan, (t) => raw(typeof config === 'string' ? t : { ...config, text: t }, vals), status)
       await s.enter(step, text)
-      const status = () => (typeof client.getTransactionStatus === 'function' ? client.getTransactionStatus() : undefined)
       const res = await sent(s, () => raw(config, vals), () => s.serverTx(status()))
       const last = Array.isArray(res) ? res[res.length - 1] : res
       if (/^\s*commit\b/i.test(text) && last?.command === 'ROLLBACK') s.lastWasRollbackOfCommit = true
@@ -293,6 +302,43 @@ function wrapPgQuery(raw: Any, holder: Holder, client: Any) {
     )
     return undefined
   }
+}
+
+/**
+ * Runs a string of several statements part by part (app/parts.ts), each released at its own point (q3, q3/2, ...),
+ * and gives what the driver gives for the whole string: one Result per statement (an array of them), or the error
+ * of the statement that failed (its position counted in the whole string), the later ones not run. Outside a
+ * transaction the string's implicit transaction is race's, committed at its commit point (q3:commit) or rolled back
+ * when a statement fails, as PostgreSQL does with the string's.
+ */
+async function runParts(s: AppSession, step: string, plan: { parts: Part[]; wrap: boolean }, send: (text: string) => Promise<Any>, status: () => string | undefined): Promise<Any> {
+  const results: Any[] = []
+  try {
+    for (const [k, part] of plan.parts.entries()) {
+      const label = k ? `${step}/${k + 1}` : step
+      const last = k === plan.parts.length - 1
+      await s.enter(label, part.text, false, false, { first: k === 0, last, wrap: plan.wrap })
+      let res: Any
+      try {
+        res = await sent(s, () => send(part.text), () => s.serverTx(status()))
+      } catch (e) {
+        const pos = Number((e as { position?: string })?.position)
+        if (e && typeof e === 'object' && Number.isInteger(pos) && pos > 0) (e as { position?: string }).position = String(pos + part.start)
+        throw e
+      }
+      const got = Array.isArray(res) ? res : [res]
+      results.push(...got)
+      const tail = got[got.length - 1]
+      if (/^\s*commit\b/i.test(statements(part.text).at(-1) ?? '') && tail?.command === 'ROLLBACK') s.lastWasRollbackOfCommit = true
+      s.ok(tail?.command, tail?.rowCount, tail?.rows)
+      s.serverTx(status())
+    }
+  } catch (e) {
+    s.abortParts()
+    throw e
+  }
+  await s.commitPoint()
+  return results.length === 1 ? results[0] : results
 }
 
 /** A Pool-shaped object over the session's one connection: connect() hands out that connection, release() keeps it. */
@@ -479,6 +525,7 @@ function patchQuery(proto: Any): void {
     const text = Array.isArray(this.strings) ? this.strings.map((x: string, i: number) => (i ? `$${i}${x}` : x)).join('') : ''
     const step = s.nextQuery()
     const q = this
+    s.snapshots = true
     return s.enter(step, text).then(
       () => {
         // The query's own resolve and reject: the function gets its result only after the session's commit point

@@ -56,19 +56,27 @@ export function parseAppPermutation(text: string, names: readonly string[]): { s
   const seen = new Set<string>()
   return toks.map((whole) => {
     const { label: tok, inject } = splitInjected(whole)
-    const m = /^([^.()\s]+)\.([A-Za-z_][\w@]*(?::commit)?)$/.exec(tok)
+    const m = /^([^.()\s]+)\.([A-Za-z_][\w@]*(?:\/\d+)?(?::commit|:snapshot)?)$/.exec(tok)
     if (!m) throw new UsageError(`'${tok}' in the permutation is not session.step (for example s1.q1, the first query of s1, or s1.check, a point)`)
     if (!names.includes(m[1])) throw new UsageError(`the permutation names session '${m[1]}', but this run has ${names.join(', ')}`)
     if (seen.has(tok)) throw new UsageError(`${tok} appears twice in the permutation (each step runs once)`)
     seen.add(tok)
-    const q = /^q(\d+)$/.exec(m[2])
+    const q = /^q(\d+)(?::snapshot)?$/.exec(m[2])
     if (q) {
       const k = Number(q[1])
       if (k > 1 && !seen.has(`${m[1]}.q${k - 1}`)) throw new UsageError(`${tok} comes before ${m[1]}.q${k - 1}: a session's queries run in its own order, each named`)
     }
     // s1.q3:commit: the commit point of a query that would commit by itself (race explore splits it), after the query.
     if (m[2].endsWith(':commit') && !seen.has(tok.slice(0, -':commit'.length))) throw new UsageError(`${tok} comes before ${tok.slice(0, -':commit'.length)}: it is that query's commit point`)
-    if (inject && !/^q\d+(:commit)?$/.test(m[2])) throw new UsageError(`${whole}: a fault is injected into a query (s1.q3!40001), not a point`)
+    // s1.q3/2: the second statement of a string race runs statement by statement, after the one before it.
+    const part = /^(q\d+)\/(\d+)(?::snapshot)?$/.exec(m[2])
+    if (part) {
+      const k = Number(part[2])
+      const prev = k > 2 ? `${m[1]}.${part[1]}/${k - 1}` : `${m[1]}.${part[1]}`
+      if (k < 2) throw new UsageError(`${tok}: a string's statements are q3, q3/2, q3/3... (its first is the query's own label)`)
+      if (!seen.has(prev)) throw new UsageError(`${tok} comes before ${prev}: a string's statements run in its order`)
+    }
+    if (inject && !/^q\d+(\/\d+)?(:commit)?$/.test(m[2])) throw new UsageError(`${whole}: a fault is injected into a query (s1.q3!40001), not a point`)
     return { session: m[1], label: tok, ...(inject ? { inject } : {}) }
   })
 }

@@ -7,6 +7,15 @@ import type { EventKind, Outcome, SessionReport, TimelineEvent } from '../engine
 import type { FaultCode } from './labels.js'
 import { NOT_SPLIT } from '../engine/session.js'
 import { underTest } from './contain.js'
+import { statements } from '../lex.js'
+import { locksWithoutWaiting, TAKES_NO_SNAPSHOT } from './parts.js'
+
+/** A part of a string of several statements race runs one by one (app/parts.ts): the first, the last, and whether race opens the string's transaction. */
+export interface StringPart {
+  first: boolean
+  last: boolean
+  wrap: boolean
+}
 
 /** Where a session stands. app: its function runs JavaScript (between queries); ready: at its gate. */
 export type AppState = 'starting' | 'app' | 'ready' | 'running' | 'done'
@@ -121,38 +130,139 @@ export class AppSession {
    * Called by the driver adapter before it sends a query (or by ctx.point): resolves when the schedule lets it go.
    * Returns the function to call when the query has ended (with its result or error).
    */
-  async enter(step: string, sql: string, point = false, splittable = true): Promise<void> {
+  async enter(step: string, sql: string, point = false, splittable = true, part?: StringPart): Promise<void> {
     // Sent after the function returned (from a timer, a promise it left running): no step of any schedule. Not sent.
     if (this.functionEnded) {
       this.lateQuery ??= step
       throw new SessionEnded(`${this.name} sent ${step} after its function returned: race did not send it`)
     }
     if (!point && this.queries > this.maxQueries) return this.park(step)
-    this.open++
+    // A string of several statements where they are split, sent whole (not split by the adapter): said, never a pass.
+    if (!point && !part && this.splitStringAt(step) && statements(sql).length > 1) this.whole.push(step)
+    // A part after a string's first holds the connection the first took (the chain) and counts in its step.
+    const cont = part !== undefined && !part.first
+    if (!cont) this.open++
+    // A query that would commit by itself, where the schedule splits it (race explore; a replay that names its commit
+    // point): it runs in a transaction race opens, at the connection's own default level, and commits at its own point
+    // (commitPoint), before the function gets its result, as an autocommit statement's caller does. A string of
+    // several statements run one by one: race opens its implicit transaction before its first part.
+    const wrap = !point && !this.inTx && (part ? part.first && part.wrap : splittable && this.splitAt(step) && sql.trim() !== '' && !NOT_SPLIT.test(sql))
     try {
-      await this.gate(step, sql, point)
+      await this.gate(step, sql, point, cont, wrap)
     } catch (e) {
+      this.endParts()
       this.settle()
       throw e
     }
     if (point) this.settle()
+    if (part) {
+      this.inParts = !part.last
+      this.holdChain = !part.last
+    }
     const fault = this.faultNow
     this.faultNow = undefined
-    if (fault) await this.inject(fault, step, sql)
-    // A query that would commit by itself, where the schedule splits it (race explore; a replay that names its commit
-    // point): it runs in a transaction race opens, at the connection's own default level, and commits at its own point
-    // (commitPoint), before the function gets its result, as an autocommit statement's caller does.
-    if (!point && splittable && !this.inTx && this.splitAt(step) && sql.trim() !== '' && !NOT_SPLIT.test(sql)) {
+    if (fault) {
       try {
-        await this.raw!('begin')
+        await this.inject(fault, step, sql)
       } catch (e) {
-        // The connection failed under it: the query meets the same failure when it is sent.
-        void e
-        return
+        // The transaction race opened at the snapshot point ends with the failure, as the query's own would.
+        await this.abortWrapped()
+        this.abortParts()
+        throw e
       }
-      this.wrapped = step
-      this.inTx = true
     }
+    if (wrap && !this.inTx) await this.wrap(step)
+  }
+
+  /** Opens the transaction of a query (or string) that would commit by itself: its run and its commit are two points. */
+  private async wrap(step: string): Promise<void> {
+    try {
+      await this.raw!('begin')
+    } catch (e) {
+      // The connection failed under it: the query meets the same failure when it is sent.
+      void e
+      return
+    }
+    this.wrapped = step
+    this.inTx = true
+    this.snapTaken = false
+    this.txLevel = this.defaultKnown ? this.defaultLevel : undefined
+  }
+
+  /**
+   * Whether the query labelled `step` (q3), a string of several statements, is run statement by statement (q3, q3/2,
+   * ...): every such string in race explore, those whose second part a replayed schedule names.
+   */
+  splitStringAt: (step: string) => boolean = () => false
+  /**
+   * Whether the query labelled `step` gets a snapshot point before it (`q3:snapshot`) when it locks rows without
+   * waiting (NOWAIT, SKIP LOCKED) at REPEATABLE READ or SERIALIZABLE: every such query in race explore, those a
+   * replayed schedule names the point of.
+   */
+  snapshotAt: (step: string) => boolean = () => false
+  /** PostgreSQL (node-postgres, postgres.js): a transaction's snapshot is taken by its first statement that needs one. */
+  snapshots = false
+  /** The transaction has taken its snapshot (a statement that needs one ran in it); false when not known. */
+  private snapTaken = false
+  /** The isolation level of the transaction in progress; undefined when not known. */
+  private txLevel?: string
+  /** defaultLevel is still the connection's default (no SET of default_transaction_isolation seen). */
+  private defaultKnown = true
+  /** Between a string's first part and its last: parts after the first hold the connection, as the whole string would. */
+  private inParts = false
+  private holdChain = false
+  /** Strings of several statements race ran whole where explore runs parts (a driver race cannot rebuild the result of). */
+  readonly whole: string[] = []
+
+  /** Whether a snapshot point goes before this query (see snapshotAt): its transaction may take its snapshot in it. */
+  private needsSnapshot(step: string, sql: string, wrap: boolean): boolean {
+    if (!this.snapshots || !this.snapshotAt(step) || !locksWithoutWaiting(sql)) return false
+    const weak = (l: string | undefined) => l === 'read committed' || l === 'read uncommitted'
+    if (this.inTx) return !this.snapTaken && !weak(this.txLevel)
+    return wrap && !weak(this.defaultKnown ? this.defaultLevel : undefined)
+  }
+
+  /**
+   * The snapshot point before a query that locks rows without waiting: race takes the transaction's snapshot here
+   * (`select 1`, after opening race's transaction when the query would commit by itself), so that another session can
+   * commit between the snapshot and the row lock, as it can inside the one query in real life (then 40001).
+   */
+  private async snapshotPoint(step: string, wrap: boolean): Promise<void> {
+    const label = `${step}:snapshot`
+    await new Promise<void>((go) => {
+      this.pending = { label, sql: 'select 1', point: false, go }
+      this.state = 'ready'
+      this.env.notify()
+    })
+    this.pending = undefined
+    if (this.finished) throw new SessionEnded(`session ${this.name} was ended by race (${this.outcome}): ${label} not sent`)
+    this.env.released(`${this.name}.${label}`)
+    this.record(label, 'run')
+    this.current = { label, startedAt: this.env.now(), blocked: false, everBlocked: false }
+    this.state = 'running'
+    this.stopTimer = this.env.timeQuery(this)
+    if (wrap && !this.inTx) await this.wrap(step)
+    try {
+      await this.raw!('select 1')
+    } catch {
+      // An aborted transaction (25P02) takes no snapshot; a lost connection fails the query itself.
+    }
+    this.snapTaken = true
+    this.stopTimer?.()
+    this.stopTimer = undefined
+    this.current = undefined
+    this.record(label, 'ok', 'snapshot')
+  }
+
+  /** The string's parts end here (a part failed, or race ended the session): the connection is let go. */
+  abortParts(): void {
+    if (!this.inParts && !this.holdChain) return
+    this.endParts()
+    if (this.releaseChain) this.endWrapped()
+  }
+  private endParts(): void {
+    this.inParts = false
+    this.holdChain = false
   }
 
   /**
@@ -191,6 +301,7 @@ export class AppSession {
     }
     this.env.released(`${this.name}.${label}${this.faultNow ? `!${this.faultNow}` : ''}`)
     this.record(label, 'run')
+    this.currentSql = 'commit'
     // From here the commit is the step in flight: its end (ok, failed) lets the session's next query go.
     this.current = { label, startedAt: this.env.now(), blocked: false, everBlocked: false }
     this.state = 'running'
@@ -217,7 +328,8 @@ export class AppSession {
    * is, one point (true). Any other error: false.
    */
   async refusedInBlock(err: unknown): Promise<boolean> {
-    if (this.wrapped === undefined || this.codeOf(err) !== '25001') return false
+    // A string run part by part: PostgreSQL refuses it in the string's own implicit transaction too.
+    if (this.wrapped === undefined || this.codeOf(err) !== '25001' || this.inParts || this.wrapped !== this.current?.label) return false
     const step = this.wrapped
     this.wrapped = undefined
     try {
@@ -334,16 +446,30 @@ export class AppSession {
     return this.queries
   }
 
-  private async gate(step: string, sql: string, point: boolean): Promise<void> {
-    if (this.finished) throw new SessionEnded(`session ${this.name} was ended by race (${this.outcome}): ${step} not sent`)
-    const prev = this.chain
+  private async gate(step: string, sql: string, point: boolean, cont = false, wrap = false): Promise<void> {
+    if (this.finished) {
+      if (cont) this.releaseChain?.()
+      throw new SessionEnded(`session ${this.name} was ended by race (${this.outcome}): ${step} not sent`)
+    }
     let mine!: () => void
-    this.chain = new Promise((r) => (mine = r))
-    await prev
-    this.releaseChain = mine
+    if (cont) mine = () => this.releaseChain?.()
+    else {
+      const prev = this.chain
+      this.chain = new Promise((r) => (mine = r))
+      await prev
+      this.releaseChain = mine
+    }
     if (this.finished) {
       mine()
       throw new SessionEnded(`session ${this.name} was ended by race (${this.outcome}): ${step} not sent`)
+    }
+    if (!point && !this.free && this.needsSnapshot(step, sql, wrap)) {
+      try {
+        await this.snapshotPoint(step, wrap)
+      } catch (e) {
+        mine()
+        throw e
+      }
     }
     const held = this.free ? Boolean(this.holdAt?.(step, point)) : !point || this.holdsPoint(step)
     if (held) {
@@ -369,11 +495,28 @@ export class AppSession {
       return
     }
     this.noteLevel(sql)
+    this.currentSql = sql
     this.current = { label: step, startedAt: this.env.now(), blocked: false, everBlocked: false }
     this.state = 'running'
     this.stopTimer = this.env.timeQuery(this)
   }
   private releaseChain?: () => void
+  /** The text of the query in flight (what it does to the transaction's level and snapshot is read when it ends). */
+  private currentSql = ''
+
+  /** What the statements of a query that ran did to its transaction: its level, whether its snapshot is taken. */
+  private noteSnapshot(sql: string): void {
+    for (const x of statements(sql)) {
+      const lvl = /\bisolation\s+level\s+(read\s+uncommitted|read\s+committed|repeatable\s+read|serializable)\b/i.exec(x)?.[1]?.toLowerCase().replace(/\s+/, ' ')
+      if (/^\s*(begin|start\s+transaction)\b/i.test(x)) {
+        this.snapTaken = false
+        this.txLevel = lvl ?? (this.defaultKnown ? this.defaultLevel : undefined)
+      } else if (/^\s*set\s+transaction\b/i.test(x)) this.txLevel = lvl ?? this.txLevel
+      else if (/default_transaction_isolation|session\s+characteristics|^\s*reset\s+all\b/i.test(x)) this.defaultKnown = false
+      else if (/^\s*(commit|end|rollback|abort|prepare\s+transaction)\b/i.test(x) && !/^\s*rollback\s+((work|transaction)\s+)?to\b/i.test(x)) this.snapTaken = false
+      else if (!TAKES_NO_SNAPSHOT.test(x)) this.snapTaken = true
+    }
+  }
 
   /** The scheduler lets the step at the gate go. */
   release(): void {
@@ -420,8 +563,10 @@ export class AppSession {
     const noTx = this.noTxNotice
     this.noTxNotice = false
     const wasInTx = this.inTx
+    const sql = this.currentSql
     const cur = this.endQuery()
     if (!cur) return
+    this.noteSnapshot(sql)
     const tag = (command ?? '').toUpperCase()
     // The code started over (a retry), or went on with a statement that committed by itself: it recovered.
     if (BEGINS.has(tag) || (!wasInTx && !ENDS.has(tag))) this.unrecovered = undefined
@@ -487,8 +632,9 @@ export class AppSession {
     this.stopTimer?.()
     this.stopTimer = undefined
     this.current = undefined
-    // A split query's step goes on to its commit point (commitPoint, or abortWrapped): the connection stays its own.
-    const split = this.wrapped !== undefined && cur?.label === this.wrapped
+    // A split query's step goes on to its commit point (commitPoint, or abortWrapped), a string's part to its next
+    // part: the connection stays its own.
+    const split = this.holdChain || (this.wrapped !== undefined && (cur?.label === this.wrapped || cur?.label.startsWith(`${this.wrapped}/`) === true))
     if (!split) {
       this.releaseChain?.()
       this.releaseChain = undefined
@@ -707,6 +853,7 @@ export class AppSession {
         ? { unrecovered: `${this.unrecovered.code}${conditionName(this.unrecovered.code) ? ` ${conditionName(this.unrecovered.code)}` : ''} in ${this.unrecovered.step}${this.unrecovered.injected ? ' (injected by race)' : ''}` }
         : {}),
       ...(this.indivisible.length ? { indivisible: [...this.indivisible] } : {}),
+      ...(this.whole.length ? { whole: [...this.whole] } : {}),
     }
   }
 }

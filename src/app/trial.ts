@@ -229,10 +229,22 @@ export async function appTrial(lab: Driver, cfg: AppTrialConfig): Promise<AppTri
         s.holdsPoint = (step) => named.has(`${s.name}.${step}`)
         // A query whose commit point the line names runs, then commits at that point (as race explore ran it).
         s.splitAt = (step) => named.has(`${s.name}.${step}:commit`)
+        // A string whose second statement the line names runs statement by statement; a query whose snapshot point it
+        // names takes its transaction's snapshot there first (as race explore ran them).
+        s.splitStringAt = (step) => named.has(`${s.name}.${step}/2`)
+        s.snapshotAt = (step) => named.has(`${s.name}.${step}:snapshot`)
       }
     }
-    // race explore: every query that would commit by itself runs, then commits, at two points of the search.
-    if (cfg.chooser?.split) for (const s of sessions) s.splitAt = () => true
+    // race explore: every query that would commit by itself runs, then commits, at two points of the search; a string
+    // of several statements runs statement by statement; a query that locks rows without waiting at REPEATABLE READ or
+    // SERIALIZABLE has its snapshot point.
+    if (cfg.chooser?.split) {
+      for (const s of sessions) {
+        s.splitAt = () => true
+        s.splitStringAt = () => true
+        s.snapshotAt = () => true
+      }
+    }
     clock.restart()
     sessions.forEach((s) => s.markStart(0))
     noteSessionSockets()

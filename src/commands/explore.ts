@@ -140,7 +140,9 @@ export async function exploreCommand(ctx: RunContext, id: string, o: ExploreComm
       }
       // --inject: a fault injected nowhere leaves the search unknown, said first (one line each).
       for (const l of r.exitCode === 3 ? (r.notFired ?? []) : []) process.stderr.write(`race: ${l}\n`)
-      if (!r.stopped && r.exitCode === 3 && !(r.notFired?.length && !r.unknown && r.complete && !r.diverged)) {
+      // A string of several statements run as one point: named, one line (the result is unknown).
+      for (const x of r.exitCode === 3 ? (r.whole ?? []) : []) process.stderr.write(`race: ${wholeLine(x)}\n`)
+      if (!r.stopped && r.exitCode === 3 && !((r.notFired?.length || r.whole?.length) && !r.unknown && r.complete && !r.diverged)) {
         const first = r.every.find((x) => x.verdict === 'unknown' && !x.failure)
         if (!r.unknown && !r.diverged && r.sample && r.mode === 'sample') process.stderr.write(sampleShort(r) + '\n')
         else if (r.unknown || (r.complete && !r.diverged)) process.stderr.write(`race: could not decide ${r.unknown} interleaving(s)${first ? `, e.g. ${first.line}: ${first.why}` : ''}\n`)
@@ -237,6 +239,7 @@ function render(r: ExploreResult, all: boolean): string {
     const names = ac.split.length > 4 ? `${ac.split.slice(0, 4).join(', ')}, ... ${ac.split.length - 4} more` : ac.split.join(', ')
     lines.push(...hang(c.dim(`steps that commit by themselves (${names}) each run, then commit, as two points (:commit), as real sessions' statements overlap`), w, 2))
   }
+  for (const x of r.whole ?? []) lines.push(...hang(c.yellow(wholeLine(x)), w, 2))
   for (const x of ac?.indivisible ?? []) lines.push(...hang(c.yellow(`${x} ran as one point: PostgreSQL refuses it inside a transaction block (25001), so its run and commit were not split`), w, 2))
   lines.push(...hang(`${c.dim('invariant')}  ${r.invariant}`, w, 11))
   // A search stopped at --max ran some interleavings only: "all" is not what it saw.
@@ -324,4 +327,9 @@ function render(r: ExploreResult, all: boolean): string {
     : ` (${jobs}${r.jobsNote ? `: ${r.jobsNote.replace(/ runs on one job$/, ' runs on one')}` : ''})`
   lines.push(c.dim(`${r.runs} runs in ${(r.ms / 1000).toFixed(1)} s: ${r.perSecond.toFixed(1)} interleavings per second${saved}`))
   return lines.join('\n')
+}
+
+/** A string of several statements race ran as one point, in one line. */
+function wholeLine(x: string): string {
+  return `${x} is a string of several statements that ran as one point (race splits node-postgres's simple queries only, and only strings whose transactions it keeps exact): other sessions' statements were never run between its statements, so held is not known; send them as separate queries`
 }

@@ -68,6 +68,11 @@ export interface SessionReport {
    * a run and a commit point, because PostgreSQL refuses them inside a transaction block (25001: VACUUM...).
    */
   indivisible?: string[]
+  /**
+   * race explore of an application race: strings of several statements race ran as one point, where real sessions'
+   * statements run between them (a driver whose result race cannot rebuild, a shape it cannot keep exact): no proof.
+   */
+  whole?: string[]
   /** Through a pooler: where each step ran (pid is then the backend of its last known step). */
   steps?: StepBackend[]
 }

@@ -280,6 +280,11 @@ export interface ExploreResult {
    * PostgreSQL refuses them inside a transaction block (25001: VACUUM, CREATE INDEX CONCURRENTLY).
    */
   autocommit: { split: string[]; indivisible: string[] }
+  /**
+   * An application race's strings of several statements that ran as one point (session.step): real sessions'
+   * statements run between theirs, which the search did not try. Any one makes a pass unknown (exit 3).
+   */
+  whole?: string[]
 }
 
 /**
@@ -476,6 +481,7 @@ export async function exploreOn(ctx: RunContext, lab: Driver, targetLabel: strin
   // Statements run, then committed, as two points; and those PostgreSQL kept whole (ExploreResult.autocommit).
   const splitSteps = new Set<string>()
   const indivisible = new Set<string>()
+  const whole = new Set<string>()
 
   const chooserOf = (pick: Pick, learn: boolean, job: Job): Chooser => {
     const launched = p.sessions.map(() => 0)
@@ -619,6 +625,7 @@ export async function exploreOn(ctx: RunContext, lab: Driver, targetLabel: strin
   const onOrder = (job: Job, ran: Entry[]) => {
     const { facts, trial } = job.last!
     for (const s of facts.sessions) for (const x of s.indivisible ?? []) indivisible.add(`${s.name}.${x}`)
+    for (const s of facts.sessions) for (const x of s.whole ?? []) whole.add(`${s.name}.${x}`)
     const free = job.free
     allRuns++
     if (probing) {
@@ -743,7 +750,8 @@ export async function exploreOn(ctx: RunContext, lab: Driver, targetLabel: strin
   // A violation or a failure is a fact whatever was left undecided (explore/findings.ts); a session that did not
   // complete where every one must is a deviation even beside the violation --expect violated asked for.
   const found = incompleteRuns ? 1 : exitFromFindings(incomplete ? 3 : exitCode(summary), { expect, violating, failed: failures.length, stopped: stopped !== undefined })
-  const code = notFired.length && found === 0 ? 3 : found
+  // A string of several statements run as one point: the orders between its statements were not tried (unknown).
+  const code = (notFired.length || whole.size) && found === 0 ? 3 : found
   const shortest = current ? { ...current.it, ...(shrinkFrom && shrinkFrom !== current.it.line ? { shrunk: { from: shrinkFrom, runs: shrinkRuns } } : {}) } : null
   const shortestFailure = failures.reduce<Interleaving | null>((a, x) => (!a || better(x, a) ? x : a), null)
   const replayOf = (line: string) => replayCommand(o.name ?? (isFileScenario(scenario) ? scenario.source.section : scenario.id), scenario, p, line, where.args)
@@ -790,6 +798,7 @@ export async function exploreOn(ctx: RunContext, lab: Driver, targetLabel: strin
     jobs,
     ...(jobsNote ? { jobsNote } : {}),
     autocommit: { split: [...splitSteps].sort(), indivisible: [...indivisible].sort() },
+    ...(whole.size ? { whole: [...whole].sort() } : {}),
   }
 }
 
