@@ -10,8 +10,8 @@ import { lexeme, statements } from '../lex.js'
  * after it, so `begin; select ...` is one point: no order of other sessions' steps between them could show.
  */
 const QUIET = /^\s*(begin|start\s+transaction|set|reset|show|savepoint|release)\b/i
-/** Statements that start, end or prepare a transaction, or roll back to a savepoint: a step holding one (but its first, or its last lone COMMIT) stays one point. */
-const CONTROL = /^\s*(begin|start\s+transaction|commit|end|rollback|abort|prepare\s+transaction|commit\s+prepared|rollback\s+prepared)\b/i
+/** Statements that start, end or prepare a transaction: a step holding one (but its first, or its last lone COMMIT) stays one point. ROLLBACK TO SAVEPOINT is a point of its own (it lets go of locks others may wait for). */
+const CONTROL = /^\s*(begin|start\s+transaction|commit|end|rollback(?!\s+(work\s+|transaction\s+)?to\b)|abort|prepare\s+transaction|commit\s+prepared|rollback\s+prepared)\b/i
 const OPENS = /^\s*(begin|start\s+transaction)\b/i
 const LONE_COMMIT = /^\s*(commit|end)(\s+(work|transaction))?\s*$/i
 /** Statements before which no snapshot is taken (a SELECT, a data change, ... takes one). */
@@ -66,7 +66,7 @@ export interface StepPoints {
  * statement, a snapshot point: at REPEATABLE READ or SERIALIZABLE that statement takes the snapshot and then tries the
  * lock, and another session's commit can come between the two (PostgreSQL then answers 40001).
  */
-export function pointsOfStep(sql: string, inTx: boolean, taken: boolean, notSplit: RegExp): StepPoints | undefined {
+export function pointsOfStep(sql: string, inTx: boolean, taken: boolean, notSplit: RegExp, snapshots = true): StepPoints | undefined {
   const parts = statements(sql)
   if (!parts.length) return undefined
   let commit = false
@@ -101,7 +101,7 @@ export function pointsOfStep(sql: string, inTx: boolean, taken: boolean, notSpli
   groups.forEach((g, k) => {
     const at = g.findIndex((x) => !QUIET.test(x))
     const name = k ? `/${k + 1}` : ''
-    if (at >= 0 && !snap && triesLock(g[at])) {
+    if (at >= 0 && !snap && snapshots && triesLock(g[at])) {
       points.push({ suffix: `${name}:snapshot`, sql: [...g.slice(0, at), 'select 1'].join(';\n'), snapshot: true })
       points.push({ suffix: name, sql: g.slice(at).join(';\n') })
     } else points.push({ suffix: name, sql: g.join(';\n') })
@@ -118,8 +118,21 @@ export function pointsOfStep(sql: string, inTx: boolean, taken: boolean, notSpli
  */
 export function snapshotAfter(sql: string, taken: boolean): boolean {
   for (const x of statements(sql)) {
-    if (CONTROL.test(x) && !/^\s*rollback\s+(work\s+|transaction\s+)?to\b/i.test(x)) taken = false
+    if (CONTROL.test(x)) taken = false
     else if (!NO_SNAPSHOT.test(x)) taken = true
   }
   return taken
+}
+
+/**
+ * The isolation level the statements before a snapshot point set for its transaction (BEGIN/START TRANSACTION/SET
+ * TRANSACTION ... ISOLATION LEVEL x), lower case, or undefined when they set none.
+ */
+export function levelSet(sql: string): string | undefined {
+  let level: string | undefined
+  for (const x of statements(sql)) {
+    const m = /^\s*(?:begin|start\s+transaction|set\s+transaction)\b.*?\bisolation\s+level\s+(read\s+committed|read\s+uncommitted|repeatable\s+read|serializable)\b/is.exec(bareWords(x))
+    if (m) level = m[1].toLowerCase().replace(/\s+/g, ' ')
+  }
+  return level
 }

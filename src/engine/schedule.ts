@@ -4,6 +4,7 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import { UsageError } from '../errors.js'
 import type { Entry } from '../permutation.js'
 import type { Session } from './session.js'
+import type { Point } from './points.js'
 import type { Chooser, Moment } from './types.js'
 
 /** How often the control connection asks who is blocked while a step runs (isolationtester: 10 ms; a wait shorter than this can go unseen). */
@@ -31,6 +32,8 @@ export async function runPermutation(sessions: readonly Session[], order: readon
   const split = new Set(order.filter((e) => e.commit || e.suffix !== undefined).map((e) => `${e.session}.${e.step}`))
   // Steps whose later points the permutation names (`s1.a1/2`, `s1.a1:snapshot`): each is split into its points.
   const parts = new Set(order.filter((e) => e.suffix !== undefined).map((e) => `${e.session}.${e.step}`))
+  // Steps with a snapshot point named (`s1.a1:snapshot`): only those get one (at READ COMMITTED it is a no-op).
+  const snapshots = new Set(order.filter((e) => e.suffix?.endsWith(':snapshot')).map((e) => `${e.session}.${e.step}`))
   for (;;) {
     const idx = pending.findIndex((e) => !sessions[e.session].busy && !sessions[e.session].finished)
     if (idx >= 0) {
@@ -45,7 +48,7 @@ export async function runPermutation(sessions: readonly Session[], order: readon
       }
       if (!e.commit && !e.part) await before?.(s, e.step)
       const key = `${e.session}.${e.step}`
-      const done = e.commit ? s.startCommit() : e.part ? s.startPart() : s.start(e.step, split.has(key), parts.has(key))
+      const done = e.commit ? s.startCommit() : e.part ? s.startPart() : s.start(e.step, split.has(key), parts.has(key), snapshots.has(key))
       await settleOrBlocked(s, probe)
       if (e.await) await done
       await settleWoken(sessions, probe)
@@ -184,7 +187,10 @@ export async function runChosen(sessions: readonly Session[], choose: Chooser, p
     const part = (s: Session) => s.nextPart !== undefined
     const ready = sessions.filter((s, i) => !s.busy && !s.finished && (open(s) || part(s) || next[i] < s.steps.length))
     if (ready.length) {
-      const first = (s: Session) => (split?.(s.index, next[s.index]) ? s.pointsOf(next[s.index])?.points[0] : undefined)
+      // A step's points as it would be launched now (a snapshot point only where its level keeps a snapshot).
+      const plans = new Map<Session, Point | undefined>()
+      for (const s of ready) if (!open(s) && !part(s) && split?.(s.index, next[s.index])) plans.set(s, (await s.planFor(next[s.index]))?.points[0])
+      const first = (s: Session) => plans.get(s)
       const moment: Moment = {
         ready: ready.map((s) =>
           open(s)

@@ -4,7 +4,9 @@
 import { setTimeout as sleep } from 'node:timers/promises'
 import { parseBinds, type Placeholders } from '../binds.js'
 import { statements } from '../lex.js'
-import { pointsOfStep, snapshotAfter, type StepPoints } from './points.js'
+import { levelSet, pointsOfStep, snapshotAfter, type StepPoints } from './points.js'
+
+const OPENS_TX = /^\s*(begin|start\s+transaction)\b/i
 import type { QueryResult, SessionConn, SessionOptions } from '../db/driver.js'
 import { conditionName, isConnectionLoss, isServerError, sqlstateOf } from '../db/sqlstate.js'
 import type { PlannedSession, PlannedStep } from '../plan.js'
@@ -206,9 +208,10 @@ export class Session {
    * commit by itself (the session is in no transaction) runs in a transaction race opens for it, and its commit is
    * a point of its own (openCommit, startCommit), as race explore explores it.
    */
-  start(i: number, split = false, parts = false): Promise<void> {
+  start(i: number, split = false, parts = false, snapshots = true): Promise<void> {
     // Split into points (each statement, a snapshot point): the first launches now, the others at startPart.
-    const plan = this.pointsOf(i, split, parts)
+    const plan = this.pointsOf(i, split, parts, snapshots)
+    this.planned = undefined
     if (plan) {
       this.parts = { step: i, plan, at: 0 }
       return this.launch(`${this.steps[i].name}${plan.points[0].suffix}`, () => this.runPart(true))
@@ -217,10 +220,38 @@ export class Session {
   }
 
   /** Step i's points, were it launched now (start with split and parts), or undefined when it runs whole. */
-  pointsOf(i: number, split = true, parts = true): StepPoints | undefined {
+  pointsOf(i: number, split = true, parts = true, snapshots = true): StepPoints | undefined {
+    if (this.planned?.step === i) return this.planned.plan
     const def = this.steps[i]?.def
     if (!def || !split || !parts || def.retryIf || def.appWait || /(^|[^:]):[A-Za-z_]/.test(def.sql)) return undefined
-    return pointsOfStep(def.sql, this.inTx, this.snapTaken, NOT_SPLIT)
+    return pointsOfStep(def.sql, this.inTx, this.snapTaken, NOT_SPLIT, snapshots)
+  }
+
+  /** Step i's points as planned (planFor) for its launch: start uses them. */
+  private planned?: { step: number; plan: StepPoints | undefined }
+
+  /**
+   * race explore: step i's points, were it launched next, asking the server where a snapshot point may be needed: at
+   * READ COMMITTED (or READ UNCOMMITTED) a statement's snapshot is its own, and no snapshot point is made. The level
+   * is the one the step's own BEGIN (or SET TRANSACTION) names, else the transaction's (SHOW, on the session's
+   * connection: it takes no snapshot), else the session's default for a transaction still to begin.
+   */
+  async planFor(i: number): Promise<StepPoints | undefined> {
+    this.planned = undefined
+    let plan = this.pointsOf(i)
+    const at = plan?.points.findIndex((x) => x.snapshot) ?? -1
+    if (plan && at >= 0) {
+      let level = levelSet(plan.points[at].sql)
+      if (!level && !this.closedByServer) {
+        const show = this.inTx && !OPENS_TX.test(plan.points[at].sql) ? 'show transaction_isolation' : 'show default_transaction_isolation'
+        const rows = await this.connection.step(show, [], false).result.catch(() => undefined)
+        const v = rows?.[0] && Object.values(rows[0])[0]
+        level = typeof v === 'string' ? v.toLowerCase() : undefined
+      }
+      if (level === 'read committed' || level === 'read uncommitted') plan = this.pointsOf(i, true, true, false)
+    }
+    this.planned = { step: i, plan }
+    return plan
   }
 
   /** The suffix of the session's next part to launch (startPart): '/2', ':snapshot', ..., or undefined when none is left. */

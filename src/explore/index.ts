@@ -30,7 +30,7 @@ import { assertOneSearch } from './one-search.js'
 import { fewestSwitches, Reduced } from './reduce.js'
 import { observe, sharesDatabase, touched, type Seen, type Touched } from '../engine/footprint.js'
 import { commitBody, NOT_SPLIT } from '../engine/session.js'
-import { pointsOfStep, snapshotAfter } from '../engine/points.js'
+import { levelSet, pointsOfStep, snapshotAfter } from '../engine/points.js'
 import { shownBlock } from '../isolation/guard.js'
 import { Doubts } from '../engine/doubt.js'
 import { codeFailure } from '../judge/failure.js'
@@ -1012,10 +1012,15 @@ export function pointsOf(sqls: readonly string[]): number {
   let inTx = false
   // The transaction has taken its snapshot (a snapshot point is offered before a NOWAIT/SKIP LOCKED that takes it).
   let taken = false
+  let level: string | undefined
   let n = 0
   for (const sql of sqls) {
     // Several statements (or a snapshot point): a point each (engine/points.ts), and the commit point after them.
-    const plan = pointsOfStep(sql, inTx, taken, NOT_SPLIT)
+    // The level a BEGIN names (at READ COMMITTED no snapshot point: the run asks the server where none is named).
+    const opens = /^\s*(begin|start\s+transaction)\b/i.test(sql)
+    if (opens || !inTx) level = levelSet(sql)
+    else level = levelSet(sql) ?? level
+    const plan = pointsOfStep(sql, inTx, taken, NOT_SPLIT, level !== 'read committed' && level !== 'read uncommitted')
     if (plan) {
       n += plan.points.length
       if (plan.commit || plan.implicit) {
