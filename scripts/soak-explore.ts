@@ -104,7 +104,7 @@ export function figures(results: Checked[], ms: number, keep?: string): string {
   lines.push(
     '',
     `${results.length} cases: ${broke.length} broke (a: ${results.filter((r) => r.breaks.some((b) => b.property === 'a')).length}, b: ${results.filter((r) => r.breaks.some((b) => b.property === 'b')).length}), ${results.filter((r) => r.error).length} could not be checked`,
-    `${results.filter((r) => r.outside.length).length} cases whose free-running trials ended in a way no order of their points can, for a reason outside the model (outside(b): several statements in one step; a NOWAIT/SKIP LOCKED statement overtaken mid-statement at REPEATABLE READ or SERIALIZABLE)`,
+    `${results.filter((r) => r.outside.length).length} cases whose free-running trials ended in a way no order of their points can, for a reason outside the model (outside(b), application races only: several statements in one query; a NOWAIT/SKIP LOCKED statement overtaken mid-statement at REPEATABLE READ or SERIALIZABLE)`,
     `runs: ${sum((r) => r.runs.reduced)} reduced, ${sum((r) => r.runs.exhaustive)} exhaustive, ${sum((r) => r.runs.trials)} free-running trials; ${(ms / 1000).toFixed(1)} s (${(ms / 1000 / Math.max(1, results.length)).toFixed(1)} s a case)`,
   )
   if (broke.length && keep) lines.push(`the ${broke.length} broken cases are in ${keep}/ (copy them into test/soundness/cases/ to keep them)`)

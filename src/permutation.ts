@@ -18,7 +18,17 @@ export interface Entry {
    * then runs in a transaction race opens for it (nothing else sees its writes yet), and commits here.
    */
   commit?: boolean
+  /**
+   * race explore's points of a step split into points (engine/points.ts): how this point is named after the step
+   * (`/2`, `:snapshot`, `/2:snapshot`; '' for the first statement after a snapshot point). With `part`, a later point
+   * of step `step`, not its launch; without, the step's launch, named so (`s1.a1:snapshot`).
+   */
+  suffix?: string
+  part?: boolean
 }
+
+/** A point of a step split into points, after the step's name: `/2`, `:snapshot`, `/2:snapshot`. */
+export const PART_POINT = /^(.*?)((?:\/[1-9][0-9]*)?(?::snapshot)?)$/
 
 /** The suffix that names a step's own commit point in a permutation: `s1.ins:commit`. */
 export const COMMIT_POINT = ':commit'
@@ -68,6 +78,24 @@ export function parsePermutation(text: string, sessions: readonly Named[]): Entr
       out.push({ session: si, step: k, commit: true, ...(t.await ? { await: true } : {}) })
       continue
     }
+    // A point of a step split into points: `s1.a1/2`, `s1.a1:snapshot` (its launch, when it is the step's first),
+    // and the step's own name after its snapshot point (the statement the snapshot was taken for).
+    const mine = out.filter((e) => e.session === si).at(-1)
+    const afterSnapshot = mine && !mine.commit && steps[mine.step] === t.step && Boolean(mine.suffix?.endsWith(':snapshot'))
+    if (afterSnapshot || !steps.includes(t.step)) {
+      const [, base, suffix] = PART_POINT.exec(t.step)!
+      const k = steps.indexOf(base)
+      if (k < 0 || (!suffix && !afterSnapshot)) throw new UsageError(`session ${t.session} has no step '${base}'${base !== t.step ? ` (in ${tok})` : ''}: its steps are ${steps.join(' ')}`)
+      const wait = t.await ? { await: true } : {}
+      if (suffix === ':snapshot' && k === next[si]) {
+        next[si]++
+        out.push({ session: si, step: k, suffix, ...wait })
+        continue
+      }
+      if (!mine || mine.step !== k || mine.commit) throw new UsageError(`${tok} must come after ${t.session}.${base} and before the session's next step: it is a later point of that step`)
+      out.push({ session: si, step: k, part: true, suffix, ...wait })
+      continue
+    }
     const k = steps.indexOf(t.step)
     if (k < 0) throw new UsageError(`session ${t.session} has no step '${t.step}': its steps are ${steps.join(' ')}`)
     if (k < next[si]) throw new UsageError(`${tok} appears twice in the permutation (each step runs once)`)
@@ -82,7 +110,7 @@ export function parsePermutation(text: string, sessions: readonly Named[]): Entr
 
 /** The text of a permutation, as parsePermutation reads it. */
 export function formatPermutation(entries: readonly Entry[], sessions: readonly Named[]): string {
-  return entries.map((e) => `${sessions[e.session].name}.${sessions[e.session].steps[e.step].name}${e.commit ? COMMIT_POINT : ''}${e.await ? '(wait)' : ''}`).join(' ')
+  return entries.map((e) => `${sessions[e.session].name}.${sessions[e.session].steps[e.step].name}${e.suffix ?? ''}${e.commit ? COMMIT_POINT : ''}${e.await ? '(wait)' : ''}`).join(' ')
 }
 
 /** Lockstep: step k of every session before step k+1 of any. */

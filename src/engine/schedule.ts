@@ -4,6 +4,7 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import { UsageError } from '../errors.js'
 import type { Entry } from '../permutation.js'
 import type { Session } from './session.js'
+import type { Point } from './points.js'
 import type { Chooser, Moment } from './types.js'
 
 /** How often the control connection asks who is blocked while a step runs (isolationtester: 10 ms; a wait shorter than this can go unseen). */
@@ -28,16 +29,26 @@ export type BeforeStep = (s: Session, step: number) => Promise<void>
 export async function runPermutation(sessions: readonly Session[], order: readonly Entry[], probe: BlockProbe, before?: BeforeStep): Promise<void> {
   const pending = [...order]
   // Steps whose commit point the permutation names (`s1.ins:commit`): each runs in a transaction race opens for it.
-  const split = new Set(order.filter((e) => e.commit).map((e) => `${e.session}.${e.step}`))
+  const split = new Set(order.filter((e) => e.commit || e.suffix !== undefined).map((e) => `${e.session}.${e.step}`))
+  // Steps whose later points the permutation names (`s1.a1/2`, `s1.a1:snapshot`): each is split into its points.
+  const parts = new Set(order.filter((e) => e.suffix !== undefined).map((e) => `${e.session}.${e.step}`))
+  // Steps with a snapshot point named (`s1.a1:snapshot`): only those get one (at READ COMMITTED it is a no-op).
+  const snapshots = new Set(order.filter((e) => e.suffix?.endsWith(':snapshot')).map((e) => `${e.session}.${e.step}`))
   for (;;) {
     const idx = pending.findIndex((e) => !sessions[e.session].busy && !sessions[e.session].finished)
     if (idx >= 0) {
       const e = pending.splice(idx, 1)[0]
       const s = sessions[e.session]
-      // A commit point with nothing to commit (its statement failed, or ran inside a transaction) is passed.
+      // A point the run does not have (a commit point with nothing to commit: its statement failed, or ran inside a
+      // transaction; a later point of a step that failed, or that the run did not split so) is passed.
       if (e.commit && s.openCommit !== e.step) continue
-      if (!e.commit) await before?.(s, e.step)
-      const done = e.commit ? s.startCommit() : s.start(e.step, split.has(`${e.session}.${e.step}`))
+      if (e.part && (s.partStep !== e.step || s.nextPart !== e.suffix)) continue
+      if (!e.part && s.nextPart !== undefined) {
+        throw new UsageError(`the permutation names ${s.name}.${s.steps[e.step].name}${e.commit ? ':commit' : ''} before ${s.name}.${s.steps[s.partStep!].name}${s.nextPart}, a point of the step before it: name each point of a split step, in order`)
+      }
+      if (!e.commit && !e.part) await before?.(s, e.step)
+      const key = `${e.session}.${e.step}`
+      const done = e.commit ? s.startCommit() : e.part ? s.startPart() : s.start(e.step, split.has(key), parts.has(key), snapshots.has(key))
       await settleOrBlocked(s, probe)
       if (e.await) await done
       await settleWoken(sessions, probe)
@@ -171,13 +182,22 @@ export async function runChosen(sessions: readonly Session[], choose: Chooser, p
   const split = choose.split
   const open = (s: Session) => s.openCommit !== undefined
   for (;;) {
-    const ready = sessions.filter((s, i) => !s.busy && !s.finished && (open(s) || next[i] < s.steps.length))
+    // A step split into points (its statements, a snapshot point: engine/points.ts) offers its later points as the
+    // session's next: `s1.a1/2`, as a commit point is offered.
+    const part = (s: Session) => s.nextPart !== undefined
+    const ready = sessions.filter((s, i) => !s.busy && !s.finished && (open(s) || part(s) || next[i] < s.steps.length))
     if (ready.length) {
+      // A step's points as it would be launched now (a snapshot point only where its level keeps a snapshot).
+      const plans = new Map<Session, Point | undefined>()
+      for (const s of ready) if (!open(s) && !part(s) && split?.(s.index, next[s.index])) plans.set(s, (await s.planFor(next[s.index]))?.points[0])
+      const first = (s: Session) => plans.get(s)
       const moment: Moment = {
         ready: ready.map((s) =>
           open(s)
-            ? { session: s.name, index: s.index, label: `${label(s, s.openCommit!)}:commit`, sql: 'commit' }
-            : { session: s.name, index: s.index, label: label(s, next[s.index]), sql: s.steps[next[s.index]].def.sql },
+            ? { session: s.name, index: s.index, label: `${label(s, s.openCommit!)}:commit`, sql: 'commit', step: s.openCommit!, part: true }
+            : part(s)
+              ? { session: s.name, index: s.index, label: `${label(s, s.partStep!)}${s.nextPart}`, sql: s.nextPartSql, step: s.partStep!, part: true }
+              : { session: s.name, index: s.index, label: `${label(s, next[s.index])}${first(s)?.suffix ?? ''}`, sql: first(s)?.sql ?? s.steps[next[s.index]].def.sql, step: next[s.index] },
         ),
         blocked: sessions.filter((s) => s.busy && s.current!.blocked).map((s) => ({ session: s.name, index: s.index, label: `${s.name}.${s.current!.name}` })),
         done: sessions.filter((s) => s.finished).map((s) => s.name),
@@ -191,12 +211,18 @@ export async function runChosen(sessions: readonly Session[], choose: Chooser, p
         order.push({ session: s.index, step: s.openCommit!, commit: true })
         labels.push(`${label(s, s.openCommit!)}:commit`)
         s.startCommit()
+      } else if (part(s)) {
+        order.push({ session: s.index, step: s.partStep!, part: true, suffix: s.nextPart })
+        labels.push(`${label(s, s.partStep!)}${s.nextPart}`)
+        s.startPart()
       } else {
         const k = next[s.index]++
-        order.push({ session: s.index, step: k })
-        labels.push(label(s, k))
+        const cut = split?.(s.index, k) ?? false
+        const suffix = cut ? s.pointsOf(k)?.points[0].suffix : undefined
+        order.push({ session: s.index, step: k, ...(suffix !== undefined ? { suffix } : {}) })
+        labels.push(`${label(s, k)}${suffix ?? ''}`)
         await before?.(s, k)
-        s.start(k, split?.(s.index, k) ?? false)
+        s.start(k, cut, cut)
       }
       await settleOrBlocked(s, probe)
       await settleWoken(sessions, probe)

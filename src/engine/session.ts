@@ -4,6 +4,9 @@
 import { setTimeout as sleep } from 'node:timers/promises'
 import { parseBinds, type Placeholders } from '../binds.js'
 import { statements } from '../lex.js'
+import { levelSet, pointsOfStep, snapshotAfter, type StepPoints } from './points.js'
+
+const OPENS_TX = /^\s*(begin|start\s+transaction)\b/i
 import type { QueryResult, SessionConn, SessionOptions } from '../db/driver.js'
 import { conditionName, isConnectionLoss, isServerError, sqlstateOf } from '../db/sqlstate.js'
 import type { PlannedSession, PlannedStep } from '../plan.js'
@@ -94,6 +97,8 @@ export class Session {
   isolation?: string
   private levelFixed = false
   private inTx = false
+  /** Its transaction has taken its snapshot (as far as the statements it sent say: points.ts snapshotAfter). */
+  private snapTaken = false
   commitTag?: string
   private startedAt = 0
   private endedAt?: number
@@ -105,6 +110,11 @@ export class Session {
    * it; its commit is the session's next point (startCommit). Undefined when there is none.
    */
   openCommit?: number
+  /**
+   * race explore: the step split into points (points.ts) whose later points are still to launch (startPart): one
+   * statement each, or a snapshot point. Undefined when there is none.
+   */
+  private parts?: { step: number; plan: StepPoints; at: number }
   /** Steps run outside a transaction as one point, because PostgreSQL refuses them inside one (25001). */
   readonly indivisible: string[] = []
 
@@ -198,8 +208,128 @@ export class Session {
    * commit by itself (the session is in no transaction) runs in a transaction race opens for it, and its commit is
    * a point of its own (openCommit, startCommit), as race explore explores it.
    */
-  start(i: number, split = false): Promise<void> {
+  start(i: number, split = false, parts = false, snapshots = true): Promise<void> {
+    // Split into points (each statement, a snapshot point): the first launches now, the others at startPart.
+    const plan = this.pointsOf(i, split, parts, snapshots)
+    this.planned = undefined
+    if (plan) {
+      this.parts = { step: i, plan, at: 0 }
+      return this.launch(`${this.steps[i].name}${plan.points[0].suffix}`, () => this.runPart(true))
+    }
     return this.launch(this.steps[i].name, () => this.runStep(i, split))
+  }
+
+  /** Step i's points, were it launched now (start with split and parts), or undefined when it runs whole. */
+  pointsOf(i: number, split = true, parts = true, snapshots = true): StepPoints | undefined {
+    if (this.planned?.step === i) return this.planned.plan
+    const def = this.steps[i]?.def
+    if (!def || !split || !parts || def.retryIf || def.appWait || /(^|[^:]):[A-Za-z_]/.test(def.sql)) return undefined
+    return pointsOfStep(def.sql, this.inTx, this.snapTaken, NOT_SPLIT, snapshots)
+  }
+
+  /** Step i's points as planned (planFor) for its launch: start uses them. */
+  private planned?: { step: number; plan: StepPoints | undefined }
+
+  /**
+   * race explore: step i's points, were it launched next, asking the server where a snapshot point may be needed: at
+   * READ COMMITTED (or READ UNCOMMITTED) a statement's snapshot is its own, and no snapshot point is made. The level
+   * is the one the step's own BEGIN (or SET TRANSACTION) names, else the transaction's (SHOW, on the session's
+   * connection: it takes no snapshot), else the session's default for a transaction still to begin.
+   */
+  async planFor(i: number): Promise<StepPoints | undefined> {
+    this.planned = undefined
+    let plan = this.pointsOf(i)
+    const at = plan?.points.findIndex((x) => x.snapshot) ?? -1
+    if (plan && at >= 0) {
+      let level = levelSet(plan.points[at].sql)
+      if (!level && !this.closedByServer) {
+        const show = this.inTx && !OPENS_TX.test(plan.points[at].sql) ? 'show transaction_isolation' : 'show default_transaction_isolation'
+        const rows = await this.connection.step(show, [], false).result.catch(() => undefined)
+        const v = rows?.[0] && Object.values(rows[0])[0]
+        level = typeof v === 'string' ? v.toLowerCase() : undefined
+      }
+      if (level === 'read committed' || level === 'read uncommitted') plan = this.pointsOf(i, true, true, false)
+    }
+    this.planned = { step: i, plan }
+    return plan
+  }
+
+  /** The suffix of the session's next part to launch (startPart): '/2', ':snapshot', ..., or undefined when none is left. */
+  get nextPart(): string | undefined {
+    const x = this.parts
+    return x && x.at < x.plan.points.length ? x.plan.points[x.at].suffix : undefined
+  }
+
+  /** The step whose parts are being launched (nextPart), if any. */
+  get partStep(): number | undefined {
+    return this.nextPart === undefined ? undefined : this.parts!.step
+  }
+
+  /** The SQL the next part sends. */
+  get nextPartSql(): string {
+    const x = this.parts!
+    return x.plan.points[x.at].sql
+  }
+
+  /** Launches the next point of the step split into points (start with parts). */
+  startPart(): Promise<void> {
+    const x = this.parts
+    if (!x || x.at >= x.plan.points.length) return Promise.resolve()
+    return this.launch(`${this.steps[x.step].name}${x.plan.points[x.at].suffix}`, () => this.runPart(false))
+  }
+
+  /**
+   * Runs the next point of a split step. Its first opens the transaction race opens for a step outside one; a
+   * snapshot point whose transaction has taken its snapshot already is passed. The step's later points are not sent
+   * once one fails (as the server skips the rest of a simple-query string), and the session ends as the whole step's
+   * error would end it. After the last: the step's commit point, or the session's end, as for a whole step.
+   */
+  private async runPart(first: boolean): Promise<void> {
+    const x = this.parts!
+    const i = x.step
+    const point = x.plan.points[x.at++]
+    const { name, def } = this.steps[i]
+    const label = `${name}${point.suffix}`
+    try {
+      if (first) {
+        const reject = def.rejectIf?.(this.seen())
+        if (reject) {
+          this.parts = undefined
+          this.record(name, 'reject', String(reject))
+          await this.rollback()
+          await this.release()
+          return this.end('rejected', name, { reason: String(reject) })
+        }
+        if (x.plan.implicit) {
+          await this.exec({ sql: 'begin' }, label)
+          this.inTx = true
+        }
+      }
+      if (point.snapshot && this.snapTaken) {
+        this.record(label, 'ok', 'snapshot already taken')
+        return
+      }
+      const res = await this.exec({ ...def, sql: point.sql }, label)
+      this.noteWoke()
+      const tag = res.command ?? ''
+      if (!point.snapshot) this.rows[name] = res
+      if (tag === 'BEGIN' || tag === 'START TRANSACTION') this.inTx = true
+      if (!NOT_FIXING.has(tag)) this.levelFixed = true
+      this.record(label, 'ok', point.snapshot ? 'snapshot taken' : summarize(res), !point.snapshot && isSetup(tag, res))
+      if (x.at < x.plan.points.length) return
+      this.parts = undefined
+      // The step's own COMMIT, or the commit of the transaction race opened for it: a point of its own.
+      if (x.plan.commit || x.plan.implicit) {
+        this.inTx = true
+        this.openCommit = i
+        return
+      }
+      if (i === this.steps.length - 1) this.finish(label, tag)
+    } catch (err) {
+      this.parts = undefined
+      this.noteWoke()
+      await this.fail(label, err)
+    }
   }
 
   /** Commits the transaction race opened for step openCommit (its commit point): the statement's own commit. */
@@ -214,6 +344,7 @@ export class Session {
         this.noteWoke()
         const tag = res.command ?? ''
         this.inTx = false
+        this.snapTaken = false
         this.commitTag = tag
         this.record(name, 'ok', summarize(res))
         if (i === this.steps.length - 1) this.finish(name, tag)
@@ -507,6 +638,7 @@ export class Session {
       if (first !== 'timeout') {
         await show
         await ran()
+        this.snapTaken = snapshotAfter(def.sql, this.snapTaken)
         return first
       }
     } catch (e) {
@@ -540,6 +672,7 @@ export class Session {
       if (r?.command) this.commitTag = r.command
       if (r?.level && this.isolation === undefined) this.isolation = r.level
       this.inTx = false
+      this.snapTaken = false
     } catch {
       /* a lost connection rolls back by itself */
     }

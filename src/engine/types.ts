@@ -145,6 +145,12 @@ export interface ReadyStep {
   label: string
   /** The SQL it is about to send ('' for a point, or a step that sends none). */
   sql: string
+  /**
+   * A declared step's index in its session; `part`: the point is a later point of that step split into points (its
+   * statements, a snapshot point: `s1.a1/2`, `s1.a1:snapshot`) or its commit point, not the step's launch.
+   */
+  step?: number
+  part?: boolean
   /** An application race: the same step with this fault injected instead (--inject; index then names the choice, not the session). */
   inject?: string
 }

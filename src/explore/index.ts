@@ -30,6 +30,7 @@ import { assertOneSearch } from './one-search.js'
 import { fewestSwitches, Reduced } from './reduce.js'
 import { observe, sharesDatabase, touched, type Seen, type Touched } from '../engine/footprint.js'
 import { commitBody, NOT_SPLIT } from '../engine/session.js'
+import { levelSet, pointsOfStep, snapshotAfter } from '../engine/points.js'
 import { shownBlock } from '../isolation/guard.js'
 import { Doubts } from '../engine/doubt.js'
 import { codeFailure } from '../judge/failure.js'
@@ -527,9 +528,12 @@ export async function exploreOn(ctx: RunContext, lab: Driver, targetLabel: strin
     choose.split = app ? () => true : (i, k) => !pinned(scenario, p, i, k)
     const decide = ({ ready }: Moment) => {
       const take = (s: ReadyStep) => (launched[s.index]++, ready.indexOf(s))
-      const first = ready.find((s) => pinned(scenario, p, s.index, launched[s.index]) === 'first')
+      // Pinned: a spec session's setup and teardown blocks, by their step's index (a commit point, or a later point
+      // of a step split into points, is never one).
+      const pin = (s: ReadyStep) => (s.part ? undefined : pinned(scenario, p, s.index, s.step ?? launched[s.index]))
+      const first = ready.find((s) => pin(s) === 'first')
       if (first) return take(first)
-      const open = ready.filter((s) => pinned(scenario, p, s.index, launched[s.index]) !== 'last')
+      const open = ready.filter((s) => pin(s) !== 'last')
       if (!open.length) return take(ready[0])
       const idx = pick(
         open.map((s) => s.index),
@@ -1015,8 +1019,30 @@ const WHOLE = /^\s*(vacuum|cluster|reindex|checkpoint|alter\s+system|(create|dro
 
 export function pointsOf(sqls: readonly string[]): number {
   let inTx = false
+  // The transaction has taken its snapshot (a snapshot point is offered before a NOWAIT/SKIP LOCKED that takes it).
+  let taken = false
+  let level: string | undefined
   let n = 0
   for (const sql of sqls) {
+    // Several statements (or a snapshot point): a point each (engine/points.ts), and the commit point after them.
+    // The level a BEGIN names (at READ COMMITTED no snapshot point: the run asks the server where none is named).
+    const opens = /^\s*(begin|start\s+transaction)\b/i.test(sql)
+    if (opens || !inTx) level = levelSet(sql)
+    else level = levelSet(sql) ?? level
+    const plan = pointsOfStep(sql, inTx, taken, NOT_SPLIT, level !== 'read committed' && level !== 'read uncommitted')
+    if (plan) {
+      n += plan.points.length
+      if (plan.commit || plan.implicit) {
+        n++
+        inTx = false
+        taken = false
+      } else {
+        inTx = true
+        taken = snapshotAfter(sql, taken)
+      }
+      continue
+    }
+    taken = snapshotAfter(sql, taken)
     n++
     // `begin; ...; commit` as one step: its run, then its COMMIT (Session.commitBody).
     if (commitBody(sql, inTx) !== undefined) {

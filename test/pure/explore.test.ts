@@ -248,3 +248,65 @@ test('merged sample shards: held in every draw passes expect held only with an a
   assert.deepEqual([merged(0.4).exitCode, merged(0.4).matched], [0, true])
   assert.deepEqual([merged(0.5).exitCode, merged(0.5).matched], [3, false])
 })
+
+test('a step of several statements: a point each (quiet leading statements merged), a snapshot point before a NOWAIT that takes the snapshot', async () => {
+  const { pointsOf } = await import('../../src/explore/index.js')
+  const { pointsOfStep } = await import('../../src/engine/points.js')
+  const { NOT_SPLIT } = await import('../../src/engine/session.js')
+  const of = (sql: string, inTx = false, taken = false) => {
+    const p = pointsOfStep(sql, inTx, taken, NOT_SPLIT)
+    return p && { points: p.points.map((x) => `${x.suffix}=${x.sql.replace(/\s+/g, ' ')}`), commit: p.commit, implicit: p.implicit }
+  }
+  // begin; select ...; insert ...; commit: [begin; select], [insert], then the commit point.
+  assert.deepEqual(of('begin; select count(*) from t; insert into t values (1); commit'), { points: ['=begin; select count(*) from t', '/2=insert into t values (1)'], commit: true, implicit: false })
+  // Outside a transaction, no BEGIN: race opens one (its commit a point of its own), the body split.
+  assert.deepEqual(of('select 1; update t set v = 2'), { points: ['=select 1', '/2=update t set v = 2'], commit: false, implicit: true })
+  // Inside one, with SET and SAVEPOINT merged into the statement after them; a trailing one into the one before.
+  assert.deepEqual(of('set local lock_timeout = 1; select 1; savepoint a; update t set v = 1; release a', true, true)!.points, ['=set local lock_timeout = 1; select 1', '/2=savepoint a; update t set v = 1; release a'])
+  // One statement, or a transaction ended or begun in the middle: whole, as before.
+  assert.equal(of('update t set v = 1', true), undefined)
+  assert.equal(of('begin; insert into t values (1); commit'), undefined)
+  assert.equal(of('insert into t values (1); commit; insert into t values (2)', true), undefined)
+  assert.equal(of('set x.y = 1; update t set v = 1'), undefined)
+  // NOWAIT / SKIP LOCKED as the transaction's first snapshot: a snapshot point before it (BEGIN goes with it).
+  assert.deepEqual(of('begin isolation level repeatable read; select * from q for update nowait')!.points, [':snapshot=begin isolation level repeatable read; select 1', '=select * from q for update nowait'])
+  assert.deepEqual(of('select * from q for update skip locked', true, false)!.points, [':snapshot=select 1', '=select * from q for update skip locked'])
+  assert.equal(of('select * from q for update nowait', true, true), undefined)
+  assert.equal(of("select 'nowait' from q -- skip locked", true, false), undefined)
+  assert.deepEqual(of('select 1; select * from q for update nowait', true, false)!.points, ['=select 1', '/2=select * from q for update nowait'])
+  // The count the report promises: split steps' points, their commit points, snapshot points.
+  assert.equal(pointsOf(['begin', 'select 1; select 2', 'commit']), 4)
+  assert.equal(pointsOf(['begin; select 1; select 2; commit']), 3)
+  assert.equal(pointsOf(['select 1; select 2']), 3)
+  assert.equal(pointsOf(['begin isolation level repeatable read', 'select * from q for update nowait', 'commit']), 4)
+  assert.equal(pointsOf(['begin', 'select 1', 'select * from q for update nowait', 'commit']), 4)
+})
+
+test('replay lines name the points of a split step: s1.a1/2, s1.a1:snapshot then s1.a1; out of order is refused', async () => {
+  const { parsePermutation, formatPermutation } = await import('../../src/permutation.js')
+  const ss = [
+    { name: 's1', steps: [{ name: 'b1' }, { name: 'a1' }, { name: 'c1' }] },
+    { name: 's2', steps: [{ name: 'x2' }] },
+  ]
+  const line = 's1.b1 s1.a1:snapshot s2.x2 s1.a1 s1.a1/2 s1.a1/2:commit s1.c1'
+  assert.throws(() => parsePermutation(line, ss), /has no step|must come after/)
+  const ok = 's1.b1 s1.a1:snapshot s2.x2 s2.x2:commit s1.a1 s1.a1/2 s1.c1'
+  const e = parsePermutation(ok, ss)
+  assert.deepEqual(
+    e.map((x) => [x.session, x.step, x.part ?? false, x.suffix ?? null, x.commit ?? false]),
+    [
+      [0, 0, false, null, false],
+      [0, 1, false, ':snapshot', false],
+      [1, 0, false, null, false],
+      [1, 0, false, null, true],
+      [0, 1, true, '', false],
+      [0, 1, true, '/2', false],
+      [0, 2, false, null, false],
+    ],
+  )
+  assert.equal(formatPermutation(e, ss), ok)
+  assert.throws(() => parsePermutation('s1.b1 s1.a1/2 s1.a1 s2.x2 s1.c1', ss), /s1\.a1\/2 must come after s1\.a1/)
+  assert.throws(() => parsePermutation('s1.b1 s1.a1 s1.c1 s1.a1/2 s2.x2', ss), /must come after/)
+  // A commit point after the step's later points.
+  assert.equal(parsePermutation('s1.b1 s1.a1 s1.a1/2 s1.a1:commit s2.x2 s1.c1', ss).length, 6)
+})
