@@ -49,7 +49,10 @@ for (const [sig, code] of [
     a.kill(sig)
     const r = await a.done
     assert.equal(r.code, code, r.stderr)
-    assert.doesNotMatch(r.stderr, /internal error|1094|please report/)
+    // The holding line names the run's thread ids, which the server counts up for every job on it: one of them can
+    // be 1094 (it was, in a run of the suite); only race's other lines may not carry the error's code.
+    const said = r.stderr.split('\n').filter((l) => !l.startsWith('holding for ')).join('\n')
+    assert.doesNotMatch(said, /internal error|1094|please report/)
     assert.match(r.stderr, new RegExp(`race: interrupted by ${sig}: stopped, cleaned up\\n$`))
     assert.deepEqual(await databasesOf(my.conn!, a.pid), [], 'nothing left')
   })
