@@ -5,6 +5,7 @@
 // test/soundness/cases/). The same seed draws the same cases.
 //   npm run soak:explore -- --cases 200 --seed 7
 //   npm run soak:explore -- --cases 50 --seed 1 --trials 8 --from 100 --keep /tmp/breaks
+//   npm run soak:explore -- --cases 1000 --seed 2026 --only multi-statement,nowait     those cases of the 1000 only
 //   npm run soak:explore -- --cases 50 --seed 38 --trials 4 --max-steps 2     npm test's slice (test/soundness)
 // On DATABASE_URL when set, else one embedded PostgreSQL started for the whole soak.
 // Exit 0: no break; 1: a case broke (a) or (b); 3: a case could not be checked.
@@ -21,6 +22,8 @@ interface Options {
   trials: number
   keep: string
   maxSteps: 2 | 3
+  /** Only the cases (of from..from+cases-1) with one of these features: after a change to how race explores them. */
+  only?: string[]
 }
 
 function options(argv: string[]): Options {
@@ -31,6 +34,10 @@ function options(argv: string[]): Options {
     if (value === undefined) throw new Error(`${flag} needs a value`)
     if (flag === '--keep') {
       o.keep = path.resolve(value)
+      continue
+    }
+    if (flag === '--only') {
+      o.only = value.split(',').map((x) => x.trim()).filter(Boolean)
       continue
     }
     const n = Number(value)
@@ -60,12 +67,15 @@ async function main(): Promise<number> {
   const results: Checked[] = []
   try {
     process.stdout.write(`soak:explore: ${o.cases} cases of seed ${o.seed} from ${o.from}, ${o.trials} free-running trials each, on ${server ? 'an embedded PostgreSQL' : 'DATABASE_URL'}\n`)
-    for (let k = 0; k < o.cases; k++) {
-      const c = generate(o.seed, o.from + k, { maxSteps: o.maxSteps })
+    const drawn = Array.from({ length: o.cases }, (_, k) => generate(o.seed, o.from + k, { maxSteps: o.maxSteps }))
+    const chosen = o.only ? drawn.filter((c) => c.features.some((f) => o.only!.includes(f))) : drawn
+    if (o.only) process.stdout.write(`only the ${chosen.length} of them with ${o.only.join(' or ')}\n`)
+    for (let k = 0; k < chosen.length; k++) {
+      const c = chosen[k]
       const r = await checkCase(c, { databaseUrl: url, trials: o.trials, dir })
       results.push(r)
       const state = r.error ? 'ERROR' : r.breaks.length ? `BREAK ${[...new Set(r.breaks.map((b) => b.property))].join('')}` : 'ok'
-      process.stdout.write(`[${k + 1}/${o.cases}] ${c.file}  ${state}  reduced ${r.runs.reduced} / exhaustive ${r.runs.exhaustive} runs, ${r.runs.trials} trials, ${(r.ms / 1000).toFixed(1)} s (${r.phases.reduced}/${r.phases.exhaustive}/${r.phases.trials} ms)  (${c.features.join(', ')})\n`)
+      process.stdout.write(`[${k + 1}/${chosen.length}] ${c.file}  ${state}  reduced ${r.runs.reduced} / exhaustive ${r.runs.exhaustive} runs, ${r.runs.trials} trials, ${(r.ms / 1000).toFixed(1)} s (${r.phases.reduced}/${r.phases.exhaustive}/${r.phases.trials} ms)  (${c.features.join(', ')})\n`)
       for (const b of r.breaks) process.stdout.write(`    (${b.property}) ${b.what}\n`)
       for (const n of r.notes) process.stdout.write(`    note: ${n}\n`)
       for (const n of r.outside) process.stdout.write(`    outside the model: ${n}\n`)

@@ -40,7 +40,7 @@ export function statementSpans(sql: string): Part[] {
 }
 
 /** Statements no other session can observe (they take no lock, change no data): run with the statement after them. */
-const UNSEEN = /^\s*(begin|start\s+transaction|set|reset|show|savepoint|release)\b/i
+const UNSEEN = /^\s*(begin|start\s+transaction|set(?!\s+constraints\b)|reset|show|savepoint|release)\b/i
 /** Statements that begin, end or mark a transaction. */
 const CONTROL = /^\s*(begin|start\s+transaction|commit|end|rollback|abort|prepare\s+transaction|savepoint|release)\b/i
 const BEGIN = /^\s*(begin|start\s+transaction)\b/i

@@ -6,10 +6,11 @@ import { lexeme, statements } from '../lex.js'
 /**
  * Statements that no other session can observe and that observe nothing of the others: BEGIN takes no snapshot
  * (PostgreSQL takes it at the transaction's first statement that needs one), SET/RESET/SHOW change or read only the
- * session's own settings, SAVEPOINT and RELEASE only mark or fold a subtransaction. Each is merged into the statement
+ * session's own settings, SAVEPOINT and RELEASE only mark or fold a subtransaction. SET CONSTRAINTS is not one of them
+ * (SET CONSTRAINTS ... IMMEDIATE checks deferred constraints and fires deferred triggers where it runs). Each is merged into the statement
  * after it, so `begin; select ...` is one point: no order of other sessions' steps between them could show.
  */
-const QUIET = /^\s*(begin|start\s+transaction|set|reset|show|savepoint|release)\b/i
+const QUIET = /^\s*(begin|start\s+transaction|set(?!\s+constraints\b)|reset|show|savepoint|release)\b/i
 /** Statements that start, end or prepare a transaction: a step holding one (but its first, or its last lone COMMIT) stays one point. ROLLBACK TO SAVEPOINT is a point of its own (it lets go of locks others may wait for). */
 const CONTROL = /^\s*(begin|start\s+transaction|commit|end|rollback(?!\s+(work\s+|transaction\s+)?to\b)|abort|prepare\s+transaction|commit\s+prepared|rollback\s+prepared)\b/i
 const OPENS = /^\s*(begin|start\s+transaction)\b/i

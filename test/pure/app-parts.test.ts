@@ -55,3 +55,14 @@ test('a permutation names a string\'s statements and a snapshot point, each in i
   assert.throws(() => parseAppPermutation('s1.q1 s1.q1/3', ['s1']), /comes before s1\.q1\/2/)
   assert.throws(() => parseAppPermutation('s1.q2:snapshot', ['s1']), /comes before s1\.q1/)
 })
+
+test('SET CONSTRAINTS ... IMMEDIATE is a point of its own: it checks deferred constraints and fires deferred triggers where it runs', async () => {
+  const { pointsOfStep } = await import('../../src/engine/points.js')
+  // a spec step in a transaction: the SET CONSTRAINTS is not merged into the insert after it
+  const spec = pointsOfStep('set constraints all immediate; insert into t values (1)', true, true, /^$/)
+  assert.deepEqual(spec?.points.map((p) => p.sql.trim()), ['set constraints all immediate', 'insert into t values (1)'])
+  // SET of a setting still goes with the statement after it
+  assert.equal(pointsOfStep('set lock_timeout = 100; insert into t values (1)', true, true, /^$/), undefined)
+  // an application's string in a transaction, the same
+  assert.deepEqual(texts('set constraints all immediate; insert into t values (1)', true), ['set constraints all immediate', 'insert into t values (1)'])
+})
