@@ -213,6 +213,8 @@ export class AppSession {
   private holdChain = false
   /** Strings of several statements race ran whole where explore runs parts (a driver race cannot rebuild the result of). */
   readonly whole: string[] = []
+  /** Queries that lock rows without waiting at SERIALIZABLE, where race explore runs them (SessionReport.unordered). */
+  readonly unordered: string[] = []
 
   /** Whether a snapshot point goes before this query (see snapshotAt): its transaction may take its snapshot in it. */
   private needsSnapshot(step: string, sql: string, wrap: boolean): boolean {
@@ -462,6 +464,10 @@ export class AppSession {
     if (this.finished) {
       mine()
       throw new SessionEnded(`session ${this.name} was ended by race (${this.outcome}): ${step} not sent`)
+    }
+    if (!point && !this.free && this.snapshots && this.snapshotAt(step) && locksWithoutWaiting(sql)) {
+      const level = this.inTx ? this.txLevel : this.defaultKnown ? this.defaultLevel : undefined
+      if (level === 'serializable' || level === undefined) this.unordered.push(step)
     }
     if (!point && !this.free && this.needsSnapshot(step, sql, wrap)) {
       try {
@@ -854,6 +860,7 @@ export class AppSession {
         : {}),
       ...(this.indivisible.length ? { indivisible: [...this.indivisible] } : {}),
       ...(this.whole.length ? { whole: [...this.whole] } : {}),
+      ...(this.unordered.length ? { unordered: [...this.unordered] } : {}),
     }
   }
 }

@@ -142,7 +142,8 @@ export async function exploreCommand(ctx: RunContext, id: string, o: ExploreComm
       for (const l of r.exitCode === 3 ? (r.notFired ?? []) : []) process.stderr.write(`race: ${l}\n`)
       // A string of several statements run as one point: named, one line (the result is unknown).
       for (const x of r.exitCode === 3 ? (r.whole ?? []) : []) process.stderr.write(`race: ${wholeLine(x)}\n`)
-      if (!r.stopped && r.exitCode === 3 && !((r.notFired?.length || r.whole?.length) && !r.unknown && r.complete && !r.diverged)) {
+      for (const x of r.exitCode === 3 ? (r.unordered ?? []) : []) process.stderr.write(`race: ${unorderedLine(x)}\n`)
+      if (!r.stopped && r.exitCode === 3 && !((r.notFired?.length || r.whole?.length || r.unordered?.length) && !r.unknown && r.complete && !r.diverged)) {
         const first = r.every.find((x) => x.verdict === 'unknown' && !x.failure)
         if (!r.unknown && !r.diverged && r.sample && r.mode === 'sample') process.stderr.write(sampleShort(r) + '\n')
         else if (r.unknown || (r.complete && !r.diverged)) process.stderr.write(`race: could not decide ${r.unknown} interleaving(s)${first ? `, e.g. ${first.line}: ${first.why}` : ''}\n`)
@@ -240,6 +241,7 @@ function render(r: ExploreResult, all: boolean): string {
     lines.push(...hang(c.dim(`steps that commit by themselves (${names}) each run, then commit, as two points (:commit), as real sessions' statements overlap`), w, 2))
   }
   for (const x of r.whole ?? []) lines.push(...hang(c.yellow(wholeLine(x)), w, 2))
+  for (const x of r.unordered ?? []) lines.push(...hang(c.yellow(unorderedLine(x)), w, 2))
   for (const x of ac?.indivisible ?? []) lines.push(...hang(c.yellow(`${x} ran as one point: PostgreSQL refuses it inside a transaction block (25001), so its run and commit were not split`), w, 2))
   lines.push(...hang(`${c.dim('invariant')}  ${r.invariant}`, w, 11))
   // A search stopped at --max ran some interleavings only: "all" is not what it saw.
@@ -329,7 +331,12 @@ function render(r: ExploreResult, all: boolean): string {
   return lines.join('\n')
 }
 
-/** A string of several statements race ran as one point, in one line. */
+/** Several statements race ran as one point, in one line: a spec's step it did not split, or an application's string. */
 function wholeLine(x: string): string {
-  return `${x} is a string of several statements that ran as one point (race splits node-postgres's simple queries only, and only strings whose transactions it keeps exact): other sessions' statements were never run between its statements, so held is not known; send them as separate queries`
+  return `${x} sent several statements that ran as one point (race splits a spec's steps and node-postgres's simple queries, but not one with named binds or a retry check, one in whose middle a transaction begins or ends, or another driver's string): other sessions' statements were never run between its statements, so held is not known; send them as separate steps or queries`
+}
+
+/** A statement that locks rows without waiting at SERIALIZABLE, in one line. */
+function unorderedLine(x: string): string {
+  return `${x} locks rows without waiting (NOWAIT, SKIP LOCKED) at SERIALIZABLE: which transaction SSI cancels can depend on when, inside that one statement, its reads and writes meet another's, which no order of whole statements gives, so held is not known; race explore certifies such a race at REPEATABLE READ or READ COMMITTED`
 }

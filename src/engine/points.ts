@@ -34,6 +34,14 @@ export function bareWords(sql: string): string {
   return out
 }
 
+/**
+ * How many statements of `sql` other sessions can see or be seen by (neither quiet, above, nor one that begins or ends
+ * a transaction): a step of two or more run as one point hides the orders between them.
+ */
+export function seenStatements(sql: string): number {
+  return statements(sql).filter((x) => !QUIET.test(x) && !CONTROL.test(x)).length
+}
+
 /** Whether a statement tries a row lock without waiting (NOWAIT, SKIP LOCKED), outside strings and comments. */
 export function triesLock(sql: string): boolean {
   return /\b(nowait|skip\s+locked)\b/i.test(bareWords(sql))

@@ -4,7 +4,7 @@
 import { setTimeout as sleep } from 'node:timers/promises'
 import { parseBinds, type Placeholders } from '../binds.js'
 import { statements } from '../lex.js'
-import { levelSet, pointsOfStep, snapshotAfter, type StepPoints } from './points.js'
+import { levelSet, pointsOfStep, seenStatements, snapshotAfter, triesLock, type StepPoints } from './points.js'
 
 const OPENS_TX = /^\s*(begin|start\s+transaction)\b/i
 import type { QueryResult, SessionConn, SessionOptions } from '../db/driver.js'
@@ -117,6 +117,10 @@ export class Session {
   private parts?: { step: number; plan: StepPoints; at: number }
   /** Steps run outside a transaction as one point, because PostgreSQL refuses them inside one (25001). */
   readonly indivisible: string[] = []
+  /** race explore: steps of several statements run as one point (binds, a retry check, a transaction begun or ended in their middle). */
+  readonly whole = new Set<string>()
+  /** race explore: steps that lock rows without waiting at SERIALIZABLE (SessionReport.unordered). */
+  readonly unordered = new Set<string>()
 
   /**
    * A pooler's client owns no backend: where each step ran (SessionReport.steps), the backend of the step in
@@ -239,17 +243,23 @@ export class Session {
   async planFor(i: number): Promise<StepPoints | undefined> {
     this.planned = undefined
     let plan = this.pointsOf(i)
+    const def = this.steps[i]?.def
     const at = plan?.points.findIndex((x) => x.snapshot) ?? -1
-    if (plan && at >= 0) {
-      let level = levelSet(plan.points[at].sql)
+    // A statement that locks rows without waiting: at SERIALIZABLE its outcome can depend on what happens inside it.
+    const tries = def !== undefined && triesLock(def.sql)
+    if ((plan && at >= 0) || tries) {
+      const sql = plan && at >= 0 ? plan.points[at].sql : def!.sql
+      let level = levelSet(sql)
       if (!level && !this.closedByServer) {
-        const show = this.inTx && !OPENS_TX.test(plan.points[at].sql) ? 'show transaction_isolation' : 'show default_transaction_isolation'
+        const show = this.inTx && !OPENS_TX.test(sql) ? 'show transaction_isolation' : 'show default_transaction_isolation'
         const rows = await this.connection.step(show, [], false).result.catch(() => undefined)
         const v = rows?.[0] && Object.values(rows[0])[0]
         level = typeof v === 'string' ? v.toLowerCase() : undefined
       }
-      if (level === 'read committed' || level === 'read uncommitted') plan = this.pointsOf(i, true, true, false)
+      if (plan && at >= 0 && (level === 'read committed' || level === 'read uncommitted')) plan = this.pointsOf(i, true, true, false)
+      if (tries && level === 'serializable') this.unordered.add(this.steps[i].name)
     }
+    if (!plan && def && seenStatements(def.sql) >= 2) this.whole.add(this.steps[i].name)
     this.planned = { step: i, plan }
     return plan
   }
@@ -724,6 +734,8 @@ export class Session {
       ...(this.outcome === 'timeout' ? { blockedBy: this.blockedBy ?? [] } : {}),
       ...(this.connection?.lent ? { steps: this.stepBackends.map((x) => ({ ...x })) } : {}),
       ...(this.indivisible.length ? { indivisible: [...this.indivisible] } : {}),
+      ...(this.whole.size ? { whole: [...this.whole] } : {}),
+      ...(this.unordered.size ? { unordered: [...this.unordered] } : {}),
     }
   }
 }

@@ -73,6 +73,12 @@ export interface SessionReport {
    * statements run between them (a driver whose result race cannot rebuild, a shape it cannot keep exact): no proof.
    */
   whole?: string[]
+  /**
+   * race explore: statements that lock rows without waiting (NOWAIT, SKIP LOCKED) at SERIALIZABLE: which transaction
+   * SSI cancels can depend on when, inside one statement, its reads and writes meet another's, which no order of
+   * points gives: no proof.
+   */
+  unordered?: string[]
   /** Through a pooler: where each step ran (pid is then the backend of its last known step). */
   steps?: StepBackend[]
 }

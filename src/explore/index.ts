@@ -286,6 +286,8 @@ export interface ExploreResult {
    * statements run between theirs, which the search did not try. Any one makes a pass unknown (exit 3).
    */
   whole?: string[]
+  /** Statements that lock rows without waiting at SERIALIZABLE (SessionReport.unordered): the result is unknown. */
+  unordered?: string[]
 }
 
 /**
@@ -483,6 +485,7 @@ export async function exploreOn(ctx: RunContext, lab: Driver, targetLabel: strin
   const splitSteps = new Set<string>()
   const indivisible = new Set<string>()
   const whole = new Set<string>()
+  const unordered = new Set<string>()
 
   const chooserOf = (pick: Pick, learn: boolean, job: Job): Chooser => {
     const launched = p.sessions.map(() => 0)
@@ -630,6 +633,7 @@ export async function exploreOn(ctx: RunContext, lab: Driver, targetLabel: strin
     const { facts, trial } = job.last!
     for (const s of facts.sessions) for (const x of s.indivisible ?? []) indivisible.add(`${s.name}.${x}`)
     for (const s of facts.sessions) for (const x of s.whole ?? []) whole.add(`${s.name}.${x}`)
+    for (const s of facts.sessions) for (const x of s.unordered ?? []) unordered.add(`${s.name}.${x}`)
     const free = job.free
     allRuns++
     if (probing) {
@@ -755,7 +759,8 @@ export async function exploreOn(ctx: RunContext, lab: Driver, targetLabel: strin
   // complete where every one must is a deviation even beside the violation --expect violated asked for.
   const found = incompleteRuns ? 1 : exitFromFindings(incomplete ? 3 : exitCode(summary), { expect, violating, failed: failures.length, stopped: stopped !== undefined })
   // A string of several statements run as one point: the orders between its statements were not tried (unknown).
-  const code = (notFired.length || whole.size) && found === 0 ? 3 : found
+  // A statement locking rows without waiting at SERIALIZABLE: what SSI does inside it was not ordered (unknown).
+  const code = (notFired.length || whole.size || unordered.size) && found === 0 ? 3 : found
   const shortest = current ? { ...current.it, ...(shrinkFrom && shrinkFrom !== current.it.line ? { shrunk: { from: shrinkFrom, runs: shrinkRuns } } : {}) } : null
   const shortestFailure = failures.reduce<Interleaving | null>((a, x) => (!a || better(x, a) ? x : a), null)
   const replayOf = (line: string) => replayCommand(o.name ?? (isFileScenario(scenario) ? scenario.source.section : scenario.id), scenario, p, line, where.args)
@@ -803,6 +808,7 @@ export async function exploreOn(ctx: RunContext, lab: Driver, targetLabel: strin
     ...(jobsNote ? { jobsNote } : {}),
     autocommit: { split: [...splitSteps].sort(), indivisible: [...indivisible].sort() },
     ...(whole.size ? { whole: [...whole].sort() } : {}),
+    ...(unordered.size ? { unordered: [...unordered].sort() } : {}),
   }
 }
 

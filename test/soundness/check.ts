@@ -107,7 +107,8 @@ export async function checkCase(c: Case, o: CheckOptions): Promise<Checked> {
       const line = `${count} of ${trials.length} free-running trials ended ${k}, which --exhaustive never did`
       const beyond = outsideModel(c)
       if (k.startsWith('UNKNOWN')) out.notes.push(line)
-      else if (beyond) out.outside.push(`${line}: ${beyond}`)
+      // outside the model, race explore must not have passed it (exit 0): held is then not what it knows
+      else if (beyond && exhaustive.exitCode !== 0) out.outside.push(`${line}: ${beyond} (race explore: exit ${exhaustive.exitCode}, not a pass)`)
       else out.breaks.push({ property: 'b', what: line })
     }
   } catch (e) {
