@@ -6,6 +6,7 @@
 //   npm run soak:explore -- --cases 200 --seed 7
 //   npm run soak:explore -- --cases 50 --seed 1 --trials 8 --from 100 --keep /tmp/breaks
 //   npm run soak:explore -- --cases 1000 --seed 2026 --only multi-statement,nowait     those cases of the 1000 only
+//   npm run soak:explore -- --cases 1000 --seed 2026 --indices 4,7,8                   those case numbers only
 //   npm run soak:explore -- --cases 50 --seed 38 --trials 4 --max-steps 2     npm test's slice (test/soundness)
 // On DATABASE_URL when set, else one embedded PostgreSQL started for the whole soak.
 // Exit 0: no break; 1: a case broke (a) or (b); 3: a case could not be checked.
@@ -24,6 +25,8 @@ interface Options {
   maxSteps: 2 | 3
   /** Only the cases (of from..from+cases-1) with one of these features: after a change to how race explores them. */
   only?: string[]
+  /** Only these case numbers (of from..from+cases-1). */
+  indices?: Set<number>
 }
 
 function options(argv: string[]): Options {
@@ -34,6 +37,10 @@ function options(argv: string[]): Options {
     if (value === undefined) throw new Error(`${flag} needs a value`)
     if (flag === '--keep') {
       o.keep = path.resolve(value)
+      continue
+    }
+    if (flag === '--indices') {
+      o.indices = new Set(value.split(',').map(Number))
       continue
     }
     if (flag === '--only') {
@@ -67,9 +74,11 @@ async function main(): Promise<number> {
   const results: Checked[] = []
   try {
     process.stdout.write(`soak:explore: ${o.cases} cases of seed ${o.seed} from ${o.from}, ${o.trials} free-running trials each, on ${server ? 'an embedded PostgreSQL' : 'DATABASE_URL'}\n`)
-    const drawn = Array.from({ length: o.cases }, (_, k) => generate(o.seed, o.from + k, { maxSteps: o.maxSteps }))
+    const drawn = Array.from({ length: o.cases }, (_, k) => o.from + k)
+      .filter((i) => !o.indices || o.indices.has(i))
+      .map((i) => generate(o.seed, i, { maxSteps: o.maxSteps }))
     const chosen = o.only ? drawn.filter((c) => c.features.some((f) => o.only!.includes(f))) : drawn
-    if (o.only) process.stdout.write(`only the ${chosen.length} of them with ${o.only.join(' or ')}\n`)
+    if (o.only || o.indices) process.stdout.write(`only the ${chosen.length} of them${o.indices ? ' listed by --indices' : ''}${o.only ? ` with ${o.only.join(' or ')}` : ''}\n`)
     for (let k = 0; k < chosen.length; k++) {
       const c = chosen[k]
       const r = await checkCase(c, { databaseUrl: url, trials: o.trials, dir })
