@@ -1,0 +1,47 @@
+// npm test: every test file (dist/test/<area>/<file>.test.js), two at a time, the longest first. `node --test` sorts
+// the files it is given by name, so the longest (the soundness harness) started last and ran alone at the end; run()
+// of node:test keeps the order it is given. Each file still runs in a process of its own, with the spec reporter;
+// the exit code is 1 when a test failed. One file: node --test --test-concurrency=1 --test-reporter=spec <file>.
+import fs from 'node:fs'
+import path from 'node:path'
+import { run } from 'node:test'
+import { spec } from 'node:test/reporters'
+import { fileURLToPath } from 'node:url'
+
+const TESTS = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', 'test')
+
+/** The slowest files, longest first (CONTRIBUTING.md, "What CI runs"): started first, so none runs alone at the end. */
+export const FIRST = [
+  'soundness/soundness',
+  'soundness/kept',
+  'cli/workflow',
+  'cli/readme',
+  'cli/explore-jobs',
+  'package/installed',
+  'cli/cache',
+  'cli/explore',
+  'app/app-levels',
+  'innodb/innodb',
+  'scenarios/trials',
+  'isolation/transcript',
+]
+
+/** Every test file under dist/test, the FIRST ones first (those that exist), then the others by name. */
+export function testFiles(root = TESTS): string[] {
+  const all = fs
+    .readdirSync(root, { withFileTypes: true })
+    .filter((d) => d.isDirectory())
+    .flatMap((d) => fs.readdirSync(path.join(root, d.name)).filter((f) => f.endsWith('.test.js')).map((f) => `${d.name}/${f.slice(0, -'.test.js'.length)}`))
+    .sort()
+  const first = FIRST.filter((f) => all.includes(f))
+  return [...first, ...all.filter((f) => !first.includes(f))].map((f) => path.join(root, `${f}.test.js`))
+}
+
+if (process.argv[1] && fileURLToPath(import.meta.url) === path.resolve(process.argv[1])) {
+  const stream = run({ files: testFiles(), concurrency: 2 })
+  stream.on('test:fail', () => {
+    process.exitCode = 1
+  })
+  // node:test/reporters' spec is a Transform class on Node 20
+  stream.compose(new (spec as unknown as new () => NodeJS.ReadWriteStream)()).pipe(process.stdout)
+}
