@@ -31,16 +31,30 @@ export function leadingComments(text: string): string[] {
   return out
 }
 
-const loaded = new Map<string, Promise<Scenario>>()
+/**
+ * Scenario files loaded in this process, by absolute path, with the size and modification time they had: a spec whose
+ * file changed since (a test runner that watches the files, a long-lived process) is read again. A module stays as
+ * first imported: Node's module cache keeps it for the process.
+ */
+const loaded = new Map<string, { stamp: string; scenario: Promise<Scenario> }>()
+
+function stampOf(abs: string): string {
+  try {
+    const st = fs.statSync(abs)
+    return `${st.size}:${st.mtimeMs}:${st.ino}`
+  } catch {
+    return 'missing'
+  }
+}
 
 export function loadScenarioFile(file: string): Promise<Scenario> {
   const abs = path.resolve(file)
-  let p = loaded.get(abs)
-  if (!p) {
-    p = load(file, abs)
-    loaded.set(abs, p)
-  }
-  return p
+  const stamp = file.endsWith('.spec') ? stampOf(abs) : ''
+  const had = loaded.get(abs)
+  if (had && had.stamp === stamp) return had.scenario
+  const scenario = load(file, abs)
+  loaded.set(abs, { stamp, scenario })
+  return scenario
 }
 
 async function load(file: string, abs: string): Promise<Scenario> {
