@@ -8,7 +8,8 @@
 // server connection and B inherits it; --reset-query-always makes the pool reset the connection after every
 // transaction, so A's SET is gone before A's own transaction (A runs at READ COMMITTED: the deterministic
 // breakage PgBouncer's manual promises); in session mode the reset runs when A disconnects, and B is clean.
-import { anomaly, clean, defineScenario, levelParam, type DocCtx, type Documented, type Level, type SessionSpec, type Variant } from '../src/scenario.js'
+import { anomaly, clean, defineScenario, levelParam, type DocCtx, type Documented, type SessionSpec, type Variant } from '../src/scenario.js'
+import type { Level } from '../src/levels.js'
 
 /** A borrower's work: it records the level its transaction really runs at. */
 const work = (borrower: string) => `insert into borrowers (borrower, level) select '${borrower}', current_setting('transaction_isolation') returning level`

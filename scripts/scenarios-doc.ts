@@ -10,7 +10,8 @@ import { describeDoc } from '../src/judge/index.js'
 import { formatDuration } from '../src/parse.js'
 import { documentedFor, sessionCount } from '../src/plan.js'
 import { ARTICLES, scenarios, sourceText } from '../src/registry.js'
-import { LEVELS, defaultParams, type Engine, type ParamSpec, type Scenario } from '../src/scenario.js'
+import { defaultParams, type Engine, type ParamSpec, type Scenario } from '../src/scenario.js'
+import { levelsOn } from '../src/levels.js'
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..')
 export const SCENARIOS_DOC = path.join(ROOT, 'docs', 'scenarios.md')
@@ -40,7 +41,7 @@ function documentedAt(s: Scenario, engine: Engine): string[] {
   }
   if (s.expects) return [`the invariant ${s.expects}`]
   if (doc.levels) {
-    const levels = engine === 'mysql' ? ['read uncommitted', ...LEVELS] : [...LEVELS]
+    const levels = [...levelsOn(engine)]
     return levels.filter((l) => (doc.levels as Record<string, unknown>)[l] !== undefined).map((l) => `at ${l.toUpperCase()}: ${one(l)}`)
   }
   return [`step by step (lockstep), at the defaults: ${one()}`]

@@ -12,8 +12,9 @@ export {
   advisoryKey,
   defaultParams,
   levelParam,
-  LEVELS,
 } from './scenario.js'
+export { LEVELS } from './levels.js'
+export type { Level } from './levels.js'
 export type {
   Scenario,
   SessionSpec,
@@ -23,7 +24,6 @@ export type {
   Documented,
   DocEntry,
   EngineDoc,
-  Level,
   Params,
   ParamSpec,
   Bind,

@@ -3,7 +3,8 @@
 import { bindNames } from './binds.js'
 import { UsageError } from './errors.js'
 import { lockstepOrder, parsePermutation, serialOrder, type Entry } from './permutation.js'
-import type { DocCtx, DocEntry, Documented, Engine, Level, Params, Pool, Scenario, Schedule, SessionSpec, Step, StepDef, Variant } from './scenario.js'
+import type { DocCtx, DocEntry, Documented, Engine, Params, Pool, Scenario, Schedule, SessionSpec, Step, StepDef, Variant } from './scenario.js'
+import type { Level } from './levels.js'
 
 export interface PlannedStep {
   name: string

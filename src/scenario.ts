@@ -3,6 +3,7 @@
 // shown as their own source), and what the database is documented to do, session by session.
 // Scenario modules import only this file; they never open connections (only the engine does).
 import { createHash } from 'node:crypto'
+import { levelsOn, type Level } from './levels.js'
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- rows are whatever the SQL returns
 export type Row = Record<string, any>
@@ -20,8 +21,6 @@ export type Schedule = 'barrier' | 'lockstep' | 'serial' | 'permutation'
 export type Engine = 'postgres' | 'mysql'
 export const ENGINES: readonly Engine[] = ['postgres', 'mysql']
 
-export const LEVELS = ['read committed', 'repeatable read', 'serializable'] as const
-export type Level = 'read uncommitted' | (typeof LEVELS)[number]
 
 export type ParamValue = number | boolean | string
 export type Params = Record<string, ParamValue>
@@ -418,8 +417,8 @@ export function sessionLevelParam(): { isolation: ParamSpec } {
       description: 'isolation level of every session: "read committed", "repeatable read" or serializable',
       kind: 'choice',
       default: DEFAULT_LEVEL,
-      choices: [DEFAULT_LEVEL, ...LEVELS],
-      choicesOn: { mysql: [DEFAULT_LEVEL, 'read uncommitted', ...LEVELS] },
+      choices: [DEFAULT_LEVEL, ...levelsOn('postgres')],
+      choicesOn: { mysql: [DEFAULT_LEVEL, ...levelsOn('mysql')] },
     },
   }
 }

@@ -5,10 +5,11 @@
 // a separate step of the same transaction (`keep`), which reads nothing. "Documented" means the MySQL Reference
 // Manual's InnoDB chapter ("Transaction Isolation Levels", "Consistent Nonlocking Reads", "Locking Reads", "InnoDB
 // Locking", "Locks Set by Different SQL Statements", "Deadlocks in InnoDB") and the MariaDB Knowledge Base.
-import { LEVELS, type CheckCase, type EngineDoc, type Level, type Params, type Scenario, type Variant } from '../../src/scenario.js'
+import { type CheckCase, type EngineDoc, type Params, type Scenario, type Variant } from '../../src/scenario.js'
+import { levelsOn, type Level } from '../../src/levels.js'
 
 /** The InnoDB levels: READ UNCOMMITTED too (it reads uncommitted rows; PostgreSQL's does not). */
-export const INNODB_LEVELS: readonly Level[] = ['read uncommitted', ...LEVELS]
+export const INNODB_LEVELS: readonly Level[] = levelsOn('mysql')
 
 /** `set transaction isolation level X; start transaction`: one step, two statements, no binds. */
 export const myBegin = (level: string): string => `set transaction isolation level ${level}; start transaction`

@@ -1,7 +1,8 @@
 // The isolation-levels article's family: the --isolation param, and the reads table that turns a read into
 // evidence the invariant can query. What each scenario is documented to do lives in the scenario itself.
 // "Documented" means PostgreSQL's manual, chapter "Transaction Isolation" (Table 13.1 and 13.2.1-13.2.3).
-import { LEVELS, type Level, type ParamSpec, type Params } from '../../src/scenario.js'
+import { type ParamSpec, type Params } from '../../src/scenario.js'
+import { LEVELS, levelsOn, type Level } from '../../src/levels.js'
 
 /** The --isolation param every scenario of this family takes. */
 export function isolationParam(def: Level = 'read committed', extra: readonly Level[] = []): { isolation: ParamSpec } {
@@ -13,7 +14,7 @@ export function isolationParam(def: Level = 'read committed', extra: readonly Le
       default: def,
       choices: [...extra, ...LEVELS],
       // InnoDB's READ UNCOMMITTED reads uncommitted rows: every scenario of the family takes it there.
-      choicesOn: { mysql: ['read uncommitted', ...LEVELS] },
+      choicesOn: { mysql: levelsOn('mysql') },
     },
   }
 }

@@ -1,7 +1,8 @@
 // The check-then-insert family of the advisory-locks article (§1-§5): one table, one invariant, the steps
 // its variants share, and the outcomes they document. Each scenario differs from `broken` only where the
 // article's code differs.
-import { anomaly, clean, keyBind, prevented, serialized, step, type Bind, type DocEntry, type Documented, type EngineDoc, type Invariant, type Level, type Params, type SessionSpec, type Step, type Variant, type Who } from '../../src/scenario.js'
+import { anomaly, clean, keyBind, prevented, serialized, step, type Bind, type DocEntry, type Documented, type EngineDoc, type Invariant, type Params, type SessionSpec, type Step, type Variant, type Who } from '../../src/scenario.js'
+import type { Level } from '../../src/levels.js'
 
 export const table = `create table setup_requests (
   id         uuid        primary key default gen_random_uuid(),

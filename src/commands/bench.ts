@@ -20,17 +20,8 @@ import { addPoolerOptions, parsePool, requirePooler, type PoolerOptions } from '
 import { describePool, startPooler } from '../servers/pooler.js'
 import type { CellStats } from '../bench/runner.js'
 import type { Pool } from '../scenario.js'
+import { levelOf, levelsOn, readUncommittedOnPostgres, type Level } from '../levels.js'
 
-export const LEVELS = ['read committed', 'repeatable read', 'serializable'] as const
-const LEVEL_NAMES: Record<string, (typeof LEVELS)[number]> = {
-  rc: 'read committed',
-  'read committed': 'read committed',
-  rr: 'repeatable read',
-  'repeatable read': 'repeatable read',
-  s: 'serializable',
-  ser: 'serializable',
-  serializable: 'serializable',
-}
 export const WORKLOADS = ['oltp', 'advisory'] as const
 
 function list(raw: string): string[] {
@@ -41,19 +32,16 @@ function list(raw: string): string[] {
 }
 
 export function parseLevels(raw: string): string[] {
-  const out: string[] = []
+  const out: Level[] = []
   for (const item of list(raw)) {
-    const key = item.toLowerCase().replace(/[\s_-]+/g, ' ')
-    if (key === 'read uncommitted' || key === 'ru') {
-      throw new UsageError(`--isolation '${item}': PostgreSQL runs READ UNCOMMITTED as READ COMMITTED; use read-committed, repeatable-read or serializable`)
-    }
-    const level = LEVEL_NAMES[key]
+    const level = levelOf(item)
+    if (level === 'read uncommitted') throw readUncommittedOnPostgres('--isolation', item)
     if (!level) throw new UsageError(`--isolation '${item}' is not an isolation level: use read-committed, repeatable-read, serializable (or rc, rr, ser), comma-separated`)
     if (!out.includes(level)) out.push(level)
   }
   if (!out.length) throw new UsageError('--isolation is empty: give one or more of read-committed, repeatable-read, serializable')
   // Always in the order RC, RR, SERIALIZABLE so the ratios read the same way.
-  return LEVELS.filter((l) => out.includes(l))
+  return levelsOn('postgres').filter((l) => out.includes(l))
 }
 
 export function parseHot(raw: string): number[] {

@@ -11,7 +11,7 @@ import { specFailure } from '../isolation/common.js'
 import { cliWords } from './words.js'
 import { DEFAULT_MAX, DEFAULT_SAMPLE, DEFAULT_SHRINK, exploreOn, type ExploreResult } from '../explore/index.js'
 import { checkExplore, refuseOneSession } from '../explore/request.js'
-import { isLevelList } from '../explore/levels.js'
+import { isLevelList } from '../levels.js'
 import { addScenarioParamOptions, addTargetOptions, eachPg, assertRunsOn, engineFor, parseBounds, scenarioParams, self, withLab, type TargetOptions } from './common.js'
 
 export interface ExploreCommandOptions extends TargetOptions {

@@ -12,14 +12,10 @@ import { c } from '../report/color.js'
 import { fitTable } from '../report/table.js'
 import { columns, hang, joinFit } from '../report/width.js'
 import { isServerError } from '../db/sqlstate.js'
-import { LEVELS, defaultParams, type Documented, type Engine, type Level, type Scenario, type Verdict } from '../scenario.js'
+import { defaultParams, type Documented, type Engine, type Scenario, type Verdict } from '../scenario.js'
+import { levelsOn, type Level } from '../levels.js'
 import { annotationsOf, checkWritable, ciCase, githubWanted, printAnnotations, writeJunit } from '../report/ci.js'
 import { addCiOptions, addTargetOptions, endVersion, engineFor, parseBounds, runOnce, withLab, type CiOptions, type TargetOptions, type Trial } from './common.js'
-
-/** The columns of the grid: PostgreSQL runs READ UNCOMMITTED as READ COMMITTED, InnoDB does not (it reads dirty). */
-export function matrixLevels(engine: Engine): readonly Level[] {
-  return engine === 'mysql' ? ['read uncommitted', ...LEVELS] : LEVELS
-}
 
 export interface Cell {
   /** What happened: anomaly, prevented 40001, serialized, clean, unknown. */
@@ -194,7 +190,7 @@ function differenceText(d: VersionDifference): string {
 export async function matrixCommand(ctx: RunContext, ids: string[], o: TargetOptions & CiOptions): Promise<number> {
   const engine = engineFor(o.databaseUrl)
   const rowsOf = await matrixRows(ids, engine)
-  const levels = matrixLevels(engine)
+  const levels = levelsOn(engine)
   parseBounds(o) // bad input before any server starts
   const junit = o.junit === undefined ? undefined : checkWritable('--junit', o.junit)
   const versions = ctx.embedded.pgList

@@ -13,21 +13,9 @@ import { isServerError } from '../db/sqlstate.js'
 import { c } from '../report/color.js'
 import { fitTable } from '../report/table.js'
 import { columns, hang, joinFit } from '../report/width.js'
-import type { Engine, Level, Params, Scenario } from '../scenario.js'
+import type { Engine, Params, Scenario } from '../scenario.js'
+import { LEVEL_ORDER, levelOf, levelsOn, readUncommittedOnPostgres, type Level } from '../levels.js'
 import { exploreOn, type ExploreOptions, type ExploreResult } from './index.js'
-
-/** Weakest first: the order in which "the weakest level that held" is read. */
-export const LEVEL_ORDER: readonly Level[] = ['read uncommitted', 'read committed', 'repeatable read', 'serializable']
-
-/** The levels `all` means on an engine: PostgreSQL runs READ UNCOMMITTED as READ COMMITTED, InnoDB does not (it reads dirty). */
-export function allLevels(engine: Engine): Level[] {
-  return engine === 'mysql' ? [...LEVEL_ORDER] : LEVEL_ORDER.filter((l) => l !== 'read uncommitted')
-}
-
-/** Is this --isolation text a request for several levels (all, or a comma list) rather than one? */
-export function isLevelList(raw: unknown): raw is string {
-  return typeof raw === 'string' && (raw.trim().toLowerCase() === 'all' || raw.includes(','))
-}
 
 /**
  * The levels asked for: `all`, or a list of levels or their short names (rc,rr,ser; ru on InnoDB), weakest first,
@@ -41,7 +29,7 @@ export function parseLevels(raw: string, s: Scenario, engine: Engine, flag = '--
   const choices = (spec.choicesOn?.[engine] ?? spec.choices ?? []).filter((x): x is Level => (LEVEL_ORDER as readonly string[]).includes(x))
   const text = raw.trim().toLowerCase()
   if (text === 'all') {
-    const out = allLevels(engine).filter((l) => choices.includes(l))
+    const out = levelsOn(engine).filter((l) => choices.includes(l))
     if (out.length < 2) throw new UsageError(`${s.id} runs at ${out.join(', ') || 'no level'} only: ${flag} all needs two levels or more`)
     return out
   }
@@ -49,10 +37,10 @@ export function parseLevels(raw: string, s: Scenario, engine: Engine, flag = '--
   if (parts.some((x) => !x)) throw new UsageError(`${flag} '${raw}' has an empty item: give levels separated by commas, e.g. rc,rr,ser (or all)`)
   const picked = new Set<Level>()
   for (const x of parts) {
-    if (engine === 'postgres' && (x === 'ru' || x.replace(/[\s_-]+/g, ' ') === 'read uncommitted')) {
-      throw new UsageError(`${flag}: PostgreSQL runs READ UNCOMMITTED as READ COMMITTED (there is nothing to tell apart): leave ru out, or use rc`)
-    }
-    const level = parseChoice(flag, x, choices) as Level
+    const named = levelOf(x)
+    if (engine === 'postgres' && named === 'read uncommitted') throw readUncommittedOnPostgres(flag, x)
+    // Not a level this scenario runs at: parseChoice's words for a bad choice.
+    const level = named && choices.includes(named) ? named : (parseChoice(flag, x, choices) as Level)
     // Each level is explored once: a repeat (rc,rc; rc,read-committed) is a mistake in the list, not a second run.
     if (picked.has(level)) throw new UsageError(`${flag} '${raw}' names ${level} twice: give each level once, e.g. rc,rr,ser (or all)`)
     picked.add(level)

@@ -1,7 +1,8 @@
 // Pure judgement: facts in, verdicts out; a run against its documented outcome, session by session. Never
 // touches the database, so every rule here is tested with hand-made facts.
 import { UNREAD_LEVEL, conditionName, isConcurrencyControl, isIntegrityViolation, sqlstateOf } from '../db/sqlstate.js'
-import type { Documented, Level, Verdict, Who } from '../scenario.js'
+import type { Documented, Verdict, Who } from '../scenario.js'
+import type { Level } from '../levels.js'
 import type { InvariantReport, SessionReport } from '../engine/types.js'
 
 type Judged = Pick<SessionReport, 'name' | 'outcome' | 'sqlstate' | 'errors' | 'waitedMs' | 'step' | 'reason'> & Pick<Partial<SessionReport>, 'thrown' | 'injected' | 'unrecovered'>

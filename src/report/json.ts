@@ -1,7 +1,8 @@
 // The --json document: one stable shape, documented in the README. Times in milliseconds.
 import type { InvariantReport, SessionReport, TimelineEvent } from '../engine/types.js'
 import { sourceText } from '../registry.js'
-import type { Documented, Level, Params, Schedule, Verdict } from '../scenario.js'
+import type { Documented, Params, Schedule, Verdict } from '../scenario.js'
+import type { Level } from '../levels.js'
 import type { RunView } from '../run/view.js'
 
 export type { RunView } from '../run/view.js'

@@ -1,7 +1,8 @@
 // The results table (one row per session), the invariant, the verdict against the documented outcome.
 import type { Summary } from '../judge/index.js'
 import type { SessionReport, TrialFacts } from '../engine/types.js'
-import type { Level, Verdict } from '../scenario.js'
+import type { Verdict } from '../scenario.js'
+import type { Level } from '../levels.js'
 import Table from 'cli-table3'
 import { c, outcomeColor, verdictColor } from './color.js'
 import { columns, hang, joinFit, strip, truncate, widest, width, wrap } from './width.js'

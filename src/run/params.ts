@@ -2,6 +2,7 @@
 // the option as the caller spelled it (a flag, or run()'s option).
 import { resolveTarget } from '../db/target.js'
 import { UsageError } from '../errors.js'
+import { LEVEL_ALIASES, normChoice } from '../levels.js'
 import { parseDuration, parseWhole } from '../parse.js'
 import type { Engine, ParamSpec, ParamValue, Params, Pool, Scenario } from '../scenario.js'
 
@@ -43,12 +44,9 @@ export function parseParam(p: ParamSpec, flag: string, raw: unknown, engine: Eng
   return parseDuration(flag, String(raw))
 }
 
-/** The short names of isolation levels race bench takes too: --isolation rr means the same everywhere. */
-const LEVEL_ALIASES: Record<string, string> = { ru: 'read uncommitted', rc: 'read committed', rr: 'repeatable read', s: 'serializable', ser: 'serializable' }
-
 export function parseChoice(flag: string, raw: string, choices: readonly string[]): string {
   // Spelled as the user likes (for-update, for_update, "for update"), or a level's short name (rr).
-  const norm = (x: string) => x.trim().toLowerCase().replace(/[\s_-]+/g, ' ')
+  const norm = normChoice
   const typed = norm(raw)
   const alias = LEVEL_ALIASES[typed]
   const v = alias && choices.includes(alias) ? alias : typed

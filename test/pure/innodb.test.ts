@@ -5,7 +5,7 @@ import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import { parseBinds } from '../../src/binds.js'
 import { checkCases } from '../../src/commands/check.js'
-import { matrixLevels } from '../../src/commands/matrix.js'
+import { levelsOn } from '../../src/levels.js'
 import { commandOf, statements } from '../../src/db/mysql.js'
 import { conditionName, isConcurrencyControl, isIntegrityViolation, isServerError, sqlstateOf } from '../../src/db/sqlstate.js'
 import { checkScenario, isMatrixRow, unavailableOn } from '../../src/plan.js'
@@ -20,8 +20,8 @@ test('every scenario and check case race check runs on InnoDB is declared soundl
 })
 
 test('the InnoDB matrix: READ UNCOMMITTED too, and gap-lock and locking-read, which PostgreSQL does not have', async () => {
-  assert.deepEqual(matrixLevels('mysql'), ['read uncommitted', 'read committed', 'repeatable read', 'serializable'])
-  assert.deepEqual(matrixLevels('postgres'), ['read committed', 'repeatable read', 'serializable'])
+  assert.deepEqual(levelsOn('mysql'), ['read uncommitted', 'read committed', 'repeatable read', 'serializable'])
+  assert.deepEqual(levelsOn('postgres'), ['read committed', 'repeatable read', 'serializable'])
   const rows = (await scenarios()).filter((s) => isMatrixRow(s, 'mysql')).map((s) => s.id)
   for (const id of ['dirty-read', 'write-skew', 'lost-update', 'gap-lock', 'locking-read', 'phantom']) assert.ok(rows.includes(id), id)
   const pg = (await scenarios()).filter((s) => isMatrixRow(s, 'postgres')).map((s) => s.id)

@@ -28,7 +28,7 @@ export const FLOORS: readonly (readonly string[])[] = [
   ['servers/'],
   ['db/'],
   ['scenario.ts', 'permutation.ts', 'binds.ts', 'parse.ts', 'lex.ts', 'digest.ts'],
-  ['lifecycle.ts', 'errors.ts', 'known-bugs.ts', 'home.ts', 'load-module.ts'],
+  ['lifecycle.ts', 'errors.ts', 'levels.ts', 'known-bugs.ts', 'home.ts', 'load-module.ts'],
 ]
 
 const SRC = path.join(ROOT, 'src')

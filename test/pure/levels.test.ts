@@ -3,10 +3,11 @@
 // faults --inject takes. The explorations here are built by hand, so every count is known.
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
-import { allLevels, fixesOf, isLevelList, levelsOutcome, parseLevels, rowOf, weakestSafe, type LevelRow } from '../../src/explore/levels.js'
+import { fixesOf, levelsOutcome, parseLevels, rowOf, weakestSafe, type LevelRow } from '../../src/explore/levels.js'
 import type { ExploreResult, Interleaving } from '../../src/explore/index.js'
 import { faultAt, parseAppPermutation, parseFaults, splitInjected } from '../../src/app/labels.js'
-import { sessionLevelParam, type Level, type Scenario } from '../../src/scenario.js'
+import { sessionLevelParam, type Scenario } from '../../src/scenario.js'
+import { isLevelList, levelsOn, type Level } from '../../src/levels.js'
 import { judge } from '../../src/judge/index.js'
 
 const withLevels = { id: 'x', params: sessionLevelParam() } as unknown as Scenario
@@ -15,7 +16,7 @@ test('--isolation all is rc, rr, ser on PostgreSQL and adds ru on InnoDB; a list
   assert.ok(isLevelList('all') && isLevelList('rc,ser') && !isLevelList('rc') && !isLevelList(undefined))
   assert.deepEqual(parseLevels('all', withLevels, 'postgres'), ['read committed', 'repeatable read', 'serializable'])
   assert.deepEqual(parseLevels('ALL', withLevels, 'mysql'), ['read uncommitted', 'read committed', 'repeatable read', 'serializable'])
-  assert.deepEqual(allLevels('mysql'), ['read uncommitted', 'read committed', 'repeatable read', 'serializable'])
+  assert.deepEqual(levelsOn('mysql'), ['read uncommitted', 'read committed', 'repeatable read', 'serializable'])
   assert.deepEqual(parseLevels('ser,rc', withLevels, 'postgres'), ['read committed', 'serializable'])
   assert.deepEqual(parseLevels('ru, repeatable read', withLevels, 'mysql'), ['read uncommitted', 'repeatable read'])
   assert.throws(() => parseLevels('rc,ru', withLevels, 'postgres'), /READ UNCOMMITTED as READ COMMITTED/)
