@@ -115,17 +115,33 @@ test('--shard 1/3, 2/3, 3/3 of an exhaustive search, merged, are the whole searc
         `${where} ${args[0]}: each interleaving is reported by one shard`,
       )
       const merged = mergeShards(parts)
-      assert.deepEqual(
-        merged.groups.map((g) => [g.key, g.count, g.lines]),
-        whole.groups.map((g) => [g.key, g.count, g.lines]),
-        where,
-      )
+      assert.deepEqual(victimFree(merged.groups), victimFree(whole.groups), where)
       assert.deepEqual(merged.shortest, whole.shortest, where)
       assert.deepEqual([merged.runs, merged.interleavings, merged.violating, merged.exitCode], [whole.runs, whole.interleavings, whole.violating, whole.exitCode], where)
       assert.throws(() => mergeShards(parts.slice(0, 2)), /shards 1, 2 given; a search in 3 needs each of 1, 2, 3 once/)
     }
   }
 })
+
+/**
+ * Groups as [key, count, lines], where an ending in a deadlock (40P01) is keyed without which session it ended: the
+ * server cancels the session whose deadlock_timeout fires first, which is the first to wait unless the machine is too
+ * busy to run its timer in time (seen in npm test, two files at a time beside other jobs: one line of the deadlock
+ * race ended s1 40P01 in one shard and s2 40P01 in the whole search). Which one is the server's timing, not the
+ * search's; every other group, each count and each line are compared as they are.
+ */
+function victimFree(groups: readonly { key: string; count: number; lines: readonly string[] }[]): [string, number, string[]][] {
+  const key = (k: string) => (k.includes('40P01') ? `${k.split(': ')[0]}: ${k.split(': ')[1].split(', ').map((x) => x.replace(/^s\d+ /, '')).sort().join(', ')}` : k)
+  const out = new Map<string, [string, number, string[]]>()
+  for (const g of groups) {
+    const k = key(g.key)
+    const e = out.get(k) ?? [k, 0, []]
+    e[1] += g.count
+    e[2].push(...g.lines)
+    out.set(k, e)
+  }
+  return [...out.values()].map(([k, n, lines]) => [k, n, [...lines].sort()] as [string, number, string[]]).sort((a, b) => a[0].localeCompare(b[0]))
+}
 
 // Each session's step runs until race cancels it (a long pg_sleep, seen in pg_stat_activity as wait event PgSleep):
 // nothing the whole database shares (an advisory lock would put the search on one job).
