@@ -218,10 +218,20 @@ export class AppSession {
 
   /** Whether a snapshot point goes before this query (see snapshotAt): its transaction may take its snapshot in it. */
   private needsSnapshot(step: string, sql: string, wrap: boolean): boolean {
-    if (!this.snapshots || !this.snapshotAt(step) || !locksWithoutWaiting(sql)) return false
+    if (!this.locksWithoutWaitingHere(step, sql)) return false
     const weak = (l: string | undefined) => l === 'read committed' || l === 'read uncommitted'
     if (this.inTx) return !this.snapTaken && !weak(this.txLevel)
-    return wrap && !weak(this.defaultKnown ? this.defaultLevel : undefined)
+    return wrap && !weak(this.levelNow)
+  }
+
+  /** race explore (or a replay naming its points): the query labelled `step` locks rows without waiting (NOWAIT, SKIP LOCKED). */
+  private locksWithoutWaitingHere(step: string, sql: string): boolean {
+    return this.snapshots && this.snapshotAt(step) && locksWithoutWaiting(sql)
+  }
+
+  /** The level the next statement runs at: its transaction's, else the connection's default; undefined when not known. */
+  private get levelNow(): string | undefined {
+    return this.inTx ? this.txLevel : this.defaultKnown ? this.defaultLevel : undefined
   }
 
   /**
@@ -465,10 +475,7 @@ export class AppSession {
       mine()
       throw new SessionEnded(`session ${this.name} was ended by race (${this.outcome}): ${step} not sent`)
     }
-    if (!point && !this.free && this.snapshots && this.snapshotAt(step) && locksWithoutWaiting(sql)) {
-      const level = this.inTx ? this.txLevel : this.defaultKnown ? this.defaultLevel : undefined
-      if (level === 'serializable' || level === undefined) this.unordered.push(step)
-    }
+    if (!point && !this.free && this.locksWithoutWaitingHere(step, sql) && (this.levelNow === 'serializable' || this.levelNow === undefined)) this.unordered.push(step)
     if (!point && !this.free && this.needsSnapshot(step, sql, wrap)) {
       try {
         await this.snapshotPoint(step, wrap)
