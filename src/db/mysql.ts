@@ -1037,6 +1037,9 @@ class MysqlSpace implements RunSpace {
 }
 
 /** A session's connection (one MySQL thread). */
+/** MySQL's error number for a deadlock: InnoDB rolled the victim's whole transaction back. */
+const ER_LOCK_DEADLOCK = 1213
+
 class MysqlSession implements SessionConn {
   readonly pid: number
   private lost = false
@@ -1060,8 +1063,14 @@ class MysqlSession implements SessionConn {
     return this.lost || !this.conn.isValid()
   }
 
+  /**
+   * The server rolled the whole transaction back with an error (1213, a deadlock victim). An error packet carries no
+   * status flags, so the connector still shows the transaction open until the next statement answers.
+   */
+  private endedByServer = false
+
   private get open(): boolean {
-    return ((this.conn.info?.status ?? 0) & IN_TRANS) !== 0
+    return !this.endedByServer && ((this.conn.info?.status ?? 0) & IN_TRANS) !== 0
   }
 
   step(text: string, args: unknown[]): StepRun {
@@ -1076,7 +1085,14 @@ class MysqlSession implements SessionConn {
       if (command === 'COMMIT' && this.begun && !wasOpen) {
         throw Object.assign(new Error('COMMIT found no open transaction: the server had already ended it'), { code: 'TRANSACTION_ENDED' })
       }
-      const reply = args.length ? await this.conn.execute(text, args) : await this.conn.query(text)
+      let reply: unknown
+      try {
+        reply = args.length ? await this.conn.execute(text, args) : await this.conn.query(text)
+      } catch (e) {
+        if ((e as { errno?: number }).errno === ER_LOCK_DEADLOCK) this.endedByServer = true
+        throw e
+      }
+      this.endedByServer = false
       const res = toResult(reply, command, stmts.length > 1 && !args.length)
       if (command === 'BEGIN' && this.open) this.begun = true
       if (!this.open) this.begun = false
@@ -1092,8 +1108,11 @@ class MysqlSession implements SessionConn {
     try {
       // Before it ends, the level of the transaction as InnoDB records it (read before COMMIT otherwise): a rejected
       // or failed session's level is then known too. Ended by the server already (a deadlock victim): the level a
-      // copy showed while it was open.
-      const level = this.open ? await this.lab.levelOf(this.pid, this.seenOpen, this.stepTimeoutMs) : this.lab.levelSeen(this.pid, this.seenOpen)
+      // copy showed while it was open. When no copy showed it, unknown (UNREAD_LEVEL), not absent: a transaction
+      // the server ended had a level (a deadlock victim locked rows), and an absent level is compared as a match.
+      const level = this.open
+        ? await this.lab.levelOf(this.pid, this.seenOpen, this.stepTimeoutMs)
+        : (this.lab.levelSeen(this.pid, this.seenOpen) ?? (this.begun ? UNREAD_LEVEL : undefined))
       const r = await Promise.race([this.conn.query('rollback'), sleep(2000).then(() => undefined)])
       if (r === undefined) return undefined
       this.begun = false
