@@ -1,10 +1,11 @@
 // npm run explore:merge -- part1.json part2.json ...: joins the --json of every part of one race explore sample split
 // with --shard i/n (the same scenario, --n, --seed, --sample, --depth), or of one --exhaustive search split with
-// --shard i/n, into one document, as one run would have printed it (explore/index.ts mergeShards); exit code as race
+// --shard i/n, into one document, as one run would have printed it (explore/merge.ts mergeShards); exit code as race
 // explore's. Bad input: one line, exit 2; parts of another race's text (not only its name), racelab version or server
 // version are bad input (explore/one-search.ts).
 import fs from 'node:fs'
-import { mergeShards, type ExploreResult } from '../src/explore/index.js'
+import { mergeShards } from '../src/explore/merge.js'
+import type { ExploreResult } from '../src/explore/result.js'
 
 try {
   const files = process.argv.slice(2)

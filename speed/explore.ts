@@ -9,7 +9,8 @@ import { performance } from 'node:perf_hooks'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { explore } from '../src/api.js'
-import type { ExploreOptions, ExploreResult } from '../src/explore/index.js'
+import type { ExploreOptions } from '../src/explore/request.js'
+import type { ExploreResult } from '../src/explore/result.js'
 import { defaultJobs } from '../src/explore/request.js'
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..')

@@ -75,9 +75,9 @@ export function run(scenario: ScenarioRef, options: RunOptions = {}): Promise<Ru
  * Every interleaving of the race's steps, each judged (race explore): how many violate, grouped, and the shortest
  * violating one as a permutation `run(..., { schedule })` replays. Like run(): a context of its own, cleaned up, RaceError.
  */
-export function explore(scenario: ScenarioRef, options: import('./explore/index.js').ExploreOptions = {}): Promise<import('./explore/index.js').ExploreResult> {
+export function explore(scenario: ScenarioRef, options: import('./explore/request.js').ExploreOptions = {}): Promise<import('./explore/result.js').ExploreResult> {
   return guarded(async (ctx) => {
-    const [{ explore: exploreOnce }, { userScenario }] = await inTurn([() => import('./explore/index.js'), () => import('./isolation/load.js')])
+    const [{ explore: exploreOnce }, { userScenario }] = await inTurn([() => import('./explore/execute.js'), () => import('./isolation/load.js')])
     const s = typeof scenario === 'string' ? scenario : userScenario(scenario, `explore(): scenario ${typeof scenario?.id === 'string' ? scenario.id : ''}`.trim())
     return exploreOnce(ctx, s, options)
   })

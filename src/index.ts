@@ -42,7 +42,8 @@ export { run, RaceError } from './api.js'
 export type { RunOptions, RunResult, ScenarioRef } from './api.js'
 // Every interleaving of a race's steps, each judged (race explore).
 export { explore } from './api.js'
-export type { ExploreOptions, ExploreResult, Interleaving, Group } from './explore/index.js'
+export type { ExploreOptions } from './explore/request.js'
+export type { ExploreResult, Interleaving, Group } from './explore/result.js'
 // Races of the application's own code: its function, unchanged, on N real connections, every query a step.
 export { defineAppRace, isAppRace } from './app/index.js'
 export type { AppRace, AppCtx, AppDriver, AppCtxBase, AppDriverCtx, AppDriverType, AppDriverTypes, AppOpenCtx, Chooser, Moment, PoolLike, ReadyStep } from './app/index.js'

@@ -3,15 +3,15 @@
 import type { Command } from 'commander'
 import { UsageError } from '../errors.js'
 import type { RunContext } from '../lifecycle.js'
-import { assertSound } from '../plan.js'
 import { summaries } from '../registry.js'
 import type { Engine, Scenario } from '../scenario.js'
 import { FLAGS } from '../run/request.js'
-import { specFailure } from '../isolation/common.js'
 import { checkExplore, refuseOneSession } from '../explore/request.js'
-import { exploreLevels, parseLevels, renderLevels } from '../explore/levels.js'
+import { executeExplore } from '../explore/execute.js'
+import { parseLevels } from '../explore/levels.js'
+import { renderLevels } from '../report/explore-levels.js'
 import { cliWords } from './words.js'
-import { parseBounds, scenarioParams, self, withLab } from './common.js'
+import { parseBounds, scenarioParams, self } from './common.js'
 import type { TargetOptions } from './common.js'
 
 /** What race explore's flags give this path (commands/explore.ts ExploreCommandOptions, read here without importing it). */
@@ -23,10 +23,9 @@ export async function exploreLevelsCommand(ctx: RunContext, id: string, scenario
   if (o.expect !== undefined) throw new UsageError('--expect judges one level: with --isolation all (or a list) the result is each level\'s row and the weakest safe level (weakestSafe in --json); leave --expect out, or give one level')
   // The other params as given; each level sets isolation.
   const params = scenarioParams(scenario, cmd, { ...o, isolation: undefined }, await summaries(), engine)
-  const { n, max, sample, seed, shrink, depth, preemptions, shard, jobs, exhaustive, reduce } = checkExplore(scenario, o, FLAGS)
-  refuseOneSession(n)
+  const checked = checkExplore(scenario, o, FLAGS)
+  refuseOneSession(checked.n)
   const bounds = parseBounds(o)
-  for (const level of levels) assertSound(scenario, { ...params, isolation: level }, n, engine)
   const tty = process.stderr.isTTY
   let at = ''
   const onProgress = (x: { runs: number; violating: number; planned: number | null; exact: boolean; phase: 'explore' | 'shrink' }) => {
@@ -34,30 +33,22 @@ export async function exploreLevelsCommand(ctx: RunContext, id: string, scenario
     const of = x.planned === null ? '' : x.exact ? `/${x.planned}` : ` (of at most ${x.planned})`
     process.stderr.write(`\r\x1b[2K${at}: ${x.phase === 'shrink' ? 'shrinking' : 'exploring'}: ${x.runs}${of} runs, ${x.violating} violating`)
   }
-  return withLab(
-    ctx,
-    o.databaseUrl,
-    bounds,
-    async (lab, target) => {
-      const r = await exploreLevels(ctx, lab, target.label, scenario, levels, params, n, { max, sample, seed, shrink, depth, preemptions, shard, jobs, exhaustive, reduce, name: id, onProgress, word: cliWords, databaseUrl: o.databaseUrl }, bounds, (level) => {
-        at = level
-      }).catch((e) => {
-        throw specFailure(scenario, e)
-      })
-      if (tty) process.stderr.write('\r\x1b[2K')
-      if (o.json) {
-        const { explorations, ...rest } = r
-        const doc = o.all ? { ...rest, explorations: explorations.map(({ every, ...x }) => ({ ...x, every })) } : rest
-        process.stdout.write(JSON.stringify(doc, null, 2) + '\n')
-      } else process.stdout.write(renderLevels(r, self()) + '\n')
-      if (r.exitCode === 3) {
-        const open = r.levels.filter((x) => x.violating === 0 && !x.complete).map((x) => x.isolation)
-        for (const x of r.levels) for (const l of x.notFired ?? []) process.stderr.write(`race: at ${x.isolation}: ${l}\n`)
-        process.stderr.write(`race: could not decide whether every interleaving holds at ${open.join(', ')}: run race explore --isolation <level> there to see the undecided or unrun interleavings\n`)
-      }
-      return r.exitCode
-    },
-    scenario,
-    { sessions: (n + 1) * jobs },
-  )
+  const onLevel = (level: string) => {
+    at = level
+  }
+  const request = { scenario, engine, params, checked, bounds, databaseUrl: o.databaseUrl, name: id, onProgress, word: cliWords, levels, onLevel }
+  return executeExplore(ctx, request, (r) => {
+    if (tty) process.stderr.write('\r\x1b[2K')
+    if (o.json) {
+      const { explorations, ...rest } = r
+      const doc = o.all ? { ...rest, explorations: explorations.map(({ every, ...x }) => ({ ...x, every })) } : rest
+      process.stdout.write(JSON.stringify(doc, null, 2) + '\n')
+    } else process.stdout.write(renderLevels(r, self()) + '\n')
+    if (r.exitCode === 3) {
+      const open = r.levels.filter((x) => x.violating === 0 && !x.complete).map((x) => x.isolation)
+      for (const x of r.levels) for (const l of x.notFired ?? []) process.stderr.write(`race: at ${x.isolation}: ${l}\n`)
+      process.stderr.write(`race: could not decide whether every interleaving holds at ${open.join(', ')}: run race explore --isolation <level> there to see the undecided or unrun interleavings\n`)
+    }
+    return r.exitCode
+  })
 }

@@ -11,6 +11,9 @@
 //  - Replay: one given order, with `race run --schedule`'s rule when its next step cannot start (the next listed
 //    step of a session that can goes instead), so what it does is what --schedule does with the same line.
 //  - shrinkCandidates: orders with fewer switches between sessions than a violating one, to try in turn.
+//  - Preemptive: every order within a bound of preemptions, fewest first.
+//
+// PCT's sample is in pct.ts, an exhaustive search split into branches (--jobs, --shard) in split.ts.
 
 /** Picks one of `ready` (session indices, ascending, never empty). `left`: each ready session's steps left, when known. */
 export type Pick = (ready: readonly number[], left?: readonly number[]) => number
@@ -176,97 +179,6 @@ export function ordersOf(counts: readonly number[]): bigint {
   return out
 }
 
-/**
- * PCT (Burckhardt et al., ASPLOS 2010): each run gives the sessions random distinct priorities and picks `depth - 1`
- * change points among the run's steps; the highest-priority ready session always goes, and at the j-th change point
- * the session about to go drops below every other (priority depth - j). A violation that needs `depth` steps to
- * happen in a given order (its depth) is found in one run with probability at least 1 / (n k^(depth-1)), n sessions,
- * k steps: so after R runs that found none, one of depth `depth` was missed with probability at most
- * (1 - 1/(n k^(depth-1)))^R. `k`: the steps in a run, when known; else the most seen so far (runs drawn with fewer
- * than a run took do not count towards the bound).
- */
-export class Pct implements Strategy {
-  runs = 0
-  /** The draw the next run makes (0-based, of `size` over every shard). */
-  private draw: number
-  /** The most steps a run took, and per run the step count its change points were drawn over. */
-  private most: number
-  private drawn: number[] = []
-  private kNow = 0
-  constructor(
-    readonly size: number,
-    readonly seed: number,
-    readonly depth: number,
-    readonly sessions: number,
-    k?: number,
-    /** Run only the draws j with j % count === index - 1 (--shard index/count): shards together make the sample. */
-    readonly shard: { index: number; count: number } = { index: 1, count: 1 },
-  ) {
-    this.most = k ?? 0
-    this.draw = shard.index - 1
-  }
-
-  next(): Pick | undefined {
-    const d = this.nextDraw()
-    if (!d) return undefined
-    this.kNow = d.k
-    return d.pick
-  }
-
-  /**
-   * The next draw: its number (0-based, of the whole sample), the step count its change points were drawn over, and
-   * its choices. Each draw's choices depend only on the seed, the draw's number and k: several may run at once (--jobs).
-   */
-  nextDraw(): { draw: number; k: number; pick: Pick } | undefined {
-    if (this.draw >= this.size) return undefined
-    const draw = this.draw
-    // Each draw has its own generator (the seed and the draw's number): a shard draws the same runs as the whole.
-    const rnd = random((this.seed + Math.imul(this.draw + 1, 0x9e3779b1)) >>> 0)
-    this.draw += this.shard.count
-    const n = this.sessions
-    const k = Math.max(1, this.most || 2 * n)
-    // Priorities depth .. depth+n-1, shuffled; change points: depth-1 distinct steps of 1..k.
-    const prio = Array.from({ length: n }, (_, i) => this.depth + i)
-    for (let i = n - 1; i > 0; i--) {
-      const j = Math.floor(rnd() * (i + 1))
-      ;[prio[i], prio[j]] = [prio[j], prio[i]]
-    }
-    const points = new Map<number, number>()
-    while (points.size < Math.min(this.depth - 1, k)) {
-      const at = 1 + Math.floor(rnd() * k)
-      if (!points.has(at)) points.set(at, this.depth - 1 - points.size)
-    }
-    let step = 0
-    // A choice beyond the sessions (index n*(1+f) + s: session s's query with an injected fault, --inject) has its
-    // session's priority; where the chosen session is offered with and without faults, one is drawn at random.
-    const base = (i: number) => i % n
-    const pick: Pick = (ready) => {
-      step++
-      const top = () => base(ready.reduce((a, b) => ((prio[base(b)] ?? 0) > (prio[base(a)] ?? 0) ? b : a)))
-      const low = points.get(step)
-      if (low !== undefined) prio[top()] = low
-      const chosen = top()
-      const offered = ready.filter((i) => base(i) === chosen)
-      return offered.length === 1 ? offered[0] : offered[Math.floor(rnd() * offered.length)]
-    }
-    return { draw, k, pick }
-  }
-
-  /** `k`: the step count the run's draw was made over (nextDraw's); default the last next()'s. */
-  done(launched: readonly number[], k: number = this.kNow): void {
-    this.runs++
-    this.drawn.push(k)
-    this.most = Math.max(this.most, launched.length)
-  }
-
-  /** What the runs so far cover: the depth, the step count k, the runs counted, and the least probability p. */
-  coverage(): { depth: number; k: number; runs: number; probability: number } {
-    const k = Math.max(1, this.most)
-    const counted = this.drawn.filter((x) => x >= k).length
-    const once = 1 / (this.sessions * k ** (this.depth - 1))
-    return { depth: this.depth, k, runs: counted, probability: 1 - (1 - once) ** counted }
-  }
-}
 
 /**
  * Every order with at most `bound` preemptions, fewest first (CHESS's iterative preemption bounding, best first): a
@@ -336,111 +248,6 @@ export class Preemptive implements Strategy {
   }
 }
 
-/** One branch of a SplitDfs: the choices to replay (and the ready sessions seen at each), then the first ready ones. */
-interface Branch {
-  choices: number[]
-  readies: number[][]
-}
-
-/** A run handed out by SplitDfs: its choices, and whether this shard reports its interleaving. */
-export interface SplitRun {
-  pick: Pick
-  branch: Branch
-  readies: number[][]
-  off: boolean
-  /** False for a run this shard makes only to reach its part of the tree (another shard reports its interleaving). */
-  report?: boolean
-}
-
-/** FNV-1a of a list of numbers, mixed: the same on every platform. */
-function hash(xs: readonly number[]): number {
-  let h = 0x811c9dc5
-  for (const x of xs) {
-    h ^= x + 1
-    h = Math.imul(h, 0x01000193) >>> 0
-  }
-  // murmur3's finaliser: every bit of the input reaches the low bits (the shard is h mod n).
-  h ^= h >>> 16
-  h = Math.imul(h, 0x85ebca6b) >>> 0
-  h ^= h >>> 13
-  h = Math.imul(h, 0xc2b2ae35) >>> 0
-  return (h ^ (h >>> 16)) >>> 0
-}
-
-/**
- * Every interleaving, as Dfs, but as branches that can run at once (--jobs) and be split over shards (--shard i/n).
- * A branch is a prefix of choices; its run replays them, then takes the first ready session at each choice; after
- * it, every other ready session at every choice past the prefix becomes a branch. Each leaf of Dfs's tree is one
- * branch's run, whatever order they run in: so the runs are Dfs's, and sorting them by their choices (compareKeys)
- * gives Dfs's order. A replayed choice whose ready sessions are not the ones seen before counts in `diverged`, and
- * the run goes on from the first ready session (as in Dfs).
- *
- * Shards: a subtree is known by the choices at its first `depth` branching choices (a choice among more than one
- * ready session); it belongs to shard hash(those) % count + 1. Branches that have not yet made `depth` branching
- * choices are run by every shard (they lead to every subtree); each run is reported by the shard its own subtree
- * belongs to. So every leaf is reported by exactly one shard, and the shards' runs together are the whole search's.
- */
-export class SplitDfs {
-  private queue: Branch[] = [{ choices: [], readies: [] }]
-  runs = 0
-  diverged = 0
-  /** Runs made only to reach this shard's subtrees (reported by another shard). */
-  passed = 0
-  readonly depth: number
-  constructor(readonly shard: { index: number; count: number } = { index: 1, count: 1 }) {
-    // Enough subtrees for every shard to get several: 2^depth >= 4 * count in a two-way tree.
-    this.depth = shard.count === 1 ? 0 : Math.ceil(Math.log2(shard.count)) + 2
-  }
-
-  /** The shard (1-based) the subtree of these choices belongs to, or undefined while they have made too few branching choices. */
-  private owner(choices: readonly number[], readies: readonly (readonly number[])[]): number | undefined {
-    if (this.shard.count === 1) return this.shard.index
-    const key: number[] = []
-    for (let d = 0; d < choices.length && key.length < 2 * this.depth; d++) if (readies[d].length > 1) key.push(d, choices[d])
-    return key.length < 2 * this.depth ? undefined : (hash(key) % this.shard.count) + 1
-  }
-
-  /** The next branch to run, or undefined when none is waiting (more may come from runs in flight). */
-  next(): SplitRun | undefined {
-    const branch = this.queue.pop()
-    if (!branch) return undefined
-    const run: SplitRun = { branch, readies: [], off: false, pick: () => 0 }
-    run.pick = (ready) => {
-      const d = run.readies.length
-      run.readies.push([...ready])
-      if (d < branch.choices.length && !run.off) {
-        const was = branch.readies[d]
-        if (ready.length === was.length && ready.every((x) => was.includes(x))) return branch.choices[d]
-        this.diverged++
-        run.off = true
-      }
-      return ready[0]
-    }
-    return run
-  }
-
-  /** The run just made (the sessions in the order they launched steps): its branches join the queue. */
-  done(run: SplitRun, launched: readonly number[]): void {
-    this.runs++
-    const { branch, readies } = run
-    if (!run.off && launched.length < branch.choices.length) this.diverged++
-    // This shard reports the run when its subtree is this shard's (a run of fewer branching choices: by all of them).
-    const own = this.owner(launched, readies)
-    run.report = (own ?? (hash(launched) % this.shard.count) + 1) === this.shard.index
-    if (!run.report) this.passed++
-    const found: Branch[] = []
-    for (let d = run.off ? launched.length : branch.choices.length; d < Math.min(launched.length, readies.length); d++) {
-      for (const alt of readies[d]) {
-        if (alt === launched[d]) continue
-        const next = { choices: [...launched.slice(0, d), alt], readies: readies.slice(0, d + 1) }
-        const o = this.owner(next.choices, next.readies)
-        if (o === undefined || o === this.shard.index) found.push(next)
-      }
-    }
-    // Deepest last: the queue is a stack, so the search goes depth first (the fewest branches waiting).
-    this.queue.push(...found)
-  }
-}
 
 /** Dfs's order of two runs: their choices compared one by one (a prefix first). */
 export function compareKeys(a: readonly number[], b: readonly number[]): number {

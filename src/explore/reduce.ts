@@ -7,8 +7,9 @@
 // and Godefroid 2005, with Abdulla et al.'s source sets, 2014), stateless (each run from a fresh state).
 //
 // What a step touched is learned after it ran (its footprint: what it read and wrote, from the server's own facts,
-// see explore/footprint.ts). A step race cannot classify has the footprint 'all': it conflicts with every step,
-// and then the search runs every order around it (with every step 'all', exactly the orders the full search runs).
+// see engine/footprint.ts, observed as a trial goes by engine/footprint-observer.ts). A step race cannot classify
+// has the footprint 'all': it conflicts with every step, and then the search runs every order around it (with
+// every step 'all', exactly the orders the full search runs).
 //
 // After each run, for every pair of conflicting steps of different sessions with nothing in between ordering them
 // (a race), the search makes sure that, at the point where the first ran, some session whose step could start the

@@ -6,7 +6,8 @@ import { UsageError } from '../errors.js'
 import { parseWhole } from '../parse.js'
 import type { Spelling } from '../run/params.js'
 import { sessionsOf } from '../run/request.js'
-import type { Scenario } from '../scenario.js'
+import type { Bounds } from '../run/params.js'
+import type { Params, Scenario } from '../scenario.js'
 
 /**
  * Declared steps with more orders than this are sampled instead (unless --exhaustive); an application race's search
@@ -124,4 +125,81 @@ function acceptedProbability(spell: Spelling, v: string | number): number {
 /** One session has nothing to race with: every interleaving is its own order, and a green result would say nothing. */
 export function refuseOneSession(n: number): void {
   if (n < 2) throw new UsageError(`race explore needs at least 2 sessions (--n ${n}): one session has nothing to race with; race run runs it alone`)
+}
+
+export interface ExploreOptions {
+  /** postgres://... or mysql://...; default DATABASE_URL, PG* variables, else race's embedded PostgreSQL. */
+  databaseUrl?: string
+  /** Sessions (a template session's copies); default the scenario's. */
+  n?: number
+  /** The scenario's params; the rest default. */
+  params?: Params
+  /**
+   * Declared steps with more orders than this are sampled (unless exhaustive); an application race's reduced search
+   * stops after this many runs and says what it left. Default 1000. exhaustive ignores it.
+   */
+  max?: number
+  /** Sample this many random runs (even when every interleaving would fit in --max). */
+  sample?: number
+  /** The sample's seed; default a random one (reported, to run the same sample again). */
+  seed?: number
+  /**
+   * A sample that found no violation passes expect held only when it states at least this probability of finding
+   * one of its depth (0 < p < 1); without it a sample that held is not known to hold (exitCode 3).
+   */
+  acceptSample?: number
+  /**
+   * Every order of the steps (today's exact enumeration, the oracle), whatever max says. Default: the reduced search,
+   * which runs one order of each class of orders that differ only by swapping steps that touch nothing in common.
+   */
+  exhaustive?: boolean
+  /**
+   * An application race: the reduced search (by default its interleavings are all run, or sampled above max). It
+   * assumes the sessions share no state outside the database: one that reads and writes a module-level variable, an
+   * in-process cache or lock between its queries depends on the others where the server sees nothing, and orders
+   * the reduction skips could end otherwise. Declared SQL steps are reduced by default.
+   */
+  reduce?: boolean
+  /**
+   * Run only this shard (index 1..count) of a sample's draws, or of an exhaustive search's tree; mergeShards joins the
+   * shards' results.
+   */
+  shard?: { index: number; count: number }
+  /**
+   * Runs at once, each job in its own schema with its own connections (default the machine's cores, at most the
+   * runs). An exhaustive search and a sample of declared steps use them; the reduced search, --preemptions and
+   * application races run on one job (the result says how many it used).
+   */
+  jobs?: number
+  /** Run every order with at most this many preemptions, fewest first (instead of the reduced search). */
+  preemptions?: number
+  /** A sample's PCT depth: the violations of this depth its stated probability is for. Default 3 (at most 2 preemptions). */
+  depth?: number
+  /** Runs spent at most on shrinking a sampled violation to a minimal one; 0: no shrinking. Default 100. */
+  shrink?: number
+  /** How the replay command names the scenario (the command passes what the user typed); default its id, or its file. */
+  name?: string
+  /** held: every interleaving must hold; violated: at least one must violate. Default: the scenario's own. */
+  expect?: 'held' | 'violated'
+  connectTimeoutMs?: number
+  stepTimeoutMs?: number
+  runTimeoutMs?: number
+  /**
+   * After each run: how many have run (shrinking's too), how many different interleavings violated, and how many runs
+   * are planned: exactly (a sample), at most (every interleaving: orders with waiting steps do not run), null while
+   * shrinking.
+   */
+  onProgress?: (p: { runs: number; violating: number; planned: number | null; exact: boolean; phase: 'explore' | 'shrink' }) => void
+}
+
+const OPTIONS = ['databaseUrl', 'n', 'params', 'max', 'sample', 'acceptSample', 'seed', 'depth', 'preemptions', 'shard', 'jobs', 'shrink', 'name', 'expect', 'exhaustive', 'reduce', 'connectTimeoutMs', 'stepTimeoutMs', 'runTimeoutMs', 'onProgress']
+
+/** explore()'s options by name (one it does not take is bad input), and its bounds: the CLI's, but 30 minutes for the whole exploration. */
+export function exploreBounds(o: ExploreOptions): Bounds {
+  for (const k of Object.keys(o)) if (!OPTIONS.includes(k)) throw new UsageError(`explore(): unknown option '${k}': it takes ${OPTIONS.join(', ')}`)
+  for (const k of ['connectTimeoutMs', 'stepTimeoutMs', 'runTimeoutMs'] as const) {
+    const v = o[k]
+    if (v !== undefined && !(typeof v === 'number' && Number.isFinite(v) && v > 0)) throw new UsageError(`${k} is ${JSON.stringify(v) ?? String(v)}: give a positive number of milliseconds`)
+  }
+  return { connectTimeoutMs: o.connectTimeoutMs ?? 5000, stepTimeoutMs: o.stepTimeoutMs ?? 10_000, runTimeoutMs: o.runTimeoutMs ?? 30 * 60_000 }
 }

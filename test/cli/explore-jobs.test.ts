@@ -101,7 +101,7 @@ test('bad --jobs values exit 2 with one line naming --jobs; explore() names jobs
 })
 
 test('--shard 1/3, 2/3, 3/3 of an exhaustive search, merged, are the whole search (groups, counts, shortest)', async () => {
-  const { mergeShards } = await import('../../src/explore/index.js')
+  const { mergeShards } = await import('../../src/explore/merge.js')
   type Result = Parameters<typeof mergeShards>[0][number]
   for (const [where, url] of servers) {
     const admin = admins.get(url)!

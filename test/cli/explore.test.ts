@@ -177,7 +177,7 @@ test('--preemptions K: every order with at most K preemptions, fewest first; the
 })
 
 test('--shard i/n splits a sample: the parts, merged, are the whole sample run at once', async () => {
-  const { mergeShards } = await import('../../src/explore/index.js')
+  const { mergeShards } = await import('../../src/explore/merge.js')
   type Result = Parameters<typeof mergeShards>[0][number]
   const args = [TEMPLATE, '--n', '3', '--sample', '10', '--seed', '4', '--shrink', '0']
   const whole = await explore(args)

@@ -3,7 +3,8 @@
 // by hand (and, for the orders, against the formula).
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
-import { compareKeys, Dfs, follow, ordersOf, random, Sampler, shrinkCandidates, SplitDfs, switches, type Strategy } from '../../src/explore/enumerate.js'
+import { compareKeys, Dfs, follow, ordersOf, random, Sampler, shrinkCandidates, switches, type Strategy } from '../../src/explore/enumerate.js'
+import { SplitDfs } from '../../src/explore/split.js'
 
 /**
  * Runs a strategy to the end over a model: `steps[i]` session i's steps; a step named 'lock' takes one shared
@@ -198,7 +199,7 @@ test('SplitDfs shards: every interleaving is reported by exactly one of n shards
 })
 
 test('the points of declared steps: a statement outside a transaction is two (it runs, then commits), one inside', async () => {
-  const { pointsOf } = await import('../../src/explore/index.js')
+  const { pointsOf } = await import('../../src/explore/steps.js')
   assert.equal(pointsOf(['begin', 'insert into t values (1)', 'commit']), 3)
   assert.equal(pointsOf(['insert into t values (1)']), 2)
   assert.equal(pointsOf(['insert into t values (1)', 'begin', 'select 1', 'rollback', 'select 2']), 7)
@@ -210,7 +211,7 @@ test('the points of declared steps: a statement outside a transaction is two (it
 })
 
 test('a step whose own text ends its transaction with a lone COMMIT: its run, then its COMMIT, two points', async () => {
-  const { pointsOf } = await import('../../src/explore/index.js')
+  const { pointsOf } = await import('../../src/explore/steps.js')
   const { commitBody } = await import('../../src/engine/session.js')
   assert.equal(commitBody('begin; insert into t values (1); commit', false), 'begin;\ninsert into t values (1)')
   assert.equal(commitBody('update t set v = 1; commit', true), 'update t set v = 1')
@@ -224,7 +225,7 @@ test('a step whose own text ends its transaction with a lone COMMIT: its run, th
 })
 
 test('merged sample shards: held in every draw passes expect held only with an accept level the merged sample reaches', async () => {
-  const { mergeShards } = await import('../../src/explore/index.js')
+  const { mergeShards } = await import('../../src/explore/merge.js')
   type Result = Parameters<typeof mergeShards>[0][number]
   // Two shards of a 4-run sample, 2 sessions of 4 steps, depth 2: one run finds such a violation with probability
   // at least 1/8, so the 4 runs together state 1 - (7/8)^4 = 0.4138...
@@ -250,7 +251,7 @@ test('merged sample shards: held in every draw passes expect held only with an a
 })
 
 test('a step of several statements: a point each (quiet leading statements merged), a snapshot point before a NOWAIT that takes the snapshot', async () => {
-  const { pointsOf } = await import('../../src/explore/index.js')
+  const { pointsOf } = await import('../../src/explore/steps.js')
   const { pointsOfStep } = await import('../../src/engine/points.js')
   const { NOT_SPLIT } = await import('../../src/engine/session.js')
   const of = (sql: string, inTx = false, taken = false) => {

@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import { fixesOf, levelsOutcome, parseLevels, rowOf, weakestSafe, type LevelRow } from '../../src/explore/levels.js'
-import type { ExploreResult, Interleaving } from '../../src/explore/index.js'
+import type { ExploreResult, Interleaving } from '../../src/explore/result.js'
 import { faultAt, parseAppPermutation, parseFaults, splitInjected } from '../../src/app/labels.js'
 import { sessionLevelParam, type Scenario } from '../../src/scenario.js'
 import { isLevelList, levelsOn, type Level } from '../../src/levels.js'

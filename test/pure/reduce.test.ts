@@ -5,7 +5,8 @@
 // too; and the same check fails with a relation that forgets read-write conflicts (the check can fail).
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
-import { Dfs, Pct, Preemptive, random, type Strategy } from '../../src/explore/enumerate.js'
+import { Dfs, Preemptive, random, type Strategy } from '../../src/explore/enumerate.js'
+import { Pct } from '../../src/explore/pct.js'
 import { conflicts, fewestSwitches, Reduced, type Footprint } from '../../src/explore/reduce.js'
 import { switches } from '../../src/explore/enumerate.js'
 

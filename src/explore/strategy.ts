@@ -1,0 +1,123 @@
+// What a strategy of race explore's search is (strategies.ts has them): the runs it hands out (Handle), what it is
+// chosen from (the checked request and what is known of the race), and what each strategy carries with it: whether
+// its runs may go over several jobs, what it plans to run, what "diverged" means for it, whether it stops at --max,
+// how it shrinks a violation, and the fields it adds to the result.
+import type { Touched } from '../engine/footprint.js'
+import { shrinkCandidates, type Pick } from './enumerate.js'
+import type { SplitRun } from './split.js'
+import type { ExploreResult, Interleaving } from './result.js'
+
+/** A run of the search, handed to a job: its choices, its key (runs sorted by key are the one-job search's order). */
+export interface Handle {
+  pick: Pick
+  key: number[]
+  split?: SplitRun
+  /** A sample's draw: the step count its change points were drawn over. */
+  k?: number
+}
+
+/** What the search was asked that decides its strategy (explore/request.ts ExploreChecked, the seed drawn). */
+export interface StrategyAsk {
+  exhaustive?: boolean
+  reduce?: boolean
+  sample?: number
+  preemptions?: number
+  max: number
+  /** The sample's seed: given, or the one drawn for this search. */
+  seed: number
+  /** Whether the seed was given (a shard of a sample needs one). */
+  seeded: boolean
+  depth: number
+  shard?: { index: number; count: number }
+  acceptSample?: number
+}
+
+/** What the search knows of the race: its kind, and the count of orders of its steps (an application race's, once its first run said). */
+export interface StrategyFacts {
+  /** An application race: its steps are discovered as its functions run. */
+  app: boolean
+  /** --inject: faults offered as more choices (the reduction's model does not hold). */
+  faulted: boolean
+  sessions: number
+  /** Each session's points that are choices (declared steps); none for an application race. */
+  counts: readonly number[]
+  /** The orders of the steps; an application race's are 0 until its first run counted them. */
+  orders: bigint
+}
+
+/** How an option is named in errors: --shard from the CLI, shard from explore(). */
+export type Word = (x: 'shard' | 'sample' | 'exhaustive' | 'seed') => string
+
+const APP_ONE_JOB = 'an application race runs on one job'
+
+/** One way of searching; see the module comment. */
+export abstract class SearchStrategy {
+  abstract readonly search: ExploreResult['search']
+  /** The footprint of each step is read from the server (the reduced search learns from them). */
+  readonly learns: boolean = false
+  /** An application race's search of its tree stops at --max runs (its first run promised fewer than it may hold). */
+  readonly capped: boolean = false
+  constructor(protected readonly facts: StrategyFacts) {}
+
+  get mode(): ExploreResult['mode'] {
+    return 'all'
+  }
+
+  /** Why it runs on one job whatever --jobs asks (undefined: any number of jobs gives the same result). */
+  oneJob(): string | undefined {
+    return this.facts.app ? APP_ONE_JOB : undefined
+  }
+
+  /** The most runs that can go at once (jobs are no more than these). */
+  atOnce(): number {
+    return Number(this.facts.orders)
+  }
+
+  /** Runs planned (progress): exactly for a sample, at most for a search of declared steps; null when not known before. */
+  planned(): number | null {
+    return null
+  }
+
+  /** The jobs are known: a strategy that spreads its runs over them gets ready (exhaustive: its tree split). */
+  spread(_jobs: number): void {}
+
+  /** The runs' results must be taken in the search's order once all are in (several jobs, or a split tree). */
+  get deferred(): boolean {
+    return false
+  }
+
+  /** The next run to hand out, or undefined when none is waiting. */
+  abstract next(jobs: number): Handle | undefined
+  /** The run handed out as `h` is over: the free choices it made and their footprints. */
+  abstract done(h: Handle, free: readonly number[], fps: readonly Touched[]): void
+  /** Runs made (a capped search compares it with --max). */
+  abstract get runs(): number
+  /** Runs whose replayed choices went otherwise than before (the database did something else that time). */
+  abstract get diverged(): number
+
+  /** A capped search that stopped: whether runs were left. */
+  left(): boolean {
+    return false
+  }
+
+  /** A step's footprint, as the run goes (only when it learns). */
+  step(_fp: Touched): void {}
+
+  /** A violating run of the search (its free choices and their footprints). */
+  violated(_free: readonly number[], _fps: readonly Touched[]): void {}
+
+  /** The search is over with a violation: the orders to try, simplest first, to shrink it; undefined: no shrinking. */
+  shrinkFrom(_current: { free: number[]; it: Interleaving }): number[][] | undefined {
+    return undefined
+  }
+
+  /** While shrinking, a run violated with fewer switches: the candidates from it. */
+  shrinkAgain(free: readonly number[]): number[][] {
+    return shrinkCandidates(free)
+  }
+
+  /** This strategy's fields of the result. */
+  fields(): Partial<ExploreResult> {
+    return {}
+  }
+}

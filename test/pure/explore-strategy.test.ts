@@ -1,0 +1,97 @@
+// race explore's one choice of strategy (src/explore/strategies.ts chooseStrategy), with no server: which search a
+// request gets from the checked flags and the counts, and what follows from it (jobs, --max, footprints, progress),
+// as the search made these choices before they were one function (the conditions spread over exploreOn).
+import assert from 'node:assert/strict'
+import { test } from 'node:test'
+import { UsageError } from '../../src/errors.js'
+import { AppInterleavings, chooseStrategy, Exhaustive, PreemptionBounded, ReducedSearch, Sample } from '../../src/explore/strategies.js'
+import type { StrategyAsk, StrategyFacts, Word } from '../../src/explore/strategy.js'
+
+const cli: Word = (x) => `--${x}`
+const api: Word = (x) => x
+const ask = (a: Partial<StrategyAsk> = {}): StrategyAsk => ({ max: 1000, seed: 7, seeded: false, depth: 3, ...a })
+/** Two sessions of declared steps, 3 points each: 20 orders. */
+const declared = (a: Partial<StrategyFacts> = {}): StrategyFacts => ({ app: false, faulted: false, sessions: 2, counts: [3, 3], orders: 20n, ...a })
+/** An application race before its first run (orders not known: 0). */
+const app = (a: Partial<StrategyFacts> = {}): StrategyFacts => ({ app: true, faulted: false, sessions: 2, counts: [], orders: 0n, ...a })
+
+test('declared steps: the reduced search by default, a sample above --max, --exhaustive, --preemptions, --sample', () => {
+  const cases: [string, StrategyAsk, StrategyFacts, Function, string][] = [
+    ['default', ask(), declared(), ReducedSearch, 'reduced'],
+    ['orders above --max', ask({ max: 19 }), declared(), Sample, 'sample'],
+    ['orders at --max', ask({ max: 20 }), declared(), ReducedSearch, 'reduced'],
+    ['--exhaustive above --max', ask({ exhaustive: true, max: 5 }), declared(), Exhaustive, 'exhaustive'],
+    ['--preemptions above --max', ask({ preemptions: 1, max: 5 }), declared(), PreemptionBounded, 'preemptions'],
+    ['--preemptions with --exhaustive', ask({ preemptions: 1, exhaustive: true }), declared(), PreemptionBounded, 'preemptions'],
+    ['--sample', ask({ sample: 10 }), declared(), Sample, 'sample'],
+  ]
+  for (const [what, a, f, cls, search] of cases) {
+    const s = chooseStrategy(a, f, cli)
+    assert.equal(s.constructor, cls, what)
+    assert.equal(s.search, search, what)
+    assert.equal(s.mode, search === 'sample' ? 'sample' : 'all', what)
+  }
+})
+
+test('an application race: every interleaving (capped at --max) unless --reduce, which --inject overrides; a sample once its first run counts more orders than --max', () => {
+  const every = chooseStrategy(ask(), app(), cli)
+  assert.ok(every instanceof AppInterleavings)
+  assert.equal(every.search, 'exhaustive')
+  assert.equal(every.capped, true)
+  const reduced = chooseStrategy(ask({ reduce: true }), app(), cli)
+  assert.ok(reduced instanceof ReducedSearch)
+  assert.equal(reduced.capped, true)
+  assert.ok(chooseStrategy(ask({ reduce: true }), app({ faulted: true }), cli) instanceof AppInterleavings)
+  assert.ok(chooseStrategy(ask(), app({ faulted: true }), cli) instanceof AppInterleavings)
+  // After the first run: its queries' orders against --max.
+  assert.ok(chooseStrategy(ask({ max: 5 }), app({ orders: 6n }), cli) instanceof Sample)
+  assert.ok(chooseStrategy(ask({ max: 6 }), app({ orders: 6n }), cli) instanceof AppInterleavings)
+  assert.ok(chooseStrategy(ask({ max: 5, reduce: true }), app({ orders: 6n }), cli) instanceof ReducedSearch)
+  assert.ok(chooseStrategy(ask({ max: 5, reduce: true }), app({ orders: 6n, faulted: true }), cli) instanceof Sample)
+  // --exhaustive is not capped; nor is a sample.
+  const exhaustive = chooseStrategy(ask({ exhaustive: true, max: 5 }), app({ orders: 6n }), cli)
+  assert.ok(exhaustive instanceof Exhaustive && !(exhaustive instanceof AppInterleavings))
+  assert.equal(exhaustive.capped, false)
+  assert.equal(chooseStrategy(ask({ sample: 3 }), app(), cli).capped, false)
+})
+
+test('jobs: a sample and an exhaustive search of declared steps spread; the reduced search, --preemptions and an application race run on one', () => {
+  assert.equal(chooseStrategy(ask({ exhaustive: true }), declared(), cli).oneJob(), undefined)
+  assert.equal(chooseStrategy(ask({ sample: 10 }), declared(), cli).oneJob(), undefined)
+  assert.equal(chooseStrategy(ask(), declared(), cli).oneJob(), 'the reduced search runs on one job')
+  assert.equal(chooseStrategy(ask({ preemptions: 2 }), declared(), cli).oneJob(), 'a preemption-bounded search runs on one job')
+  for (const a of [ask(), ask({ reduce: true }), ask({ exhaustive: true }), ask({ sample: 4 }), ask({ preemptions: 1 })]) {
+    assert.equal(chooseStrategy(a, app(), cli).oneJob(), 'an application race runs on one job')
+  }
+  // At most as many jobs as runs: a sample's draws (this shard's), or the orders.
+  assert.equal(chooseStrategy(ask({ sample: 10 }), declared(), cli).atOnce(), 10)
+  assert.equal(chooseStrategy(ask({ sample: 10, shard: { index: 2, count: 3 }, seeded: true }), declared(), cli).atOnce(), 3)
+  assert.equal(chooseStrategy(ask({ exhaustive: true }), declared(), cli).atOnce(), 20)
+})
+
+test('what each strategy plans, learns and adds to the result', () => {
+  const reduced = chooseStrategy(ask(), declared(), cli)
+  assert.equal(reduced.learns, true)
+  assert.equal(reduced.planned(), null)
+  assert.deepEqual(reduced.fields(), { reduction: { steps: 0, unclassified: 0, redundant: 0, retried: 0 } })
+  const exhaustive = chooseStrategy(ask({ exhaustive: true }), declared(), cli)
+  assert.equal(exhaustive.learns, false)
+  assert.equal(exhaustive.planned(), 20)
+  assert.equal(chooseStrategy(ask({ exhaustive: true, shard: { index: 1, count: 2 } }), declared(), cli).planned(), null)
+  assert.equal(chooseStrategy(ask({ sample: 10 }), declared(), cli).planned(), 10)
+  assert.equal(chooseStrategy(ask({ preemptions: 1 }), declared(), cli).planned(), null)
+  assert.deepEqual(chooseStrategy(ask({ preemptions: 1 }), declared(), cli).fields(), { preemptions: { bound: 1, reached: 0, complete: false } })
+  const sample = chooseStrategy(ask({ sample: 10, acceptSample: 0.9 }), declared({ faulted: true }), cli).fields().sample!
+  assert.deepEqual([sample.size, sample.seed, sample.depth, sample.faults, sample.accept], [10, 7, 3, 'drawn', 0.9])
+})
+
+test('--shard splits only a sample or an exhaustive search, and a sample only with its seed', () => {
+  const shard = { index: 1, count: 2 }
+  assert.throws(() => chooseStrategy(ask({ shard }), declared(), cli), (e: unknown) => e instanceof UsageError && /^--shard splits a sample or an exhaustive search .* give --sample K or --exhaustive too/.test(e.message))
+  assert.throws(() => chooseStrategy(ask({ shard }), declared(), api), (e: unknown) => e instanceof UsageError && /^shard splits .* give sample or exhaustive too/.test(e.message))
+  assert.throws(() => chooseStrategy(ask({ shard, max: 5 }), declared(), cli), (e: unknown) => e instanceof UsageError && /^--shard needs --seed/.test(e.message))
+  assert.ok(chooseStrategy(ask({ shard, max: 5, seeded: true }), declared(), cli) instanceof Sample)
+  assert.ok(chooseStrategy(ask({ shard, exhaustive: true }), declared(), cli) instanceof Exhaustive)
+  // --preemptions with --exhaustive takes the bound; the shard is not refused (as before).
+  assert.ok(chooseStrategy(ask({ shard, exhaustive: true, preemptions: 1 }), declared(), cli) instanceof PreemptionBounded)
+})
