@@ -164,6 +164,7 @@ export function annotationsOf(title: (k: CiCase) => string, cases: readonly CiCa
 export interface SearchCase {
   scenario: string
   n: number
+  mode: string
   search: string
   interleavings: number
   violating: number
@@ -181,6 +182,15 @@ export interface SearchCase {
   failureReplay: string | null
 }
 
+/** Why a search did not decide (exit 3), in a few words; the command's own report says it in full. */
+export function undecided(d: Pick<SearchCase, 'stopped' | 'mode' | 'complete' | 'unknown' | 'failed'>): string {
+  if (d.stopped) return `the search was stopped (${d.stopped})`
+  if (d.mode === 'sample') return 'a sample, not every order: the others were not run'
+  if (!d.complete) return 'stopped at --max with interleavings not run'
+  if (d.unknown) return `${d.unknown} interleavings undecided`
+  return 'undecided: see its report'
+}
+
 /**
  * A search as a CI case: a <failure> when it deviates (exit 1: a violation where held was expected, none where one
  * was, the code failing), carrying the shortest interleaving's replay; an <error> when it could not decide (exit 3).
@@ -194,8 +204,7 @@ export function searchCase(d: SearchCase, file?: string): CiCase {
   const at = file ? { file } : {}
   if (d.exitCode === 1) return { classname, name, ms: d.ms, out, failure: { message: `expected ${d.expected}, but ${found}`, lines }, ...at }
   if (d.exitCode === 3) {
-    const why = d.stopped ? `the search was stopped (${d.stopped})` : !d.complete ? 'not every interleaving was run' : d.unknown ? `${d.unknown} interleavings undecided` : 'undecided'
-    return { classname, name, ms: d.ms, out, error: { message: `could not decide: ${why}`, lines }, ...at }
+    return { classname, name, ms: d.ms, out, error: { message: `could not decide: ${undecided(d)}`, lines }, ...at }
   }
   return { classname, name, ms: d.ms, out, ...at }
 }

@@ -9,7 +9,7 @@ import fs from 'node:fs'
 import { maskUrl } from '../db/target.js'
 import { UsageError } from '../errors.js'
 import type { Plan } from '../plan.js'
-import { annotationsOf, checkWritable, printAnnotations, searchCase, writeJunit, type SearchCase } from './ci.js'
+import { annotationsOf, checkWritable, printAnnotations, searchCase, undecided, writeJunit, type SearchCase } from './ci.js'
 import type { SessionReport, TimelineEvent } from '../engine/types.js'
 import { toJson, type RunDocument, type RunView } from './json.js'
 import { strip } from './width.js'
@@ -29,21 +29,12 @@ export interface RunPage {
 
 /** The fields of race explore's --json document (explore/index.ts ExploreResult) the page draws. */
 export interface ExploreDoc extends SearchCase {
-  scenario: string
-  n: number
   server: { version: string; product?: string }
   target: string
   invariant: string
-  mode: string
-  search: string
   orders: string
   steps: string
-  complete: boolean
   runs: number
-  interleavings: number
-  violating: number
-  unknown: number
-  failed: number
   groups: { key: string; held: boolean | null; verdict: string; outcomes: Record<string, string>; count: number; lines: string[]; failure?: string }[]
   shortest: ExploreRun | null
   replay: string | null
@@ -185,9 +176,9 @@ function isCommit(step: string, sql: string | undefined, detail?: string): boole
 /** What an event says: a statement's answer, its error (SQLSTATE and condition), a wait and on whom when known. */
 function answerText(e: TimelineEvent, s: SessionReport, byPid: Map<number, string>): string {
   const injected = e.kind === 'error' && / \(injected by race\)$/.test(e.detail ?? '')
-  // On whom: the run records it for a session given up waiting (its blockedBy backends).
-  const on = e.kind === 'timeout' || e.kind === 'wait' ? (s.blockedBy ?? []).map((p) => byPid.get(p) ?? `backend ${p}`) : []
-  if (e.kind === 'wait') return `waiting${on.length ? ` for ${esc(on.join(', '))}` : ''}`
+  // On whom: the run records it for a session given up waiting (the backends it waited for then, blockedBy).
+  const on = e.kind === 'timeout' ? (s.blockedBy ?? []).map((p) => byPid.get(p) ?? `backend ${p}`) : []
+  if (e.kind === 'wait') return 'waiting'
   if (e.kind === 'woke') return 'woke'
   if (e.kind === 'timeout') return `timed out${on.length ? ` waiting for ${esc(on.join(', '))}` : ''}${e.detail ? `: ${esc(e.detail)}` : ''}`
   return `${e.kind === 'ok' ? '→ ' : `${esc(e.kind)}: `}${esc(e.detail ?? '')}${injected ? ' <span class="fault">injected fault</span>' : ''}`
@@ -287,7 +278,7 @@ function orderLanes(id: string, it: ExploreRun, names: readonly string[], statem
     const commit = isCommit(base, sqlOf(statements, session, step)) ? ' commit' : ''
     const cells = names.map((n) =>
       n === session
-        ? `<td class="${commit.trim()}"><div class="ev"><span class="label">${esc(base)}</span>${fault ? ` <span class="fault">injected ${esc(fault)}</span>` : ''}${commit ? ' <span class="meta">commit point</span>' : ''}${sql !== undefined ? `<code class="sql">${esc(sql)}</code>` : ''}</div></td>`
+        ? `<td class="${commit.trim()}"><div class="ev"><span class="label">${esc(base)}</span>${fault ? ` <span class="fault">injected ${esc(fault)}</span>` : ''}${commit ? ' <span class="meta">commit point</span>' : ''}${sql !== undefined ? ` <code class="sql">${esc(sql)}</code>` : ''}</div></td>`
         : '<td></td>',
     )
     return `<tr><td class="t">${i + 1}</td>${cells.join('')}</tr>`
@@ -314,7 +305,7 @@ export function explorePage(d: ExploreDoc, statements: Statements): string {
   const names = [...new Set([...Object.keys(statements), ...d.groups.flatMap((g) => Object.keys(g.outcomes)), ...Object.keys(d.shortest?.outcomes ?? {})])]
   const summary =
     d.exitCode === 3
-      ? `not known: ${d.violating ? `violated in ${d.violating}` : `no violation in the ${d.interleavings} interleavings run`}, but the search did not decide (${d.stopped ? `stopped: ${d.stopped}` : !d.complete ? 'it did not run every interleaving' : d.unknown ? `${d.unknown} undecided` : 'see the report'}); expected ${d.expected}`
+      ? `not known: ${d.violating ? `violated in ${d.violating}` : `no violation in the ${d.interleavings} interleavings run`}, but the search did not decide (${undecided(d)}); expected ${d.expected}`
       : `${d.violating ? `VIOLATED in ${d.violating} of ${d.interleavings}` : d.failed ? `the code FAILED in ${d.failed} of ${d.interleavings}` : `HELD in all ${d.interleavings}`} interleavings${d.mode === 'sample' ? ' sampled' : ''}; expected ${d.expected}: ${d.matched ? 'MATCH' : 'DEVIATION'}`
   const groups = d.groups.map((g) => {
     const state = g.held === false ? 'VIOLATED' : g.failure ? 'FAILED' : g.held === null ? 'UNKNOWN' : 'HELD'
