@@ -118,6 +118,28 @@ test('action.yml is a composite action: its inputs, a bash step for each run, th
   assert.equal(upload.if, 'always()', 'the reports of a failing run are uploaded too')
   assert.equal(upload.with?.path, '${{ inputs.report-dir }}')
   assert.match(a.outputs['exit-code'].value, /steps\.race\.outputs\.exit-code/)
+  // In the package, so that a project's workflow can use ./node_modules/racelab after npm ci.
+  assert.ok((JSON.parse(fs.readFileSync(path.join(ROOT, 'package.json'), 'utf8')).files as string[]).includes('action.yml'))
+})
+
+test("docs/ci.md's workflows for the action parse, use it from the project's racelab, and give it only inputs it has", { skip: NEEDS.pyyaml }, () => {
+  const a = action()
+  const md = fs.readFileSync(path.join(ROOT, 'docs', 'ci.md'), 'utf8')
+  const section = md.slice(md.indexOf('## The GitHub Action'))
+  const blocks = [...section.matchAll(/```yaml\n([\s\S]*?)```/g)].map((m) => parseYaml(m[1]) as { jobs: Record<string, { steps: Step[]; services?: Record<string, { image: string }> }> })
+  assert.equal(blocks.length, 2)
+  const uses = blocks.map((wf) => Object.values(wf.jobs)[0])
+  for (const job of uses) {
+    const step = job.steps.find((s) => s.uses === './node_modules/racelab')
+    assert.ok(step, 'a step uses the action')
+    assert.ok(job.steps.indexOf(step) > job.steps.findIndex((s) => s.run === 'npm ci'), 'after npm ci installed it')
+    for (const k of Object.keys(step.with ?? {})) assert.ok(k in a.inputs, `docs/ci.md gives the action an input it does not have: ${k}`)
+  }
+  // One against a PostgreSQL service container, one on the embedded server (no database-url, no service).
+  assert.match(uses[0].services!.postgres.image, /^postgres:\d+/)
+  assert.match(uses[0].steps.find((s) => s.uses === './node_modules/racelab')!.with?.['database-url'] ?? '', /^postgres:\/\/postgres:postgres@localhost:5432\/postgres$/)
+  assert.equal(uses[1].services, undefined)
+  assert.equal(uses[1].steps.find((s) => s.uses === './node_modules/racelab')!.with?.['database-url'], undefined)
 })
 
 test('race check through the action: passing on the service (exit 0, JUnit, no annotation); failing on the embedded server (exit 1, the failing file annotated)', { skip: NEEDS.pyyaml || NEEDS.xmllint, timeout: 600_000 }, () => {
@@ -169,10 +191,13 @@ test('race explore through the action on the embedded server: a violating file f
     assert.match(failing, /failures="1"[\s\S]*<failure message="expected held, but VIOLATED/)
     assert.match(failing, /race run races\/explore-orders\.spec --schedule/)
     assert.match(fs.readFileSync(path.join(dir, 'explore-explore-orders.html'), 'utf8'), /<table class="lanes" id="shortest">/)
-    // No files to explore: bad input, said as an annotation.
+    // No files to explore, or none that a glob matches: bad input, said as an annotation.
     const none = runAction(ws, { command: 'explore' })
     assert.equal(none.code, 2, none.log)
     assert.match(annotations(none.log)[0] ?? '', /explore needs the race files/)
+    const unmatched = runAction(ws, { command: 'check', files: 'races/*.race.mjs' })
+    assert.equal(unmatched.code, 2, unmatched.log)
+    assert.deepEqual(annotations(unmatched.log), ['::error title=racelab::no file matches files: races/*.race.mjs'])
   } finally {
     fs.rmSync(ws, { recursive: true, force: true })
   }
