@@ -160,10 +160,16 @@ test('an undecided search (exit 3) still writes its page, and it says unknown; a
     assert.equal(bad.stderr.trim().split('\n').length, 1, bad.stderr)
     const m2 = measureInChromium(file, MEASURE, { width: 1280, height: 900 }) as Measured
     assert.match(m2.verdict, /^FAIL \(exit 2\): could not run: .*no-such-scenario/)
-    // A page that cannot be written is refused before anything runs.
+    // A page that cannot be written is refused before anything runs; so is one page for several searches or servers.
     const dir = await race(['run', 'broken', '--html', os.tmpdir()], { url: server.url })
     assert.equal(dir.code, 2)
     assert.match(dir.stderr, /^race: --html .* is a directory/)
+    const levels = await race(['explore', 'broken', '--isolation', 'all', '--html', file], { url: server.url })
+    assert.equal(levels.code, 2)
+    assert.equal(levels.stderr, 'race: --html takes one search: with --isolation all (or a list of levels) run one level per call, e.g. --isolation rc\n')
+    const versions = await race(['run', 'broken', '--pg', '17,18', '--html', file])
+    assert.equal(versions.code, 2)
+    assert.equal(versions.stderr, 'race: --html with several --pg versions (17, 18): run one version per call, e.g. --pg 17\n')
   } finally {
     fs.rmSync(file, { force: true })
   }
