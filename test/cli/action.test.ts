@@ -180,17 +180,17 @@ test('race explore through the action on the embedded server: a violating file f
     assert.equal(notes.length, 1, r.log)
     assert.match(notes[0], /^::error file=races\/explore-orders\.spec,title=race explore races\/explore-orders\.spec::expected held, but VIOLATED in \d+ of \d+ interleavings/)
     const dir = path.join(ws, 'race-reports')
-    for (const name of ['explore-orders', 'explore-explore-orders']) {
+    for (const name of ['explore-races-orders.spec', 'explore-races-explore-orders.spec']) {
       assert.equal(junitProblems(path.join(dir, `${name}.xml`)), '', name)
       const page = fs.readFileSync(path.join(dir, `${name}.html`), 'utf8')
       assert.match(page, /^<!doctype html>/)
       assert.doesNotMatch(page, /<script|<link|src=|href=/i)
     }
-    assert.match(fs.readFileSync(path.join(dir, 'explore-orders.xml'), 'utf8'), /failures="0" errors="0"/)
-    const failing = fs.readFileSync(path.join(dir, 'explore-explore-orders.xml'), 'utf8')
+    assert.match(fs.readFileSync(path.join(dir, 'explore-races-orders.spec.xml'), 'utf8'), /failures="0" errors="0"/)
+    const failing = fs.readFileSync(path.join(dir, 'explore-races-explore-orders.spec.xml'), 'utf8')
     assert.match(failing, /failures="1"[\s\S]*<failure message="expected held, but VIOLATED/)
     assert.match(failing, /race run races\/explore-orders\.spec --schedule/)
-    assert.match(fs.readFileSync(path.join(dir, 'explore-explore-orders.html'), 'utf8'), /<table class="lanes" id="shortest">/)
+    assert.match(fs.readFileSync(path.join(dir, 'explore-races-explore-orders.spec.html'), 'utf8'), /<table class="lanes" id="shortest">/)
     // No files to explore, or none that a glob matches: bad input, said as an annotation.
     const none = runAction(ws, { command: 'explore' })
     assert.equal(none.code, 2, none.log)
