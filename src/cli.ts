@@ -129,7 +129,8 @@ let active: { name: string; opts: Record<string, unknown> } | undefined
 
 /**
  * A command that fails still gives a CI what it asked for: with --json, one JSON document on stdout (command,
- * exitCode, error); with --junit, a JUnit file with one <error> testcase. The one line on stderr stays.
+ * exitCode, error); with --junit, a JUnit file with one <error> testcase; with --html (run, explore), a page saying
+ * it could not run. The one line on stderr stays.
  */
 async function reportFailure(code: number, message: string): Promise<void> {
   const [{ errorDocument, writeJunit }, { maskUrl }] = await Promise.all([import('./report/ci.js'), import('./db/target.js')])
@@ -143,6 +144,15 @@ async function reportFailure(code: number, message: string): Promise<void> {
       writeJunit(junit, `race ${name}`, [{ classname: `race.${name}`, name: 'could not run', ms: 0, error: { message, lines: [`race ${argv.map((a) => (a.includes('://') ? maskUrl(a) : a)).join(' ')}`, `exit ${code}: ${message}`] } }])
     } catch {
       /* the file was the problem: the line on stderr says what went wrong */
+    }
+  }
+  // --html: a page saying so, never an earlier run's page left behind as if it were this one's.
+  const html = active?.opts.html
+  if (typeof html === 'string' && html.trim() && (name === 'run' || name === 'explore')) {
+    try {
+      ;(await import('./report/html.js')).writeErrorPage(html, name, code, message, argv)
+    } catch {
+      /* as for --junit */
     }
   }
 }

@@ -63,15 +63,15 @@ export function addTargetOptions(cmd: Command, ctx: RunContext, o: { keep?: bool
  * Runs a command once per --pg version, one after another, each on its own embedded server, which is stopped
  * (and everything of that run cleaned up) before the next starts; the exit code is the worst. Without --pg, or
  * with one version, just runs it. Several versions print one report each, so one JSON document or JUnit file
- * cannot hold them: --json, --junit and race spec's --results then take one version (race matrix has a form of its own for them).
+ * cannot hold them: --json, --junit, --html and race spec's --results then take one version (race matrix has a form of its own for them).
  */
-export async function eachPg(ctx: RunContext, o: { json?: boolean; junit?: string; results?: string }, fn: (pg: number | undefined) => Promise<number>): Promise<number> {
+export async function eachPg(ctx: RunContext, o: { json?: boolean; junit?: string; results?: string; html?: string }, fn: (pg: number | undefined) => Promise<number>): Promise<number> {
   const { pgList } = ctx.embedded
   if (!pgList || pgList.length < 2) {
     ctx.embedded.pg = pgList?.[0]
     return fn(ctx.embedded.pg)
   }
-  const one = o.json ? 'json' : o.junit !== undefined ? 'junit' : o.results !== undefined ? 'results' : undefined
+  const one = o.json ? 'json' : o.junit !== undefined ? 'junit' : o.results !== undefined ? 'results' : o.html !== undefined ? 'html' : undefined
   if (one)
     throw new UsageError(`--${one} with several --pg versions (${pgList.join(', ')}): run one version per call, e.g. --pg ${pgList[0]}`)
   const codes: number[] = []

@@ -1,6 +1,7 @@
 // race explore <scenario|FILE.spec|FILE.mjs>: every interleaving of the sessions' steps (or a seeded sample),
 // each judged by the invariant; how many violate it, grouped, and the shortest violating one as a --schedule line.
 import { FLAGS } from '../run/request.js'
+import { plan } from '../plan.js'
 import type { RunContext } from '../lifecycle.js'
 import type { Command } from 'commander'
 import { findScenario, summaries, type ScenarioSummary } from '../registry.js'
@@ -27,6 +28,9 @@ export interface ExploreCommandOptions extends TargetOptions {
   inject?: string
   exhaustive?: boolean
   reduce?: boolean
+  html?: string
+  junit?: string
+  github?: boolean
   [param: string]: unknown
 }
 
@@ -50,6 +54,7 @@ export function registerExplore(program: Command, all: readonly ScenarioSummary[
     .option('--expect <held|violated>', 'held: exit 1 when any interleaving violates; violated: exit 1 when none does (default: the spec\'s expect line, or the scenario\'s documentation)')
     .option('--all', 'list every interleaving of each group (default: the first 3, fewest switches first)')
     .option('--inject <faults>', 'application races: also explore the server failing a query, e.g. 40001@commit,40P01@2,lost@3 (each at most once per interleaving)')
+    .option('--html <file>', 'also write the search as one self-contained HTML page: the outcome groups, the shortest violating interleaving as lanes, its replay').option('--junit <file>', 'also write a JUnit XML file: one testcase, a <failure> when the search deviates').option('--github', 'print a GitHub Actions ::error annotation (on the race file) when the search deviates or is undecided')
   addScenarioParamOptions(cmd, all)
   addTargetOptions(cmd, ctx, { keep: false, pg: true })
   // --pg 13-18: the same exploration on each version's embedded server, one after another.
@@ -95,6 +100,7 @@ export async function exploreCommand(ctx: RunContext, id: string, o: ExploreComm
   assertRunsOn(found, engine)
   // --inject: the application race's explorations also offer the server failing its queries (app/labels.ts).
   const scenario = o.inject === undefined ? found : (await import('../app/scenario.js')).withFaults(found, (await import('../app/labels.js')).parseFaults(o.inject), engine)
+  const files = o.html !== undefined || o.junit !== undefined || o.github ? (await import('../report/html.js')).exploreFiles(o, isLevelList(o.isolation)) : undefined
   // --isolation all (or rc,rr,ser): the exploration once per level (explore/levels.ts).
   if (isLevelList(o.isolation)) return (await import('./explore-levels.js')).exploreLevelsCommand(ctx, id, scenario, engine, o, cmd)
   const params = scenarioParams(scenario, cmd, o, await summaries(), engine)
@@ -121,6 +127,7 @@ export async function exploreCommand(ctx: RunContext, id: string, o: ExploreComm
       const { every, ...rest } = r
       process.stdout.write(JSON.stringify({ ...rest, interleavings: r.interleavings, every }, null, 2) + '\n')
     } else process.stdout.write(render(r, Boolean(o.all), self()) + '\n')
+    if (files) files.write(r, plan(scenario, { params, n: checked.n, engine }), id)
     // Stopped (--run-timeout, a signal): what was found is in the report; the exit code is this search's, and a
     // signal's own (130, 143) stays, said in one line as for any command it stops.
     if (r.stopped) ctx.stopReported = true

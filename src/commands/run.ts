@@ -31,6 +31,7 @@ export interface RunFlags extends TargetOptions, CiOptions, PoolerOptions {
   step?: boolean
   keep?: boolean
   freshConnections?: boolean
+  html?: string
   [param: string]: unknown
 }
 
@@ -53,6 +54,7 @@ export function registerRun(program: Command, all: readonly ScenarioSummary[], e
     .option('--hold <duration>', "keep the race's locks held (before the first commit) this long, for race locks in another terminal")
     .option('--step', 'presenter mode (a terminal): before each step show the sessions and the SQL; Enter runs it, b the story, q stops')
     .option('--theme <theme>', 'presenter: bold instead of dim, for a projector (default: default)')
+    .option('--html <file>', 'also write the run as one self-contained HTML page: a lane per session, each statement and its answer, the verdict, the command to run it again')
   addScenarioParamOptions(cmd, all)
   addTargetOptions(cmd, ctx, { pg: true })
   addCiOptions(cmd, 'run')
@@ -107,6 +109,7 @@ export async function runCommand(ctx: RunContext, id: string, o: RunFlags, cmd: 
   // What only some runs print is loaded only for them: JSON, a timeline, the CI reports.
   const ci = o.junit !== undefined || o.github || process.env.GITHUB_ACTIONS === 'true' ? await import('../report/ci.js') : undefined
   const junit = o.junit === undefined ? undefined : ci!.checkWritable('--junit', o.junit)
+  const html = o.html === undefined ? undefined : (await import('../report/html.js')).htmlFile(o.html)
   if (o.step) {
     if (o.json) throw new UsageError('--step is for a room, --json for a machine: choose one')
     if (trials > 1) throw new UsageError('--step walks through one race: leave out --trials')
@@ -164,6 +167,7 @@ export async function runCommand(ctx: RunContext, id: string, o: RunFlags, cmd: 
   const cases = ci ? [{ ...ci.ciCase(`race.run.${scenario.id}`, name, Math.round(performance.now() - started), representative, summary, code), ...file }] : []
   // The suite's time is the whole run's (since race started), the case's its trials'.
   if (junit) ci!.writeJunit(junit, 'race run', cases, { server: `PostgreSQL ${view.server.version}`, target: view.target, schedule, trials: String(trials) }, Math.round(performance.now()))
+  if (html) (await import('../report/html.js')).writeRunPage(html, view, { exitCode: code, kept: Boolean(o.keep) })
   const notes = ci?.githubWanted(o.github) ? ci.annotationsOf(() => `race run ${scenario.id} (${name})`, cases) : []
   if (json) process.stdout.write(JSON.stringify(json.toJson(view, { timeline: drawn !== undefined, exitCode: code, kept: Boolean(o.keep) }), null, 2) + '\n')
   else process.stdout.write(render(view, drawn ?? (o.step ? 'race' : undefined), Boolean(o.keep), await table, drawing?.timeline) + '\n')

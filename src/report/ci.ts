@@ -157,3 +157,54 @@ export function ciCase(
 export function annotationsOf(title: (k: CiCase) => string, cases: readonly CiCase[]): string[] {
   return cases.filter((k) => k.failure || k.error).map((k) => annotation(title(k), [(k.failure ?? k.error)!.message, ...(k.failure ?? k.error)!.lines.filter((l) => l !== (k.failure ?? k.error)!.message)], 'error', k.file))
 }
+
+// ---------- one search (race explore) ----------
+
+/** What a CI case of race explore reads of its --json document (explore/index.ts ExploreResult). */
+export interface SearchCase {
+  scenario: string
+  n: number
+  mode: string
+  search: string
+  interleavings: number
+  violating: number
+  failed: number
+  unknown: number
+  complete: boolean
+  stopped?: string
+  expected: string
+  matched: boolean
+  exitCode: number
+  ms: number
+  shortest: { line: string } | null
+  replay: string | null
+  shortestFailure: { line: string; failure?: string } | null
+  failureReplay: string | null
+}
+
+/** Why a search did not decide (exit 3), in a few words; the command's own report says it in full. */
+export function undecided(d: Pick<SearchCase, 'stopped' | 'mode' | 'complete' | 'unknown' | 'failed'>): string {
+  if (d.stopped) return `the search was stopped (${d.stopped})`
+  if (d.mode === 'sample') return 'a sample, not every order: the others were not run'
+  if (!d.complete) return 'stopped at --max with interleavings not run'
+  if (d.unknown) return `${d.unknown} interleavings undecided`
+  return 'undecided: see its report'
+}
+
+/**
+ * A search as a CI case: a <failure> when it deviates (exit 1: a violation where held was expected, none where one
+ * was, the code failing), carrying the shortest interleaving's replay; an <error> when it could not decide (exit 3).
+ */
+export function searchCase(d: SearchCase, file?: string): CiCase {
+  const classname = `race.explore.${d.scenario}`
+  const name = `${d.n} sessions, ${d.search} search`
+  const found = d.violating ? `VIOLATED in ${d.violating} of ${d.interleavings} interleavings` : d.failed ? `the code failed in ${d.failed} of ${d.interleavings} interleavings` : `held in all ${d.interleavings} interleavings run`
+  const out = `${found}; expected ${d.expected}`
+  const lines = [`expected: ${d.expected}`, `got: ${found}`, ...(d.replay ? [`shortest violating: ${d.replay}`] : []), ...(d.shortestFailure && d.failureReplay ? [`shortest failing (${d.shortestFailure.failure ?? 'failed'}): ${d.failureReplay}`] : [])]
+  const at = file ? { file } : {}
+  if (d.exitCode === 1) return { classname, name, ms: d.ms, out, failure: { message: `expected ${d.expected}, but ${found}`, lines }, ...at }
+  if (d.exitCode === 3) {
+    return { classname, name, ms: d.ms, out, error: { message: `could not decide: ${undecided(d)}`, lines }, ...at }
+  }
+  return { classname, name, ms: d.ms, out, ...at }
+}

@@ -1,5 +1,6 @@
 // Outside tools some tests need, found on PATH: xmllint (validates JUnit files against test/support/junit.xsd)
-// and Chromium (renders the bench page; its DOM is measured), tmux (a real terminal for --step). A test that
+// and Chromium (renders the bench page and the --html pages; their DOM is measured), tmux (a real terminal for
+// --step), python3 with PyYAML (reads action.yml as a runner would). A test that
 // needs one and does not find it is skipped, saying which package provides it.
 import { execFileSync, spawnSync } from 'node:child_process'
 import fs from 'node:fs'
@@ -23,7 +24,13 @@ export const NEEDS = {
   tmux: onPath('tmux') ? false : 'needs tmux for a real terminal to drive --step in (Debian: apt-get install -y tmux)',
   pgbouncer: onPath('pgbouncer') || fs.existsSync('/usr/sbin/pgbouncer') ? false : 'needs PgBouncer for --pooler (Debian: apt-get install -y pgbouncer)',
   pgbench: pgbenchMissing(),
+  pyyaml: spawnSync('python3', ['-c', 'import yaml'], { encoding: 'utf8' }).status === 0 ? false : 'needs python3 with PyYAML to parse YAML (Debian: apt-get install -y python3-yaml)',
 } as const
+
+/** YAML as a GitHub runner reads it (PyYAML's safe loader: no package of race's own parses YAML), as JSON values. */
+export function parseYaml(text: string): unknown {
+  return JSON.parse(execFileSync('python3', ['-c', 'import json, sys, yaml; print(json.dumps(yaml.safe_load(sys.stdin.read())))'], { input: text, encoding: 'utf8' }))
+}
 
 /** Why pgbench cannot be found (race's own search, with its install hint), or false. */
 function pgbenchMissing(): string | false {
