@@ -108,7 +108,7 @@ export function replay(file: string, options: import('./evidence/replay.js').Rep
     const [json, table, timeline, color, report, width] = await inTurn([() => import('./report/json.js'), () => import('./report/table.js'), () => import('./report/timeline.js'), () => import('./report/color.js'), () => import('./report/run.js'), () => import('./report/width.js')])
     ctx.style ??= color.styleFor(false)
     const text = color.withStyle(ctx.style, () =>
-      [...(view ? [report.render(view, 'race', false, table, timeline.timeline), ''] : []), ...outcome.notes.map((n) => `note: ${n}`), ...width.hang(`replay ${file}: ${outcome.result.toUpperCase()}  ${outcome.summary}`, width.columns(), 2)].join('\n'),
+      [...(view ? [report.render(view, 'race', false, table, timeline.timeline), ''] : []), ...outcome.notes.map((n) => `note: ${n}`), ...width.hang(`replay ${file}: ${{ 'still-fails': 'STILL FAILS', passes: 'PASSES', unknown: 'UNKNOWN' }[outcome.result]}  ${outcome.summary}`, width.columns(), 2)].join('\n'),
     )
     return { ...outcome, ok: outcome.exitCode === 0, text, ...(view ? { run: json.toJson(view, { timeline: false, exitCode: outcome.exitCode, kept: false }) } : {}) }
   })
