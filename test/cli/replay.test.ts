@@ -1,8 +1,8 @@
 // Issue 42, item 2, through the real CLI and the API on a real server: race explore --save and race run --save write
 // a counterexample file (racelab-counterexample/1) bound to the race file and the local modules it imports; race
 // replay runs it again with the same outcome (20 of 20), refuses changed code with one line (exit 2) unless
-// --guided, and a bad file is one line, exit 2. The node:test regression test docs/counterexamples.md shows runs
-// here as it stands there: it fails on the race and passes on the fix.
+// --guided, and a bad file is one line, exit 2. The node:test and vitest regression tests docs/counterexamples.md
+// shows run here as they stand there: they fail on the race and pass on the fix.
 import assert from 'node:assert/strict'
 import { spawn } from 'node:child_process'
 import { createHash } from 'node:crypto'
@@ -28,6 +28,7 @@ before(async () => {
   // A project whose node_modules holds racelab (this checkout), for the documentation's test file.
   fs.mkdirSync(at('node_modules'))
   fs.symlinkSync(ROOT, at('node_modules/racelab'), 'dir')
+  fs.symlinkSync(path.join(ROOT, 'node_modules', 'vitest'), at('node_modules/vitest'), 'dir')
   fs.writeFileSync(at('package.json'), JSON.stringify({ name: 'my-app', private: true, type: 'module' }))
 })
 after(async () => {
@@ -50,11 +51,12 @@ function docFile(name: string): string {
   return m[1]
 }
 
-/** `node --test FILE` in the project, on the test server. */
-function nodeTest(file: string): Promise<{ code: number | null; out: string }> {
+/** `node --test FILE` (or vitest run FILE) in the project, on the test server. */
+function nodeTest(file: string, runner: 'node' | 'vitest' = 'node'): Promise<{ code: number | null; out: string }> {
   return new Promise((resolve, reject) => {
     const { NODE_TEST_CONTEXT: _, ...outer } = process.env
-    const child = spawn(process.execPath, ['--test', '--test-reporter=spec', file], { cwd: proj, env: { ...outer, DATABASE_URL: server.url, NO_COLOR: '1' }, stdio: ['ignore', 'pipe', 'pipe'] })
+    const args = runner === 'node' ? ['--test', '--test-reporter=spec', file] : [path.join(ROOT, 'node_modules', 'vitest', 'vitest.mjs'), 'run', file]
+    const child = spawn(process.execPath, args, { cwd: proj, env: { ...outer, DATABASE_URL: server.url, NO_COLOR: '1', FORCE_COLOR: '0', CI: 'true' }, stdio: ['ignore', 'pipe', 'pipe'] })
     let out = ''
     child.stdout.on('data', (d) => (out += d))
     child.stderr.on('data', (d) => (out += d))
@@ -171,12 +173,17 @@ test('a bad counterexample file is one line, exit 2, from the CLI and the API', 
   oneCleanLine(dir.stderr, /node_modules: not a counterexample file race can replay \(not a regular file\)/)
 })
 
-test("the documentation's node:test regression test fails while the code still fails the counterexample", async () => {
+test("the documentation's regression tests (node:test, vitest) fail while the code still fails the counterexample", async () => {
   fs.copyFileSync(at('cx.json'), at('withdraw.cx.json'))
   fs.writeFileSync(at('withdraw.cx.test.mjs'), docFile('withdraw.cx.test.mjs'))
+  fs.writeFileSync(at('withdraw.cx.vitest.test.mjs'), docFile('withdraw.cx.vitest.test.mjs'))
   const r = await nodeTest('withdraw.cx.test.mjs')
   assert.equal(r.code, 1, r.out)
   assert.match(r.out, /STILL FAILS\s+still fails: it\s+violated the\s+invariant, as saved/)
+  const v = await nodeTest('withdraw.cx.vitest.test.mjs', 'vitest')
+  assert.equal(v.code, 1, v.out)
+  assert.match(v.out, /STILL FAILS/)
+  assert.match(v.out, /Tests {2}1 failed \(1\)/)
 })
 
 test('after a change to the imported module replay refuses in one line (exit 2); --guided runs it, and the fix passes', async () => {
@@ -201,4 +208,7 @@ test('after a change to the imported module replay refuses in one line (exit 2);
   assert.match(doc.summary, /guided: followed \d+ of 8 saved steps, then at step \d+: the file says s\d\.q\d, the run took s\d\.q\d/)
   const t = await nodeTest('withdraw.cx.test.mjs')
   assert.equal(t.code, 0, t.out)
+  const v = await nodeTest('withdraw.cx.vitest.test.mjs', 'vitest')
+  assert.equal(v.code, 0, v.out)
+  assert.match(v.out, /Tests {2}1 passed \(1\)/)
 })
