@@ -78,14 +78,16 @@ export function judgedOf(t: Trial, view: Pick<RunView, 'docs' | 'plan'>): Judged
 /** It failed: the invariant was violated, or the code failed. */
 export const failedIn = (j: Judged) => j.held === false || j.failure !== undefined
 
-/** race run --save: as exploreSaver, for a run (its first failing trial, as its order line says). */
+/** race run --save: as exploreSaver, for a run (its first failing trial that a schedule replays, as its order line says). */
 export function runSaver(file: string | undefined, name: string, scheduleText: string | undefined, databaseUrl: string | undefined): ((view: RunView, code: number) => Promise<void>) | undefined {
   if (file === undefined) return undefined
   checkSavePath(file)
   return async (view, code) => {
-    const t = view.trials.find((x) => failedIn(judgedOf(x, view)))
-    if (!t) return say(`--save ${file}: no trial violated the invariant or failed: nothing written`)
     const app = kindOf(view.scenario).type === 'application'
+    const failing = view.trials.filter((x) => failedIn(judgedOf(x, view)))
+    // Of several failing trials (--trials), an application race's first whose order a schedule replays.
+    const t = failing.find((x) => !app || (x.order?.length && !x.overlap)) ?? failing[0]
+    if (!t) return say(`--save ${file}: no trial violated the invariant or failed: nothing written`)
     // What replays it: an application race's order line (what ran); a declared race's deterministic schedule.
     let schedule: string | undefined
     if (app && t.order?.length && !t.overlap) schedule = t.order.join(' ')
