@@ -126,6 +126,9 @@ export async function replayFile(ctx: RunContext, file: string, o: ReplayOptions
   if (cx.racelab !== racelabVersion()) notes.push(`saved by racelab ${cx.racelab}, replayed by ${racelabVersion()}`)
   const product = view.server.product ?? 'PostgreSQL'
   if (cx.server.version !== view.server.version || cx.server.product !== product) notes.push(`saved on ${cx.server.product} ${cx.server.version}, replayed on ${product} ${view.server.version}`)
+  const levels = Object.fromEntries(t.sessions.map((s) => [s.name, s.isolation]))
+  const differs = Object.keys(cx.isolation.sessions ?? {}).filter((k) => k in levels && levels[k] !== cx.isolation.sessions[k])
+  if (differs.length) notes.push(`the sessions ran at other levels than saved: ${differs.map((k) => `${k} ${levels[k] ?? 'unknown'} (saved ${cx.isolation.sessions[k] ?? 'unknown'})`).join(', ')}`)
   const order = t.order?.length ? t.order.join(' ') : undefined
   const followed = o.guided ? followedOf(cx.schedule, t.order) : undefined
   const same = sameJudged(saved, now)

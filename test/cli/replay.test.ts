@@ -114,6 +114,17 @@ test('race replay reproduces the saved outcome 20 times out of 20 (the API, one 
     assert.equal(r.order, saved.schedule, `replay ${k} ran the saved order`)
     assert.equal(r.ok, false)
   }
+  // Saved elsewhere (another racelab, server, level): said in a note each, and replayed all the same.
+  const other = { ...saved, racelab: '0.0.1', server: { ...saved.server, version: '9.6' }, isolation: { ...saved.isolation, sessions: { ...saved.isolation.sessions, s1: 'serializable' } } }
+  fs.writeFileSync(at('other.json'), JSON.stringify(other))
+  const o = await replay(at('other.json'), { databaseUrl: server.url })
+  assert.equal(o.exitCode, 1, o.text)
+  assert.deepEqual(o.notes, [
+    `saved by racelab 0.0.1, replayed by ${(JSON.parse(fs.readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { version: string }).version}`,
+    `saved on PostgreSQL 9.6, replayed on PostgreSQL ${saved.server.version}`,
+    'the sessions ran at other levels than saved: s1 read committed (saved serializable)',
+  ])
+  assert.match(o.text, /^note: saved on PostgreSQL 9\.6/m)
   const c = await cli(['replay', 'cx.json'])
   assert.equal(c.code, 1, c.stderr)
   assert.match(c.stdout, /replay cx\.json: STILL FAILS\s+still fails: it\s+violated the\s+invariant, as saved/)
