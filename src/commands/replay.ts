@@ -6,7 +6,7 @@ import { replayFile } from '../evidence/replay.js'
 import { c } from '../report/color.js'
 import { columns, hang } from '../report/width.js'
 import { cliWords } from './words.js'
-import { addTargetOptions } from './common.js'
+import { addTargetOptions, eachPg } from './common.js'
 
 interface ReplayFlags {
   guided?: boolean
@@ -23,8 +23,9 @@ export function registerReplay(program: Command, exit: (code: number) => void, c
     .description('run a counterexample file (race explore --save, race run --save) again: exit 1 while it still fails, 0 once the code passes it')
     .argument('<file>', 'the counterexample file')
     .option('--guided', 'the race file or a module it imports changed: follow the saved order as far as the new code allows (default: refuse)')
-  addTargetOptions(cmd, ctx, { keep: false })
-  cmd.action(async (file: string, o: ReplayFlags) => exit(await replayCommand(ctx, file, o)))
+  addTargetOptions(cmd, ctx, { keep: false, pg: true })
+  // --pg 16 (or 13-18): on race's embedded server of that version (of each, one after another).
+  cmd.action(async (file: string, o: ReplayFlags) => exit(await eachPg(ctx, o, () => replayCommand(ctx, file, o))))
   cmd.addHelpText(
     'after',
     `
@@ -36,7 +37,8 @@ followed or judged, 2 a bad file or changed code (without --guided).
 Examples:
   $ race explore examples/app/withdraw.race.mjs --save withdraw.cx.json
   $ race replay withdraw.cx.json                 still fails: exit 1
-  $ race replay withdraw.cx.json --guided        after a change to withdraw.mjs`,
+  $ race replay withdraw.cx.json --guided        after a change to withdraw.mjs
+  $ race replay withdraw.cx.json --pg 16         on the embedded PostgreSQL 16`,
   )
   return cmd
 }
