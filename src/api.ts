@@ -83,6 +83,37 @@ export function explore(scenario: ScenarioRef, options: import('./explore/reques
   })
 }
 
+/** What replay() resolves to: race replay --json's document, with `ok` and the printed report. */
+export type ReplayResult = import('./evidence/replay.js').ReplayOutcome & {
+  /** exitCode 0: the code now passes the counterexample. */
+  ok: boolean
+  /** The report race replay prints (the run, then the comparison), without colours. */
+  text: string
+  /** race run --json's document of the replay (absent when changed code could not be followed at all). */
+  run?: import('./report/json.js').RunDocument
+}
+
+/**
+ * Runs a counterexample file (race explore --save, race run --save) again, as race replay does: resolves with
+ * exitCode 1 while it still fails, 0 once the code passes it, 3 when the replay could not be followed or judged.
+ * A bad file, or changed code without `guided`, rejects with a RaceError whose exitCode is 2.
+ */
+export function replay(file: string, options: import('./evidence/replay.js').ReplayOptions = {}): Promise<ReplayResult> {
+  return guarded(async (ctx) => {
+    if (typeof file !== 'string' || !file.trim()) throw new UsageError(`replay(): give the counterexample file's path, got ${JSON.stringify(file)}`)
+    const known = new Set(['guided', 'databaseUrl', 'connectTimeout', 'stepTimeout', 'runTimeout'])
+    for (const k of Object.keys(options ?? {})) if (!known.has(k)) throw new UsageError(`replay(): unknown option '${k}': it takes ${[...known].join(', ')}`)
+    const [{ replayFile }, { NAMES }] = await inTurn([() => import('./evidence/replay.js'), () => import('./run/params.js')])
+    const { outcome, view } = await replayFile(ctx, file, options ?? {}, NAMES)
+    const [json, table, timeline, color, report, width] = await inTurn([() => import('./report/json.js'), () => import('./report/table.js'), () => import('./report/timeline.js'), () => import('./report/color.js'), () => import('./report/run.js'), () => import('./report/width.js')])
+    ctx.style ??= color.styleFor(false)
+    const text = color.withStyle(ctx.style, () =>
+      [...(view ? [report.render(view, 'race', false, table, timeline.timeline), ''] : []), ...outcome.notes.map((n) => `note: ${n}`), ...width.hang(`replay ${file}: ${{ 'still-fails': 'STILL FAILS', passes: 'PASSES', unknown: 'UNKNOWN' }[outcome.result]}  ${outcome.summary}`, width.columns(), 2)].join('\n'),
+    )
+    return { ...outcome, ok: outcome.exitCode === 0, text, ...(view ? { run: json.toJson(view, { timeline: false, exitCode: outcome.exitCode, kept: false }) } : {}) }
+  })
+}
+
 async function runOnce(ctx: RunContext, ref: ScenarioRef, o: RunOptions): Promise<RunResult> {
   const [{ findScenario }, { userScenario }, { engineFor, assertRunsOn }, { paramsOf }, { validateRun, pgConflict, NAMES }, { executeRun }] = await inTurn([
     () => import('./registry.js'),

@@ -20,6 +20,7 @@ const COMMANDS: { name: string; scenarios?: boolean; load: () => Promise<Registe
   { name: 'show', scenarios: true, load: async () => { const { registerShow } = await import('./commands/show.js'); return (p, all) => registerShow(p, all, setExit) } },
   { name: 'run', scenarios: true, load: async () => { const { registerRun } = await import('./commands/run.js'); return (p, all, ctx) => registerRun(p, all, setExit, ctx) } },
   { name: 'explore', scenarios: true, load: async () => { const { registerExplore } = await import('./commands/explore.js'); return (p, all, ctx) => registerExplore(p, all, setExit, ctx) } },
+  { name: 'replay', load: async () => { const { registerReplay } = await import('./commands/replay.js'); return (p, _all, ctx) => registerReplay(p, setExit, ctx) } },
   { name: 'check', load: async () => { const { registerCheck } = await import('./commands/check.js'); return (p, _all, ctx) => registerCheck(p, setExit, ctx) } },
   { name: 'key', load: async () => { const { registerKey } = await import('./commands/key.js'); return (p) => registerKey(p, setExit) } },
   { name: 'locks', load: async () => { const { registerLocks } = await import('./commands/locks.js'); return (p, _all, ctx) => registerLocks(p, setExit, ctx) } },

@@ -44,6 +44,11 @@ export type { RunOptions, RunResult, ScenarioRef } from './api.js'
 export { explore } from './api.js'
 export type { ExploreOptions } from './explore/request.js'
 export type { ExploreResult, Interleaving, Group } from './explore/result.js'
+// A counterexample file (race explore --save, race run --save) run again (race replay).
+export { replay } from './api.js'
+export type { ReplayResult } from './api.js'
+export type { ReplayOptions, ReplayOutcome } from './evidence/replay.js'
+export type { Counterexample, Judged } from './evidence/format.js'
 // Races of the application's own code: its function, unchanged, on N real connections, every query a step.
 export { defineAppRace, isAppRace } from './app/index.js'
 export type { AppRace, AppCtx, AppDriver, AppCtxBase, AppDriverCtx, AppDriverType, AppDriverTypes, AppOpenCtx, Chooser, Moment, PoolLike, ReadyStep } from './app/index.js'

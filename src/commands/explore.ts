@@ -31,6 +31,7 @@ export interface ExploreCommandOptions extends TargetOptions {
   html?: string
   junit?: string
   github?: boolean
+  save?: string
   [param: string]: unknown
 }
 
@@ -53,6 +54,7 @@ export function registerExplore(program: Command, all: readonly ScenarioSummary[
     .option('--shrink <runs>', 'runs spent at most on shrinking a sampled violation to a minimal one (0: none)', String(DEFAULT_SHRINK))
     .option('--expect <held|violated>', 'held: exit 1 when any interleaving violates; violated: exit 1 when none does (default: the spec\'s expect line, or the scenario\'s documentation)')
     .option('--all', 'list every interleaving of each group (default: the first 3, fewest switches first)')
+    .option('--save <file>', 'write the shortest violating interleaving (else the shortest failure) as a counterexample file (race replay runs it again; docs/counterexamples.md)')
     .option('--inject <faults>', 'application races: also explore the server failing a query, e.g. 40001@commit,40P01@2,lost@3 (each at most once per interleaving)')
     .option('--html <file>', 'also write the search as one self-contained HTML page: the outcome groups, the shortest violating interleaving as lanes, its replay').option('--junit <file>', 'also write a JUnit XML file: one testcase, a <failure> when the search deviates').option('--github', 'print a GitHub Actions ::error annotation (on the race file) when the search deviates or is undecided')
   addScenarioParamOptions(cmd, all)
@@ -101,6 +103,7 @@ export async function exploreCommand(ctx: RunContext, id: string, o: ExploreComm
   // --inject: the application race's explorations also offer the server failing its queries (app/labels.ts).
   const scenario = o.inject === undefined ? found : (await import('../app/scenario.js')).withFaults(found, (await import('../app/labels.js')).parseFaults(o.inject), engine)
   const files = o.html !== undefined || o.junit !== undefined || o.github ? (await import('../report/html.js')).exploreFiles(o, isLevelList(o.isolation)) : undefined
+  const save = o.save === undefined ? undefined : (await import('../evidence/save.js')).exploreSaver(o.save, scenario, id, o.inject, o.isolation)
   // --isolation all (or rc,rr,ser): the exploration once per level (explore/levels.ts).
   if (isLevelList(o.isolation)) return (await import('./explore-levels.js')).exploreLevelsCommand(ctx, id, scenario, engine, o, cmd)
   const params = scenarioParams(scenario, cmd, o, await summaries(), engine)
@@ -123,6 +126,7 @@ export async function exploreCommand(ctx: RunContext, id: string, o: ExploreComm
   const request = { scenario, engine, params, checked, bounds, databaseUrl: o.databaseUrl, name: id, onProgress, word: cliWords, keepOnStop: true }
   return executeExplore(ctx, request, (r) => {
     if (tty) process.stderr.write('\r\x1b[2K')
+    save?.(r)
     if (o.json) {
       const { every, ...rest } = r
       process.stdout.write(JSON.stringify({ ...rest, interleavings: r.interleavings, every }, null, 2) + '\n')

@@ -29,6 +29,7 @@ export interface RunFlags extends TargetOptions, CiOptions, PoolerOptions {
   user?: string
   hold?: string
   step?: boolean
+  save?: string
   keep?: boolean
   freshConnections?: boolean
   html?: string
@@ -55,6 +56,7 @@ export function registerRun(program: Command, all: readonly ScenarioSummary[], e
     .option('--step', 'presenter mode (a terminal): before each step show the sessions and the SQL; Enter runs it, b the story, q stops')
     .option('--theme <theme>', 'presenter: bold instead of dim, for a projector (default: default)')
     .option('--html <file>', 'also write the run as one self-contained HTML page: a lane per session, each statement and its answer, the verdict, the command to run it again')
+    .option('--save <file>', 'write the failing trial\'s schedule as a counterexample file (race replay runs it again; docs/counterexamples.md)')
   addScenarioParamOptions(cmd, all)
   addTargetOptions(cmd, ctx, { pg: true })
   addCiOptions(cmd, 'run')
@@ -128,6 +130,7 @@ export async function runCommand(ctx: RunContext, id: string, o: RunFlags, cmd: 
   const step = o.step ? await import('./step.js') : undefined
   const drawing = drawn || o.step ? await import('../report/timeline.js') : undefined
   const progress = !o.json && process.stderr.isTTY && trials > 1
+  const save = o.save === undefined ? undefined : (await import('../evidence/save.js')).runSaver(o.save, id, o.schedule, o.databaseUrl)
   const started = performance.now()
   // The input is checked: the report's tables load while the run connects.
   const table = import('../report/table.js')
@@ -157,6 +160,7 @@ export async function runCommand(ctx: RunContext, id: string, o: RunFlags, cmd: 
     },
   })
   if (progress) process.stderr.write('\r\x1b[2K')
+  await save?.(view, code)
   if (presenter) {
     presenter.close()
     process.stdout.write('\x1b[2J\x1b[H')

@@ -160,7 +160,7 @@ export function annotationsOf(title: (k: CiCase) => string, cases: readonly CiCa
 
 // ---------- one search (race explore) ----------
 
-/** What a CI case of race explore reads of its --json document (explore/index.ts ExploreResult). */
+/** What a CI case of race explore reads of its --json document (explore/result.ts ExploreResult). */
 export interface SearchCase {
   scenario: string
   n: number

@@ -27,7 +27,7 @@ export interface RunPage {
   replays: boolean
 }
 
-/** The fields of race explore's --json document (explore/index.ts ExploreResult) the page draws. */
+/** The fields of race explore's --json document (explore/result.ts ExploreResult) the page draws. */
 export interface ExploreDoc extends SearchCase {
   server: { version: string; product?: string }
   target: string

@@ -16,6 +16,7 @@ export const FLOORS: readonly (readonly string[])[] = [
   ['index.ts', 'start.ts'],
   ['cli.ts', 'api.ts'],
   ['commands/'],
+  ['evidence/'],
   ['bench/'],
   ['report/'],
   ['explore/'],
