@@ -72,6 +72,13 @@ export async function run(lab: Driver, cfg: RunConfig): Promise<RunOutput> {
   }
   let schema: RunSpace | undefined
   const trials: TrialFacts[] = []
+  // The setup's statements as sent, parsed once for every trial (a spec's guarded block is some ten thousand characters).
+  const parses = new Map<string, ReturnType<typeof parseBinds>>()
+  const parsed = (stmt: string) => {
+    let p = parses.get(stmt)
+    if (!p) parses.set(stmt, (p = parseBinds(stmt, lab.placeholders)))
+    return p
+  }
   let failure: unknown
   // An abort ends at once what the runner holds for a next trial (a trial in flight ends its own sessions).
   const onAbort = () => runner.abort()
@@ -100,13 +107,13 @@ export async function run(lab: Driver, cfg: RunConfig): Promise<RunOutput> {
       // The sessions connect (those not kept from the last trial) while control runs the setup.
       runner.open(space)
       for (const stmt of plan.setup) {
-        const { text, names } = parseBinds(stmt, lab.placeholders)
+        const { text, names } = parsed(stmt)
         const args = values(names, cfg, user, 'setup')
         // A quicker statement in its place where the scenario has one (a spec's guarded block: its check made quick).
         // Failing, it left nothing (one transaction): the statement itself runs, and its own outcome is the one seen.
         const quick = quickOf(lab, scenario, stmt)
         if (quick) {
-          const q = parseBinds(quick, lab.placeholders)
+          const q = parsed(quick)
           if (q.names.join('\0') === names.join('\0')) {
             const ok = await onControl(q.text, args, space).then(
               () => true,

@@ -302,9 +302,11 @@ ${restoreSql(`pg_catalog.quote_ident(pg_catalog.current_setting('race.guard_sche
  * only when the rows do, and the same locks and temporary objects are looked for (its own temporary table is none
  * here, so none is left out). Anything else (a value that differs, a lock, a temporary object, the mark gone)
  * raises RECHECK_SQLSTATE, rolling all of it back; the caller then runs guardedSql, whose words (or pass) decide.
- * PostgreSQL 11+.
+ * PostgreSQL 11+. Undefined for a block that PREPAREs a statement: a prepared statement outlives the transaction
+ * that failed, and would make the block's second run fail otherwise than its first.
  */
-export function quickGuardedSql(block: string): string {
+export function quickGuardedSql(block: string): string | undefined {
+  if (/\bprepare\b/i.test(block)) return undefined
   const schema = `pg_catalog.current_setting('race.guard_schema')`
   return `set transaction isolation level repeatable read;
 select pg_catalog.set_config('race.guard_schema', pg_catalog.current_schema(), true), pg_catalog.set_config('race.guard_path', pg_catalog.current_setting('search_path'), true);

@@ -93,7 +93,7 @@ export function specToScenario(spec: Spec, story: string[] = []): Scenario {
   const fixed = spec.sessions.length
   const perm = lockstepPermutation(spec)
   const invariants = spec.invariants
-  const quick = new Map(spec.setup.map((b, i) => [guardedSql(b.sql, `${file}:${b.pos.line}: setup block ${i + 1}`), quickGuardedSql(b.sql)]))
+  const quick = new Map(spec.setup.map((b, i) => [guardedSql(b.sql, `${file}:${b.pos.line}: setup block ${i + 1}`), quickGuardedSql(b.sql)] as const))
   const invariantSql = invariants.length
     ? `select ${invariants.map((_, i) => `i${i}`).join(' and ')} as held, ${invariants.map((_, i) => `i${i}`).join(', ')} from (select ${invariants.map((x, i) => `${asSubquery(x.sql)} as i${i}`).join(', ')}) as race_invariants`
     : `select true as held`
