@@ -1,4 +1,7 @@
-// npm run bench:explore [-- --database-url URL] [--only a,b] [--check] [--jobs N]: race explore's reduced search
+// npm run bench:explore [-- --database-url URL] [--only a,b] [--check] [--jobs N] [--rounds K]: first the yardstick
+// (speed/yardstick.ts): race explore --exhaustive --jobs 1's seconds an order beside PostgreSQL's isolationtester's
+// seconds a permutation, same server, same steps (K rounds, default 3; --only yardstick runs it alone; without
+// --database-url on the embedded server, started here for it). Then race explore's reduced search
 // beside its exhaustive one (--exhaustive), on the same server in one run: runs, wall time, and whether the reduced
 // search found every outcome group (the verdict and each session's ending) and the same fewest switches of a
 // violating order. Then the exhaustive search's interleavings per second on one job (--jobs 1) beside the default
@@ -12,6 +15,8 @@ import { explore } from '../src/api.js'
 import type { ExploreOptions } from '../src/explore/request.js'
 import type { ExploreResult } from '../src/explore/result.js'
 import { defaultJobs } from '../src/explore/request.js'
+import { startEmbedded } from '../src/servers/embedded.js'
+import { yardstick } from './yardstick.js'
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..')
 const ex = (f: string) => path.join(ROOT, 'examples', f)
@@ -58,6 +63,19 @@ async function main(): Promise<void> {
   const only = at('--only')?.split(',')
   const jobs = Number(at('--jobs') ?? defaultJobs())
   const races = only ? RACES.filter((r) => only.some((o) => r.name.includes(o))) : RACES
+  const rounds = Number(at('--rounds') ?? 3)
+  if (!Number.isInteger(rounds) || rounds < 1) throw new Error(`--rounds takes a whole number from 1, got '${at('--rounds')}'`)
+  if (!only || only.includes('yardstick')) {
+    // The embedded server is started here for it (race explore on its own would start its own: not the same server).
+    const server = databaseUrl ? undefined : await startEmbedded()
+    try {
+      await yardstick(databaseUrl ?? server!.url, rounds, server !== undefined)
+    } finally {
+      await server?.stop()
+    }
+    console.log('')
+  }
+  if (only && !races.length && !SAMPLED.some((r) => only.some((o) => r.name.includes(o)))) return
   let differ = 0
   const pad = (x: string, k: number) => x.padEnd(k)
   const load = () => os.loadavg().map((x) => x.toFixed(2)).join(' ')

@@ -265,6 +265,13 @@ export interface Scenario {
   isolation: Level | ((v: Variant) => Level | Record<string, Level | null>)
   /** Run on the control connection inside the run's own schema before each trial. */
   setup: readonly string[] | ((v: Variant) => readonly string[])
+  /**
+   * A quicker statement to run in place of a setup statement (PostgreSQL 11+), or undefined: the first is run, and
+   * when it fails for any reason (RECHECK_SQLSTATE: it could not show the statement's check passes) the statement
+   * itself runs after it, as if the quick one had never run (it failed in one transaction: nothing of it is left).
+   * A spec's guarded setup blocks (isolation/guard.ts quickGuardedSql).
+   */
+  quickSetup?: (statement: string) => string | undefined
   /** Binds every session may use, e.g. `:key`. */
   binds?: Record<string, Bind>
   /** The sessions by name, in order. `replicate(n, spec)` makes s1..sN from one template. */
@@ -422,3 +429,6 @@ export function sessionLevelParam(): { isolation: ParamSpec } {
     },
   }
 }
+
+/** SQLSTATE a quick setup statement (Scenario.quickSetup) raises when the statement itself must run (class RX: race). */
+export const RECHECK_SQLSTATE = 'RX002'

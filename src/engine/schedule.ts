@@ -106,9 +106,19 @@ async function settleWoken(sessions: readonly Session[], probe: BlockProbe): Pro
     while (!finished) {
       await Promise.race([done, sleep(POLL_MS)])
       if (finished) break
-      if ((await probe.blocked([x])).has(x)) break
+      if ((await unlessDone(probe.blocked([x]), done))?.has(x)) break
     }
   }
+}
+
+/**
+ * A question to control about a step in flight, or undefined as soon as the step is done (whichever comes first). A
+ * question left unanswered is still answered on control, in its turn; its failure (control lost) is the next
+ * question's, which every wait races with the connection's loss.
+ */
+function unlessDone<T>(question: Promise<T>, done: Promise<void>): Promise<T | undefined> {
+  question.catch(() => {})
+  return Promise.race([question, done.then(() => undefined)])
 }
 
 async function settleOrBlocked(s: Session, probe: BlockProbe): Promise<void> {
@@ -117,8 +127,9 @@ async function settleOrBlocked(s: Session, probe: BlockProbe): Promise<void> {
   done.then(() => (finished = true))
   await Promise.race([done, sleep(0)])
   while (!finished) {
-    const blocked = await probe.blocked([s])
-    if (finished) return
+    // The step that ends while control is being asked is done with: its answer is not waited for.
+    const blocked = await unlessDone(probe.blocked([s]), done)
+    if (finished || !blocked) return
     if (blocked.has(s)) {
       s.markBlocked()
       return

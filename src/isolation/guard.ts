@@ -29,16 +29,45 @@ function excluded(schema: string): string {
 /** The schema's name as a SQL literal, for fingerprintSql and locksSql. */
 export const schemaLiteral = lit
 
-/** Rows (k: identity and version, d: what it is) of every catalog entry outside the schema (a SQL expression). */
-export function fingerprintSql(schema: string): string {
+/**
+ * One kind of catalog row the fingerprint covers: `k` its identity and version as text, `d` what it is in words,
+ * `from` where the rows come from (the FROM and WHERE clauses), `h` a number from its identity and version alone
+ * (an int8 SQL expression over `$seed`), for the quick check's digest (digestSql).
+ */
+interface Part {
+  k: string
+  d: string
+  from: string
+  h: string
+  /** Its columns named (`as k`, `as d`), FROM on a line of its own. */
+  aliased?: boolean
+  /** FROM on a line of its own, the columns unnamed. */
+  broken?: boolean
+}
+
+/** An object's oid and its row's version (xmin) as one int8, hashed with a seed. */
+const oidXmin = (t: string) => `pg_catalog.hashint8extended((${t}.oid::int8 << 32) | ${t}.xmin::text::int8, $seed)`
+
+function parts(schema: string): Part[] {
   const x = excluded(schema)
-  const ns = (table: string, col: string, name: string, what: string) =>
-    `select '${table}:' || t.oid || ':' || t.xmin as k, format('${what} %I.%I', n.nspname, t.${name}) as d
-       from pg_catalog.${table} t join pg_catalog.pg_namespace n on n.oid = t.${col} where t.${col} not in ${x}`
-  const any = (table: string, what: string) => `select '${table}:' || t.oid || ':' || t.xmin, ${what} from pg_catalog.${table} t`
+  const ns = (table: string, col: string, name: string, what: string): Part => ({
+    k: `'${table}:' || t.oid || ':' || t.xmin`,
+    d: `format('${what} %I.%I', n.nspname, t.${name})`,
+    from: `from pg_catalog.${table} t join pg_catalog.pg_namespace n on n.oid = t.${col} where t.${col} not in ${x}`,
+    h: oidXmin('t'),
+    aliased: true,
+  })
+  const any = (table: string, what: string): Part => ({ k: `'${table}:' || t.oid || ':' || t.xmin`, d: what, from: `from pg_catalog.${table} t`, h: oidXmin('t') })
+  /** The row's k, hashed as text: the few rows whose identity is not an oid and an xmin. */
+  const text = (p: Omit<Part, 'h'>): Part => ({ ...p, h: `pg_catalog.hashtextextended(${p.k}, $seed)` })
   return [
-    `select 'pg_class:' || c.oid || ':' || c.xmin as k, format('%s %I.%I', ${KIND}, n.nspname, c.relname) as d
-       from pg_catalog.pg_class c join pg_catalog.pg_namespace n on n.oid = c.relnamespace where c.relnamespace not in ${x}`,
+    {
+      k: `'pg_class:' || c.oid || ':' || c.xmin`,
+      d: `format('%s %I.%I', ${KIND}, n.nspname, c.relname)`,
+      from: `from pg_catalog.pg_class c join pg_catalog.pg_namespace n on n.oid = c.relnamespace where c.relnamespace not in ${x}`,
+      h: oidXmin('c'),
+      aliased: true,
+    },
     ns('pg_type', 'typnamespace', 'typname', 'type'),
     ns('pg_proc', 'pronamespace', 'proname', 'function'),
     ns('pg_operator', 'oprnamespace', 'oprname', 'operator'),
@@ -52,7 +81,7 @@ export function fingerprintSql(schema: string): string {
     ns('pg_ts_template', 'tmplnamespace', 'tmplname', 'text search template'),
     ns('pg_statistic_ext', 'stxnamespace', 'stxname', 'statistics object'),
     ns('pg_constraint', 'connamespace', 'conname', 'constraint'),
-    `select 'pg_namespace:' || t.oid || ':' || t.xmin, format('schema %I', t.nspname) from pg_catalog.pg_namespace t where t.oid not in ${x}`,
+    { k: `'pg_namespace:' || t.oid || ':' || t.xmin`, d: `format('schema %I', t.nspname)`, from: `from pg_catalog.pg_namespace t where t.oid not in ${x}`, h: oidXmin('t') },
     any('pg_extension', `format('extension %I', t.extname)`),
     any('pg_event_trigger', `format('event trigger %I', t.evtname)`),
     any('pg_publication', `format('publication %I', t.pubname)`),
@@ -66,17 +95,47 @@ export function fingerprintSql(schema: string): string {
     any('pg_largeobject_metadata', `format('large object %s', t.oid)`),
     any('pg_database', `format('database %I', t.datname)`),
     any('pg_tablespace', `format('tablespace %I', t.spcname)`),
-    `select 'pg_roles:' || t.oid || ':' || md5(t::text), format('role %I', t.rolname) from pg_catalog.pg_roles t`,
-    `select 'pg_auth_members:' || md5(t::text) || ':0', 'a role membership' from pg_catalog.pg_auth_members t`,
-    `select 'pg_db_role_setting:' || t.setdatabase || '/' || t.setrole || ':' || md5(t::text), 'a role or database setting' from pg_catalog.pg_db_role_setting t`,
+    text({ k: `'pg_roles:' || t.oid || ':' || md5(t::text)`, d: `format('role %I', t.rolname)`, from: `from pg_catalog.pg_roles t` }),
+    text({ k: `'pg_auth_members:' || md5(t::text) || ':0'`, d: `'a role membership'`, from: `from pg_catalog.pg_auth_members t` }),
+    text({ k: `'pg_db_role_setting:' || t.setdatabase || '/' || t.setrole || ':' || md5(t::text)`, d: `'a role or database setting'`, from: `from pg_catalog.pg_db_role_setting t` }),
     // Comments: on anything outside the schema (a schema, a function, a database, a role) and on the schema itself
     // (race's mark). Built-in objects' comments are never in the schema, so only user objects are identified. Their
     // words come from words() only for what changed: describing all five thousand costs a third of a second.
-    `select 'pg_description:' || t.classoid || '/' || t.objoid || '/' || t.objsubid || ':' || t.xmin, 'comment ' || t.classoid || ' ' || t.objoid || ' ' || t.objsubid
-       from pg_catalog.pg_description t
+    {
+      k: `'pg_description:' || t.classoid || '/' || t.objoid || '/' || t.objsubid || ':' || t.xmin`,
+      d: `'comment ' || t.classoid || ' ' || t.objoid || ' ' || t.objsubid`,
+      from: `from pg_catalog.pg_description t
       where t.objoid < 16384 or coalesce((pg_catalog.pg_identify_object(t.classoid, t.objoid, t.objsubid)).schema not in (select nspname from pg_catalog.pg_namespace where oid in ${x}), true)`,
-    `select 'pg_shdescription:' || t.classoid || '/' || t.objoid || ':' || t.xmin, 'comment ' || t.classoid || ' ' || t.objoid || ' 0' from pg_catalog.pg_shdescription t`,
-  ].join('\n union all ')
+      h: `pg_catalog.hashint8extended((t.objoid::int8 << 32) | t.xmin::text::int8, $seed) # pg_catalog.hashint8extended((t.classoid::int8 << 32) | (t.objsubid::int8 & 4294967295), $seed + 100)`,
+      broken: true,
+    },
+    {
+      k: `'pg_shdescription:' || t.classoid || '/' || t.objoid || ':' || t.xmin`,
+      d: `'comment ' || t.classoid || ' ' || t.objoid || ' 0'`,
+      from: `from pg_catalog.pg_shdescription t`,
+      h: `pg_catalog.hashint8extended((t.objoid::int8 << 32) | t.xmin::text::int8, $seed) # pg_catalog.hashint8extended(t.classoid::int8, $seed + 100)`,
+    },
+  ]
+}
+
+/** Rows (k: identity and version, d: what it is) of every catalog entry outside the schema (a SQL expression). */
+export function fingerprintSql(schema: string): string {
+  return parts(schema)
+    .map((p) => (p.aliased ? `select ${p.k} as k, ${p.d} as d\n       ${p.from}` : `select ${p.k}, ${p.d}${p.broken ? '\n       ' : ' '}${p.from}`))
+    .join('\n union all ')
+}
+/**
+ * The fingerprint's rows as one value (a SQL expression of text): how many, and the sum of a 64-bit hash of each
+ * row's identity and version (seeded apart for each kind of row). Two reads of it differ when the rows differ (but
+ * for a chance of about 2^-64), without building a string for each of the ten thousand rows. PostgreSQL 11+
+ * (hashint8extended). Read it inside a statement that calls set_config (parallel unsafe): a parallel plan's workers
+ * cost more to start than the read itself.
+ */
+export function digestSql(schema: string): string {
+  const rows = parts(schema)
+    .map((p, i) => `select ${p.h.split('$seed').join(String(i))} as h ${p.from}`)
+    .join('\n union all ')
+  return `(select pg_catalog.count(*)::text || '/' || coalesce(pg_catalog.sum(h), 0)::text from (${rows}) race_digest)`
 }
 
 /** A change in words (a SQL expression of one): 'changes comment 2615 2200 0' becomes 'changes the comment on schema public'. */
@@ -95,9 +154,9 @@ const GUARD_TEMP = 'race_guard_before'
  * on race's control connection only, where the invariant would read a temporary table in place of the schema's
  * table of the same name (pg_temp comes first in every search_path), and the sessions never see them.
  */
-export function tempSql(): string {
+export function tempSql(own = true): string {
   return `select format('creates temporary %s %I', ${KIND}, c.relname) as d from pg_catalog.pg_class c
-     where c.relnamespace = pg_catalog.pg_my_temp_schema() and c.relname <> '${GUARD_TEMP}'
+     where c.relnamespace = pg_catalog.pg_my_temp_schema()${own ? ` and c.relname <> '${GUARD_TEMP}'` : ''}
    union all select format('creates temporary function %I', p.proname) from pg_catalog.pg_proc p where p.pronamespace = pg_catalog.pg_my_temp_schema()
    union all select format('creates temporary type %I', t.typname) from pg_catalog.pg_type t
      where t.typnamespace = pg_catalog.pg_my_temp_schema() and t.typrelid = 0 and t.typelem = 0`
@@ -158,6 +217,7 @@ export function refusal(where: string, schema: string, changes: readonly string[
 
 /** SQLSTATE the in-SQL form raises (class RX: race); defined in common.ts, which run and check load without this file. */
 import { GUARD_SQLSTATE } from './common.js'
+import { RECHECK_SQLSTATE } from '../scenario.js'
 
 /** Marks around the spec's own block inside guardedSql, so `race show` can show the block itself. */
 export const BLOCK_BEGINS = '-- race: the spec block begins'
@@ -228,6 +288,51 @@ begin
   select string_agg(${words('d')}, ', ') into found from (select d from changes limit 3) s;
   if found is not null then
     raise exception using errcode = '${GUARD_SQLSTATE}', message = ${lit(where + ' ')} || found || ${tail};
+  end if;
+end
+$race_guard$;
+${restoreSql(`pg_catalog.quote_ident(pg_catalog.current_setting('race.guard_schema'))`)}`
+}
+
+
+/**
+ * guardedSql's check, made quick for a block that changes nothing outside race's schema (every trial of a run runs
+ * its setup again): the fingerprint is read before and after the block as one value (digestSql), not kept row by
+ * row in a temporary table and compared in words. It passes only where guardedSql would: the value reads the same
+ * only when the rows do, and the same locks and temporary objects are looked for (its own temporary table is none
+ * here, so none is left out). Anything else (a value that differs, a lock, a temporary object, the mark gone)
+ * raises RECHECK_SQLSTATE, rolling all of it back; the caller then runs guardedSql, whose words (or pass) decide.
+ * PostgreSQL 11+. Undefined for a block that PREPAREs a statement: a prepared statement outlives the transaction
+ * that failed, and would make the block's second run fail otherwise than its first.
+ */
+export function quickGuardedSql(block: string): string | undefined {
+  if (/\bprepare\b/i.test(block)) return undefined
+  const schema = `pg_catalog.current_setting('race.guard_schema')`
+  return `set transaction isolation level repeatable read;
+select pg_catalog.set_config('race.guard_schema', pg_catalog.current_schema(), true), pg_catalog.set_config('race.guard_path', pg_catalog.current_setting('search_path'), true);
+select pg_catalog.set_config('search_path', '${GUARD_PATH}', true);
+do $race_guard_own$
+begin
+  if not ${marked(schema)} then
+    raise exception using errcode = '${RECHECK_SQLSTATE}', message = 'race: look again';
+  end if;
+end
+$race_guard_own$;
+select pg_catalog.set_config('race.guard_digest', ${digestSql(schema)}, true);
+select pg_catalog.set_config('search_path', pg_catalog.current_setting('race.guard_path'), true);
+${BLOCK_BEGINS}
+${block}
+${BLOCK_ENDS}
+;
+do $race_guard$
+declare before text := pg_catalog.current_setting('race.guard_digest');
+begin
+  perform pg_catalog.set_config('search_path', '${GUARD_PATH}', true);
+  set session authorization default;
+  reset role;
+  if not ${marked(schema)} or pg_catalog.set_config('race.guard_digest', ${digestSql(schema)}, true) is distinct from before
+     or exists (${locksSql(schema)}) or exists (${tempSql(false)}) then
+    raise exception using errcode = '${RECHECK_SQLSTATE}', message = 'race: look again';
   end if;
 end
 $race_guard$;

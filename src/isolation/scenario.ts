@@ -13,7 +13,7 @@
 import path from 'node:path'
 import { withoutFinalSemicolon } from '../binds.js'
 import { DEFAULT_LEVEL, sessionLevelParam, type Row, type Scenario, type SessionSpec, type Step } from '../scenario.js'
-import { guardedSql } from './guard.js'
+import { guardedSql, quickGuardedSql } from './guard.js'
 import { outsideReach, statements, transactionControl, unterminated } from './files.js'
 import type { Permutation, Spec, SpecSession } from './parse.js'
 import { SpecError } from './parse.js'
@@ -93,6 +93,7 @@ export function specToScenario(spec: Spec, story: string[] = []): Scenario {
   const fixed = spec.sessions.length
   const perm = lockstepPermutation(spec)
   const invariants = spec.invariants
+  const quick = new Map(spec.setup.map((b, i) => [guardedSql(b.sql, `${file}:${b.pos.line}: setup block ${i + 1}`), quickGuardedSql(b.sql)] as const))
   const invariantSql = invariants.length
     ? `select ${invariants.map((_, i) => `i${i}`).join(' and ')} as held, ${invariants.map((_, i) => `i${i}`).join(', ')} from (select ${invariants.map((x, i) => `${asSubquery(x.sql)} as i${i}`).join(', ')}) as race_invariants`
     : `select true as held`
@@ -114,6 +115,8 @@ export function specToScenario(spec: Spec, story: string[] = []): Scenario {
     sessionCount: template ? { default: 2, min: 1, max: 10_000 } : { default: fixed, min: fixed, max: fixed },
     isolation: (v) => Object.fromEntries(sessionNames(spec, v.n).flat().map((n) => [n, null])),
     setup: spec.setup.map((b, i) => guardedSql(b.sql, `${file}:${b.pos.line}: setup block ${i + 1}`)),
+    // Each block's check made quick for the trials where it passes (the whole check decides where it does not).
+    quickSetup: (statement) => quick.get(statement),
     sessions: (v) => {
       const out: Record<string, SessionSpec> = {}
       const names = sessionNames(spec, v.n)

@@ -11,6 +11,7 @@ import path from 'node:path'
 import { after, before, test } from 'node:test'
 import postgres, { type Sql } from 'postgres'
 import { race, schemasOf, useServer, type TestServer, serverUrls } from '../support/server.js'
+import { guardedSql, quickGuardedSql } from '../../src/isolation/guard.js'
 
 const tag = randomBytes(4).toString('hex')
 /** A schema of this test's own, outside any race run: what a spec must not touch. */
@@ -119,6 +120,43 @@ expect violated
     assert.equal(r.code, 0, `${t.name}: ${r.stdout}${r.stderr}`)
     assert.match(r.stdout, /expected {3}violated {2}MATCH/, t.name)
     assert.deepEqual(await schemasOf(t.admin, r.pid), [], t.name)
+  }
+})
+
+test("the quick check every trial's setup runs first passes a clean block, and hands each block the whole check refuses back to it", async () => {
+  // A trial's setup runs quickGuardedSql first (engine/run.ts): what it cannot show clean is rolled back and run
+  // again under guardedSql, whose words are the run's. It must never pass a block the whole check refuses.
+  const refusedBlocks = [
+    `create table ${outside}.more (id int)`,
+    `comment on schema ${outside} is 'mine'`,
+    `alter function ${outside}.f() rename to g`,
+    `drop index ${outside}.${outside}_idx`,
+    `insert into ${outside}.accounts values (1)`,
+    `create temp table zz (id int)`,
+    `create temp table race_guard_before (id int)`,
+    `select set_config('race.guard_schema', '${outside}', true)`,
+    `do $$ begin execute 'create function ${outside}.h() returns int language sql as ''select 2'''; end $$`,
+  ]
+  assert.equal(quickGuardedSql('prepare p as select 1'), undefined, 'a block that prepares a statement runs under the whole check only')
+  for (const t of targets) {
+    const sql = postgres(t.url, { max: 1, onnotice: () => {} })
+    const mine = `race_test_quick_${tag}`
+    try {
+      const [{ pid }] = await sql`select pg_backend_pid() as pid`
+      await sql.unsafe(`create schema ${mine}; comment on schema ${mine} is 'race:{"backend":${pid},"keep":false}'; set search_path to ${mine}`)
+      const was = await state(t)
+      const outcome = (text: string) => sql.unsafe(text).then(() => 'passed', (e: { code?: string }) => String(e.code))
+      assert.equal(await outcome(quickGuardedSql('create table orders (id int); insert into orders values (1)')!), 'passed', `${t.name}: a clean block passes`)
+      assert.equal((await sql.unsafe(`select count(*)::int as n from ${mine}.orders`))[0].n, 1, `${t.name}: and ran`)
+      for (const block of refusedBlocks) {
+        assert.notEqual(await outcome(guardedSql(block, 'test')), 'passed', `${t.name}: the whole check refuses ${block}`)
+        assert.equal(await outcome(quickGuardedSql(block)!), 'RX002', `${t.name}: the quick check hands ${block} back`)
+      }
+      assert.equal(await state(t), was, `${t.name}: nothing outside changed`)
+    } finally {
+      await sql.unsafe(`drop schema if exists ${mine} cascade`).catch(() => {})
+      await sql.end()
+    }
   }
 })
 

@@ -1,0 +1,148 @@
+// The first figure of `npm run bench:explore` (issue 41): what one interleaving of race explore costs beside what
+// one permutation of PostgreSQL's own isolationtester costs, on the same server, with the same steps. The spec: two
+// sessions of four steps each (begin; a read; an INSERT ... SELECT ... WHERE NOT EXISTS; commit), nothing blocks,
+// so both run 70 orders: isolationtester every permutation (its setup and teardown around each), race explore
+// --exhaustive --jobs 1 every order (its schema made again and the setup run before each).
+// Each side is one child process timed whole, from spawn to exit; the rounds alternate which side goes first, so
+// that drift on a shared machine hits both. Printed: seconds per permutation and per order, and their ratio (median
+// over the rounds, with the spread). race's own figure (the exploration alone, from its summary line) beside it.
+import { spawn } from 'node:child_process'
+import fs from 'node:fs'
+import os from 'node:os'
+import path from 'node:path'
+import { fileURLToPath } from 'node:url'
+import postgres from 'postgres'
+import { maskUrl } from '../src/db/target.js'
+import { NATIVE, regressEnv, runTo, testerFor } from '../test/support/conformance.js'
+
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..')
+const BIN = path.join(ROOT, 'bin', 'race')
+
+/** The orders both sides run: 8!/(4!4!). */
+export const ORDERS = 70
+
+const SETUP = `create table orders (id serial primary key, customer_id int not null, status text not null)`
+const READ = `select count(*) from orders where customer_id = 1 and status = 'open'`
+const INSERT = `insert into orders (customer_id, status) select 1, 'open' where not exists (select 1 from orders where customer_id = 1 and status = 'open')`
+
+function sessions(): string {
+  return [1, 2]
+    .map((i) => `session s${i}\nstep b${i} { begin isolation level read committed }\nstep r${i} { ${READ} }\nstep ins${i} { ${INSERT} }\nstep c${i} { commit }\n`)
+    .join('\n')
+}
+
+/** The spec race explores: the setup, an invariant, the sessions (race drops its schema after every order). */
+export function raceSpec(): string {
+  return `setup { ${SETUP} }\n\ninvariant "at most one open order for customer 1" { select count(*) <= 1 from orders where customer_id = 1 and status = 'open' }\nexpect held\n\n${sessions()}`
+}
+
+/** The same for isolationtester: no invariant; a teardown, since its setup runs again before every permutation. */
+export function testerSpec(): string {
+  return `setup { ${SETUP} }\nteardown { drop table orders }\n\n${sessions()}`
+}
+
+function median(xs: number[]): number {
+  const s = [...xs].sort((a, b) => a - b)
+  return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2
+}
+
+/** race explore as a child, timed whole; its stdout kept (its summary line says how long the exploration took). */
+function raceChild(args: string[], env: NodeJS.ProcessEnv): Promise<{ ms: number; code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve, reject) => {
+    const t0 = performance.now()
+    const child = spawn(process.execPath, [BIN, ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] })
+    let stdout = ''
+    let stderr = ''
+    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()))
+    child.stderr.on('data', (d: Buffer) => (stderr = (stderr + d.toString()).slice(-4000)))
+    const timer = setTimeout(() => child.kill('SIGKILL'), 10 * 60_000)
+    child.once('error', (e) => (clearTimeout(timer), reject(e)))
+    child.once('close', (code) => {
+      clearTimeout(timer)
+      resolve({ ms: performance.now() - t0, code, stdout, stderr })
+    })
+  })
+}
+
+export interface YardstickResult {
+  /** Milliseconds per permutation (isolationtester) and per order (race, whole process; race's own exploration). */
+  tester: number[]
+  race: number[]
+  explored: number[]
+  ratio: number
+}
+
+/**
+ * Runs the yardstick on `url` (a server this machine has an isolationtester for) for `rounds` rounds, printing one
+ * line a round and a summary. `embedded`: the server is the embedded one (its isolationtester needs its libraries).
+ */
+export async function yardstick(url: string, rounds: number, embedded: boolean, log: (line: string) => void = console.log): Promise<YardstickResult | undefined> {
+  const admin = postgres(url, { max: 1, onnotice: () => {} })
+  const work = fs.mkdtempSync(path.join(os.tmpdir(), 'race-yardstick-'))
+  // isolationtester works in a schema of its own (its setup creates a table by that name; others may use the database).
+  const schema = `race_yardstick_${process.pid}`
+  try {
+    const [v] = await admin`select current_setting('server_version_num')::int as num, split_part(current_setting('server_version'), ' ', 1) as version`
+    const tester = testerFor(Number(v.num))
+    if (!tester) {
+      log(`yardstick: no isolationtester on this machine for PostgreSQL ${v.version}: skipped`)
+      return undefined
+    }
+    const raceFile = path.join(work, 'yardstick.spec')
+    const testerFile = path.join(work, 'yardstick-isolationtester.spec')
+    fs.writeFileSync(raceFile, raceSpec())
+    fs.writeFileSync(testerFile, testerSpec())
+    const env = regressEnv()
+    if (embedded) env.LD_LIBRARY_PATH = path.join(NATIVE, 'lib')
+    const raceEnv: NodeJS.ProcessEnv = { ...env, NO_COLOR: '1' }
+    delete raceEnv.PGOPTIONS
+    const options = encodeURIComponent(`${env.PGOPTIONS ? env.PGOPTIONS + ' ' : ''}-c search_path=${schema}`)
+    const conninfo = `${url}${url.includes('?') ? '&' : '?'}options=${options}`
+    log(`yardstick: isolationtester's ${ORDERS} permutations beside race explore --exhaustive --jobs 1 (${ORDERS} orders), 2 sessions x 4 steps, on PostgreSQL ${v.version} ${maskUrl(url)}`)
+    log(`  isolationtester: ${tester}`)
+    const it = async (): Promise<number> => {
+      await admin.unsafe(`drop schema if exists "${schema}" cascade; create schema "${schema}"`)
+      const out = path.join(work, 'isolationtester.out')
+      const t0 = performance.now()
+      const code = await runTo(tester, [conninfo], env, testerFile, out, 10 * 60_000)
+      const ms = performance.now() - t0
+      const text = fs.readFileSync(out, 'latin1')
+      const perms = text.match(/^starting permutation:/gm)?.length ?? 0
+      if (code !== 0 || perms !== ORDERS) throw new Error(`isolationtester exited ${code} after ${perms} permutations:\n${text.slice(-2000)}`)
+      return ms / ORDERS
+    }
+    const race = async (): Promise<{ ms: number; explored: number }> => {
+      const r = await raceChild(['explore', raceFile, '--exhaustive', '--jobs', '1', '--database-url', url], raceEnv)
+      const m = r.stdout.match(/^(\d+) runs in ([\d.]+) s/m)
+      if (!m || Number(m[1]) !== ORDERS || (r.code !== 0 && r.code !== 1)) throw new Error(`race explore exited ${r.code}: ${r.stderr.trim() || r.stdout.slice(-2000)}`)
+      return { ms: r.ms / ORDERS, explored: (Number(m[2]) * 1000) / ORDERS }
+    }
+    const res: YardstickResult = { tester: [], race: [], explored: [], ratio: 0 }
+    for (let k = 0; k < rounds; k++) {
+      let a: number
+      let b: { ms: number; explored: number }
+      if (k % 2 === 0) {
+        a = await it()
+        b = await race()
+      } else {
+        b = await race()
+        a = await it()
+      }
+      res.tester.push(a)
+      res.race.push(b.ms)
+      res.explored.push(b.explored)
+      log(`  round ${k + 1}: isolationtester ${(a / 1000).toFixed(4)} s a permutation, race ${(b.ms / 1000).toFixed(4)} s an order (${(b.explored / 1000).toFixed(4)} s exploring): ${(b.ms / a).toFixed(2)}x`)
+    }
+    const ratios = res.race.map((r, i) => r / res.tester[i])
+    res.ratio = median(ratios)
+    const s = (xs: number[]) => `${(median(xs) / 1000).toFixed(4)} s`
+    log(
+      `  median of ${rounds}: isolationtester ${s(res.tester)} a permutation (${((median(res.tester) * ORDERS) / 1000).toFixed(2)} s for ${ORDERS}); race ${s(res.race)} an order (${((median(res.race) * ORDERS) / 1000).toFixed(2)} s for ${ORDERS}, ${s(res.explored)} of it exploring): race/isolationtester ${res.ratio.toFixed(2)}x [${Math.min(...ratios).toFixed(2)}-${Math.max(...ratios).toFixed(2)}]`,
+    )
+    return res
+  } finally {
+    await admin.unsafe(`drop schema if exists "${schema}" cascade`).catch(() => {})
+    await admin.end({ timeout: 1 })
+    fs.rmSync(work, { recursive: true, force: true })
+  }
+}
