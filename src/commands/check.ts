@@ -14,9 +14,14 @@ import { c, verdictColor } from '../report/color.js'
 import { fitTable, type Col } from '../report/table.js'
 import { columns, hang, joinFit } from '../report/width.js'
 import { annotationsOf, checkWritable, ciCase, githubWanted, printAnnotations, writeJunit } from '../report/ci.js'
-import { addCiOptions, addTargetOptions, assertRunsOn, eachPg, engineFor, ownSettings, parseBounds, runOnce, withLab, type CiOptions, type TargetOptions, type Trial } from './common.js'
-import { expectsOverride, specFailure } from '../isolation/scenario.js'
-import { addPoolerOptions, parsePool, requirePooler, sizePool, type PoolerOptions } from './pooler.js'
+import { addCiOptions, addTargetOptions, eachPg, type CiOptions, type TargetOptions } from './common.js'
+import { ownSettings } from '../report/run.js'
+import { runOnce, type Trial } from '../run/judge.js'
+import { assertRunsOn, engineFor, withLab } from '../run/lab.js'
+import { parseBounds, sizePool } from '../run/params.js'
+import { requirePooler } from '../run/pooler.js'
+import { expectsOverride, specFailure } from '../isolation/common.js'
+import { addPoolerOptions, parsePool, type PoolerOptions } from './pool-options.js'
 
 export interface Case {
   scenario: Scenario

@@ -1,6 +1,6 @@
 // race explore <scenario|FILE.spec|FILE.mjs>: every interleaving of the sessions' steps (or a seeded sample),
 // each judged by the invariant; how many violate it, grouped, and the shortest violating one as a --schedule line.
-import { FLAGS } from '../run/request.js'
+import { FLAGS } from '../run/params.js'
 import type { RunContext } from '../lifecycle.js'
 import type { Command } from 'commander'
 import { assertSound, plan } from '../plan.js'
@@ -12,7 +12,9 @@ import { cliWords } from './words.js'
 import { DEFAULT_MAX, DEFAULT_SAMPLE, DEFAULT_SHRINK, exploreOn, type ExploreResult } from '../explore/index.js'
 import { checkExplore, refuseOneSession } from '../explore/request.js'
 import { isLevelList } from '../levels.js'
-import { addScenarioParamOptions, addTargetOptions, eachPg, assertRunsOn, engineFor, parseBounds, scenarioParams, self, withLab, type TargetOptions } from './common.js'
+import { addScenarioParamOptions, addTargetOptions, eachPg, scenarioParams, self, type TargetOptions } from './common.js'
+import { assertRunsOn, engineFor, withLab } from '../run/lab.js'
+import { parseBounds } from '../run/params.js'
 
 export interface ExploreCommandOptions extends TargetOptions {
   n?: string

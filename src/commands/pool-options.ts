@@ -50,4 +50,3 @@ export function parsePool(o: PoolerOptions, cmd: Command, engine: Engine = 'post
 }
 
 // The run service's (it sizes the pool of a run), named here with the options.
-export { sizePool } from '../run/params.js'

@@ -12,9 +12,12 @@ import { findScenario, summaries, sourceText, type ScenarioSummary } from '../re
 import { c } from '../report/color.js'
 import { columns, fitLines, hang, width, wrap } from '../report/width.js'
 import type { Documented, Schedule, StepDef } from '../scenario.js'
-import { addScenarioParamOptions, assertRunsOn, describeParams, engineFor, ownSettings, scenarioParams } from './common.js'
+import { addScenarioParamOptions, scenarioParams } from './common.js'
+import { describeParams, ownSettings } from '../report/run.js'
+import { assertRunsOn, engineFor } from '../run/lab.js'
 import { shownBlock } from '../isolation/guard.js'
-import { addPoolerOptions, parsePool, sizePool, type PoolerOptions } from './pool-options.js'
+import { addPoolerOptions, parsePool, type PoolerOptions } from './pool-options.js'
+import { sizePool } from '../run/params.js'
 
 export interface ShowOptions extends PoolerOptions {
   n?: string

@@ -11,7 +11,7 @@ import type { Command } from 'commander'
 import { RunError, UsageError } from '../errors.js'
 import { isConnectionLoss } from '../db/sqlstate.js'
 import type { RunContext as Context } from '../lifecycle.js'
-import { parseDuration, parseWhole } from '../parse.js'
+import { parseWhole } from '../parse.js'
 import { c } from '../report/color.js'
 import { diffLines } from '../isolation/diff.js'
 import { libpqEnv, readSpec, specName } from '../isolation/files.js'
@@ -19,7 +19,9 @@ import { fsyncOff, mayCreateDatabase, namesRegressDatabase, reapDatabases, REGRE
 import { guardedBlock } from '../isolation/guarded.js'
 import { expandTemplates, hasTemplate, type Spec } from '../isolation/parse.js'
 import { countPermutations, runTester } from '../isolation/tester.js'
-import { addTargetOptions, eachPg, parseBounds, withLab, type TargetOptions } from './common.js'
+import { addTargetOptions, eachPg, type TargetOptions } from './common.js'
+import { withLab } from '../run/lab.js'
+import { parseBounds } from '../run/params.js'
 
 export interface SpecOptions extends TargetOptions {
   results?: string
@@ -451,5 +453,3 @@ export function stepWait(versionNum: number, env: NodeJS.ProcessEnv = process.en
   const v = env.PGISOLATIONTIMEOUT
   return v !== undefined ? (Number.parseInt(v, 10) || 0) * 1000 : 300_000
 }
-
-export { parseDuration }

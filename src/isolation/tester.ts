@@ -9,7 +9,7 @@
 // A step is cancelled after PGISOLATIONTIMEOUT seconds (default 300) and the run ends after twice that.
 import type { Target } from '../db/target.js'
 import { conditionName } from '../db/sqlstate.js'
-import { RunError, UsageError } from '../errors.js'
+import { RunError } from '../errors.js'
 import { printResult } from './format.js'
 import type { Permutation, PermutationStep, Spec, SpecStep } from './parse.js'
 import { PgConn, type PgResult } from './pgconn.js'
@@ -404,4 +404,3 @@ export function countPermutations(spec: Pick<Spec, 'sessions'>): number {
   return Math.round(r)
 }
 
-export { UsageError }
