@@ -3,7 +3,7 @@
 // scenario. No server.
 import assert from 'node:assert/strict'
 import { describe, test } from 'node:test'
-import { stepWait } from '../../src/commands/spec.js'
+import { stepWait } from '../../src/isolation/suite.js'
 import { UsageError } from '../../src/errors.js'
 import { checkScenario, plan } from '../../src/plan.js'
 import { diffLines } from '../../src/isolation/diff.js'
