@@ -1,5 +1,5 @@
 // --pooler pgbouncer / --pooled: the options run, check, show and bench share, and how they are read. Light on
-// purpose (no driver, no PgBouncer code): commands/pooler.ts has the driver, loaded only when a pooler is asked for.
+// purpose (no driver, no PgBouncer code): run/pooler.ts has the driver, loaded only when a pooler is asked for.
 import type { Command } from 'commander'
 import { UsageError } from '../errors.js'
 import { parseWhole } from '../parse.js'
