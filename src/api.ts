@@ -115,7 +115,7 @@ export function replay(file: string, options: import('./evidence/replay.js').Rep
 }
 
 async function runOnce(ctx: RunContext, ref: ScenarioRef, o: RunOptions): Promise<RunResult> {
-  const [{ findScenario }, { userScenario }, { engineFor, assertRunsOn }, { paramsOf }, { validateRun, pgConflict, NAMES }, { executeRun }] = await inTurn([
+  const [{ findScenario }, { userScenario }, { engineFor, assertRunsOn }, { paramsOf, pgConflict, NAMES }, { validateRun }, { executeRun }] = await inTurn([
     () => import('./registry.js'),
     () => import('./isolation/load.js'),
     () => import('./run/lab.js'),

@@ -1,6 +1,6 @@
 // What the commands share: the flags of a command that connects (its embedded-server choices go to its context),
 // scenario flags, one run per --pg version. Where the database is, bounds on every wait and one trial judged
-// against its documentation are the run service's (src/run), named here too for the commands.
+// against its documentation are the run service's (src/run: lab.ts, params.ts, judge.ts), imported from there.
 import type { Command } from 'commander'
 import { UsageError } from '../errors.js'
 import { worstExit } from '../judge/index.js'
@@ -12,12 +12,6 @@ import type { Engine, ParamSpec, Params, Scenario } from '../scenario.js'
 
 /** What the scenario flags need of a scenario: a loaded one, or its summary from the index (registry.ts). */
 type Flagged = Pick<Scenario, 'id' | 'params'>
-
-// The run service's (src/run) and the run report's: the commands' shared names for them.
-export { describeParams, ownSettings } from '../report/run.js'
-export { parseBounds, parseChoice, parseParam, type Bounds } from '../run/params.js'
-export { assertRunsOn, engineFor, openDriver, POOLER_DIR_PREFIX, withLab } from '../run/lab.js'
-export { declaredCodes, docsFor, judgeTrial, runOnce, type Trial } from '../run/judge.js'
 
 /** How the user ran race, for a command line race suggests: `npx race` when npx started it, else `race`. */
 export function self(): string {

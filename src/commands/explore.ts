@@ -1,6 +1,6 @@
 // race explore <scenario|FILE.spec|FILE.mjs>: every interleaving of the sessions' steps (or a seeded sample),
 // each judged by the invariant; how many violate it, grouped, and the shortest violating one as a --schedule line.
-import { FLAGS } from '../run/request.js'
+import { FLAGS } from '../run/params.js'
 import { plan } from '../plan.js'
 import type { RunContext } from '../lifecycle.js'
 import type { Command } from 'commander'
@@ -10,7 +10,9 @@ import { cliWords } from './words.js'
 import { executeExplore } from '../explore/execute.js'
 import { checkExplore, DEFAULT_MAX, DEFAULT_SAMPLE, DEFAULT_SHRINK, refuseOneSession } from '../explore/request.js'
 import { isLevelList } from '../levels.js'
-import { addScenarioParamOptions, addTargetOptions, eachPg, assertRunsOn, engineFor, parseBounds, scenarioParams, self, type TargetOptions } from './common.js'
+import { addScenarioParamOptions, addTargetOptions, eachPg, scenarioParams, self, type TargetOptions } from './common.js'
+import { assertRunsOn, engineFor } from '../run/lab.js'
+import { parseBounds } from '../run/params.js'
 
 export interface ExploreCommandOptions extends TargetOptions {
   n?: string

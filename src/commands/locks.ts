@@ -10,7 +10,9 @@ import { formatDuration, parseDuration } from '../parse.js'
 import { c } from '../report/color.js'
 import { fitTable, fmtMs } from '../report/table.js'
 import { columns, joinFit, width } from '../report/width.js'
-import { addTargetOptions, parseBounds, withLab, type TargetOptions } from './common.js'
+import { addTargetOptions, type TargetOptions } from './common.js'
+import { withLab } from '../run/lab.js'
+import { parseBounds } from '../run/params.js'
 
 export interface LocksOptions extends TargetOptions {
   watch?: boolean

@@ -15,7 +15,10 @@ import { isServerError } from '../db/sqlstate.js'
 import { defaultParams, type Documented, type Engine, type Scenario, type Verdict } from '../scenario.js'
 import { levelsOn, type Level } from '../levels.js'
 import { annotationsOf, checkWritable, ciCase, githubWanted, printAnnotations, writeJunit } from '../report/ci.js'
-import { addCiOptions, addTargetOptions, endVersion, engineFor, parseBounds, runOnce, withLab, type CiOptions, type TargetOptions, type Trial } from './common.js'
+import { addCiOptions, addTargetOptions, endVersion, type CiOptions, type TargetOptions } from './common.js'
+import { runOnce, type Trial } from '../run/judge.js'
+import { engineFor, withLab } from '../run/lab.js'
+import { parseBounds } from '../run/params.js'
 
 export interface Cell {
   /** What happened: anomaly, prevented 40001, serialized, clean, unknown. */

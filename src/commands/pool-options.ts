@@ -1,5 +1,5 @@
 // --pooler pgbouncer / --pooled: the options run, check, show and bench share, and how they are read. Light on
-// purpose (no driver, no PgBouncer code): commands/pooler.ts has the driver, loaded only when a pooler is asked for.
+// purpose (no driver, no PgBouncer code): run/pooler.ts has the driver, loaded only when a pooler is asked for.
 import type { Command } from 'commander'
 import { UsageError } from '../errors.js'
 import { parseWhole } from '../parse.js'
@@ -50,4 +50,3 @@ export function parsePool(o: PoolerOptions, cmd: Command, engine: Engine = 'post
 }
 
 // The run service's (it sizes the pool of a run), named here with the options.
-export { sizePool } from '../run/params.js'

@@ -4,19 +4,16 @@ import { UsageError } from '../errors.js'
 import type { RunContext } from '../lifecycle.js'
 import { formatDuration } from '../parse.js'
 import { findScenario, summaries, type ScenarioSummary } from '../registry.js'
-import { headParts, render } from '../report/run.js'
+import { describeParams, headParts, render } from '../report/run.js'
 import { executeRun, extendForHold } from '../run/execute.js'
-import { FLAGS, validateRun } from '../run/request.js'
+import { FLAGS } from '../run/params.js'
+import { validateRun } from '../run/request.js'
 import { addPoolerOptions, parsePool, type PoolerOptions } from './pool-options.js'
 import { cliWords } from './words.js'
 // The PostgreSQL driver, which withLab imports when it opens the target: loaded with this module, not after it.
 import '../db/lab.js'
-import { addCiOptions, addScenarioParamOptions, addTargetOptions, assertRunsOn, eachPg, self, type CiOptions, describeParams, engineFor, scenarioParams, type TargetOptions } from './common.js'
-
-// The run service's (src/run) and the run report (report/run.ts), named here too.
-export { render } from '../report/run.js'
-export { executeRun, extendForHold, parseSchedule, SCHEDULES, type RunInput } from '../run/execute.js'
-export { parseExpect, parseUuid } from '../run/request.js'
+import { addCiOptions, addScenarioParamOptions, addTargetOptions, eachPg, self, type CiOptions, scenarioParams, type TargetOptions } from './common.js'
+import { assertRunsOn, engineFor } from '../run/lab.js'
 
 /** race run's flags as commander reads them; mapped to the run service's RunRequest (run/request.ts). */
 export interface RunFlags extends TargetOptions, CiOptions, PoolerOptions {

@@ -11,10 +11,13 @@ import { bindNames } from '../binds.js'
 import { findScenario, summaries, sourceText, type ScenarioSummary } from '../registry.js'
 import { c } from '../report/color.js'
 import { columns, fitLines, hang, width, wrap } from '../report/width.js'
-import type { Documented, Schedule, StepDef } from '../scenario.js'
-import { addScenarioParamOptions, assertRunsOn, describeParams, engineFor, ownSettings, scenarioParams } from './common.js'
+import type { Documented, Engine, Params, Pool, Scenario, Schedule, StepDef } from '../scenario.js'
+import { addScenarioParamOptions, scenarioParams } from './common.js'
+import { describeParams, ownSettings } from '../report/run.js'
+import { assertRunsOn, engineFor } from '../run/lab.js'
 import { shownBlock } from '../isolation/guard.js'
-import { addPoolerOptions, parsePool, sizePool, type PoolerOptions } from './pool-options.js'
+import { addPoolerOptions, parsePool, type PoolerOptions } from './pool-options.js'
+import { sizePool } from '../run/params.js'
 
 export interface ShowOptions extends PoolerOptions {
   n?: string
@@ -95,42 +98,64 @@ export async function showCommand(id: string, o: ShowOptions, cmd: Command): Pro
     return 0
   }
   const replicated = p.sessions.length > 1 && p.sessions.every((x) => x.spec === p.sessions[0].spec)
-  const shown = replicated ? [p.sessions[0]] : p.sessions
-  const binds = usedBinds(p)
-  const documented = docs(p)
+  const v: Shown = { s, p, params, n, engine, pool, replicated, binds: usedBinds(p), documented: docs(p) }
   if (o.json) {
-    const out = {
-      id: s.id,
-      title: s.title,
-      source: sourceText(s.source),
-      ...(engine === 'mysql' ? { engine } : {}),
-      story: s.story,
-      params,
-      n,
-      isolation: p.isolation,
-      setup: p.setup,
-      replicated,
-      sessions: p.sessions.map((x) => ({
-        name: x.name,
-        steps: stepsJson(p, x),
-        racePoint: x.spec.racePoint ?? null,
-        connection: x.spec.connection ?? {},
-        shares: x.spec.shares ?? null,
-        retry: x.spec.retry ?? null,
-        ...(x.spec.release ? { release: x.spec.release } : {}),
-      })),
-      binds,
-      permutation: p.permutation ?? null,
-      ownServer: s.ownServer ?? null,
-      postgresSince: s.postgresSince ?? null,
-      invariant: { description: typeof s.invariant.description === 'function' ? s.invariant.description(params) : s.invariant.description, sql: p.invariantSql },
-      documented,
-      checks: s.checks ?? [],
-    }
-    process.stdout.write(JSON.stringify(out, null, 2) + '\n')
+    process.stdout.write(JSON.stringify(showJson(v), null, 2) + '\n')
     return 0
   }
   const w = columns()
+  process.stdout.write(fitLines(showLines(v, w), w).join('\n') + '\n')
+  return 0
+}
+
+/** A statement scenario as race show shows it: for these params and sessions, through this pool if any. */
+interface Shown {
+  s: Scenario
+  p: Plan
+  params: Params
+  n: number
+  engine: Engine
+  pool?: Pool
+  /** Every session runs the same steps (s1..sN): one is shown. */
+  replicated: boolean
+  binds: ReturnType<typeof usedBinds>
+  documented: ReturnType<typeof docs>
+}
+
+function showJson({ s, p, params, n, engine, replicated, binds, documented }: Shown) {
+  return {
+    id: s.id,
+    title: s.title,
+    source: sourceText(s.source),
+    ...(engine === 'mysql' ? { engine } : {}),
+    story: s.story,
+    params,
+    n,
+    isolation: p.isolation,
+    setup: p.setup,
+    replicated,
+    sessions: p.sessions.map((x) => ({
+      name: x.name,
+      steps: stepsJson(p, x),
+      racePoint: x.spec.racePoint ?? null,
+      connection: x.spec.connection ?? {},
+      shares: x.spec.shares ?? null,
+      retry: x.spec.retry ?? null,
+      ...(x.spec.release ? { release: x.spec.release } : {}),
+    })),
+    binds,
+    permutation: p.permutation ?? null,
+    ownServer: s.ownServer ?? null,
+    postgresSince: s.postgresSince ?? null,
+    invariant: { description: typeof s.invariant.description === 'function' ? s.invariant.description(params) : s.invariant.description, sql: p.invariantSql },
+    documented,
+    checks: s.checks ?? [],
+  }
+}
+
+/** The text, `w` columns wide: the story and setup, the sessions, then what the run holds it to. */
+function showLines(v: Shown, w: number): string[] {
+  const { s, p, engine, pool, replicated } = v
   const lines: string[] = []
   lines.push(`${c.bold(s.id)}: ${s.title}`, c.dim(`from the ${sourceText(s.source)}${engine === 'mysql' ? '; on MySQL/MariaDB (InnoDB)' : ''}`), '')
   if (pool) {
@@ -141,22 +166,32 @@ export async function showCommand(id: string, o: ShowOptions, cmd: Command): Pro
   lines.push('', c.bold('setup') + c.dim(" (in the run's own schema, before each trial)"))
   for (const stmt of p.setup) lines.push(indent(shownBlock(stmt).trim().replace(/;?$/, ';'), 2))
   if (s.expects) lines.push(c.dim("  (each block runs in one transaction that race rolls back, failing the run, if it changes anything outside the run's schema)"))
-  for (const sess of shown) {
-    const conn = Object.entries(sess.spec.connection ?? {})
-    const title = replicated ? `session` + c.dim(` (replicated as s1..sN; --n ${n})`) : `session ${sess.name}`
-    lines.push('', c.bold(title))
-    if (conn.length) lines.push(c.dim(`  connection: ${conn.map(([k, v]) => `${k}='${v}'`).join(', ')}`))
-    if (sess.spec.shares) lines.push(c.dim(`  connection: ${sess.spec.shares}'s, borrowed from the pool after it (same backend)`))
-    for (const st of sess.steps) {
-      lines.push(...stepLines(st.name, st.def, p, w))
-      if (st.name === sess.spec.racePoint) lines.push(c.dim(`  -- race point: --window <d> sleeps here, between check and write: ${windowSql(p.variant.engine, 300)} for --window 300ms`))
-    }
-    if (sess.spec.release) lines.push(c.yellow(`  application, finally (after a rejection or an error): ${sess.spec.release}`))
-    const retry = sess.spec.retry
-    if (retry?.max) {
-      lines.push(c.dim(`  application: on ${retry.on?.length ? retry.on.join(', ') : "a step's retryIf"}, roll back and run the whole transaction again, at most ${retry.max} more time(s)${retry.backoff ? ' (exponential backoff with full jitter)' : ''}`))
-    }
+  for (const sess of replicated ? [p.sessions[0]] : p.sessions) lines.push(...sessionLines(sess, v, w))
+  return [...lines, ...heldTo(v, w)]
+}
+
+function sessionLines(sess: PlannedSession, { p, n, replicated }: Shown, w: number): string[] {
+  const lines: string[] = []
+  const conn = Object.entries(sess.spec.connection ?? {})
+  const title = replicated ? `session` + c.dim(` (replicated as s1..sN; --n ${n})`) : `session ${sess.name}`
+  lines.push('', c.bold(title))
+  if (conn.length) lines.push(c.dim(`  connection: ${conn.map(([k, v]) => `${k}='${v}'`).join(', ')}`))
+  if (sess.spec.shares) lines.push(c.dim(`  connection: ${sess.spec.shares}'s, borrowed from the pool after it (same backend)`))
+  for (const st of sess.steps) {
+    lines.push(...stepLines(st.name, st.def, p, w))
+    if (st.name === sess.spec.racePoint) lines.push(c.dim(`  -- race point: --window <d> sleeps here, between check and write: ${windowSql(p.variant.engine, 300)} for --window 300ms`))
   }
+  if (sess.spec.release) lines.push(c.yellow(`  application, finally (after a rejection or an error): ${sess.spec.release}`))
+  const retry = sess.spec.retry
+  if (retry?.max) {
+    lines.push(c.dim(`  application: on ${retry.on?.length ? retry.on.join(', ') : "a step's retryIf"}, roll back and run the whole transaction again, at most ${retry.max} more time(s)${retry.backoff ? ' (exponential backoff with full jitter)' : ''}`))
+  }
+  return lines
+}
+
+/** The binds, the server it needs, the levels, the interleaving, the invariant and what is documented. */
+function heldTo({ s, p, params, engine, pool, binds, documented }: Shown, w: number): string[] {
+  const lines: string[] = []
   if (binds.length) {
     lines.push('', c.bold('binds') + c.dim(' (sent as bind parameters)'))
     for (const b of binds) lines.push(`  :${b.name.padEnd(10)} ${b.describe}`)
@@ -188,8 +223,7 @@ export async function showCommand(id: string, o: ShowOptions, cmd: Command): Pro
     const d = documentedFor(s, { ...v, schedule: 'lockstep', windowMs: 0 })
     if (d.length) lines.push(`  check ${k.label}: ${d.map(describeDoc).join(' | ')}`)
   }
-  process.stdout.write(fitLines(lines, w).join('\n') + '\n')
-  return 0
+  return lines
 }
 
 function stepLines(name: string, def: StepDef, p: Plan, w: number): string[] {

@@ -12,7 +12,6 @@ import { PgSession } from './pg-session.js'
 import { conditionName, isConnectionLoss } from './sqlstate.js'
 import type { Target } from './target.js'
 
-export type { ServerInfo } from './driver.js'
 
 /** How long the final drop waits for a lock on the run's objects before naming the leftover instead. */
 export const DROP_LOCK_TIMEOUT_MS = 5000

@@ -12,7 +12,7 @@ import { specFailure } from '../isolation/common.js'
 import type { RunContext } from '../lifecycle.js'
 import type { Entry } from '../permutation.js'
 import type { Plan } from '../plan.js'
-import { isBuiltIn } from '../registry.js'
+import { runConfig } from '../run/config.js'
 import type { Trial } from '../run/judge.js'
 import { openDriver } from '../run/lab.js'
 import type { Bounds } from '../run/params.js'
@@ -119,20 +119,16 @@ export async function runJobs(h: JobHost): Promise<{ out: EngineRun | undefined;
     }
   }
   const runJob = (job: Job) =>
-    run(job.lab, {
-      ownSql: isBuiltIn(h.scenario),
-      context: ctx,
-      plan: h.p,
-      schedule: 'lockstep',
-      trials: Number.MAX_SAFE_INTEGER,
-      stepTimeoutMs: bounds.stepTimeoutMs,
-      connectTimeoutMs: bounds.connectTimeoutMs,
-      keep: false,
-      word: h.o.word,
-      choose: () => h.choose(job),
-      onTrial: (_k, facts) => h.onTrial(job, facts),
-      onOrder: (_k, ran) => h.onOrder(job, ran),
-    }).catch((e) => {
+    run(
+      job.lab,
+      runConfig(h.ctx, h.p, bounds, {
+        trials: Number.MAX_SAFE_INTEGER,
+        word: h.o.word,
+        choose: () => h.choose(job),
+        onTrial: (_k, facts) => h.onTrial(job, facts),
+        onOrder: (_k, ran) => h.onOrder(job, ran),
+      }),
+    ).catch((e) => {
       // One job failing ends the others (each ends its run at its next choice, and drops its schema).
       stop()
       throw e

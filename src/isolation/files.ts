@@ -5,8 +5,6 @@ import { UsageError } from '../errors.js'
 import { parseSpec, type Spec } from './parse.js'
 import { lexeme, statements } from '../lex.js'
 
-export { lexeme, statements } from '../lex.js'
-
 /** The most a scenario or spec file may hold: the PostgreSQL suite's biggest spec is under 100 KB. */
 export const MAX_SCENARIO_BYTES = 8 * 1024 * 1024
 

@@ -4,7 +4,8 @@
 // default_transaction_read_only...) ends with it (restoreSql), so a later block, its guard and the unguarded
 // maintenance statements below resolve names in race's schema.
 import { UsageError } from '../errors.js'
-import { maintenanceOnly, maintenanceTargets, outsideReach, statements, transactionControl } from './files.js'
+import { statements } from '../lex.js'
+import { maintenanceOnly, maintenanceTargets, outsideReach, transactionControl } from './files.js'
 import { diff, fingerprintSql, GUARD_PATH, locksSql, refusal, restoreSql, schemaLiteral, tempSql, words } from './guard.js'
 import type { PgConn, PgResult } from './pgconn.js'
 

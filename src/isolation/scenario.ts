@@ -14,11 +14,12 @@ import path from 'node:path'
 import { withoutFinalSemicolon } from '../binds.js'
 import { DEFAULT_LEVEL, sessionLevelParam, type Row, type Scenario, type SessionSpec, type Step } from '../scenario.js'
 import { guardedSql, quickGuardedSql } from './guard.js'
-import { outsideReach, statements, transactionControl, unterminated } from './files.js'
+import { statements } from '../lex.js'
+import { outsideReach, transactionControl, unterminated } from './files.js'
 import type { Permutation, Spec, SpecSession } from './parse.js'
 import { SpecError } from './parse.js'
-// What run and check use of a file's scenario lives apart, so that they do not load the spec parser.
-export { expectsOverride, qualifyPermutation, specFailure } from './common.js'
+// What run and check use of a file's scenario (expectsOverride, specFailure) lives apart, in common.ts, so that they
+// do not load the spec parser.
 
 /** A kebab-case id from a file name: orders.spec -> orders, My_Race.spec -> my-race. */
 export function idFromFile(file: string): string {

@@ -11,7 +11,8 @@ import { UsageError } from '../errors.js'
 import type { Plan } from '../plan.js'
 import { annotationsOf, checkWritable, printAnnotations, searchCase, undecided, writeJunit, type SearchCase } from './ci.js'
 import type { SessionReport, TimelineEvent } from '../engine/types.js'
-import { toJson, type RunDocument, type RunView } from './json.js'
+import { toJson, type RunDocument } from './json.js'
+import type { RunView } from '../run/view.js'
 import { strip } from './width.js'
 
 /** Each session's declared statements in order (a spec's or scenario's steps; an application race has none declared). */

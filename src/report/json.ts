@@ -5,7 +5,6 @@ import type { Documented, Params, Schedule, Verdict } from '../scenario.js'
 import type { Level } from '../levels.js'
 import type { RunView } from '../run/view.js'
 
-export type { RunView } from '../run/view.js'
 
 
 /** The run's JSON document (race run --json, and what the API's run() resolves to besides ok and text). */

@@ -3,7 +3,7 @@
 import { formatDuration } from '../parse.js'
 import { DEFAULT_LEVEL, type Params, type Scenario, type Schedule } from '../scenario.js'
 import { c } from './color.js'
-import type { RunView } from './json.js'
+import type { RunView } from '../run/view.js'
 import { columns, hang, joinFit } from './width.js'
 
 /** "max_locks_per_transaction=10 max_connections=20": the settings of a scenario's own server. */

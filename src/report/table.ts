@@ -6,7 +6,6 @@ import type { Level } from '../levels.js'
 import Table from 'cli-table3'
 import { c, outcomeColor, verdictColor } from './color.js'
 import { columns, hang, joinFit, strip, truncate, widest, width, wrap } from './width.js'
-export { columns } from './width.js'
 
 /** How a column gives way when the table is wider than the screen. */
 export interface Col {

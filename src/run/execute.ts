@@ -1,6 +1,5 @@
 // A run, its input checked: the plan made and the schedule parsed once, the target opened, the engine run with the
 // parsed order, every trial judged. What `race run` and the API's run() both run; nothing is printed here.
-import { isBuiltIn } from '../registry.js'
 import { parseAppPermutation } from '../app/labels.js'
 import type { Words } from '../engine/refusals.js'
 import type { Driver } from '../db/driver.js'
@@ -14,6 +13,7 @@ import type { RunView } from './view.js'
 import type { Engine, Params, Pool, Scenario, Schedule } from '../scenario.js'
 import { qualifyPermutation, specFailure } from '../isolation/common.js'
 import { docsFor, judgeTrial, type Trial } from './judge.js'
+import { runConfig } from './config.js'
 import { withLab } from './lab.js'
 import { sizePool, type Bounds } from './params.js'
 
@@ -109,16 +109,11 @@ export async function executeRun(ctx: RunContext, input: RunInput): Promise<{ vi
     const presenter = input.presenter?.(lab, target, p, schedule)
     // Through a pooler the sessions are its clients (race's own PgBouncer, or the one at --database-url).
     const pooled = pool ? pooler!.pooledDriver(pool, lab, bounds.connectTimeoutMs, via) : undefined
-    const out = await run(pooled ?? lab, {
-    ownSql: isBuiltIn(scenario),
-      context: ctx,
-      plan: p,
+    const out = await run(pooled ?? lab, runConfig(ctx, p, bounds, {
       schedule,
       permutation,
       order,
       trials,
-      stepTimeoutMs: bounds.stepTimeoutMs,
-      connectTimeoutMs: bounds.connectTimeoutMs,
       keep: input.keep,
       freshConnections: input.freshConnections,
       user: input.user,
@@ -133,7 +128,7 @@ export async function executeRun(ctx: RunContext, input: RunInput): Promise<{ vi
         if (t.verdict === 'anomaly') violations++
         input.onTrial?.(done, violations)
       },
-    }).catch((e) => {
+    })).catch((e) => {
       throw specFailure(scenario, e)
     })
     const summary = summarize(judged, docs, override)

@@ -1,5 +1,4 @@
 // A trial judged against the scenario's documentation, and race check's and race matrix's one deterministic trial.
-import { isBuiltIn } from '../registry.js'
 import type { Words } from '../engine/refusals.js'
 import type { Driver } from '../db/driver.js'
 import type { Target } from '../db/target.js'
@@ -8,6 +7,7 @@ import { compare, documentedCodes, judge, notCompleted, type Comparison } from '
 import type { RunContext } from '../lifecycle.js'
 import { documentedFor, plan, type Plan } from '../plan.js'
 import type { Documented, Params, Pool, Scenario, Schedule, Verdict } from '../scenario.js'
+import { runConfig } from './config.js'
 import type { Bounds } from './params.js'
 
 /**
@@ -64,17 +64,7 @@ export async function runOnce(
   // Through a pooler: the sessions go through one of race's own (or the user's, --pooled), opened for this run.
   const pooled = pool ? (await import('./pooler.js')).pooledDriver(pool, lab, bounds.connectTimeoutMs, via) : undefined
   const { run } = await import('../engine/run.js')
-  const out = await run(pooled ?? lab, {
-    ownSql: isBuiltIn(scenario),
-    context: ctx,
-    plan: p,
-    schedule: 'lockstep',
-    trials: 1,
-    stepTimeoutMs: bounds.stepTimeoutMs,
-    connectTimeoutMs: bounds.connectTimeoutMs,
-    keep: false,
-    word,
-  })
+  const out = await run(pooled ?? lab, runConfig(ctx, p, bounds, { word }))
   return { trial: judgeTrial(out.trials[0], docs, p), docs, plan: p, ms: Math.round(performance.now() - started), ...(pooled?.describe ? { pooled: pooled.describe } : {}) }
 }
 

@@ -11,8 +11,6 @@ import type { RunInput } from './execute.js'
 import { extendForHold } from './execute.js'
 import { duration, FLAGS, parseBounds, type Spelling } from './params.js'
 
-export { duration, FLAGS, NAMES, pgConflict, type RunOption, type Spelling } from './params.js'
-
 /** A race as asked for: values as given (flags' text, or run()'s values), the scenario found and its params read. */
 export interface RunRequest {
   scenario: Scenario

@@ -13,7 +13,7 @@ import { resolveTarget } from '../../src/db/target.js'
 import { ROOT, count, race } from '../support/server.js'
 import { documentedFor, plan } from '../../src/plan.js'
 import { run as runEngine } from '../../src/engine/run.js'
-import { judgeTrial } from '../../src/commands/common.js'
+import { judgeTrial } from '../../src/run/judge.js'
 import type { Scenario, Schedule } from '../../src/scenario.js'
 import { MYSQL_URL, reachMysql } from '../innodb/support.js'
 

@@ -2,7 +2,7 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import { advisoryKey } from '../../src/scenario.js'
-import { checkCases } from '../../src/commands/check.js'
+import { checkCases } from '../../src/run/check.js'
 import { race } from '../support/server.js'
 import { leftBy, oneCleanLine, outside, useOutside } from '../support/faults.js'
 import { spawnRace, until } from '../support/procs.js'

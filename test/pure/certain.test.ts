@@ -4,7 +4,7 @@
 // check case must be the certain one.
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
-import { checkCases } from '../../src/commands/check.js'
+import { checkCases } from '../../src/run/check.js'
 import { documentedFor } from '../../src/plan.js'
 import { findScenario } from '../../src/registry.js'
 import { defaultParams, type Params } from '../../src/scenario.js'

@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import { parseBinds } from '../../src/binds.js'
-import { checkCases } from '../../src/commands/check.js'
+import { checkCases } from '../../src/run/check.js'
 import { levelsOn } from '../../src/levels.js'
 import { commandOf, statements } from '../../src/db/mysql.js'
 import { conditionName, isConcurrencyControl, isIntegrityViolation, isServerError, sqlstateOf } from '../../src/db/sqlstate.js'

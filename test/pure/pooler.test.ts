@@ -2,7 +2,7 @@
 // connect queries race's PgBouncer runs, the binary lookup, and a documented SQLSTATE in the judge.
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
-import { checkCases } from '../../src/commands/check.js'
+import { checkCases } from '../../src/run/check.js'
 import { findPgbouncer, resetSql, setupSql } from '../../src/servers/pooler.js'
 import { RunError } from '../../src/errors.js'
 import { documentedCodes, judge } from '../../src/judge/index.js'

@@ -2,7 +2,7 @@
 // steps, and every documented outcome accounts for every session, for the defaults and each check case.
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
-import { checkCases } from '../../src/commands/check.js'
+import { checkCases } from '../../src/run/check.js'
 import { checkScenario, isMatrixRow } from '../../src/plan.js'
 import { scenarioIds, scenarios } from '../../src/registry.js'
 

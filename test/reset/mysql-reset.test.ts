@@ -11,7 +11,7 @@ import { MysqlLab } from '../../src/db/mysql.js'
 import { resolveTarget } from '../../src/db/target.js'
 import { documentedFor, plan } from '../../src/plan.js'
 import { run as runEngine } from '../../src/engine/run.js'
-import { judgeTrial } from '../../src/commands/common.js'
+import { judgeTrial } from '../../src/run/judge.js'
 import { ROOT } from '../support/server.js'
 import { MYSQL_URL, reachMysql } from '../innodb/support.js'
 

@@ -3,7 +3,7 @@
 // the isolation level each session really ran at). A deviation lists what differs.
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
-import { checkCases } from '../../src/commands/check.js'
+import { checkCases } from '../../src/run/check.js'
 import type { Lab } from '../../src/db/lab.js'
 import type { Scenario } from '../../src/scenario.js'
 import { openOwnLab, runScenario, useLab } from '../support/server.js'

@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import type { SessionReport, TrialFacts } from '../../src/engine/types.js'
-import type { Trial } from '../../src/commands/common.js'
+import type { Trial } from '../../src/run/judge.js'
 import type { Params } from '../../src/scenario.js'
 import { race, runScenario, useLab } from '../support/server.js'
 

@@ -8,7 +8,7 @@
 import assert from 'node:assert/strict'
 import { randomUUID } from 'node:crypto'
 import { test } from 'node:test'
-import { checkCases } from '../../src/commands/check.js'
+import { checkCases } from '../../src/run/check.js'
 import type { SessionConn } from '../../src/db/driver.js'
 import type { Lab } from '../../src/db/lab.js'
 import { PgSession } from '../../src/db/pg-session.js'

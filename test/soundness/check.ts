@@ -149,7 +149,7 @@ async function freeRun(file: string, n: number, o: CheckOptions): Promise<string
     const { findScenario } = await import('../../src/registry.js')
     const { engineFor, assertRunsOn } = await import('../../src/run/lab.js')
     const { paramsOf } = await import('../../src/run/params.js')
-    const { validateRun, NAMES } = await import('../../src/run/request.js')
+    const [{ validateRun }, { NAMES }] = await Promise.all([import('../../src/run/request.js'), import('../../src/run/params.js')])
     const { executeRun } = await import('../../src/run/execute.js')
     const scenario = await findScenario(file)
     const engine = engineFor(o.databaseUrl)

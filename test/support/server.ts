@@ -5,7 +5,7 @@ import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { after, before } from 'node:test'
 import postgres, { type Sql } from 'postgres'
-import { judgeTrial, type Trial } from '../../src/commands/common.js'
+import { judgeTrial, type Trial } from '../../src/run/judge.js'
 import { startEmbedded } from '../../src/servers/embedded.js'
 import { Lab } from '../../src/db/lab.js'
 import { resolveTarget } from '../../src/db/target.js'
@@ -13,7 +13,7 @@ import { run, type RunConfig } from '../../src/engine/run.js'
 import { documentedFor, plan, type Plan } from '../../src/plan.js'
 import { findScenario } from '../../src/registry.js'
 import { defaultParams, type Documented, type Params, type Pool, type Scenario, type Schedule } from '../../src/scenario.js'
-import { pooledDriver } from '../../src/commands/pooler.js'
+import { pooledDriver } from '../../src/run/pooler.js'
 
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..', '..')
 export const BIN = path.join(ROOT, 'bin', 'race')
