@@ -4,7 +4,8 @@ import { FLAGS } from '../run/request.js'
 import type { RunContext } from '../lifecycle.js'
 import type { Command } from 'commander'
 import { assertSound, plan } from '../plan.js'
-import { findScenario, summaries, type ScenarioSummary } from '../registry.js'
+import { findScenario, judgedBy, summaries, type ScenarioSummary } from '../registry.js'
+import { parseOracle, refuseTooMany, refuseUnjudged } from '../engine/oracle.js'
 import { c } from '../report/color.js'
 import { columns, hang, joinFit } from '../report/width.js'
 import { specFailure } from '../isolation/common.js'
@@ -30,6 +31,7 @@ export interface ExploreCommandOptions extends TargetOptions {
   inject?: string
   exhaustive?: boolean
   reduce?: boolean
+  oracle?: string
   [param: string]: unknown
 }
 
@@ -53,6 +55,7 @@ export function registerExplore(program: Command, all: readonly ScenarioSummary[
     .option('--expect <held|violated>', 'held: exit 1 when any interleaving violates; violated: exit 1 when none does (default: the spec\'s expect line, or the scenario\'s documentation)')
     .option('--all', 'list every interleaving of each group (default: the first 3, fewest switches first)')
     .option('--inject <faults>', 'application races: also explore the server failing a query, e.g. 40001@commit,40P01@2,lost@3 (each at most once per interleaving)')
+    .option('--oracle <serial>', 'also judge every interleaving against the outcomes of every serial order of the sessions (run first, n <= 5); a race module or spec with no invariant needs it (docs/oracle.md)')
   addScenarioParamOptions(cmd, all)
   addTargetOptions(cmd, ctx, { keep: false, pg: true })
   // --pg 13-18: the same exploration on each version's embedded server, one after another.
@@ -93,7 +96,10 @@ Which isolation level is enough, and does the retry loop survive:
 
 
 export async function exploreCommand(ctx: RunContext, id: string, o: ExploreCommandOptions, cmd: Command): Promise<number> {
-  const found = await findScenario(id)
+  // --oracle serial: every interleaving judged against the serial orders too (engine/oracle.ts).
+  const oracle = parseOracle(o.oracle)
+  const found = judgedBy(await findScenario(id), oracle)
+  refuseUnjudged(found)
   const engine = engineFor(o.databaseUrl)
   assertRunsOn(found, engine)
   // --inject: the application race's explorations also offer the server failing its queries (app/labels.ts).
@@ -103,6 +109,7 @@ export async function exploreCommand(ctx: RunContext, id: string, o: ExploreComm
   const params = scenarioParams(scenario, cmd, o, await summaries(), engine)
   const { n, max, sample, acceptSample, seed, depth, preemptions, shard, jobs, shrink, expect, exhaustive, reduce } = checkExplore(scenario, o, FLAGS)
   refuseOneSession(n)
+  if (oracle) refuseTooMany(n)
   const bounds = parseBounds(o)
   assertSound(scenario, params, n, engine)
   const p = plan(scenario, { params, n, engine })
@@ -131,7 +138,7 @@ export async function exploreCommand(ctx: RunContext, id: string, o: ExploreComm
       if (o.json) {
         const { every, ...rest } = r
         process.stdout.write(JSON.stringify({ ...rest, interleavings: r.interleavings, every }, null, 2) + '\n')
-      } else process.stdout.write(render(r, Boolean(o.all)) + '\n')
+      } else process.stdout.write(render(r, Boolean(o.all), oracle !== undefined) + '\n')
       // Stopped (--run-timeout, a signal): what was found is in the report; the exit code is this search's, and a
       // signal's own (130, 143) stays, said in one line as for any command it stops.
       if (r.stopped) {
@@ -213,7 +220,7 @@ function stoppedText(r: ExploreResult, ctx: RunContext): string {
   return `${why}: stopped after ${r.runs} runs; ${found ? `what it found (${found} interleavings) is in the report` : 'nothing violated or failed in the interleavings run, which is not all of them'}`
 }
 
-function render(r: ExploreResult, all: boolean): string {
+function render(r: ExploreResult, all: boolean, oracle = false): string {
   const w = columns()
   const lines = joinFit([c.bold(`race explore ${r.scenario}`), `${r.server.product ?? 'PostgreSQL'} ${r.server.version} (${r.target})`, `${r.n} session${r.n === 1 ? '' : 's'}`], '  ·  ', w, 2)
   const discovered = r.steps === 'discovered'
@@ -316,6 +323,8 @@ function render(r: ExploreResult, all: boolean): string {
     if (cmd.length + 2 <= w || at < 0) lines.push(...hang(`  ${cmd}`, w, 4))
     else lines.push(`  ${cmd.slice(0, at)} \\`, ...hang(`    ${cmd.slice(at + 1)}`, w, 6))
     if (r.replayNote) lines.push(...hang(c.dim(`  (${r.replayNote})`), w, 3))
+    // --oracle serial: what of it no serial order gives, and the closest serial order's difference.
+    if (oracle && r.shortest.observed) lines.push(...hang(`  observed ${r.shortest.observed}`, w, 4))
   }
   if (r.shortestFailure && r.failureReplay) lines.push(...failureLines(r, w))
   if (r.diverged) lines.push(...hang(c.yellow(`${r.diverged} run(s) went otherwise than the same choices did before: the database${r.steps === 'discovered' ? " (or the application's code)" : ''} did not repeat itself, so some interleavings may be missing`), w, 2))

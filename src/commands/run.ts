@@ -3,7 +3,8 @@ import type { Command } from 'commander'
 import { UsageError } from '../errors.js'
 import type { RunContext } from '../lifecycle.js'
 import { formatDuration } from '../parse.js'
-import { findScenario, summaries, type ScenarioSummary } from '../registry.js'
+import { findScenario, judgedBy, summaries, type ScenarioSummary } from '../registry.js'
+import { parseOracle, refuseTooMany, refuseUnjudged } from '../engine/oracle.js'
 import { headParts, render } from '../report/run.js'
 import { executeRun, extendForHold } from '../run/execute.js'
 import { FLAGS, validateRun } from '../run/request.js'
@@ -31,6 +32,7 @@ export interface RunFlags extends TargetOptions, CiOptions, PoolerOptions {
   step?: boolean
   keep?: boolean
   freshConnections?: boolean
+  oracle?: string
   [param: string]: unknown
 }
 
@@ -53,6 +55,7 @@ export function registerRun(program: Command, all: readonly ScenarioSummary[], e
     .option('--hold <duration>', "keep the race's locks held (before the first commit) this long, for race locks in another terminal")
     .option('--step', 'presenter mode (a terminal): before each step show the sessions and the SQL; Enter runs it, b the story, q stops')
     .option('--theme <theme>', 'presenter: bold instead of dim, for a projector (default: default)')
+    .option('--oracle <serial>', 'also judge every trial against the outcomes of every serial order of the sessions (run first, n <= 5); a race module or spec with no invariant needs it (docs/oracle.md)')
   addScenarioParamOptions(cmd, all)
   addTargetOptions(cmd, ctx, { pg: true })
   addCiOptions(cmd, 'run')
@@ -92,7 +95,10 @@ export function parseTimeline(raw: boolean | string | undefined): 'race' | 'all'
 }
 
 export async function runCommand(ctx: RunContext, id: string, o: RunFlags, cmd: Command): Promise<number> {
-  const scenario = await findScenario(id)
+  // --oracle serial: every trial judged against the serial orders too (engine/oracle.ts).
+  const oracle = parseOracle(o.oracle)
+  const scenario = judgedBy(await findScenario(id), oracle)
+  refuseUnjudged(scenario)
   const engine = engineFor(o.databaseUrl)
   assertRunsOn(scenario, engine)
   const given = scenarioParams(scenario, cmd, o, await summaries(), engine)
@@ -103,6 +109,7 @@ export async function runCommand(ctx: RunContext, id: string, o: RunFlags, cmd: 
     FLAGS,
   )
   const { n, windowMs, trials, bounds, holdMs } = checked
+  if (oracle) refuseTooMany(n)
   const drawn = parseTimeline(o.timeline)
   // What only some runs print is loaded only for them: JSON, a timeline, the CI reports.
   const ci = o.junit !== undefined || o.github || process.env.GITHUB_ACTIONS === 'true' ? await import('../report/ci.js') : undefined
