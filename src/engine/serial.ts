@@ -160,7 +160,7 @@ function endingText(e: SessionEnding | undefined): string {
 
 /** The serial order's name: its sessions in order (s1 then s2), or none ran. */
 export function orderText(order: readonly string[]): string {
-  return order.length ? order.join(' then ') : 'none of the sessions'
+  return order.length > 1 ? order.join(' then ') : order.length ? `${order[0]} alone` : 'none of the sessions'
 }
 
 /**
@@ -176,15 +176,20 @@ export function judgeSerial(trial: Outcome, serial: readonly SerialOutcome[], ab
   const held = all.find((x) => !x.d.tables.length && !x.d.sessions.length)
   if (held) return { held: true, note: `as ${orderText(held.s.order)}, serially` }
   const aligned = all.filter((x) => trial.sessions.every((t) => x.s.order.includes(t.name) || absent(t.name)))
-  const diffs = aligned.length ? aligned : all
-  const size = (x: (typeof diffs)[number]) => x.d.tables.length + x.d.sessions.length
-  const best = diffs.reduce((a, x) => (size(x) < size(a) ? x : a))
-  // Named: the tables and sessions that differ from every one of them (else it is their combination).
-  const always = (kind: 'tables' | 'sessions', name: string) => diffs.every((x) => x.d[kind].includes(name))
-  const named = [
-    ...[...new Set(diffs.flatMap((x) => x.d.tables))].sort().filter((t) => always('tables', t)).map((t) => `table ${t}`),
-    ...trial.sessions.filter((x) => always('sessions', x.name)).map((x) => `${x.name} (${endingText(x)})`),
-  ]
+  const size = (x: (typeof all)[number]) => x.d.tables.length + x.d.sessions.length
+  // The closest: the fewest differences, one in which the sessions line up first.
+  const best = [...aligned, ...all].reduce((a, x) => (size(x) < size(a) ? x : a))
+  // Named: the tables and sessions that differ from every serial outcome; where none does alone, those that differ
+  // from every one in which the sessions line up (else it is their combination).
+  const namedAmong = (diffs: typeof all) => {
+    const always = (kind: 'tables' | 'sessions', name: string) => diffs.every((x) => x.d[kind].includes(name))
+    return [
+      ...[...new Set(diffs.flatMap((x) => x.d.tables))].sort().filter((t) => always('tables', t)).map((t) => `table ${t}`),
+      ...trial.sessions.filter((x) => always('sessions', x.name)).map((x) => `${x.name} (${endingText(x)})`),
+    ]
+  }
+  const first = namedAmong(all)
+  const named = first.length || !aligned.length ? first : namedAmong(aligned)
   const { s, d } = best
   const parts = [
     ...d.tables.map((t) => {
