@@ -8,7 +8,6 @@ import type { FaultCode } from './labels.js'
 import { NOT_SPLIT } from '../engine/session.js'
 import { underTest } from './contain.js'
 import { statements } from '../lex.js'
-import { canonicalJson } from '../engine/serial.js'
 import { locksWithoutWaiting, TAKES_NO_SNAPSHOT } from './parts.js'
 
 /** A part of a string of several statements race runs one by one (app/parts.ts): the first, the last, and whether race opens the string's transaction. */
@@ -705,14 +704,8 @@ export class AppSession {
   /** The function returned. */
   returned(value?: unknown): void {
     this.functionEnded = true
-    // What it returned, for --oracle serial (the engine keeps it only for an oracle); a value JSON cannot write, as its text.
-    if (value !== undefined) {
-      try {
-        this.value = canonicalJson(value)
-      } catch {
-        this.value = String(value)
-      }
-    }
+    // What it returned, for --oracle serial: the engine writes it down only for an oracle (engine/run.ts).
+    this.value = value
     const step = this.lastStep()
     // A query failed with an error nobody expects (a typo'd table, 42P01) and the function caught it and returned:
     // race saw the error, so the code did not do what the race needs, whatever it returned. Not a rejection.
@@ -744,8 +737,8 @@ export class AppSession {
   }
   /** Set by the adapter when a COMMIT's command tag was ROLLBACK. */
   lastWasRollbackOfCommit = false
-  /** What the function returned, as canonical JSON (engine/serial.ts); undefined: it returned nothing. */
-  private value: string | undefined
+  /** What the function returned (undefined: nothing). */
+  private value: unknown
 
   /** The function threw. */
   threw(err: unknown): void {
@@ -879,7 +872,7 @@ export class AppSession {
       ...(this.indivisible.length ? { indivisible: [...this.indivisible] } : {}),
       ...(this.whole.length ? { whole: [...this.whole] } : {}),
       ...(this.unordered.length ? { unordered: [...this.unordered] } : {}),
-      ...(this.value !== undefined && !late ? { returned: this.value } : {}),
+      ...(this.value !== undefined && !late ? { value: this.value } : {}),
     }
   }
 }

@@ -14,6 +14,7 @@ import { Interrupted, RunError, UsageError } from '../errors.js'
 import { tooOldFor } from '../plan.js'
 import { kindOf, type BindCtx, type Row } from '../scenario.js'
 import { refused } from './refusals.js'
+import { canonicalJson } from './serial.js'
 import { judgeTrialSerially, readTables, refuseUnjudged, serialChooser, serialSet, type SerialSet } from './oracle.js'
 import type { RunConfig, SeenBy, TrialContext } from './runner.js'
 import { statementTrials } from './statements.js'
@@ -121,8 +122,12 @@ export async function run(lab: Driver, cfg: RunConfig): Promise<RunOutput> {
       const serial = cfg.serial ? serialChooser(cfg.serial.orders[k], async (ended) => cfg.serial!.prefix(k, ended, await readTables(lab, space, user))) : undefined
       const { facts, ran } = await runner.run({ k, space, user, chooser: serial ?? cfg.chooser?.(k) ?? chosen })
       if (tables) facts.tables = tables
+      // What an application's function returned: written down for the oracle, else not kept.
+      for (const s of facts.sessions) {
+        if ('value' in s && (oracle || cfg.serial)) s.returned = canonicalJson(s.value)
+        delete s.value
+      }
       if (oracle) judgeTrialSerially(facts, oracle, scenario)
-      else if (!cfg.serial) for (const s of facts.sessions) delete s.returned
       trials.push(facts)
       cfg.onTrial?.(k + 1, facts)
       if (ran) cfg.onOrder?.(k, ran)

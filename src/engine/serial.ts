@@ -62,25 +62,38 @@ export function permutations<T>(names: readonly T[]): T[][] {
  * driver's key order. bigint as its digits, a Date as ISO, a Buffer as \x hex, undefined as null.
  */
 export function canonicalJson(v: unknown): string {
-  return JSON.stringify(canon(v))
+  try {
+    return JSON.stringify(canon(v, new Set(), 0)) ?? 'null'
+  } catch {
+    // A getter that throws: the value's own text.
+    return JSON.stringify(String(v))
+  }
 }
 
-function canon(v: unknown): unknown {
-  if (v === undefined) return null
+/** Deeper than this, or met again inside itself, a value is written as a mark, not walked (an ORM entity's graph). */
+const DEPTH = 16
+
+function canon(v: unknown, seen: Set<object>, depth: number): unknown {
+  if (v === undefined || typeof v === 'function' || typeof v === 'symbol') return null
   if (typeof v === 'bigint') return v.toString()
   if (v instanceof Date) return Number.isNaN(v.getTime()) ? String(v) : v.toISOString()
   if (Buffer.isBuffer(v)) return `\\x${v.toString('hex')}`
   if (v instanceof Uint8Array) return `\\x${Buffer.from(v).toString('hex')}`
-  if (Array.isArray(v)) return v.map(canon)
-  if (v && typeof v === 'object') {
+  if (!v || typeof v !== 'object') return typeof v === 'number' && !Number.isFinite(v) ? String(v) : v
+  if (seen.has(v)) return '[circular]'
+  if (depth >= DEPTH) return '[deeper]'
+  seen.add(v)
+  try {
+    if (Array.isArray(v)) return v.map((x) => canon(x, seen, depth + 1))
     const o = v as Record<string, unknown>
     return Object.fromEntries(
       Object.keys(o)
         .sort()
-        .map((k) => [k, canon(o[k])]),
+        .map((k) => [k, canon(o[k], seen, depth + 1)]),
     )
+  } finally {
+    seen.delete(v)
   }
-  return v
 }
 
 /**

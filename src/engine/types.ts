@@ -86,6 +86,8 @@ export interface SessionReport {
    * (engine/serial.ts), compared with what it returned in the serial orders. Absent: undefined, or no oracle.
    */
   returned?: string
+  /** An application session: what its function returned, as it was; the run turns it into `returned` for an oracle, else drops it. */
+  value?: unknown
 }
 
 export interface InvariantReport {

@@ -20,6 +20,13 @@ test('canonical rows: key order does not matter, server-filled columns are left 
   assert.deepEqual(a, b)
   assert.deepEqual(a, ['{"amount":"42","user_id":":user"}', '{"amount":7,"user_id":":user"}'])
   assert.equal(canonicalJson({ b: new Date(0), a: Buffer.from('hi') }), '{"a":"\\\\x6869","b":"1970-01-01T00:00:00.000Z"}')
+  // A value that contains itself, or an ORM entity's deep graph, is written, not walked for ever.
+  const loop: Record<string, unknown> = { id: 1 }
+  loop.self = loop
+  assert.equal(canonicalJson(loop), '{"id":1,"self":"[circular]"}')
+  let deep: Record<string, unknown> = {}
+  for (let i = 0; i < 100; i++) deep = { d: deep }
+  assert.match(canonicalJson(deep), /"\[deeper\]"/)
   // Kept columns still tell rows apart.
   assert.notDeepEqual(canonicalRows([{ k: 1 }], new Set()), canonicalRows([{ k: 2 }], new Set()))
 })
