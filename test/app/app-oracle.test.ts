@@ -139,6 +139,35 @@ test('a spec with no invariant line is judged by the oracle alone; beside an inv
   assert.match(beside.observed, /^false; serial: table orders differs from every serial order/)
 })
 
+test('what a function returns is compared: both read the counter before either increments it, and both return 0', async () => {
+  // The counter is incremented atomically (v = v + 1): its row ends at 2 in every order. Only the answers tell: one
+  // at a time, the second call returns 1.
+  const file = path.join(dir, 'ticket.race.mjs')
+  fs.writeFileSync(
+    file,
+    `export default {
+  driver: 'pg',
+  sessions: 2,
+  setup: ['create table counter (v int not null)', 'insert into counter values (0)'],
+  session: async (db) => {
+    await db.query('begin')
+    const { rows } = await db.query('select v from counter')
+    await db.query('update counter set v = v + 1')
+    await db.query('commit')
+    return { ticket: rows[0].v }
+  },
+  expect: 'violated',
+}
+`,
+  )
+  const both = await runJson([file, '--oracle', 'serial', '--schedule', 'lockstep'])
+  assert.equal(both.code, 0, both.stderr)
+  assert.equal(both.verdict, 'anomaly')
+  assert.match(both.observed, /returned \{"ticket":0\} where it was committed, returned \{"ticket":1\}/)
+  const serial = await runJson([file, '--oracle', 'serial', '--schedule', 'serial', '--expect', 'held'])
+  assert.equal(serial.code, 0, `${serial.observed} ${serial.stderr}`)
+})
+
 test('the API: run() and explore() take oracle: serial, and refuse a race with no invariant without it', async () => {
   const file = at('withdraw-ledger-serial.race.mjs')
   const r = await runApi(file, { databaseUrl: server.url, oracle: 'serial', schedule: 's1.q1 s2.q1 s1.q2 s2.q2 s1.q3 s2.q3 s1.q4 s1.q5 s2.q4 s2.q5' })
