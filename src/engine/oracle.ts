@@ -204,7 +204,7 @@ export function judgeTrialSerially(facts: TrialFacts, set: SerialSet, scenario: 
   const line = alone ? said : `serial: ${said}`
   facts.invariant = {
     ...inv,
-    observed: alone ? line : `${inv.observed}; ${line}`,
+    observed: alone || !inv.observed ? line : `${inv.observed}; ${line}`,
     held,
     ...(held === null && !inv.error ? { error: `the serial oracle could not decide: ${verdict.note}` } : {}),
   }
