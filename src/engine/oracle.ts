@@ -4,8 +4,8 @@
 // (engine/serial.ts compares). engine/run.ts calls it; docs/oracle.md says what it decides and what it cannot.
 import { UsageError } from '../errors.js'
 import type { Driver } from '../db/driver.js'
-import type { Plan } from '../plan.js'
-import type { Params, Scenario } from '../scenario.js'
+import { documentedFor, type Plan } from '../plan.js'
+import type { Documented, Params, Scenario } from '../scenario.js'
 import type { RunConfig } from './runner.js'
 import {
   canonicalRows,
@@ -124,6 +124,27 @@ export interface SerialSet {
   undecided?: string
   /** How many serial orders were run. */
   orders: number
+  /**
+   * The SQLSTATEs the race declares (its prevention, a spec's `prevented by`, the codes its documented outcomes
+   * name, a session's retry codes): a session that failed with one may stand for one that did not run.
+   */
+  declared: Set<string>
+}
+
+/** The SQLSTATEs a plan's scenario declares, as the judge reads them (run/judge.ts declaredCodes). */
+function declaredOf(p: Plan): Set<string> {
+  const out = new Set<string>(p.scenario.prevention ?? [])
+  for (const schedule of ['lockstep', 'serial', 'barrier'] as const) {
+    let docs: Documented[] = []
+    try {
+      docs = documentedFor(p.scenario, { ...p.variant, schedule, windowMs: 0 })
+    } catch {
+      /* not documented on this engine, or at this level */
+    }
+    for (const d of docs) for (const [k, v] of Object.entries(d.who)) for (const x of [k, v]) if (typeof x === 'string' && /^[0-9A-Z]{5}(\/\d+)?$/.test(x)) out.add(x)
+  }
+  for (const s of p.sessions) for (const c of s.spec.retry?.on ?? []) out.add(c)
+  return out
 }
 
 type RunFn = (lab: Driver, cfg: RunConfig) => Promise<unknown>
@@ -175,7 +196,7 @@ async function runSerial(lab: Driver, cfg: RunConfig, run: RunFn): Promise<Seria
       outcomes.push(...prefixOutcomes(orders[k], prefixes[k], facts.sessions.map(sessionEnding)))
     },
   })
-  return { outcomes: distinct(outcomes), orders: orders.length, ...(undecided ? { undecided } : {}) }
+  return { outcomes: distinct(outcomes), orders: orders.length, declared: declaredOf(cfg.plan), ...(undecided ? { undecided } : {}) }
 }
 
 /**
@@ -184,11 +205,10 @@ async function runSerial(lab: Driver, cfg: RunConfig, run: RunFn): Promise<Seria
  */
 export function judgeTrialSerially(facts: TrialFacts, set: SerialSet, scenario: Scenario): void {
   const tables = facts.tables ?? {}
-  const prevention = scenario.prevention ?? []
   const trial = { tables, sessions: facts.sessions.map(sessionEnding) }
   const absent = (name: string) => {
     const s = facts.sessions.find((x) => x.name === name)
-    return s ? mayBeAbsent(s, prevention) : false
+    return s ? mayBeAbsent(s, set.declared) : false
   }
   const undecidedTrial = facts.sessions.find((s) => s.outcome === 'lost' || s.outcome === 'timeout' || s.thrown)
   const verdict = set.undecided

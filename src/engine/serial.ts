@@ -8,6 +8,7 @@
 // as its prevention) rolled back: it may stand for a session that did not run, so the trial is compared with the
 // serial orders of the others. Everything else must match exactly: a session that committed where the serial order
 // rejected it, or returned another value, is no serial outcome.
+import { isConcurrencyControl } from '../db/sqlstate.js'
 import type { SessionReport } from './types.js'
 
 /** Sessions at most for --oracle serial: all n! orders are run (5! = 120 trials before the race). */
@@ -115,13 +116,15 @@ export function endingOf(s: Pick<SessionReport, 'outcome' | 'sqlstate'>): string
 }
 
 /**
- * A session that may stand for one that did not run: it failed with an error that rolls its transaction back by
- * the server's concurrency control (class 40) or by a SQLSTATE the race declares as its prevention.
+ * A session that may stand for one that did not run: it failed with an error by which the server's concurrency
+ * control rolls a transaction back (class 40, 55P03, InnoDB's lock wait timeout) or with a SQLSTATE the race declares
+ * (its prevention, a spec's `prevented by`, a documented outcome's code).
  */
-export function mayBeAbsent(s: Pick<SessionReport, 'outcome' | 'sqlstate' | 'thrown'>, prevention: readonly string[] = []): boolean {
+export function mayBeAbsent(s: Pick<SessionReport, 'outcome' | 'sqlstate' | 'thrown'>, declared: Iterable<string> = []): boolean {
   if (s.outcome !== 'failed' || !s.sqlstate || s.thrown) return false
+  if (isConcurrencyControl(s.sqlstate)) return true
   const code = s.sqlstate.slice(0, 5)
-  return code.startsWith('40') || prevention.some((p) => p.slice(0, 5) === code)
+  return [...declared].some((p) => p === s.sqlstate || p.slice(0, 5) === code)
 }
 
 /** Whether a session's ending (and return value) is the same. */

@@ -31,9 +31,11 @@ test('canonical rows: key order does not matter, server-filled columns are left 
   assert.notDeepEqual(canonicalRows([{ k: 1 }], new Set()), canonicalRows([{ k: 2 }], new Set()))
 })
 
-test('a session may stand for one that did not run only when it failed with class 40 or a declared prevention', () => {
+test('a session may stand for one that did not run only when it failed by the server's concurrency control or with a declared SQLSTATE', () => {
   assert.equal(mayBeAbsent({ outcome: 'failed', sqlstate: '40001' }), true)
   assert.equal(mayBeAbsent({ outcome: 'failed', sqlstate: '40P01' }), true)
+  assert.equal(mayBeAbsent({ outcome: 'failed', sqlstate: '55P03' }), true)
+  assert.equal(mayBeAbsent({ outcome: 'failed', sqlstate: '23505' }, new Set(['23505'])), true)
   assert.equal(mayBeAbsent({ outcome: 'failed', sqlstate: '40001/1213' }), true)
   assert.equal(mayBeAbsent({ outcome: 'failed', sqlstate: '23505' }), false)
   assert.equal(mayBeAbsent({ outcome: 'failed', sqlstate: '23505' }, ['23505']), true)
