@@ -31,7 +31,7 @@ test('canonical rows: key order does not matter, server-filled columns are left 
   assert.notDeepEqual(canonicalRows([{ k: 1 }], new Set()), canonicalRows([{ k: 2 }], new Set()))
 })
 
-test('a session may stand for one that did not run only when it failed by the server's concurrency control or with a declared SQLSTATE', () => {
+test("a session may stand for one that did not run only when it failed by the server's concurrency control or with a declared SQLSTATE", () => {
   assert.equal(mayBeAbsent({ outcome: 'failed', sqlstate: '40001' }), true)
   assert.equal(mayBeAbsent({ outcome: 'failed', sqlstate: '40P01' }), true)
   assert.equal(mayBeAbsent({ outcome: 'failed', sqlstate: '55P03' }), true)
