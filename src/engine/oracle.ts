@@ -2,7 +2,7 @@
 // sessions of a serial run), the serial orders run before the race (one trial each, chosen step by step so that
 // each session's whole work runs after the one before), and each trial of the race judged against them
 // (engine/serial.ts compares). engine/run.ts calls it; docs/oracle.md says what it decides and what it cannot.
-import { UsageError } from '../errors.js'
+import { RunError, UsageError } from '../errors.js'
 import type { Driver } from '../db/driver.js'
 import { documentedFor, type Plan } from '../plan.js'
 import type { Documented, Params, Scenario } from '../scenario.js'
@@ -173,6 +173,13 @@ async function runSerial(lab: Driver, cfg: RunConfig, run: RunFn): Promise<Seria
   const outcomes: SerialOutcome[] = []
   const prefixes: (TableRows | undefined)[][] = orders.map(() => [])
   let undecided: string | undefined
+  let k = 0
+  // A serial order that cannot run (a session waits for a lock an ended one still holds: a leaked session lock)
+  // fails the run as its own error, said to be the oracle's.
+  const said = (e: unknown) => {
+    if (e instanceof RunError || e instanceof UsageError) e.message = `--oracle serial: the serial order ${orderText(orders[Math.min(k, orders.length - 1)])} could not be run: ${e.message}`
+    throw e
+  }
   await run(lab, {
     context: cfg.context,
     plan: cfg.plan,
@@ -189,13 +196,14 @@ async function runSerial(lab: Driver, cfg: RunConfig, run: RunFn): Promise<Seria
       prefix: (k, ended, tables) => void (prefixes[k][ended] = tables),
     },
     onTrial: (done, facts) => {
-      const k = done - 1
+      k = done
       const bad = facts.sessions.find((s) => s.outcome === 'lost' || s.outcome === 'timeout' || s.thrown)
-      if (bad && !undecided) undecided = `the serial order ${orderText(orders[k])} could not be run to its end (${bad.name} ${bad.thrown ?? bad.outcome})`
-      if (facts.tables) prefixes[k][orders[k].length] = facts.tables
-      outcomes.push(...prefixOutcomes(orders[k], prefixes[k], facts.sessions.map(sessionEnding)))
+      if (bad && !undecided) undecided = `the serial order ${orderText(orders[done - 1])} could not be run to its end (${bad.name} ${bad.thrown ?? bad.outcome})`
+      const i = done - 1
+      if (facts.tables) prefixes[i][orders[i].length] = facts.tables
+      outcomes.push(...prefixOutcomes(orders[i], prefixes[i], facts.sessions.map(sessionEnding)))
     },
-  })
+  }).catch(said)
   return { outcomes: distinct(outcomes), orders: orders.length, declared: declaredOf(cfg.plan), ...(undecided ? { undecided } : {}) }
 }
 
