@@ -3,7 +3,8 @@
 // out (examples/app/*-serial.race.mjs spread the invariant versions), are violated in exactly the interleavings
 // their invariants find, and their fixes (an advisory lock, SELECT ... FOR UPDATE) hold; race run names what no
 // serial order gives; SERIALIZABLE's 40001 is a serial outcome (the session that failed did not run); a spec with
-// no invariant line, beside an invariant, and the API. Against a real server (DATABASE_URL, else embedded 18).
+// no invariant line, beside an invariant, the API, and MariaDB. Against a real server (DATABASE_URL, else embedded
+// 18; MariaDB at MYSQL_URL, skipped when none answers).
 import assert from 'node:assert/strict'
 import fs from 'node:fs'
 import os from 'node:os'
@@ -13,6 +14,7 @@ import postgres, { type Sql } from 'postgres'
 import { explore as exploreApi, run as runApi, RaceError } from '../../src/index.js'
 import { exploreJson } from '../support/explore.js'
 import { race, ROOT, schemasOf, useServer, type TestServer } from '../support/server.js'
+import { MYSQL_URL, reachMysql } from '../innodb/support.js'
 
 let server: TestServer
 let admin: Sql
@@ -166,6 +168,24 @@ test('what a function returns is compared: both read the counter before either i
   assert.match(both.observed, /returned \{"ticket":0\} where it was committed, returned \{"ticket":1\}/)
   const serial = await runJson([file, '--oracle', 'serial', '--schedule', 'serial', '--expect', 'held'])
   assert.equal(serial.code, 0, `${serial.observed} ${serial.stderr}`)
+})
+
+test("MariaDB: the run's database's tables are read (auto_increment left out, the user written :user)", async (t) => {
+  const { conn, why } = await reachMysql()
+  if (!conn) return t.skip(why)
+  await conn.end()
+  const file = at('orders-mariadb.race.mjs')
+  const one = async (schedule: string, expect: string) => {
+    const r = await race(['run', file, '--oracle', 'serial', '--n', '2', '--schedule', schedule, '--expect', expect, '--json'], { url: MYSQL_URL, timeoutMs: 120_000 })
+    assert.ok(r.stdout.trim().startsWith('{'), r.stdout + r.stderr)
+    return { code: r.code, j: JSON.parse(r.stdout) as { verdict: string; invariant: { observed: string } } }
+  }
+  const both = await one('lockstep', 'violated')
+  assert.equal(both.code, 0, both.j.invariant.observed)
+  assert.match(both.j.invariant.observed, /^serial: table orders differs from every serial order \(closest, s1 then s2: orders has \{"amount":42,"status":"pending","user_id":":user"\} besides its rows; s2 committed where it was rejected\)$/)
+  const serial = await one('serial', 'held')
+  assert.equal(serial.code, 0, serial.j.invariant.observed)
+  assert.match(serial.j.invariant.observed, /^serial: as s1 then s2, serially$/)
 })
 
 test('the API: run() and explore() take oracle: serial, and refuse a race with no invariant without it', async () => {
