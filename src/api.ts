@@ -45,6 +45,8 @@ export interface RunOptions {
   connectTimeout?: string | number
   stepTimeout?: string | number
   runTimeout?: string | number
+  /** 'serial': every trial also judged against the outcomes of every serial order of the sessions (docs/oracle.md); needed by a race with no invariant. */
+  oracle?: 'serial'
 }
 
 /** The error run() rejects with: the CLI's one line, and the exit code race would give (2 bad input, 3 could not run, 130/143 interrupted). */
@@ -75,11 +77,17 @@ export function run(scenario: ScenarioRef, options: RunOptions = {}): Promise<Ru
  * Every interleaving of the race's steps, each judged (race explore): how many violate, grouped, and the shortest
  * violating one as a permutation `run(..., { schedule })` replays. Like run(): a context of its own, cleaned up, RaceError.
  */
-export function explore(scenario: ScenarioRef, options: import('./explore/request.js').ExploreOptions = {}): Promise<import('./explore/result.js').ExploreResult> {
+export function explore(scenario: ScenarioRef, options: import('./explore/request.js').ExploreOptions & { oracle?: 'serial' } = {}): Promise<import('./explore/result.js').ExploreResult> {
   return guarded(async (ctx) => {
     const [{ explore: exploreOnce }, { userScenario }] = await inTurn([() => import('./explore/execute.js'), () => import('./isolation/load.js')])
+    const { oracle, ...rest } = options
     const s = typeof scenario === 'string' ? scenario : userScenario(scenario, `explore(): scenario ${typeof scenario?.id === 'string' ? scenario.id : ''}`.trim())
-    return exploreOnce(ctx, s, options)
+    if (!('oracle' in options)) return exploreOnce(ctx, s, rest)
+    // oracle: 'serial': the race judged against its serial orders too (engine/oracle.ts).
+    const [{ findScenario, judgedBy }, { parseOracle, refuseUnjudged }] = await inTurn([() => import('./registry.js'), () => import('./engine/oracle.js')])
+    const judged = judgedBy(typeof s === 'string' ? await findScenario(s) : s, parseOracle(oracle, 'explore(): oracle'))
+    refuseUnjudged(judged)
+    return exploreOnce(ctx, judged, { ...(typeof s === 'string' && rest.name === undefined ? { name: s } : {}), ...rest })
   })
 }
 
@@ -115,18 +123,22 @@ export function replay(file: string, options: import('./evidence/replay.js').Rep
 }
 
 async function runOnce(ctx: RunContext, ref: ScenarioRef, o: RunOptions): Promise<RunResult> {
-  const [{ findScenario }, { userScenario }, { engineFor, assertRunsOn }, { paramsOf, pgConflict, NAMES }, { validateRun }, { executeRun }] = await inTurn([
+  const [{ findScenario, judgedBy }, { userScenario }, { engineFor, assertRunsOn }, { paramsOf, pgConflict, NAMES }, { validateRun }, { executeRun }, { parseOracle, refuseUnjudged }] = await inTurn([
     () => import('./registry.js'),
     () => import('./isolation/load.js'),
     () => import('./run/lab.js'),
     () => import('./run/params.js'),
     () => import('./run/request.js'),
     () => import('./run/execute.js'),
+    () => import('./engine/oracle.js'),
   ])
   if (typeof ref !== 'string' && (typeof ref !== 'object' || ref === null)) throw new UsageError(`run(): the scenario is a built-in id, a .spec/.mjs path or a defineScenario({...}) object, got ${ref === null ? 'null' : typeof ref}`)
-  const known = new Set(['n', 'schedule', 'params', 'window', 'trials', 'expect', 'databaseUrl', 'pg', 'user', 'freshConnections', 'connectTimeout', 'stepTimeout', 'runTimeout'])
+  const known = new Set(['n', 'schedule', 'params', 'window', 'trials', 'expect', 'databaseUrl', 'pg', 'user', 'freshConnections', 'connectTimeout', 'stepTimeout', 'runTimeout', 'oracle'])
   for (const k of Object.keys(o)) if (!known.has(k)) throw new UsageError(`run(): unknown option '${k}': it takes ${[...known].join(', ')}`)
-  const scenario = typeof ref === 'string' ? await findScenario(ref) : userScenario(ref, `run(): scenario ${typeof ref.id === 'string' ? ref.id : ''}`.trim())
+  const found = typeof ref === 'string' ? await findScenario(ref) : userScenario(ref, `run(): scenario ${typeof ref.id === 'string' ? ref.id : ''}`.trim())
+  // oracle: 'serial': every trial judged against the serial orders too (engine/oracle.ts).
+  const scenario = judgedBy(found, parseOracle(o.oracle, 'run(): oracle'))
+  refuseUnjudged(scenario)
   const engine = engineFor(o.databaseUrl)
   assertRunsOn(scenario, engine)
   if (o.pg !== undefined) {

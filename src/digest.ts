@@ -15,6 +15,12 @@ export function recordFile(s: Scenario, bytes: Buffer): Scenario {
   return s
 }
 
+/** `to`, a copy of `from` (judged by an oracle too), was read from the same file. */
+export function carryDigest(from: Scenario, to: Scenario): void {
+  const d = files.get(from)
+  if (d) files.set(to, d)
+}
+
 /** The SHA-256 of the file `s` was loaded from, if it was loaded from a file. */
 export function fileDigest(s: Scenario): string | undefined {
   return files.get(s)

@@ -10,7 +10,8 @@ import fs from 'node:fs'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { UsageError } from './errors.js'
-import { fileDigest, sha256 } from './digest.js'
+import { carryDigest, fileDigest, sha256 } from './digest.js'
+import { withOracle, type OracleName } from './engine/oracle.js'
 import { SRC } from './home.js'
 import { importModule } from './load-module.js'
 import { closest } from './parse.js'
@@ -91,6 +92,18 @@ const BUILT_IN = new WeakSet<Scenario>()
  */
 export function isBuiltIn(s: Scenario): boolean {
   return BUILT_IN.has(s)
+}
+
+/**
+ * The scenario judged by `oracle` too (--oracle serial, engine/oracle.ts): a copy that is still what `s` was (a
+ * built-in, read from the same file), so that it runs and is named as `s` does.
+ */
+export function judgedBy(s: Scenario, oracle: OracleName | undefined): Scenario {
+  const t = withOracle(s, oracle)
+  if (t === s) return s
+  if (BUILT_IN.has(s)) BUILT_IN.add(t)
+  carryDigest(s, t)
+  return t
 }
 
 /**

@@ -324,6 +324,16 @@ export interface Scenario {
    * a failure whatever the invariant says (judge/index.ts notCompleted; docs/verdicts.md).
    */
   mustComplete?: boolean
+  /**
+   * It declares no invariant: 'required' (an application race module without one) runs only with an oracle; true
+   * (a spec file without an invariant line) runs and reports, its invariant `select true as held`.
+   */
+  noInvariant?: 'required' | true
+  /**
+   * --oracle serial: every trial is also judged against the outcomes of every serial order of its sessions
+   * (engine/oracle.ts); violated when either the invariant or the oracle says so.
+   */
+  oracle?: 'serial'
 }
 
 /**

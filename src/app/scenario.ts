@@ -70,8 +70,9 @@ export function appProblems(race: AppRace): string[] {
   if (typeof race.session !== 'function') out.push('session must be a function (db, ctx) => ... that calls your code')
   for (const k of ['open', 'close'] as const) if (race[k] !== undefined && typeof race[k] !== 'function') out.push(`${k} must be a function`)
   if (race.expect !== 'held' && race.expect !== 'violated') out.push(`expect is ${JSON.stringify(race.expect)}: say 'held' or 'violated' (what your documentation promises under this race)`)
+  // No invariant at all: the race runs only under an oracle (--oracle serial), refused by the run otherwise.
   const inv = typeof race.invariant === 'string' ? race.invariant : race.invariant?.sql
-  if (typeof inv !== 'string' || !inv.trim()) out.push("invariant must be SQL returning a boolean, e.g. 'select count(*) <= 1 from orders'")
+  if (race.invariant !== undefined && (typeof inv !== 'string' || !inv.trim())) out.push("invariant must be SQL returning a boolean, e.g. 'select count(*) <= 1 from orders' (or leave it out and run with --oracle serial)")
   if (race.setup !== undefined && (!Array.isArray(race.setup) || race.setup.some((x) => typeof x !== 'string'))) out.push('setup must be a list of SQL strings')
   const b = race.barrier
   if (b !== undefined && !(typeof b === 'number' && Number.isInteger(b) && b >= 1) && !(typeof b === 'string' && /^[A-Za-z_]\w*$/.test(b))) {
@@ -99,7 +100,12 @@ export function appScenario(race: AppRace, file: string): Scenario {
   const problems = appProblems(race)
   if (problems.length) throw new UsageError(`${file}: ${problems[0]}${problems.length > 1 ? ` (and ${problems.length - 1} more)` : ''}`)
   const count = typeof race.sessions === 'object' ? race.sessions : { default: race.sessions ?? 2 }
-  const description = typeof race.invariant === 'object' && race.invariant.description ? race.invariant.description : (typeof race.invariant === 'string' ? race.invariant : race.invariant.sql).trim()
+  const description =
+    race.invariant === undefined
+      ? 'none declared (the race module has no invariant)'
+      : typeof race.invariant === 'object' && race.invariant.description
+        ? race.invariant.description
+        : (typeof race.invariant === 'string' ? race.invariant : race.invariant.sql).trim()
   const resolved = path.resolve(file)
   return {
     id: idOf(race, file),
@@ -115,6 +121,7 @@ export function appScenario(race: AppRace, file: string): Scenario {
     sessions: (v) => replicate(v.n, { steps: { function: '' } }),
     defaultSchedule: 'barrier',
     invariant: { description, sql: invariantSqlOf(race) },
+    ...(race.invariant === undefined ? { noInvariant: 'required' as const } : {}),
     ...(race.driver === 'mariadb' || race.driver === 'mysql2'
       ? { documented: { mysql: { lockstep: [], serial: [] } }, unavailable: { postgres: `its driver is ${race.driver === 'mysql2' ? 'mysql2' : 'the mariadb connector'}: give a mysql:// or mariadb:// --database-url` } }
       : { documented: { postgres: { lockstep: [], serial: [] } }, unavailable: { mysql: `its driver (${race.driver}) is a PostgreSQL driver` } }),

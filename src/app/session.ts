@@ -704,6 +704,8 @@ export class AppSession {
   /** The function returned. */
   returned(value?: unknown): void {
     this.functionEnded = true
+    // What it returned, for --oracle serial: the engine writes it down only for an oracle (engine/run.ts).
+    this.value = value
     const step = this.lastStep()
     // A query failed with an error nobody expects (a typo'd table, 42P01) and the function caught it and returned:
     // race saw the error, so the code did not do what the race needs, whatever it returned. Not a rejection.
@@ -735,6 +737,8 @@ export class AppSession {
   }
   /** Set by the adapter when a COMMIT's command tag was ROLLBACK. */
   lastWasRollbackOfCommit = false
+  /** What the function returned (undefined: nothing). */
+  private value: unknown
 
   /** The function threw. */
   threw(err: unknown): void {
@@ -868,6 +872,7 @@ export class AppSession {
       ...(this.indivisible.length ? { indivisible: [...this.indivisible] } : {}),
       ...(this.whole.length ? { whole: [...this.whole] } : {}),
       ...(this.unordered.length ? { unordered: [...this.unordered] } : {}),
+      ...(this.value !== undefined && !late ? { value: this.value } : {}),
     }
   }
 }

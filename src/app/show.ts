@@ -51,7 +51,7 @@ export function appShowLines(s: Scenario, p: Plan, n: number, style: { bold: (x:
   if (race.connection && Object.keys(race.connection).length) lines.push(style.dim(`  connection: ${Object.entries(race.connection).map(([k, v]) => `${k}=${v}`).join(' ')}`))
   lines.push('', `${style.bold('steps')}    ${stepRule(race.barrier)}.`)
   lines.push(`${style.bold('barrier')}  ${barrierText(race.barrier)}; lockstep releases query k of every session before k+1; a permutation names labels ("s1.q1 s2.q1 s1.q2 ..."); race run prints the order that ran.`)
-  lines.push('', `${style.bold('invariant')} ${invariantSqlOf(race)}`)
+  lines.push('', `${style.bold('invariant')} ${race.invariant === undefined ? style.dim('none: race run and race explore judge it with --oracle serial (every outcome against the serial orders of its sessions)') : invariantSqlOf(race)}`)
   lines.push(`${style.bold('expect')}   the invariant ${race.expect} ${style.dim("(the module's expect; who ends how is not documented)")}`)
   return lines
 }

@@ -147,8 +147,10 @@ export interface AppRace<D extends AppDriver = AppDriver, O = AppDriverType<D>> 
   /**
    * SQL run on the control connection after every session has ended: its first row's first boolean column (or a
    * column named `held`) says whether the invariant held; NULL: it could not be decided. `:user` and `:n` binds.
+   * Optional with --oracle serial (every outcome judged against the serial orders of the sessions): without one,
+   * the race runs only under that oracle.
    */
-  invariant: string | { sql: string; description?: string }
+  invariant?: string | { sql: string; description?: string }
   /** What the application's documentation says of the invariant under this race: held, or violated. */
   expect: 'held' | 'violated'
   /**

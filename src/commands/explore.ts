@@ -4,7 +4,8 @@ import { FLAGS } from '../run/params.js'
 import { plan } from '../plan.js'
 import type { RunContext } from '../lifecycle.js'
 import type { Command } from 'commander'
-import { findScenario, summaries, type ScenarioSummary } from '../registry.js'
+import { findScenario, judgedBy, summaries, type ScenarioSummary } from '../registry.js'
+import { parseOracle, refuseTooMany, refuseUnjudged } from '../engine/oracle.js'
 import { closingLines, render } from '../report/explore.js'
 import { cliWords } from './words.js'
 import { executeExplore } from '../explore/execute.js'
@@ -34,6 +35,7 @@ export interface ExploreCommandOptions extends TargetOptions {
   junit?: string
   github?: boolean
   save?: string
+  oracle?: string
   [param: string]: unknown
 }
 
@@ -59,6 +61,7 @@ export function registerExplore(program: Command, all: readonly ScenarioSummary[
     .option('--save <file>', 'write the shortest violating interleaving (else the shortest failure) as a counterexample file (race replay runs it again; docs/counterexamples.md)')
     .option('--inject <faults>', 'application races: also explore the server failing a query, e.g. 40001@commit,40P01@2,lost@3 (each at most once per interleaving)')
     .option('--html <file>', 'also write the search as one self-contained HTML page: the outcome groups, the shortest violating interleaving as lanes, its replay').option('--junit <file>', 'also write a JUnit XML file: one testcase, a <failure> when the search deviates').option('--github', 'print a GitHub Actions ::error annotation (on the race file) when the search deviates or is undecided')
+    .option('--oracle <serial>', 'also judge every interleaving against the outcomes of every serial order of the sessions (run first, n <= 5); a race module or spec with no invariant needs it (docs/oracle.md)')
   addScenarioParamOptions(cmd, all)
   addTargetOptions(cmd, ctx, { keep: false, pg: true })
   // --pg 13-18: the same exploration on each version's embedded server, one after another.
@@ -99,7 +102,10 @@ Which isolation level is enough, and does the retry loop survive:
 
 
 export async function exploreCommand(ctx: RunContext, id: string, o: ExploreCommandOptions, cmd: Command): Promise<number> {
-  const found = await findScenario(id)
+  // --oracle serial: every interleaving judged against the serial orders too (engine/oracle.ts).
+  const oracle = parseOracle(o.oracle)
+  const found = judgedBy(await findScenario(id), oracle)
+  refuseUnjudged(found)
   const engine = engineFor(o.databaseUrl)
   assertRunsOn(found, engine)
   // --inject: the application race's explorations also offer the server failing its queries (app/labels.ts).
@@ -111,6 +117,7 @@ export async function exploreCommand(ctx: RunContext, id: string, o: ExploreComm
   const params = scenarioParams(scenario, cmd, o, await summaries(), engine)
   const checked = checkExplore(scenario, o, FLAGS)
   refuseOneSession(checked.n)
+  if (oracle) refuseTooMany(checked.n)
   const bounds = parseBounds(o)
   const tty = process.stderr.isTTY
   let lastLine = 0
@@ -132,7 +139,7 @@ export async function exploreCommand(ctx: RunContext, id: string, o: ExploreComm
     if (o.json) {
       const { every, ...rest } = r
       process.stdout.write(JSON.stringify({ ...rest, interleavings: r.interleavings, every }, null, 2) + '\n')
-    } else process.stdout.write(render(r, Boolean(o.all), self()) + '\n')
+    } else process.stdout.write(render(r, Boolean(o.all), self(), oracle !== undefined) + '\n')
     if (files) files.write(r, plan(scenario, { params, n: checked.n, engine }), id)
     // Stopped (--run-timeout, a signal): what was found is in the report; the exit code is this search's, and a
     // signal's own (130, 143) stays, said in one line as for any command it stops.

@@ -3,7 +3,8 @@ import type { Command } from 'commander'
 import { UsageError } from '../errors.js'
 import type { RunContext } from '../lifecycle.js'
 import { formatDuration } from '../parse.js'
-import { findScenario, summaries, type ScenarioSummary } from '../registry.js'
+import { findScenario, judgedBy, summaries, type ScenarioSummary } from '../registry.js'
+import { parseOracle, refuseTooMany, refuseUnjudged } from '../engine/oracle.js'
 import { describeParams, headParts, render } from '../report/run.js'
 import { executeRun, extendForHold } from '../run/execute.js'
 import { FLAGS } from '../run/params.js'
@@ -30,6 +31,7 @@ export interface RunFlags extends TargetOptions, CiOptions, PoolerOptions {
   keep?: boolean
   freshConnections?: boolean
   html?: string
+  oracle?: string
   [param: string]: unknown
 }
 
@@ -54,6 +56,7 @@ export function registerRun(program: Command, all: readonly ScenarioSummary[], e
     .option('--theme <theme>', 'presenter: bold instead of dim, for a projector (default: default)')
     .option('--html <file>', 'also write the run as one self-contained HTML page: a lane per session, each statement and its answer, the verdict, the command to run it again')
     .option('--save <file>', 'write the failing trial\'s schedule as a counterexample file (race replay runs it again; docs/counterexamples.md)')
+    .option('--oracle <serial>', 'also judge every trial against the outcomes of every serial order of the sessions (run first, n <= 5); a race module or spec with no invariant needs it (docs/oracle.md)')
   addScenarioParamOptions(cmd, all)
   addTargetOptions(cmd, ctx, { pg: true })
   addCiOptions(cmd, 'run')
@@ -93,7 +96,10 @@ export function parseTimeline(raw: boolean | string | undefined): 'race' | 'all'
 }
 
 export async function runCommand(ctx: RunContext, id: string, o: RunFlags, cmd: Command): Promise<number> {
-  const scenario = await findScenario(id)
+  // --oracle serial: every trial judged against the serial orders too (engine/oracle.ts).
+  const oracle = parseOracle(o.oracle)
+  const scenario = judgedBy(await findScenario(id), oracle)
+  refuseUnjudged(scenario)
   const engine = engineFor(o.databaseUrl)
   assertRunsOn(scenario, engine)
   const given = scenarioParams(scenario, cmd, o, await summaries(), engine)
@@ -104,6 +110,7 @@ export async function runCommand(ctx: RunContext, id: string, o: RunFlags, cmd: 
     FLAGS,
   )
   const { n, windowMs, trials, bounds, holdMs } = checked
+  if (oracle) refuseTooMany(n)
   const drawn = parseTimeline(o.timeline)
   // What only some runs print is loaded only for them: JSON, a timeline, the CI reports.
   const ci = o.junit !== undefined || o.github || process.env.GITHUB_ACTIONS === 'true' ? await import('../report/ci.js') : undefined

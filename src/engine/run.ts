@@ -14,6 +14,8 @@ import { Interrupted, RunError, UsageError } from '../errors.js'
 import { tooOldFor } from '../plan.js'
 import { kindOf, type BindCtx, type Row, type Scenario } from '../scenario.js'
 import { refused } from './refusals.js'
+import { canonicalJson } from './serial.js'
+import { judgeTrialSerially, readTables, refuseUnjudged, serialChooser, serialSet, type SerialSet } from './oracle.js'
 import type { RunConfig, SeenBy, TrialContext } from './runner.js'
 import { statementTrials } from './statements.js'
 
@@ -37,6 +39,8 @@ export async function run(lab: Driver, cfg: RunConfig): Promise<RunOutput> {
   if (scenario.ownServer && lab.target.kind !== 'embedded') throw refused({ kind: 'own-server', scenario }, cfg.word)
   const old = tooOldFor(scenario, lab.server, lab.engine)
   if (old) throw new UsageError(old)
+  // A race module with no invariant is judged by an oracle or not run (one line, exit 2).
+  refuseUnjudged(scenario)
   const room = await lab.room()
   if (n > room.free) throw refused({ kind: 'room', n, free: room.free, max: room.max }, cfg.word)
   const sharing = plan.sessions.filter((x) => x.spec.shares)
@@ -46,13 +50,24 @@ export async function run(lab: Driver, cfg: RunConfig): Promise<RunOutput> {
   // The run's abort signal and where it says what is in flight (the run's context): given to the trial runner.
   const signal = cfg.context.signal
   const aborted = cfg.context.whenAborted()
+  // --oracle serial: every serial order of the sessions runs first (its own schema and trials); the serial runs
+  // themselves, and a run with no oracle, read no tables.
+  const oracle: SerialSet | undefined = scenario.oracle === 'serial' && !cfg.serial ? await serialSet(lab, cfg, run) : undefined
+  const reading = Boolean(oracle || cfg.serial)
+  let tables: Record<string, string[]> | undefined
   const ctx: TrialContext = {
     lab,
     cfg,
     signal,
     whenAborted: () => aborted,
     describeStuck: (f) => cfg.context.setStuckDescriber(f),
-    evaluate: (user, seen) => evaluate(lab, cfg, user, seen, schema?.name),
+    evaluate: async (user, seen) => {
+      // No invariant of its own (the oracle judges): held, as far as the invariant goes.
+      const own = scenario.invariant.description
+      const report = scenario.noInvariant === 'required' ? { description: typeof own === 'function' ? own(plan.variant.params) : own, observed: '', held: true } : await evaluate(lab, cfg, user, seen, schema?.name)
+      if (reading && schema) tables = await readTables(lab, schema.name, user)
+      return report
+    },
   }
   // Declared statements run on the engine's own runner; an application race brings its own (it refuses here, before
   // any schema or connection exists, what it cannot do).
@@ -127,7 +142,16 @@ export async function run(lab: Driver, cfg: RunConfig): Promise<RunOutput> {
         }
         await onControl(text, args, space)
       }
-      const { facts, ran } = await runner.run({ k, space, user, chooser: cfg.chooser?.(k) ?? chosen })
+      tables = undefined
+      const serial = cfg.serial ? serialChooser(cfg.serial.orders[k], async (ended) => cfg.serial!.prefix(k, ended, await readTables(lab, space, user))) : undefined
+      const { facts, ran } = await runner.run({ k, space, user, chooser: serial ?? cfg.chooser?.(k) ?? chosen })
+      if (tables) facts.tables = tables
+      // What an application's function returned: written down for the oracle, else not kept.
+      for (const s of facts.sessions) {
+        if ('value' in s && (oracle || cfg.serial)) s.returned = canonicalJson(s.value)
+        delete s.value
+      }
+      if (oracle) judgeTrialSerially(facts, oracle, scenario)
       trials.push(facts)
       cfg.onTrial?.(k + 1, facts)
       if (ran) cfg.onOrder?.(k, ran)

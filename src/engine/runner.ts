@@ -75,6 +75,12 @@ export interface RunConfig {
    * CLI's: commands/words.ts). Absent, or undefined for a refusal: the engine's own, which name no option.
    */
   word?: Words
+  /**
+   * engine/oracle.ts's serial runs (--oracle serial): trial k runs the sessions one after another in `orders[k]`,
+   * the tables read each time one more has ended (`prefix`) and after the trial (TrialFacts.tables). Set only by
+   * serialSet; a run with it judges nothing by an oracle itself.
+   */
+  serial?: { orders: readonly string[][]; prefix: (trial: number, ended: number, tables: Record<string, string[]>) => void }
 }
 
 /** What a step of a session returned, for the invariant's `:session.step.column` binds. */

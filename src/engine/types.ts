@@ -81,6 +81,13 @@ export interface SessionReport {
   unordered?: string[]
   /** Through a pooler: where each step ran (pid is then the backend of its last known step). */
   steps?: StepBackend[]
+  /**
+   * --oracle serial, an application race's session that committed: what its function returned, as canonical JSON
+   * (engine/serial.ts), compared with what it returned in the serial orders. Absent: undefined, or no oracle.
+   */
+  returned?: string
+  /** An application session: what its function returned, as it was; the run turns it into `returned` for an oracle, else drops it. */
+  value?: unknown
 }
 
 export interface InvariantReport {
@@ -110,6 +117,13 @@ export interface TrialFacts {
   overlap?: [string, string]
   /** A replay (--schedule) whose named steps never came: which, and where their sessions ended. */
   unfollowed?: string
+  /** --oracle serial: the run's tables after the trial, each one's rows canonical (engine/oracle.ts readTables). */
+  tables?: Record<string, string[]>
+  /**
+   * --oracle serial: whether the trial's outcome is one a serial order of the sessions gives (null: not known), in
+   * one line; `closest`, when not, the serial order whose outcome differs least; `orders`, how many were run.
+   */
+  oracle?: { name: 'serial'; held: boolean | null; note: string; orders: number; closest?: string[] }
 }
 
 /** Where a session stands while a step-by-step run waits before its next step (race run --step). */

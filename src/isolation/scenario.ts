@@ -135,5 +135,6 @@ export function specToScenario(spec: Spec, story: string[] = []): Scenario {
     expects: spec.expect?.value ?? 'reported',
     ...(spec.prevented ? { prevention: spec.prevented.codes } : {}),
     ...(spec.complete ? { mustComplete: true } : {}),
+    ...(invariants.length ? {} : { noInvariant: true as const }),
   }
 }

@@ -62,7 +62,7 @@ function stoppedText(r: ExploreResult, ctx: RunContext): string {
 }
 
 /** The report race explore prints; `self`: how the replay lines name race (what the user ran). */
-export function render(r: ExploreResult, all: boolean, self: string): string {
+export function render(r: ExploreResult, all: boolean, self: string, oracle = false): string {
   const w = columns()
   const lines = joinFit([c.bold(`race explore ${r.scenario}`), `${r.server.product ?? 'PostgreSQL'} ${r.server.version} (${r.target})`, `${r.n} session${r.n === 1 ? '' : 's'}`], '  ·  ', w, 2)
   lines.push(...hang(c.dim(r.stopped ? `stopped (${r.stopped === 'run-timeout' ? '--run-timeout' : r.stopped}) after ${r.runs} runs, ${r.interleavings} different interleavings: the search is not complete, and this is what it had found` : searched(r)), w, 2))
@@ -72,7 +72,7 @@ export function render(r: ExploreResult, all: boolean, self: string): string {
   lines.push('')
   lines.push(...groupLines(r, all, w))
   lines.push('')
-  lines.push(...shortestLines(r, w, self))
+  lines.push(...shortestLines(r, w, self, oracle))
   if (r.diverged) lines.push(...hang(c.yellow(`${r.diverged} run(s) went otherwise than the same choices did before: the database${r.steps === 'discovered' ? " (or the application's code)" : ''} did not repeat itself, so some interleavings may be missing`), w, 2))
   // Undecided (exit 3: a search cut short, an interleaving that could not be decided) is neither a match nor a deviation.
   const verdict = r.matched ? c.green('MATCH') : r.exitCode === 3 ? c.yellow('unknown') : c.red('DEVIATION')
@@ -172,7 +172,7 @@ function groupLines(r: ExploreResult, all: boolean, w: number): string[] {
 }
 
 /** The shortest violating interleaving and the shortest failure, each as a line that replays it. */
-function shortestLines(r: ExploreResult, w: number, self: string): string[] {
+function shortestLines(r: ExploreResult, w: number, self: string, oracle = false): string[] {
   const lines: string[] = []
   if (r.shortest) {
     const how = r.stopped
@@ -194,6 +194,8 @@ function shortestLines(r: ExploreResult, w: number, self: string): string[] {
     if (cmd.length + 2 <= w || at < 0) lines.push(...hang(`  ${cmd}`, w, 4))
     else lines.push(`  ${cmd.slice(0, at)} \\`, ...hang(`    ${cmd.slice(at + 1)}`, w, 6))
     if (r.replayNote) lines.push(...hang(c.dim(`  (${r.replayNote})`), w, 3))
+    // --oracle serial: what of it no serial order gives, and the closest serial order's difference.
+    if (oracle && r.shortest.observed) lines.push(...hang(`  observed ${r.shortest.observed}`, w, 4))
   }
   if (r.shortestFailure && r.failureReplay) lines.push(...failureLines(r, w, self))
   return lines
