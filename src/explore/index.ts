@@ -189,6 +189,12 @@ export interface ExploreResult {
    * (each session's count along that run), which decided between every interleaving and a sample.
    */
   orders: string
+  /**
+   * An application race: how its sessions ran. isolated: each in a worker thread of its own, sharing nothing but the
+   * database (the reduced search by default); shared: in race's one process (the race module's sharedState, or
+   * --inject), where they may share JavaScript state (every interleaving unless --reduce). `assumes`: what that means.
+   */
+  sessionsRan?: { mode: 'isolated' | 'shared'; assumes: string }
   /** declared: a spec's or scenario's steps, known before; discovered: an application race's queries, as they were sent. */
   steps: 'declared' | 'discovered'
   /**
@@ -396,6 +402,11 @@ interface Record_ {
   it: Interleaving
 }
 
+/** What an application race's isolated sessions assume (ExploreResult.sessionsRan). */
+export const ISOLATED_ASSUMES = "each session ran in a worker thread of its own (its own copy of the race module and the code it imports), sharing nothing but the database: what the server saw is all they share. Code whose sessions share process state in production (an in-memory cache) says sharedState: true in its race module"
+/** What an application race's sessions in one process assume. */
+export const SHARED_ASSUMES = 'the sessions ran in one process (sharedState: true, or --inject) and may share JavaScript state the server never sees: every interleaving is run unless --reduce, which assumes they share none'
+
 /** explore on an open driver (the command and the API open it with withLab). */
 export async function exploreOn(ctx: RunContext, lab: Driver, targetLabel: string, scenario: Scenario, p: Plan, o: ExploreOptions & { max: number; shrink: number; word?: Words; keepOnStop?: boolean }, bounds: Bounds): Promise<ExploreResult> {
   const word = (x: 'shard' | 'sample' | 'exhaustive' | 'seed') => (o.word ? `--${x}` : x)
@@ -424,9 +435,11 @@ export async function exploreOn(ctx: RunContext, lab: Driver, targetLabel: strin
   // Injected faults (--inject) are more choices of a session than its next query: the reduction's model (one next step
   // per session) does not hold, so every order is run.
   const faulted = Boolean(applicationOf(scenario)?.faults)
-  // An application's sessions may depend on each other in JavaScript, where the server sees nothing: reduced only
+  // An application's sessions may depend on each other in JavaScript, where the server sees nothing: reduced by default
+  // only when each runs isolated, in a worker of its own (app/isolated.ts); in one process (sharedState, --inject) only
   // when asked (--reduce), which says it assumes they do not.
-  const reduced = !sampling && !exhaustive && !bounded && !faulted && (!app || o.reduce === true) ? new Reduced() : undefined
+  const isolated = applicationOf(scenario)?.isolated === true
+  const reduced = !sampling && !exhaustive && !bounded && !faulted && (!app || o.reduce === true || isolated) ? new Reduced() : undefined
   // A sample is PCT's (enumerate.ts): its runs give a stated least probability of finding a violation of depth --depth.
   const depth = o.depth ?? DEFAULT_DEPTH
   const pct = () => new Pct(size, seed, depth, p.sessions.length, app ? undefined : counts.reduce((a, b) => a + b, 0), o.shard)
@@ -779,6 +792,7 @@ export async function exploreOn(ctx: RunContext, lab: Driver, targetLabel: strin
     ...(reduced ? { reduction: { steps: touchedSteps, unclassified: touchedAll, redundant: reduced.redundant, retried: reduced.retried } } : {}),
     orders: orders.toString(),
     steps: app ? 'discovered' : 'declared',
+    ...(app ? { sessionsRan: isolated ? { mode: 'isolated' as const, assumes: ISOLATED_ASSUMES } : { mode: 'shared' as const, assumes: SHARED_ASSUMES } } : {}),
     complete,
     ...(split && o.shard ? { shard: { ...o.shard, passed: split.passed } } : {}),
     ...(sampled ? { sample: sampled } : {}),
