@@ -15,7 +15,7 @@ import { applicationOf } from '../scenario.js'
 import { containError, containExit, containTimers, underTest } from './contain.js'
 import { isDeclaredRejection } from './describe.js'
 import { loadDriver, openMariadb, openMysql2, openPg, openPostgresJs, running, type AppConn } from './drivers.js'
-import { connectionsToServer, noteSessionSockets, startedMark } from './foreign.js'
+import { connectionsToServer, noteSessionSockets, reportSessionSockets, startedMark } from './foreign.js'
 import type { FaultCode } from './labels.js'
 import { AppSession } from './session.js'
 import { MAX_QUERIES, openApp } from './trial.js'
@@ -54,6 +54,7 @@ export type FromHost =
   | { t: 'finished'; report: ReturnType<AppSession['report']>; events: TimelineEvent[]; outcome?: string; crashed: boolean; sent: number; inTx: boolean; parked: boolean; lostConnection: boolean; own: { session: string; to: string }[]; destroyed: boolean }
   | { t: 'failed'; message: string; code?: string }
   | { t: 'closed' }
+  | { t: 'socket'; port: number; session: string; open: boolean }
 
 interface HostData {
   file: string
@@ -77,6 +78,8 @@ let started: () => void = () => {}
 let releaseContain: (() => void) | undefined
 let mark = 0
 let target: Target | undefined
+
+reportSessionSockets((p, session, open) => post({ t: 'socket', port: p, session, open }))
 
 // What the function (or a timer or promise it started) throws past everything: this session's failure, as in-process.
 process.on('uncaughtException', (e) => {

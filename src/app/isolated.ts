@@ -12,7 +12,7 @@ import { pickedOf, POLL_MS } from '../engine/schedule.js'
 import type { Chooser, InvariantReport, Moment, SessionReport, TimelineEvent } from '../engine/types.js'
 import { RunError, UsageError } from '../errors.js'
 import { SRC } from '../home.js'
-import { foreignBackends } from './foreign.js'
+import { foreignBackends, noteElsewhere } from './foreign.js'
 import type { FromHost, HostState, ToHost } from './host.js'
 import type { AppState } from './session.js'
 import type { AppTrialFacts } from './trial.js'
@@ -32,6 +32,7 @@ export class Host {
   ) {
     this.worker = new Worker(new URL('app/host.js', SRC), { workerData: { file, name, index, n, scenarioId } })
     this.worker.on('message', (m: FromHost) => {
+      if (m.t === 'socket') return noteElsewhere(m.port, m.session, m.open)
       for (const l of [...this.listeners]) l(m)
     })
     const died = (e: Error) => {
@@ -205,7 +206,8 @@ export async function isolatedTrial(lab: Driver, cfg: IsolatedTrialConfig): Prom
         throw new RunError(`a session of ${cfg.scenarioId} could not connect: ${(e as Error).message}${code ? ` (${code})` : ''}`)
       }
       clock.restart()
-      for (const s of sessions) ended.set(s, s.host.next('ended').then(() => undefined))
+      // A session parked at maxQueries never ends: its wait is bounded below, and a failure is the trial's (failure).
+      for (const s of sessions) ended.set(s, s.host.next('ended').then(() => undefined, () => undefined))
       for (const s of sessions) s.host.post({ t: 'start' })
       const chooser = cfg.chooser
       const foreign = new Map<number, string>()

@@ -96,12 +96,17 @@ export function appProblems(race: AppRace): string[] {
   return out
 }
 
-export function appScenario(race: AppRace, file: string): Scenario {
+/**
+ * o.isolated: `file` is the race module this race was loaded from, which each session's worker may import again:
+ * race explore then runs every session isolated (app/isolated.ts), unless the module says sharedState.
+ */
+export function appScenario(race: AppRace, file: string, o: { isolated?: boolean } = {}): Scenario {
   const problems = appProblems(race)
   if (problems.length) throw new UsageError(`${file}: ${problems[0]}${problems.length > 1 ? ` (and ${problems.length - 1} more)` : ''}`)
   const count = typeof race.sessions === 'object' ? race.sessions : { default: race.sessions ?? 2 }
   const description = typeof race.invariant === 'object' && race.invariant.description ? race.invariant.description : (typeof race.invariant === 'string' ? race.invariant : race.invariant.sql).trim()
   const resolved = path.resolve(file)
+  const isolated = o.isolated === true && race.sharedState !== true
   return {
     id: idOf(race, file),
     title: race.title ?? `the application's own function, raced (${path.basename(file)})`,
@@ -123,7 +128,7 @@ export function appScenario(race: AppRace, file: string): Scenario {
     ...(race.prevention?.length ? { prevention: [...race.prevention] } : {}),
     ...(race.mustComplete ? { mustComplete: true } : {}),
     // race explore runs each session in a worker of its own unless the module says its sessions share process state.
-    kind: { type: 'application', race, file: resolved, runner: appTrials(race, resolved, { isolated: race.sharedState !== true }), isolated: race.sharedState !== true },
+    kind: { type: 'application', race, file: resolved, runner: appTrials(race, resolved, { isolated: isolated }), isolated },
   }
 }
 
