@@ -29,7 +29,7 @@ export type ToHost =
   | { t: 'blocked' }
   | { t: 'unblocked' }
   | { t: 'end'; outcome: 'timeout' | 'lost'; reason: string; record?: boolean }
-  | { t: 'finish'; rollback: boolean; keep: boolean; lateMs: number }
+  | { t: 'finish'; rollback: boolean; keep: boolean; destroy: boolean; lateMs: number }
   | { t: 'close' }
 
 /** The session as the main thread sees it: posted at every change. */
@@ -207,9 +207,9 @@ async function finish(m: Extract<ToHost, { t: 'finish' }>): Promise<void> {
   let destroyed = false
   if (c) {
     if (m.rollback) await c.rollback()
-    if (c.holder.broken || !m.keep) {
+    if (c.holder.broken || m.destroy || !m.keep) {
       destroyed = true
-      await (c.holder.broken ? c.destroy() : c.close())
+      await (c.holder.broken || m.destroy ? c.destroy() : c.close())
       conn = undefined
     } else if (session.inTx || session.parked) {
       await c.close()
@@ -243,11 +243,13 @@ port.on('message', (m: ToHost) => {
       return
     case 'end':
       if (s && !s.finished) {
-        const step = s.current?.label ?? s.pending?.label ?? 'start'
+        const step = s.current?.label ?? s.pending?.label ?? s.lastLabel ?? 'start'
+        const inJs = s.state === 'app'
         if (m.record) s.record(step, m.outcome, m.reason)
         s.end(m.outcome, step, { reason: m.reason })
-        // A function waiting in JavaScript: its connection goes, as in-process (boundApp).
-        if (m.outcome === 'timeout' && s.state !== 'running') void conn?.destroy()
+        // A function that waited in JavaScript past the step timeout: its connection goes, as in-process (boundApp).
+        // A query past it is cancelled from the control connection by the main thread (giveUp).
+        if (m.outcome === 'timeout' && inJs) void conn?.destroy()
         snapshot()
       }
       return

@@ -313,7 +313,7 @@ export async function isolatedTrial(lab: Driver, cfg: IsolatedTrialConfig): Prom
       const finished = await Promise.all(
         sessions.map((s) => {
           const f = s.host.next('finished')
-          s.host.post({ t: 'finish', rollback: !signalled.has(s.pid), keep: !cfg.fresh && !signalled.has(s.pid), lateMs: cfg.stepTimeoutMs })
+          s.host.post({ t: 'finish', rollback: !signalled.has(s.pid), keep: !cfg.fresh, destroy: signalled.has(s.pid), lateMs: cfg.stepTimeoutMs })
           return f
         }),
       )
