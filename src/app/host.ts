@@ -9,52 +9,16 @@ import { parentPort, workerData } from 'node:worker_threads'
 import { TrialClock } from '../engine/runner.js'
 import { isConcurrencyControl, sqlstateOf } from '../db/sqlstate.js'
 import type { Target } from '../db/target.js'
-import type { TimelineEvent } from '../engine/types.js'
 import { loadScenarioFile } from '../isolation/load.js'
 import { applicationOf } from '../scenario.js'
 import { containError, containExit, containTimers, underTest } from './contain.js'
 import { isDeclaredRejection } from './describe.js'
 import { loadDriver, openMariadb, openMysql2, openPg, openPostgresJs, running, type AppConn } from './drivers.js'
 import { connectionsToServer, noteSessionSockets, reportSessionSockets, startedMark } from './foreign.js'
-import type { FaultCode } from './labels.js'
+import type { FromHost, ToHost } from './messages.js'
 import { AppSession } from './session.js'
 import { MAX_QUERIES, openApp } from './trial.js'
 import type { AppRace } from './types.js'
-
-/** What the main thread tells a session's worker. */
-export type ToHost =
-  | { t: 'trial'; schema: string; user: string; target: Target; isolation?: string; split: boolean; stepTimeoutMs: number; connectTimeoutMs: number; fresh: boolean }
-  | { t: 'start' }
-  | { t: 'go'; seq: number; fault?: FaultCode }
-  | { t: 'blocked' }
-  | { t: 'unblocked' }
-  | { t: 'end'; outcome: 'timeout' | 'lost'; reason: string; record?: boolean }
-  | { t: 'finish'; rollback: boolean; keep: boolean; destroy: boolean; lateMs: number }
-  | { t: 'close' }
-
-/** The session as the main thread sees it: posted at every change. */
-export interface HostState {
-  t: 'state'
-  /** The releases ("go") this worker had received when it posted this. */
-  seq: number
-  state: AppSession['state']
-  pending?: { label: string; sql: string; point: boolean }
-  current?: { label: string }
-  errors: number
-  lastLabel?: string
-}
-
-/** What the worker tells the main thread. */
-export type FromHost =
-  | HostState
-  | { t: 'opened'; pid: number }
-  | { t: 'released'; label: string }
-  | { t: 'timeout'; reason: string }
-  | { t: 'ended' }
-  | { t: 'finished'; report: ReturnType<AppSession['report']>; events: TimelineEvent[]; outcome?: string; crashed: boolean; sent: number; inTx: boolean; parked: boolean; lostConnection: boolean; own: { session: string; to: string }[]; destroyed: boolean }
-  | { t: 'failed'; message: string; code?: string }
-  | { t: 'closed' }
-  | { t: 'socket'; port: number; session: string; open: boolean }
 
 interface HostData {
   file: string

@@ -13,7 +13,7 @@ import type { Chooser, InvariantReport, Moment, SessionReport, TimelineEvent } f
 import { RunError, UsageError } from '../errors.js'
 import { SRC } from '../home.js'
 import { foreignBackends, noteElsewhere } from './foreign.js'
-import type { FromHost, HostState, ToHost } from './host.js'
+import type { FromHost, HostState, ToHost } from './messages.js'
 import type { AppState } from './session.js'
 import type { AppTrialFacts } from './trial.js'
 

@@ -403,9 +403,9 @@ interface Record_ {
 }
 
 /** What an application race's isolated sessions assume (ExploreResult.sessionsRan). */
-export const ISOLATED_ASSUMES = "each session ran in a worker thread of its own (its own copy of the race module and the code it imports), sharing nothing but the database: what the server saw is all they share. Code whose sessions share process state in production (an in-memory cache) says sharedState: true in its race module"
+export const ISOLATED_ASSUMES = 'each session ran in a worker thread of its own, sharing nothing but the database: what the server saw is all they share (a race module whose sessions share process state says sharedState: true)'
 /** What an application race's sessions in one process assume. */
-export const SHARED_ASSUMES = 'the sessions ran in one process (the race module says sharedState: true, faults are injected, or the race was handed over as an object, not its file) and may share JavaScript state the server never sees: every interleaving is run unless --reduce, which assumes they share none'
+export const SHARED_ASSUMES = 'the sessions ran in one process (sharedState, --inject, or a race object, not its file) and may share JavaScript state the server never sees: the search is not reduced unless --reduce, which assumes they share none'
 
 /** explore on an open driver (the command and the API open it with withLab). */
 export async function exploreOn(ctx: RunContext, lab: Driver, targetLabel: string, scenario: Scenario, p: Plan, o: ExploreOptions & { max: number; shrink: number; word?: Words; keepOnStop?: boolean }, bounds: Bounds): Promise<ExploreResult> {
