@@ -358,6 +358,13 @@ export interface ApplicationKind {
    * fails, which a search over independent steps cannot model, so explore enumerates them all.
    */
   faults?: number
+  /**
+   * Its trials driven by a chooser (race explore) run every session in a worker thread of its own (app/isolated.ts):
+   * the sessions share nothing but the database, so explore reduces them by default. False (absent): they run in one
+   * process (the race module's `sharedState: true`, or faults to inject), where they may share JavaScript state the
+   * server never sees, and every interleaving is run unless --reduce.
+   */
+  isolated?: boolean
 }
 
 /** A scenario's kind: statements unless it says otherwise. */

@@ -39,6 +39,16 @@ export function noteSessionSockets(): void {
       const entry = { socket: this, session: s.name }
       opened.add(entry)
       this.once('close', () => opened.delete(entry))
+      const tell = elsewhereReporter
+      if (tell) {
+        // In a session's worker (app/host.ts): the main thread, which asks the server, names the backend by this port.
+        this.once('connect', () => {
+          const port = this.localPort
+          if (port === undefined) return
+          tell(port, s.name, true)
+          this.once('close', () => tell(port, s.name, false))
+        })
+      }
       started.push({ session: s.name, ...destination(args), seq: ++seq })
       if (started.length > STARTED_KEPT) started.splice(0, started.length - STARTED_KEPT)
     }
@@ -107,7 +117,20 @@ export function connectionsToServer(target: Target, mark: number): { session: st
 
 function sessionOfPort(port: number): string | undefined {
   for (const e of opened) if (e.socket.localPort === port) return e.session
-  return undefined
+  return elsewhere.get(port)
+}
+
+/** Sockets the code of an isolated session opened in its worker (app/isolated.ts), by local port: the session's name. */
+const elsewhere = new Map<number, string>()
+/** The main thread: a session's worker said its code opened (or closed) a socket on this local port. */
+export function noteElsewhere(port: number, session: string, open: boolean): void {
+  if (open) elsewhere.set(port, session)
+  else if (elsewhere.get(port) === session) elsewhere.delete(port)
+}
+let elsewhereReporter: ((port: number, session: string, open: boolean) => void) | undefined
+/** In a session's worker: every socket its code opens is told to the main thread through `tell`. */
+export function reportSessionSockets(tell: (port: number, session: string, open: boolean) => void): void {
+  elsewhereReporter = tell
 }
 
 /** The local TCP ports of a process's sockets (this one's by default; Linux /proc); empty where that cannot be read. */

@@ -9,9 +9,14 @@ import { DEFAULT_LEVEL } from '../scenario.js'
 import type { AppConn } from './drivers.js'
 import { parseAppPermutation, type Fault } from './labels.js'
 import { appTrial, closeKept, orderEntries } from './trial.js'
+import { Host, isolatedTrial } from './isolated.js'
 import type { AppRace } from './types.js'
 
-export function appTrials(race: AppRace, file?: string, o: { inject?: readonly Fault[] } = {}): TrialRunnerFactory {
+/**
+ * o.isolated: every session's function runs in a worker thread of its own (app/isolated.ts), for trials driven by a
+ * chooser (race explore); a trial without one (race run's schedules) runs in race's own process, as without it.
+ */
+export function appTrials(race: AppRace, file?: string, o: { inject?: readonly Fault[]; isolated?: boolean } = {}): TrialRunnerFactory {
   return (ctx) => {
     const { lab, cfg } = ctx
     const { plan } = cfg
@@ -34,11 +39,34 @@ export function appTrials(race: AppRace, file?: string, o: { inject?: readonly F
     // The sessions' connections are kept across trials (reset between them) unless told not to.
     const kept = cfg.freshConnections ? undefined : ([] as AppConn[])
     let opened = 0
+    let hosts: Host[] | undefined
     return {
       // A trial opens (or takes back) its sessions' connections itself, once control has run the setup.
       connectsAhead: false,
       open: () => {},
       async run({ space, user, chooser }) {
+        if (o.isolated && chooser && file && !o.inject?.length) {
+          hosts ??= names.map((name, i) => new Host(file, name, i, n, scenario.id))
+          const facts = await isolatedTrial(lab, {
+            hosts,
+            n,
+            chooser,
+            scenarioId: scenario.id,
+            file,
+            schema: space,
+            user,
+            stepTimeoutMs: cfg.stepTimeoutMs,
+            connectTimeoutMs: cfg.connectTimeoutMs,
+            fresh: Boolean(cfg.freshConnections),
+            evaluate: () => ctx.evaluate(user, () => undefined),
+            signal: ctx.signal,
+            whenAborted: ctx.whenAborted,
+            describeStuck: ctx.describeStuck,
+            ...(isolation ? { isolation } : {}),
+          })
+          opened += n
+          return { facts, ran: orderEntries(facts.order, names) }
+        }
         const facts = await appTrial(lab, {
           race,
           file,
@@ -67,6 +95,7 @@ export function appTrials(race: AppRace, file?: string, o: { inject?: readonly F
       abort: () => {},
       async close(_failed, drop) {
         if (kept) await closeKept(kept)
+        if (hosts) await Promise.all(hosts.map((h) => h.close()))
         return drop()
       },
       get connections() {

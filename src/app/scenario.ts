@@ -57,7 +57,7 @@ export function invariantSqlOf(race: AppRace): string {
 }
 
 /** The fields defineAppRace knows: any other is a typo or a field of another version, refused rather than ignored. */
-const FIELDS = new Set(['id', 'title', 'story', 'driver', 'sessions', 'setup', 'session', 'rejects', 'prevention', 'invariant', 'expect', 'barrier', 'connection', 'open', 'close', 'maxQueries', 'mustComplete'])
+const FIELDS = new Set(['id', 'title', 'story', 'driver', 'sessions', 'setup', 'session', 'rejects', 'prevention', 'invariant', 'expect', 'barrier', 'connection', 'open', 'close', 'maxQueries', 'mustComplete', 'sharedState'])
 
 /** Problems with an application race's declaration: the first is the one line a user sees. */
 export function appProblems(race: AppRace): string[] {
@@ -86,6 +86,7 @@ export function appProblems(race: AppRace): string[] {
   if (pv !== undefined && !(Array.isArray(pv) && pv.every((c) => typeof c === 'string' && /^[0-9A-Z]{5}(\/\d+)?$/.test(c)))) {
     out.push(`prevention is ${JSON.stringify(pv)}: give the SQLSTATEs that prevent the race, e.g. ['23505']`)
   }
+  if (race.sharedState !== undefined && typeof race.sharedState !== 'boolean') out.push(`sharedState is ${JSON.stringify(race.sharedState)}: say true (the sessions share state in the process, an in-memory cache: race explore runs them in one process and every interleaving) or leave it out`)
   if (race.mustComplete !== undefined && typeof race.mustComplete !== 'boolean') out.push(`mustComplete is ${JSON.stringify(race.mustComplete)}: say true (every session must complete) or leave it out`)
   const mq = race.maxQueries
   if (mq !== undefined && !(typeof mq === 'number' && Number.isInteger(mq) && mq >= 1)) out.push(`maxQueries is ${JSON.stringify(mq)}: give a whole number of queries, at least 1`)
@@ -96,7 +97,11 @@ export function appProblems(race: AppRace): string[] {
   return out
 }
 
-export function appScenario(race: AppRace, file: string): Scenario {
+/**
+ * o.isolated: `file` is the race module this race was loaded from, which each session's worker may import again:
+ * race explore then runs every session isolated (app/isolated.ts), unless the module says sharedState.
+ */
+export function appScenario(race: AppRace, file: string, o: { isolated?: boolean } = {}): Scenario {
   const problems = appProblems(race)
   if (problems.length) throw new UsageError(`${file}: ${problems[0]}${problems.length > 1 ? ` (and ${problems.length - 1} more)` : ''}`)
   const count = typeof race.sessions === 'object' ? race.sessions : { default: race.sessions ?? 2 }
@@ -107,6 +112,7 @@ export function appScenario(race: AppRace, file: string): Scenario {
         ? race.invariant.description
         : (typeof race.invariant === 'string' ? race.invariant : race.invariant.sql).trim()
   const resolved = path.resolve(file)
+  const isolated = o.isolated === true && race.sharedState !== true
   return {
     id: idOf(race, file),
     title: race.title ?? `the application's own function, raced (${path.basename(file)})`,
@@ -128,7 +134,8 @@ export function appScenario(race: AppRace, file: string): Scenario {
     expects: race.expect,
     ...(race.prevention?.length ? { prevention: [...race.prevention] } : {}),
     ...(race.mustComplete ? { mustComplete: true } : {}),
-    kind: { type: 'application', race, file: resolved, runner: appTrials(race, resolved) },
+    // race explore runs each session in a worker of its own unless the module says its sessions share process state.
+    kind: { type: 'application', race, file: resolved, runner: appTrials(race, resolved, { isolated: isolated }), isolated },
   }
 }
 
@@ -145,5 +152,6 @@ export function withFaults(s: Scenario, faults: readonly Fault[], engine: 'postg
   const most = kind.race.maxQueries ?? MAX_QUERIES
   const beyond = faults.find((f) => f.site !== 'commit' && f.site > most)
   if (beyond) throw new UsageError(`${flag} ${beyond.text}: a session's function sends at most ${most} queries (its race module's maxQueries${kind.race.maxQueries === undefined ? ', by default' : ''}), so no session reaches query ${beyond.site}: nothing would be injected`)
-  return { ...s, kind: { ...kind, faults: faults.length, runner: appTrials(kind.race, kind.file, { inject: faults }) } }
+  // Faults run in one process (isolated mode does not inject): every interleaving, as before.
+  return { ...s, kind: { ...kind, faults: faults.length, isolated: false, runner: appTrials(kind.race, kind.file, { inject: faults }) } }
 }

@@ -501,7 +501,7 @@ export async function appTrial(lab: Driver, cfg: AppTrialConfig): Promise<AppTri
  * connection before its first trial. Its queries are not steps (the gate lets them through); bounded by the step
  * timeout. Its close() runs before the connection closes, whichever way it closes.
  */
-async function openApp(cfg: AppTrialConfig, c: AppConn, s: AppSession, i: number): Promise<void> {
+export async function openApp(cfg: Pick<AppTrialConfig, 'race' | 'scenarioId' | 'n' | 'schema' | 'stepTimeoutMs'>, c: AppConn, s: AppSession, i: number): Promise<void> {
   const race = cfg.race
   const ctx = { session: s.name, index: i, n: cfg.n, schema: cfg.schema, ...(c.pool ? { pool: c.pool, client: c.client, pg: c.pg } : c.client ? { client: c.client } : {}) }
   c.holder.ungated = true

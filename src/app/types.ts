@@ -172,6 +172,14 @@ export interface AppRace<D extends AppDriver = AppDriver, O = AppDriverType<D>> 
    * A rejection the module declares (`rejects`), with no such error left, is the application's answer: complete.
    */
   mustComplete?: boolean
+  /**
+   * true: the sessions' code shares state in the process that the server never sees (an in-memory cache, a
+   * module-level counter). race explore then runs every session in race's own process and every interleaving (unless
+   * --reduce). Absent: explore runs each session in a worker thread of its own (a module graph of its own), where
+   * they share nothing but the database, and reduces the search to one order of each class of orders the server
+   * cannot tell apart.
+   */
+  sharedState?: boolean
 }
 
 /** `T`, from which TypeScript infers nothing (what `session` takes is what `open` returned, not the other way round). */

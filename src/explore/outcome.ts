@@ -9,7 +9,7 @@ import { raceDigest } from '../registry.js'
 import type { Scenario } from '../scenario.js'
 import { exitFromFindings, type Stopped } from './findings.js'
 import { replayCommand, replayTarget } from './replay.js'
-import { better, groupsOf, notFiredLine, sampleFallsShort, type ExploreResult, type Interleaving } from './result.js'
+import { better, groupsOf, ISOLATED_ASSUMES, notFiredLine, sampleFallsShort, SHARED_ASSUMES, type ExploreResult, type Interleaving } from './result.js'
 import type { SearchStrategy, StrategyFacts } from './strategy.js'
 
 /** What the search's runs came to, as they were taken in. */
@@ -75,6 +75,7 @@ export function resultOf(x: Explored, end: { targetLabel: string; server: Server
     ...(f.reduction ? { reduction: f.reduction } : {}),
     orders: x.facts.orders.toString(),
     steps: x.facts.app ? 'discovered' : 'declared',
+    ...(x.facts.app ? { sessionsRan: x.facts.isolated ? { mode: 'isolated' as const, assumes: ISOLATED_ASSUMES } : { mode: 'shared' as const, assumes: SHARED_ASSUMES } } : {}),
     complete: t.complete,
     ...(f.shard ? { shard: f.shard } : {}),
     ...(f.sample ? { sample: f.sample } : {}),

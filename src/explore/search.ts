@@ -94,7 +94,7 @@ export class Search implements JobHost {
     this.shape = { scenario, p, app, counts }
     this.probing = app
     // Injected faults (--inject) are more choices of a session than its next query.
-    this.facts = { app, faulted: Boolean(applicationOf(scenario)?.faults), sessions: p.sessions.length, counts, orders: app ? 0n : ordersOf(counts) }
+    this.facts = { app, faulted: Boolean(applicationOf(scenario)?.faults), isolated: applicationOf(scenario)?.isolated === true, sessions: p.sessions.length, counts, orders: app ? 0n : ordersOf(counts) }
     this.ask = { ...o, max: o.max, seed: o.seed ?? Math.floor(Math.random() * 2 ** 31), seeded: o.seed !== undefined, depth: o.depth ?? DEFAULT_DEPTH }
     this.strategy = chooseStrategy(this.ask, this.facts, this.word)
     // The search's runs, handed out to the jobs (one job: each run chosen after the one before it ran).

@@ -258,7 +258,7 @@ export class Sample extends SearchStrategy {
 /**
  * The strategy for a request and what is known of the race: a sample when asked for (--sample), or when declared
  * steps have more orders than --max; --preemptions; --exhaustive; else the reduced search (an application race's
- * only with --reduce, and never with --inject, whose faults are more choices than a session's next step), else an
+ * only when its sessions run isolated or with --reduce, and never with --inject, whose faults are more choices than a session's next step), else an
  * application race's every interleaving, or a sample once its first run counted more orders than --max. Bad
  * combinations are a UsageError naming the options as `word` spells them.
  */
@@ -274,7 +274,7 @@ function pick(a: StrategyAsk, f: StrategyFacts): SearchStrategy {
   if (a.preemptions !== undefined) return new PreemptionBounded(f, a.preemptions)
   if (a.exhaustive) return new Exhaustive(f, a.shard)
   if (!f.app && f.orders > BigInt(a.max)) return new Sample(f, a)
-  if (!f.faulted && (!f.app || a.reduce)) return new ReducedSearch(f)
+  if (!f.faulted && (!f.app || a.reduce || f.isolated)) return new ReducedSearch(f)
   if (f.orders > BigInt(a.max)) return new Sample(f, a)
   return new AppInterleavings(f, a.shard)
 }

@@ -38,6 +38,11 @@ export interface StrategyFacts {
   app: boolean
   /** --inject: faults offered as more choices (the reduction's model does not hold). */
   faulted: boolean
+  /**
+   * An application race whose sessions each run in a worker thread of their own (app/isolated.ts), sharing nothing
+   * but the database: reduced by default, as a spec's steps are.
+   */
+  isolated?: boolean
   sessions: number
   /** Each session's points that are choices (declared steps); none for an application race. */
   counts: readonly number[]

@@ -85,7 +85,7 @@ async function load(file: string, abs: string): Promise<Scenario> {
     if (noTsx) throw new UsageError(`${file}: a TypeScript race module here (a test runner that refuses module hooks, as Jest does) is compiled by the runner's own transform, and importing it failed (${why.slice(0, 120)}): give the runner a transform for .ts files (docs/app-races.md) or give race the compiled .mjs`)
     throw new UsageError(`${file} could not be loaded: ${why}`)
   }
-  return recordFile(userScenario(mod.default, file), bytes)
+  return recordFile(userScenario(mod.default, file, true), bytes)
 }
 
 let tsx: Promise<void> | undefined
@@ -145,9 +145,10 @@ function resolveSelf(): void {
  * by field, each mistake one line naming the field and the fix, then its soundness (checkScenario). `where` names it
  * in the messages (the file's path).
  */
-export function userScenario(value: unknown, where: string): Scenario {
-  // An application race (src/app): the user's own function, its queries the steps.
-  if (isAppRace(value)) return appScenario(value, where)
+export function userScenario(value: unknown, where: string, fromFile = false): Scenario {
+  // An application race (src/app): the user's own function, its queries the steps. Loaded from its file, race explore
+  // can import that file again in each session's worker (isolated sessions); an object handed over cannot be.
+  if (isAppRace(value)) return appScenario(value, where, { isolated: fromFile })
   const bad = (what: string) => new UsageError(`${where}: ${what}`)
   if (!value || typeof value !== 'object') {
     throw bad(`its default export must be defineScenario({ id, sessionCount, setup, sessions, invariant, documented }) from 'racelab', got ${describe(value)}`)

@@ -66,6 +66,7 @@ export function render(r: ExploreResult, all: boolean, self: string, oracle = fa
   const w = columns()
   const lines = joinFit([c.bold(`race explore ${r.scenario}`), `${r.server.product ?? 'PostgreSQL'} ${r.server.version} (${r.target})`, `${r.n} session${r.n === 1 ? '' : 's'}`], '  ·  ', w, 2)
   lines.push(...hang(c.dim(r.stopped ? `stopped (${r.stopped === 'run-timeout' ? '--run-timeout' : r.stopped}) after ${r.runs} runs, ${r.interleavings} different interleavings: the search is not complete, and this is what it had found` : searched(r)), w, 2))
+  if (r.sessionsRan) lines.push(...hang(c.dim(`sessions ${r.sessionsRan.mode}: ${r.sessionsRan.assumes}`), w, 2))
   lines.push(...notes(r, w))
   lines.push(...hang(`${c.dim('invariant')}  ${r.invariant}`, w, 11))
   lines.push(...verdictLines(r, w))
@@ -98,7 +99,7 @@ function searched(r: ExploreResult): string {
   if (pb) return `every order with at most ${pb.bound} preemption${pb.bound === 1 ? '' : 's'} (a preemption leaves a session that could go on), fewest first: ${r.runs} runs, the most ${pb.reached}${pb.complete ? '' : ' (stopped with orders within the bound left)'}`
   if (reducedRun(r)) {
     return r.complete
-      ? `a reduced search: ${r.runs} runs cover every order of the steps (${r.orders} orders${discovered ? " of the first run's queries" : ''}) up to swapping steps that cannot affect each other, as the server's locks said after each step (${r.reduction!.unclassified} of the ${r.reduction!.steps} steps run could not be classified: each was ordered both ways against every other)${discovered ? "; --reduce assumes the sessions share no state outside the database (a module-level variable, an in-process cache or lock): without it every interleaving runs" : ''}`
+      ? `a reduced search: ${r.runs} runs cover every order of the steps (${r.orders} orders${discovered ? " of the first run's queries" : ''}) up to swapping steps that cannot affect each other, as the server's locks said after each step (${r.reduction!.unclassified} of the ${r.reduction!.steps} steps run could not be classified: each was ordered both ways against every other)${discovered && r.sessionsRan?.mode !== 'isolated' ? "; --reduce assumes the sessions share no state outside the database (a module-level variable, an in-process cache or lock): without it every interleaving runs" : ''}`
       : `a reduced search, stopped at --max ${r.runs} runs with orders left (${r.orders} orders of the steps): raise --max, or --exhaustive`
   }
   if (r.mode === 'all') {

@@ -145,9 +145,10 @@ test('--expect held on the racing function fails (exit 1), in words a person rea
   assert.match(r.stdout, /expected {3}held {2}DEVIATION/)
 })
 
-test('sessions that share state in JavaScript: every interleaving runs by default and finds the violation; --reduce says what it assumes', async () => {
+test('sessions that share state in JavaScript (sharedState: true): every interleaving runs by default and finds the violation; --reduce says what it assumes', async () => {
   // A module-level counter read before a query and written after it: the server sees two independent sessions, but
-  // the order of their JavaScript decides whether both insert the same id. Only running every order finds it.
+  // the order of their JavaScript decides whether both insert the same id. Only running every order finds it. The
+  // module says its sessions share the counter (sharedState): they run in one process, as they would in production.
   const file = path.join(dir, 'shared-state.race.mjs')
   fs.writeFileSync(
     file,
@@ -165,11 +166,13 @@ export default {
   },
   invariant: 'select count(*) = 2 as held from t',
   expect: 'held',
+  sharedState: true,
 }
 `,
   )
   const { j } = await explore([file])
   assert.equal(j.search, 'exhaustive')
+  assert.equal(j.sessionsRan?.mode, 'shared')
   assert.ok(j.violating > 0, 'the default search finds the ids two sessions took from the same counter value')
   const r = await race(['explore', file, '--reduce'], { url: server.url, timeoutMs: 120_000 })
   assert.match(r.stdout.replace(/\s+/g, ' '), /--reduce assumes the sessions share no state outside the database/)

@@ -21,6 +21,8 @@ export interface Explored {
   every: { line: string; held: boolean | null; verdict: string; switches: number; outcomes: Record<string, string> }[]
   sample?: { size: number; seed: number; depth: number; steps: number; counted: number; probability: number }
   search?: string
+  /** An application race: how its sessions ran (isolated: a worker each; shared: one process). */
+  sessionsRan?: { mode: string; assumes: string }
   matched: boolean
   exitCode: number
   perSecond: number

@@ -1,0 +1,144 @@
+// race explore runs an application race's sessions isolated by default (issue 41, item 2): each session's function in
+// a worker thread of its own, with its own copy of the race module and everything it imports, so the sessions share
+// nothing but the database, and the reduced search (which sees only what the server saw) is sound for them. A race
+// module whose sessions share process state says sharedState: true: one process, every interleaving. Against a real
+// server (DATABASE_URL, else embedded PostgreSQL 18).
+import assert from 'node:assert/strict'
+import fs from 'node:fs'
+import os from 'node:os'
+import path from 'node:path'
+import { after, before, test } from 'node:test'
+import postgres, { type Sql } from 'postgres'
+import { exploreJson } from '../support/explore.js'
+import { race, ROOT, useServer, type TestServer } from '../support/server.js'
+
+let server: TestServer
+let admin: Sql
+let dir: string
+before(async () => {
+  server = await useServer()
+  admin = postgres(server.url, { max: 1, onnotice: () => {} })
+  dir = fs.mkdtempSync(path.join(os.tmpdir(), 'race-app-isolated-'))
+})
+after(async () => {
+  fs.rmSync(dir, { recursive: true, force: true })
+  await admin.end()
+  await server.stop()
+})
+
+const explore = (args: string[]) => exploreJson(server.url, admin, args)
+const WITHDRAW = path.join(ROOT, 'examples', 'app', 'withdraw-ledger.race.mjs')
+
+/**
+ * A module-level map, per trial (ctx.user): the sessions whose function started in this copy of the module. Each
+ * session writes how many others it saw there. In one process the second to start sees the first; isolated, none.
+ */
+const seenModule = (shared: boolean) => `const seen = new Map()
+export default {
+  driver: 'pg',
+  setup: ['create table log (session text primary key, others int not null)'],
+  session: async (db, ctx) => {
+    const here = seen.get(ctx.user) ?? []
+    seen.set(ctx.user, here)
+    here.push(ctx.session)
+    await db.query('begin')
+    await db.query('select 1')
+    await db.query('insert into log values ($1, $2)', [ctx.session, here.length - 1])
+    await db.query('commit')
+  },
+  invariant: 'select count(*) = 2 and bool_and(others = 0) as held from log',
+  expect: 'held',${shared ? '\n  sharedState: true,' : ''}
+}
+`
+
+test('isolated (the default): each session has its own copy of the module, in every interleaving; in one process (sharedState) they share it', async () => {
+  const isolated = path.join(dir, 'seen-isolated.race.mjs')
+  fs.writeFileSync(isolated, seenModule(false))
+  const a = await explore([isolated, '--exhaustive'])
+  assert.equal(a.j.sessionsRan?.mode, 'isolated')
+  assert.equal(a.j.complete, true)
+  assert.ok(a.j.interleavings > 1)
+  assert.equal(a.j.violating, 0, 'no session saw another in its copy of the module')
+  assert.ok(a.j.every.every((x) => x.held === true && Object.values(x.outcomes).every((o) => o === 'committed')), JSON.stringify(a.j.groups))
+  assert.equal(a.code, 0)
+  // The reduced search (the default) says the same.
+  const d = await explore([isolated])
+  assert.equal(d.j.search, 'reduced')
+  assert.equal(d.j.violating, 0)
+  assert.equal(d.code, 0)
+  // The same code in one process: the second session to start saw the first, in every interleaving.
+  const shared = path.join(dir, 'seen-shared.race.mjs')
+  fs.writeFileSync(shared, seenModule(true))
+  const b = await explore([shared, '--exhaustive'])
+  assert.equal(b.j.sessionsRan?.mode, 'shared')
+  assert.equal(b.j.interleavings, a.j.interleavings)
+  assert.equal(b.j.violating, b.j.interleavings)
+  assert.equal(b.code, 1)
+})
+
+/**
+ * Sessions that touch nothing in common on the server (each inserts into its own table), but hand a value to each
+ * other in a module-level map: s1 records what the session that got its `select 1` back before it left there. Only
+ * the order of their JavaScript decides whether s1 sees s2's name, which no lock on the server shows.
+ */
+const lastModule = `const last = new Map()
+export default {
+  driver: 'pg',
+  setup: ['create table log1 (prev text)', 'create table log2 (prev text)'],
+  session: async (db, ctx) => {
+    await db.query('begin')
+    await db.query('select 1')
+    const prev = last.get(ctx.user) ?? null
+    last.set(ctx.user, ctx.session)
+    await db.query('insert into log' + (ctx.index + 1) + ' values ($1)', [prev])
+    await db.query('commit')
+  },
+  invariant: "select not exists (select 1 from log1 where prev = 's2') as held",
+  expect: 'held',
+  sharedState: true,
+}
+`
+
+test('shared state (sharedState: true): every interleaving runs by default and finds the violation only the JavaScript state shows', async () => {
+  const file = path.join(dir, 'last-shared.race.mjs')
+  fs.writeFileSync(file, lastModule)
+  const { code, j } = await explore([file])
+  assert.equal(j.sessionsRan?.mode, 'shared')
+  assert.equal(j.search, 'exhaustive')
+  assert.equal(j.complete, true)
+  assert.ok(j.violating > 0, 'an order where s2 got its select back before s1 violates')
+  assert.ok(j.every.filter((x) => x.held === false).every((x) => x.line.indexOf('s2.q2') < x.line.indexOf('s1.q2')), 'violated exactly where s2 went first')
+  assert.equal(code, 1)
+  // What --reduce assumes, shown: the server saw two sessions that touch nothing in common, so one order of them is
+  // run, and the violation, which lives only in the shared JavaScript state, is not reached.
+  const r = await explore([file, '--reduce'])
+  assert.equal(r.j.search, 'reduced')
+  assert.ok(r.j.runs < j.runs)
+  const text = await race(['explore', file, '--reduce'], { url: server.url, timeoutMs: 120_000 })
+  assert.match(text.stdout.replace(/\s+/g, ' '), /sessions shared: the sessions ran in one process/)
+  assert.match(text.stdout.replace(/\s+/g, ' '), /--reduce assumes the sessions share no state outside the database/)
+  // Isolated (the same code without sharedState), each session's map is its own: never a name, in any order.
+  const iso = path.join(dir, 'last-isolated.race.mjs')
+  fs.writeFileSync(iso, lastModule.replace('  sharedState: true,\n', ''))
+  const x = await explore([iso, '--exhaustive'])
+  assert.equal(x.j.sessionsRan?.mode, 'isolated')
+  assert.equal(x.j.interleavings, j.interleavings)
+  assert.equal(x.j.violating, 0)
+})
+
+test("the withdrawal's lost update over node-postgres, default flags: the reduced search, isolated, finds the groups --exhaustive finds", async () => {
+  const d = await explore([WITHDRAW, '--n', '2'])
+  const x = await explore([WITHDRAW, '--n', '2', '--exhaustive'])
+  assert.equal(d.j.search, 'reduced')
+  assert.equal(d.j.sessionsRan?.mode, 'isolated')
+  assert.equal(d.j.complete, true)
+  assert.ok(d.j.violating > 0)
+  assert.equal(d.code, 0, 'the module expects violated')
+  assert.ok(d.j.runs < x.j.runs, `${d.j.runs} reduced runs, ${x.j.runs} exhaustive`)
+  assert.deepEqual(d.j.groups.map((g) => g.key).sort(), x.j.groups.map((g) => g.key).sort())
+  assert.equal(d.j.shortest!.switches, x.j.shortest!.switches)
+  // The text says how the sessions ran and what that assumes.
+  const text = await race(['explore', WITHDRAW, '--n', '2'], { url: server.url, timeoutMs: 300_000 })
+  assert.match(text.stdout.replace(/\s+/g, ' '), /sessions isolated: each session ran in a worker thread of its own/)
+  assert.doesNotMatch(text.stdout.replace(/\s+/g, ' '), /--reduce assumes/)
+})
