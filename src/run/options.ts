@@ -84,17 +84,37 @@ export function optionNamed(list: Options, name: string): OptionSpec {
   return o
 }
 
+/** What an option takes, in words (docs/options.md): its range, its choices, or its kind. */
+export function takes(o: OptionSpec): string {
+  if (o.choices) return o.choices.join(' or ')
+  if (o.min !== undefined && o.max !== undefined) return o.max >= Number.MAX_SAFE_INTEGER ? `${o.min} or more` : `${o.min} to ${o.max.toLocaleString('en-US')}`
+  const words: Record<OptionKind, string> = {
+    whole: 'a whole number',
+    duration: "a duration ('5s'; the API: or milliseconds)",
+    text: 'text',
+    url: 'a URL',
+    uuid: 'a uuid',
+    switch: 'on or off (the API: true or false)',
+    choice: 'one of its choices',
+    probability: 'above 0 and below 1',
+    version: 'a major version',
+    shard: 'i/n (the API: { index, count })',
+    params: 'an object',
+    progress: 'a function',
+  }
+  return words[o.kind]
+}
+
 /** A markdown table of a command's options and their API twins (docs/options.md). */
 export function optionsTable(list: Options): string[] {
   const cell = (s: string) => s.replace(/\|/g, '\\|').replace(/\n/g, ' ')
   const code = (s: string) => `\`${cell(s)}\``
-  const out = ['| flag | API | what it sets | default |', '| --- | --- | --- | --- |']
+  const out = ['| flag | API | what it sets | takes | default |', '| --- | --- | --- | --- | --- |']
   for (const o of list) {
     const api = o.cliOnly !== undefined ? `— (${cell(o.cliOnly)})` : `${code(o.name)}${o.alias ? ` (earlier ${code(o.alias)}, milliseconds)` : ''}`
     const flag = o.flag ? code(o.flag) : `— (${cell(o.apiOnly ?? '')})`
-    const range = o.choices ? ` (${o.choices.join(', ')})` : o.min !== undefined && o.max !== undefined ? ` (${o.min} to ${o.max.toLocaleString('en-US')})` : ''
-    const def = o.default !== undefined ? code(o.default) : (o.defaultNote ?? '')
-    out.push(`| ${flag} | ${api} | ${cell(o.help)}${range} | ${def} |`)
+    const def = o.default !== undefined ? code(o.default) : cell(o.defaultNote ?? '')
+    out.push(`| ${flag} | ${api} | ${cell(o.help)} | ${cell(takes(o))} | ${def} |`)
   }
   return out
 }
