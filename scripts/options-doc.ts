@@ -7,6 +7,8 @@ import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { EXPLORE_OPTIONS } from '../src/explore/options.js'
 import { optionsTable, RUN_OPTIONS } from '../src/run/options.js'
+import { BENCH_OWN } from '../src/commands/bench.js'
+import { SPEC_OWN } from '../src/commands/spec.js'
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..')
 export const OPTIONS_DOC = path.join(ROOT, 'docs', 'options.md')
@@ -31,6 +33,20 @@ export function optionsDoc(): string {
     '## `race explore` and `explore()`',
     '',
     ...optionsTable(EXPLORE_OPTIONS),
+    '',
+    "## `race spec`'s and `race bench`'s own options",
+    '',
+    'These commands have no API twin. Each also takes the options of a command that connects (`--database-url`, the',
+    'bounds, `--json`, ...: as in the tables above); `race check` and `race matrix` take only those, and `--junit`,',
+    "`--github` (and `race check` `--pooler`, `--pooled`). `race spec`'s `--run-timeout` is 30m by default.",
+    '',
+    '### `race spec`',
+    '',
+    ...optionsTable(SPEC_OWN),
+    '',
+    '### `race bench`',
+    '',
+    ...optionsTable(BENCH_OWN),
     '',
     '## Earlier names',
     '',

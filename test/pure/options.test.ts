@@ -9,13 +9,15 @@ import { Command, Option } from 'commander'
 import { explore, run, RaceError } from '../../src/api.js'
 import { registerExplore } from '../../src/commands/explore.js'
 import { registerRun } from '../../src/commands/run.js'
+import { registerSpec, SPEC_OWN } from '../../src/commands/spec.js'
+import { registerBench, BENCH_OWN } from '../../src/commands/bench.js'
 import { EXPLORE_OPTIONS } from '../../src/explore/options.js'
 import { checkExplore, exploreBounds } from '../../src/explore/request.js'
 import { RunContext } from '../../src/lifecycle.js'
 import { UsageError } from '../../src/errors.js'
 import { parseDuration } from '../../src/parse.js'
 import { findScenario } from '../../src/registry.js'
-import { apiNames, CONNECT_TIMEOUT, RUN_OPTIONS, RUN_TIMEOUT, STEP_TIMEOUT, type Options } from '../../src/run/options.js'
+import { apiNames, DATABASE_URL, CONNECT_TIMEOUT, RUN_OPTIONS, RUN_TIMEOUT, STEP_TIMEOUT, type Options } from '../../src/run/options.js'
 import { NAMES } from '../../src/run/params.js'
 import { OPTIONS_DOC, optionsDoc } from '../../scripts/options-doc.js'
 
@@ -46,6 +48,14 @@ for (const [name, list, register] of commands) {
     }
   })
 }
+
+test("race spec's and race bench's own options are the declared ones, in order, before the shared ones", () => {
+  for (const [register, own] of [[(p: Command) => registerSpec(p, () => {}, new RunContext()), SPEC_OWN], [(p: Command) => registerBench(p, () => {}, new RunContext()), BENCH_OWN]] as const) {
+    const cmd = register(new Command('race'))
+    const got = cmd.options.slice(0, own.length + 1).map((o) => ({ flag: o.flags, name: o.attributeName(), help: o.description, default: o.defaultValue as string | undefined }))
+    assert.deepEqual(got, [...(own as Options).map((o) => ({ flag: o.flag!, name: o.name, help: o.help, default: o.default })), { flag: DATABASE_URL.flag, name: DATABASE_URL.name, help: DATABASE_URL.help, default: undefined }])
+  }
+})
 
 /** The names an API call says it takes, from its refusal of an unknown one. */
 async function taken(call: () => Promise<unknown>): Promise<string[]> {
