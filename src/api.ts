@@ -16,7 +16,7 @@ import { isMariadbKillOfGoneThread, isPostgresJsDestroyedFetch, isPostgresJsNext
 import { RunContext } from './lifecycle.js'
 import { containError } from './app/contain.js'
 import type { Scenario } from './scenario.js'
-import type { RunApiOptions } from './run/options.js'
+import type { RunOptions } from './run/options.js'
 import type { ExploreApiOptions } from './explore/options.js'
 
 /** What a race is: a built-in scenario's id (race list), a path to a .spec file, a .mjs module or a TypeScript module (.ts, .mts: loaded through tsx), or a scenario object. */
@@ -27,7 +27,7 @@ export type ScenarioRef = string | Scenario
  * freshConnections, connectTimeout, stepTimeout, runTimeout, oracle) and params, typed from their one declaration
  * (run/options.ts RUN_OPTIONS; docs/options.md lists each with its flag, meaning and default).
  */
-export interface RunOptions extends RunApiOptions {}
+export type { RunOptions }
 
 /**
  * explore()'s options: race explore's, by their API names (connectTimeout, stepTimeout, runTimeout as for run(): '5s'

@@ -191,5 +191,5 @@ export const RUN_OPTIONS = [
   POOLED,
 ] as const satisfies Options
 
-/** run()'s options, as declared. */
-export type RunApiOptions = ApiOptions<typeof RUN_OPTIONS>
+/** run()'s options, as declared (api.ts exports it; a wrong option is a type error naming RunOptions). */
+export type RunOptions = ApiOptions<typeof RUN_OPTIONS>
