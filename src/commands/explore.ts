@@ -10,36 +10,15 @@ import { closingLines, render } from '../report/explore.js'
 import { cliWords } from './words.js'
 import { executeExplore } from '../explore/execute.js'
 import { checkExplore, refuseOneSession } from '../explore/request.js'
-import { EXPLORE_OWN } from '../explore/options.js'
-import { addOptions } from '../run/options.js'
+import { EXPLORE_OPTIONS, EXPLORE_OWN } from '../explore/options.js'
+import { addOptions, type CliFlags } from '../run/options.js'
 import { isLevelList } from '../levels.js'
-import { addScenarioParamOptions, addTargetOptions, eachPg, scenarioParams, self, type TargetOptions } from './common.js'
+import { addScenarioParamOptions, addTargetOptions, eachPg, scenarioParams, self } from './common.js'
 import { assertRunsOn, engineFor } from '../run/lab.js'
 import { parseBounds } from '../run/params.js'
 
-export interface ExploreCommandOptions extends TargetOptions {
-  n?: string
-  max: string
-  sample?: string
-  acceptSample?: string
-  seed?: string
-  shrink: string
-  depth?: string
-  preemptions?: string
-  shard?: string
-  jobs?: string
-  expect?: string
-  all?: boolean
-  inject?: string
-  exhaustive?: boolean
-  reduce?: boolean
-  html?: string
-  junit?: string
-  github?: boolean
-  save?: string
-  oracle?: string
-  [param: string]: unknown
-}
+/** race explore's flags as commander reads them (typed from EXPLORE_OPTIONS; a scenario's own flags by their names). */
+export type ExploreCommandOptions = CliFlags<typeof EXPLORE_OPTIONS> & { [param: string]: unknown }
 
 export function registerExplore(program: Command, all: readonly ScenarioSummary[], exit: (code: number) => void, ctx: RunContext): Command {
   const cmd = program

@@ -8,33 +8,17 @@ import { parseOracle, refuseTooMany, refuseUnjudged } from '../engine/oracle.js'
 import { describeParams, headParts, render } from '../report/run.js'
 import { executeRun, extendForHold } from '../run/execute.js'
 import { FLAGS } from '../run/params.js'
-import { addOptions, RUN_OWN } from '../run/options.js'
+import { addOptions, RUN_OPTIONS, RUN_OWN, type CliFlags } from '../run/options.js'
 import { validateRun } from '../run/request.js'
-import { addPoolerOptions, parsePool, type PoolerOptions } from './pool-options.js'
+import { addPoolerOptions, parsePool } from './pool-options.js'
 import { cliWords } from './words.js'
 // The PostgreSQL driver, which withLab imports when it opens the target: loaded with this module, not after it.
 import '../db/lab.js'
-import { addCiOptions, addScenarioParamOptions, addTargetOptions, eachPg, self, type CiOptions, scenarioParams, type TargetOptions } from './common.js'
+import { addCiOptions, addScenarioParamOptions, addTargetOptions, eachPg, self, scenarioParams } from './common.js'
 import { assertRunsOn, engineFor } from '../run/lab.js'
 
-/** race run's flags as commander reads them; mapped to the run service's RunRequest (run/request.ts). */
-export interface RunFlags extends TargetOptions, CiOptions, PoolerOptions {
-  n?: string
-  schedule?: string
-  window?: string
-  trials: string
-  timeline?: boolean | string
-  expect?: string
-  user?: string
-  hold?: string
-  step?: boolean
-  save?: string
-  keep?: boolean
-  freshConnections?: boolean
-  html?: string
-  oracle?: string
-  [param: string]: unknown
-}
+/** race run's flags as commander reads them (typed from RUN_OPTIONS; a scenario's own flags by their names); mapped to the run service's RunRequest (run/request.ts). */
+export type RunFlags = CliFlags<typeof RUN_OPTIONS> & { [param: string]: unknown }
 
 export function registerRun(program: Command, all: readonly ScenarioSummary[], exit: (code: number) => void, ctx: RunContext): Command {
   const cmd = program

@@ -60,6 +60,14 @@ export type ApiOptions<L extends Options> = { [O in Exclude<L[number], { cliOnly
   [O in Extract<L[number], { alias: string }> as O['alias']]?: number
 }
 
+/** An option's value as commander gives it: a switch on or off, a flag's text (an optional value: on, or its text). */
+export type CliValue<O> = O extends { kind: 'switch' } ? boolean : O extends { flag: `${string}[${string}]` } ? boolean | string : string
+
+/** A command's flags as commander gives them, from its declared list: those with a default are always there. */
+export type CliFlags<L extends Options> = { [O in Extract<L[number], { flag: string; default: string }> as O['name']]: CliValue<O> } & {
+  [O in Exclude<Extract<L[number], { flag: string }>, { default: string }> as O['name']]?: CliValue<O>
+}
+
 /** The API's names of a list, in the order declared (aliases after). */
 export function apiNames(list: Options): string[] {
   return [...list.filter((o) => o.cliOnly === undefined).map((o) => o.name), ...list.flatMap((o) => (o.alias ? [o.alias] : []))]
