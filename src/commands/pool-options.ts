@@ -3,6 +3,7 @@
 import type { Command } from 'commander'
 import { UsageError } from '../errors.js'
 import { parseWhole } from '../parse.js'
+import { addOptions, POOL_MODE, POOL_SIZE, POOLED, POOLER, RESET_QUERY_ALWAYS } from '../run/options.js'
 import { POOL_MODES, type Engine, type Pool, type PoolMode } from '../scenario.js'
 
 export interface PoolerOptions {
@@ -14,13 +15,7 @@ export interface PoolerOptions {
 }
 
 export function addPoolerOptions(cmd: Command, o: { config?: boolean; pooled?: boolean } = {}): Command {
-  cmd.option('--pooler <pooler>', 'route every session through a PgBouncer race starts in front of the target (pgbouncer); the control connection stays direct')
-  if (o.config !== false) {
-    cmd.option('--pool-size <n>', "with --pooler: the pool's server connections (default: what the scenario documents, else one per session)")
-    cmd.option('--pool-mode <mode>', 'with --pooler: transaction (default), session or statement')
-    cmd.option('--reset-query-always', "with --pooler: run the pool's reset query after every transaction (server_reset_query_always)")
-  }
-  if (o.pooled !== false) cmd.option('--pooled', '--database-url is a pooler you run: sessions may share server connections (race finds the server behind it for its control connection)')
+  addOptions(cmd, [POOLER, ...(o.config !== false ? [POOL_SIZE, POOL_MODE, RESET_QUERY_ALWAYS] : []), ...(o.pooled !== false ? [POOLED] : [])])
   return cmd
 }
 

@@ -8,55 +8,25 @@ import { parseOracle, refuseTooMany, refuseUnjudged } from '../engine/oracle.js'
 import { describeParams, headParts, render } from '../report/run.js'
 import { executeRun, extendForHold } from '../run/execute.js'
 import { FLAGS } from '../run/params.js'
+import { addOptions, RUN_OPTIONS, RUN_OWN, type CliFlags } from '../run/options.js'
 import { validateRun } from '../run/request.js'
-import { addPoolerOptions, parsePool, type PoolerOptions } from './pool-options.js'
+import { addPoolerOptions, parsePool } from './pool-options.js'
 import { cliWords } from './words.js'
 // The PostgreSQL driver, which withLab imports when it opens the target: loaded with this module, not after it.
 import '../db/lab.js'
-import { addCiOptions, addScenarioParamOptions, addTargetOptions, eachPg, self, type CiOptions, scenarioParams, type TargetOptions } from './common.js'
+import { addCiOptions, addScenarioParamOptions, addTargetOptions, eachPg, self, scenarioParams } from './common.js'
 import { assertRunsOn, engineFor } from '../run/lab.js'
 
-/** race run's flags as commander reads them; mapped to the run service's RunRequest (run/request.ts). */
-export interface RunFlags extends TargetOptions, CiOptions, PoolerOptions {
-  n?: string
-  schedule?: string
-  window?: string
-  trials: string
-  timeline?: boolean | string
-  expect?: string
-  user?: string
-  hold?: string
-  step?: boolean
-  save?: string
-  keep?: boolean
-  freshConnections?: boolean
-  html?: string
-  oracle?: string
-  [param: string]: unknown
-}
+/** race run's flags as commander reads them (typed from RUN_OPTIONS; a scenario's own flags by their names); mapped to the run service's RunRequest (run/request.ts). */
+export type RunFlags = CliFlags<typeof RUN_OPTIONS> & { [param: string]: unknown }
 
 export function registerRun(program: Command, all: readonly ScenarioSummary[], exit: (code: number) => void, ctx: RunContext): Command {
   const cmd = program
     .command('run')
     .description('run one scenario over N real connections and judge the invariant')
     .argument('<scenario>', 'scenario id (race list)')
-    .option('--n <n>', 'number of sessions (connections); default per scenario, usually 2')
-    .option(
-      '--schedule <schedule>',
-      'barrier (default: all begin, then run free), lockstep (step k of every session before step k+1), serial, or a permutation "s1.begin s2.begin s1.check ..."',
-    )
-    .option('--window <duration>', "sleep at the scenario's race point (between check and write), e.g. 300ms")
-    .option('--trials <k>', 'repeat the race K times and report the rate', '1')
-    .option('--fresh-connections', "with --trials: open every trial's session connections anew and close them after it (default: keep them across trials, reset)")
-    .option('--timeline [all]', 'draw the interleaving: one column per session, ms since the barrier (set-up steps such as BEGIN and SET only with --timeline all)')
-    .option('--expect <held|violated>', 'exit 0 when the invariant held (or was violated), whatever the documentation says')
-    .option('--user <uuid>', 'act for this user (fixes the advisory keys, e.g. to watch them with race locks); default a fresh uuid per trial')
-    .option('--hold <duration>', "keep the race's locks held (before the first commit) this long, for race locks in another terminal")
-    .option('--step', 'presenter mode (a terminal): before each step show the sessions and the SQL; Enter runs it, b the story, q stops')
-    .option('--theme <theme>', 'presenter: bold instead of dim, for a projector (default: default)')
-    .option('--html <file>', 'also write the run as one self-contained HTML page: a lane per session, each statement and its answer, the verdict, the command to run it again')
-    .option('--save <file>', 'write the failing trial\'s schedule as a counterexample file (race replay runs it again; docs/counterexamples.md)')
-    .option('--oracle <serial>', 'also judge every trial against the outcomes of every serial order of the sessions (run first, n <= 5); a race module or spec with no invariant needs it (docs/oracle.md)')
+  // race run's own options, declared once (run/options.ts RUN_OWN): the scenario's flags and the target's follow.
+  addOptions(cmd, RUN_OWN)
   addScenarioParamOptions(cmd, all)
   addTargetOptions(cmd, ctx, { pg: true })
   addCiOptions(cmd, 'run')

@@ -16,6 +16,7 @@ import { c } from '../report/color.js'
 import { withLab } from '../run/lab.js'
 import { parseBounds } from '../run/params.js'
 import { addTargetOptions, eachPg, type TargetOptions } from './common.js'
+import { addOptions, type Options } from '../run/options.js'
 
 export interface SpecOptions extends TargetOptions {
   results?: string
@@ -26,15 +27,20 @@ export interface SpecOptions extends TargetOptions {
   schema?: boolean
 }
 
+/** race spec's own options, declared once (the form is run/options.ts's): commander's, and docs/options.md's table. */
+export const SPEC_OWN = [
+  { flag: '--results <dir>', name: 'results', kind: 'text', help: 'write each transcript to DIR/<name>.out instead of printing it' },
+  { flag: '--expected <dir>', name: 'expected', kind: 'text', help: 'compare each transcript with DIR/<name>.out (or <name>_1.out ...): ok or FAILED, and the differences' },
+  { flag: '--n <n>', name: 'n', kind: 'whole', help: 'sessions each template session (session s*) becomes (default 2)', defaultNote: '2' },
+  { flag: '--schema', name: 'schema', kind: 'switch', help: 'each spec in a schema of its own, its setup and teardown checked to change nothing outside it, instead of a database of its own (as pg_isolation_regress runs it)' },
+] as const satisfies Options
+
 export function registerSpec(program: Command, exit: (code: number) => void, ctx: Context): Command {
   const cmd = program
     .command('spec')
     .description("run isolation-test spec files as PostgreSQL's isolationtester does, with the same transcript")
     .argument('<files...>', 'spec files (PostgreSQL isolation-test format)')
-    .option('--results <dir>', 'write each transcript to DIR/<name>.out instead of printing it')
-    .option('--expected <dir>', 'compare each transcript with DIR/<name>.out (or <name>_1.out ...): ok or FAILED, and the differences')
-    .option('--n <n>', 'sessions each template session (session s*) becomes (default 2)')
-    .option('--schema', 'each spec in a schema of its own, its setup and teardown checked to change nothing outside it, instead of a database of its own (as pg_isolation_regress runs it)')
+  addOptions(cmd, SPEC_OWN)
   addTargetOptions(cmd, ctx, { stepTimeout: false, pg: true })
   const runTimeout = cmd.options.find((x) => x.long === '--run-timeout')
   if (runTimeout) runTimeout.default('30m')

@@ -14,6 +14,8 @@ import { exploreLevels, type LevelsResult } from './levels.js'
 import { checkExplore, exploreBounds, type ExploreChecked, type ExploreOptions } from './request.js'
 import type { ExploreResult } from './result.js'
 import { Search } from './search.js'
+import { EXPLORE_OPTIONS } from './options.js'
+import { refuseUnknown } from '../run/options.js'
 
 /** An exploration asked for, checked. */
 export interface ExploreRequest {
@@ -78,6 +80,8 @@ export async function executeExplore<T>(ctx: RunContext, r: ExploreRequest, done
 /** explore(): the API's exploration (api.ts), its options checked here as race explore's flags are. */
 export async function explore(ctx: RunContext, scenarioOrId: string | Scenario, o: ExploreOptions = {}): Promise<ExploreResult> {
   const scenario = typeof scenarioOrId === 'string' ? await findScenario(scenarioOrId) : scenarioOrId
+  // An option explore() does not take (EXPLORE_OPTIONS) is bad input, never run with the defaults.
+  refuseUnknown('explore()', EXPLORE_OPTIONS, o)
   const bounds = exploreBounds(o)
   const checked = checkExplore(scenario, o, NAMES)
   const engine = engineFor(o.databaseUrl)

@@ -4,7 +4,8 @@
 import os from 'node:os'
 import { UsageError } from '../errors.js'
 import { parseWhole } from '../parse.js'
-import type { Spelling } from '../run/params.js'
+import { NAMES, parseBounds, type Spelling } from '../run/params.js'
+import { CONNECT_TIMEOUT, RUN_TIMEOUT, STEP_TIMEOUT } from '../run/options.js'
 import { sessionsOf } from '../run/request.js'
 import type { Bounds } from '../run/params.js'
 import type { Params, Scenario } from '../scenario.js'
@@ -181,8 +182,15 @@ export interface ExploreOptions {
   name?: string
   /** held: every interleaving must hold; violated: at least one must violate. Default: the scenario's own. */
   expect?: 'held' | 'violated'
+  /** Bounds: '5s' or milliseconds. Defaults as race explore's: connect 5s, step 10s, the whole exploration 5m. */
+  connectTimeout?: string | number
+  stepTimeout?: string | number
+  runTimeout?: string | number
+  /** @deprecated connectTimeout, in milliseconds (explore()'s earlier name). */
   connectTimeoutMs?: number
+  /** @deprecated stepTimeout, in milliseconds. */
   stepTimeoutMs?: number
+  /** @deprecated runTimeout, in milliseconds. */
   runTimeoutMs?: number
   /**
    * After each run: how many have run (shrinking's too), how many different interleavings violated, and how many runs
@@ -192,14 +200,18 @@ export interface ExploreOptions {
   onProgress?: (p: { runs: number; violating: number; planned: number | null; exact: boolean; phase: 'explore' | 'shrink' }) => void
 }
 
-const OPTIONS = ['databaseUrl', 'n', 'params', 'max', 'sample', 'acceptSample', 'seed', 'depth', 'preemptions', 'shard', 'jobs', 'shrink', 'name', 'expect', 'exhaustive', 'reduce', 'connectTimeoutMs', 'stepTimeoutMs', 'runTimeoutMs', 'onProgress']
-
-/** explore()'s options by name (one it does not take is bad input), and its bounds: the CLI's, but 30 minutes for the whole exploration. */
+/**
+ * explore()'s bounds: race explore's names and defaults (connect 5s, step 10s, the whole exploration 5m), durations
+ * or milliseconds; the earlier names connectTimeoutMs, stepTimeoutMs and runTimeoutMs (milliseconds) still taken.
+ */
 export function exploreBounds(o: ExploreOptions): Bounds {
-  for (const k of Object.keys(o)) if (!OPTIONS.includes(k)) throw new UsageError(`explore(): unknown option '${k}': it takes ${OPTIONS.join(', ')}`)
-  for (const k of ['connectTimeoutMs', 'stepTimeoutMs', 'runTimeoutMs'] as const) {
-    const v = o[k]
-    if (v !== undefined && !(typeof v === 'number' && Number.isFinite(v) && v > 0)) throw new UsageError(`${k} is ${JSON.stringify(v) ?? String(v)}: give a positive number of milliseconds`)
+  const pick = (name: 'connectTimeout' | 'stepTimeout' | 'runTimeout', fallback: string): string => {
+    const alias = `${name}Ms` as const
+    const v = o[alias]
+    if (v !== undefined && !(typeof v === 'number' && Number.isFinite(v) && v > 0)) throw new UsageError(`${alias} is ${JSON.stringify(v) ?? String(v)}: give a positive number of milliseconds`)
+    if (v !== undefined && o[name] !== undefined) throw new UsageError(`explore(): ${alias} is the earlier name of ${name}: give one of them`)
+    const given = o[name] ?? v ?? fallback
+    return typeof given === 'number' ? `${given}ms` : given
   }
-  return { connectTimeoutMs: o.connectTimeoutMs ?? 5000, stepTimeoutMs: o.stepTimeoutMs ?? 10_000, runTimeoutMs: o.runTimeoutMs ?? 30 * 60_000 }
+  return parseBounds({ connectTimeout: pick('connectTimeout', CONNECT_TIMEOUT.default), stepTimeout: pick('stepTimeout', STEP_TIMEOUT.default), runTimeout: pick('runTimeout', RUN_TIMEOUT.default) }, NAMES)
 }

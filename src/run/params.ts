@@ -68,6 +68,14 @@ export function pgConflict(databaseUrl: string | undefined, spell: Spelling): vo
     throw new UsageError(`${spell('pg')} selects race's own embedded PostgreSQL; it cannot go with ${spell('databaseUrl')} (or DATABASE_URL / PG* variables): leave out one of them`)
 }
 
+/** The API's pg (run(), explore()): a major version from 13 to 18, for race's embedded server; undefined: 18. */
+export function embeddedVersion(pg: unknown, databaseUrl: string | undefined): number | undefined {
+  if (pg === undefined) return undefined
+  if (typeof pg !== 'number' || !Number.isInteger(pg) || pg < 13 || pg > 18) throw new UsageError(`pg is a PostgreSQL major version from 13 to 18, got ${JSON.stringify(pg)}`)
+  pgConflict(databaseUrl, NAMES)
+  return pg === 18 ? undefined : pg
+}
+
 /**
  * The scenario's params from run()'s `params`, by key or flag name, each checked as `race run` checks its flag
  * (parseParam); defaults for the rest; an unknown name is bad input. A duration may also be milliseconds.

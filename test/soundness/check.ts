@@ -81,7 +81,8 @@ export async function checkCase(c: Case, o: CheckOptions): Promise<Checked> {
   await writeFile(file, c.text)
   const out: Checked = { case: c, breaks: [], notes: [], outside: [], runs: { reduced: 0, exhaustive: 0, trials: 0 }, ms: 0, phases: { reduced: 0, exhaustive: 0, trials: 0 } }
   const app = c.kind === 'app'
-  const common = { databaseUrl: o.databaseUrl, n: c.sessions, stepTimeoutMs: o.stepTimeoutMs ?? 10_000, max: 100_000 }
+  // runTimeout: an exhaustive search of a case may take long; 30m, the bound explore() had by default before it took race explore's 5m.
+  const common = { databaseUrl: o.databaseUrl, n: c.sessions, stepTimeout: o.stepTimeoutMs ?? 10_000, runTimeout: '30m', max: 100_000 }
   try {
     let t = performance.now()
     const lap = () => {
