@@ -35,8 +35,12 @@ export class FootprintObserver {
     const b = this.before
     const was = b?.step && b.m.pids?.[b.step.index]
     await this.doubts.settle(m.pids, was ? b.seen?.get(was) : undefined, was ? seen?.get(m.pids![b!.step!.index]) : undefined, b?.step?.sql ?? '')
-    // A step ran that was not watched (a pinned setup or teardown block): what it changed is not in the ledger.
-    if (b && !b.step) this.ledger.blind = true
+    // A step ran that was not watched (a pinned setup or teardown block): what it changed is not in the ledger, so
+    // no transaction open now (it may have begun it, or run in it) has its end narrowed.
+    if (b && !b.step) {
+      if (!seen) this.ledger.blind = true
+      else for (const [pid, v] of seen) if (v.inTx) this.ledger.step(`${pid}:${v.xact}`, v, undefined, true)
+    }
     if (b?.step) this.onStep(this.footprint(b as { m: Moment; seen: Map<number, Seen> | undefined; step: ReadyStep }, m, seen))
     this.before = { m, seen }
   }
@@ -57,7 +61,10 @@ export class FootprintObserver {
     // It waits, raised an error, or changed how another session stands (woke it, or ended it): 'all'.
     if (this.stateOf(m, i) === 'blocked' || (m.errors?.[i] ?? 1) !== (b.m.errors?.[i] ?? 0)) fp = 'all'
     for (let q = 0; q < this.names.length; q++) if (q !== i && this.stateOf(m, q) !== this.stateOf(b.m, q)) fp = 'all'
-    return pid && !shared ? this.rows(fp, pid, b.seen?.get(pid), seen?.get(m.pids![i]), b.step.sql, ssi) : fp
+    if (pid && !shared) return this.rows(fp, pid, b.seen?.get(pid), seen?.get(m.pids![i]), b.step.sql, ssi)
+    // Its transaction cannot be told: no commit is narrowed from here on.
+    this.ledger.blind = true
+    return fp
   }
 
   /**

@@ -22,10 +22,11 @@
 // (explore/reduce.ts conflicts): a step on row k still conflicts with one that reads or writes all of T.
 //
 // A transaction's commit writes `rel:T#k` for the rows its steps changed or locked instead of `rel:T`, when every
-// step of that transaction was seen, and each one that may have changed T (holds a row-change lock on it after it)
-// told its rows; a step that did not (an insert, a statement of another shape, one unclassified) makes the commit
-// write all of T, as before. An update that sets K, an insert, anything that may change which rows a predicate
-// matches, thus writes the whole table and meets every read of T, rows or not.
+// step of that transaction was seen (no pinned setup or teardown block ran while it was open), and each one that may
+// have changed T (holds a row-change lock on it after it) told its rows; a step that did not (an insert, a statement
+// of another shape, one unclassified) makes the commit write all of T, as before. An update that sets K, an insert,
+// anything that may change which rows a predicate matches, thus writes the whole table and meets every read of T,
+// rows or not.
 import type { Facts } from './doubt.js'
 import type { Seen, Touched } from './footprint.js'
 
@@ -152,8 +153,7 @@ export function narrow(fp: Exclude<Touched, 'all'>, t: { table: string; step: Ro
 
 /**
  * What each open transaction of a trial changed, by table: the rows its steps told, or 'whole'. `blind`: a step was
- * run that was not seen (a pinned setup or teardown block), or seen without its backend's state: no commit is
- * narrowed from then on.
+ * seen without its backend's state, or on a backend two sessions share: no commit is narrowed from then on.
  */
 export class RowLedger {
   private readonly tx = new Map<string, Map<string, Set<string> | 'whole'>>()
