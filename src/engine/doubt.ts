@@ -85,6 +85,11 @@ export interface Facts {
   operators: string[]
   /** Something runs user code without its name or a relation of its own (a cast, a domain's check): every step 'all'. */
   everywhere: boolean
+  /**
+   * Tables whose rows race may tell apart (footprint-rows.ts): by schema-qualified name, their one-column integer
+   * primary key (not generated) and their indexes' schema-qualified names.
+   */
+  plain: Map<string, { key: string; indexes: string[] }>
 }
 
 const FACTS = `
@@ -126,7 +131,22 @@ select
   (select coalesce(pg_catalog.json_agg(distinct pg_catalog.lower(p.proname::pg_catalog.text)), '[]') from pg_catalog.pg_proc p join ns on ns.oid operator(pg_catalog.=) p.pronamespace where p.oid operator(pg_catalog.>=) 16384)::pg_catalog.text as routines,
   (select coalesce(pg_catalog.json_agg(distinct o.oprname::pg_catalog.text), '[]') from pg_catalog.pg_operator o join ns on ns.oid operator(pg_catalog.=) o.oprnamespace where o.oid operator(pg_catalog.>=) 16384)::pg_catalog.text as operators,
   (exists (select from bad where relid operator(pg_catalog.=) 0)
-    or exists (select from pg_catalog.pg_cast k where k.oid operator(pg_catalog.>=) 16384 and k.castfunc operator(pg_catalog.<>) 0)) as everywhere`
+    or exists (select from pg_catalog.pg_cast k where k.oid operator(pg_catalog.>=) 16384 and k.castfunc operator(pg_catalog.<>) 0)) as everywhere,
+  (select coalesce(pg_catalog.json_agg(pg_catalog.json_build_array(rel.name, a.attname,
+      (select pg_catalog.json_agg(n.nspname operator(pg_catalog.||) '.' operator(pg_catalog.||) ic.relname) from pg_catalog.pg_index ix
+        join pg_catalog.pg_class ic on ic.oid operator(pg_catalog.=) ix.indexrelid join pg_catalog.pg_namespace n on n.oid operator(pg_catalog.=) ic.relnamespace
+        where ix.indrelid operator(pg_catalog.=) c.oid))), '[]')
+    from rel join pg_catalog.pg_class c on c.oid operator(pg_catalog.=) rel.oid
+    join pg_catalog.pg_index pk on pk.indrelid operator(pg_catalog.=) c.oid and pk.indisprimary and pk.indnatts operator(pg_catalog.=) 1
+    join pg_catalog.pg_attribute a on a.attrelid operator(pg_catalog.=) c.oid and a.attnum operator(pg_catalog.=) pk.indkey[0]
+    where c.relkind operator(pg_catalog.=) 'r' and c.relpersistence operator(pg_catalog.<>) 't' and not c.relrowsecurity and not c.relhassubclass
+      and not c.relispartition and not c.relhasrules and not c.relhastriggers
+      and a.atttypid operator(pg_catalog.=) any (array[20, 21, 23]::pg_catalog.oid[]) and a.attgenerated operator(pg_catalog.=) ''
+      and pg_catalog.strpos(rel.name, '#') operator(pg_catalog.=) 0
+      and not exists (select from pg_catalog.pg_inherits h where h.inhrelid operator(pg_catalog.=) c.oid or h.inhparent operator(pg_catalog.=) c.oid)
+      and not exists (select from pg_catalog.pg_index u where u.indrelid operator(pg_catalog.=) c.oid and (u.indisunique or u.indisexclusion) and u.indexrelid operator(pg_catalog.<>) pk.indexrelid)
+      and not exists (select from pg_catalog.pg_constraint k where (k.conrelid operator(pg_catalog.=) c.oid or k.confrelid operator(pg_catalog.=) c.oid) and k.contype operator(pg_catalog.=) any (array['f', 'x']::pg_catalog.char[]))
+      and c.oid operator(pg_catalog.<>) all (select relid from tainted) and c.oid operator(pg_catalog.<>) all (select relid from deferred))::pg_catalog.text as plain`
 
 /** Reads the catalog facts for the sessions `pids` (their role's schemas), or undefined when not on PostgreSQL. */
 export async function readFacts(lab: Driver, pids: readonly number[]): Promise<Facts | undefined> {
@@ -134,7 +154,8 @@ export async function readFacts(lab: Driver, pids: readonly number[]): Promise<F
   const own = pids.filter((p) => Number.isInteger(p) && p > 0)
   const [r] = await lab.query(FACTS, [`^(?:${SHARED})$`, `{${own.join(',')}}`])
   const list = (x: unknown) => JSON.parse(String(x)) as string[]
-  return { tainted: new Set(list(r.tainted)), deferred: new Set(list(r.deferred)), routines: new Set(list(r.routines)), operators: list(r.operators), everywhere: Boolean(r.everywhere) }
+  const plain = new Map((JSON.parse(String(r.plain)) as [string, string, string[]][]).map(([t, key, indexes]) => [t, { key, indexes }]))
+  return { tainted: new Set(list(r.tainted)), deferred: new Set(list(r.deferred)), routines: new Set(list(r.routines)), operators: list(r.operators), everywhere: Boolean(r.everywhere), plain }
 }
 
 const ROLLBACK_TO = /(?<![\w$])rollback(?:\s+(?:work|transaction))?\s+to(?![\w$])/i
@@ -179,6 +200,11 @@ export class Doubts {
     if (this.read && !committed) return
     this.read = true
     this.facts = await readFacts(this.lab, pids ?? [])
+  }
+
+  /** The catalog facts as last read (undefined: not read, or not PostgreSQL). */
+  get known(): Facts | undefined {
+    return this.facts
   }
 
   /** The footprint `fp` of a step of SQL `sql`, its backend `pid` seen before and after it, or 'all' where in doubt. */

@@ -6,6 +6,7 @@
 import type { Driver } from '../db/driver.js'
 import { Doubts } from './doubt.js'
 import { observe, touched, type Seen, type Touched } from './footprint.js'
+import { narrow, RowLedger, rowTarget } from './footprint-rows.js'
 import type { Moment, ReadyStep } from './types.js'
 
 export class FootprintObserver {
@@ -13,6 +14,8 @@ export class FootprintObserver {
   private before: { m: Moment; seen: Map<number, Seen> | undefined; step?: ReadyStep } | undefined
   /** What locks cannot show (engine/doubt.ts): the trial's catalog facts, transactions that gave locks back. */
   private readonly doubts: Doubts
+  /** What each open transaction changed, by rows where its steps told them (footprint-rows.ts). */
+  private readonly ledger = new RowLedger()
 
   /**
    * `names`: the sessions' names, by index; `onStep`: each observed step's footprint, in the order the steps
@@ -32,6 +35,12 @@ export class FootprintObserver {
     const b = this.before
     const was = b?.step && b.m.pids?.[b.step.index]
     await this.doubts.settle(m.pids, was ? b.seen?.get(was) : undefined, was ? seen?.get(m.pids![b!.step!.index]) : undefined, b?.step?.sql ?? '')
+    // A step ran that was not watched (a pinned setup or teardown block): what it changed is not in the ledger, so
+    // no transaction open now (it may have begun it, or run in it) has its end narrowed.
+    if (b && !b.step) {
+      if (!seen) this.ledger.blind = true
+      else for (const [pid, v] of seen) if (v.inTx) this.ledger.step(`${pid}:${v.xact}`, v, undefined, true)
+    }
     if (b?.step) this.onStep(this.footprint(b as { m: Moment; seen: Map<number, Seen> | undefined; step: ReadyStep }, m, seen))
     this.before = { m, seen }
   }
@@ -52,7 +61,33 @@ export class FootprintObserver {
     // It waits, raised an error, or changed how another session stands (woke it, or ended it): 'all'.
     if (this.stateOf(m, i) === 'blocked' || (m.errors?.[i] ?? 1) !== (b.m.errors?.[i] ?? 0)) fp = 'all'
     for (let q = 0; q < this.names.length; q++) if (q !== i && this.stateOf(m, q) !== this.stateOf(b.m, q)) fp = 'all'
+    if (pid && !shared) return this.rows(fp, pid, b.seen?.get(pid), seen?.get(m.pids![i]), b.step.sql, ssi)
+    // Its transaction cannot be told: no commit is narrowed from here on.
+    this.ledger.blind = true
     return fp
+  }
+
+  /**
+   * The footprint `fp` of a step of SQL `sql` on backend `pid`, narrowed to rows where race can tell them
+   * (footprint-rows.ts), and the ledger of its transaction kept. Never under SSI (`ssi`): the table stays the unit.
+   */
+  private rows(fp: Touched, pid: number, before: Seen | undefined, after: Seen | undefined, sql: string, ssi: boolean): Touched {
+    if (!before) {
+      this.ledger.blind = true
+      return fp
+    }
+    const ended = before.inTx && (!after?.inTx || after.xact !== before.xact)
+    if (ended) {
+      const out = ssi ? fp : this.ledger.end(`${pid}:${before.xact}`, fp, this.doubts.known)
+      if (after?.inTx) this.ledger.step(`${pid}:${after.xact}`, after, undefined, true)
+      return out
+    }
+    const tx = before.inTx ? `${pid}:${before.xact}` : after?.inTx ? `${pid}:${after.xact}` : undefined
+    const t = fp !== 'all' && !ssi && after ? rowTarget(this.doubts.known, sql, before, after) : undefined
+    const out = t && fp !== 'all' ? narrow(fp, t) : fp
+    const told = t && out !== fp ? t : undefined
+    if (tx) this.ledger.step(tx, after, told, fp === 'all')
+    return out
   }
 
   private stateOf(m: Moment, i: number): 'ready' | 'blocked' | 'done' | 'other' {

@@ -21,11 +21,21 @@ import type { Pick, Strategy } from './enumerate.js'
 /** What a step touched: resources (tables, locks, 'snapshot') it read and wrote; 'all': it conflicts with every step. */
 export type Footprint = 'all' | { readonly reads: readonly string[]; readonly writes: readonly string[] }
 
-/** Two steps conflict when either is 'all', or one writes what the other reads or writes. */
+/**
+ * Two steps conflict when either is 'all', or one writes what the other reads or writes. A resource `X#k` is a part
+ * of `X` (row k of a table, engine/footprint-rows.ts): it overlaps `X` and itself, not `X#j`.
+ */
 export function conflicts(a: Footprint, b: Footprint): boolean {
   if (a === 'all' || b === 'all') return true
-  const hits = (w: readonly string[], x: Footprint & object) => w.some((r) => x.reads.includes(r) || x.writes.includes(r))
+  const hits = (w: readonly string[], x: Footprint & object) => w.some((r) => x.reads.some((y) => overlap(r, y)) || x.writes.some((y) => overlap(r, y)))
   return hits(a.writes, b) || hits(b.writes, a)
+}
+
+function overlap(a: string, b: string): boolean {
+  if (a === b) return true
+  const i = a.indexOf('#')
+  const j = b.indexOf('#')
+  return (i >= 0 && j < 0 && a.slice(0, i) === b) || (j >= 0 && i < 0 && b.slice(0, j) === a)
 }
 
 /** How many times a run that went otherwise than its replayed choices is run again before the search goes on from it. */

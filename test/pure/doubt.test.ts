@@ -6,7 +6,7 @@ import { test } from 'node:test'
 import { judge, namesDoubt, type Facts } from '../../src/engine/doubt.js'
 import { touched, type Seen } from '../../src/engine/footprint.js'
 
-const facts = (o: Partial<Facts> = {}): Facts => ({ tainted: new Set(), deferred: new Set(), routines: new Set(), operators: [], everywhere: false, ...o })
+const facts = (o: Partial<Facts> = {}): Facts => ({ tainted: new Set(), deferred: new Set(), routines: new Set(), operators: [], everywhere: false, plain: new Map(), ...o })
 const rel = (name: string, mode = 'AccessShareLock'): Seen['locks'][number] => ['relation', mode, true, name, 'r']
 const seen = (o: Partial<Seen> = {}): Seen => ({ inTx: true, xact: 'x1', xmin: false, xid: false, locks: [], ...o })
 const step = (f: Facts | undefined, before: Seen, after: Seen, sql: string, lost = new Set<string>()) => judge(f, lost, touched(before, after, sql), 7, before, after, sql)
