@@ -19,6 +19,7 @@ const TESTS = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '
 export const FIRST = [
   'soundness/soundness',
   'soundness/kept',
+  'soundness/rows',
   'cli/workflow',
   'cli/readme',
   'cli/cache',
