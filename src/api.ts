@@ -74,7 +74,7 @@ export function explore(scenario: ScenarioRef, options: ExploreOptions = {}): Pr
     if (!('oracle' in options)) return exploreOnce(ctx, s, rest)
     // oracle: 'serial': the race judged against its serial orders too (engine/oracle.ts).
     const [{ findScenario, judgedBy }, { parseOracle, refuseUnjudged }] = await inTurn([() => import('./registry.js'), () => import('./engine/oracle.js')])
-    const judged = judgedBy(typeof s === 'string' ? await findScenario(s) : s, parseOracle(oracle, 'explore(): oracle'))
+    const judged = await judgedBy(typeof s === 'string' ? await findScenario(s) : s, parseOracle(oracle, 'explore(): oracle'))
     refuseUnjudged(judged)
     return exploreOnce(ctx, judged, { ...(typeof s === 'string' && rest.name === undefined ? { name: s } : {}), ...rest })
   })
@@ -127,7 +127,7 @@ async function runOnce(ctx: RunContext, ref: ScenarioRef, o: RunOptions): Promis
   refuseUnknown('run()', RUN_OPTIONS, o)
   const found = typeof ref === 'string' ? await findScenario(ref) : userScenario(ref, `run(): scenario ${typeof ref.id === 'string' ? ref.id : ''}`.trim())
   // oracle: 'serial': every trial judged against the serial orders too (engine/oracle.ts).
-  const scenario = judgedBy(found, parseOracle(o.oracle, 'run(): oracle'))
+  const scenario = await judgedBy(found, parseOracle(o.oracle, 'run(): oracle'))
   refuseUnjudged(scenario)
   const engine = engineFor(o.databaseUrl)
   assertRunsOn(scenario, engine)

@@ -11,7 +11,7 @@ import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { UsageError } from './errors.js'
 import { carryDigest, fileDigest, sha256 } from './digest.js'
-import { withOracle, type OracleName } from './engine/oracle.js'
+import type { OracleName } from './engine/oracle.js'
 import { SRC } from './home.js'
 import { importModule } from './load-module.js'
 import { closest } from './parse.js'
@@ -98,8 +98,10 @@ export function isBuiltIn(s: Scenario): boolean {
  * The scenario judged by `oracle` too (--oracle serial, engine/oracle.ts): a copy that is still what `s` was (a
  * built-in, read from the same file), so that it runs and is named as `s` does.
  */
-export function judgedBy(s: Scenario, oracle: OracleName | undefined): Scenario {
-  const t = withOracle(s, oracle)
+export async function judgedBy(s: Scenario, oracle: OracleName | undefined): Promise<Scenario> {
+  // Loaded only when asked for: race list and race show load no engine module (test/cli/lazy-start).
+  if (oracle === undefined) return s
+  const t = (await import('./engine/oracle.js')).withOracle(s, oracle)
   if (t === s) return s
   if (BUILT_IN.has(s)) BUILT_IN.add(t)
   carryDigest(s, t)

@@ -69,7 +69,7 @@ Which isolation level is enough, and does the retry loop survive:
 export async function exploreCommand(ctx: RunContext, id: string, o: ExploreCommandOptions, cmd: Command): Promise<number> {
   // --oracle serial: every interleaving judged against the serial orders too (engine/oracle.ts).
   const oracle = parseOracle(o.oracle)
-  const found = judgedBy(await findScenario(id), oracle)
+  const found = await judgedBy(await findScenario(id), oracle)
   refuseUnjudged(found)
   const engine = engineFor(o.databaseUrl)
   assertRunsOn(found, engine)

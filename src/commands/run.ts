@@ -68,7 +68,7 @@ export function parseTimeline(raw: boolean | string | undefined): 'race' | 'all'
 export async function runCommand(ctx: RunContext, id: string, o: RunFlags, cmd: Command): Promise<number> {
   // --oracle serial: every trial judged against the serial orders too (engine/oracle.ts).
   const oracle = parseOracle(o.oracle)
-  const scenario = judgedBy(await findScenario(id), oracle)
+  const scenario = await judgedBy(await findScenario(id), oracle)
   refuseUnjudged(scenario)
   const engine = engineFor(o.databaseUrl)
   assertRunsOn(scenario, engine)

@@ -67,31 +67,33 @@ test('a race module with no invariant is refused without --oracle serial; --orac
   assert.match(six.stderr, /6 sessions are 720 orders; give --n 5 or fewer/)
 })
 
+// --exhaustive: the exact counts of every interleaving, as the invariant versions' are known (an application race loaded
+// from its file is reduced by default, each session in a worker of its own).
 test('count-then-insert with no invariant: --oracle serial violates in the same 60 of 70 interleavings the invariant does; the advisory lock holds in all 36', async () => {
   // Serially the second createOrder counts the first one's order and is rejected (Conflict): one row. An
   // interleaving in which both count before either commits ends with two rows and both committed: no serial order.
-  const serial = await explore([at('orders-serial.race.mjs'), '--oracle', 'serial'])
+  const serial = await explore(['--exhaustive', at('orders-serial.race.mjs'), '--oracle', 'serial'])
   assert.equal(serial.code, 0, serial.stderr)
   assert.equal(serial.j.interleavings, 70)
   assert.equal(serial.j.violating, 60)
-  const invariant = await explore([at('orders.race.mjs'), '--n', '2'])
+  const invariant = await explore(['--exhaustive', at('orders.race.mjs'), '--n', '2'])
   assert.equal(invariant.j.violating, 60, invariant.stderr)
   assert.deepEqual(violatingLines(serial.j), violatingLines(invariant.j), 'the same interleavings violate')
-  const fixed = await explore([at('orders-locked-serial.race.mjs'), '--oracle', 'serial', '--expect', 'held'])
+  const fixed = await explore(['--exhaustive', at('orders-locked-serial.race.mjs'), '--oracle', 'serial', '--expect', 'held'])
   assert.equal(fixed.code, 0, fixed.stderr)
   assert.equal(fixed.j.interleavings, 36)
   assert.equal(fixed.j.violating, 0)
 })
 
 test('the lost-update withdrawal with no invariant: --oracle serial violates in the same 80 of 92 interleavings; FOR UPDATE holds', async () => {
-  const serial = await explore([at('withdraw-ledger-serial.race.mjs'), '--oracle', 'serial'])
+  const serial = await explore(['--exhaustive', at('withdraw-ledger-serial.race.mjs'), '--oracle', 'serial'])
   assert.equal(serial.code, 0, serial.stderr)
   assert.equal(serial.j.interleavings, 92)
   assert.equal(serial.j.violating, 80)
-  const invariant = await explore([at('withdraw-ledger.race.mjs'), '--n', '2'])
+  const invariant = await explore(['--exhaustive', at('withdraw-ledger.race.mjs'), '--n', '2'])
   assert.equal(invariant.j.violating, 80, invariant.stderr)
   assert.deepEqual(violatingLines(serial.j), violatingLines(invariant.j), 'the same interleavings violate')
-  const fixed = await explore([at('withdraw-ledger-locked-serial.race.mjs'), '--oracle', 'serial', '--expect', 'held'])
+  const fixed = await explore(['--exhaustive', at('withdraw-ledger-locked-serial.race.mjs'), '--oracle', 'serial', '--expect', 'held'])
   assert.equal(fixed.code, 0, fixed.stderr)
   assert.equal(fixed.j.violating, 0)
   assert.ok(fixed.j.interleavings > 0)
@@ -194,7 +196,7 @@ test('the API: run() and explore() take oracle: serial, and refuse a race with n
   assert.equal(r.verdict, 'anomaly', r.text)
   assert.equal(r.ok, true)
   await assert.rejects(runApi(file, { databaseUrl: server.url }), (e: unknown) => e instanceof RaceError && e.exitCode === 2 && /no invariant/.test(e.message))
-  const e = await exploreApi(at('orders-locked-serial.race.mjs'), { databaseUrl: server.url, oracle: 'serial', expect: 'held' })
+  const e = await exploreApi(at('orders-locked-serial.race.mjs'), { databaseUrl: server.url, oracle: 'serial', expect: 'held', exhaustive: true })
   assert.equal(e.exitCode, 0)
   assert.equal(e.violating, 0)
   assert.equal(e.interleavings, 36)
