@@ -104,9 +104,7 @@ export function replay(file: string, options: import('./evidence/replay.js').Rep
     const { outcome, view } = await replayFile(ctx, file, options ?? {}, NAMES)
     const [json, table, timeline, color, report, width] = await inTurn([() => import('./report/json.js'), () => import('./report/table.js'), () => import('./report/timeline.js'), () => import('./report/color.js'), () => import('./report/run.js'), () => import('./report/width.js')])
     ctx.style ??= color.styleFor(false)
-    const text = color.withStyle(ctx.style, () =>
-      [...(view ? [report.render(view, 'race', false, table, timeline.timeline), ''] : []), ...outcome.notes.map((n) => `note: ${n}`), ...width.hang(`replay ${file}: ${{ 'still-fails': 'STILL FAILS', passes: 'PASSES', unknown: 'UNKNOWN' }[outcome.result]}  ${outcome.summary}`, width.columns(), 2)].join('\n'),
-    )
+    const text = [...(view ? [report.render(ctx.style, view, 'race', false, table, timeline.timeline), ''] : []), ...outcome.notes.map((n) => `note: ${n}`), ...width.hang(`replay ${file}: ${{ 'still-fails': 'STILL FAILS', passes: 'PASSES', unknown: 'UNKNOWN' }[outcome.result]}  ${outcome.summary}`, width.columns(), 2)].join('\n')
     return { ...outcome, ok: outcome.exitCode === 0, text, ...(view ? { run: json.toJson(view, { timeline: false, exitCode: outcome.exitCode, kept: false }) } : {}) }
   })
 }
@@ -142,7 +140,7 @@ async function runOnce(ctx: RunContext, ref: ScenarioRef, o: RunOptions): Promis
   const doc = json.toJson(view, { timeline: true, exitCode: code, kept: false })
   // Without colours, whatever the process's own (a CLI in the same process) are.
   ctx.style ??= color.styleFor(false)
-  return { ...doc, ok: code === 0, text: color.withStyle(ctx.style, () => report.render(view, 'race', false, table, timeline.timeline)) }
+  return { ...doc, ok: code === 0, text: report.render(ctx.style, view, 'race', false, table, timeline.timeline) }
 }
 
 

@@ -16,8 +16,8 @@ type Register = (p: Command, all: readonly ScenarioSummary[], ctx: RunContext) =
  * every scenario's flags; list prints them), read while its module loads.
  */
 const COMMANDS: { name: string; scenarios?: boolean; load: () => Promise<Register> }[] = [
-  { name: 'list', scenarios: true, load: async () => { const { registerList } = await import('./commands/list.js'); return (p) => registerList(p, setExit) } },
-  { name: 'show', scenarios: true, load: async () => { const { registerShow } = await import('./commands/show.js'); return (p, all) => registerShow(p, all, setExit) } },
+  { name: 'list', scenarios: true, load: async () => { const { registerList } = await import('./commands/list.js'); return (p, _all, ctx) => registerList(p, setExit, ctx) } },
+  { name: 'show', scenarios: true, load: async () => { const { registerShow } = await import('./commands/show.js'); return (p, all, ctx) => registerShow(p, all, setExit, ctx) } },
   { name: 'run', scenarios: true, load: async () => { const { registerRun } = await import('./commands/run.js'); return (p, all, ctx) => registerRun(p, all, setExit, ctx) } },
   { name: 'explore', scenarios: true, load: async () => { const { registerExplore } = await import('./commands/explore.js'); return (p, all, ctx) => registerExplore(p, all, setExit, ctx) } },
   { name: 'replay', load: async () => { const { registerReplay } = await import('./commands/replay.js'); return (p, _all, ctx) => registerReplay(p, setExit, ctx) } },
@@ -27,7 +27,7 @@ const COMMANDS: { name: string; scenarios?: boolean; load: () => Promise<Registe
   { name: 'matrix', load: async () => { const { registerMatrix } = await import('./commands/matrix.js'); return (p, _all, ctx) => registerMatrix(p, setExit, ctx) } },
   { name: 'bench', load: async () => { const { registerBench } = await import('./commands/bench.js'); return (p, _all, ctx) => registerBench(p, setExit, ctx) } },
   { name: 'spec', load: async () => { const { registerSpec } = await import('./commands/spec.js'); return (p, _all, ctx) => registerSpec(p, setExit, ctx) } },
-  { name: 'cache', load: async () => { const { registerCache } = await import('./commands/cache.js'); return (p) => registerCache(p, setExit) } },
+  { name: 'cache', load: async () => { const { registerCache } = await import('./commands/cache.js'); return (p, _all, ctx) => registerCache(p, setExit, ctx) } },
 ]
 
 
@@ -115,12 +115,12 @@ Exit codes: 0 as documented, 1 a deviation, 2 bad input, 3 could not run.`,
   for (const register of registers) register(p, all, context)
   p.hook('preAction', async (_p, action) => {
     active = { name: action.name(), opts: action.opts() }
-    const { colorWanted, loadChalk, setStyle, styleFor, THEMES } = await import('./report/color.js')
+    const { colorWanted, loadChalk, styleFor, THEMES } = await import('./report/color.js')
     const theme = action.opts().theme
     if (theme !== undefined && !THEMES.includes(theme)) throw new UsageError(`--theme ${theme} is not a theme: use ${THEMES.join(' or ')} (presenter: bold instead of dim, for a projector)`)
     if (colorWanted(action.opts().color !== false, process.stdout)) await loadChalk()
+    // The command's style: passed (ctx.style) to everything it draws, never a colour state of the process.
     context.style = styleFor(action.opts().color !== false, process.stdout, theme)
-    setStyle(context.style)
   })
   return p
 }

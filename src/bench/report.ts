@@ -1,6 +1,6 @@
 // What `race bench` shows: the table, a terminal bar chart, the JSON document, a self-contained HTML page
 // with inline SVG charts, and the progress bar while it runs.
-import { c } from '../report/color.js'
+import type { Style } from '../report/color.js'
 import { fitTable, type CellValue } from '../report/table.js'
 import { columns, fitLines, hang, width } from '../report/width.js'
 import { ARTICLE } from './workloads.js'
@@ -83,22 +83,22 @@ function failuresText(s: CellStats): string {
   return `${s.failures} (${codes})`
 }
 
-function vsText(x: CellResult): string {
-  return x.vsRc === null ? '-' : x.article === null ? ratio(x.vsRc) : colourRatio(x.vsRc, x.article)
+function vsText(c: Style, x: CellResult): string {
+  return x.vsRc === null ? '-' : x.article === null ? ratio(x.vsRc) : colourRatio(c, x.vsRc, x.article)
 }
-const anomaliesText = (x: CellResult) => (x.workload === 'advisory' ? (x.race.anomalies ? c.red(String(x.race.anomalies)) : '0') : '-')
-const failText = (x: CellResult) => (x.race.failures ? c.red(failuresText(x.race)) : '0')
-const pgTps = (x: CellResult) => (x.pgbench ? `${int(x.pgbench.tps)}${x.pgbench.error ? c.yellow(' !') : ''}` : '-')
-const slapTps = (x: CellResult) => (x.slap ? `${int(x.slap.tps)}${x.slap.error ? c.yellow(' !') : ''}` : '-')
+const anomaliesText = (c: Style, x: CellResult) => (x.workload === 'advisory' ? (x.race.anomalies ? c.red(String(x.race.anomalies)) : '0') : '-')
+const failText = (c: Style, x: CellResult) => (x.race.failures ? c.red(failuresText(x.race)) : '0')
+const pgTps = (c: Style, x: CellResult) => (x.pgbench ? `${int(x.pgbench.tps)}${x.pgbench.error ? c.yellow(' !') : ''}` : '-')
+const slapTps = (c: Style, x: CellResult) => (x.slap ? `${int(x.slap.tps)}${x.slap.error ? c.yellow(' !') : ''}` : '-')
 const perSlap = (x: CellResult) => (x.racePerSlap == null ? '-' : ratio(x.racePerSlap))
-const perPg = (x: CellResult) => (x.racePerPgbench === null ? '-' : x.racePerPgbench >= 0.9 ? c.green(ratio(x.racePerPgbench)) : c.yellow(ratio(x.racePerPgbench)))
+const perPg = (c: Style, x: CellResult) => (x.racePerPgbench === null ? '-' : x.racePerPgbench >= 0.9 ? c.green(ratio(x.racePerPgbench)) : c.yellow(ratio(x.racePerPgbench)))
 
 /**
  * One row per cell when it fits the screen; otherwise three narrower tables, each grouped by workload: throughput
  * (with failures and anomalies beside TPS: a fast level that breaks the invariant is not a win), latency and
  * retries, and race beside pgbench.
  */
-export function table(r: BenchReport, w = columns()): string {
+export function table(c: Style, r: BenchReport, w = columns()): string {
   const withPg = r.cells.some((x) => x.pgbench)
   const withAdvisory = r.cells.some((x) => x.workload === 'advisory')
   const head = ['workload', 'level', 'TPS', 'P50 ms', 'P95 ms', 'P99 ms', 'retries', 'failures', 'vs RC', 'article']
@@ -108,30 +108,30 @@ export function table(r: BenchReport, w = columns()): string {
   if (withSlap) head.push('slap TPS', 'race/slap')
   const rows = r.cells.map((x) => {
     const s = x.race
-    const row: string[] = [groupLabel(x), shortLevel(x.isolation), int(s.tps), ms(s.latencyMs.p50), ms(s.latencyMs.p95), ms(s.latencyMs.p99), String(s.retries), failText(x), vsText(x), ratio(x.article)]
-    if (withAdvisory) row.push(anomaliesText(x))
-    if (withPg) row.push(pgTps(x), perPg(x))
-    if (withSlap) row.push(slapTps(x), perSlap(x))
+    const row: string[] = [groupLabel(x), shortLevel(x.isolation), int(s.tps), ms(s.latencyMs.p50), ms(s.latencyMs.p95), ms(s.latencyMs.p99), String(s.retries), failText(c, x), vsText(c, x), ratio(x.article)]
+    if (withAdvisory) row.push(anomaliesText(c, x))
+    if (withPg) row.push(pgTps(c, x), perPg(c, x))
+    if (withSlap) row.push(slapTps(c, x), perSlap(x))
     return row
   })
-  if (fitsWide(head, rows, w)) return fitTable(head, rows, [], w)
-  const grouped = (cols: string[], cell: (x: CellResult) => string[]) => groupedTable(r.cells, cols, cell, w)
+  if (fitsWide(head, rows, w)) return fitTable(c, head, rows, [], w)
+  const grouped = (cols: string[], cell: (x: CellResult) => string[]) => groupedTable(c, r.cells, cols, cell, w)
   const out = [
-    grouped(['level', 'TPS', 'vs RC', 'article', 'failures', ...(withAdvisory ? ['anomalies'] : [])], (x) => [int(x.race.tps), vsText(x), ratio(x.article), failText(x), ...(withAdvisory ? [anomaliesText(x)] : [])]),
+    grouped(['level', 'TPS', 'vs RC', 'article', 'failures', ...(withAdvisory ? ['anomalies'] : [])], (x) => [int(x.race.tps), vsText(c, x), ratio(x.article), failText(c, x), ...(withAdvisory ? [anomaliesText(c, x)] : [])]),
     grouped(['level', 'P50 ms', 'P95 ms', 'P99 ms', 'retries'], (x) => [ms(x.race.latencyMs.p50), ms(x.race.latencyMs.p95), ms(x.race.latencyMs.p99), String(x.race.retries)]),
   ]
-  if (withPg) out.push(grouped(['level', 'race TPS', 'pgbench TPS', 'race/pgbench'], (x) => [int(x.race.tps), pgTps(x), perPg(x)]))
-  if (withSlap) out.push(grouped(['level', 'race TPS', 'slap TPS', 'race/slap'], (x) => [int(x.race.tps), slapTps(x), perSlap(x)]))
+  if (withPg) out.push(grouped(['level', 'race TPS', 'pgbench TPS', 'race/pgbench'], (x) => [int(x.race.tps), pgTps(c, x), perPg(c, x)]))
+  if (withSlap) out.push(grouped(['level', 'race TPS', 'slap TPS', 'race/slap'], (x) => [int(x.race.tps), slapTps(c, x), perSlap(x)]))
   return out.join('\n')
 }
 
-function colourRatio(measured: number, article: number): string {
+function colourRatio(c: Style, measured: number, article: number): string {
   const s = measured.toFixed(2)
   return Math.abs(measured - article) <= 0.05 ? c.green(s) : c.yellow(s)
 }
 
 /** One bar group per (workload, hot): TPS per level, scaled to the largest TPS of the run, anomalies beside. */
-export function bars(r: BenchReport, w = columns()): string {
+export function bars(c: Style, r: BenchReport, w = columns()): string {
   const max = Math.max(1, ...r.cells.map((x) => Math.max(x.race.tps, x.pgbench?.tps ?? 0)))
   const tailOf = (x: CellResult) => {
     const tail = [`${int(x.race.tps)} tps`]
@@ -172,7 +172,7 @@ export function mixLines(r: BenchReport): string[] {
   return out
 }
 
-export function text(r: BenchReport, w = columns()): string {
+export function text(c: Style, r: BenchReport, w = columns()): string {
   const cfg = r.config
   const lines = [
     `${c.bold('race bench')}  ${r.server.product ?? 'PostgreSQL'} ${r.server.version} (${r.target})`,
@@ -180,9 +180,9 @@ export function text(r: BenchReport, w = columns()): string {
       (cfg.pgbench ? `; pgbench: ${cfg.pgbench.version}, -M prepared -j 1` : '') +
       (cfg.slap ? `; slap: ${cfg.slap.version}` : ''),
     '',
-    table(r, w),
+    table(c, r, w),
     '',
-    bars(r, w),
+    bars(c, r, w),
     '',
     ...mixLines(r),
     r.engine === 'mysql'
@@ -201,7 +201,7 @@ export function text(r: BenchReport, w = columns()): string {
     lines.push(`  race/slap over ${slapped.length} cells: ${sum.toFixed(2)} by total TPS, ${geo.toFixed(2)} geometric mean (cells ${Math.min(...rs).toFixed(2)}-${Math.max(...rs).toFixed(2)}; slap's update adds in SQL, race's writes back what it read)`)
   }
   if (r.cells.some((x) => x.slap?.error)) lines.push(c.yellow('!: slap reported errors: ' + [...new Set(r.cells.map((x) => x.slap?.error).filter(Boolean))].join('; ')))
-  if (r.pooler) lines.push('', ...poolerLines(r, w))
+  if (r.pooler) lines.push('', ...poolerLines(c, r, w))
   if (r.cells.some((x) => x.pgbench?.error)) {
     lines.push(c.yellow('!: pgbench reported errors: ' + [...new Set(r.cells.map((x) => x.pgbench?.error).filter(Boolean))].join('; ')))
   }
@@ -216,7 +216,7 @@ export function text(r: BenchReport, w = columns()): string {
  * cell to cell): direct with named prepared statements (the table above), direct with unnamed statements, and
  * through the pooler with unnamed statements (PgBouncer 1.18 in transaction mode cannot keep named ones).
  */
-export function poolerLines(r: BenchReport, w = columns()): string[] {
+export function poolerLines(c: Style, r: BenchReport, w = columns()): string[] {
   const hops: number[] = []
   const parses: number[] = []
   for (const x of r.cells) {
@@ -239,10 +239,10 @@ export function poolerLines(r: BenchReport, w = columns()): string[] {
     fails(x),
   ])
   let tables: string
-  if (fitsWide(head, rows, w)) tables = fitTable(head, rows, [], w)
+  if (fitsWide(head, rows, w)) tables = fitTable(c, head, rows, [], w)
   else {
     // Narrower: two tables grouped by workload (throughput and ratios; latency and failures), as the table above.
-    const grouped = (cols: string[], cell: (x: CellResult) => string[]) => groupedTable(r.cells, cols, cell, w)
+    const grouped = (cols: string[], cell: (x: CellResult) => string[]) => groupedTable(c, r.cells, cols, cell, w)
     tables = [
       grouped(['level', 'direct TPS', 'unnamed TPS', 'pooled TPS', 'pooled / unnamed', 'unnamed / direct'], (x) => [
         int(x.race.tps),
@@ -557,7 +557,7 @@ function fitsWide(head: string[], rows: string[][], w: number): boolean {
 }
 
 /** A narrower table: one bold row per workload group, then a row per level with `cell`'s columns. */
-function groupedTable(cells: readonly CellResult[], cols: string[], cell: (x: CellResult) => string[], w: number): string {
+function groupedTable(c: Style, cells: readonly CellResult[], cols: string[], cell: (x: CellResult) => string[], w: number): string {
   const body: CellValue[][] = []
   let group = ''
   for (const x of cells) {
@@ -567,5 +567,5 @@ function groupedTable(cells: readonly CellResult[], cols: string[], cell: (x: Ce
     }
     body.push([shortLevel(x.isolation), ...cell(x)])
   }
-  return fitTable(cols, body, cols.map((_, i) => (i === 0 ? { shrink: 0 } : {})), w)
+  return fitTable(c, cols, body, cols.map((_, i) => (i === 0 ? { shrink: 0 } : {})), w)
 }

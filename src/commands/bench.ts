@@ -16,6 +16,7 @@ import type { MysqlLab } from '../db/mysql.js'
 import { UsageError } from '../errors.js'
 import { levelOf, levelsOn, readUncommittedOnPostgres, type Level } from '../levels.js'
 import type { RunContext } from '../lifecycle.js'
+import { plain } from '../report/color.js'
 import { parseDuration, parseWhole } from '../parse.js'
 import { checkWritable } from '../report/ci.js'
 import { engineFor, withLab } from '../run/lab.js'
@@ -166,7 +167,7 @@ function pgBench(ctx: RunContext, o: BenchCliOptions, b: BenchOptions, bounds: B
       process.stdout.write(
         b.json
           ? JSON.stringify({ ...report, ...(b.html ? { html: b.html } : {}), exitCode: 0 }, null, 2) + '\n'
-          : text(report) + '\n' + (b.html ? `wrote ${b.html}\n` : '') + (o.keep ? `kept schema ${report.schema}\n` : ''),
+          : text(ctx.style ?? plain, report) + '\n' + (b.html ? `wrote ${b.html}\n` : '') + (o.keep ? `kept schema ${report.schema}\n` : ''),
       )
     },
   }
@@ -185,7 +186,7 @@ function mysqlBench(ctx: RunContext, o: BenchCliOptions, b: BenchOptions, bounds
     marginMs: 30_000,
     runner: (lab) => new MysqlCells(ctx, lab as MysqlLab, b, { slap, connectTimeoutMs: bounds.connectTimeoutMs, stepTimeoutMs: bounds.stepTimeoutMs }),
     print: (report) => {
-      process.stdout.write(b.json ? JSON.stringify(report, null, 2) + '\n' : text(report) + '\n' + (o.keep ? `kept database ${report.schema}\n` : ''))
+      process.stdout.write(b.json ? JSON.stringify(report, null, 2) + '\n' : text(ctx.style ?? plain, report) + '\n' + (o.keep ? `kept database ${report.schema}\n` : ''))
     },
   }
 }

@@ -6,7 +6,8 @@ import fs from 'node:fs'
 import path from 'node:path'
 import { BUILDS, BUNDLED, describeBinaries, describeMirrors, mirrors, SUPPORTED, type BinEntry, type MirrorEntry } from '../servers/versions.js'
 import { RunError } from '../errors.js'
-import { c } from '../report/color.js'
+import type { RunContext } from '../lifecycle.js'
+import { plain, type Style } from '../report/color.js'
 import { columns, hang } from '../report/width.js'
 
 function mb(bytes: number): string {
@@ -30,7 +31,7 @@ export function describeAll(): CacheListing {
 }
 
 /** The PostgreSQL versions: the installed one, the fetched ones, and those --pg would fetch. */
-function versionLines(r: CacheListing, w: number): string[] {
+function versionLines(c: Style, r: CacheListing, w: number): string[] {
   const out: string[] = []
   const held = r.binaries.filter((b) => b.state === 'ok')
   out.push(...hang(`PostgreSQL ${BUNDLED}: installed with race (node_modules)`, w, 2))
@@ -50,7 +51,7 @@ function versionLines(r: CacheListing, w: number): string[] {
   return out
 }
 
-export function cacheLines(r: CacheListing): string[] {
+export function cacheLines(c: Style, r: CacheListing): string[] {
   const w = columns()
   const out: string[] = []
   if (r.state === 'refused') {
@@ -60,11 +61,11 @@ export function cacheLines(r: CacheListing): string[] {
   }
   if (r.state === 'absent' || (!r.templates.length && !r.building.length && !r.binaries.length)) {
     out.push(...hang(`race cache: ${r.dir} holds nothing yet: the next run of the embedded PostgreSQL builds its template there.`, w, 2))
-    out.push(...versionLines(r, w))
+    out.push(...versionLines(c, r, w))
     return out
   }
   out.push(...hang(`race cache: ${r.dir}, ${count(r.templates.length, 'template')}, ${count(r.binaries.length, 'fetched PostgreSQL')}, ${mb(r.bytes)}`, w, 2))
-  out.push(...versionLines(r, w))
+  out.push(...versionLines(c, r, w))
   for (const t of r.templates) {
     out.push(`  ${c.bold(t.key)}`)
     if (t.state !== 'ok') {
@@ -80,10 +81,10 @@ export function cacheLines(r: CacheListing): string[] {
   return out
 }
 
-export function cacheCommand(o: { json?: boolean }): number {
+export function cacheCommand(c: Style, o: { json?: boolean }): number {
   const r = describeAll()
   if (o.json) process.stdout.write(JSON.stringify(r, null, 2) + '\n')
-  else process.stdout.write(cacheLines(r).join('\n') + '\n')
+  else process.stdout.write(cacheLines(c, r).join('\n') + '\n')
   return 0
 }
 
@@ -124,13 +125,13 @@ export function clearCommand(o: { json?: boolean }): number {
   return 0
 }
 
-export function registerCache(program: Command, exit: (code: number) => void): Command {
+export function registerCache(program: Command, exit: (code: number) => void, ctx: RunContext): Command {
   const cmd = program
     .command('cache')
     .description("the embedded PostgreSQL's template clusters (initdb once, copied by each run) and the versions fetched for --pg: where they are, what they hold")
     .option('--json', 'print JSON')
     .option('--no-color', 'no colours')
-    .action((o: { json?: boolean }) => exit(cacheCommand(o)))
+    .action((o: { json?: boolean }) => exit(cacheCommand(ctx.style ?? plain, o)))
     .addHelpText('after', '\nExamples:\n  $ race cache                  where the template is, its size and initdb options\n  $ race cache clear            remove it (the next run builds it again; --pg fetches again)\n  $ race run broken --no-cache  one run from a fresh initdb')
   cmd
     .command('clear')

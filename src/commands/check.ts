@@ -2,6 +2,7 @@
 // Exit 0 only if every one behaved exactly as documented: the CI smoke check.
 import type { Command } from 'commander'
 import type { RunContext } from '../lifecycle.js'
+import { plain } from '../report/color.js'
 import { printCheck } from '../report/check.js'
 import { checkWritable } from '../report/ci.js'
 import { caseName, casesFor, placeCases, runChecks, type Case, type CheckRequest } from '../run/check.js'
@@ -52,6 +53,6 @@ export async function checkCommand(ctx: RunContext, ids: string[], o: TargetOpti
     const onCase = progress ? (k: Case) => process.stderr.write(`\r\x1b[2Kchecking ${k.scenario.id} (${caseName(k)})...`) : undefined
     const result = await runChecks(ctx, lab, via, request, placed, { bounds, word: cliWords, onCase })
     if (progress) process.stderr.write('\r\x1b[2K')
-    return printCheck(result, { lab, target, json: o.json, junit, github: o.github, through })
+    return printCheck(result, { lab, target, json: o.json, junit, github: o.github, through, style: ctx.style ?? plain })
   }, undefined, { pooled: through?.kind === 'external' })
 }

@@ -3,6 +3,7 @@
 import type { Command } from 'commander'
 import { UsageError } from '../errors.js'
 import type { RunContext } from '../lifecycle.js'
+import { plain } from '../report/color.js'
 import { summaries } from '../registry.js'
 import type { Engine, Scenario } from '../scenario.js'
 import { FLAGS } from '../run/params.js'
@@ -45,7 +46,7 @@ export async function exploreLevelsCommand(ctx: RunContext, id: string, scenario
       const { explorations, ...rest } = r
       const doc = o.all ? { ...rest, explorations: explorations.map(({ every, ...x }) => ({ ...x, every })) } : rest
       process.stdout.write(JSON.stringify(doc, null, 2) + '\n')
-    } else process.stdout.write(renderLevels(r, self()) + '\n')
+    } else process.stdout.write(renderLevels(ctx.style ?? plain, r, self()) + '\n')
     if (r.exitCode === 3) {
       const open = r.levels.filter((x) => x.violating === 0 && !x.complete).map((x) => x.isolation)
       for (const x of r.levels) for (const l of x.notFired ?? []) process.stderr.write(`race: at ${x.isolation}: ${l}\n`)

@@ -3,6 +3,7 @@
 import { FLAGS } from '../run/params.js'
 import { plan } from '../plan.js'
 import type { RunContext } from '../lifecycle.js'
+import { plain } from '../report/color.js'
 import type { Command } from 'commander'
 import { findScenario, judgedBy, summaries, type ScenarioSummary } from '../registry.js'
 import { parseOracle, refuseTooMany, refuseUnjudged } from '../engine/oracle.js'
@@ -104,7 +105,7 @@ export async function exploreCommand(ctx: RunContext, id: string, o: ExploreComm
     if (o.json) {
       const { every, ...rest } = r
       process.stdout.write(JSON.stringify({ ...rest, interleavings: r.interleavings, every }, null, 2) + '\n')
-    } else process.stdout.write(render(r, Boolean(o.all), self(), oracle !== undefined) + '\n')
+    } else process.stdout.write(render(ctx.style ?? plain, r, Boolean(o.all), self(), oracle !== undefined) + '\n')
     if (files) files.write(r, plan(scenario, { params, n: checked.n, engine }), id)
     // Stopped (--run-timeout, a signal): what was found is in the report; the exit code is this search's, and a
     // signal's own (130, 143) stays, said in one line as for any command it stops.

@@ -7,7 +7,7 @@ import type { Lab } from '../db/lab.js'
 import { engineOf, resolveTarget } from '../db/target.js'
 import type { RunContext } from '../lifecycle.js'
 import { formatDuration, parseDuration } from '../parse.js'
-import { c } from '../report/color.js'
+import { plain, type Style } from '../report/color.js'
 import { fitTable, fmtMs } from '../report/table.js'
 import { columns, joinFit, width } from '../report/width.js'
 import { addTargetOptions, type TargetOptions } from './common.js'
@@ -82,7 +82,7 @@ export async function advisoryLocks(sql: Sql): Promise<LockRow[]> {
   }))
 }
 
-export function locksTable(rows: readonly LockRow[], w = columns()): string {
+export function locksTable(c: Style, rows: readonly LockRow[], w = columns()): string {
   if (!rows.length) return c.dim('no advisory locks held or awaited in this database')
   const granted = (r: LockRow) => (r.granted ? c.green('yes') : c.yellow(`waiting${r.waitingFor.length ? ` for ${r.waitingFor.join(', ')}` : ''}`))
   const key = (r: LockRow) => r.key ?? `(${r.pair![0]}, ${r.pair![1]})`
@@ -93,20 +93,21 @@ export function locksTable(rows: readonly LockRow[], w = columns()): string {
   const head = ['pid', 'key', 'mode', 'granted', 'state', 'xact age', 'query']
   const natural = head.map((h, i) => Math.max(width(h), ...wide.map((r) => width(String(r[i])))))
   let table: string
-  if (natural.reduce((a, x) => a + x, 0) + 3 * head.length + 1 <= w) table = fitTable(head, wide, [], w)
+  if (natural.reduce((a, x) => a + x, 0) + 3 * head.length + 1 <= w) table = fitTable(c, head, wide, [], w)
   else {
     // Narrow: who holds or waits for what on one row, the query under it across the whole table (cut at its edge).
     const body = rows.flatMap((r) => [
       [r.pid, key(r), `${mode(r)} ${r.granted ? c.green('held') : granted(r)}`, [r.state ?? '', age(r)].filter(Boolean).join(', ')],
       [{ content: c.dim(query(r)), colSpan: 4, overflow: 'cut' as const }],
     ])
-    table = fitTable(['pid', 'key', 'lock', 'state, xact age'], body, [{ shrink: 0 }, { shrink: 0 }, { min: 14 }, { min: 10 }], w)
+    table = fitTable(c, ['pid', 'key', 'lock', 'state, xact age'], body, [{ shrink: 0 }, { shrink: 0 }, { min: 14 }, { min: 10 }], w)
   }
   const waiting = rows.filter((r) => !r.granted).length
   return `${table}\n${rows.length - waiting} held, ${waiting} waiting`
 }
 
 export async function locksCommand(ctx: RunContext, o: LocksOptions, cmd?: Command): Promise<number> {
+  const c = ctx.style ?? plain
   const target = resolveTarget(o.databaseUrl)
   if (target.kind === 'embedded') {
     throw new UsageError(
@@ -134,7 +135,7 @@ export async function locksCommand(ctx: RunContext, o: LocksOptions, cmd?: Comma
     if (!o.watch) {
       const rows = await read(lab.control)
       if (o.json) process.stdout.write(JSON.stringify({ server: { version: lab.server.version }, target: target.label, locks: rows }, null, 2) + '\n')
-      else process.stdout.write(locksTable(rows) + '\n')
+      else process.stdout.write(locksTable(c, rows) + '\n')
       return 0
     }
     // Watch until Ctrl-C (or, when given, until just before --run-timeout).
@@ -144,7 +145,7 @@ export async function locksCommand(ctx: RunContext, o: LocksOptions, cmd?: Comma
       const rows = await read(lab.control)
       const w = columns()
       const head = joinFit([c.bold('race locks'), c.dim(target.label), c.dim(`every ${formatDuration(intervalMs)}`), c.dim(new Date().toISOString().slice(11, 19)), c.dim('Ctrl-C stops')], c.dim('  ·  '), w, 2)
-      process.stdout.write((tty ? '\x1b[2J\x1b[H' : '') + `${head.join('\n')}\n${locksTable(rows, w)}\n${tty ? '' : '\n'}`)
+      process.stdout.write((tty ? '\x1b[2J\x1b[H' : '') + `${head.join('\n')}\n${locksTable(c, rows, w)}\n${tty ? '' : '\n'}`)
       await Promise.race([sleep(intervalMs), ctx.whenAborted()])
     }
     process.stdout.write(c.dim(`stopped watching at --run-timeout ${formatDuration(bounds.runTimeoutMs)}\n`))

@@ -8,7 +8,7 @@ import { UsageError } from '../errors.js'
 import { exitCode, summarize, worstExit } from '../judge/index.js'
 import { isMatrixRow } from '../plan.js'
 import { findScenario, scenarios } from '../registry.js'
-import { c } from '../report/color.js'
+import { plain, type Style } from '../report/color.js'
 import { fitTable } from '../report/table.js'
 import { columns, hang, joinFit } from '../report/width.js'
 import { isServerError } from '../db/sqlstate.js'
@@ -208,7 +208,7 @@ export async function matrixCommand(ctx: RunContext, ids: string[], o: TargetOpt
       ctx.embedded.pg = v
       grids.push(await runGrid(ctx, rowsOf, levels, o, v))
       codes.push(await endVersion(ctx))
-      if (!o.json) process.stdout.write(render(grids[grids.length - 1], levels, engine) + '\n\n')
+      if (!o.json) process.stdout.write(render(ctx.style ?? plain, grids[grids.length - 1], levels, engine) + '\n\n')
     }
   }
   const code = worstExit([...codes, ...grids.map((g) => g.code)])
@@ -225,14 +225,14 @@ export async function matrixCommand(ctx: RunContext, ids: string[], o: TargetOpt
     printAnnotations(notes, true)
     return code
   }
-  if (grids.length > 1) process.stdout.write(betweenVersions(grids, differences).join('\n') + '\n')
-  else process.stdout.write(render(g0, levels, engine) + '\n')
+  if (grids.length > 1) process.stdout.write(betweenVersions(ctx.style ?? plain, grids, differences).join('\n') + '\n')
+  else process.stdout.write(render(ctx.style ?? plain, g0, levels, engine) + '\n')
   printAnnotations(notes, false)
   return code
 }
 
 /** After one grid per version: the cells whose outcome differs between the versions, and the deviations in all. */
-function betweenVersions(grids: readonly Grid[], differences: readonly VersionDifference[]): string[] {
+function betweenVersions(c: Style, grids: readonly Grid[], differences: readonly VersionDifference[]): string[] {
   const w = columns()
   const names = grids.map((g) => g.pg).join(', ')
   const out = [c.bold(`race matrix on PostgreSQL ${names}`)]
@@ -250,12 +250,12 @@ function betweenVersions(grids: readonly Grid[], differences: readonly VersionDi
   return out
 }
 
-function render(g: Grid, levels: readonly Level[], engine: Engine): string {
+function render(c: Style, g: Grid, levels: readonly Level[], engine: Engine): string {
   const rows = g.rows
   const where = `${g.server.product ?? 'PostgreSQL'} ${g.server.version} (${g.target})`
   const w = columns()
-  const body = rows.map((r) => [c.bold(r.scenario.id), ...r.cells.map(({ cell }) => cellText(cell))])
-  const table = fitTable(['anomaly', ...levels.map((l) => l.toUpperCase())], body, [{ shrink: 0 }, ...levels.map(() => ({ min: 12 }))], w)
+  const body = rows.map((r) => [c.bold(r.scenario.id), ...r.cells.map(({ cell }) => cellText(c, cell))])
+  const table = fitTable(c, ['anomaly', ...levels.map((l) => l.toUpperCase())], body, [{ shrink: 0 }, ...levels.map(() => ({ min: 12 }))], w)
   const cells = rows.flatMap((r) => r.cells.map((x) => ({ ...x, id: r.scenario.id })))
   const bad = cells.filter((x) => x.cell.deviation)
   const source =
@@ -271,7 +271,7 @@ function render(g: Grid, levels: readonly Level[], engine: Engine): string {
   ].join('\n')
 }
 
-export function cellText(cell: Cell): string {
+export function cellText(c: Style, cell: Cell): string {
   const happened = cell.verdict === 'anomaly' ? c.red(cell.happened) : cell.verdict === 'unknown' ? c.yellow(cell.happened) : c.green(cell.happened)
   return cell.deviation ? `${happened}\n${c.red.bold(`DEVIATION: doc ${cell.documented}`)}` : `${happened}\n${c.dim(`doc ${cell.documented}`)}`
 }

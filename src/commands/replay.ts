@@ -3,7 +3,7 @@ import type { Command } from 'commander'
 import type { RunContext } from '../lifecycle.js'
 import { FLAGS } from '../run/params.js'
 import { replayFile } from '../evidence/replay.js'
-import { c } from '../report/color.js'
+import { plain } from '../report/color.js'
 import { columns, hang } from '../report/width.js'
 import { cliWords } from './words.js'
 import { addTargetOptions, eachPg } from './common.js'
@@ -50,11 +50,12 @@ export async function replayCommand(ctx: RunContext, file: string, o: ReplayFlag
     process.stdout.write(JSON.stringify({ ...outcome, ...(doc ? { run: doc } : {}) }, null, 2) + '\n')
     return outcome.exitCode
   }
+  const c = ctx.style ?? plain
   const w = columns()
   const lines: string[] = []
   if (view) {
     const [{ render }, table, { timeline }] = await Promise.all([import('../report/run.js'), import('../report/table.js'), import('../report/timeline.js')])
-    lines.push(render(view, 'race', false, table, timeline), '')
+    lines.push(render(c, view, 'race', false, table, timeline), '')
   }
   for (const n of outcome.notes) lines.push(...hang(c.dim(`note: ${n}`), w, 2))
   const head = outcome.result === 'still-fails' ? c.red(c.bold('STILL FAILS')) : outcome.result === 'passes' ? c.green(c.bold('PASSES')) : c.yellow(c.bold('UNKNOWN'))

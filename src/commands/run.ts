@@ -2,6 +2,7 @@
 import type { Command } from 'commander'
 import { UsageError } from '../errors.js'
 import type { RunContext } from '../lifecycle.js'
+import { plain } from '../report/color.js'
 import { formatDuration } from '../parse.js'
 import { findScenario, judgedBy, summaries, type ScenarioSummary } from '../registry.js'
 import { parseOracle, refuseTooMany, refuseUnjudged } from '../engine/oracle.js'
@@ -125,7 +126,7 @@ export async function runCommand(ctx: RunContext, id: string, o: RunFlags, cmd: 
     },
     presenter: step
       ? (lab, target, p, schedule) => {
-          presenter = step.stepper(ctx, p, [headParts(scenario.id, `${lab.server.product ?? 'PostgreSQL'} ${lab.server.version}`, target.label, n, schedule, windowMs).join('  ·  ') + '  ·  --step'])
+          presenter = step.stepper(ctx, p, [headParts(ctx.style ?? plain, scenario.id, `${lab.server.product ?? 'PostgreSQL'} ${lab.server.version}`, target.label, n, schedule, windowMs).join('  ·  ') + '  ·  --step'])
           return presenter
         }
       : undefined,
@@ -148,7 +149,7 @@ export async function runCommand(ctx: RunContext, id: string, o: RunFlags, cmd: 
   if (html) (await import('../report/html.js')).writeRunPage(html, view, { exitCode: code, kept: Boolean(o.keep) })
   const notes = ci?.githubWanted(o.github) ? ci.annotationsOf(() => `race run ${scenario.id} (${name})`, cases) : []
   if (json) process.stdout.write(JSON.stringify(json.toJson(view, { timeline: drawn !== undefined, exitCode: code, kept: Boolean(o.keep) }), null, 2) + '\n')
-  else process.stdout.write(render(view, drawn ?? (o.step ? 'race' : undefined), Boolean(o.keep), await table, drawing?.timeline) + '\n')
+  else process.stdout.write(render(ctx.style ?? plain, view, drawn ?? (o.step ? 'race' : undefined), Boolean(o.keep), await table, drawing?.timeline) + '\n')
   ci?.printAnnotations(notes, Boolean(o.json))
   if (code === 3) process.stderr.write(`race: could not decide: ${representative.verdict === 'unknown' ? representative.why : (representative.comparison.deviations[0] ?? representative.why)}\n`)
   return code

@@ -9,7 +9,8 @@ import { tokenize } from '../permutation.js'
 import { BUILTIN_BINDS, assertSound, documentedFor, plan, sessionCount, windowSql, type Plan, type PlannedSession } from '../plan.js'
 import { bindNames } from '../binds.js'
 import { findScenario, summaries, sourceText, type ScenarioSummary } from '../registry.js'
-import { c } from '../report/color.js'
+import type { RunContext } from '../lifecycle.js'
+import { plain, type Style } from '../report/color.js'
 import { columns, fitLines, hang, width, wrap } from '../report/width.js'
 import type { Documented, Engine, Params, Pool, Scenario, Schedule, StepDef } from '../scenario.js'
 import { addScenarioParamOptions, scenarioParams } from './common.js'
@@ -27,7 +28,7 @@ export interface ShowOptions extends PoolerOptions {
   [param: string]: unknown
 }
 
-export function registerShow(program: Command, all: readonly ScenarioSummary[], exit: (code: number) => void): Command {
+export function registerShow(program: Command, all: readonly ScenarioSummary[], exit: (code: number) => void, ctx: RunContext): Command {
   const cmd = program
     .command('show')
     .description("a scenario's story, schema, steps (the SQL as it runs), interleaving and documented outcome")
@@ -38,7 +39,7 @@ export function registerShow(program: Command, all: readonly ScenarioSummary[], 
     .option('--database-url <url>', "show it for this URL's engine: a mysql:// URL shows the MySQL/MariaDB form and InnoDB's documented outcome (nothing connects)")
   addScenarioParamOptions(cmd, all)
   addPoolerOptions(cmd)
-  cmd.action(async (id: string, o: ShowOptions, self: Command) => exit(await showCommand(id, o, self)))
+  cmd.action(async (id: string, o: ShowOptions, self: Command) => exit(await showCommand(ctx.style ?? plain, id, o, self)))
   cmd.addHelpText(
     'after',
     '\nExamples:\n  $ race show advisory\n  $ race show write-skew --isolation serializable\n  $ race show repeatable-read --no-guard --json\n  $ race show session-lock --pooler pgbouncer   its clients through a real PgBouncer',
@@ -81,7 +82,7 @@ function docs(p: Plan): { schedule: string; documented: Documented[] }[] {
   return SCHEDULES.map(([schedule, windowMs, label]) => ({ schedule: label, documented: documentedFor(p.scenario, { ...p.variant, schedule, windowMs }) }))
 }
 
-export async function showCommand(id: string, o: ShowOptions, cmd: Command): Promise<number> {
+export async function showCommand(c: Style, id: string, o: ShowOptions, cmd: Command): Promise<number> {
   const s = await findScenario(id)
   const engine = engineFor(o.databaseUrl)
   assertRunsOn(s, engine)
@@ -104,7 +105,7 @@ export async function showCommand(id: string, o: ShowOptions, cmd: Command): Pro
     return 0
   }
   const w = columns()
-  process.stdout.write(fitLines(showLines(v, w), w).join('\n') + '\n')
+  process.stdout.write(fitLines(showLines(c, v, w), w).join('\n') + '\n')
   return 0
 }
 
@@ -154,7 +155,7 @@ function showJson({ s, p, params, n, engine, replicated, binds, documented }: Sh
 }
 
 /** The text, `w` columns wide: the story and setup, the sessions, then what the run holds it to. */
-function showLines(v: Shown, w: number): string[] {
+function showLines(c: Style, v: Shown, w: number): string[] {
   const { s, p, engine, pool, replicated } = v
   const lines: string[] = []
   lines.push(`${c.bold(s.id)}: ${s.title}`, c.dim(`from the ${sourceText(s.source)}${engine === 'mysql' ? '; on MySQL/MariaDB (InnoDB)' : ''}`), '')
@@ -166,11 +167,11 @@ function showLines(v: Shown, w: number): string[] {
   lines.push('', c.bold('setup') + c.dim(" (in the run's own schema, before each trial)"))
   for (const stmt of p.setup) lines.push(indent(shownBlock(stmt).trim().replace(/;?$/, ';'), 2))
   if (s.expects) lines.push(c.dim("  (each block runs in one transaction that race rolls back, failing the run, if it changes anything outside the run's schema)"))
-  for (const sess of replicated ? [p.sessions[0]] : p.sessions) lines.push(...sessionLines(sess, v, w))
-  return [...lines, ...heldTo(v, w)]
+  for (const sess of replicated ? [p.sessions[0]] : p.sessions) lines.push(...sessionLines(c, sess, v, w))
+  return [...lines, ...heldTo(c, v, w)]
 }
 
-function sessionLines(sess: PlannedSession, { p, n, replicated }: Shown, w: number): string[] {
+function sessionLines(c: Style, sess: PlannedSession, { p, n, replicated }: Shown, w: number): string[] {
   const lines: string[] = []
   const conn = Object.entries(sess.spec.connection ?? {})
   const title = replicated ? `session` + c.dim(` (replicated as s1..sN; --n ${n})`) : `session ${sess.name}`
@@ -178,7 +179,7 @@ function sessionLines(sess: PlannedSession, { p, n, replicated }: Shown, w: numb
   if (conn.length) lines.push(c.dim(`  connection: ${conn.map(([k, v]) => `${k}='${v}'`).join(', ')}`))
   if (sess.spec.shares) lines.push(c.dim(`  connection: ${sess.spec.shares}'s, borrowed from the pool after it (same backend)`))
   for (const st of sess.steps) {
-    lines.push(...stepLines(st.name, st.def, p, w))
+    lines.push(...stepLines(c, st.name, st.def, p, w))
     if (st.name === sess.spec.racePoint) lines.push(c.dim(`  -- race point: --window <d> sleeps here, between check and write: ${windowSql(p.variant.engine, 300)} for --window 300ms`))
   }
   if (sess.spec.release) lines.push(c.yellow(`  application, finally (after a rejection or an error): ${sess.spec.release}`))
@@ -190,7 +191,7 @@ function sessionLines(sess: PlannedSession, { p, n, replicated }: Shown, w: numb
 }
 
 /** The binds, the server it needs, the levels, the interleaving, the invariant and what is documented. */
-function heldTo({ s, p, params, engine, pool, binds, documented }: Shown, w: number): string[] {
+function heldTo(c: Style, { s, p, params, engine, pool, binds, documented }: Shown, w: number): string[] {
   const lines: string[] = []
   if (binds.length) {
     lines.push('', c.bold('binds') + c.dim(' (sent as bind parameters)'))
@@ -204,7 +205,7 @@ function heldTo({ s, p, params, engine, pool, binds, documented }: Shown, w: num
     const by = (s.defaultSchedule ?? 'barrier') === 'lockstep' ? 'race run uses it by default' : 'race run --schedule lockstep uses it'
     lines.push(`${c.bold('lockstep')}   permutation ${p.permutation}`)
     lines.push('', c.bold('interleaving') + c.dim(` (${by}; --schedule "t1.begin ..." runs another)`))
-    lines.push(...drawPermutation(p.permutation, p.sessions, w))
+    lines.push(...drawPermutation(c, p.permutation, p.sessions, w))
   }
   const desc = typeof s.invariant.description === 'function' ? s.invariant.description(params) : s.invariant.description
   lines.push('', `${c.bold('invariant')}  ${desc}`, indent(p.invariantSql, 11))
@@ -226,7 +227,7 @@ function heldTo({ s, p, params, engine, pool, binds, documented }: Shown, w: num
   return lines
 }
 
-function stepLines(name: string, def: StepDef, p: Plan, w: number): string[] {
+function stepLines(c: Style, name: string, def: StepDef, p: Plan, w: number): string[] {
   if (def.appWait) {
     const out = hang(`  step ${c.cyan(name.padEnd(9))} ${c.yellow(`application, not SQL: ${appWaitText(p, def.appWait)}`)}`, w, 17)
     if (def.rejectIf) out.push(...hang(c.yellow(`${' '.repeat(17)}application, before it: ${codeOf(def.rejectIf)}  (a reason: roll back, rejected)`), w, 19))
@@ -275,7 +276,7 @@ function usedBinds(p: Plan): { name: string; describe: string }[] {
  * first line of every step's SQL fits the width; otherwise one row per step with the session named in front.
  * The SQL is never cut: the part that differs between sessions may be at its end.
  */
-export function drawPermutation(text: string, sessions: readonly PlannedSession[], width = columns()): string[] {
+export function drawPermutation(c: Style, text: string, sessions: readonly PlannedSession[], width = columns()): string[] {
   const names = sessions.map((s) => s.name)
   const rows = tokenize(text).map((tok) => {
     const def = sessions[names.indexOf(tok.session)]?.steps.find((x) => x.name === tok.step)?.def

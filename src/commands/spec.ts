@@ -12,7 +12,7 @@ import type { Outcome, Status } from '../isolation/one-spec.js'
 import { compareExpected, readSpecs, runSpecs } from '../isolation/suite.js'
 import type { RunContext as Context } from '../lifecycle.js'
 import { parseWhole } from '../parse.js'
-import { c } from '../report/color.js'
+import { plain, type Style } from '../report/color.js'
 import { withLab } from '../run/lab.js'
 import { parseBounds } from '../run/params.js'
 import { addTargetOptions, eachPg, type TargetOptions } from './common.js'
@@ -102,7 +102,7 @@ export async function specCommand(ctx: Context, files: string[], o: SpecOptions)
         printJson(lab, inDatabase, outcomes, o)
         return worst
       }
-      printSummary(outcomes, diffs, worst, o, streaming, multi)
+      printSummary(ctx.style ?? plain, outcomes, diffs, worst, o, streaming, multi)
       return worst
     },
     undefined,
@@ -125,7 +125,7 @@ function printJson(lab: Lab, inDatabase: boolean, outcomes: Outcome[], o: SpecOp
 }
 
 /** The summary: one line per spec, as pg_regress's. On stdout when the transcripts are not there, else on stderr. */
-function printSummary(outcomes: Outcome[], diffs: string[], worst: number, o: SpecOptions, streaming: boolean, multi: boolean): void {
+function printSummary(c: Style, outcomes: Outcome[], diffs: string[], worst: number, o: SpecOptions, streaming: boolean, multi: boolean): void {
   const summarize = o.expected !== undefined || o.results !== undefined || multi || outcomes.some((x) => x.status === 'error')
   if (!summarize) return
   const w = streaming ? process.stderr : process.stdout

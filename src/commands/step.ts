@@ -5,7 +5,7 @@ import type { StepPause, TimelineEvent } from '../engine/types.js'
 import { Interrupted, UsageError } from '../errors.js'
 import type { RunContext } from '../lifecycle.js'
 import type { Plan } from '../plan.js'
-import { c } from '../report/color.js'
+import { plain, type Style } from '../report/color.js'
 import { stepFrame, storyFrame } from '../report/step.js'
 import { columns } from '../report/width.js'
 
@@ -16,7 +16,7 @@ export function requireTerminal(): void {
   }
 }
 
-const KEYS = `${c.bold('Enter')} or ${c.bold('space')}: run it  ·  ${c.bold('b')}: the story  ·  ${c.bold('q')}: stop`
+const keys = (c: Style) => `${c.bold('Enter')} or ${c.bold('space')}: run it  ·  ${c.bold('b')}: the story  ·  ${c.bold('q')}: stop`
 
 export interface Stepper {
   beforeStep(pause: StepPause): Promise<void>
@@ -31,14 +31,15 @@ export function stepper(ctx: RunContext, plan: Plan, head: string[]): Stepper {
   let pause: StepPause | undefined
   let go: (() => void) | undefined
   let story = false
-  let status = KEYS
+  const c = ctx.style ?? plain
+  let status = keys(c)
   let closed = false
 
   const draw = () => {
     if (closed) return
     const w = columns()
     const h = out.rows || 24
-    const frame = story ? storyFrame(plan, head, w, `${c.bold('b')}, ${c.bold('Enter')} or ${c.bold('space')}: back  ·  ${c.bold('q')}: stop`) : pause ? stepFrame({ head, plan, pause, width: w, height: h, status }) : ''
+    const frame = story ? storyFrame(c, plan, head, w, `${c.bold('b')}, ${c.bold('Enter')} or ${c.bold('space')}: back  ·  ${c.bold('q')}: stop`) : pause ? stepFrame({ head, plan, pause, width: w, height: h, status, style: c }) : ''
     if (frame) out.write('\x1b[2J\x1b[H' + frame + '\n')
   }
   const onKey = (key: string) => {
@@ -95,7 +96,7 @@ export function stepper(ctx: RunContext, plan: Plan, head: string[]): Stepper {
     beforeStep: (p) =>
       new Promise<void>((resolve) => {
         pause = p
-        status = KEYS
+        status = keys(c)
         go = resolve
         draw()
       }),

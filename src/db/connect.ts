@@ -17,13 +17,17 @@ export interface ConnectOptions {
   prepare?: boolean
   /**
    * false: no query of postgres.js's own after login (its array types), so the first statement sent is race's.
-   * 'shared': the array types the target's type source (shareTypes: the Lab's control connection) fetched, and
-   * those created since, read by one small query sent with the caller's first (no round trip of its own): arrays
-   * are parsed as with postgres.js's own fetch. Without a source for the target, postgres.js fetches them.
    */
-  fetchTypes?: boolean | 'shared'
+  fetchTypes?: boolean
   /**
-   * With 'shared': the query for the array types created since the source connected is not sent by itself but with
+   * The array types this connection (the run's own Lab's control connection, which fetched them at login) holds,
+   * and those created since, read by one small query sent with the caller's first (no round trip of its own): arrays
+   * are parsed as with postgres.js's own fetch. Given by the run that owns the source, never looked up process-wide
+   * (an earlier or another run's control connection). Without it, or when it has fetched none, postgres.js fetches them.
+   */
+  typesFrom?: Sql
+  /**
+   * With typesFrom: the query for the array types created since the source connected is not sent by itself but with
    * the caller's first statement, which the caller sends through firstQuery (one round trip for both: postgres.js
    * sends what is asked before login one statement at a time).
    */
@@ -39,14 +43,6 @@ interface TypeOptions {
   parsers: Record<number, unknown>
   serializers: Record<number, unknown>
   shared: { typeArrayMap: Record<number, number> }
-}
-
-/** Per target (its URL, or '' for the PG* variables): a connection that fetched its array types. */
-const typeSources = new Map<string, Sql>()
-
-/** Makes `sql` (which fetched its array types: postgres.js's default) the type source of this target's 'shared' connections. */
-export function shareTypes(target: Target, sql: Sql): void {
-  typeSources.set(target.url ?? '', sql)
 }
 
 /** PostgreSQL's text[]: the array type whose parsing (no element parser, ',' between elements) every array type created after the source connected has. */
@@ -128,7 +124,7 @@ export function connect(target: Target, o: ConnectOptions): Sql {
   }
   const { url, socket } = unixSocket(target.url)
   if (socket) options.path = socket
-  const types = o.fetchTypes === 'shared' ? typesOf(typeSources.get(target.url ?? '')) : undefined
+  const types = o.typesFrom ? typesOf(o.typesFrom) : undefined
   if (o.fetchTypes === false || types) options.fetch_types = false
   const make = (extra: postgres.Options<{}> = {}) => (url ? postgres(url, { ...options, ...extra }) : postgres({ ...options, ...extra }))
   const key = target.url ?? ''

@@ -5,7 +5,7 @@ import os from 'node:os'
 import type { Sql } from 'postgres'
 import { RunError } from '../errors.js'
 import { RunContext } from '../lifecycle.js'
-import { connect, connectError, endQuietly, shareTypes } from './connect.js'
+import { connect, connectError, endQuietly } from './connect.js'
 import { dropRoleSql, makeRunRole, type RunRole } from './run-role.js'
 import { spaceName, type Driver, type QueryResult, type RunSpace, type ServerInfo, type SessionConn, type SessionOptions } from './driver.js'
 import { PgSession } from './pg-session.js'
@@ -111,8 +111,6 @@ export class Lab implements Driver {
       if (context.signal.aborted) throw e
       throw connectError(e, target)
     }
-    // Session connections to this target take the array types control fetched at login (see connect.ts).
-    shareTypes(target, control)
     // Asked now that the connection is open, so that it goes out with the run's first statement.
     lab.reaping = lab.reap(reapable(control))
     return lab
@@ -229,7 +227,7 @@ export class Lab implements Driver {
     let p = this.runners.get(space)
     if (!p) {
       p = (async () => {
-        const sql = connect(this.target, { connectTimeoutMs: this.connectTimeoutMs, applicationName: 'race setup', schema: `"${space}"`, fetchTypes: 'shared' })
+        const sql = connect(this.target, { connectTimeoutMs: this.connectTimeoutMs, applicationName: 'race setup', schema: `"${space}"`, typesFrom: this.control })
         try {
           const [r] = await Promise.race([sql`select pg_catalog.pg_backend_pid() as pid`, this.context.whenAborted()])
           const made = { sql, pid: Number(r.pid) }
@@ -399,11 +397,12 @@ export class Lab implements Driver {
       const su = (await this.control`select name from pg_catalog.pg_settings where context = 'superuser' and name = any(${names})`).map((r) => String(r.name))
       if (su.length) {
         this.sayOnce(`race: ${su.join(', ')} may be set only by a superuser before PostgreSQL 15: the sessions that set it run as ${this.userName || 'the control role'}, checked by the text guard only\n`)
-        return PgSession.open(this.target, o)
+        return PgSession.open(this.target, o, this.control)
       }
     }
     if (role) await this.grantParameters(role, names)
-    return PgSession.open(role?.target ?? this.target, o)
+    // Session connections take the array types this Lab's control connection fetched at login (see connect.ts).
+    return PgSession.open(role?.target ?? this.target, o, this.control)
   }
 
   /** Lines said once per Lab (sayOnce). */

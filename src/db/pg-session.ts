@@ -34,7 +34,8 @@ export class PgSession implements SessionConn {
     return this.closedFlag
   }
 
-  static async open(target: Target, o: SessionOptions): Promise<PgSession> {
+  /** `typesFrom`: the run's own control connection, whose array types the session takes (connect.ts typesFrom). */
+  static async open(target: Target, o: SessionOptions, typesFrom?: Sql): Promise<PgSession> {
     const s = new PgSession()
     s.sql = connect(target, {
       connectTimeoutMs: o.connectTimeoutMs,
@@ -42,7 +43,7 @@ export class PgSession implements SessionConn {
       schema: o.space,
       params: o.params,
       // The array types the Lab's control connection fetched at login (no fetch of its own before the first step).
-      fetchTypes: 'shared',
+      typesFrom,
       typesWithFirst: true,
       onclose: () => {
         s.closedFlag = true

@@ -8,7 +8,7 @@ import { ownServerRefusal, tooOldFor } from '../plan.js'
 import type { Pool, Scenario } from '../scenario.js'
 import { caseName, type CheckResult } from '../run/check.js'
 import { annotationsOf, ciCase, githubWanted, printAnnotations, writeJunit, type CiCase } from './ci.js'
-import { c, verdictColor } from './color.js'
+import { verdictColor, type Style } from './color.js'
 import { ownSettings } from './run.js'
 import { fitTable, type Col } from './table.js'
 import { columns, hang, joinFit } from './width.js'
@@ -21,6 +21,8 @@ export interface CheckPrint {
   junit?: string
   github?: boolean
   through?: Pool
+  /** The run's style (RunContext.style). */
+  style: Style
 }
 
 /** Writes the JUnit file (when asked), prints the result, and returns the exit code. */
@@ -84,19 +86,19 @@ function checkDocument(r: CheckResult, lab: Driver, target: Target) {
  * the invariant's observed value is what wraps first. What deviates is listed below the table.
  */
 function checkLines(r: CheckResult, o: CheckPrint): string[] {
-  const { lab, target, through } = o
+  const { lab, target, through, style: c } = o
   const { rows, own, skipped, old, refused } = r
   const w = columns()
   const body = rows.map(({ k, t, summary }) => [
     c.bold(k.scenario.id) + (caseName(k) === 'default' ? '' : c.dim(` · ${caseName(k)}`)),
     tally(t.sessions.map((x) => x.outcome + (x.sqlstate ? ` ${x.sqlstate}` : ''))) +
-      `\n${t.invariant.held === null ? verdictColor('unknown') : t.invariant.held ? c.green('HELD') : c.red('VIOLATED')} ${c.dim(t.invariant.observed)}`,
-    `${verdictColor(t.verdict)} ${verdictColor(summary.matched ? 'MATCH' : 'DEVIATION')}`,
+      `\n${t.invariant.held === null ? verdictColor(c, 'unknown') : t.invariant.held ? c.green('HELD') : c.red('VIOLATED')} ${c.dim(t.invariant.observed)}`,
+    `${verdictColor(c, t.verdict)} ${verdictColor(c, summary.matched ? 'MATCH' : 'DEVIATION')}`,
   ])
   // How the sessions ended wraps; the invariant's observed value under it is what matters least here (race run
   // shows it): it is cut at the column's edge, never its HELD or VIOLATED.
   const cols: Col[] = [{ min: 16, shrink: 2 }, { min: 24, shrink: 2, overflow: (line) => (line === 0 ? 'wrap' : 'cut') }, { shrink: 0 }]
-  const table = fitTable(['case', 'outcomes / invariant', 'verdict'], body, cols, w)
+  const table = fitTable(c, ['case', 'outcomes / invariant', 'verdict'], body, cols, w)
   const bad = rows.filter((x) => !x.summary.matched)
   const how = through?.kind === 'pgbouncer' ? 'each case through a PgBouncer of its own' : through ? 'through the pooler you run (--pooled)' : ''
   const lines = [...joinFit([c.bold('race check'), `${lab.server.product ?? 'PostgreSQL'} ${lab.server.version} (${target.label})`, 'lockstep', how], '  ·  ', w, 2), table]

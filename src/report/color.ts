@@ -3,6 +3,8 @@
 // whether there is colour, from its own flags and the stream, not from chalk's reading of process.argv.
 // Without colour (a pipe, CI, --no-color) chalk is not loaded at all: `plain` draws what chalk's level 0 draws, the
 // text unchanged; the CLI loads chalk (loadChalk) only when the command's output will be coloured.
+// A style belongs to one run (RunContext.style) and is passed to every function that draws: there is no colour
+// state of the process, so two runs in one process (the API's) never draw in each other's style.
 import type { ChalkInstance } from 'chalk'
 
 /** A style, called on text, and every style to add to it (chalk's). */
@@ -15,8 +17,6 @@ export type Style = ChalkInstance
 export const plain: Style = new Proxy((...text: unknown[]) => (text.length === 1 ? String(text[0]) : text.join(' ')), {
   get: (target, key) => (key === 'level' ? 0 : typeof key === 'string' && key !== 'then' ? plain : Reflect.get(target, key)),
 }) as unknown as Style
-
-export let c: Style = plain
 
 /** chalk's constructor, once loadChalk has run. */
 let Chalk: typeof import('chalk').Chalk | undefined
@@ -48,29 +48,8 @@ export function styleFor(enabled: boolean, stream: { isTTY?: boolean } = process
   return next
 }
 
-export function setColor(enabled: boolean, stream: { isTTY?: boolean } = process.stdout, theme: Theme = 'default'): void {
-  setStyle(styleFor(enabled, stream, theme))
-}
-
-/** The CLI's: its command's style is what every report of this process draws with (c). */
-export function setStyle(style: Style): void {
-  c = style
-}
-
-/**
- * Draws a report in a run's own style (the API's: no colours), whatever the process's is: `fn` is synchronous, so
- * no other run's report can be drawn while `c` is this one's.
- */
-export function withStyle<T>(style: Style, fn: () => T): T {
-  const was = c
-  c = style
-  try {
-    return fn()
-  } finally {
-    c = was
-  }
-}
-export function verdictColor(v: string): string {
+/** A verdict's word, in the run's style. */
+export function verdictColor(c: Style, v: string): string {
   switch (v) {
     case 'anomaly':
     case 'VIOLATED':
@@ -86,7 +65,8 @@ export function verdictColor(v: string): string {
   }
 }
 
-export function outcomeColor(o: string): string {
+/** A session's outcome, in the run's style. */
+export function outcomeColor(c: Style, o: string): string {
   if (o.startsWith('committed')) return c.green(o)
   if (o.startsWith('rejected')) return c.yellow(o)
   return c.red(o)

@@ -2,7 +2,7 @@
 // which every interleaving held, and the shortest violation of each level that did not hold.
 import type { LevelRow, LevelsResult } from '../explore/levels.js'
 import type { Level } from '../levels.js'
-import { c } from './color.js'
+import type { Style } from './color.js'
 import { fitTable } from './table.js'
 import { columns, hang, joinFit } from './width.js'
 
@@ -26,7 +26,7 @@ export function unappliedLine(e: Partial<Record<Level, 'held' | 'violated'>>): s
 }
 
 /** The report race explore --isolation prints. */
-export function renderLevels(r: LevelsResult, self: string): string {
+export function renderLevels(c: Style, r: LevelsResult, self: string): string {
   const w = columns()
   const lines = joinFit([c.bold(`race explore ${r.scenario}`), `${r.server.product ?? 'PostgreSQL'} ${r.server.version} (${r.target})`, `${r.n} session${r.n === 1 ? '' : 's'}`, 'per isolation level'], '  ·  ', w, 2)
   lines.push(...hang(`${c.dim('invariant')}  ${r.invariant}`, w, 11))
@@ -36,7 +36,7 @@ export function renderLevels(r: LevelsResult, self: string): string {
     x.violating ? c.red(String(x.violating)) : x.unknown ? c.yellow('0') : c.green('0'),
     `${heldText(x)}${x.unknown ? c.yellow(`, ${x.unknown} undecided`) : ''}${x.incomplete ? c.red(`, ${x.incomplete} failed (a session did not complete)`) : ''}`,
   ])
-  lines.push(fitTable(['level', 'interleavings', 'violating', 'the others held'], body, [{ shrink: 0 }, { shrink: 0 }, { shrink: 0 }, {}], w))
+  lines.push(fitTable(c, ['level', 'interleavings', 'violating', 'the others held'], body, [{ shrink: 0 }, { shrink: 0 }, { shrink: 0 }, {}], w))
   for (const x of r.levels) {
     if (x.ownLevel.length) lines.push(...hang(c.yellow(`at ${x.isolation}: ${x.ownLevel.join(', ')}: the code names its own level (race set ${x.isolation} as the connection's default; it was not overridden)`), w, 2))
   }

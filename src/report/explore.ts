@@ -3,7 +3,7 @@
 // result is unknown (exit 3) or the search was stopped.
 import type { ExploreResult } from '../explore/result.js'
 import type { RunContext } from '../lifecycle.js'
-import { c } from './color.js'
+import type { Style } from './color.js'
 import { columns, hang, joinFit } from './width.js'
 
 /** Why a sample that held is not a pass (exit 3), and how to ask for a sample's verdict. */
@@ -33,7 +33,7 @@ function undecidedOrFailed(r: ExploreResult): boolean {
 }
 
 /** The heading when nothing violated but some interleavings were not judged: the code failing, or undecided. */
-function notJudged(r: ExploreResult): string {
+function notJudged(c: Style, r: ExploreResult): string {
   // `unknown` counts only what race could not decide; `failed` the interleavings with a failure (the code failing, or
   // a session that did not complete where every one must: the latter has its own FAILED line below the heading).
   const codeFailed = r.failed - (r.incomplete ?? 0)
@@ -43,7 +43,7 @@ function notJudged(r: ExploreResult): string {
 }
 
 /** The shortest interleaving in which the code failed, as a line that replays it, and what failed. */
-function failureLines(r: ExploreResult, w: number, self: string): string[] {
+function failureLines(c: Style, r: ExploreResult, w: number, self: string): string[] {
   const f = r.shortestFailure!
   const cmd = r.failureReplay!.replace(/^race /, `${self} `)
   const at = cmd.lastIndexOf(' --schedule "')
@@ -62,18 +62,18 @@ function stoppedText(r: ExploreResult, ctx: RunContext): string {
 }
 
 /** The report race explore prints; `self`: how the replay lines name race (what the user ran). */
-export function render(r: ExploreResult, all: boolean, self: string, oracle = false): string {
+export function render(c: Style, r: ExploreResult, all: boolean, self: string, oracle = false): string {
   const w = columns()
   const lines = joinFit([c.bold(`race explore ${r.scenario}`), `${r.server.product ?? 'PostgreSQL'} ${r.server.version} (${r.target})`, `${r.n} session${r.n === 1 ? '' : 's'}`], '  ·  ', w, 2)
   lines.push(...hang(c.dim(r.stopped ? `stopped (${r.stopped === 'run-timeout' ? '--run-timeout' : r.stopped}) after ${r.runs} runs, ${r.interleavings} different interleavings: the search is not complete, and this is what it had found` : searched(r)), w, 2))
   if (r.sessionsRan) lines.push(...hang(c.dim(`sessions ${r.sessionsRan.mode}: ${r.sessionsRan.assumes}`), w, 2))
-  lines.push(...notes(r, w))
+  lines.push(...notes(c, r, w))
   lines.push(...hang(`${c.dim('invariant')}  ${r.invariant}`, w, 11))
-  lines.push(...verdictLines(r, w))
+  lines.push(...verdictLines(c, r, w))
   lines.push('')
-  lines.push(...groupLines(r, all, w))
+  lines.push(...groupLines(c, r, all, w))
   lines.push('')
-  lines.push(...shortestLines(r, w, self, oracle))
+  lines.push(...shortestLines(c, r, w, self, oracle))
   if (r.diverged) lines.push(...hang(c.yellow(`${r.diverged} run(s) went otherwise than the same choices did before: the database${r.steps === 'discovered' ? " (or the application's code)" : ''} did not repeat itself, so some interleavings may be missing`), w, 2))
   // Undecided (exit 3: a search cut short, an interleaving that could not be decided) is neither a match nor a deviation.
   const verdict = r.matched ? c.green('MATCH') : r.exitCode === 3 ? c.yellow('unknown') : c.red('DEVIATION')
@@ -114,7 +114,7 @@ function searched(r: ExploreResult): string {
 }
 
 /** Steps split into their run and commit, and statements that were not (whole, unordered, indivisible). */
-function notes(r: ExploreResult, w: number): string[] {
+function notes(c: Style, r: ExploreResult, w: number): string[] {
   const lines: string[] = []
   const ac = r.autocommit
   if (ac?.split.length) {
@@ -128,7 +128,7 @@ function notes(r: ExploreResult, w: number): string[] {
 }
 
 /** The verdict: violated, held, or not judged, in the search's own terms; what a sample covered; failures; faults. */
-function verdictLines(r: ExploreResult, w: number): string[] {
+function verdictLines(c: Style, r: ExploreResult, w: number): string[] {
   const lines: string[] = []
   const pb = r.preemptions
   const red = reducedRun(r)
@@ -136,15 +136,15 @@ function verdictLines(r: ExploreResult, w: number): string[] {
   const partial = r.mode === 'all' && !r.complete
   if (pb) {
     const within = `with at most ${pb.bound} preemption${pb.bound === 1 ? '' : 's'}`
-    lines.push(...hang(r.violating ? c.red(c.bold(`VIOLATED in ${r.violating} of the ${r.interleavings} interleavings ${within}`)) : undecidedOrFailed(r) ? notJudged(r) : c.green(c.bold(`HELD in all ${r.interleavings} interleavings ${within}`)) + c.dim(' (orders with more were not run)'), w, 2))
+    lines.push(...hang(r.violating ? c.red(c.bold(`VIOLATED in ${r.violating} of the ${r.interleavings} interleavings ${within}`)) : undecidedOrFailed(r) ? notJudged(c, r) : c.green(c.bold(`HELD in all ${r.interleavings} interleavings ${within}`)) + c.dim(' (orders with more were not run)'), w, 2))
   } else if (red && r.complete) {
-    lines.push(...hang(r.violating ? c.red(c.bold(`VIOLATED in ${r.violating} of the ${r.interleavings} interleavings run`)) + c.dim(' (any other order ends as one of these)') : undecidedOrFailed(r) ? notJudged(r) : c.green(c.bold(`HELD in all ${r.interleavings} interleavings run`)) + c.dim(' (any other order ends as one of these)'), w, 2))
+    lines.push(...hang(r.violating ? c.red(c.bold(`VIOLATED in ${r.violating} of the ${r.interleavings} interleavings run`)) + c.dim(' (any other order ends as one of these)') : undecidedOrFailed(r) ? notJudged(c, r) : c.green(c.bold(`HELD in all ${r.interleavings} interleavings run`)) + c.dim(' (any other order ends as one of these)'), w, 2))
   } else {
     const sampled = r.mode === 'sample' ? ' sampled' : ''
     const share = partial ? `${r.violating} of the ${r.interleavings} interleavings run` : `${r.violating} of ${r.interleavings}${sampled} interleavings`
     const heldAll = partial ? `HELD in the ${r.interleavings} interleavings run` : `HELD in all ${r.interleavings}${sampled} interleavings`
     const others = sampled ? ' (a sample: the others were not run)' : partial ? ` (${r.stopped ? 'the search was stopped' : '--max stopped the search'}: the others were not run)` : ''
-    lines.push(r.violating ? c.red(c.bold(`VIOLATED in ${share}`)) : undecidedOrFailed(r) ? notJudged(r) : c.green(c.bold(heldAll)) + c.dim(others))
+    lines.push(r.violating ? c.red(c.bold(`VIOLATED in ${share}`)) : undecidedOrFailed(r) ? notJudged(c, r) : c.green(c.bold(heldAll)) + c.dim(others))
   }
   if (r.mode === 'sample' && r.sample) lines.push(...hang(c.dim(coverage(r)), w, 2))
   // Every session must complete (mustComplete): the interleavings where one did not are failures, held or not.
@@ -157,7 +157,7 @@ function verdictLines(r: ExploreResult, w: number): string[] {
 }
 
 /** Each group of interleavings, with its first lines (every line with --all). */
-function groupLines(r: ExploreResult, all: boolean, w: number): string[] {
+function groupLines(c: Style, r: ExploreResult, all: boolean, w: number): string[] {
   const lines: string[] = []
   for (const g of r.groups) {
     const state = g.held === false ? c.red('VIOLATED') : g.failure ? c.red('FAILED') : g.held === null ? c.yellow('UNKNOWN') : c.green('HELD')
@@ -173,7 +173,7 @@ function groupLines(r: ExploreResult, all: boolean, w: number): string[] {
 }
 
 /** The shortest violating interleaving and the shortest failure, each as a line that replays it. */
-function shortestLines(r: ExploreResult, w: number, self: string, oracle = false): string[] {
+function shortestLines(c: Style, r: ExploreResult, w: number, self: string, oracle = false): string[] {
   const lines: string[] = []
   if (r.shortest) {
     const how = r.stopped
@@ -198,7 +198,7 @@ function shortestLines(r: ExploreResult, w: number, self: string, oracle = false
     // --oracle serial: what of it no serial order gives, and the closest serial order's difference.
     if (oracle && r.shortest.observed) lines.push(...hang(`  observed ${r.shortest.observed}`, w, 4))
   }
-  if (r.shortestFailure && r.failureReplay) lines.push(...failureLines(r, w, self))
+  if (r.shortestFailure && r.failureReplay) lines.push(...failureLines(c, r, w, self))
   return lines
 }
 

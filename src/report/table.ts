@@ -4,7 +4,7 @@ import type { SessionReport, TrialFacts } from '../engine/types.js'
 import type { Verdict } from '../scenario.js'
 import type { Level } from '../levels.js'
 import Table from 'cli-table3'
-import { c, outcomeColor, verdictColor } from './color.js'
+import { outcomeColor, verdictColor, type Style } from './color.js'
 import { columns, hang, joinFit, strip, truncate, widest, width, wrap } from './width.js'
 
 /** How a column gives way when the table is wider than the screen. */
@@ -60,7 +60,7 @@ function longestWord(s: string): number {
  * … in columns marked 'cut'. A header rule separates the header from the rows. A row may be a single cell
  * spanning every column (a group heading).
  */
-export function fitTable(head: readonly string[], rows: readonly (readonly CellValue[])[], cols: readonly Col[] = [], w = columns()): string {
+export function fitTable(c: Style, head: readonly string[], rows: readonly (readonly CellValue[])[], cols: readonly Col[] = [], w = columns()): string {
   const text = (v: CellValue) => (v === null || v === undefined ? '' : typeof v === 'object' ? v.content : String(v))
   const isSpan = (r: readonly CellValue[]) => r.length === 1 && r[0] !== null && typeof r[0] === 'object'
   const keep = head.map((_, i) => !(cols[i]?.dropIfEmpty && rows.every((r) => isSpan(r) || !text(r[i]))))
@@ -108,9 +108,9 @@ const CHARS = {
 }
 
 /** A table built row by row and fitted to the screen when printed (`widths` is ignored: kept for old callers). */
-export function plainTable(head: string[], _widths?: (number | null)[], cols: Col[] = []): { push(...rows: CellValue[][]): number; toString(): string } {
+export function plainTable(c: Style, head: string[], _widths?: (number | null)[], cols: Col[] = []): { push(...rows: CellValue[][]): number; toString(): string } {
   const rows: CellValue[][] = []
-  return { push: (...r: CellValue[][]) => rows.push(...r), toString: () => fitTable(head, rows, cols) }
+  return { push: (...r: CellValue[][]) => rows.push(...r), toString: () => fitTable(c, head, rows, cols) }
 }
 
 export function outcomeText(s: SessionReport): string {
@@ -121,16 +121,16 @@ export function outcomeText(s: SessionReport): string {
   return s.retries ? `committed after ${s.retries} retr${s.retries === 1 ? 'y' : 'ies'}` : 'committed'
 }
 
-export function sessionsTable(t: TrialFacts, w = columns()): string {
+export function sessionsTable(c: Style, t: TrialFacts, w = columns()): string {
   // Through a pooler a session is a client with no backend of its own: the column lists the backends it ran on.
   const pooled = t.sessions.some((s) => s.steps)
   const rows = t.sessions.map((s) => {
     const state = s.sqlstate ? `${s.sqlstate} ${s.condition ?? ''}`.trim() : s.errors.length ? `(${s.errors.join(', ')} ${s.retries ? 'retried' : 'caught'})` : ''
-    return [s.name, s.steps ? backendsOf(s).join(', ') || '?' : s.pid, outcomeColor(outcomeText(s)), state, fmtMs(s.waitedMs), fmtMs(s.ms)]
+    return [s.name, s.steps ? backendsOf(s).join(', ') || '?' : s.pid, outcomeColor(c, outcomeText(s)), state, fmtMs(s.waitedMs), fmtMs(s.ms)]
   })
   // The outcome is what differs between sessions: it wraps last; sqlstate goes when nobody has one.
   const cols: Col[] = [{ shrink: 0 }, pooled ? { min: 8 } : { shrink: 0 }, { min: 16 }, { dropIfEmpty: true, min: 5, shrink: 2 }, { shrink: 0 }, { shrink: 0 }]
-  return fitTable(['session', pooled ? 'backends' : 'pid', 'outcome', 'sqlstate', 'waited', 'total'], rows, cols, w)
+  return fitTable(c, ['session', pooled ? 'backends' : 'pid', 'outcome', 'sqlstate', 'waited', 'total'], rows, cols, w)
 }
 
 /** The distinct backends a pooled session's steps ran on, in order. */
@@ -143,7 +143,7 @@ function backendsOf(s: SessionReport): number[] {
  * backend 4711, the one s1 used"). Steps race did not see on a backend (autocommit statements, which the pooler
  * lends a server connection only while they run) are counted, never guessed.
  */
-export function backendLines(t: TrialFacts, w = columns()): string[] {
+export function backendLines(c: Style, t: TrialFacts, w = columns()): string[] {
   if (!t.sessions.some((s) => s.steps)) return []
   const firstUser = new Map<number, string>()
   const width = Math.max(...t.sessions.map((s) => s.name.length))
@@ -180,7 +180,7 @@ export function labelled(label: string, text: string, w = columns()): string {
  * The levels the sessions really ran at (SHOW transaction_isolation, read in each session), and a warning
  * when the server gave a session another level than the scenario is documented for.
  */
-export function isolationLine(t: TrialFacts, documented: Record<string, Level | null>, w = columns(), asked?: string): string {
+export function isolationLine(c: Style, t: TrialFacts, documented: Record<string, Level | null>, w = columns(), asked?: string): string {
   const seen = new Map<string, string[]>()
   for (const s of t.sessions) seen.set(s.isolation ?? '?', [...(seen.get(s.isolation ?? '?') ?? []), s.name])
   const ran = seen.size === 1 ? [...seen.keys()][0] : [...seen].map(([l, who]) => `${who.join(', ')}: ${l}`).join('; ')
@@ -193,26 +193,26 @@ export function isolationLine(t: TrialFacts, documented: Record<string, Level | 
   return hang(`${c.dim('isolation')}  ${ran} ${c.dim('(read from each session)')}${note}`, w, 11).join('\n')
 }
 
-export function invariantLine(t: TrialFacts, w = columns()): string {
+export function invariantLine(c: Style, t: TrialFacts, w = columns()): string {
   const inv = t.invariant
-  const state = inv.held === null ? verdictColor('unknown') : verdictColor(inv.held ? 'HELD' : 'VIOLATED')
+  const state = inv.held === null ? verdictColor(c, 'unknown') : verdictColor(c, inv.held ? 'HELD' : 'VIOLATED')
   return labelled('invariant', `${inv.description}: observed ${inv.observed}  ${state}${inv.error ? `  (${inv.error})` : ''}`, w)
 }
 
-export function verdictLine(s: Summary, why?: string, w = columns()): string {
-  const m = verdictColor(s.matched ? 'MATCH' : 'DEVIATION')
-  return [labelled('verdict', `${verdictColor(s.verdict)}${why ? ` (${why})` : ''}`, w), labelled('expected', `${s.expected.join('; or ')}  ${m}`, w)].join('\n')
+export function verdictLine(c: Style, s: Summary, why?: string, w = columns()): string {
+  const m = verdictColor(c, s.matched ? 'MATCH' : 'DEVIATION')
+  return [labelled('verdict', `${verdictColor(c, s.verdict)}${why ? ` (${why})` : ''}`, w), labelled('expected', `${s.expected.join('; or ')}  ${m}`, w)].join('\n')
 }
 
 /** What differs from the documentation, one line each (nothing when it matched). */
-export function deviationLines(s: Summary, w = columns()): string[] {
+export function deviationLines(c: Style, s: Summary, w = columns()): string[] {
   if (s.matched || !s.deviations.length) return []
   const which = s.trials > 1 ? ` (${s.deviating} of ${s.trials} trials deviate; the first:)` : ''
   return [c.red(`deviation${which}`), ...s.deviations.flatMap((d) => hang(c.red(`  ${d}`), w, 4))]
 }
 
 /** For --trials: how often each verdict and each outcome happened. */
-export function trialsTable(trials: readonly (TrialFacts & { verdict: Verdict })[], s: Summary, w = columns()): string {
+export function trialsTable(c: Style, trials: readonly (TrialFacts & { verdict: Verdict })[], s: Summary, w = columns()): string {
   const outcomes = new Map<string, number>()
   for (const t of trials) {
     for (const r of t.sessions) {
@@ -220,9 +220,9 @@ export function trialsTable(trials: readonly (TrialFacts & { verdict: Verdict })
       outcomes.set(key, (outcomes.get(key) ?? 0) + 1)
     }
   }
-  const rows = [...outcomes].sort((a, b) => b[1] - a[1]).map(([k, v]) => [outcomeColor(k), v, (v / trials.length).toFixed(2)])
+  const rows = [...outcomes].sort((a, b) => b[1] - a[1]).map(([k, v]) => [outcomeColor(c, k), v, (v / trials.length).toFixed(2)])
   const verdicts = Object.entries(s.tally)
-    .map(([v, k]) => `${verdictColor(v)} ${k}`)
+    .map(([v, k]) => `${verdictColor(c, v)} ${k}`)
     .join(', ')
-  return `${fitTable(['outcome', 'sessions', 'per trial'], rows, [{}, { shrink: 0 }, { shrink: 0 }], w)}\n${labelled('verdicts', verdicts, w)}\nviolated in ${s.violations}/${s.trials} trials`
+  return `${fitTable(c, ['outcome', 'sessions', 'per trial'], rows, [{}, { shrink: 0 }, { shrink: 0 }], w)}\n${labelled('verdicts', verdicts, w)}\nviolated in ${s.violations}/${s.trials} trials`
 }

@@ -3,7 +3,7 @@
 // by side, one row per event names its session instead. Set-up steps (the engine marks them from what the server
 // answered: BEGIN, SET, SHOW, set_config) are left out unless asked for.
 import type { TimelineEvent } from '../engine/types.js'
-import { c } from './color.js'
+import type { Style } from './color.js'
 import { columns, hang, pad, wrap, width } from './width.js'
 
 /** The narrowest a session's column may be before the timeline switches to one row per event. */
@@ -18,11 +18,11 @@ export interface TimelineOptions {
 }
 
 /** An event's text; through a pooler, led by the backend that ran the step, when race knows it. */
-function cell(e: TimelineEvent): string {
-  return e.backend !== undefined ? `${c.dim(String(e.backend))} ${what(e)}` : what(e)
+function cell(c: Style, e: TimelineEvent): string {
+  return e.backend !== undefined ? `${c.dim(String(e.backend))} ${what(c, e)}` : what(c, e)
 }
 
-function what(e: TimelineEvent): string {
+function what(c: Style, e: TimelineEvent): string {
   switch (e.kind) {
     case 'run':
       return e.step
@@ -76,7 +76,7 @@ export function hiddenSetup(events: readonly TimelineEvent[]): number {
  * The timeline of a trial (or of the events so far, in --step). Columns when every session gets at least 12
  * columns; else one row per event with the session's name in front.
  */
-export function timeline(t: { sessions: readonly { name: string }[]; events: readonly TimelineEvent[] }, o: TimelineOptions = {}): string {
+export function timeline(c: Style, t: { sessions: readonly { name: string }[]; events: readonly TimelineEvent[] }, o: TimelineOptions = {}): string {
   const w = o.width ?? columns()
   const names = t.sessions.map((s) => s.name)
   const events = visibleEvents(t.events, o.all)
@@ -90,7 +90,7 @@ export function timeline(t: { sessions: readonly { name: string }[]; events: rea
     for (const e of events) {
       const col = names.indexOf(e.session)
       if (col < 0) continue
-      wrap(cell(e), colW).forEach((line, k) => {
+      wrap(cell(c, e), colW).forEach((line, k) => {
         const lead = pad(k ? '' : ms(e), msW) + ' '.repeat((colW + 1) * col)
         out.push((lead + line).trimEnd())
       })
@@ -100,7 +100,7 @@ export function timeline(t: { sessions: readonly { name: string }[]; events: rea
     const textW = Math.max(10, w - msW - nameW)
     out.push(c.bold(pad('ms', msW) + 'session'), c.dim('─'.repeat(Math.min(w, msW + nameW + 12))))
     for (const e of events) {
-      wrap(cell(e), textW).forEach((line, k) => out.push((pad(k ? '' : ms(e), msW) + pad(k ? '' : e.session, nameW) + line).trimEnd()))
+      wrap(cell(c, e), textW).forEach((line, k) => out.push((pad(k ? '' : ms(e), msW) + pad(k ? '' : e.session, nameW) + line).trimEnd()))
     }
   }
   const hidden = o.all ? 0 : hiddenSetup(t.events)

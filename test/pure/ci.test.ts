@@ -7,6 +7,7 @@ import path from 'node:path'
 import { test } from 'node:test'
 import { annotation, annotationsOf, ciCase, junitXml, xml } from '../../src/report/ci.js'
 import { html, niceTicks, text as benchText, type BenchReport, type CellResult } from '../../src/bench/report.js'
+import { plain } from '../../src/report/color.js'
 import { NEEDS, junitProblems } from '../support/tools.js'
 
 const judged = (verdict: string, held: boolean | null) => ({ verdict, why: 'because', invariant: { description: 'at least one doctor on call', observed: '0 on call', held } })
@@ -102,7 +103,7 @@ test('race bench: the header reads "PostgreSQL 18.4 (embedded)"; the throughput 
   const page = html(benchReport([1, 10, 50]))
   assert.match(page, /PostgreSQL 18\.4 \(embedded\)/)
   assert.doesNotMatch(page, / at embedded/)
-  assert.match(benchText(benchReport([1]), 100), /race bench.*PostgreSQL 18\.4 \(embedded\)/)
+  assert.match(benchText(plain, benchReport([1]), 100), /race bench.*PostgreSQL 18\.4 \(embedded\)/)
   for (const groups of [[1, 10, 50], [10]]) {
     const svg = /<svg class="chart" id="throughput"[^]*?<\/svg>/.exec(html(benchReport(groups)))![0]
     const axis = [...svg.matchAll(/<line x1="([\d.]+)" x2="([\d.]+)" y1="[\d.]+" y2="[\d.]+" stroke="#888"\/>/g)].map((m) => [Number(m[1]), Number(m[2])])[0]

@@ -7,7 +7,7 @@ import { fitTable, fitWidths, sessionsTable } from '../../src/report/table.js'
 import type { SessionReport } from '../../src/engine/types.js'
 import { timeline, visibleEvents } from '../../src/report/timeline.js'
 import { columns, hang, strip, truncate, width, wrap } from '../../src/report/width.js'
-import { c, loadChalk, setColor } from '../../src/report/color.js'
+import { loadChalk, plain, styleFor } from '../../src/report/color.js'
 import { isSetup } from '../../src/engine/session.js'
 
 await loadChalk()
@@ -76,17 +76,14 @@ test('--theme presenter: dim text is drawn bold (a projector washes dim out); co
   delete process.env.FORCE_COLOR
   process.env.TERM = 'xterm'
   try {
-    setColor(true, { isTTY: true }, 'presenter')
-    assert.equal(c.dim('pid 4711'), '\u001b[1mpid 4711\u001b[22m')
-    assert.equal(c.red('x'), red('x'))
-    setColor(true, { isTTY: true })
-    assert.equal(c.dim('pid 4711'), '\u001b[2mpid 4711\u001b[22m')
-    setColor(true, { isTTY: false }, 'presenter')
-    assert.equal(c.dim('pid 4711'), 'pid 4711', 'no colour in a pipe, whatever the theme')
+    const presenter = styleFor(true, { isTTY: true }, 'presenter')
+    assert.equal(presenter.dim('pid 4711'), '\u001b[1mpid 4711\u001b[22m')
+    assert.equal(presenter.red('x'), red('x'))
+    assert.equal(styleFor(true, { isTTY: true }).dim('pid 4711'), '\u001b[2mpid 4711\u001b[22m')
+    assert.equal(styleFor(true, { isTTY: false }, 'presenter').dim('pid 4711'), 'pid 4711', 'no colour in a pipe, whatever the theme')
   } finally {
     for (const [k, v] of Object.entries(saved)) if (v === undefined) delete process.env[k]
     else process.env[k] = v
-    setColor(false)
   }
 })
 
@@ -98,7 +95,6 @@ test('fitWidths: every column keeps its longest word while another can still wra
 })
 
 test('sessionsTable at 80 columns: a SQLSTATE and its header stay whole, the outcome wraps at spaces instead (issue 23)', () => {
-  setColor(false)
   const s = (name: string, o: Partial<SessionReport>): SessionReport => ({
     name, pid: 12525, outcome: 'committed', reason: null, sqlstate: null, condition: null, step: null, isolation: 'read committed',
     commitTag: 'COMMIT', waitedMs: 233.4, ms: 505.2, retries: 0, errors: [], ...o,
@@ -122,7 +118,7 @@ test('sessionsTable at 80 columns: a SQLSTATE and its header stay whole, the out
     ], ['53200', 'out_of_memory']],
   ]
   for (const [name, sessions, whole] of cases) {
-    const out = sessionsTable({ sessions, invariant: { description: 'x', observed: 'y', held: true }, events: [] } as never, 80)
+    const out = sessionsTable(plain, { sessions, invariant: { description: 'x', observed: 'y', held: true }, events: [] } as never, 80)
     assert.ok(out.split('\n').every((l) => width(l) <= 80), `${name}:\n${out}`)
     const cells = out.split('\n').map((l) => l.split('│').map((x) => x.trim()))
     assert.ok(cells.some((r) => r.includes('sqlstate')), `${name}: the header whole:\n${out}`)
@@ -132,12 +128,11 @@ test('sessionsTable at 80 columns: a SQLSTATE and its header stay whole, the out
 })
 
 test('fitTable: fits the width, rule under the header, an empty column dropped, a cut column ends in …', () => {
-  setColor(false)
   const rows = [
     ['s1', 12345, 'rejected: pending limit reached and a much longer explanation of why', '', 'x'.repeat(60)],
     ['s2', 12346, 'committed', '', 'y'],
   ]
-  const out = fitTable(['session', 'pid', 'outcome', 'sqlstate', 'note'], rows, [{ shrink: 0 }, { shrink: 0 }, {}, { dropIfEmpty: true }, { shrink: 2, overflow: 'cut' }], 60)
+  const out = fitTable(plain, ['session', 'pid', 'outcome', 'sqlstate', 'note'], rows, [{ shrink: 0 }, { shrink: 0 }, {}, { dropIfEmpty: true }, { shrink: 2, overflow: 'cut' }], 60)
   const lines = out.split('\n')
   assert.ok(lines.every((l) => width(l) <= 60), out)
   assert.match(lines[2], /^├─+┼/, 'a rule under the header')
@@ -169,34 +164,30 @@ test('timeline: set-up steps hidden unless asked, with a note; what waited or fa
   const shown = visibleEvents(EVENTS)
   assert.ok(!shown.some((e) => e.step === 'begin' || e.step === 'timeout'))
   assert.equal(visibleEvents(EVENTS, true).filter((e) => e.step === 'begin').length, 2)
-  setColor(false)
-  const text = timeline({ sessions: [{ name: 's1' }, { name: 's2' }], events: EVENTS }, { width: 80 })
+  const text = timeline(plain, { sessions: [{ name: 's1' }, { name: 's2' }], events: EVENTS }, { width: 80 })
   assert.match(text, /3 set-up steps not shown: --timeline all shows them/)
   assert.match(text, /lock … waiting/)
   assert.doesNotMatch(text, /BEGIN/)
-  assert.match(timeline({ sessions: [{ name: 's1' }, { name: 's2' }], events: EVENTS }, { width: 80, all: true }), /begin → BEGIN/)
+  assert.match(timeline(plain, { sessions: [{ name: 's1' }, { name: 's2' }], events: EVENTS }, { width: 80, all: true }), /begin → BEGIN/)
 })
 
 test('timeline: fits the width, wraps a long cell inside its column in its colour, falls back to one row per event', () => {
   const sessions = ['s1', 's2', 's3', 's4', 's5'].map((name) => ({ name }))
   const events = [...EVENTS, ev(6, 's5', 'insert', 'reject', 'pending limit reached')]
   for (const w of [80, 60, 40]) {
-    const text = timeline({ sessions, events }, { width: w })
+    const text = timeline(plain, { sessions, events }, { width: w })
     for (const l of text.split('\n')) assert.ok(width(l) <= w, `${w}: ${l}`)
     assert.match(text.replace(/\s+/g, ' '), /409 pending limit reached/)
   }
-  assert.match(timeline({ sessions, events }, { width: 40 }), /^ms +session/m)
-  setColor(true)
+  assert.match(timeline(plain, { sessions, events }, { width: 40 }), /^ms +session/m)
   process.env.FORCE_COLOR = '1'
   try {
-    setColor(true)
-    const text = timeline({ sessions: sessions.slice(0, 2), events }, { width: 50 })
+    const text = timeline(styleFor(true), { sessions: sessions.slice(0, 2), events }, { width: 50 })
     const errLines = text.split('\n').filter((l) => /serializ|40001|concurrent/.test(l))
     assert.ok(errLines.length >= 2, text)
     for (const l of errLines) assert.match(l, /\u001b\[31m/, `the wrapped error stays red: ${JSON.stringify(l)}`)
   } finally {
     delete process.env.FORCE_COLOR
-    setColor(false)
   }
 })
 

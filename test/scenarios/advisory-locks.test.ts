@@ -8,6 +8,7 @@ import type { SessionReport, TrialFacts } from '../../src/engine/types.js'
 import { keyView } from '../../src/commands/key.js'
 import { advisoryLocks } from '../../src/commands/locks.js'
 import { timeline } from '../../src/report/timeline.js'
+import { plain } from '../../src/report/color.js'
 import { UsageError } from '../../src/errors.js'
 import { count, race, runScenario, useLab } from '../support/server.js'
 
@@ -199,7 +200,7 @@ test('the timeline draws every issue-3 scenario: one column per session, every s
   const ids = ['try-advisory', 'lock-timeout', 'session-lock', 'parent-row', 'other-users', 'deadlock', 'limit-lock', 'shared-lock']
   for (const id of ids) {
     const [t] = (await runScenario(ctx.lab, id)).trials
-    const text = timeline(t)
+    const text = timeline(plain, t)
     const header = text.split('\n')[0]
     for (const x of t.sessions) assert.ok(header.includes(x.name), `${id}: column ${x.name}`)
     assert.ok(text.split('\n').length > t.sessions.length, `${id}: rows`)

@@ -1,11 +1,11 @@
 // A session's connection does not fetch the server's array types itself: it takes the ones the Lab's control
-// connection fetched at login, and asks only for those created since (connect.ts, 'shared'). What a step returns
+// connection fetched at login, and asks only for those created since (connect.ts typesFrom). What a step returns
 // and what it sends must be exactly what a connection that fetched them itself (postgres.js's default) sees,
 // including an array of a type the run's own setup created after control connected.
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import postgres from 'postgres'
-import { useLab } from '../support/server.js'
+import { openLab, useLab } from '../support/server.js'
 
 const ctx = useLab()
 
@@ -37,6 +37,37 @@ test("a session parses and sends arrays as a connection that fetched its own typ
     }
   } finally {
     await own.end({ timeout: 1 })
+    schema.release()
+    assert.equal(await schema.drop(), undefined)
+  }
+})
+
+/** The parsers table a postgres.js connection reads (not in its public types): a shared one's prototype is its source's. */
+const parsersOf = (sql: unknown) => (sql as { options: { parsers: object } }).options.parsers
+
+test("a run's sessions take their array types from that run's own control connection, not from another run's opened (or ended) since", async () => {
+  const lab = ctx.lab
+  const schema = await lab.createSchema('array-types-owner', false)
+  // A built-in scenario's schema: no run role, so its sessions connect to the Lab's own target (as most runs do).
+  lab.trustSpace(schema.name)
+  // Another run in the same process, on the same server, opened after this one: its control connection is its own.
+  const other = await openLab(ctx.server.url)
+  const source = async () => {
+    const session = await lab.openSession({ applicationName: 'race array-types test', space: schema.name, params: {}, connectTimeoutMs: 5000, stepTimeoutMs: 10_000 })
+    try {
+      await session.step('select 1', [], false).result
+      return Object.getPrototypeOf(parsersOf((session as unknown as { sql: unknown }).sql))
+    } finally {
+      await session.close()
+    }
+  }
+  try {
+    assert.ok(Object.keys(parsersOf(lab.control)).length, 'the control connection fetched its array types')
+    assert.equal(await source(), parsersOf(lab.control), "while the other run is open: this run's control")
+    await other.close()
+    assert.equal(await source(), parsersOf(lab.control), "after the other run ended: this run's control, not the other's closed one")
+  } finally {
+    await other.close().catch(() => {})
     schema.release()
     assert.equal(await schema.drop(), undefined)
   }
