@@ -15,10 +15,10 @@ const declared = (a: Partial<StrategyFacts> = {}): StrategyFacts => ({ app: fals
 /** An application race before its first run (orders not known: 0). */
 const app = (a: Partial<StrategyFacts> = {}): StrategyFacts => ({ app: true, faulted: false, sessions: 2, counts: [], orders: 0n, ...a })
 
-test('declared steps: the reduced search by default, a sample above --max, --exhaustive, --preemptions, --sample', () => {
+test('declared steps: the reduced search by default, above --max too, --exhaustive, --preemptions, --sample', () => {
   const cases: [string, StrategyAsk, StrategyFacts, Function, string][] = [
     ['default', ask(), declared(), ReducedSearch, 'reduced'],
-    ['orders above --max', ask({ max: 19 }), declared(), Sample, 'sample'],
+    ['orders above --max', ask({ max: 19 }), declared(), ReducedSearch, 'reduced'],
     ['orders at --max', ask({ max: 20 }), declared(), ReducedSearch, 'reduced'],
     ['--exhaustive above --max', ask({ exhaustive: true, max: 5 }), declared(), Exhaustive, 'exhaustive'],
     ['--preemptions above --max', ask({ preemptions: 1, max: 5 }), declared(), PreemptionBounded, 'preemptions'],
@@ -31,6 +31,23 @@ test('declared steps: the reduced search by default, a sample above --max, --exh
     assert.equal(s.search, search, what)
     assert.equal(s.mode, search === 'sample' ? 'sample' : 'all', what)
   }
+})
+
+test('the default reduced search stops at --max runs and a sample takes over; asked for by --reduce, it stops there', () => {
+  // Declared steps whose orders are above --max: reduced first, sampled only past --max runs (issue 41, item 3).
+  const big = chooseStrategy(ask({ max: 19 }), declared(), cli)
+  assert.ok(big instanceof ReducedSearch)
+  assert.equal(big.capped, true)
+  const then = big.afterMax()
+  assert.ok(then instanceof Sample)
+  assert.deepEqual([then.fields().sample!.size, then.fields().sample!.seed], [200, 7])
+  assert.ok(chooseStrategy(ask(), declared(), cli).afterMax() instanceof Sample)
+  // --reduce (an application race's reduced search asked for by name) stops at --max and says so: no sample.
+  const reduced = chooseStrategy(ask({ reduce: true, max: 5 }), app({ orders: 6n }), cli)
+  assert.equal(reduced.capped, true)
+  assert.equal(reduced.afterMax(), undefined)
+  // Nothing else takes over: a sample, an exhaustive search, an application race's every interleaving.
+  for (const s of [chooseStrategy(ask({ sample: 3 }), declared(), cli), chooseStrategy(ask({ exhaustive: true, max: 5 }), declared(), cli), chooseStrategy(ask(), app(), cli)]) assert.equal(s.afterMax(), undefined)
 })
 
 test('an application race: every interleaving (capped at --max) unless --reduce, which --inject overrides; a sample once its first run counts more orders than --max', () => {
