@@ -7,7 +7,7 @@ import type { Touched } from '../engine/footprint.js'
 import { Dfs, Preemptive, shrinkCandidates, switches } from './enumerate.js'
 import { Pct } from './pct.js'
 import { SplitDfs } from './split.js'
-import { fewestSwitches, Reduced } from './reduce.js'
+import { conflicts, fewestSwitches, Reduced } from './reduce.js'
 import { DEFAULT_SAMPLE } from './request.js'
 import type { ExploreResult, Interleaving } from './result.js'
 import { SearchStrategy, type Handle, type StrategyAsk, type StrategyFacts, type Word } from './strategy.js'
@@ -82,7 +82,9 @@ export class ReducedSearch extends SearchStrategy {
   readonly search = 'reduced' as const
   override readonly learns = true
   override readonly capped: boolean
-  private readonly reduced = new Reduced()
+  /** A choice beyond the sessions is a session's query with an injected fault (--inject): a step of session choice % n. */
+  private readonly sessionOf = (x: number) => x % this.facts.sessions
+  private readonly reduced = new Reduced(conflicts, this.sessionOf)
   private order = 0
   /** The steps whose footprints were read, and how many of them race could not classify. */
   private steps = 0
@@ -133,7 +135,7 @@ export class ReducedSearch extends SearchStrategy {
   }
 
   override violated(free: readonly number[], fps: readonly Touched[]): void {
-    const c = fewestSwitches(free, fps)
+    const c = fewestSwitches(free, fps, conflicts, undefined, this.sessionOf)
     if (c) this.simplest.set(c.join(','), c)
   }
 
@@ -270,8 +272,8 @@ export class Sample extends SearchStrategy {
  * The strategy for a request and what is known of the race: a sample when asked for (--sample); --preemptions;
  * --exhaustive; a sample of declared steps with more orders than --max split by --shard (the reduced search is not
  * split); else the reduced search, whatever the count of orders (an application race's only when its sessions run
- * isolated or with --reduce, and never with --inject, whose faults are more choices than a session's next step): as the default it is sampled only once
- * its own runs pass --max (ReducedSearch.afterMax); else an application race's every interleaving, or a sample once
+ * isolated or with --reduce; an injected fault is one more choice of its session, searched like its next query): as
+ * the default it is sampled only once its own runs pass --max (ReducedSearch.afterMax); else an application race's every interleaving, or a sample once
  * its first run counted more orders than --max. Bad combinations are a UsageError naming the options as `word` spells
  * them.
  */
@@ -288,7 +290,8 @@ function pick(a: StrategyAsk, f: StrategyFacts): SearchStrategy {
   if (a.exhaustive) return new Exhaustive(f, a.shard)
   if (a.shard && !f.app && f.orders > BigInt(a.max)) return new Sample(f, a)
   // The default reduced search falls back to a sample past --max runs; asked for by name (--reduce), it stops there.
-  if (!f.faulted && (!f.app || a.reduce || f.isolated)) return new ReducedSearch(f, a.reduce ? undefined : a)
+  // An injected fault (--inject) is a choice of its session like its next query (Reduced's sessionOf).
+  if (!f.app || a.reduce || f.isolated) return new ReducedSearch(f, a.reduce ? undefined : a)
   if (f.orders > BigInt(a.max)) return new Sample(f, a)
   return new AppInterleavings(f, a.shard)
 }
