@@ -43,7 +43,7 @@ export interface Explored {
   current: { it: Interleaving } | undefined
   shrinkFrom: string | undefined
   shrinkRuns: number
-  /** The default reduced search passed --max runs with orders left, and a sample took over. */
+  /** The reduced search of declared steps passed --max runs with orders left, and a sample took over. */
   fellBack: { runs: number; reduction: ExploreResult['reduction'] } | undefined
   jobs: number
   jobsNote: string | undefined

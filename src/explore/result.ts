@@ -87,10 +87,11 @@ export interface ExploreResult {
    */
   reduction?: { steps: number; unclassified: number; redundant: number; retried: number }
   /**
-   * Why the default search ran as it did where the steps have more orders than --max: the reduced search ran first,
+   * Why the default search of declared steps ran as it did where they have more orders than --max: the reduced search ran first,
    * and either covered them within --max runs (`search: 'reduced'`) or passed --max runs with orders left, and a PCT
    * sample followed (`search: 'sample'`; `reducedRuns`: the reduced search's runs, whose findings are kept). Absent
-   * when the orders are within --max, or a search was asked for by name (--exhaustive, --sample, --reduce).
+   * when the orders are within --max, a search was asked for by name (--exhaustive, --sample, --preemptions), and for
+   * an application race (its reduced search stops at --max runs, complete: false).
    */
   chosen?: { search: 'reduced' | 'sample'; max: number; reducedRuns: number; why: string }
   /**

@@ -64,7 +64,7 @@ export class Search implements JobHost {
   private candidates: number[][] = []
   shrinkRuns = 0
   shrinkFrom: string | undefined
-  /** The default reduced search passed --max runs with orders left, and a sample took over: the runs it had made. */
+  /** The reduced search of declared steps passed --max runs with orders left, and a sample took over: the runs it had made. */
   fellBack: { runs: number; reduction: ExploreResult['reduction'] } | undefined
   private readonly handout: Handout<Handle>
   private readonly word: Word
@@ -143,7 +143,7 @@ export class Search implements JobHost {
     if (this.phase === 'explore') {
       // An application race's tree may be larger than its first run's orders said: stop at --max runs, and say
       // when interleavings were left (a search of declared steps ends by itself within the orders it counted).
-      // The default reduced search past --max runs with orders left: a sample takes over (the runs made stay found).
+      // The reduced search of declared steps past --max runs with orders left: a sample takes over (the runs made stay found).
       if (this.strategy.capped && this.strategy.runs >= this.o.max && this.strategy.left()) this.fallBack()
       const capped = this.strategy.capped
       const got = capped && this.strategy.runs >= this.o.max ? undefined : await this.handout.take()

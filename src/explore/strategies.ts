@@ -272,8 +272,8 @@ export class Sample extends SearchStrategy {
  * The strategy for a request and what is known of the race: a sample when asked for (--sample); --preemptions;
  * --exhaustive; a sample of declared steps with more orders than --max split by --shard (the reduced search is not
  * split); else the reduced search, whatever the count of orders (an application race's only when its sessions run
- * isolated or with --reduce; an injected fault is one more choice of its session, searched like its next query): as
- * the default it is sampled only once its own runs pass --max (ReducedSearch.afterMax); else an application race's every interleaving, or a sample once
+ * isolated or with --reduce; an injected fault is one more choice of its session, searched like its next query): of
+ * declared steps, it is sampled only once its own runs pass --max (ReducedSearch.afterMax); else an application race's every interleaving, or a sample once
  * its first run counted more orders than --max. Bad combinations are a UsageError naming the options as `word` spells
  * them.
  */
@@ -289,9 +289,10 @@ function pick(a: StrategyAsk, f: StrategyFacts): SearchStrategy {
   if (a.preemptions !== undefined) return new PreemptionBounded(f, a.preemptions)
   if (a.exhaustive) return new Exhaustive(f, a.shard)
   if (a.shard && !f.app && f.orders > BigInt(a.max)) return new Sample(f, a)
-  // The default reduced search falls back to a sample past --max runs; asked for by name (--reduce), it stops there.
-  // An injected fault (--inject) is a choice of its session like its next query (Reduced's sessionOf).
-  if (!f.app || a.reduce || f.isolated) return new ReducedSearch(f, a.reduce ? undefined : a)
+  // The reduced search of declared steps falls back to a sample past --max runs; an application race's (whose tree is
+  // learned as it runs) stops there and says so. An injected fault (--inject) is a choice of its session like its
+  // next query (Reduced's sessionOf).
+  if (!f.app || a.reduce || f.isolated) return new ReducedSearch(f, f.app ? undefined : a)
   if (f.orders > BigInt(a.max)) return new Sample(f, a)
   return new AppInterleavings(f, a.shard)
 }

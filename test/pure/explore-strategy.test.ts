@@ -33,7 +33,7 @@ test('declared steps: the reduced search by default, above --max too, --exhausti
   }
 })
 
-test('the default reduced search stops at --max runs and a sample takes over; asked for by --reduce, it stops there', () => {
+test('the reduced search of declared steps stops at --max runs and a sample takes over; an application race\'s stops there', () => {
   // Declared steps whose orders are above --max: reduced first, sampled only past --max runs (issue 41, item 3).
   const big = chooseStrategy(ask({ max: 19 }), declared(), cli)
   assert.ok(big instanceof ReducedSearch)
@@ -42,15 +42,17 @@ test('the default reduced search stops at --max runs and a sample takes over; as
   assert.ok(then instanceof Sample)
   assert.deepEqual([then.fields().sample!.size, then.fields().sample!.seed], [200, 7])
   assert.ok(chooseStrategy(ask(), declared(), cli).afterMax() instanceof Sample)
-  // --reduce (an application race's reduced search asked for by name) stops at --max and says so: no sample.
-  const reduced = chooseStrategy(ask({ reduce: true, max: 5 }), app({ orders: 6n }), cli)
-  assert.equal(reduced.capped, true)
-  assert.equal(reduced.afterMax(), undefined)
+  // An application race's reduced search (--reduce, or isolated sessions) stops at --max and says so: no sample.
+  for (const reduced of [chooseStrategy(ask({ reduce: true, max: 5 }), app({ orders: 6n }), cli), chooseStrategy(ask({ max: 5 }), app({ orders: 6n, isolated: true }), cli)]) {
+    assert.ok(reduced instanceof ReducedSearch)
+    assert.equal(reduced.capped, true)
+    assert.equal(reduced.afterMax(), undefined)
+  }
   // Nothing else takes over: a sample, an exhaustive search, an application race's every interleaving.
   for (const s of [chooseStrategy(ask({ sample: 3 }), declared(), cli), chooseStrategy(ask({ exhaustive: true, max: 5 }), declared(), cli), chooseStrategy(ask(), app(), cli)]) assert.equal(s.afterMax(), undefined)
 })
 
-test('an application race: every interleaving (capped at --max) unless --reduce, which --inject overrides; a sample once its first run counts more orders than --max', () => {
+test('an application race: every interleaving (capped at --max) unless --reduce, with --inject too; a sample once its first run counts more orders than --max', () => {
   const every = chooseStrategy(ask(), app(), cli)
   assert.ok(every instanceof AppInterleavings)
   assert.equal(every.search, 'exhaustive')
@@ -58,13 +60,14 @@ test('an application race: every interleaving (capped at --max) unless --reduce,
   const reduced = chooseStrategy(ask({ reduce: true }), app(), cli)
   assert.ok(reduced instanceof ReducedSearch)
   assert.equal(reduced.capped, true)
-  assert.ok(chooseStrategy(ask({ reduce: true }), app({ faulted: true }), cli) instanceof AppInterleavings)
+  // An injected fault is a choice of its session inside the reduced search (issue 41, item 4).
+  assert.ok(chooseStrategy(ask({ reduce: true }), app({ faulted: true }), cli) instanceof ReducedSearch)
   assert.ok(chooseStrategy(ask(), app({ faulted: true }), cli) instanceof AppInterleavings)
   // After the first run: its queries' orders against --max.
   assert.ok(chooseStrategy(ask({ max: 5 }), app({ orders: 6n }), cli) instanceof Sample)
   assert.ok(chooseStrategy(ask({ max: 6 }), app({ orders: 6n }), cli) instanceof AppInterleavings)
   assert.ok(chooseStrategy(ask({ max: 5, reduce: true }), app({ orders: 6n }), cli) instanceof ReducedSearch)
-  assert.ok(chooseStrategy(ask({ max: 5, reduce: true }), app({ orders: 6n, faulted: true }), cli) instanceof Sample)
+  assert.ok(chooseStrategy(ask({ max: 5, reduce: true }), app({ orders: 6n, faulted: true }), cli) instanceof ReducedSearch)
   // --exhaustive is not capped; nor is a sample.
   const exhaustive = chooseStrategy(ask({ exhaustive: true, max: 5 }), app({ orders: 6n }), cli)
   assert.ok(exhaustive instanceof Exhaustive && !(exhaustive instanceof AppInterleavings))
