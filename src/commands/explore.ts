@@ -47,8 +47,8 @@ export function registerExplore(program: Command, all: readonly ScenarioSummary[
     .option('--n <n>', 'number of sessions; default per scenario, usually 2')
     .option('--exhaustive', 'run every order of the steps (the exact enumeration), whatever --max says; default: the reduced search')
     .option('--reduce', "application races: the reduced search (default: every interleaving). It assumes the sessions share no state outside the database (a module-level variable, an in-process cache or lock)")
-    .option('--max <count>', "above this many orders of the declared steps, a seeded random sample; an application race's search stops after this many runs", String(DEFAULT_MAX))
-    .option('--sample <k>', `run K random interleavings instead of searching (default ${DEFAULT_SAMPLE} when the count is above --max)`)
+    .option('--max <count>', "a reduced search of declared steps past this many runs (orders left) is followed by a seeded random sample; an application race's search stops after this many runs", String(DEFAULT_MAX))
+    .option('--sample <k>', `run K random interleavings instead of searching (default ${DEFAULT_SAMPLE} after a reduced search past --max)`)
     .option('--accept-sample <p>', "expect held: a sample that found no violation passes (exit 0) when it states a probability of at least P (0 < P < 1) of finding one of its --depth; without it a sample, like a search --max cut short, is not known to hold (exit 3)")
     .option('--seed <s>', "the sample's seed (default a random one, printed: the same seed draws the same sample)")
     .option('--preemptions <k>', 'run every order with at most K preemptions (leaving a session that could go on), fewest first, instead of the reduced search')
@@ -77,10 +77,10 @@ switches between sessions) is printed as a race run --schedule line.
 
 By default the search is reduced: orders that differ only by swapping steps
 that cannot affect each other (as the server's locks say after each step) are
-run once; --exhaustive runs every order. A sample (--sample, or declared steps
-above --max orders) is PCT's, and says what it covered; under expect held it
-passes (exit 0) only with --accept-sample P, when its stated probability is P
-or more (else exit 3, as a search cut short at --max).
+run once; --exhaustive runs every order. A sample (--sample, or after a reduced
+search of declared steps past --max runs) is PCT's, and says what it covered;
+under expect held it passes (exit 0) only with --accept-sample P, when its
+stated probability is P or more (else exit 3, as a search cut short at --max).
 
 Examples:
   $ race explore examples/explore-orders.spec               4 of 6 runs violate
