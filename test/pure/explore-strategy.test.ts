@@ -116,11 +116,13 @@ test('--shard splits only a sample or an exhaustive search, and a sample only wi
   assert.ok(chooseStrategy(ask({ shard, exhaustive: true, preemptions: 1 }), declared(), cli) instanceof PreemptionBounded)
 })
 
-test('an application race whose sessions run isolated (a worker thread each): the reduced search by default; --inject, --exhaustive and --sample still decide', () => {
+test('an application race whose sessions run isolated (a worker thread each): the reduced search by default, --inject too; --exhaustive and --sample still decide', () => {
   assert.ok(chooseStrategy(ask(), app({ isolated: true }), cli) instanceof ReducedSearch)
   // In one process (sharedState, a race object): every interleaving unless --reduce.
   assert.ok(chooseStrategy(ask(), app({ isolated: false }), cli) instanceof AppInterleavings)
-  assert.ok(chooseStrategy(ask(), app({ isolated: true, faulted: true }), cli) instanceof AppInterleavings)
+  // --inject no longer decides against the reduction (issue 41, item 4: a fault is a choice of its session inside it);
+  // today a race with faults runs in one process (app/scenario.ts withFaults), so this pair is the chooser's alone.
+  assert.ok(chooseStrategy(ask(), app({ isolated: true, faulted: true }), cli) instanceof ReducedSearch)
   assert.ok(chooseStrategy(ask({ exhaustive: true }), app({ isolated: true }), cli) instanceof Exhaustive)
   assert.ok(chooseStrategy(ask({ sample: 5 }), app({ isolated: true }), cli) instanceof Sample)
 })
