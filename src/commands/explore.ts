@@ -43,10 +43,10 @@ switches between sessions) is printed as a race run --schedule line.
 
 By default the search is reduced: orders that differ only by swapping steps
 that cannot affect each other (as the server's locks say after each step) are
-run once; --exhaustive runs every order. A sample (--sample, or declared steps
-above --max orders) is PCT's, and says what it covered; under expect held it
-passes (exit 0) only with --accept-sample P, when its stated probability is P
-or more (else exit 3, as a search cut short at --max).
+run once; --exhaustive runs every order. A sample (--sample, or after a reduced
+search of declared steps past --max runs) is PCT's, and says what it covered;
+under expect held it passes (exit 0) only with --accept-sample P, when its
+stated probability is P or more (else exit 3, as a search cut short at --max).
 
 Examples:
   $ race explore examples/explore-orders.spec               4 of 6 runs violate

@@ -35,7 +35,7 @@ export interface Tally {
 export interface Explored {
   scenario: Scenario
   p: Plan
-  o: { name?: string; databaseUrl?: string }
+  o: { name?: string; databaseUrl?: string; max: number }
   expect: ExpectOverride
   facts: StrategyFacts
   strategy: SearchStrategy
@@ -43,6 +43,8 @@ export interface Explored {
   current: { it: Interleaving } | undefined
   shrinkFrom: string | undefined
   shrinkRuns: number
+  /** The reduced search of declared steps passed --max runs with orders left, and a sample took over. */
+  fellBack: { runs: number; reduction: ExploreResult['reduction'] } | undefined
   jobs: number
   jobsNote: string | undefined
 }
@@ -58,6 +60,7 @@ export function resultOf(x: Explored, end: { targetLabel: string; server: Server
   const notFired = (injections ?? []).filter((i) => i.runs === 0).map((i) => notFiredLine(i, t.runs))
   const shortest = current ? { ...current.it, ...(x.shrinkFrom && x.shrinkFrom !== current.it.line ? { shrunk: { from: x.shrinkFrom, runs: x.shrinkRuns } } : {}) } : null
   const shortestFailure = failures.reduce<Interleaving | null>((a, i) => (!a || better(i, a) ? i : a), null)
+  const chosen = chosenOf(x)
   const where = replayTarget(x.o.databaseUrl)
   const replayOf = (line: string) => replayCommand(x.o.name ?? (isFileScenario(scenario) ? scenario.source.section : scenario.id), scenario, p, line, where.args)
   return {
@@ -72,7 +75,8 @@ export function resultOf(x: Explored, end: { targetLabel: string; server: Server
     mode: st.mode,
     search: st.search,
     ...(f.preemptions ? { preemptions: f.preemptions } : {}),
-    ...(f.reduction ? { reduction: f.reduction } : {}),
+    ...(f.reduction ? { reduction: f.reduction } : x.fellBack?.reduction ? { reduction: x.fellBack.reduction } : {}),
+    ...(chosen ? { chosen } : {}),
     orders: x.facts.orders.toString(),
     steps: x.facts.app ? 'discovered' : 'declared',
     ...(x.facts.app ? { sessionsRan: x.facts.isolated ? { mode: 'isolated' as const, assumes: ISOLATED_ASSUMES } : { mode: 'shared' as const, assumes: SHARED_ASSUMES } } : {}),
@@ -107,6 +111,22 @@ export function resultOf(x: Explored, end: { targetLabel: string; server: Server
     ...(t.whole.size ? { whole: [...t.whole].sort() } : {}),
     ...(t.unordered.size ? { unordered: [...t.unordered].sort() } : {}),
   }
+}
+
+/**
+ * Why the default search is what it is where the count of orders would once have decided (more orders than --max):
+ * the reduced search, complete within --max runs, or past them, and a sample took over. Undefined elsewhere.
+ */
+function chosenOf(x: Explored): ExploreResult['chosen'] {
+  const max = x.o.max
+  const orders = x.facts.orders
+  const shown = orders.toString()
+  if (x.fellBack) {
+    const size = x.strategy.fields().sample?.size
+    return { search: 'sample', max, reducedRuns: x.fellBack.runs, why: `the reduced search passed --max ${max} runs with orders left (${shown} orders of the steps), so a PCT sample of ${size} runs followed; what its ${x.fellBack.runs} runs found is kept (--max N lets the reduced search run further; --exhaustive runs every order)` }
+  }
+  if (x.strategy.search !== 'reduced' || !x.strategy.afterMax() || orders <= BigInt(max) || !x.tally.complete) return undefined
+  return { search: 'reduced', max, reducedRuns: x.tally.runs, why: `${shown} orders of the steps are more than --max ${max}, but the reduced search needed only ${x.tally.runs} runs to cover them: nothing was sampled` }
 }
 
 /** The search's exit code: what it found (a violation, a failure), else what it could not decide. */

@@ -60,6 +60,12 @@ interface Node {
  * The reduced search: a Strategy told each launched step's footprint, through step() before its next choice (that
  * choice may then put sessions to sleep) and through done() for the last ones. A footprint not given is 'all'.
  * `dependent` is the conflict relation (a test passes a deliberately wrong one to see the soundness check fail).
+ *
+ * `sessionOf`: the session a choice is a step of. A session may offer its next step in several variants (an
+ * application race's query with an injected fault, --inject: choice n * (1 + f) + s, beside s itself): they are steps
+ * of one session, so they are ordered with its other steps and never sleep past its own step; and its own choice
+ * between them, local to it, is tried wherever the session is: a node that tries a session tries each variant it
+ * offers there (none is reached by reordering the others).
  */
 export class Reduced implements Strategy {
   private path: Node[] = []
@@ -78,7 +84,16 @@ export class Reduced implements Strategy {
   private tries = 0
   /** Runs that reached a point where every ready session was asleep (finished only because a run must end). */
   redundant = 0
-  constructor(private readonly dependent: (a: Footprint, b: Footprint) => boolean = conflicts) {}
+  constructor(
+    private readonly dependent: (a: Footprint, b: Footprint) => boolean = conflicts,
+    private readonly sessionOf: (choice: number) => number = (x) => x,
+  ) {}
+
+  /** The choices of `ready` that are variants of choice `x`'s session (x among them), none asleep: tried together. */
+  private variants(ready: readonly number[], x: number, sleep: ReadonlyMap<number, Footprint>): number[] {
+    const s = this.sessionOf(x)
+    return ready.filter((y) => y === x || (this.sessionOf(y) === s && !sleep.has(y)))
+  }
 
   /** The footprint of the current run's last launched step. */
   step(fp: Footprint | undefined): void {
@@ -113,14 +128,15 @@ export class Reduced implements Strategy {
       if (d > 0) {
         const parent = this.path[d - 1]
         const took = this.fps[d - 1] ?? 'all'
-        for (const [q, f] of [...parent.sleep, ...parent.tried]) if (q !== parent.at && !this.dependent(f, took)) sleep.set(q, f)
+        const own = this.sessionOf(parent.at)
+        for (const [q, f] of [...parent.sleep, ...parent.tried]) if (this.sessionOf(q) !== own && !this.dependent(f, took)) sleep.set(q, f)
       }
       const at = ready.find((s) => !sleep.has(s))
       if (at === undefined) {
         this.blockedAt = d
         return ready[0]
       }
-      this.path[d] = { ready: [...ready], at, todo: new Set([at]), tried: new Map(), sleep }
+      this.path[d] = { ready: [...ready], at, todo: new Set(this.variants(ready, at, sleep)), tried: new Map(), sleep }
       return at
     }
   }
@@ -145,13 +161,14 @@ export class Reduced implements Strategy {
     const fp = (i: number): Footprint => this.fps[i] ?? 'all'
     if (n > 0) this.path[n - 1].tried.set(this.path[n - 1].at, fp(n - 1))
     const who = (i: number) => launched[i]
+    const same = (i: number, j: number) => this.sessionOf(launched[i]) === this.sessionOf(launched[j])
     // before[j][i]: step i happens before step j (i < j): same session, or conflicting, or through steps between.
     const before: boolean[][] = []
     for (let j = 0; j < n; j++) {
       const row = new Array<boolean>(n).fill(false)
       for (let i = j - 1; i >= 0; i--) {
         if (row[i]) continue
-        if (who(i) === who(j) || this.dependent(fp(i), fp(j))) {
+        if (same(i, j) || this.dependent(fp(i), fp(j))) {
           row[i] = true
           for (let k = 0; k < i; k++) if (before[i][k]) row[k] = true
         }
@@ -160,7 +177,7 @@ export class Reduced implements Strategy {
     }
     for (let j = 0; j < n; j++) {
       for (let i = j - 1; i >= 0; i--) {
-        if (who(i) === who(j) || !this.dependent(fp(i), fp(j))) continue
+        if (same(i, j) || !this.dependent(fp(i), fp(j))) continue
         // A race only if no step between orders them already (i before k before j).
         let direct = true
         for (let k = i + 1; k < j && direct; k++) if (before[k][i] && before[j][k]) direct = false
@@ -174,7 +191,7 @@ export class Reduced implements Strategy {
         const node = this.path[i]
         if ([...initials].some((s) => node.todo.has(s) || node.tried.has(s) || node.sleep.has(s))) continue
         const can = [...initials].filter((s) => node.ready.includes(s))
-        if (can.length) node.todo.add(can.includes(who(j)) ? who(j) : can[0])
+        if (can.length) for (const x of this.variants(node.ready, can.includes(who(j)) ? who(j) : can[0], node.sleep)) node.todo.add(x)
         else for (const s of node.ready) if (!node.sleep.has(s)) node.todo.add(s)
       }
     }
@@ -196,9 +213,10 @@ export class Reduced implements Strategy {
  * The order with the fewest switches between sessions among those equivalent to `launched` (the same steps, each pair
  * of conflicting steps the same way round, each session's own order kept): it ends as `launched` did, so a violation
  * found by the reduced search is shown as the simplest order of its class. A search over how far each session has
- * got, fewest switches first; undefined when that is more than `limit` states.
+ * got, fewest switches first; undefined when that is more than `limit` states. `sessionOf`: as Reduced's (a step
+ * with an injected fault is its session's: ordered with its other steps).
  */
-export function fewestSwitches(launched: readonly number[], footprints: readonly (Footprint | undefined)[], dependent: (a: Footprint, b: Footprint) => boolean = conflicts, limit = 200_000): number[] | undefined {
+export function fewestSwitches(launched: readonly number[], footprints: readonly (Footprint | undefined)[], dependent: (a: Footprint, b: Footprint) => boolean = conflicts, limit = 200_000, sessionOf: (choice: number) => number = (x) => x): number[] | undefined {
   const n = launched.length
   const sessions = [...new Set(launched)].sort((a, b) => a - b)
   const slot = new Map(sessions.map((s, i) => [s, i]))
@@ -207,7 +225,7 @@ export function fewestSwitches(launched: readonly number[], footprints: readonly
   const own = sessions.map((s) => launched.flatMap((x, i) => (x === s ? [i] : [])))
   const need = launched.map((_, j) => {
     const row = sessions.map(() => 0)
-    for (let i = 0; i < j; i++) if (launched[i] === launched[j] || dependent(fp(i), fp(j))) row[slot.get(launched[i])!] = Math.max(row[slot.get(launched[i])!], own[slot.get(launched[i])!].indexOf(i) + 1)
+    for (let i = 0; i < j; i++) if (sessionOf(launched[i]) === sessionOf(launched[j]) || dependent(fp(i), fp(j))) row[slot.get(launched[i])!] = Math.max(row[slot.get(launched[i])!], own[slot.get(launched[i])!].indexOf(i) + 1)
     return row
   })
   // Transitive needs follow: a step can go once its direct needs are met, and those were met under the same rule.

@@ -87,6 +87,14 @@ export interface ExploreResult {
    */
   reduction?: { steps: number; unclassified: number; redundant: number; retried: number }
   /**
+   * Why the default search of declared steps ran as it did where they have more orders than --max: the reduced search ran first,
+   * and either covered them within --max runs (`search: 'reduced'`) or passed --max runs with orders left, and a PCT
+   * sample followed (`search: 'sample'`; `reducedRuns`: the reduced search's runs, whose findings are kept). Absent
+   * when the orders are within --max, a search was asked for by name (--exhaustive, --sample, --preemptions), and for
+   * an application race (its reduced search stops at --max runs, complete: false).
+   */
+  chosen?: { search: 'reduced' | 'sample'; max: number; reducedRuns: number; why: string }
+  /**
    * How many orders of the steps keep each session's own order (isolationtester's count), as a decimal string. An
    * application race's steps are discovered as its functions run: then the orders of the queries its first run sent
    * (each session's count along that run), which decided between every interleaving and a sample.

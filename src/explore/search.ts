@@ -64,6 +64,8 @@ export class Search implements JobHost {
   private candidates: number[][] = []
   shrinkRuns = 0
   shrinkFrom: string | undefined
+  /** The reduced search of declared steps passed --max runs with orders left, and a sample took over: the runs it had made. */
+  fellBack: { runs: number; reduction: ExploreResult['reduction'] } | undefined
   private readonly handout: Handout<Handle>
   private readonly word: Word
   /** What the search judges by: the expectation, the outcomes the scenario documents, the SQLSTATEs they and its retry loops declare. */
@@ -141,6 +143,8 @@ export class Search implements JobHost {
     if (this.phase === 'explore') {
       // An application race's tree may be larger than its first run's orders said: stop at --max runs, and say
       // when interleavings were left (a search of declared steps ends by itself within the orders it counted).
+      // The reduced search of declared steps past --max runs with orders left: a sample takes over (the runs made stay found).
+      if (this.strategy.capped && this.strategy.runs >= this.o.max && this.strategy.left()) this.fallBack()
       const capped = this.strategy.capped
       const got = capped && this.strategy.runs >= this.o.max ? undefined : await this.handout.take()
       if (got) {
@@ -205,6 +209,20 @@ export class Search implements JobHost {
     this.discarded++
     this.handout.finish()
     return true
+  }
+
+  /**
+   * The reduced search reached --max runs with orders left, and the strategy it names (a sample) takes over: what
+   * it had found stays in the result, said as `chosen`. Nothing is waiting (the reduced search runs on one job).
+   */
+  private fallBack(): void {
+    const from = this.strategy
+    const next = from.afterMax()
+    if (!next) return
+    this.fellBack = { runs: this.tally.runs, reduction: from.fields().reduction }
+    this.strategy = next
+    const planned = next.planned()
+    this.planned = planned === null ? null : this.tally.allRuns - this.discarded + planned
   }
 
   /** An explore run is over: the strategy told, and the run counted (or kept for the search's order). */

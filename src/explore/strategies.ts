@@ -7,7 +7,7 @@ import type { Touched } from '../engine/footprint.js'
 import { Dfs, Preemptive, shrinkCandidates, switches } from './enumerate.js'
 import { Pct } from './pct.js'
 import { SplitDfs } from './split.js'
-import { fewestSwitches, Reduced } from './reduce.js'
+import { conflicts, fewestSwitches, Reduced } from './reduce.js'
 import { DEFAULT_SAMPLE } from './request.js'
 import type { ExploreResult, Interleaving } from './result.js'
 import { SearchStrategy, type Handle, type StrategyAsk, type StrategyFacts, type Word } from './strategy.js'
@@ -73,25 +73,38 @@ export class AppInterleavings extends Exhaustive {
   }
 }
 
-/** One order of each class of orders that differ only by swapping steps that touch nothing in common (reduce.ts). */
+/**
+ * One order of each class of orders that differ only by swapping steps that touch nothing in common (reduce.ts). As
+ * the default search (not asked for by --reduce) it stops at --max runs with orders left, and a PCT sample takes over
+ * (`ask`: the sample's): it is the runs the reduced search needs, not the count of orders, that decides.
+ */
 export class ReducedSearch extends SearchStrategy {
   readonly search = 'reduced' as const
   override readonly learns = true
   override readonly capped: boolean
-  private readonly reduced = new Reduced()
+  /** A choice beyond the sessions is a session's query with an injected fault (--inject): a step of session choice % n. */
+  private readonly sessionOf = (x: number) => x % this.facts.sessions
+  private readonly reduced = new Reduced(conflicts, this.sessionOf)
   private order = 0
   /** The steps whose footprints were read, and how many of them race could not classify. */
   private steps = 0
   private unclassified = 0
   /** The simplest order of each violating run's class. */
   private readonly simplest = new Map<string, number[]>()
-  constructor(facts: StrategyFacts) {
+  constructor(
+    facts: StrategyFacts,
+    private readonly ask?: StrategyAsk,
+  ) {
     super(facts)
-    this.capped = facts.app
+    this.capped = facts.app || ask !== undefined
   }
 
   override oneJob(): string {
     return super.oneJob() ?? 'the reduced search runs on one job'
+  }
+
+  override afterMax(): SearchStrategy | undefined {
+    return this.ask && new Sample(this.facts, this.ask)
   }
 
   next(): Handle | undefined {
@@ -122,7 +135,7 @@ export class ReducedSearch extends SearchStrategy {
   }
 
   override violated(free: readonly number[], fps: readonly Touched[]): void {
-    const c = fewestSwitches(free, fps)
+    const c = fewestSwitches(free, fps, conflicts, undefined, this.sessionOf)
     if (c) this.simplest.set(c.join(','), c)
   }
 
@@ -256,11 +269,13 @@ export class Sample extends SearchStrategy {
 }
 
 /**
- * The strategy for a request and what is known of the race: a sample when asked for (--sample), or when declared
- * steps have more orders than --max; --preemptions; --exhaustive; else the reduced search (an application race's
- * only when its sessions run isolated or with --reduce, and never with --inject, whose faults are more choices than a session's next step), else an
- * application race's every interleaving, or a sample once its first run counted more orders than --max. Bad
- * combinations are a UsageError naming the options as `word` spells them.
+ * The strategy for a request and what is known of the race: a sample when asked for (--sample); --preemptions;
+ * --exhaustive; a sample of declared steps with more orders than --max split by --shard (the reduced search is not
+ * split); else the reduced search, whatever the count of orders (an application race's only when its sessions run
+ * isolated or with --reduce; an injected fault is one more choice of its session, searched like its next query): of
+ * declared steps, it is sampled only once its own runs pass --max (ReducedSearch.afterMax); else an application race's every interleaving, or a sample once
+ * its first run counted more orders than --max. Bad combinations are a UsageError naming the options as `word` spells
+ * them.
  */
 export function chooseStrategy(a: StrategyAsk, f: StrategyFacts, word: Word): SearchStrategy {
   const s = pick(a, f)
@@ -273,8 +288,11 @@ function pick(a: StrategyAsk, f: StrategyFacts): SearchStrategy {
   if (a.sample !== undefined) return new Sample(f, a)
   if (a.preemptions !== undefined) return new PreemptionBounded(f, a.preemptions)
   if (a.exhaustive) return new Exhaustive(f, a.shard)
-  if (!f.app && f.orders > BigInt(a.max)) return new Sample(f, a)
-  if (!f.faulted && (!f.app || a.reduce || f.isolated)) return new ReducedSearch(f)
+  if (a.shard && !f.app && f.orders > BigInt(a.max)) return new Sample(f, a)
+  // The reduced search of declared steps falls back to a sample past --max runs; an application race's (whose tree is
+  // learned as it runs) stops there and says so. An injected fault (--inject) is a choice of its session like its
+  // next query (Reduced's sessionOf).
+  if (!f.app || a.reduce || f.isolated) return new ReducedSearch(f, f.app ? undefined : a)
   if (f.orders > BigInt(a.max)) return new Sample(f, a)
   return new AppInterleavings(f, a.shard)
 }

@@ -105,6 +105,14 @@ export abstract class SearchStrategy {
     return false
   }
 
+  /**
+   * A capped search that reached --max runs with runs left: the strategy that takes over (the default reduced
+   * search: a sample), or undefined (the search stops there and says so).
+   */
+  afterMax(): SearchStrategy | undefined {
+    return undefined
+  }
+
   /** A step's footprint, as the run goes (only when it learns). */
   step(_fp: Touched): void {}
 

@@ -67,6 +67,8 @@ export function render(c: Style, r: ExploreResult, all: boolean, self: string, o
   const lines = joinFit([c.bold(`race explore ${r.scenario}`), `${r.server.product ?? 'PostgreSQL'} ${r.server.version} (${r.target})`, `${r.n} session${r.n === 1 ? '' : 's'}`], '  ·  ', w, 2)
   lines.push(...hang(c.dim(r.stopped ? `stopped (${r.stopped === 'run-timeout' ? '--run-timeout' : r.stopped}) after ${r.runs} runs, ${r.interleavings} different interleavings: the search is not complete, and this is what it had found` : searched(r)), w, 2))
   if (r.sessionsRan) lines.push(...hang(c.dim(`sessions ${r.sessionsRan.mode}: ${r.sessionsRan.assumes}`), w, 2))
+  // Why the default search ran as it did, where the count of orders is above --max.
+  if (r.chosen && !r.stopped) lines.push(...hang(c.dim(r.chosen.why), w, 2))
   lines.push(...notes(c, r, w))
   lines.push(...hang(`${c.dim('invariant')}  ${r.invariant}`, w, 11))
   lines.push(...verdictLines(c, r, w))
@@ -108,6 +110,7 @@ function searched(r: ExploreResult): string {
       ? `every interleaving: ${r.interleavings} (the sessions' queries, discovered as each function ran: the leaves of the tree of choices)`
       : `the first ${r.interleavings} interleavings (the search reached --max ${r.runs} runs with interleavings left: raise --max, or --sample)`
   }
+  if (r.chosen?.search === 'sample') return `${r.chosen.reducedRuns} runs of the reduced search, then a PCT sample: ${r.runs - r.chosen.reducedRuns} runs, seed ${r.sample!.seed} (${r.interleavings} different interleavings in all of ${r.orders} orders of the steps; --seed ${r.sample!.seed} draws the sample again)`
   return discovered
     ? `a PCT sample: ${r.runs} runs, seed ${r.sample!.seed} (${r.interleavings} different interleavings; the first run's queries alone have ${r.orders} orders; --seed ${r.sample!.seed} draws it again)`
     : `a PCT sample: ${r.runs} runs, seed ${r.sample!.seed} (${r.interleavings} different interleavings of ${r.orders} orders of the steps; --seed ${r.sample!.seed} draws it again)`
@@ -141,9 +144,11 @@ function verdictLines(c: Style, r: ExploreResult, w: number): string[] {
     lines.push(...hang(r.violating ? c.red(c.bold(`VIOLATED in ${r.violating} of the ${r.interleavings} interleavings run`)) + c.dim(' (any other order ends as one of these)') : undecidedOrFailed(r) ? notJudged(c, r) : c.green(c.bold(`HELD in all ${r.interleavings} interleavings run`)) + c.dim(' (any other order ends as one of these)'), w, 2))
   } else {
     const sampled = r.mode === 'sample' ? ' sampled' : ''
-    const share = partial ? `${r.violating} of the ${r.interleavings} interleavings run` : `${r.violating} of ${r.interleavings}${sampled} interleavings`
-    const heldAll = partial ? `HELD in the ${r.interleavings} interleavings run` : `HELD in all ${r.interleavings}${sampled} interleavings`
-    const others = sampled ? ' (a sample: the others were not run)' : partial ? ` (${r.stopped ? 'the search was stopped' : '--max stopped the search'}: the others were not run)` : ''
+    // A sample that followed the reduced search (chosen): its runs and the reduced search's, all run, not all sampled.
+    const run = partial || r.chosen !== undefined
+    const share = run ? `${r.violating} of the ${r.interleavings} interleavings run` : `${r.violating} of ${r.interleavings}${sampled} interleavings`
+    const heldAll = run ? `HELD in the ${r.interleavings} interleavings run` : `HELD in all ${r.interleavings}${sampled} interleavings`
+    const others = r.chosen ? ' (a sample followed the reduced search: the others were not run)' : sampled ? ' (a sample: the others were not run)' : partial ? ` (${r.stopped ? 'the search was stopped' : '--max stopped the search'}: the others were not run)` : ''
     lines.push(r.violating ? c.red(c.bold(`VIOLATED in ${share}`)) : undecidedOrFailed(r) ? notJudged(c, r) : c.green(c.bold(heldAll)) + c.dim(others))
   }
   if (r.mode === 'sample' && r.sample) lines.push(...hang(c.dim(coverage(r)), w, 2))
