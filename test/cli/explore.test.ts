@@ -236,9 +236,12 @@ test('a deadlock: the victim takes no more steps (they end its line), and race r
 })
 
 test('an interleaving that cannot end (a session-level lock its holder never releases): exit 3 with one line, nothing left behind', async () => {
-  const r = await race(['explore', 'session-lock'], { url: server.url, timeoutMs: 120_000 })
+  // A sample (--sample 200, the default before the reduced search came first for declared steps): the reduced search
+  // runs about a thousand orders before the one that cannot end; a sample meets it within its first runs.
+  const r = await race(['explore', 'session-lock', '--sample', '200'], { url: server.url, timeoutMs: 120_000 })
   assert.equal(r.code, 3, r.stdout + r.stderr)
-  assert.equal(r.stderr.trim().split('\n').length, 1, r.stderr)
+  // One line besides the progress a log gets every 10 s of a long search.
+  assert.equal(r.stderr.trim().split('\n').filter((l) => !l.startsWith('race explore: exploring:')).length, 1, r.stderr)
   assert.match(r.stderr, /^race: an interleaving cannot finish: \S+ waits for \S+, which ran all its steps and still holds the lock/)
   assert.deepEqual(await schemasOf(admin, r.pid), [])
 })
