@@ -134,7 +134,7 @@ step chk { select 1 / (select count(*)::int from flag) }
 
 /**
  * A check-then-insert that violates in some interleavings; from its 7th call on (the 4th trial) its function never
- * returns, so the search cannot end by itself; it writes `mark` when it stops there.
+ * returns, so the search cannot end by itself; it writes `mark` when it stops there. Its sessions share the count (sharedState).
  */
 function hanging(name: string): { file: string; mark: string } {
   const mark = path.join(dir, `${name}.hung`)
@@ -147,6 +147,8 @@ let calls = 0
 export default {
   driver: 'pg',
   sessions: 2,
+  // The count of calls is the process's, across sessions: they share it (each in a worker of its own, each would count its own).
+  sharedState: true,
   setup: ['${TABLE}'],
   session: async (db) => {
     if (++calls > 6) {
