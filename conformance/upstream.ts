@@ -23,7 +23,7 @@ import postgres from 'postgres'
 import { startEmbedded, type EmbeddedServer } from '../src/servers/embedded.js'
 import { maskUrl } from '../src/db/target.js'
 import { binariesFor, isolationTester, parsePg } from '../src/servers/versions.js'
-import { REGRESS_DATABASE, REGRESS_DATABASE_SETTINGS, REGRESS_SERVER_SETTINGS } from '../src/isolation/database.js'
+import { REGRESS_DATABASE, REGRESS_DATABASE_SETTINGS, REGRESS_SERVER_SETTINGS } from '../src/tester/database.js'
 import { ROOT, regressEnv, runTo } from '../test/support/conformance.js'
 
 function take(args: string[], flag: string): string | undefined {

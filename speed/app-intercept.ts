@@ -25,7 +25,7 @@ import { AppSession } from '../src/app/session.js'
 import type { AppRace } from '../src/app/types.js'
 import { unixSocket } from '../src/db/connect.js'
 import { startEmbedded } from '../src/servers/embedded.js'
-import { Lab } from '../src/db/lab.js'
+import { PostgresLab } from '../src/db/postgres.js'
 import { resolveTarget } from '../src/db/target.js'
 import { run } from '../src/engine/run.js'
 import { plan } from '../src/plan.js'
@@ -43,7 +43,7 @@ async function main() {
   const given = opt('--database-url', process.env.DATABASE_URL ?? '')
   const server = given ? undefined : await startEmbedded()
   const url = given || server!.url
-  const lab = await Lab.open(resolveTarget(url), 5000)
+  const lab = await PostgresLab.open(resolveTarget(url), 5000)
   try {
     const loop = async (q: (i: number) => Promise<unknown>) => {
       const t = performance.now()

@@ -1,5 +1,5 @@
 // npm run bench:reset [-- --database-url URL] [--rounds K]: what a trial's reset costs (the run's schema made again and
-// the setup run, engine/run.ts) beside cheaper ways, on race's own control connection (db/lab.ts), each reset then
+// the setup run, engine/run.ts) beside cheaper ways, on race's own control connection (db/postgres.ts), each reset then
 // checked to leave the same rows. Rounds alternate the ways (A B C D, B C D A, ...) so noise hits each alike; each
 // figure is the median ms of one reset [min-max]. Without --database-url: PostgreSQL 15 at 127.0.0.1:5432 when it
 // answers, and race's embedded PostgreSQL 18.
@@ -15,7 +15,7 @@ import { performance } from 'node:perf_hooks'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 import postgres from 'postgres'
-import { Lab } from '../src/db/lab.js'
+import { PostgresLab } from '../src/db/postgres.js'
 import { resolveTarget } from '../src/db/target.js'
 import { findScenario } from '../src/registry.js'
 import { plan } from '../src/plan.js'
@@ -29,7 +29,7 @@ type Way = (typeof WAYS)[number]
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]
 
 async function measure(url: string, label: string, rounds: number): Promise<Record<Way, number[]>> {
-  const lab = await Lab.open(resolveTarget(url), 5000)
+  const lab = await PostgresLab.open(resolveTarget(url), 5000)
   const side = postgres(url, { max: 1, onnotice: () => {} })
   const total: Record<Way, number[]> = { today: [], batched: [], truncate: [], spare: [] }
   try {

@@ -21,7 +21,7 @@ import { fileURLToPath } from 'node:url'
 import postgres from 'postgres'
 import { startEmbedded, type EmbeddedServer } from '../src/servers/embedded.js'
 import { maskUrl } from '../src/db/target.js'
-import { REGRESS_DATABASE, REGRESS_DATABASE_SETTINGS, REGRESS_SERVER_SETTINGS } from '../src/isolation/database.js'
+import { REGRESS_DATABASE, REGRESS_DATABASE_SETTINGS, REGRESS_SERVER_SETTINGS } from '../src/tester/database.js'
 import { regressEnv, runTo } from '../test/support/conformance.js'
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..')

@@ -66,7 +66,7 @@ export function run(scenario: ScenarioRef, options: RunOptions = {}): Promise<Ru
  */
 export function explore(scenario: ScenarioRef, options: ExploreOptions = {}): Promise<import('./explore/result.js').ExploreResult> {
   return guarded(async (ctx) => {
-    const [{ explore: exploreOnce }, { userScenario }, { embeddedVersion }] = await inTurn([() => import('./explore/execute.js'), () => import('./isolation/load.js'), () => import('./run/params.js')])
+    const [{ explore: exploreOnce }, { userScenario }, { embeddedVersion }] = await inTurn([() => import('./explore/execute.js'), () => import('./load.js'), () => import('./run/params.js')])
     const { oracle, pg, ...rest } = options
     // pg: the embedded server's major version, as run() and race explore --pg take it.
     ctx.embedded.pg = embeddedVersion(pg, options.databaseUrl)
@@ -112,7 +112,7 @@ export function replay(file: string, options: import('./evidence/replay.js').Rep
 async function runOnce(ctx: RunContext, ref: ScenarioRef, o: RunOptions): Promise<RunResult> {
   const [{ findScenario, judgedBy }, { userScenario }, { engineFor, assertRunsOn }, { paramsOf, embeddedVersion, NAMES }, { validateRun }, { executeRun }, { parseOracle, refuseUnjudged }, { refuseUnknown, RUN_OPTIONS, CONNECT_TIMEOUT, STEP_TIMEOUT, RUN_TIMEOUT }] = await inTurn([
     () => import('./registry.js'),
-    () => import('./isolation/load.js'),
+    () => import('./load.js'),
     () => import('./run/lab.js'),
     () => import('./run/params.js'),
     () => import('./run/request.js'),

@@ -71,7 +71,7 @@ function describe(err: unknown): { code: number; message: string } {
  */
 function prefetch(argv: readonly string[]): void {
   if ((argv[2] === 'run' || argv[2] === 'show') && argv[3]) prefetchScenario(argv[3])
-  if (argv[2] === 'run') import('./db/lab.js').catch(() => {})
+  if (argv[2] === 'run') import('./db/postgres.js').catch(() => {})
 }
 
 /** commander, imported once main has started the loads above. */

@@ -1,4 +1,4 @@
-// Which text a race was read from: the SHA-256 of a spec's or module's file, as loaded (isolation/load.ts, registry.ts). A sharded
+// Which text a race was read from: the SHA-256 of a spec's or module's file, as loaded (load.ts, registry.ts). A sharded
 // search's parts carry it in their --json, so explore:merge joins only parts of one race (explore/one-search.ts).
 import { createHash } from 'node:crypto'
 import type { Scenario } from './scenario.js'

@@ -287,7 +287,7 @@ export function prefetchScenario(id: string): void {
 
 /** One built-in scenario by id, or a user's own file (a .spec, or a .mjs module); an unknown id is bad input with a suggestion. */
 export async function findScenario(id: string): Promise<Scenario> {
-  if (isScenarioPath(id)) return (await import('./isolation/load.js')).loadScenarioFile(id)
+  if (isScenarioPath(id)) return (await import('./load.js')).loadScenarioFile(id)
   const ids = scenarioIds()
   if (ids.includes(id)) return load(id)
   const near = closest(id, ids)

@@ -269,7 +269,7 @@ export interface Scenario {
    * A quicker statement to run in place of a setup statement (PostgreSQL 11+), or undefined: the first is run, and
    * when it fails for any reason (RECHECK_SQLSTATE: it could not show the statement's check passes) the statement
    * itself runs after it, as if the quick one had never run (it failed in one transaction: nothing of it is left).
-   * A spec's guarded setup blocks (isolation/guard.ts quickGuardedSql).
+   * A spec's guarded setup blocks (specfile/guard.ts quickGuardedSql).
    */
   quickSetup?: (statement: string) => string | undefined
   /** Binds every session may use, e.g. `:key`. */

@@ -41,7 +41,7 @@ export function noteSessionSockets(): void {
       this.once('close', () => opened.delete(entry))
       const tell = elsewhereReporter
       if (tell) {
-        // In a session's worker (app/host.ts): the main thread, which asks the server, names the backend by this port.
+        // In a session's worker (session-host.ts): the main thread, which asks the server, names the backend by this port.
         this.once('connect', () => {
           const port = this.localPort
           if (port === undefined) return

@@ -1,5 +1,5 @@
 // An application race's trial with every session isolated (race explore's default): each session's function runs in
-// a worker thread of its own (app/host.ts), which imported the race module into its own module graph, so two sessions
+// a worker thread of its own (session-host.ts), which imported the race module into its own module graph, so two sessions
 // share nothing but the database: what the server sees is all they share, and a search may take two steps that touch
 // nothing in common on the server as independent. This side keeps what a trial's schedule needs: the control
 // connection (blocking seen by each session's backend pid), the chooser, the order, the invariant. Each worker says
@@ -30,7 +30,7 @@ export class Host {
     n: number,
     scenarioId: string,
   ) {
-    this.worker = new Worker(new URL('app/host.js', SRC), { workerData: { file, name, index, n, scenarioId } })
+    this.worker = new Worker(new URL('session-host.js', SRC), { workerData: { file, name, index, n, scenarioId } })
     this.worker.on('message', (m: FromHost) => {
       if (m.t === 'socket') return noteElsewhere(m.port, m.session, m.open)
       for (const l of [...this.listeners]) l(m)

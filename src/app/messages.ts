@@ -1,4 +1,4 @@
-// What an isolated session's worker (app/host.ts) and the main thread (app/isolated.ts) tell each other.
+// What an isolated session's worker (session-host.ts) and the main thread (app/isolated.ts) tell each other.
 import type { SessionReport, TimelineEvent } from '../engine/types.js'
 import type { FaultCode } from './labels.js'
 import type { AppState } from './session.js'

@@ -1,7 +1,7 @@
 // race bench's cells on PostgreSQL: each cell's load by race's own clients, and beside it, when asked, the same load
 // with unnamed statements and through a PgBouncer of race's own (--pooler: what the pooler costs) and pgbench
 // running the same transactions (--vs-pgbench), interleaved so that a drift of the machine favours no side.
-import type { Lab } from '../db/lab.js'
+import type { PostgresLab } from '../db/postgres.js'
 import type { RunContext } from '../lifecycle.js'
 import type { Pool } from '../scenario.js'
 import { describePool, startPooler } from '../servers/pooler.js'
@@ -27,7 +27,7 @@ export class PgCells implements CellRunner {
 
   constructor(
     private readonly ctx: RunContext,
-    private readonly lab: Lab,
+    private readonly lab: PostgresLab,
     private readonly b: BenchOptions,
     private readonly o: { pool?: Pool; pgbench: Pgbench | null; connectTimeoutMs: number; stepTimeoutMs: number },
   ) {}

@@ -11,7 +11,7 @@ import { findPgbench, type Pgbench } from '../bench/pgbench.js'
 import { PgCells, pgCellMs } from '../bench/postgres.js'
 import { html, text, type BenchReport } from '../bench/report.js'
 import type { Driver } from '../db/driver.js'
-import type { Lab } from '../db/lab.js'
+import type { PostgresLab } from '../db/postgres.js'
 import type { MysqlLab } from '../db/mysql.js'
 import { UsageError } from '../errors.js'
 import { levelOf, levelsOn, readUncommittedOnPostgres, type Level } from '../levels.js'
@@ -161,7 +161,7 @@ function pgBench(ctx: RunContext, o: BenchCliOptions, b: BenchOptions, bounds: B
   return {
     cellMs: pgCellMs(b, pool, pgbench),
     marginMs: 15_000,
-    runner: (lab) => new PgCells(ctx, lab as Lab, b, { pool, pgbench, connectTimeoutMs: bounds.connectTimeoutMs, stepTimeoutMs: bounds.stepTimeoutMs }),
+    runner: (lab) => new PgCells(ctx, lab as PostgresLab, b, { pool, pgbench, connectTimeoutMs: bounds.connectTimeoutMs, stepTimeoutMs: bounds.stepTimeoutMs }),
     print: (report) => {
       if (b.html) fs.writeFileSync(b.html, html(report))
       process.stdout.write(

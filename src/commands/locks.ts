@@ -3,7 +3,7 @@ import type { Command } from 'commander'
 import type { Sql } from 'postgres'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { RunError, UsageError } from '../errors.js'
-import type { Lab } from '../db/lab.js'
+import type { PostgresLab } from '../db/postgres.js'
 import { engineOf, resolveTarget } from '../db/target.js'
 import type { RunContext } from '../lifecycle.js'
 import { formatDuration, parseDuration } from '../parse.js'
@@ -131,7 +131,7 @@ export async function locksCommand(ctx: RunContext, o: LocksOptions, cmd?: Comma
     return Promise.race([advisoryLocks(sql), late, ctx.whenAborted()]).finally(() => clearTimeout(timer))
   }
   return withLab(ctx, o.databaseUrl, bounds, async (driver) => {
-    const lab = driver as Lab
+    const lab = driver as PostgresLab
     if (!o.watch) {
       const rows = await read(lab.control)
       if (o.json) process.stdout.write(JSON.stringify({ server: { version: lab.server.version }, target: target.label, locks: rows }, null, 2) + '\n')

@@ -14,7 +14,7 @@ import { validateRun } from '../run/request.js'
 import { addPoolerOptions, parsePool } from './pool-options.js'
 import { cliWords } from './words.js'
 // The PostgreSQL driver, which withLab imports when it opens the target: loaded with this module, not after it.
-import '../db/lab.js'
+import '../db/postgres.js'
 import { addCiOptions, addScenarioParamOptions, addTargetOptions, eachPg, self, scenarioParams } from './common.js'
 import { assertRunsOn, engineFor } from '../run/lab.js'
 

@@ -16,7 +16,7 @@ import type { Documented, Engine, Params, Pool, Scenario, Schedule, StepDef } fr
 import { addScenarioParamOptions, scenarioParams } from './common.js'
 import { describeParams, ownSettings } from '../report/run.js'
 import { assertRunsOn, engineFor } from '../run/lab.js'
-import { shownBlock } from '../isolation/guard.js'
+import { shownBlock } from '../specfile/guard.js'
 import { addPoolerOptions, parsePool, type PoolerOptions } from './pool-options.js'
 import { sizePool } from '../run/params.js'
 

@@ -5,11 +5,11 @@
 // alternate <name>_1.out ... as pg_regress accepts) and prints ok / FAILED and the differences.
 import fs from 'node:fs'
 import type { Command } from 'commander'
-import { Lab } from '../db/lab.js'
+import { PostgresLab } from '../db/postgres.js'
 import { UsageError } from '../errors.js'
-import { REGRESS_SERVER_SETTINGS } from '../isolation/database.js'
-import type { Outcome, Status } from '../isolation/one-spec.js'
-import { compareExpected, readSpecs, runSpecs } from '../isolation/suite.js'
+import { REGRESS_SERVER_SETTINGS } from '../tester/database.js'
+import type { Outcome, Status } from '../tester/one-spec.js'
+import { compareExpected, readSpecs, runSpecs } from '../tester/suite.js'
 import type { RunContext as Context } from '../lifecycle.js'
 import { parseWhole } from '../parse.js'
 import { plain, type Style } from '../report/color.js'
@@ -87,7 +87,7 @@ export async function specCommand(ctx: Context, files: string[], o: SpecOptions)
     bounds,
     async (driver, target) => {
       // isolationtester's format is PostgreSQL's: its SQL, its messages, pg_isolation_test_session_is_blocked.
-      if (!(driver instanceof Lab)) throw new UsageError(`race spec runs on PostgreSQL: give a postgres:// URL (or none, for the embedded PostgreSQL 18)`)
+      if (!(driver instanceof PostgresLab)) throw new UsageError(`race spec runs on PostgreSQL: give a postgres:// URL (or none, for the embedded PostgreSQL 18)`)
       const lab = driver
       const { outcomes, inDatabase } = await runSpecs(lab, target.kind === 'embedded', items, {
         keep: Boolean(o.keep),
@@ -110,7 +110,7 @@ export async function specCommand(ctx: Context, files: string[], o: SpecOptions)
   )
 }
 
-function printJson(lab: Lab, inDatabase: boolean, outcomes: Outcome[], o: SpecOptions): void {
+function printJson(lab: PostgresLab, inDatabase: boolean, outcomes: Outcome[], o: SpecOptions): void {
   const results = outcomes.map((x) => ({
     spec: x.file,
     name: x.name,

@@ -20,7 +20,7 @@ export interface ConnectOptions {
    */
   fetchTypes?: boolean
   /**
-   * The array types this connection (the run's own Lab's control connection, which fetched them at login) holds,
+   * The array types this connection (the run's own PostgresLab's control connection, which fetched them at login) holds,
    * and those created since, read by one small query sent with the caller's first (no round trip of its own): arrays
    * are parsed as with postgres.js's own fetch. Given by the run that owns the source, never looked up process-wide
    * (an earlier or another run's control connection). Without it, or when it has fetched none, postgres.js fetches them.

@@ -42,7 +42,7 @@ export class PgSession implements SessionConn {
       applicationName: o.applicationName,
       schema: o.space,
       params: o.params,
-      // The array types the Lab's control connection fetched at login (no fetch of its own before the first step).
+      // The array types the PostgresLab's control connection fetched at login (no fetch of its own before the first step).
       typesFrom,
       typesWithFirst: true,
       onclose: () => {

@@ -1,7 +1,7 @@
 // The PostgreSQL wire protocol (version 3) as race's own clients speak it: where to connect (connInfo), the
 // bytes of start-up, SSL negotiation, authentication (cleartext, MD5, SCRAM-SHA-256) and cancel requests,
 // message framing, and the fields of an ErrorResponse or NoticeResponse. One module, so that the bench's load
-// client (bench/wire.ts), the isolation runner's libpq-like connection (isolation/pgconn.ts), the reader of a
+// client (bench/wire.ts), the isolation runner's libpq-like connection (tester/pgconn.ts), the reader of a
 // session's last FATAL (db/fatal.ts) and the PgBouncer race starts (servers/pooler.ts) read the protocol the
 // same way. It holds no connection of its own: each client keeps the reading strategy its job needs (the
 // bench's reused buffer, libpq's input buffer, a reader that skips what it does not want).

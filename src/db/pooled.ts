@@ -1,4 +1,4 @@
-// Sessions through a connection pooler, behind the driver seam: a Driver over PostgreSQL's Lab whose session
+// Sessions through a connection pooler, behind the driver seam: a Driver over PostgreSQL's PostgresLab whose session
 // connections are clients of the pooler (race's own PgBouncer, servers/pooler.ts, or one the user runs, --pooled).
 // The control connection stays direct. A client owns no backend: the pooler lends it a server connection per
 // transaction (or per client, or per statement), so where each step ran is asked from the pooler (its own
@@ -11,7 +11,7 @@ import { RunError, UsageError } from '../errors.js'
 import { connect, endQuietly } from './connect.js'
 import type { Driver, Leftover, QueryResult, RunSpace, SessionConn, SessionOptions, StepRun } from './driver.js'
 import type { ServerFatal } from './fatal.js'
-import type { Lab, RunSchema } from './lab.js'
+import type { PostgresLab, RunSchema } from './postgres.js'
 import type { Target } from './target.js'
 
 /**
@@ -218,7 +218,7 @@ class PooledSpace implements RunSpace {
 
 /**
  * The PostgreSQL driver with every session routed through a pooler: control, the schema, the invariant and
- * cleanup are the Lab's (direct); sessions are the pooler's clients.
+ * cleanup are the PostgresLab's (direct); sessions are the pooler's clients.
  */
 export class PooledDriver implements Driver {
   readonly engine = 'postgres' as const
@@ -228,7 +228,7 @@ export class PooledDriver implements Driver {
   private route?: PoolRoute
 
   constructor(
-    private readonly lab: Lab,
+    private readonly lab: PostgresLab,
     private readonly opener: PoolOpener,
   ) {
     lab.withoutRole('--pooled: the sessions log in through the pooler as its users, not as a run role')
@@ -295,7 +295,7 @@ export class PooledDriver implements Driver {
   query(text: string, args?: unknown[]): Promise<QueryResult> {
     return this.lab.query(text, args)
   }
-  /** On control (no run role through a pooler), saying so once (Lab.runQuery). */
+  /** On control (no run role through a pooler), saying so once (PostgresLab.runQuery). */
   runQuery(space: string, text: string, args?: unknown[]): Promise<QueryResult> {
     return this.lab.runQuery(space, text, args)
   }

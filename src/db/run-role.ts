@@ -2,11 +2,11 @@
 // for the run and drops after it, which owns the run's schema and nothing else: LOGIN, and none of SUPERUSER,
 // CREATEROLE, CREATEDB, REPLICATION, BYPASSRLS, nor membership in any role. What a scenario, a spec or an
 // application race may then do outside its schema is what PostgreSQL lets PUBLIC do, whatever its SQL is spelled
-// like: the text guard (isolation/guard.ts) stays as the first line, with the clearer message.
+// like: the text guard (specfile/guard.ts) stays as the first line, with the clearer message.
 // Sessions and the run's control-side connection log in as the role (not SET ROLE, which the user's SQL could
 // RESET). The role is marked (COMMENT ON ROLE, which only its creator may write) with the run's control backend,
-// so that the run after a killed one drops it by its oid (Lab.reap). Where the server refuses the role (no
-// CREATEROLE, pg_hba), the Lab says so in one line and runs as before.
+// so that the run after a killed one drops it by its oid (PostgresLab.reap). Where the server refuses the role (no
+// CREATEROLE, pg_hba), the PostgresLab says so in one line and runs as before.
 import { randomBytes } from 'node:crypto'
 import type { Sql } from 'postgres'
 import { connect, endQuietly } from './connect.js'
@@ -23,7 +23,7 @@ export interface RunRole {
   pid: number
 }
 
-/** What the Lab gives makeRunRole. */
+/** What the PostgresLab gives makeRunRole. */
 interface Maker {
   target: Target
   control: Sql

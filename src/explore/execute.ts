@@ -2,7 +2,7 @@
 // API's explore(): the request checked by its caller, the lab opened on its target, the search made (once, or once
 // per level: levels.ts), and the caller's `done` given the result while the lab is open.
 import type { Words } from '../engine/refusals.js'
-import { specFailure } from '../isolation/common.js'
+import { specFailure } from '../specfile/common.js'
 import type { Level } from '../levels.js'
 import type { RunContext } from '../lifecycle.js'
 import { assertSound, plan, type Plan } from '../plan.js'

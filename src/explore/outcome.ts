@@ -2,7 +2,7 @@
 // explore/findings.ts), with its strategy's own fields and the lines that replay the shortest violation and failure.
 import type { ServerInfo } from '../db/driver.js'
 import { racelabVersion } from '../home.js'
-import { isFileScenario } from '../isolation/common.js'
+import { isFileScenario } from '../specfile/common.js'
 import { exitCode, summarize, type ExpectOverride } from '../judge/index.js'
 import type { Plan } from '../plan.js'
 import { raceDigest } from '../registry.js'

@@ -3,7 +3,7 @@
 import type { Driver } from '../db/driver.js'
 import type { Target } from '../db/target.js'
 import { describeDoc, exitCode } from '../judge/index.js'
-import { expectsOverride } from '../isolation/common.js'
+import { expectsOverride } from '../specfile/common.js'
 import { ownServerRefusal, tooOldFor } from '../plan.js'
 import type { Pool, Scenario } from '../scenario.js'
 import { caseName, type CheckResult } from '../run/check.js'

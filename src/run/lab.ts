@@ -23,14 +23,14 @@ export function assertRunsOn(s: Scenario, engine: Engine): void {
   if (why) throw new UsageError(`${s.id} is not available on ${engine === 'mysql' ? 'MySQL/MariaDB' : 'PostgreSQL'}: ${why}`)
 }
 
-/** Opens the target's driver: PostgreSQL (its Lab), or MySQL/MariaDB (loaded only when a mysql:// URL asks for it). */
+/** Opens the target's driver: PostgreSQL (its PostgresLab), or MySQL/MariaDB (loaded only when a mysql:// URL asks for it). */
 export async function openDriver(ctx: RunContext, target: Target, connectTimeoutMs: number): Promise<Driver> {
   if (engineOf(target) === 'mysql') {
     const { MysqlLab } = await import('../db/mysql.js')
     return MysqlLab.open(target, connectTimeoutMs, ctx)
   }
-  const { Lab } = await import('../db/lab.js')
-  return Lab.open(target, connectTimeoutMs, ctx)
+  const { PostgresLab } = await import('../db/postgres.js')
+  return PostgresLab.open(target, connectTimeoutMs, ctx)
 }
 
 /** The prefix of the folders race's own PgBouncers run in (db/pooler.ts POOLER_DIR_PREFIX; a test checks they agree). */

@@ -2,7 +2,7 @@
 // once the run's schema exists, or one the user runs).
 import { connect, endQuietly } from '../db/connect.js'
 import type { Driver } from '../db/driver.js'
-import { Lab } from '../db/lab.js'
+import { PostgresLab } from '../db/postgres.js'
 import { externalPool, PooledDriver, type PoolOpener, type PoolRoute } from '../db/pooled.js'
 import { describePool, findPgbouncer, startPooler } from '../servers/pooler.js'
 import type { Target } from '../db/target.js'
@@ -16,11 +16,11 @@ export function requirePooler(pool: Pool | undefined): void {
 }
 
 /**
- * The driver for one run through this pool: PostgreSQL's (the Lab's control connection, direct), with every
+ * The driver for one run through this pool: PostgreSQL's (the PostgresLab's control connection, direct), with every
  * session a client of the pooler. One per run: race's own PgBouncer starts when the run's schema exists.
  */
 export function pooledDriver(pool: Pool, lab: Driver, connectTimeoutMs: number, via?: Target): PooledDriver {
-  if (!(lab instanceof Lab)) throw new UsageError('--pooler and --pooled are for PostgreSQL: leave them out on MySQL/MariaDB')
+  if (!(lab instanceof PostgresLab)) throw new UsageError('--pooler and --pooled are for PostgreSQL: leave them out on MySQL/MariaDB')
   if (pool.kind === 'pgbouncer') return new PooledDriver(lab, ownPooler(pool, lab, connectTimeoutMs))
   if (!via) throw new UsageError('--pooled needs --database-url (or DATABASE_URL) naming the pooler you run')
   return new PooledDriver(lab, externalPooler(via, lab, connectTimeoutMs))
@@ -34,7 +34,7 @@ export function pooledDriver(pool: Pool, lab: Driver, connectTimeoutMs: number, 
  * end of each trial the backends this run's clients used are ended: the session state they may carry (a leaked
  * lock, a SET) must not reach the pooler's other clients.
  */
-export function externalPooler(via: Target, lab: Lab, connectTimeoutMs: number): PoolOpener {
+export function externalPooler(via: Target, lab: PostgresLab, connectTimeoutMs: number): PoolOpener {
   return {
     size: null,
     async open(schema: string): Promise<PoolRoute> {
@@ -71,7 +71,7 @@ export function externalPooler(via: Target, lab: Lab, connectTimeoutMs: number):
 }
 
 /** The engine's pooler: race's own PgBouncer, started once the run's schema exists, stopped at the end. */
-export function ownPooler(pool: Pool, lab: Lab, connectTimeoutMs: number): PoolOpener {
+export function ownPooler(pool: Pool, lab: PostgresLab, connectTimeoutMs: number): PoolOpener {
   return {
     size: pool.size,
     async open(schema: string): Promise<PoolRoute> {

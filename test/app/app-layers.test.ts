@@ -16,11 +16,11 @@ import { appScenario } from '../../src/app/scenario.js'
 import type { AppRace } from '../../src/app/types.js'
 import type { Schedule } from '../../src/scenario.js'
 import { ROOT, count, openLab, race, runScenario, useServer, type TestServer } from '../support/server.js'
-import type { Lab } from '../../src/db/lab.js'
+import type { PostgresLab } from '../../src/db/postgres.js'
 import { exploreJson, type Explored } from '../support/explore.js'
 import { until } from '../support/procs.js'
 
-const ctx = {} as { server: TestServer; lab: Lab }
+const ctx = {} as { server: TestServer; lab: PostgresLab }
 const EX = path.join(ROOT, 'examples', 'app')
 const pending409 = '409: an order is already pending'
 let admin: Sql

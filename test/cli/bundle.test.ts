@@ -40,7 +40,7 @@ test('list, show, help and bad input print the same bytes and exit the same from
 test("a user's module that imports racelab, outside any project, runs from the bundle as from the modules", async () => {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'race-bundle-'))
   try {
-    // Outside the project: 'racelab' resolves to the running race's package (isolation/self-hook.ts, found from
+    // Outside the project: 'racelab' resolves to the running race's package (self-hook.ts, found from
     // the bundle's folder as from the modules'). A refusal of what the module exports is still one line, exit 2.
     const typo = path.join(dir, 'typo.race.mjs')
     fs.writeFileSync(typo, "import { defineAppRace } from 'racelab'\nexport default defineAppRace({ driver: 'pg', session: async (db) => { await db.query('select 1') }, invariant: 'select true', expect: 'held', prevension: ['23505'] })\n")

@@ -5,11 +5,11 @@ import assert from 'node:assert/strict'
 import { randomBytes } from 'node:crypto'
 import { after, before, test } from 'node:test'
 import { readFacts } from '../../src/engine/doubt.js'
-import type { Lab } from '../../src/db/lab.js'
+import type { PostgresLab } from '../../src/db/postgres.js'
 import { openLab, useServer, type TestServer } from '../support/server.js'
 
 let server: TestServer
-let lab: Lab
+let lab: PostgresLab
 const s = `doubt_${randomBytes(4).toString('hex')}`
 before(async () => {
   server = await useServer()

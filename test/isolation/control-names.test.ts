@@ -27,15 +27,15 @@ const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'race-ctl-'))
 const SOURCES = [
   'src/engine/footprint.ts',
   'src/engine/run.ts',
-  'src/db/lab.ts',
+  'src/db/postgres.ts',
   'src/db/run-role.ts',
   'src/db/connect.ts',
   'src/db/pg-state.ts',
   'src/db/pooled.ts',
-  'src/isolation/guard.ts',
-  'src/isolation/guarded.ts',
-  'src/isolation/tester.ts',
-  'src/isolation/database.ts',
+  'src/specfile/guard.ts',
+  'src/tester/guarded.ts',
+  'src/tester/tester.ts',
+  'src/tester/database.ts',
   'src/app/foreign.ts',
 ]
 /** Names followed by '(' in those files that are JavaScript's (Math.max, String.replace...), not SQL's. */

@@ -11,7 +11,7 @@ import path from 'node:path'
 import { after, before, test } from 'node:test'
 import postgres, { type Sql } from 'postgres'
 import { race, schemasOf, useServer, type TestServer, serverUrls } from '../support/server.js'
-import { guardedSql, quickGuardedSql } from '../../src/isolation/guard.js'
+import { guardedSql, quickGuardedSql } from '../../src/specfile/guard.js'
 
 const tag = randomBytes(4).toString('hex')
 /** A schema of this test's own, outside any race run: what a spec must not touch. */

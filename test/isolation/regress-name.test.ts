@@ -11,7 +11,7 @@ import os from 'node:os'
 import path from 'node:path'
 import { after, before, test } from 'node:test'
 import postgres, { type Sql } from 'postgres'
-import { REGRESS_DATABASE, REGRESS_DATABASE_SETTINGS } from '../../src/isolation/database.js'
+import { REGRESS_DATABASE, REGRESS_DATABASE_SETTINGS } from '../../src/tester/database.js'
 import { NATIVE, regressEnv, runTo, testerFor } from '../support/conformance.js'
 import { BIN, useServer, type TestServer } from '../support/server.js'
 

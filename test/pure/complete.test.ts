@@ -4,7 +4,7 @@ import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import { exitCode, notCompleted, summarize, type JudgedTrial } from '../../src/judge/index.js'
 import type { SessionReport } from '../../src/engine/types.js'
-import { parseSpec } from '../../src/isolation/parse.js'
+import { parseSpec } from '../../src/specfile/parse.js'
 import { notFiredLine } from '../../src/explore/result.js'
 
 const s = (o: Partial<SessionReport>): SessionReport => ({

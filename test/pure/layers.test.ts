@@ -13,18 +13,17 @@ import { ROOT } from '../support/conformance.js'
  * as no circle forms.
  */
 export const FLOORS: readonly (readonly string[])[] = [
-  ['index.ts', 'start.ts'],
+  ['index.ts', 'start.ts', 'session-host.ts'],
   ['cli.ts', 'api.ts'],
   ['commands/'],
-  ['evidence/'],
-  ['bench/'],
+  ['evidence/', 'bench/'],
   ['report/'],
   ['explore/'],
   ['run/'],
-  ['registry.ts'],
-  ['isolation/', 'app/'],
+  ['registry.ts', 'load.ts', 'self-hook.ts'],
+  ['app/', 'tester/'],
   ['judge/'],
-  ['engine/'],
+  ['engine/', 'specfile/'],
   ['plan.ts'],
   ['servers/'],
   ['db/'],

@@ -1,7 +1,7 @@
 // A spec's `prevented by` line: the SQLSTATEs by which the server keeps its invariant (docs/verdicts.md).
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
-import { parseSpec, SpecError } from '../../src/isolation/parse.js'
+import { parseSpec, SpecError } from '../../src/specfile/parse.js'
 
 const body = 'session s1\nstep a { select 1 }\n'
 

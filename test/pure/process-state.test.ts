@@ -1,6 +1,6 @@
 // What is left of process-wide state in src/ is what CONTRIBUTING.md ("Process-wide state: the few that must be")
 // names, and why: a run's own state (its abort, cleanup, colour style, its connections' type source) belongs to its
-// RunContext or its Lab, never to a module. Read from the source: every module-level `let`, and every module-level
+// RunContext or its PostgresLab, never to a module. Read from the source: every module-level `let`, and every module-level
 // Map, Set, WeakMap, WeakSet, AsyncLocalStorage or array whose name is not a CONSTANT's (a constant table is read
 // only), must be on that list; and every name on the list must still be one, so the list stays true.
 import assert from 'node:assert/strict'

@@ -8,7 +8,7 @@ import { plan } from '../../src/plan.js'
 import { findScenario } from '../../src/registry.js'
 import { runConfig } from '../../src/run/config.js'
 import { defaultParams } from '../../src/scenario.js'
-import { loadScenarioFile } from '../../src/isolation/load.js'
+import { loadScenarioFile } from '../../src/load.js'
 import { ROOT } from '../support/conformance.js'
 import path from 'node:path'
 

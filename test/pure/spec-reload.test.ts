@@ -5,7 +5,7 @@ import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import { test } from 'node:test'
-import { loadScenarioFile } from '../../src/isolation/load.js'
+import { loadScenarioFile } from '../../src/load.js'
 
 const spec = (rule: string) => `setup { create table t (v int) }
 invariant "${rule}" { select count(*) <= 1 from t }

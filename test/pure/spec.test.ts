@@ -3,18 +3,18 @@
 // scenario. No server.
 import assert from 'node:assert/strict'
 import { describe, test } from 'node:test'
-import { stepWait } from '../../src/isolation/suite.js'
+import { stepWait } from '../../src/tester/suite.js'
 import { UsageError } from '../../src/errors.js'
 import { checkScenario, plan } from '../../src/plan.js'
-import { diffLines } from '../../src/isolation/diff.js'
-import { libpqEnv, maintenanceOnly, maintenanceTargets, outsideReach, transactionControl, unterminated } from '../../src/isolation/files.js'
+import { diffLines } from '../../src/tester/diff.js'
+import { libpqEnv, maintenanceOnly, maintenanceTargets, outsideReach, transactionControl, unterminated } from '../../src/specfile/files.js'
 import { statements } from '../../src/lex.js'
-import { errorPosition, formatMessage, printResult } from '../../src/isolation/format.js'
-import { diff, guardedSql, shownBlock } from '../../src/isolation/guard.js'
-import { expandTemplates, parseSpec, SpecError } from '../../src/isolation/parse.js'
-import { qualifyPermutation } from '../../src/isolation/common.js'
-import { idFromFile, specToScenario } from '../../src/isolation/scenario.js'
-import { allPermutations, countPermutations } from '../../src/isolation/tester.js'
+import { errorPosition, formatMessage, printResult } from '../../src/tester/format.js'
+import { diff, guardedSql, shownBlock } from '../../src/specfile/guard.js'
+import { expandTemplates, parseSpec, SpecError } from '../../src/specfile/parse.js'
+import { qualifyPermutation } from '../../src/specfile/common.js'
+import { idFromFile, specToScenario } from '../../src/specfile/scenario.js'
+import { allPermutations, countPermutations } from '../../src/tester/tester.js'
 
 const bad = (text: string, where: string, what: RegExp) => {
   assert.throws(

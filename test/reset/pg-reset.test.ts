@@ -6,8 +6,8 @@ import path from 'node:path'
 import { test } from 'node:test'
 /* eslint-disable @typescript-eslint/no-explicit-any -- the drivers are the user's, untyped here */
 import { appScenario } from '../../src/app/scenario.js'
-import { parseSpec } from '../../src/isolation/parse.js'
-import { specToScenario } from '../../src/isolation/scenario.js'
+import { parseSpec } from '../../src/specfile/parse.js'
+import { specToScenario } from '../../src/specfile/scenario.js'
 import { ROOT, runScenario, useLab } from '../support/server.js'
 
 const ctx = useLab()

@@ -1,4 +1,4 @@
-// A session's connection does not fetch the server's array types itself: it takes the ones the Lab's control
+// A session's connection does not fetch the server's array types itself: it takes the ones the PostgresLab's control
 // connection fetched at login, and asks only for those created since (connect.ts typesFrom). What a step returns
 // and what it sends must be exactly what a connection that fetched them itself (postgres.js's default) sees,
 // including an array of a type the run's own setup created after control connected.
@@ -14,7 +14,7 @@ test("a session parses and sends arrays as a connection that fetched its own typ
   const schema = await lab.createSchema('array-types', false)
   const own = postgres(ctx.server.url, { max: 1, onnotice: () => {}, connection: { search_path: schema.name } })
   try {
-    // Created after the Lab's control connection logged in (and fetched its types): only the small query knows it.
+    // Created after the PostgresLab's control connection logged in (and fetched its types): only the small query knows it.
     await lab.control.unsafe(`create type ${schema.quoted}.mood as enum ('calm', 'tense'); create table ${schema.quoted}.t (id int primary key, m ${schema.quoted}.mood)`)
     const session = await lab.openSession({ applicationName: 'race array-types test', space: schema.name, params: {}, connectTimeoutMs: 5000, stepTimeoutMs: 10_000 })
     try {
@@ -48,7 +48,7 @@ const parsersOf = (sql: unknown) => (sql as { options: { parsers: object } }).op
 test("a run's sessions take their array types from that run's own control connection, not from another run's opened (or ended) since", async () => {
   const lab = ctx.lab
   const schema = await lab.createSchema('array-types-owner', false)
-  // A built-in scenario's schema: no run role, so its sessions connect to the Lab's own target (as most runs do).
+  // A built-in scenario's schema: no run role, so its sessions connect to the PostgresLab's own target (as most runs do).
   lab.trustSpace(schema.name)
   // Another run in the same process, on the same server, opened after this one: its control connection is its own.
   const other = await openLab(ctx.server.url)

@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import { checkCases } from '../../src/run/check.js'
-import type { Lab } from '../../src/db/lab.js'
+import type { PostgresLab } from '../../src/db/postgres.js'
 import type { Scenario } from '../../src/scenario.js'
 import { openOwnLab, runScenario, useLab } from '../support/server.js'
 
@@ -15,7 +15,7 @@ for (const schedule of ['lockstep', 'serial'] as const) {
     const deviations: string[] = []
     const cases = await checkCases([])
     // A scenario with a server of its own (lock-limit) runs on one, as race check runs it.
-    const own = new Map<Scenario, { lab: Lab; stop: () => Promise<void> }>()
+    const own = new Map<Scenario, { lab: PostgresLab; stop: () => Promise<void> }>()
     try {
       for (const k of cases) {
         if (k.scenario.ownServer && !own.has(k.scenario)) own.set(k.scenario, await openOwnLab(k.scenario))

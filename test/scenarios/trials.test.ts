@@ -10,7 +10,7 @@ import { randomUUID } from 'node:crypto'
 import { test } from 'node:test'
 import { checkCases } from '../../src/run/check.js'
 import type { SessionConn } from '../../src/db/driver.js'
-import type { Lab } from '../../src/db/lab.js'
+import type { PostgresLab } from '../../src/db/postgres.js'
 import { PgSession } from '../../src/db/pg-session.js'
 import { run } from '../../src/engine/run.js'
 import { plan } from '../../src/plan.js'
@@ -22,8 +22,8 @@ import { race, runScenario, useLab, type Ran } from '../support/server.js'
 
 const ctx = useLab()
 
-/** Every session connection the engine opens in `f`, seen through the Lab (real connections, only watched). */
-async function watchingOpens<T>(lab: Lab, f: () => Promise<T>): Promise<{ out: T; opened: SessionConn[] }> {
+/** Every session connection the engine opens in `f`, seen through the PostgresLab (real connections, only watched). */
+async function watchingOpens<T>(lab: PostgresLab, f: () => Promise<T>): Promise<{ out: T; opened: SessionConn[] }> {
   const opened: SessionConn[] = []
   const open = lab.openSession
   lab.openSession = async (o) => {
@@ -284,7 +284,7 @@ test('through PgBouncer (transaction mode): session-lock and advisory, several t
     const endings: string[][] = []
     for (const freshConnections of [false, true]) {
       const { out, opened } = await watchingOpens(ctx.lab, () => runScenario(ctx.lab, id, { ...o, pool, trials: 3, freshConnections }))
-      assert.equal(opened.length, 0, "a pooler's clients are not the Lab's connections")
+      assert.equal(opened.length, 0, "a pooler's clients are not the PostgresLab's connections")
       for (const x of out.trials) assert.ok(x.comparison.matched, ending(x))
       endings.push(out.trials.map(ending))
     }

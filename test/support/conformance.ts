@@ -5,7 +5,7 @@ import fs from 'node:fs'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 import postgres from 'postgres'
-import { diffLines } from '../../src/isolation/diff.js'
+import { diffLines } from '../../src/tester/diff.js'
 
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..', '..')
 export const SPECS = path.join(ROOT, 'conformance', 'specs')

@@ -7,7 +7,7 @@ import { after, before } from 'node:test'
 import postgres, { type Sql } from 'postgres'
 import { judgeTrial, type Trial } from '../../src/run/judge.js'
 import { startEmbedded } from '../../src/servers/embedded.js'
-import { Lab } from '../../src/db/lab.js'
+import { PostgresLab } from '../../src/db/postgres.js'
 import { resolveTarget } from '../../src/db/target.js'
 import { run, type RunConfig } from '../../src/engine/run.js'
 import { documentedFor, plan, type Plan } from '../../src/plan.js'
@@ -63,17 +63,17 @@ export function race(args: string[], o: { url?: string; env?: NodeJS.ProcessEnv;
   })
 }
 
-export async function openLab(url: string): Promise<Lab> {
-  return Lab.open(resolveTarget(url), 5000)
+export async function openLab(url: string): Promise<PostgresLab> {
+  return PostgresLab.open(resolveTarget(url), 5000)
 }
 
 /**
  * A scenario with a server of its own (Scenario.ownServer): an embedded server started with its settings, whatever
- * DATABASE_URL says (race never runs it elsewhere), and a Lab on it; `stop` ends both.
+ * DATABASE_URL says (race never runs it elsewhere), and a PostgresLab on it; `stop` ends both.
  */
-export async function openOwnLab(s: Scenario): Promise<{ lab: Lab; stop: () => Promise<void> }> {
+export async function openOwnLab(s: Scenario): Promise<{ lab: PostgresLab; stop: () => Promise<void> }> {
   const server = await startEmbedded({ settings: s.ownServer?.settings })
-  const lab = await Lab.open({ kind: 'embedded', url: server.url, label: 'embedded' }, 5000)
+  const lab = await PostgresLab.open({ kind: 'embedded', url: server.url, label: 'embedded' }, 5000)
   return {
     lab,
     stop: async () => {
@@ -92,7 +92,7 @@ export interface Ran {
 
 /** Runs a scenario in-process (lockstep unless told), and judges every trial as race run does. */
 export async function runScenario(
-  lab: Lab,
+  lab: PostgresLab,
   id: string | Scenario,
   o: Partial<Omit<RunConfig, 'plan' | 'schedule'>> & { params?: Params; n?: number; schedule?: Schedule; windowMs?: number; pool?: Pool } = {},
 ): Promise<Ran> {
@@ -123,8 +123,8 @@ export function count<T>(xs: readonly T[], pred: (x: T) => boolean): number {
 }
 
 /** For a test file: one server (and control connection) for all its tests, stopped after them. */
-export function useLab(): { readonly server: TestServer; readonly lab: Lab } {
-  const ctx = {} as { server: TestServer; lab: Lab }
+export function useLab(): { readonly server: TestServer; readonly lab: PostgresLab } {
+  const ctx = {} as { server: TestServer; lab: PostgresLab }
   before(async () => {
     ctx.server = await useServer()
     ctx.lab = await openLab(ctx.server.url)

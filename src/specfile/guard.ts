@@ -225,7 +225,7 @@ export const BLOCK_ENDS = '-- race: the spec block ends'
 
 /**
  * Whether a schema (a SQL expression of its name) is the one race marked for this connection: its comment is race's
- * mark naming this backend (Lab.createSchemaSql), or, on the run role's connection, the run role's own schema (the mark
+ * mark naming this backend (PostgresLab.createSchemaSql), or, on the run role's connection, the run role's own schema (the mark
  * names the role that logged in, and owns it: db/run-role.ts). race's own record of where the run works, which the block cannot
  * move: the mark is a comment on the schema, which the fingerprint covers.
  */

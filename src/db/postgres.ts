@@ -1,4 +1,4 @@
-// The Lab: one command's control connection to the target, the server's facts, and the schemas race creates
+// The PostgresLab: one command's control connection to the target, the server's facts, and the schemas race creates
 // there. Every schema is marked with its owner (this run's control backend), so that the next run can drop
 // what a killed run left, and never a schema whose run is still alive.
 import os from 'node:os'
@@ -24,7 +24,7 @@ export interface SchemaMark {
   /** The control connection's backend and its start: while that backend lives, the run lives. */
   backend: number
   backendStart: string
-  /** The backend that runs the run's SQL when it has no run role (Lab.runQuery): the guard accepts it too. */
+  /** The backend that runs the run's SQL when it has no run role (PostgresLab.runQuery): the guard accepts it too. */
   runner?: number
   /** --keep: left on purpose; never reaped. */
   keep: boolean
@@ -32,8 +32,8 @@ export interface SchemaMark {
   role?: number
 }
 
-/** The PostgreSQL driver: the Lab of one command. */
-export class Lab implements Driver {
+/** The PostgreSQL driver: the PostgresLab of one command. */
+export class PostgresLab implements Driver {
   readonly engine = 'postgres' as const
   readonly placeholders = 'dollar' as const
   private constructor(
@@ -45,7 +45,7 @@ export class Lab implements Driver {
     readonly controlPid: number,
     private readonly controlStart: string,
     private readonly lost: Promise<never>,
-    /** The run this Lab belongs to: its cleanup drops the schema and ends control, its abort ends the waits. */
+    /** The run this PostgresLab belongs to: its cleanup drops the schema and ends control, its abort ends the waits. */
     readonly context: RunContext,
   ) {}
 
@@ -55,7 +55,7 @@ export class Lab implements Driver {
    */
   controlLost = false
 
-  /** Schemas a killed run left, dropped when this Lab opened. */
+  /** Schemas a killed run left, dropped when this PostgresLab opened. */
   reaped: string[] = []
 
   /** Rejects (CONNECTION_CLOSED) when the control connection closes; race every wait on control with it. */
@@ -69,9 +69,9 @@ export class Lab implements Driver {
   }
 
   /** `context`: the run's (a fresh one, whose cleanup is the caller's, when none is given: tests). */
-  static async open(target: Target, connectTimeoutMs: number, context: RunContext = new RunContext()): Promise<Lab> {
+  static async open(target: Target, connectTimeoutMs: number, context: RunContext = new RunContext()): Promise<PostgresLab> {
     let reject: (e: Error) => void = () => {}
-    let lab: Lab | undefined
+    let lab: PostgresLab | undefined
     const lost = new Promise<never>((_, r) => (reject = r))
     lost.catch(() => {}) // observed by whoever races it
     // Control never works in a run's schema: what it sends resolves functions and operators in pg_catalog only
@@ -101,7 +101,7 @@ export class Lab implements Driver {
                        ${ROOM_COLUMNS}`)
     try {
       const [row] = await Promise.race([facts, context.whenAborted()])
-      lab = new Lab(target, control, { version: String(row.version).split(' ')[0], versionNum: Number(row.num), product: 'PostgreSQL' }, connectTimeoutMs, Number(row.pid), String(row.started), lost, context)
+      lab = new PostgresLab(target, control, { version: String(row.version).split(' ')[0], versionNum: Number(row.num), product: 'PostgreSQL' }, connectTimeoutMs, Number(row.pid), String(row.started), lost, context)
       lab.userName = String(row.usr)
       lab.database = String(row.db)
       lab.openedRoom = Promise.resolve(roomFrom(row))
@@ -129,7 +129,7 @@ export class Lab implements Driver {
     return first ?? roomOf(this.control)
   }
 
-  /** The mark of a schema this Lab creates. `runner`: the backend that runs the run's SQL as race's own role. */
+  /** The mark of a schema this PostgresLab creates. `runner`: the backend that runs the run's SQL as race's own role. */
   mark(keep: boolean, role?: RunRole, runner?: number): SchemaMark {
     return { pid: process.pid, host: os.hostname(), backend: this.controlPid, backendStart: this.controlStart, ...(runner ? { runner } : {}), keep, ...(role ? { role: role.oid } : {}) }
   }
@@ -152,10 +152,10 @@ export class Lab implements Driver {
   private readonly roles = new Map<string, Promise<RunRole | undefined>>()
   /** Run roles made, by the run's schema name. */
   private readonly rolesMade = new Map<string, RunRole>()
-  /** Why runs of this Lab run their SQL as the control role, under the text guard only (said once, on stderr). */
+  /** Why runs of this PostgresLab run their SQL as the control role, under the text guard only (said once, on stderr). */
   roleless?: string
 
-  /** No run role for this Lab's runs (said once, in one line: never silently). */
+  /** No run role for this PostgresLab's runs (said once, in one line: never silently). */
   withoutRole(why: string): void {
     if (this.roleless !== undefined) return
     this.roleless = why
@@ -252,7 +252,7 @@ export class Lab implements Driver {
   /**
    * Drops the schemas of this role that a race run marked and whose run is gone (its control backend no longer
    * exists). Never one marked --keep, never one whose control backend still lives, never another role's.
-   * `found`: their names, already asked for (Lab.open sends the question with its others).
+   * `found`: their names, already asked for (PostgresLab.open sends the question with its others).
    */
   async reap(found: Promise<Reapable[]> = reapable(this.control)): Promise<void> {
     let names: Reapable[]
@@ -401,15 +401,15 @@ export class Lab implements Driver {
       }
     }
     if (role) await this.grantParameters(role, names)
-    // Session connections take the array types this Lab's control connection fetched at login (see connect.ts).
+    // Session connections take the array types this PostgresLab's control connection fetched at login (see connect.ts).
     return PgSession.open(role?.target ?? this.target, o, this.control)
   }
 
-  /** Lines said once per Lab (sayOnce). */
+  /** Lines said once per PostgresLab (sayOnce). */
   private readonly said = new Set<string>()
 
   /**
-   * A line on stderr, once per Lab: on a terminal at once; otherwise once the command has its result (exit 0 or 1):
+   * A line on stderr, once per PostgresLab: on a terminal at once; otherwise once the command has its result (exit 0 or 1):
    * a command that fails says its one line only, as every failure does (stderr to a pipe or file is written
    * synchronously at exit).
    */
@@ -488,11 +488,11 @@ export class Lab implements Driver {
   }
 }
 
-/** A schema this Lab created: dropped at the end (unless kept), also on Ctrl-C and errors. */
+/** A schema this PostgresLab created: dropped at the end (unless kept), also on Ctrl-C and errors. */
 export class RunSchema implements RunSpace {
   private readonly unregister: () => void
   constructor(
-    private readonly lab: Lab,
+    private readonly lab: PostgresLab,
     readonly name: string,
     readonly keep: boolean,
   ) {
@@ -538,7 +538,7 @@ interface Reapable {
 }
 
 /**
- * What a killed race run left (see Lab.reap): schemas of this role marked by a run whose control backend is gone,
+ * What a killed race run left (see PostgresLab.reap): schemas of this role marked by a run whose control backend is gone,
  * and run roles whose mark (a comment on the role, which only a role's creator may write: the run role cannot
  * forge or move it) names this database and a dead control backend. By identity: the role's oid.
  */
@@ -567,7 +567,7 @@ async function reapable(control: Sql): Promise<Reapable[]> {
   return rows.map((r) => ({ nspname: String(r.nspname), ...(r.role ? { role: Number(r.role) } : {}) }))
 }
 
-/** The columns that tell how many connections this role can still open (see Lab.room), to select beside others. */
+/** The columns that tell how many connections this role can still open (see PostgresLab.room), to select beside others. */
 const ROOM_COLUMNS = `current_setting('max_connections')::int as max,
              current_setting('superuser_reserved_connections')::int
              + coalesce(nullif(current_setting('reserved_connections', true), ''), '0')::int as reserved,
@@ -577,7 +577,7 @@ function roomFrom(r: Record<string, unknown>): { free: number; max: number } {
   return { free: Number(r.max) - Number(r.reserved) - Number(r.used), max: Number(r.max) }
 }
 
-/** Connections this role can still open (see Lab.room). */
+/** Connections this role can still open (see PostgresLab.room). */
 async function roomOf(control: Sql): Promise<{ free: number; max: number }> {
   const [r] = await control.unsafe(`select ${ROOM_COLUMNS}`)
   return roomFrom(r)

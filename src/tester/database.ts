@@ -4,15 +4,15 @@
 // a spec created and its teardown did not drop are dropped after the database.
 //
 // On a server of the user's, the database is marked with its owner (COMMENT ON DATABASE, the same mark race
-// writes on its schemas, see db/lab.ts), so that the next run drops what a killed run left, and never a database
+// writes on its schemas, see db/postgres.ts), so that the next run drops what a killed run left, and never a database
 // whose run is still alive.
 import { randomBytes } from 'node:crypto'
 import type { Sql } from 'postgres'
-import { literal, type Lab } from '../db/lab.js'
+import { literal, type PostgresLab } from '../db/postgres.js'
 import { conditionName } from '../db/sqlstate.js'
 import { PgConn } from './pgconn.js'
 import { RunError } from '../errors.js'
-import type { Spec } from './parse.js'
+import type { Spec } from '../specfile/parse.js'
 
 /** The name pg_isolation_regress gives its database (a spec's database on race's own server, where no other run can be). */
 export const REGRESS_DATABASE = 'isolation_regression'
@@ -48,14 +48,14 @@ function ident(s: string): string {
 }
 
 /** Whether this role may create a database (superuser or CREATEDB) on a server that has DROP DATABASE ... WITH (FORCE). */
-export async function mayCreateDatabase(lab: Lab): Promise<boolean> {
+export async function mayCreateDatabase(lab: PostgresLab): Promise<boolean> {
   if (lab.server.versionNum < 130000) return false
   const [r] = await lab.control`select rolsuper or rolcreatedb as may from pg_catalog.pg_roles where rolname = current_user`
   return Boolean(r?.may)
 }
 
 /** Whether the server runs with fsync off (race's own server does): then copying files is cheaper than WAL-logging them. */
-export async function fsyncOff(lab: Lab): Promise<boolean> {
+export async function fsyncOff(lab: PostgresLab): Promise<boolean> {
   const [r] = await lab.control`select current_setting('fsync') = 'off' as off`
   return Boolean(r?.off)
 }
@@ -109,9 +109,9 @@ async function dropRoleByOid(sql: Sql, oid: number): Promise<void> {
 }
 
 /** What a fresh copy of template0 holds, per server (see SpecDatabase.state). */
-const baselines = new WeakMap<Lab, string>()
+const baselines = new WeakMap<PostgresLab, string>()
 /** The catalogs of a database, per server (the same in every copy of template0). */
-const catalogs = new WeakMap<Lab, string[]>()
+const catalogs = new WeakMap<PostgresLab, string[]>()
 
 export class SpecDatabase {
   private rolesBefore = new Map<number, string>()
@@ -124,7 +124,7 @@ export class SpecDatabase {
   /** A transaction id taken once the database was made: any catalog row written later is newer. */
   private x0 = ''
   private constructor(
-    private readonly lab: Lab,
+    private readonly lab: PostgresLab,
     /** Its name now (on race's own server it is renamed to pg_isolation_regress's name when its spec begins). */
     public name: string,
     readonly keep: boolean,
@@ -139,7 +139,7 @@ export class SpecDatabase {
    * is registered with the lifecycle (Ctrl-C, errors). It may be created while the previous spec still runs: `begin`
    * makes it the spec's.
    */
-  static async create(lab: Lab, o: { own: boolean; keep: boolean; fileCopy?: boolean; sql?: Sql }): Promise<SpecDatabase> {
+  static async create(lab: PostgresLab, o: { own: boolean; keep: boolean; fileCopy?: boolean; sql?: Sql }): Promise<SpecDatabase> {
     const sql = o.sql ?? lab.control
     const name = `${PREFIX}${randomBytes(4).toString('hex')}`
     // On a server with fsync off (race's own), a file copy is the cheaper way to copy template0: its checkpoints sync nothing.
@@ -352,7 +352,7 @@ export class SpecDatabase {
  * DROP DATABASE ... WITH (FORCE), after rolling back the transactions prepared in it (which FORCE does not end).
  * Returns what was left, or undefined.
  */
-export async function dropDatabase(lab: Lab, name: string, via?: Sql): Promise<string | undefined> {
+export async function dropDatabase(lab: PostgresLab, name: string, via?: Sql): Promise<string | undefined> {
   const stmt = `drop database if exists ${ident(name)} with (force)`
   // On `via` (a connection of its own), else on control (or a fresh connection, if control is gone).
   const on = <T>(fn: (sql: Sql) => PromiseLike<T>): Promise<T> => (via ? Promise.resolve(fn(via)).catch(() => lab.onControlOrFresh(fn)) : lab.onControlOrFresh(fn))
@@ -379,7 +379,7 @@ export async function dropDatabase(lab: Lab, name: string, via?: Sql): Promise<s
  * Drops the databases of this role that a race spec run marked and whose run is gone (its control backend no longer
  * exists). Never one marked --keep, never one whose run still lives, never another role's. Returns their names.
  */
-export async function reapDatabases(lab: Lab): Promise<string[]> {
+export async function reapDatabases(lab: PostgresLab): Promise<string[]> {
   let names: { name: string; before?: number[] }[]
   try {
     const rows = await lab.control`

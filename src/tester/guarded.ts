@@ -5,8 +5,8 @@
 // maintenance statements below resolve names in race's schema.
 import { UsageError } from '../errors.js'
 import { statements } from '../lex.js'
-import { maintenanceOnly, maintenanceTargets, outsideReach, transactionControl } from './files.js'
-import { diff, fingerprintSql, GUARD_PATH, locksSql, refusal, restoreSql, schemaLiteral, tempSql, words } from './guard.js'
+import { maintenanceOnly, maintenanceTargets, outsideReach, transactionControl } from '../specfile/files.js'
+import { diff, fingerprintSql, GUARD_PATH, locksSql, refusal, restoreSql, schemaLiteral, tempSql, words } from '../specfile/guard.js'
 import type { PgConn, PgResult } from './pgconn.js'
 
 async function rows(control: PgConn, sql: string): Promise<string[][]> {

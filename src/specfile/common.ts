@@ -1,5 +1,5 @@
 // What race run and race check need to know of a scenario from a user's file (a spec or a module), apart from
-// isolation/scenario.ts so that running a built-in scenario does not load the spec parser.
+// specfile/scenario.ts so that running a built-in scenario does not load the spec parser.
 import type { Scenario } from '../scenario.js'
 import { RunError, UsageError } from '../errors.js'
 import { conditionName } from '../db/sqlstate.js'

@@ -1,13 +1,13 @@
 // One spec of a `race spec` call, as pg_isolation_regress runs one test: in a database of its own (or, where the
 // role may not create one, a guarded schema), its transcript written as isolationtester writes it, its backends
 // ended and its database dropped (or handed to the next spec when it left it as fresh as it found it).
-import type { Lab, RunSchema } from '../db/lab.js'
+import type { PostgresLab, RunSchema } from '../db/postgres.js'
 import { isConnectionLoss } from '../db/sqlstate.js'
 import { RunError, UsageError } from '../errors.js'
 import { namesRegressDatabase, REGRESS_DATABASE, type SpecDatabase } from './database.js'
-import { libpqEnv, specName } from './files.js'
+import { libpqEnv, specName } from '../specfile/files.js'
 import { guardedBlock } from './guarded.js'
-import type { Spec } from './parse.js'
+import type { Spec } from '../specfile/parse.js'
 import { runTester, type TranscriptSink } from './tester.js'
 
 export type Status = 'ok' | 'FAILED' | 'error'
@@ -57,7 +57,7 @@ export interface SpecTurn {
 }
 
 /** One spec, in a database (or a guarded schema) of its own; never throws but for an abort (Ctrl-C, --run-timeout). */
-export async function runOne(lab: Lab, spec: Spec, database: Promise<SpecDatabase> | undefined, k: SpecPlace & SpecTurn): Promise<Outcome> {
+export async function runOne(lab: PostgresLab, spec: Spec, database: Promise<SpecDatabase> | undefined, k: SpecPlace & SpecTurn): Promise<Outcome> {
   if (lab.controlLost) throw new RunError(`${spec.file}: lost race's control connection to ${lab.target.label} before the spec started (CONNECTION_CLOSED): something ended it; nothing of this spec ran`)
   return new SpecRun(lab, spec, k).run(database)
 }
@@ -77,7 +77,7 @@ class SpecRun {
   private pristine = false
 
   constructor(
-    private readonly lab: Lab,
+    private readonly lab: PostgresLab,
     private readonly spec: Spec,
     private readonly k: SpecPlace & SpecTurn,
   ) {

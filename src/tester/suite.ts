@@ -6,13 +6,13 @@
 import fs from 'node:fs'
 import path from 'node:path'
 import { connect, endQuietly } from '../db/connect.js'
-import type { Lab } from '../db/lab.js'
+import type { PostgresLab } from '../db/postgres.js'
 import { RunError, UsageError } from '../errors.js'
 import { fsyncOff, mayCreateDatabase, reapDatabases, SpecDatabase } from './database.js'
 import { diffLines } from './diff.js'
-import { libpqEnv, readSpec, specName } from './files.js'
+import { libpqEnv, readSpec, specName } from '../specfile/files.js'
 import { exitCodeOf, oneLine, runOne, type Outcome, type SpecPlace } from './one-spec.js'
-import { expandTemplates, hasTemplate, type Spec } from './parse.js'
+import { expandTemplates, hasTemplate, type Spec } from '../specfile/parse.js'
 import { countPermutations } from './tester.js'
 
 /** A spec file of the call: read, or the error reading it gave. */
@@ -59,7 +59,7 @@ export interface SuiteOptions {
  * create one; else a schema per spec, its setup and teardown blocks guarded. Said on stderr when it is not pg_regress's
  * conditions, and on a terminal.
  */
-async function placeOf(lab: Lab, own: boolean, o: SuiteOptions): Promise<boolean> {
+async function placeOf(lab: PostgresLab, own: boolean, o: SuiteOptions): Promise<boolean> {
   const inDatabase = !o.schema && (own || (await mayCreateDatabase(lab)))
   if (own) return inDatabase
   // Which, said: always when it is not pg_regress's conditions (a role that may not create databases), else on a
@@ -77,7 +77,7 @@ async function placeOf(lab: Lab, own: boolean, o: SuiteOptions): Promise<boolean
 }
 
 /** Every spec of the call on the open server (`own`: race's embedded one): each one's outcome, and where they ran. */
-export async function runSpecs(lab: Lab, own: boolean, items: SpecItem[], o: SuiteOptions): Promise<{ outcomes: Outcome[]; inDatabase: boolean }> {
+export async function runSpecs(lab: PostgresLab, own: boolean, items: SpecItem[], o: SuiteOptions): Promise<{ outcomes: Outcome[]; inDatabase: boolean }> {
   const multi = items.length > 1
   const inDatabase = await placeOf(lab, own, o)
   // The database race was given, on a server of the user's: when it is pg_regress's own (isolation_regression), a
@@ -132,7 +132,7 @@ class Databases {
   private ahead: Promise<SpecDatabase> | undefined
 
   private constructor(
-    private readonly lab: Lab,
+    private readonly lab: PostgresLab,
     private readonly own: boolean,
     private readonly keep: boolean,
     private readonly fileCopy: boolean,
@@ -140,7 +140,7 @@ class Databases {
     private readonly endAux: () => void,
   ) {}
 
-  static async open(lab: Lab, own: boolean, o: SuiteOptions): Promise<Databases> {
+  static async open(lab: PostgresLab, own: boolean, o: SuiteOptions): Promise<Databases> {
     const fileCopy = await fsyncOff(lab)
     // Databases are created and dropped on a connection of their own, beside the spec that runs.
     const aux = connect(lab.target, { connectTimeoutMs: o.connectTimeoutMs, applicationName: 'race spec databases' })

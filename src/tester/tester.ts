@@ -11,7 +11,7 @@ import type { Target } from '../db/target.js'
 import { conditionName } from '../db/sqlstate.js'
 import { RunError } from '../errors.js'
 import { printResult } from './format.js'
-import type { Permutation, PermutationStep, Spec, SpecStep } from './parse.js'
+import type { Permutation, PermutationStep, Spec, SpecStep } from '../specfile/parse.js'
 import { PgConn, type PgResult } from './pgconn.js'
 
 export interface TranscriptSink {

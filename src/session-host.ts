@@ -6,19 +6,19 @@
 // its gate (and what it would send), and waits for "go" there; it is told when the control connection saw its query
 // blocked, and when race gives up on it.
 import { parentPort, workerData } from 'node:worker_threads'
-import { TrialClock } from '../engine/runner.js'
-import { isConcurrencyControl, sqlstateOf } from '../db/sqlstate.js'
-import type { Target } from '../db/target.js'
-import { loadScenarioFile } from '../isolation/load.js'
-import { applicationOf } from '../scenario.js'
-import { containError, containExit, containTimers, underTest } from './contain.js'
-import { isDeclaredRejection } from './describe.js'
-import { loadDriver, openMariadb, openMysql2, openPg, openPostgresJs, running, type AppConn } from './drivers.js'
-import { connectionsToServer, noteSessionSockets, reportSessionSockets, startedMark } from './foreign.js'
-import type { FromHost, ToHost } from './messages.js'
-import { AppSession } from './session.js'
-import { MAX_QUERIES, openApp } from './trial.js'
-import type { AppRace } from './types.js'
+import { TrialClock } from './engine/runner.js'
+import { isConcurrencyControl, sqlstateOf } from './db/sqlstate.js'
+import type { Target } from './db/target.js'
+import { loadScenarioFile } from './load.js'
+import { applicationOf } from './scenario.js'
+import { containError, containExit, containTimers, underTest } from './app/contain.js'
+import { isDeclaredRejection } from './app/describe.js'
+import { loadDriver, openMariadb, openMysql2, openPg, openPostgresJs, running, type AppConn } from './app/drivers.js'
+import { connectionsToServer, noteSessionSockets, reportSessionSockets, startedMark } from './app/foreign.js'
+import type { FromHost, ToHost } from './app/messages.js'
+import { AppSession } from './app/session.js'
+import { MAX_QUERIES, openApp } from './app/trial.js'
+import type { AppRace } from './app/types.js'
 
 interface HostData {
   file: string

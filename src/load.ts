@@ -1,4 +1,4 @@
-// Loading a user's own scenario by path: a spec file (compiled by isolation/scenario.ts) or a JavaScript module
+// Loading a user's own scenario by path: a spec file (compiled by specfile/scenario.ts) or a JavaScript module
 // whose default export is defineScenario({...}) from the package's public entry (`import { defineScenario }
 // from 'racelab'`). A module's shape is checked field by field first (one line per mistake, exit 2), then with
 // checkScenario, before anything connects.
@@ -6,16 +6,16 @@ import fs from 'node:fs'
 import path from 'node:path'
 import { createRequire, register } from 'node:module'
 import { pathToFileURL } from 'node:url'
-import { UsageError } from '../errors.js'
-import { SRC } from '../home.js'
-import { importModule } from '../load-module.js'
-import { checkScenario, sessionCount } from '../plan.js'
-import { defaultParams, type Scenario } from '../scenario.js'
-import { recordFile } from '../digest.js'
-import { readScenarioBytes } from './files.js'
-import { parseSpec } from './parse.js'
-import { specToScenario } from './scenario.js'
-import { appScenario, isAppRace } from '../app/scenario.js'
+import { UsageError } from './errors.js'
+import { SRC } from './home.js'
+import { importModule } from './load-module.js'
+import { checkScenario, sessionCount } from './plan.js'
+import { defaultParams, type Scenario } from './scenario.js'
+import { recordFile } from './digest.js'
+import { readScenarioBytes } from './specfile/files.js'
+import { parseSpec } from './specfile/parse.js'
+import { specToScenario } from './specfile/scenario.js'
+import { appScenario, isAppRace } from './app/scenario.js'
 
 /** The leading comment lines of a spec (its story): '# ' removed, '# env:' lines left out. */
 export function leadingComments(text: string): string[] {
@@ -132,7 +132,7 @@ function resolveSelf(): void {
   if (hooked) return
   hooked = true
   try {
-    register(new URL('isolation/self-hook.js', SRC).href, { data: { self: new URL('index.js', SRC).href } })
+    register(new URL('self-hook.js', SRC).href, { data: { self: new URL('index.js', SRC).href } })
   } catch {
     hooksRefused = true
     // A test runner with a module system of its own (Jest) refuses module hooks: there racelab is installed in the
