@@ -7,6 +7,7 @@ import fs from 'node:fs'
 import path from 'node:path'
 import { run } from 'node:test'
 import { spec } from 'node:test/reporters'
+import { Writable } from 'node:stream'
 import { fileURLToPath } from 'node:url'
 
 const TESTS = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', 'test')
@@ -30,12 +31,19 @@ export const FIRST = [
 ]
 
 /**
- * Files that run after the others, one at a time: each drives a shared server's timing (InnoDB's INNODB_TRX copies
- * and lock waits on the machine's MariaDB; which session PostgreSQL's deadlock detector cancels, on the machine's
- * PostgreSQL 15, compared between searches), and in a fresh clone's npm test, two at a time, they failed beside
- * another file that used the same server (an isolation level not read in time, a deadlock's other victim).
+ * Files that run after the others, one at a time per server: each drives a shared server's timing (InnoDB's
+ * INNODB_TRX copies and lock waits on the machine's MariaDB; which session PostgreSQL's deadlock detector cancels, on
+ * the machine's PostgreSQL 15, compared between searches), and in a fresh clone's npm test, two at a time, they
+ * failed beside another file that used the same server (an isolation level not read in time, a deadlock's other
+ * victim). The MariaDB files and the PostgreSQL 15 files share no server (none of the first opens PostgreSQL, none of
+ * the second MariaDB), so the two lanes run side by side: two files at a time, never two on one server.
  */
-export const SERIAL = (name: string): boolean => name.startsWith('innodb/') || name === 'app/app-mariadb' || name.startsWith('cli/explore-jobs')
+export function serialServer(name: string): 'MariaDB' | 'PostgreSQL 15' | null {
+  if (name.startsWith('innodb/') || name === 'app/app-mariadb') return 'MariaDB'
+  if (name.startsWith('cli/explore-jobs')) return 'PostgreSQL 15'
+  return null
+}
+export const SERIAL = (name: string): boolean => serialServer(name) !== null
 
 /** Every test file under dist/test, the FIRST ones first (those that exist), then the others by name. */
 export function testFiles(root = TESTS): string[] {
@@ -48,23 +56,79 @@ export function testFiles(root = TESTS): string[] {
   return [...first, ...all.filter((f) => !first.includes(f))].map((f) => path.join(root, `${f}.test.js`))
 }
 
-/** Runs `files` `concurrency` at a time with the spec reporter; resolves when they are done. */
-function runFiles(files: string[], concurrency: number): Promise<void> {
+/** One file's wall time: its process, start to exit, as node:test's run() reports it (a top-level test:complete). */
+export interface FileTime {
+  file: string
+  ms: number
+  serial: boolean
+}
+
+/**
+ * The lines printed after the spec output: the slowest `top` files with their seconds, then the sum of all files'
+ * times, each phase's wall time and the SERIAL tail's share of the whole wall time, so a CI log says where time goes.
+ */
+export function timeSummary(times: FileTime[], wall: { parallel: number; serial: number }, top = 15): string[] {
+  const s = (ms: number) => `${(ms / 1000).toFixed(1)} s`
+  const sorted = [...times].sort((a, b) => b.ms - a.ms)
+  const width = Math.max(0, ...sorted.slice(0, top).map((t) => t.file.length))
+  const sum = times.reduce((n, t) => n + t.ms, 0)
+  const serialSum = times.filter((t) => t.serial).reduce((n, t) => n + t.ms, 0)
+  const whole = wall.parallel + wall.serial
+  const share = whole > 0 ? Math.round((100 * wall.serial) / whole) : 0
+  return [
+    `# the ${Math.min(top, sorted.length)} slowest of ${times.length} test files (wall time of each file's process):`,
+    ...sorted.slice(0, top).map((t) => `#   ${t.file.padEnd(width)}  ${s(t.ms).padStart(8)}${t.serial ? '  (serial)' : ''}`),
+    `# all files added up: ${s(sum)}; two at a time: ${s(wall.parallel)} of wall time; ` +
+      `the serial tail (${times.filter((t) => t.serial).length} files, ${s(serialSum)}): ${s(wall.serial)}, ${share}% of the ${s(whole)} in all`,
+  ]
+}
+
+/**
+ * Runs `files` `concurrency` at a time with the spec reporter, its output written to `out`; resolves when they are
+ * done, with each file's time.
+ */
+function runFiles(files: string[], concurrency: number, sink: NodeJS.WritableStream = process.stdout): Promise<{ file: string; ms: number }[]> {
   return new Promise((resolve) => {
+    const times: { file: string; ms: number }[] = []
+    if (!files.length) return resolve(times)
     const stream = run({ files, concurrency })
     stream.on('test:fail', () => {
       process.exitCode = 1
     })
+    // A file's own process is reported as a test named by its path, at nesting 0, when it ends (test:complete)
+    stream.on('test:complete', (data: { name: string; file?: string; nesting: number; details: { duration_ms: number } }) => {
+      if (data.nesting === 0 && data.file !== undefined && data.name === data.file) times.push({ file: data.file, ms: data.details.duration_ms })
+    })
     // node:test/reporters' spec is a Transform class on Node 20
     const out = stream.compose(new (spec as unknown as new () => NodeJS.ReadWriteStream)())
-    out.on('end', () => resolve())
-    out.pipe(process.stdout, { end: false })
+    out.on('end', () => resolve(times))
+    out.pipe(sink, { end: false })
   })
+}
+
+/** A sink that keeps what is written, to be printed once the lane written beside it is done (no mixed lines). */
+class Held extends Writable {
+  chunks: Buffer[] = []
+  override _write(chunk: Buffer, _enc: BufferEncoding, done: () => void): void {
+    this.chunks.push(Buffer.from(chunk))
+    done()
+  }
 }
 
 if (process.argv[1] && fileURLToPath(import.meta.url) === path.resolve(process.argv[1])) {
   const files = testFiles()
   const name = (f: string) => path.relative(TESTS, f).slice(0, -'.test.js'.length)
-  await runFiles(files.filter((f) => !SERIAL(name(f))), 2)
-  await runFiles(files.filter((f) => SERIAL(name(f))), 1)
+  const t0 = performance.now()
+  const parallel = await runFiles(files.filter((f) => !SERIAL(name(f))), 2)
+  const t1 = performance.now()
+  // The tail: the MariaDB lane printed as it runs, the PostgreSQL 15 lane held and printed after it
+  const held = new Held()
+  const [maria, pg15] = await Promise.all([
+    runFiles(files.filter((f) => serialServer(name(f)) === 'MariaDB'), 1),
+    runFiles(files.filter((f) => serialServer(name(f)) === 'PostgreSQL 15'), 1, held),
+  ])
+  process.stdout.write(Buffer.concat(held.chunks))
+  const t2 = performance.now()
+  const times = [...parallel.map((t) => ({ ...t, serial: false })), ...[...maria, ...pg15].map((t) => ({ ...t, serial: true }))]
+  process.stdout.write(timeSummary(times.map((t) => ({ ...t, file: name(t.file) })), { parallel: t1 - t0, serial: t2 - t1 }).join('\n') + '\n')
 }

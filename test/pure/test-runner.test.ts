@@ -4,7 +4,7 @@ import assert from 'node:assert/strict'
 import fs from 'node:fs'
 import path from 'node:path'
 import { test } from 'node:test'
-import { FIRST, testFiles } from '../../scripts/test.js'
+import { FIRST, SERIAL, serialServer, testFiles, timeSummary } from '../../scripts/test.js'
 
 test('npm test runs every test file once, the slowest first', () => {
   const root = path.resolve(path.dirname(new URL(import.meta.url).pathname), '..')
@@ -20,4 +20,32 @@ test('npm test runs every test file once, the slowest first', () => {
     files.slice(0, FIRST.length).map((f) => path.relative(root, f)),
     FIRST.map((f) => `${f}.test.js`),
   )
+})
+
+test("npm test's tail: two lanes, one a server, and no file of one lane opens the other lane's server", () => {
+  const root = path.resolve(path.dirname(new URL(import.meta.url).pathname), '..')
+  const name = (f: string) => path.relative(root, f).slice(0, -'.test.js'.length)
+  const files = testFiles(root)
+  const lanes = { MariaDB: files.filter((f) => serialServer(name(f)) === 'MariaDB'), 'PostgreSQL 15': files.filter((f) => serialServer(name(f)) === 'PostgreSQL 15') }
+  assert.ok(lanes.MariaDB.some((f) => name(f) === 'innodb/innodb'))
+  assert.ok(lanes['PostgreSQL 15'].some((f) => name(f) === 'cli/explore-jobs'))
+  for (const f of files) assert.equal(SERIAL(name(f)), serialServer(name(f)) !== null, name(f))
+  // What opens PostgreSQL in a test file (its own server, the machine's PostgreSQL 15), and what opens MariaDB
+  const opens = {
+    PostgreSQL: /\buseServer\(|\bserverUrls\(|\bPG15\b|:5432\b|\bopenLab\(|from 'postgres'/,
+    MariaDB: /\bMYSQL_URL\b|mysql:\/\/|:3306\b|from 'mariadb'/,
+  }
+  for (const f of lanes.MariaDB) assert.doesNotMatch(fs.readFileSync(f, 'utf8'), opens.PostgreSQL, `${name(f)} (MariaDB lane) opens PostgreSQL`)
+  for (const f of lanes['PostgreSQL 15']) assert.doesNotMatch(fs.readFileSync(f, 'utf8'), opens.MariaDB, `${name(f)} (PostgreSQL 15 lane) opens MariaDB`)
+})
+
+test("npm test's time summary: the slowest files first, all of them added up, the tail's share of the wall time", () => {
+  const times = Array.from({ length: 20 }, (_, i) => ({ file: `a/f${i}`, ms: (i + 1) * 1000, serial: i === 3 || i === 19 }))
+  const lines = timeSummary(times, { parallel: 150_000, serial: 50_000 })
+  assert.equal(lines.length, 15 + 2)
+  assert.match(lines[0], /the 15 slowest of 20 test files/)
+  assert.match(lines[1], /^# {3}a\/f19 +20\.0 s {2}\(serial\)$/)
+  assert.match(lines[15], /^# {3}a\/f5 +6\.0 s$/)
+  assert.ok(!lines.some((l) => /a\/f4 /.test(l)), 'the 16th slowest is not listed')
+  assert.match(lines[16], /all files added up: 210\.0 s; two at a time: 150\.0 s of wall time; the serial tail \(2 files, 24\.0 s\): 50\.0 s, 25% of the 200\.0 s in all/)
 })
