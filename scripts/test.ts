@@ -1,8 +1,9 @@
 // npm test: every test file (dist/test/<area>/<file>.test.js), two at a time, the longest first, then the few that
-// must run alone (SERIAL), one at a time. `node --test` sorts
-// the files it is given by name, so the longest (the soundness harness) started last and ran alone at the end; run()
-// of node:test keeps the order it is given. Each file still runs in a process of its own, with the spec reporter;
-// the exit code is 1 when a test failed. One file: node --test --test-concurrency=1 --test-reporter=spec <file>.
+// must not share their server with another file (SERIAL), one at a time per server (two lanes, side by side).
+// `node --test` sorts the files it is given by name, so the longest (the soundness harness) started last and ran
+// alone at the end; run() of node:test keeps the order it is given. Each file still runs in a process of its own,
+// with the spec reporter; the exit code is 1 when a test failed. At the end it prints each file's wall time (the
+// slowest 15), their sum and the tail's share. One file: node --test --test-concurrency=1 --test-reporter=spec <file>.
 import fs from 'node:fs'
 import path from 'node:path'
 import { run } from 'node:test'
@@ -116,8 +117,11 @@ class Held extends Writable {
 }
 
 if (process.argv[1] && fileURLToPath(import.meta.url) === path.resolve(process.argv[1])) {
-  const files = testFiles()
+  // Arguments, when given, keep only the files whose names start with one of them (node dist/scripts/test.js innodb/
+  // cli/explore-jobs: the tail alone), in the same order and lanes.
+  const only = process.argv.slice(2)
   const name = (f: string) => path.relative(TESTS, f).slice(0, -'.test.js'.length)
+  const files = testFiles().filter((f) => !only.length || only.some((o) => name(f).startsWith(o)))
   const t0 = performance.now()
   const parallel = await runFiles(files.filter((f) => !SERIAL(name(f))), 2)
   const t1 = performance.now()
