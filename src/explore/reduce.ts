@@ -1,4 +1,5 @@
-// The reduced search of race explore, with no database: pure and tested by itself (test/pure/reduce.test.ts).
+// The reduced search of race explore, with no database: pure and tested by itself (test/pure/reduce.test.ts; on
+// several jobs, ReducedJobs below: test/pure/reduce-jobs.test.ts).
 //
 // Two runs that differ only in the order of steps that cannot affect each other (a SELECT of one session and a
 // BEGIN of another; reads of a table nobody writes; writes to different tables) end the same way: running both

@@ -76,7 +76,9 @@ export class AppInterleavings extends Exhaustive {
 /**
  * One order of each class of orders that differ only by swapping steps that touch nothing in common (reduce.ts). As
  * the default search (not asked for by --reduce) it stops at --max runs with orders left, and a PCT sample takes over
- * (`ask`: the sample's): it is the runs the reduced search needs, not the count of orders, that decides.
+ * (`ask`: the sample's): it is the runs the reduced search needs, not the count of orders, that decides. On several
+ * jobs (spread), the other jobs run ahead of it and it takes their runs in its own order (ReducedJobs): the runs,
+ * groups and shortest are one job's, and `ahead` says the runs made and those not needed.
  */
 export class ReducedSearch extends SearchStrategy {
   readonly search = 'reduced' as const
@@ -333,7 +335,7 @@ export class Sample extends SearchStrategy {
  */
 export function chooseStrategy(a: StrategyAsk, f: StrategyFacts, word: Word): SearchStrategy {
   const s = pick(a, f)
-  if (a.shard && s.mode !== 'sample' && !a.exhaustive) throw new UsageError(`${word('shard')} splits a sample or an exhaustive search over several runs of race explore: give ${word('sample') === 'sample' ? 'sample' : '--sample K'} or ${word('exhaustive')} too (the reduced search is not split)`)
+  if (a.shard && s.mode !== 'sample' && !a.exhaustive) throw new UsageError(`${word('shard')} splits a sample or an exhaustive search over several runs of race explore: give ${word('sample') === 'sample' ? 'sample' : '--sample K'} or ${word('exhaustive')} too (the reduced search is not split: ${word('shard') === 'shard' ? 'jobs' : '--jobs'} runs it on several cores)`)
   if (a.shard && s.mode === 'sample' && !a.seeded) throw new UsageError(`${word('shard')} needs ${word('seed')}: every part of a sample draws from the same seed`)
   return s
 }
