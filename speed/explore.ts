@@ -6,7 +6,10 @@
 // search found every outcome group (the verdict and each session's ending) and the same fewest switches of a
 // violating order. Then the exhaustive search's interleavings per second on one job (--jobs 1) beside the default
 // jobs (the machine's cores; --jobs N: N), the two alternating which goes first from one race to the next, and
-// whether they found the same. --check exits 1 when any race's groups differ.
+// whether they found the same. Then the reduced search (the default) on --jobs 1 beside --jobs N, whole seconds of
+// explore() each, alternating which goes first, K rounds: the same groups and shortest, and the runs the jobs made
+// ahead of the one-job search that it did not need (issue 41 item 5's goal: at most 0.75 of --jobs 1's time).
+// --check exits 1 when any race's groups differ.
 import os from 'node:os'
 import { performance } from 'node:perf_hooks'
 import path from 'node:path'
@@ -51,6 +54,13 @@ export const SAMPLED: { name: string; scenario: string; options: ExploreOptions 
   { name: 'lost-update, sample 150', scenario: 'lost-update', options: { sample: 150, seed: 1, shrink: 0 } },
 ]
 
+/** Reduced searches timed on --jobs 1 beside --jobs N (the default search of declared steps). */
+export const REDUCED: { name: string; scenario: string; options?: ExploreOptions }[] = [
+  { name: 'explore-orders-3.spec (reduced)', scenario: ex('explore-orders-3.spec') },
+  { name: 'orders.spec --n 3 (reduced)', scenario: ex('orders.spec'), options: { n: 3 } },
+  { name: 'lost-update (reduced)', scenario: 'lost-update' },
+]
+
 /** The outcome groups of a result (verdict and every session's ending), and its fewest switches of a violation. */
 export function outcomes(r: { groups: { key: string }[]; shortest: { switches: number } | null }): { groups: string[]; shortest: number | null } {
   return { groups: r.groups.map((g) => g.key).sort(), shortest: r.shortest?.switches ?? null }
@@ -75,7 +85,8 @@ async function main(): Promise<void> {
     }
     console.log('')
   }
-  if (only && !races.length && !SAMPLED.some((r) => only.some((o) => r.name.includes(o)))) return
+  const reducedOnly = only ? REDUCED.filter((r) => only.some((o) => r.name.includes(o))) : REDUCED
+  if (only && !races.length && !SAMPLED.some((r) => only.some((o) => r.name.includes(o))) && !reducedOnly.length) return
   let differ = 0
   const pad = (x: string, k: number) => x.padEnd(k)
   const load = () => os.loadavg().map((x) => x.toFixed(2)).join(' ')
@@ -127,6 +138,41 @@ async function main(): Promise<void> {
   if (ratios.length) {
     const sorted = [...ratios].sort((x, y) => x - y)
     console.log(`--jobs ${jobs} / --jobs 1, interleavings per second: median ${sorted[Math.floor(sorted.length / 2)].toFixed(2)}x [${sorted[0].toFixed(2)}-${sorted[sorted.length - 1].toFixed(2)}] over ${ratios.length} races; load average ${load()} at the end`)
+  }
+  if (reducedOnly.length) {
+    console.log('')
+    console.log(`the reduced search, --jobs ${jobs} beside --jobs 1: whole seconds of explore(), medians of ${rounds} rounds [min-max], alternating; goal: at most 0.75x`)
+    console.log(`${pad('race', 32)} ${pad('--jobs 1', 18)} ${pad(`--jobs ${jobs}`, 18)} ${pad('ratio', 20)} runs (made on ${jobs} jobs, wasted), same groups, same shortest`)
+    const median = (xs: number[]) => [...xs].sort((x, y) => x - y)[Math.floor(xs.length / 2)]
+    const span = (xs: number[], f: (x: number) => string) => `${f(median(xs))} [${f(Math.min(...xs))}-${f(Math.max(...xs))}]`
+    for (const race of reducedOnly) {
+      const timed = async (j: number): Promise<{ r: ExploreResult; s: number }> => {
+        const t = performance.now()
+        const r = await explore(race.scenario, { ...race.options, databaseUrl, jobs: j })
+        return { r, s: (performance.now() - t) / 1000 }
+      }
+      const ones: number[] = []
+      const manys: number[] = []
+      const pairs: number[] = []
+      let alike = true
+      let last: { one: ExploreResult; many: ExploreResult } | undefined
+      for (let k = 0; k < rounds; k++) {
+        const [one, many] = k % 2 === 0 ? [await timed(1), await timed(jobs)] : (([b, a]) => [a, b])([await timed(jobs), await timed(1)])
+        ones.push(one.s)
+        manys.push(many.s)
+        pairs.push(many.s / one.s)
+        if (JSON.stringify(outcomes(one.r)) !== JSON.stringify(outcomes(many.r)) || one.r.runs !== many.r.runs || one.r.search !== 'reduced') alike = false
+        last = { one: one.r, many: many.r }
+      }
+      if (!alike) differ++
+      const secs = (x: number) => x.toFixed(1)
+      const ratio = median(pairs)
+      const a = last!.many.ahead
+      console.log(
+        `${pad(race.name, 32)} ${pad(span(ones, secs) + ' s', 18)} ${pad(span(manys, secs) + ' s', 18)} ${pad(span(pairs, (x) => x.toFixed(2)) + 'x', 20)} ${last!.one.runs} (${a ? `${a.made}, ${a.wasted}` : `on ${last!.many.jobs} job`}), ${alike ? 'yes, yes' : 'NO'}; goal <= 0.75x: ${ratio <= 0.75 ? 'met' : 'NOT MET'}`,
+      )
+    }
+    console.log(`load average ${load()} at the end`)
   }
   if (args.includes('--check') && differ) process.exit(1)
 }

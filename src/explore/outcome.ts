@@ -76,6 +76,7 @@ export function resultOf(x: Explored, end: { targetLabel: string; server: Server
     search: st.search,
     ...(f.preemptions ? { preemptions: f.preemptions } : {}),
     ...(f.reduction ? { reduction: f.reduction } : x.fellBack?.reduction ? { reduction: x.fellBack.reduction } : {}),
+    ...(f.ahead ? { ahead: f.ahead } : {}),
     ...(chosen ? { chosen } : {}),
     orders: x.facts.orders.toString(),
     steps: x.facts.app ? 'discovered' : 'declared',

@@ -87,6 +87,12 @@ export interface ExploreResult {
    */
   reduction?: { steps: number; unclassified: number; redundant: number; retried: number }
   /**
+   * The reduced search on several jobs: the runs the jobs made, and those of them the one-job search did not need
+   * (made ahead of it, from a guess of what it would run, and it ran otherwise): `runs` is the one-job search's,
+   * `made` = `runs` + `wasted`.
+   */
+  ahead?: { made: number; wasted: number }
+  /**
    * Why the default search of declared steps ran as it did where they have more orders than --max: the reduced search ran first,
    * and either covered them within --max runs (`search: 'reduced'`) or passed --max runs with orders left, and a PCT
    * sample followed (`search: 'sample'`; `reducedRuns`: the reduced search's runs, whose findings are kept). Absent

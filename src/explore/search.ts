@@ -40,6 +40,14 @@ interface Record_ {
   it: Interleaving
 }
 
+/** What a run over came to, until the search takes it. */
+interface Ended {
+  facts: TrialFacts
+  free: number[]
+  fps: Touched[]
+  it: Interleaving
+}
+
 const SHARED_ONE_JOB = "a step touches what the whole database shares (advisory keys, pg_locks, pg_stat_activity, settings), where other jobs' trials would meet it: the search runs on one job"
 
 export class Search implements JobHost {
@@ -58,6 +66,8 @@ export class Search implements JobHost {
   private phase: 'explore' | 'shrink' = 'explore'
   /** Explore runs of several jobs, taken in the search's order once all are in; the violating lines seen meanwhile. */
   private readonly records: Record_[] = []
+  /** Runs over and not yet taken into the search (the reduced search on several jobs takes them in its order). */
+  private readonly ended = new Map<Handle, Ended>()
   private readonly pending = new Set<string>()
   /** Shrinking: the current violating interleaving (free choices), and the candidates left to try. */
   current: { free: number[]; it: Interleaving } | undefined
@@ -116,7 +126,7 @@ export class Search implements JobHost {
       const room = await this.lab.room()
       this.jobs = Math.max(1, Math.min(this.jobs, Math.floor(room.free / (this.p.sessions.length + 1))))
     }
-    this.strategy.spread(this.jobs)
+    this.strategy.spread(this.jobs, this.o.max)
     this.planned = this.strategy.planned()
   }
 
@@ -137,6 +147,7 @@ export class Search implements JobHost {
   async choose(job: Job): Promise<Chooser | undefined> {
     // A run the engine reported no order for (none of its steps launched) is over all the same.
     if (job.run) {
+      if (job.run.from === this.strategy) this.strategy.dropped(job.run)
       job.run = undefined
       this.handout.finish()
     }
@@ -144,13 +155,18 @@ export class Search implements JobHost {
       // An application race's tree may be larger than its first run's orders said: stop at --max runs, and say
       // when interleavings were left (a search of declared steps ends by itself within the orders it counted).
       // The reduced search of declared steps past --max runs with orders left: a sample takes over (the runs made stay found).
-      if (this.strategy.capped && this.strategy.runs >= this.o.max && this.strategy.left()) this.fallBack()
-      const capped = this.strategy.capped
-      const got = capped && this.strategy.runs >= this.o.max ? undefined : await this.handout.take()
-      if (got) {
-        job.run = got
-        return this.chooserOf(got.pick, this.strategy.learns, job)
+      for (;;) {
+        if (this.strategy.capped && this.strategy.runs >= this.o.max && this.strategy.left()) this.fallBack()
+        const capped = this.strategy.capped
+        const got = capped && this.strategy.runs >= this.o.max ? undefined : await this.handout.take()
+        if (got) {
+          job.run = got
+          return this.chooserOf(got.pick, this.strategy.learns, job)
+        }
+        // Runs of other jobs that ended while this one waited brought the reduced search to --max: a sample takes over.
+        if (!(this.strategy.capped && this.strategy.runs >= this.o.max && this.strategy.left() && this.strategy.afterMax())) break
       }
+      const capped = this.strategy.capped
       // The search is over: the first job shrinks (alone), once every other job's last run is in.
       if (job.index > 0 || this.handout.stopped) return undefined
       await this.handout.idle()
@@ -213,7 +229,8 @@ export class Search implements JobHost {
 
   /**
    * The reduced search reached --max runs with orders left, and the strategy it names (a sample) takes over: what
-   * it had found stays in the result, said as `chosen`. Nothing is waiting (the reduced search runs on one job).
+   * it had found stays in the result, said as `chosen`. Runs the reduced search made ahead on other jobs, still
+   * going, are wasted (explored drops them).
    */
   private fallBack(): void {
     const from = this.strategy
@@ -231,23 +248,38 @@ export class Search implements JobHost {
     const h = job.run!
     job.run = undefined
     if (process.env.RACE_DEBUG_FPS) console.error(JSON.stringify(free), JSON.stringify(job.fps))
+    // A run the reduced search made ahead, over after a sample took over from it: not the sample's.
+    if (h.from && h.from !== this.strategy) {
+      this.handout.finish()
+      return
+    }
     this.strategy.done(h, free, job.fps)
-    // A run made only to reach this shard's part of the tree: another shard reports it.
-    if (!h.split || h.split.report) {
-      this.tally.runs++
-      for (const [i, x] of (facts.injections ?? []).entries()) {
-        const t = this.tally.faults.get(i) ?? { fault: x.fault, runs: 0, offered: 0 }
-        if (x.offered) t.offered++
-        if (x.at) t.runs++
-        this.tally.faults.set(i, t)
-      }
-      const r = { key: h.split ? [...free] : h.key, free: [...free], fps: [...job.fps], it }
-      if (this.jobs > 1 || this.strategy.deferred) {
-        this.records.push(r)
-        if (it.held === false) this.pending.add(it.line)
-      } else this.absorb(r)
+    this.ended.set(h, { facts, free: [...free], fps: [...job.fps], it })
+    // The runs the search takes now, in its order (the reduced search on several jobs: those the one-job search has reached).
+    for (const t of this.strategy.taken(h)) {
+      const e = this.ended.get(t)!
+      this.ended.delete(t)
+      this.count(t, e)
     }
     this.handout.finish()
+  }
+
+  /** A run taken into the search: counted, and absorbed now or kept for the search's order. */
+  private count(h: Handle, e: Ended): void {
+    // A run made only to reach this shard's part of the tree: another shard reports it.
+    if (h.split && !h.split.report) return
+    this.tally.runs++
+    for (const [i, x] of (e.facts.injections ?? []).entries()) {
+      const t = this.tally.faults.get(i) ?? { fault: x.fault, runs: 0, offered: 0 }
+      if (x.offered) t.offered++
+      if (x.at) t.runs++
+      this.tally.faults.set(i, t)
+    }
+    const r = { key: h.split ? [...e.free] : h.key, free: e.free, fps: e.fps, it: e.it }
+    if ((this.jobs > 1 && !this.strategy.inOrder) || this.strategy.deferred) {
+      this.records.push(r)
+      if (e.it.held === false) this.pending.add(e.it.line)
+    } else this.absorb(r)
   }
 
   /** An explore run taken into the result: runs of several jobs in the search's order, once all are in. */
@@ -281,12 +313,24 @@ export class Search implements JobHost {
     const fps: Touched[] = (job.fps = [])
     const names = this.p.sessions.map((s) => s.name)
     const observer = learn
-      ? new FootprintObserver(job.lab, names, (fp) => {
+      ? new FootprintObserver(job.lab, names, (seen) => {
+          const fp = this.jobs > 1 ? this.anyJob(seen) : seen
           fps.push(fp)
-          this.strategy.step(fp)
+          this.strategy.step(fp, job.run)
         })
       : undefined
     return trialChooser(this.shape, pick, observer, free, fps)
+  }
+
+  /**
+   * A footprint named as in every job: each job's trials run in a schema of its own (race_<race>_<8 hex>), and the
+   * reduced search compares the footprints of runs on different jobs.
+   */
+  private anyJob(fp: Touched): Touched {
+    if (fp === 'all') return fp
+    const own = new RegExp(`\\b(race_${this.scenario.id.replace(/[^a-z0-9]/g, '_')}_)[0-9a-f]{8}\\b`, 'g')
+    const name = (r: string) => r.replace(own, '$1job')
+    return { reads: fp.reads.map(name), writes: fp.writes.map(name) }
   }
 
   /** A trial ended: its facts judged as race run judges them. */

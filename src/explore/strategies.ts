@@ -7,7 +7,7 @@ import type { Touched } from '../engine/footprint.js'
 import { Dfs, Preemptive, shrinkCandidates, switches } from './enumerate.js'
 import { Pct } from './pct.js'
 import { SplitDfs } from './split.js'
-import { conflicts, fewestSwitches, Reduced } from './reduce.js'
+import { conflicts, fewestSwitches, Reduced, ReducedJobs, type AheadRun } from './reduce.js'
 import { DEFAULT_SAMPLE } from './request.js'
 import type { ExploreResult, Interleaving } from './result.js'
 import { SearchStrategy, type Handle, type StrategyAsk, type StrategyFacts, type Word } from './strategy.js'
@@ -76,7 +76,9 @@ export class AppInterleavings extends Exhaustive {
 /**
  * One order of each class of orders that differ only by swapping steps that touch nothing in common (reduce.ts). As
  * the default search (not asked for by --reduce) it stops at --max runs with orders left, and a PCT sample takes over
- * (`ask`: the sample's): it is the runs the reduced search needs, not the count of orders, that decides.
+ * (`ask`: the sample's): it is the runs the reduced search needs, not the count of orders, that decides. On several
+ * jobs (spread), the other jobs run ahead of it and it takes their runs in its own order (ReducedJobs): the runs,
+ * groups and shortest are one job's, and `ahead` says the runs made and those not needed.
  */
 export class ReducedSearch extends SearchStrategy {
   readonly search = 'reduced' as const
@@ -99,8 +101,21 @@ export class ReducedSearch extends SearchStrategy {
     this.capped = facts.app || ask !== undefined
   }
 
-  override oneJob(): string {
-    return super.oneJob() ?? 'the reduced search runs on one job'
+  /** On several jobs: runs made ahead of the one-job search, taken in its order (reduce.ts ReducedJobs). */
+  private jobs: ReducedJobs | undefined
+  private readonly handles = new Map<AheadRun, Handle>()
+
+  override atOnce(): number {
+    // An application race's count of orders is known only after its first run.
+    return this.facts.app ? Number.MAX_SAFE_INTEGER : super.atOnce()
+  }
+
+  override spread(jobs: number, max: number): void {
+    if (jobs > 1 && !this.oneJob()) this.jobs = new ReducedJobs(this.reduced, this.sessionOf, this.capped ? max : Infinity)
+  }
+
+  override get inOrder(): boolean {
+    return this.jobs !== undefined
   }
 
   override afterMax(): SearchStrategy | undefined {
@@ -108,12 +123,50 @@ export class ReducedSearch extends SearchStrategy {
   }
 
   next(): Handle | undefined {
+    if (this.jobs) {
+      const r = this.jobs.next()
+      if (!r) return undefined
+      const h: Handle = { pick: r.pick, key: [], ahead: r, from: this }
+      this.handles.set(r, h)
+      return h
+    }
     const pick = this.reduced.next()
     return pick && { pick, key: [this.order++] }
   }
 
-  done(_h: Handle, free: readonly number[], fps: readonly Touched[]): void {
+  done(h: Handle, free: readonly number[], fps: readonly Touched[]): void {
+    if (h.ahead && this.jobs) {
+      this.jobs.done(h.ahead, free, fps)
+      return
+    }
+    this.count(fps)
     this.reduced.done(free, fps)
+  }
+
+  override taken(h: Handle): Handle[] {
+    if (!h.ahead || !this.jobs) return [h]
+    return this.jobs.takenSince().map((r) => {
+      const t = this.handles.get(r)!
+      this.handles.delete(r)
+      this.count((r.fps ?? []).filter((x): x is Touched => x !== undefined))
+      t.key = [this.order++]
+      return t
+    })
+  }
+
+  override dropped(h: Handle): void {
+    if (h.ahead && this.jobs) {
+      this.jobs.drop(h.ahead)
+      this.handles.delete(h.ahead)
+    }
+  }
+
+  /** The steps of a run taken into the search whose footprints were read, and those race could not classify. */
+  private count(fps: readonly Touched[]): void {
+    for (const fp of fps) {
+      this.steps++
+      if (fp === 'all') this.unclassified++
+    }
   }
 
   get runs(): number {
@@ -125,13 +178,12 @@ export class ReducedSearch extends SearchStrategy {
   }
 
   override left(): boolean {
-    return this.reduced.next() !== undefined
+    return this.jobs ? this.jobs.left : this.reduced.next() !== undefined
   }
 
-  override step(fp: Touched): void {
-    this.steps++
-    if (fp === 'all') this.unclassified++
-    this.reduced.step(fp)
+  override step(fp: Touched, h?: Handle): void {
+    if (h?.ahead) h.ahead.step(fp)
+    else this.reduced.step(fp)
   }
 
   override violated(free: readonly number[], fps: readonly Touched[]): void {
@@ -153,7 +205,11 @@ export class ReducedSearch extends SearchStrategy {
   }
 
   override fields(): Partial<ExploreResult> {
-    return { reduction: { steps: this.steps, unclassified: this.unclassified, redundant: this.reduced.redundant, retried: this.reduced.retried } }
+    const j = this.jobs
+    return {
+      reduction: { steps: this.steps, unclassified: this.unclassified, redundant: this.reduced.redundant, retried: this.reduced.retried },
+      ...(j ? { ahead: { made: j.made, wasted: j.made - j.runs } } : {}),
+    }
   }
 }
 
@@ -279,7 +335,7 @@ export class Sample extends SearchStrategy {
  */
 export function chooseStrategy(a: StrategyAsk, f: StrategyFacts, word: Word): SearchStrategy {
   const s = pick(a, f)
-  if (a.shard && s.mode !== 'sample' && !a.exhaustive) throw new UsageError(`${word('shard')} splits a sample or an exhaustive search over several runs of race explore: give ${word('sample') === 'sample' ? 'sample' : '--sample K'} or ${word('exhaustive')} too (the reduced search is not split)`)
+  if (a.shard && s.mode !== 'sample' && !a.exhaustive) throw new UsageError(`${word('shard')} splits a sample or an exhaustive search over several runs of race explore: give ${word('sample') === 'sample' ? 'sample' : '--sample K'} or ${word('exhaustive')} too (the reduced search is not split: ${word('shard') === 'shard' ? 'jobs' : '--jobs'} runs it on several cores)`)
   if (a.shard && s.mode === 'sample' && !a.seeded) throw new UsageError(`${word('shard')} needs ${word('seed')}: every part of a sample draws from the same seed`)
   return s
 }

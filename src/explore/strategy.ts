@@ -4,6 +4,7 @@
 // how it shrinks a violation, and the fields it adds to the result.
 import type { Touched } from '../engine/footprint.js'
 import { shrinkCandidates, type Pick } from './enumerate.js'
+import type { AheadRun } from './reduce.js'
 import type { SplitRun } from './split.js'
 import type { ExploreResult, Interleaving } from './result.js'
 
@@ -14,6 +15,9 @@ export interface Handle {
   split?: SplitRun
   /** A sample's draw: the step count its change points were drawn over. */
   k?: number
+  /** A run of the reduced search on several jobs (reduce.ts ReducedJobs), and the strategy that handed it out. */
+  ahead?: AheadRun
+  from?: SearchStrategy
 }
 
 /** What the search was asked that decides its strategy (explore/request.ts ExploreChecked, the seed drawn). */
@@ -83,13 +87,36 @@ export abstract class SearchStrategy {
     return null
   }
 
-  /** The jobs are known: a strategy that spreads its runs over them gets ready (exhaustive: its tree split). */
-  spread(_jobs: number): void {}
+  /**
+   * The jobs are known: a strategy that spreads its runs over them gets ready (exhaustive: its tree split; the
+   * reduced search: runs made ahead, taken at most `max` when it is capped).
+   */
+  spread(_jobs: number, _max: number): void {}
 
   /** The runs' results must be taken in the search's order once all are in (several jobs, or a split tree). */
   get deferred(): boolean {
     return false
   }
+
+  /**
+   * Runs over on several jobs taken into the search in its own order (reduced: runs made ahead), so none is kept to
+   * be sorted at the end.
+   */
+  get inOrder(): boolean {
+    return false
+  }
+
+  /**
+   * The runs that `h`, just over (done), lets the search take, in the search's order: `h` itself for every strategy
+   * but the reduced search on several jobs, whose runs are taken when the one-job search reaches them (and a run made
+   * ahead that it never reaches is wasted).
+   */
+  taken(h: Handle): Handle[] {
+    return [h]
+  }
+
+  /** A run handed out ended with no order (none of its steps launched): it is not waited for. */
+  dropped(_h: Handle): void {}
 
   /** The next run to hand out, or undefined when none is waiting. */
   abstract next(jobs: number): Handle | undefined
@@ -113,8 +140,8 @@ export abstract class SearchStrategy {
     return undefined
   }
 
-  /** A step's footprint, as the run goes (only when it learns). */
-  step(_fp: Touched): void {}
+  /** A step's footprint, as the run `h` goes (only when it learns). */
+  step(_fp: Touched, _h?: Handle): void {}
 
   /** A violating run of the search (its free choices and their footprints). */
   violated(_free: readonly number[], _fps: readonly Touched[]): void {}

@@ -1,7 +1,8 @@
 // race explore --jobs on real servers: two jobs (each its own schema, control connection and sessions) give the same
 // result as one, field for field bar the clock and the jobs (the groups, their counts and lines, every interleaving,
 // the shortest violation), for an exhaustive search, a seeded sample that shrinks, and a search with waits and a
-// deadlock; the reduced search says it ran on one job. Bad --jobs values exit 2 with one line; Ctrl-C while two jobs
+// deadlock; the reduced search too, on two jobs (runs made ahead of the one-job search, taken in its order: the
+// same groups and shortest, its runs, and the runs made ahead it did not need said). Bad --jobs values exit 2 with one line; Ctrl-C while two jobs
 // run (one waiting on a lock the test holds, the other waiting for a branch) leaves no schema and no backend. The
 // --shard i/n parts of an exhaustive search, merged, are the whole search.
 import assert from 'node:assert/strict'
@@ -32,9 +33,9 @@ after(async () => {
 const ex = (f: string) => path.join(ROOT, 'examples', f)
 
 /** The result without what depends on the clock or the jobs. */
-type Doc = Explored & { ms?: number; jobs?: number; jobsNote?: string }
+type Doc = Explored & { ms?: number; jobs?: number; jobsNote?: string; ahead?: { made: number; wasted: number } }
 function comparable(j: Doc): unknown {
-  const { ms: _ms, perSecond: _ps, jobs: _jobs, jobsNote: _note, ...rest } = j
+  const { ms: _ms, perSecond: _ps, jobs: _jobs, jobsNote: _note, ahead: _ahead, ...rest } = j
   return rest
 }
 
@@ -47,6 +48,7 @@ const RACES: { name: string; args: string[]; search: string; shared?: boolean }[
   { name: 'three sessions, a seeded PCT sample, shrunk', args: [ex('orders.spec'), '--n', '3', '--sample', '12', '--seed', '4'], search: 'sample' },
   { name: 'write skew at SERIALIZABLE, every order', args: ['write-skew', '--exhaustive', '--isolation', 'serializable'], search: 'exhaustive' },
   { name: 'lost update, the reduced search', args: ['lost-update'], search: 'reduced' },
+  { name: 'three sessions of check-then-insert, the reduced search', args: [ex('explore-orders-3.spec')], search: 'reduced' },
 ]
 
 /**
@@ -69,8 +71,12 @@ for (const race_ of RACES) {
       assert.equal(one.code, two.code, where)
       assert.equal(a.jobs, 1, where)
       if (race_.search === 'reduced') {
-        assert.equal(b.jobs, 1, `${where}: the reduced search runs on one job`)
-        assert.equal(b.jobsNote, 'the reduced search runs on one job')
+        assert.equal(b.jobs, 2, `${where}: the reduced search runs on two jobs`)
+        assert.equal(b.jobsNote, undefined)
+        // The one-job search's runs, and the runs made ahead that it did not need, said: made = runs + wasted.
+        assert.ok(b.ahead, `${where}: the runs made on two jobs are said`)
+        assert.equal(b.ahead.made, b.runs + b.ahead.wasted, where)
+        assert.equal(a.ahead, undefined, where)
       } else if (race_.shared) {
         assert.equal(b.jobs, 1, `${where}: advisory keys are the whole database's`)
         assert.match(b.jobsNote ?? '', /whole database shares/)

@@ -75,10 +75,10 @@ test('an application race: every interleaving (capped at --max) unless --reduce,
   assert.equal(chooseStrategy(ask({ sample: 3 }), app(), cli).capped, false)
 })
 
-test('jobs: a sample and an exhaustive search of declared steps spread; the reduced search, --preemptions and an application race run on one', () => {
+test('jobs: a sample, an exhaustive search and the reduced search of declared steps spread; --preemptions and an application race run on one', () => {
   assert.equal(chooseStrategy(ask({ exhaustive: true }), declared(), cli).oneJob(), undefined)
   assert.equal(chooseStrategy(ask({ sample: 10 }), declared(), cli).oneJob(), undefined)
-  assert.equal(chooseStrategy(ask(), declared(), cli).oneJob(), 'the reduced search runs on one job')
+  assert.equal(chooseStrategy(ask(), declared(), cli).oneJob(), undefined)
   assert.equal(chooseStrategy(ask({ preemptions: 2 }), declared(), cli).oneJob(), 'a preemption-bounded search runs on one job')
   for (const a of [ask(), ask({ reduce: true }), ask({ exhaustive: true }), ask({ sample: 4 }), ask({ preemptions: 1 })]) {
     assert.equal(chooseStrategy(a, app(), cli).oneJob(), 'an application race runs on one job')
