@@ -193,9 +193,12 @@ function quickOf(lab: Driver, scenario: Scenario, stmt: string): string | undefi
   return scenario.quickSetup(stmt)
 }
 
-/** The setup statement's plain text (Scenario.plainSetup), where the scenario has one. */
+/**
+ * The setup statement's plain text (Scenario.plainSetup), where the scenario has one and the driver runs the run's SQL
+ * on a connection whose search_path is the run's schema (runQuery; control's is pg_catalog).
+ */
 function plainOf(lab: Driver, scenario: Scenario, stmt: string): string | undefined {
-  if (!scenario.plainSetup || lab.engine !== 'postgres') return undefined
+  if (!scenario.plainSetup || lab.engine !== 'postgres' || !lab.runQuery) return undefined
   return scenario.plainSetup(stmt)
 }
 

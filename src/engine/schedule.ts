@@ -133,9 +133,9 @@ async function settleOrBlocked(s: Session, probe: BlockProbe): Promise<void> {
   const done = s.current!.done
   let finished = false
   done.then(() => (finished = true))
-  const t = new AbortController()
-  await Promise.race([done, sleep(FIRST_ASK_MS, undefined, { signal: t.signal }).catch(() => {})])
-  t.abort()
+  let timer: NodeJS.Timeout | undefined
+  await Promise.race([done, new Promise<void>((r) => (timer = setTimeout(r, FIRST_ASK_MS)))])
+  clearTimeout(timer)
   while (!finished) {
     // The step that ends while control is being asked is done with: its answer is not waited for.
     const blocked = await unlessDone(probe.blocked([s]), done)
