@@ -272,6 +272,11 @@ export interface Scenario {
    * A spec's guarded setup blocks (specfile/guard.ts quickGuardedSql).
    */
   quickSetup?: (statement: string) => string | undefined
+  /**
+   * The text to run in place of a setup statement in every trial after a run's first (PostgreSQL), or undefined:
+   * a spec's guarded block whose whole setup is plain (specfile/plain.ts), the block itself, without the guard.
+   */
+  plainSetup?: (statement: string) => string | undefined
   /** Binds every session may use, e.g. `:key`. */
   binds?: Record<string, Bind>
   /** The sessions by name, in order. `replicate(n, spec)` makes s1..sN from one template. */
