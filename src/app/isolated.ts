@@ -86,6 +86,8 @@ class Remote {
   errors = 0
   appSince = 0
   lastLabel?: string
+  /** Stopped at maxQueries: never ends (not waited for once the trial is over, as in-process). */
+  parked = false
   /** The releases sent: a state the worker posted before it had the last of them is stale. */
   seq = 0
   /** The releases the worker has said it made (its step's label is in the order). */
@@ -163,6 +165,7 @@ export async function isolatedTrial(lab: Driver, cfg: IsolatedTrialConfig): Prom
     if (m.state !== 'running' || m.current) s.current = m.current ? { label: m.current.label, blocked: s.current?.label === m.current.label ? s.current.blocked : false } : undefined
     s.errors = m.errors
     s.lastLabel = m.lastLabel
+    s.parked = Boolean(m.parked)
     if (m.state === 'app' && !wasApp) s.appSince = now()
   }
   const giveUp = async (s: Remote, why: string) => {
@@ -302,7 +305,8 @@ export async function isolatedTrial(lab: Driver, cfg: IsolatedTrialConfig): Prom
       }
       try {
         await Promise.race([drive(), whenAborted(), lab.whenLost()])
-        await Promise.race([Promise.all(ended.values()), sleep(2000, undefined, { ref: false })])
+        // A session stopped at maxQueries is left parked: its function never resumes, and is not waited for.
+        await Promise.race([Promise.all(sessions.filter((s) => !s.parked).map((s) => ended.get(s))), sleep(2000, undefined, { ref: false })])
         await lookForeign()
       } finally {
         clearInterval(watcher)
