@@ -360,13 +360,13 @@ export interface ApplicationKind {
   file?: string
   /**
    * How many faults its trials may inject (--inject): each is offered as another choice of the session whose query it
-   * fails, which a search over independent steps cannot model, so explore enumerates them all.
+   * fails, searched as one more step of that session (explore/reduce.ts sessionOf).
    */
   faults?: number
   /**
    * Its trials driven by a chooser (race explore) run every session in a worker thread of its own (app/isolated.ts):
    * the sessions share nothing but the database, so explore reduces them by default. False (absent): they run in one
-   * process (the race module's `sharedState: true`, or faults to inject), where they may share JavaScript state the
+   * process (the race module's `sharedState: true`, or a race object, not its file), where they may share JavaScript state the
    * server never sees, and every interleaving is run unless --reduce.
    */
   isolated?: boolean

@@ -72,6 +72,7 @@ function snapshot(): void {
     ...(s.current ? { current: { label: s.current.label } } : {}),
     errors: s.errors.length,
     ...(s.lastLabel ? { lastLabel: s.lastLabel } : {}),
+    ...(s.parked ? { parked: true } : {}),
   })
 }
 

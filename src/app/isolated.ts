@@ -13,7 +13,10 @@ import type { Chooser, InvariantReport, Moment, SessionReport, TimelineEvent } f
 import { RunError, UsageError } from '../errors.js'
 import { SRC } from '../home.js'
 import { foreignBackends, noteElsewhere } from './foreign.js'
+import { FaultOffers } from './faults.js'
+import type { Fault } from './labels.js'
 import type { FromHost, HostState, ToHost } from './messages.js'
+import { quietWait } from './quiet.js'
 import type { AppState } from './session.js'
 import type { AppTrialFacts } from './trial.js'
 
@@ -83,6 +86,8 @@ class Remote {
   errors = 0
   appSince = 0
   lastLabel?: string
+  /** Stopped at maxQueries: never ends (not waited for once the trial is over, as in-process). */
+  parked = false
   /** The releases sent: a state the worker posted before it had the last of them is stale. */
   seq = 0
   /** The releases the worker has said it made (its step's label is in the order). */
@@ -109,6 +114,8 @@ export interface IsolatedTrialConfig {
   connectTimeoutMs: number
   isolation?: string
   fresh: boolean
+  /** Faults the explorer may inject (--inject): offered beside a session's query at their site, as in-process (trial.ts). */
+  inject?: readonly Fault[]
   evaluate(): Promise<InvariantReport>
   signal: AbortSignal
   whenAborted(): Promise<never>
@@ -130,6 +137,8 @@ export async function isolatedTrial(lab: Driver, cfg: IsolatedTrialConfig): Prom
     w()
   }
   const sessions = cfg.hosts.map((h, i) => new Remote(h, h.name, i))
+  // --inject: the faults not yet used in this trial, and what became of each (the trial's facts: injections).
+  const faults = new FaultOffers(cfg.n, cfg.inject)
   const ours = () => sessions.map((s) => s.pid).filter((p) => p > 0)
   const signalled = new Set<number>()
   const ended = new Map<Remote, Promise<void>>()
@@ -156,6 +165,7 @@ export async function isolatedTrial(lab: Driver, cfg: IsolatedTrialConfig): Prom
     if (m.state !== 'running' || m.current) s.current = m.current ? { label: m.current.label, blocked: s.current?.label === m.current.label ? s.current.blocked : false } : undefined
     s.errors = m.errors
     s.lastLabel = m.lastLabel
+    s.parked = Boolean(m.parked)
     if (m.state === 'app' && !wasApp) s.appSince = now()
   }
   const giveUp = async (s: Remote, why: string) => {
@@ -211,7 +221,6 @@ export async function isolatedTrial(lab: Driver, cfg: IsolatedTrialConfig): Prom
       for (const s of sessions) s.host.post({ t: 'start' })
       const chooser = cfg.chooser
       const foreign = new Map<number, string>()
-      let looked = false
       const lookForeign = async () => {
         for (const f of await foreignBackends(lab, cfg.schema, ours()).catch(() => [])) foreign.set(f.pid, `${f.session ? `${f.session}'s own connection, ` : ''}pid ${f.pid} ${f.how}`)
       }
@@ -229,43 +238,26 @@ export async function isolatedTrial(lab: Driver, cfg: IsolatedTrialConfig): Prom
           }
         }
       }
-      const quiet = async () => {
-        for (;;) {
-          if (signal.aborted) throw signal.reason
-          if (failure) throw failure
-          boundApp()
-          const seen = changes
-          const waiting = sessions.filter((s) => s.state === 'running' && s.current?.blocked)
-          if (waiting.length) {
-            const still = await probe(waiting)
-            for (const s of waiting) {
-              if (!still.has(s) && s.current) {
-                s.current.blocked = false
-                s.host.post({ t: 'unblocked' })
-              }
-            }
-          }
-          const runningFree = sessions.filter((s) => s.state === 'running' && s.current && !s.current.blocked)
-          if (runningFree.length) {
-            for (const s of await probe(runningFree)) {
-              if (s.current && !s.current.blocked && s.state === 'running') {
-                s.current.blocked = true
-                s.host.post({ t: 'blocked' })
-              }
-            }
-          }
-          const moving = sessions.filter((s) => s.state === 'app' || s.state === 'starting' || (s.state === 'running' && !s.current?.blocked))
-          if (!moving.length && changes !== seen && sessions.some((s) => s.state === 'running' && s.current?.blocked)) continue
-          if (!moving.length) {
-            if (!looked) {
-              looked = true
-              await lookForeign()
-            }
-            return
-          }
-          await Promise.race([tick, sleep(POLL_MS)])
-        }
-      }
+      const quiet = quietWait({
+        signal,
+        sessions,
+        failure: () => failure,
+        boundApp,
+        changes: () => changes,
+        tick: () => tick,
+        probe,
+        unblocked: (s) => {
+          if (!s.current) return
+          s.current.blocked = false
+          s.host.post({ t: 'unblocked' })
+        },
+        blocked: (s) => {
+          if (!s.current || s.current.blocked || s.state !== 'running') return
+          s.current.blocked = true
+          s.host.post({ t: 'blocked' })
+        },
+        firstQuiet: lookForeign,
+      })
       const drive = async () => {
         for (;;) {
           await quiet()
@@ -278,16 +270,19 @@ export async function isolatedTrial(lab: Driver, cfg: IsolatedTrialConfig): Prom
             await Promise.race([tick, sleep(50, undefined, { ref: false })])
             continue
           }
+          // A ready session whose next query is a fault's site is offered again with the fault (faults.ts).
+          const offered = faults.offer(ready.map((s) => ({ name: s.name, index: s.index, pending: s.pending! })))
           const moment: Moment = {
-            ready: ready.map((s) => ({ session: s.name, index: s.index, label: `${s.name}.${s.pending!.label}`, sql: s.pending!.sql })),
+            ready: offered.map(({ fault: _f, ...x }) => x),
             blocked: sessions.filter((s) => s.state === 'running' && s.current?.blocked).map((s) => ({ session: s.name, index: s.index, label: `${s.name}.${s.current!.label}` })),
             done: sessions.filter((s) => s.finished).map((s) => s.name),
             order: [...order],
             pids: sessions.map((x) => x.pid),
             errors: sessions.map((x) => x.errors),
           }
-          const picked = moment.ready[pickedOf(moment, await chooser(moment))]
-          const s = sessions[picked.index]
+          const picked = offered[pickedOf(moment, await chooser(moment))]
+          const s = sessions[faults.sessionOf(picked)]
+          const fault = faults.take(picked)
           const p = s.pending!
           s.seq++
           s.state = p.point ? 'app' : 'running'
@@ -296,14 +291,22 @@ export async function isolatedTrial(lab: Driver, cfg: IsolatedTrialConfig): Prom
           s.pending = undefined
           // The worker's 'released' for this step is waited for: the order is this side's, in the order chosen.
           const before = s.releasedCount
-          s.host.post({ t: 'go', seq: s.seq })
+          // lost: the session's backend is ended from the control connection before its query is sent (in-process,
+          // the session does it itself through its kill: app/session.ts inject); the worker then sends it on the
+          // ended connection, which fails as any lost connection does.
+          if (fault === 'lost') {
+            signalled.add(s.pid)
+            await lab.terminate([s.pid]).catch(() => {})
+          }
+          s.host.post({ t: 'go', seq: s.seq, ...(fault ? { fault } : {}) })
           while (s.releasedCount === before && !s.finished && !failure && !signal.aborted) await Promise.race([tick, sleep(POLL_MS)])
           await Promise.race([tick, sleep(0)])
         }
       }
       try {
         await Promise.race([drive(), whenAborted(), lab.whenLost()])
-        await Promise.race([Promise.all(ended.values()), sleep(2000, undefined, { ref: false })])
+        // A session stopped at maxQueries is left parked: its function never resumes, and is not waited for.
+        await Promise.race([Promise.all(sessions.filter((s) => !s.parked).map((s) => ended.get(s))), sleep(2000, undefined, { ref: false })])
         await lookForeign()
       } finally {
         clearInterval(watcher)
@@ -331,7 +334,7 @@ export async function isolatedTrial(lab: Driver, cfg: IsolatedTrialConfig): Prom
       const invariant = await Promise.race([cfg.evaluate(), lab.whenLost()])
       const events: TimelineEvent[] = finished.flatMap((f) => f.events).sort((a, b) => a.t - b.t)
       const reports: SessionReport[] = finished.map((f) => f.report)
-      return { sessions: reports, invariant, events, order }
+      return { sessions: reports, invariant, events, order, ...(faults.injections.length ? { injections: faults.injections } : {}) }
     })
   } finally {
     for (const off of offs) off()

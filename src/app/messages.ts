@@ -25,6 +25,8 @@ export interface HostState {
   current?: { label: string }
   errors: number
   lastLabel?: string
+  /** Stopped at maxQueries: its function never resumes, so its worker never says 'ended'. */
+  parked?: boolean
 }
 
 /** What the worker tells the main thread. */

@@ -45,7 +45,7 @@ export function appTrials(race: AppRace, file?: string, o: { inject?: readonly F
       connectsAhead: false,
       open: () => {},
       async run({ space, user, chooser }) {
-        if (o.isolated && chooser && file && !o.inject?.length) {
+        if (o.isolated && chooser && file) {
           hosts ??= names.map((name, i) => new Host(file, name, i, n, scenario.id))
           const facts = await isolatedTrial(lab, {
             hosts,
@@ -63,6 +63,7 @@ export function appTrials(race: AppRace, file?: string, o: { inject?: readonly F
             whenAborted: ctx.whenAborted,
             describeStuck: ctx.describeStuck,
             ...(isolation ? { isolation } : {}),
+            ...(o.inject?.length ? { inject: o.inject } : {}),
           })
           opened += n
           return { facts, ran: orderEntries(facts.order, names) }

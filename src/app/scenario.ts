@@ -152,6 +152,7 @@ export function withFaults(s: Scenario, faults: readonly Fault[], engine: 'postg
   const most = kind.race.maxQueries ?? MAX_QUERIES
   const beyond = faults.find((f) => f.site !== 'commit' && f.site > most)
   if (beyond) throw new UsageError(`${flag} ${beyond.text}: a session's function sends at most ${most} queries (its race module's maxQueries${kind.race.maxQueries === undefined ? ', by default' : ''}), so no session reaches query ${beyond.site}: nothing would be injected`)
-  // Faults run in one process (isolated mode does not inject): every interleaving, as before.
-  return { ...s, kind: { ...kind, faults: faults.length, isolated: false, runner: appTrials(kind.race, kind.file, { inject: faults }) } }
+  // Faults run where the sessions run: each in a worker of its own when the race is (app/isolated.ts, reduced by
+  // default), else in one process (sharedState, a race object), every interleaving unless --reduce.
+  return { ...s, kind: { ...kind, faults: faults.length, runner: appTrials(kind.race, kind.file, { inject: faults, isolated: kind.isolated === true }) } }
 }

@@ -6,7 +6,7 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import type { Driver } from '../db/driver.js'
 import { pickedOf, POLL_MS } from '../engine/schedule.js'
 import { abortable, settleAll, TrialClock } from '../engine/runner.js'
-import type { Chooser, InvariantReport, Moment, ReadyStep, TrialFacts } from '../engine/types.js'
+import type { Chooser, InvariantReport, Moment, TrialFacts } from '../engine/types.js'
 import { RunError, UsageError } from '../errors.js'
 import { isConcurrencyControl, sqlstateOf } from '../db/sqlstate.js'
 import type { Schedule } from '../scenario.js'
@@ -19,7 +19,9 @@ import { connectionsToServer, foreignBackends, noteSessionSockets, startedMark }
 /** How often the server is asked for connections race did not hand out while a trial's functions run. */
 const FOREIGN_MS = 250
 import type { AppRace } from './types.js'
-import { faultAt, parseAppPermutation, type Fault } from './labels.js'
+import { parseAppPermutation, type Fault } from './labels.js'
+import { FaultOffers } from './faults.js'
+import { quietWait } from './quiet.js'
 export { parseAppPermutation } from './labels.js'
 
 /** The queries one call of a session's function may send at most, unless its race module says (maxQueries). */
@@ -125,12 +127,9 @@ export async function appTrial(lab: Driver, cfg: AppTrialConfig): Promise<AppTri
     s.expectedCode = (code) => isConcurrencyControl(code) || prevention.has(code) || prevention.has(sqlstateOf(code))
     s.maxQueries = cfg.race.maxQueries ?? MAX_QUERIES
   }
-  // --inject: the faults not yet used in this trial; a permutation's own (s1.q5!40001, a replay) by label.
-  const faultsLeft = new Set((cfg.inject ?? []).map((_, i) => i))
-  // What became of each: offered (its site came up) and where it was injected (the trial's facts: injections).
-  const injections: NonNullable<TrialFacts['injections']> = (cfg.inject ?? []).map((f) => ({ fault: f.text, offered: false }))
-  const named = new Map<string, string>()
-  if (cfg.permutation) for (const e of parseAppPermutation(cfg.permutation, sessions.map((s) => s.name))) if (e.inject) named.set(e.label, e.inject)
+  // --inject: the faults not yet used in this trial and what became of each; a permutation's own (s1.q5!40001, a replay).
+  const faults = new FaultOffers(cfg.n, cfg.inject, cfg.permutation ? { text: cfg.permutation, names: sessions.map((s) => s.name) } : undefined)
+  const injections = faults.injections
   const killAll = async () => {
     await Promise.all(conns.map((c) => c?.destroy()))
     // A connection whose session never got its pid (its open() failed) is race's too.
@@ -250,7 +249,6 @@ export async function appTrial(lab: Driver, cfg: AppTrialConfig): Promise<AppTri
     noteSessionSockets()
     const mark = startedMark()
     const foreign = new Map<number, string>()
-    let looked = false
     const lookForeign = async () => {
       for (const f of await foreignBackends(lab, cfg.schema, ours()).catch(() => [])) foreign.set(f.pid, `${f.session ? `${f.session}'s own connection, ` : ''}pid ${f.pid} ${f.how}`)
     }
@@ -317,40 +315,17 @@ export async function appTrial(lab: Driver, cfg: AppTrialConfig): Promise<AppTri
         }
       }
     }
-    /**
-     * Waits until nothing moves: every session is at its gate, done, or its query is seen blocked. A session seen
-     * blocked that is no longer (its blocker ended) is waited for again, as isolationtester does.
-     */
-    const quiet = async () => {
-      for (;;) {
-        if (signal.aborted) throw signal.reason
-        boundApp()
-        const seen = changes
-        const waiting = sessions.filter((s) => s.state === 'running' && s.current?.blocked)
-        if (waiting.length) {
-          const still = await probe(waiting)
-          for (const s of waiting) if (!still.has(s)) s.unblocked()
-        }
-        const runningFree = sessions.filter((s) => s.state === 'running' && s.current && !s.current.blocked)
-        if (runningFree.length) {
-          const b = await probe(runningFree)
-          for (const s of b) s.markBlocked()
-        }
-        const moving = sessions.filter((s) => s.state === 'app' || s.state === 'starting' || (s.state === 'running' && !s.current?.blocked))
-        // Something changed while the server was asked: its answer may predate it (ask again before calling it quiet).
-        if (!moving.length && changes !== seen && sessions.some((s) => s.state === 'running' && s.current?.blocked)) continue
-        if (!moving.length) {
-          // The first time every session waits on race or the server: a connection of their own opened before their
-          // first query through race's is open now (asked once: at every step, it tripled explore's time).
-          if (!looked) {
-            looked = true
-            await lookForeign()
-          }
-          return
-        }
-        await Promise.race([tick, sleep(POLL_MS)])
-      }
-    }
+    const quiet = quietWait({
+      signal,
+      sessions,
+      boundApp,
+      changes: () => changes,
+      tick: () => tick,
+      probe,
+      unblocked: (s) => s.unblocked(),
+      blocked: (s) => s.markBlocked(),
+      firstQuiet: lookForeign,
+    })
 
     const drive = async () => {
       if (barrier) {
@@ -393,18 +368,7 @@ export async function appTrial(lab: Driver, cfg: AppTrialConfig): Promise<AppTri
         }
         // A ready session whose next query is a fault's site is offered again with the fault (index beyond the
         // sessions': the explorer's choice between the two is a branch like any other).
-        const offered = ready.flatMap((s): (ReadyStep & { fault?: number })[] => {
-          const label = `${s.name}.${s.pending!.label}`
-          const step: ReadyStep & { fault?: number } = { session: s.name, index: s.index, label, sql: s.pending!.sql }
-          const faulty = [...faultsLeft]
-            .filter((f) => !s.pending!.point && faultAt(cfg.inject![f], s.pending!.label, s.pending!.sql))
-          for (const f of faulty) injections[f].offered = true
-          const offers = faulty
-            .map((f) => ({ ...step, index: cfg.n * (1 + f) + s.index, label: `${label}!${cfg.inject![f].code}`, inject: cfg.inject![f].code, fault: f }))
-          const replayed = named.get(label)
-          if (replayed) offers.push({ ...step, index: cfg.n * (1 + (cfg.inject?.length ?? 0)) + s.index, label: `${label}!${replayed}`, inject: replayed as Fault['code'], fault: -1 })
-          return [step, ...offers]
-        })
+        const offered = faults.offer(ready.map((s) => ({ name: s.name, index: s.index, pending: s.pending! })))
         const moment: Moment = {
           ready: offered.map(({ fault: _f, ...x }) => x),
           blocked: sessions.filter((s) => s.state === 'running' && s.current?.blocked).map((s) => ({ session: s.name, index: s.index, label: `${s.name}.${s.current!.label}` })),
@@ -414,15 +378,9 @@ export async function appTrial(lab: Driver, cfg: AppTrialConfig): Promise<AppTri
           errors: sessions.map((x) => x.errors.length),
         }
         const picked = offered[pickedOf(moment, await chooser(moment))]
-        const s = sessions[picked.index % cfg.n]
-        if (picked.inject) {
-          s.faultNow = picked.inject as Fault['code']
-          if (picked.fault !== undefined && picked.fault >= 0) {
-            faultsLeft.delete(picked.fault)
-            injections[picked.fault].at = picked.label.replace(/!.*$/, '')
-          }
-          named.delete(picked.label.replace(/!.*$/, ''))
-        }
+        const s = sessions[faults.sessionOf(picked)]
+        const fault = faults.take(picked)
+        if (fault) s.faultNow = fault
         s.release()
         // The released query runs until it ends or is seen blocked (quiet, at the top of the loop).
         await Promise.race([tick, sleep(0)])

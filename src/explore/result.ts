@@ -108,8 +108,8 @@ export interface ExploreResult {
   orders: string
   /**
    * An application race: how its sessions ran. isolated: each in a worker thread of its own, sharing nothing but the
-   * database (the reduced search by default); shared: in race's one process (the race module's sharedState, or
-   * --inject), where they may share JavaScript state (every interleaving unless --reduce). `assumes`: what that means.
+   * database (the reduced search by default, --inject too); shared: in race's one process (the race module's
+   * sharedState, or a race object), where they may share JavaScript state (every interleaving unless --reduce). `assumes`: what that means.
    */
   sessionsRan?: { mode: 'isolated' | 'shared'; assumes: string }
   /** declared: a spec's or scenario's steps, known before; discovered: an application race's queries, as they were sent. */
@@ -292,4 +292,4 @@ export function groupsOf(every: Interleaving[]): Group[] {
 /** What an application race's isolated sessions assume (ExploreResult.sessionsRan). */
 export const ISOLATED_ASSUMES = 'each session ran in a worker thread of its own, sharing nothing but the database: what the server saw is all they share (a race module whose sessions share process state says sharedState: true)'
 /** What an application race's sessions in one process assume. */
-export const SHARED_ASSUMES = 'the sessions ran in one process (sharedState, --inject, or a race object, not its file) and may share JavaScript state the server never sees: the search is not reduced unless --reduce, which assumes they share none'
+export const SHARED_ASSUMES = 'the sessions ran in one process (sharedState, or a race object, not its file) and may share JavaScript state the server never sees: the search is not reduced unless --reduce, which assumes they share none'

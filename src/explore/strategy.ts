@@ -40,7 +40,7 @@ export interface StrategyAsk {
 export interface StrategyFacts {
   /** An application race: its steps are discovered as its functions run. */
   app: boolean
-  /** --inject: faults offered as more choices (the reduction's model does not hold). */
+  /** --inject: faults offered as more choices of their session (the reduced search takes each as a step of it). */
   faulted: boolean
   /**
    * An application race whose sessions each run in a worker thread of their own (app/isolated.ts), sharing nothing
