@@ -10,6 +10,7 @@ import fs from 'node:fs'
 import path from 'node:path'
 import { SCENARIOS_DOC, scenariosDoc } from './scenarios-doc.js'
 import { OPTIONS_DOC, optionsDoc } from './options-doc.js'
+import { TEST_MAP_DOC, testMapDoc } from './test-map.js'
 import { ROOT, documents, drift, parseSamples, readDoc, render, rewrite, type Sample } from './samples.js'
 
 async function main(): Promise<number> {
@@ -28,7 +29,12 @@ async function main(): Promise<number> {
   const optionsDrifted = fs.existsSync(OPTIONS_DOC) ? fs.readFileSync(OPTIONS_DOC, 'utf8') !== options : true
   if (check && optionsDrifted) process.stderr.write('docs/options.md differs from the declared options\n')
   if (!check) fs.writeFileSync(OPTIONS_DOC, options)
-  let drifted = (check && referenceDrifted ? 1 : 0) + (check && optionsDrifted ? 1 : 0)
+  // The map from each src module to the tests that reach it (scripts/test-map.ts): read from the import lines.
+  const map = testMapDoc()
+  const mapDrifted = fs.existsSync(TEST_MAP_DOC) ? fs.readFileSync(TEST_MAP_DOC, 'utf8') !== map : true
+  if (check && mapDrifted) process.stderr.write('docs/dev/test-map.md differs from the import lines\n')
+  if (!check) fs.writeFileSync(TEST_MAP_DOC, map)
+  let drifted = (check && referenceDrifted ? 1 : 0) + (check && optionsDrifted ? 1 : 0) + (check && mapDrifted ? 1 : 0)
   let total = 0
   let failed = 0
   let written = 0

@@ -45,6 +45,30 @@ export function lexeme(sql: string, i: number): { end: number; open: boolean; ki
   return undefined
 }
 
+/** `sql` with its strings, dollar quotes, quoted identifiers and comments blanked (each a space): what its words are. */
+export function bareWords(sql: string): string {
+  let out = ''
+  let i = 0
+  while (i < sql.length) {
+    const l = lexeme(sql, i)
+    if (l) {
+      out += ' '
+      i = l.end
+      continue
+    }
+    out += sql[i++]
+  }
+  return out
+}
+
+/**
+ * Whether SQL asks for a row lock without waiting (NOWAIT, SKIP LOCKED), outside strings and comments: the one test,
+ * for the engine's declared steps (engine/points.ts, engine/session.ts) and an application's queries (app/session.ts).
+ */
+export function triesLock(sql: string): boolean {
+  return /\b(nowait|skip\s+locked)\b/i.test(bareWords(sql))
+}
+
 /** Splits SQL into statements (outside quotes, dollar quotes and comments); used to read what a block does. */
 export function statements(sql: string): string[] {
   const out: string[] = []

@@ -84,21 +84,5 @@ export function stringParts(sql: string, inTx: boolean): { parts: Part[]; wrap: 
   return parts.length > 1 ? { parts, wrap } : undefined
 }
 
-/** Whether a query's text asks for a row lock without waiting (NOWAIT, SKIP LOCKED), outside strings and comments. */
-export function locksWithoutWaiting(sql: string): boolean {
-  let code = ''
-  let i = 0
-  while (i < sql.length) {
-    const l = lexeme(sql, i)
-    if (l) {
-      code += ' '
-      i = l.end
-      continue
-    }
-    code += sql[i++]
-  }
-  return /\bnowait\b|\bskip\s+locked\b/i.test(code)
-}
-
 /** Statements that take no snapshot (PostgreSQL runs them without one): a transaction's snapshot is not taken by them. */
 export const TAKES_NO_SNAPSHOT = /^\s*(begin|start|commit|end|rollback|abort|savepoint|release|prepare|set|reset|show|lock|listen|notify|unlisten|fetch|move|close|discard|deallocate)\b/i

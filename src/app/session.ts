@@ -7,8 +7,8 @@ import type { EventKind, Outcome, SessionReport, TimelineEvent } from '../engine
 import type { FaultCode } from './labels.js'
 import { NOT_SPLIT } from '../engine/session.js'
 import { underTest } from './contain.js'
-import { statements } from '../lex.js'
-import { locksWithoutWaiting, TAKES_NO_SNAPSHOT } from './parts.js'
+import { statements, triesLock } from '../lex.js'
+import { TAKES_NO_SNAPSHOT } from './parts.js'
 
 /** A part of a string of several statements race runs one by one (app/parts.ts): the first, the last, and whether race opens the string's transaction. */
 export interface StringPart {
@@ -226,7 +226,7 @@ export class AppSession {
 
   /** race explore (or a replay naming its points): the query labelled `step` locks rows without waiting (NOWAIT, SKIP LOCKED). */
   private locksWithoutWaitingHere(step: string, sql: string): boolean {
-    return this.snapshots && this.snapshotAt(step) && locksWithoutWaiting(sql)
+    return this.snapshots && this.snapshotAt(step) && triesLock(sql)
   }
 
   /** The level the next statement runs at: its transaction's, else the connection's default; undefined when not known. */

@@ -1,7 +1,7 @@
 // How race explore splits one declared step into the points of its search (issue 38): a step that sends several
 // statements is one point per statement, as real sessions' statements interleave (at READ COMMITTED each takes its
 // own snapshot, and another session's commit can come between two of them). Pure: no connection.
-import { lexeme, statements } from '../lex.js'
+import { bareWords, statements, triesLock } from '../lex.js'
 
 /**
  * Statements that no other session can observe and that observe nothing of the others: BEGIN takes no snapshot
@@ -18,33 +18,12 @@ const LONE_COMMIT = /^\s*(commit|end)(\s+(work|transaction))?\s*$/i
 /** Statements before which no snapshot is taken (a SELECT, a data change, ... takes one). */
 const NO_SNAPSHOT = /^\s*(begin|start\s+transaction|set|reset|show|savepoint|release|lock|listen|unlisten|notify|discard|declare|prepare|deallocate)\b/i
 
-/** `sql` with its strings, dollar quotes, quoted identifiers and comments blanked: what its words are. */
-export function bareWords(sql: string): string {
-  let out = ''
-  let i = 0
-  while (i < sql.length) {
-    const l = lexeme(sql, i)
-    if (l) {
-      out += ' '
-      i = l.end
-      continue
-    }
-    out += sql[i++]
-  }
-  return out
-}
-
 /**
  * How many statements of `sql` other sessions can see or be seen by (neither quiet, above, nor one that begins or ends
  * a transaction): a step of two or more run as one point hides the orders between them.
  */
 export function seenStatements(sql: string): number {
   return statements(sql).filter((x) => !QUIET.test(x) && !CONTROL.test(x)).length
-}
-
-/** Whether a statement tries a row lock without waiting (NOWAIT, SKIP LOCKED), outside strings and comments. */
-export function triesLock(sql: string): boolean {
-  return /\b(nowait|skip\s+locked)\b/i.test(bareWords(sql))
 }
 
 export interface Point {

@@ -3,8 +3,8 @@
 // The SQL a step shows is the SQL it sends: named binds become bind parameters, nothing else changes.
 import { setTimeout as sleep } from 'node:timers/promises'
 import { parseBinds, type Placeholders } from '../binds.js'
-import { statements } from '../lex.js'
-import { levelSet, pointsOfStep, seenStatements, snapshotAfter, triesLock, type StepPoints } from './points.js'
+import { statements, triesLock } from '../lex.js'
+import { levelSet, pointsOfStep, seenStatements, snapshotAfter, type StepPoints } from './points.js'
 
 const OPENS_TX = /^\s*(begin|start\s+transaction)\b/i
 import type { QueryResult, SessionConn, SessionOptions } from '../db/driver.js'

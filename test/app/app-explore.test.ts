@@ -5,38 +5,24 @@
 // promised reported as not wholly explored. Against a real server (DATABASE_URL, else embedded PostgreSQL 18).
 import assert from 'node:assert/strict'
 import fs from 'node:fs'
-import os from 'node:os'
 import path from 'node:path'
-import { after, before, test } from 'node:test'
-import postgres, { type Sql } from 'postgres'
-import { exploreJson } from '../support/explore.js'
-import { race, ROOT, schemasOf, useServer, type TestServer } from '../support/server.js'
+import { test } from 'node:test'
+import { useExploreServer } from '../support/explore.js'
+import { race, ROOT, schemasOf } from '../support/server.js'
 
-let server: TestServer
-let admin: Sql
-let dir: string
-before(async () => {
-  server = await useServer()
-  admin = postgres(server.url, { max: 1, onnotice: () => {} })
-  dir = fs.mkdtempSync(path.join(os.tmpdir(), 'race-app-explore-'))
-})
-after(async () => {
-  fs.rmSync(dir, { recursive: true, force: true })
-  await admin.end()
-  await server.stop()
-})
+const t = useExploreServer('app-explore')
 
 const EX = path.join(ROOT, 'examples', 'app')
 const ORDERS = path.join(EX, 'orders.race.mjs')
 const LOCKED = path.join(EX, 'orders-locked.race.mjs')
 
 
-const explore = (args: string[]) => exploreJson(server.url, admin, args)
+const explore = t.explore
 
 /** race run <module> --schedule <line> --trials k: whether the invariant held in each trial, and the order that ran. */
 async function replay(file: string, line: string, trials: number, extra: string[] = []): Promise<{ held: (boolean | null)[]; order: string }> {
-  const r = await race(['run', file, ...extra, '--schedule', line, '--trials', String(trials), '--json'], { url: server.url, timeoutMs: 120_000 })
-  assert.deepEqual(await schemasOf(admin, r.pid), [])
+  const r = await race(['run', file, ...extra, '--schedule', line, '--trials', String(trials), '--json'], { url: t.url, timeoutMs: 120_000 })
+  assert.deepEqual(await schemasOf(t.admin, r.pid), [])
   const j = JSON.parse(r.stdout) as { trials: number; trialVerdicts: string[]; order: string }
   assert.equal(j.trials, trials, r.stderr)
   return { held: j.trialVerdicts.map((v) => (v === 'anomaly' ? false : v === 'unknown' ? null : true)), order: j.order }
@@ -136,9 +122,9 @@ test('the same function with pg_advisory_xact_lock holds in every interleaving: 
 })
 
 test('--expect held on the racing function fails (exit 1), in words a person reads', async () => {
-  const r = await race(['explore', ORDERS, '--exhaustive', '--expect', 'held'], { url: server.url, timeoutMs: 300_000 })
+  const r = await race(['explore', ORDERS, '--exhaustive', '--expect', 'held'], { url: t.url, timeoutMs: 300_000 })
   assert.equal(r.code, 1, r.stdout + r.stderr)
-  assert.deepEqual(await schemasOf(admin, r.pid), [])
+  assert.deepEqual(await schemasOf(t.admin, r.pid), [])
   assert.match(r.stdout, /VIOLATED in 60 of 70 interleavings/)
   assert.match(r.stdout, /discovered as each function ran/)
   assert.match(r.stdout, /--n 2 \\?\s*--schedule "s\d\.q1 /)
@@ -149,7 +135,7 @@ test('sessions that share state in JavaScript (sharedState: true): every interle
   // A module-level counter read before a query and written after it: the server sees two independent sessions, but
   // the order of their JavaScript decides whether both insert the same id. Only running every order finds it. The
   // module says its sessions share the counter (sharedState): they run in one process, as they would in production.
-  const file = path.join(dir, 'shared-state.race.mjs')
+  const file = path.join(t.dir, 'shared-state.race.mjs')
   fs.writeFileSync(
     file,
     `let next = 0
@@ -174,12 +160,12 @@ export default {
   assert.equal(j.search, 'exhaustive')
   assert.equal(j.sessionsRan?.mode, 'shared')
   assert.ok(j.violating > 0, 'the default search finds the ids two sessions took from the same counter value')
-  const r = await race(['explore', file, '--reduce'], { url: server.url, timeoutMs: 120_000 })
+  const r = await race(['explore', file, '--reduce'], { url: t.url, timeoutMs: 120_000 })
   assert.match(r.stdout.replace(/\s+/g, ' '), /--reduce assumes the sessions share no state outside the database/)
 })
 
 test('a search --max cut short is undecided (exit 3), in words: unknown, never DEVIATION nor MATCH', async () => {
-  const r = await race(['explore', LOCKED, '--reduce', '--max', '3'], { url: server.url, timeoutMs: 120_000 })
+  const r = await race(['explore', LOCKED, '--reduce', '--max', '3'], { url: t.url, timeoutMs: 120_000 })
   assert.equal(r.code, 3, r.stdout + r.stderr)
   assert.match(r.stdout, /expected {3}held {2}unknown/)
   assert.doesNotMatch(r.stdout, /MATCH|DEVIATION/)
@@ -209,8 +195,8 @@ test('the reduced search when asked (reduce): within --max 20 runs where the fir
   // swapping steps that touch nothing in common (what each touched read from the server after it ran).
   const { explore: exploreApi } = await import('../../src/index.js')
   const seen: string[] = []
-  const j = await exploreApi(ORDERS, { databaseUrl: server.url, reduce: true, max: 20, shrink: 0, onProgress: (p) => seen.push(`${p.runs}/${p.planned}`) })
-  const all = await exploreApi(ORDERS, { databaseUrl: server.url, exhaustive: true, shrink: 0 })
+  const j = await exploreApi(ORDERS, { databaseUrl: t.url, reduce: true, max: 20, shrink: 0, onProgress: (p) => seen.push(`${p.runs}/${p.planned}`) })
+  const all = await exploreApi(ORDERS, { databaseUrl: t.url, exhaustive: true, shrink: 0 })
   assert.equal(j.search, 'reduced')
   assert.equal(j.complete, true)
   assert.equal(j.exitCode, 0)
@@ -230,7 +216,7 @@ test('a tree larger than its first run promised: every interleaving within --max
   // other's insert committed before its count): 50 interleavings with one session short (10 points), 420 with both
   // long (12 points): 470, more than the 15 promised. (Before issue 38's string split each query was a string
   // `begin; ...; commit`, one point; its statements are now points of their own.)
-  const file = path.join(dir, 'grow.race.mjs')
+  const file = path.join(t.dir, 'grow.race.mjs')
   fs.writeFileSync(
     file,
     `export default {
@@ -256,9 +242,9 @@ test('a tree larger than its first run promised: every interleaving within --max
   assert.equal(whole.j.every.filter((x) => x.line.split(' ').length === 12).length, 420)
   // --max 20 is above the first run's 15 orders, so race searches them all, and stops at 20 with more left:
   // "held in every interleaving" is not known (unknown is never a pass).
-  const r = await race(['explore', file, '--max', '20'], { url: server.url, timeoutMs: 300_000 })
+  const r = await race(['explore', file, '--max', '20'], { url: t.url, timeoutMs: 300_000 })
   assert.equal(r.code, 3, r.stdout + r.stderr)
-  assert.deepEqual(await schemasOf(admin, r.pid), [])
+  assert.deepEqual(await schemasOf(t.admin, r.pid), [])
   assert.match(r.stdout, /HELD in the 20 interleavings run/)
   // One line says why (progress lines, every 10 s in a log, may come before it on a loaded machine).
   const said = r.stderr.trim().split('\n').filter((l) => !/^race explore: exploring/.test(l))
@@ -273,7 +259,7 @@ test('a tree larger than its first run promised: every interleaving within --max
 test('a function that does not do the same again under the same choices: the search says so, and held is not claimed (exit 3)', async () => {
   // s1 sends two queries in the first interleaving and one in every later one (module state: its code remembers);
   // the second interleaving replays "s1 first" and finds s1 ended where it had a query before.
-  const file = path.join(dir, 'moody.race.mjs')
+  const file = path.join(t.dir, 'moody.race.mjs')
   fs.writeFileSync(
     file,
     `let trials = 0
@@ -291,9 +277,9 @@ export default {
 }
 `,
   )
-  const r = await race(['explore', file], { url: server.url, timeoutMs: 300_000 })
+  const r = await race(['explore', file], { url: t.url, timeoutMs: 300_000 })
   assert.equal(r.code, 3, r.stdout + r.stderr)
-  assert.deepEqual(await schemasOf(admin, r.pid), [])
+  assert.deepEqual(await schemasOf(t.admin, r.pid), [])
   assert.match(r.stdout.replace(/\s+/g, ' '), /went otherwise than the same choices did before: the database \(or the application's code\) did not repeat itself/)
   assert.match(r.stderr, /went otherwise than chosen: some interleavings may be missing/)
   const j = await explore([file])
@@ -304,7 +290,7 @@ export default {
 test('explore() from code on an application race module: the same counts, and 2 sessions by default', async () => {
   const { explore: exploreApi } = await import('../../src/index.js')
   const seen: number[] = []
-  const r = await exploreApi(LOCKED, { databaseUrl: server.url, exhaustive: true, onProgress: (p) => seen.push(p.runs) })
+  const r = await exploreApi(LOCKED, { databaseUrl: t.url, exhaustive: true, onProgress: (p) => seen.push(p.runs) })
   assert.equal(r.n, 2)
   assert.equal(r.interleavings, 36)
   assert.equal(r.violating, 0)

@@ -5,28 +5,14 @@
 // server (DATABASE_URL, else embedded PostgreSQL 18).
 import assert from 'node:assert/strict'
 import fs from 'node:fs'
-import os from 'node:os'
 import path from 'node:path'
-import { after, before, test } from 'node:test'
-import postgres, { type Sql } from 'postgres'
-import { exploreJson } from '../support/explore.js'
-import { race, ROOT, useServer, type TestServer } from '../support/server.js'
+import { test } from 'node:test'
+import { useExploreServer } from '../support/explore.js'
+import { race, ROOT } from '../support/server.js'
 
-let server: TestServer
-let admin: Sql
-let dir: string
-before(async () => {
-  server = await useServer()
-  admin = postgres(server.url, { max: 1, onnotice: () => {} })
-  dir = fs.mkdtempSync(path.join(os.tmpdir(), 'race-app-isolated-'))
-})
-after(async () => {
-  fs.rmSync(dir, { recursive: true, force: true })
-  await admin.end()
-  await server.stop()
-})
+const t = useExploreServer('app-isolated')
 
-const explore = (args: string[]) => exploreJson(server.url, admin, args)
+const explore = t.explore
 const WITHDRAW = path.join(ROOT, 'examples', 'app', 'withdraw-ledger.race.mjs')
 
 /**
@@ -52,7 +38,7 @@ export default {
 `
 
 test('isolated (the default): each session has its own copy of the module, in every interleaving; in one process (sharedState) they share it', async () => {
-  const isolated = path.join(dir, 'seen-isolated.race.mjs')
+  const isolated = path.join(t.dir, 'seen-isolated.race.mjs')
   fs.writeFileSync(isolated, seenModule(false))
   const a = await explore([isolated, '--exhaustive'])
   assert.equal(a.j.sessionsRan?.mode, 'isolated')
@@ -67,7 +53,7 @@ test('isolated (the default): each session has its own copy of the module, in ev
   assert.equal(d.j.violating, 0)
   assert.equal(d.code, 0)
   // The same code in one process: the second session to start saw the first, in every interleaving.
-  const shared = path.join(dir, 'seen-shared.race.mjs')
+  const shared = path.join(t.dir, 'seen-shared.race.mjs')
   fs.writeFileSync(shared, seenModule(true))
   const b = await explore([shared, '--exhaustive'])
   assert.equal(b.j.sessionsRan?.mode, 'shared')
@@ -100,7 +86,7 @@ export default {
 `
 
 test('shared state (sharedState: true): every interleaving runs by default and finds the violation only the JavaScript state shows', async () => {
-  const file = path.join(dir, 'last-shared.race.mjs')
+  const file = path.join(t.dir, 'last-shared.race.mjs')
   fs.writeFileSync(file, lastModule)
   const { code, j } = await explore([file])
   assert.equal(j.sessionsRan?.mode, 'shared')
@@ -114,11 +100,11 @@ test('shared state (sharedState: true): every interleaving runs by default and f
   const r = await explore([file, '--reduce'])
   assert.equal(r.j.search, 'reduced')
   assert.ok(r.j.runs < j.runs)
-  const text = await race(['explore', file, '--reduce'], { url: server.url, timeoutMs: 120_000 })
+  const text = await race(['explore', file, '--reduce'], { url: t.url, timeoutMs: 120_000 })
   assert.match(text.stdout.replace(/\s+/g, ' '), /sessions shared: the sessions ran in one process/)
   assert.match(text.stdout.replace(/\s+/g, ' '), /--reduce assumes the sessions share no state outside the database/)
   // Isolated (the same code without sharedState), each session's map is its own: never a name, in any order.
-  const iso = path.join(dir, 'last-isolated.race.mjs')
+  const iso = path.join(t.dir, 'last-isolated.race.mjs')
   fs.writeFileSync(iso, lastModule.replace('  sharedState: true,\n', ''))
   const x = await explore([iso, '--exhaustive'])
   assert.equal(x.j.sessionsRan?.mode, 'isolated')
@@ -138,7 +124,7 @@ test("the withdrawal's lost update over node-postgres, default flags: the reduce
   assert.deepEqual(d.j.groups.map((g) => g.key).sort(), x.j.groups.map((g) => g.key).sort())
   assert.equal(d.j.shortest!.switches, x.j.shortest!.switches)
   // The text says how the sessions ran and what that assumes.
-  const text = await race(['explore', WITHDRAW, '--n', '2'], { url: server.url, timeoutMs: 300_000 })
+  const text = await race(['explore', WITHDRAW, '--n', '2'], { url: t.url, timeoutMs: 300_000 })
   assert.match(text.stdout.replace(/\s+/g, ' '), /sessions isolated: each session ran in a worker thread of its own/)
   assert.doesNotMatch(text.stdout.replace(/\s+/g, ' '), /--reduce assumes/)
 })

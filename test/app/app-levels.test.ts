@@ -4,27 +4,13 @@
 // (DATABASE_URL, else embedded PostgreSQL 18).
 import assert from 'node:assert/strict'
 import fs from 'node:fs'
-import os from 'node:os'
 import path from 'node:path'
-import { after, before, test } from 'node:test'
-import postgres, { type Sql } from 'postgres'
-import { race, ROOT, schemasOf, useServer, type TestServer } from '../support/server.js'
-import { exploreJson } from '../support/explore.js'
+import { test } from 'node:test'
+import { race, ROOT, schemasOf } from '../support/server.js'
+import { useExploreServer } from '../support/explore.js'
 import { MYSQL_URL, reachMysql } from '../innodb/support.js'
 
-let server: TestServer
-let admin: Sql
-let dir: string
-before(async () => {
-  server = await useServer()
-  admin = postgres(server.url, { max: 1, onnotice: () => {} })
-  dir = fs.mkdtempSync(path.join(os.tmpdir(), 'race-app-levels-'))
-})
-after(async () => {
-  fs.rmSync(dir, { recursive: true, force: true })
-  await admin.end()
-  await server.stop()
-})
+const t = useExploreServer('app-levels')
 
 const EX = path.join(ROOT, 'examples', 'app')
 
@@ -36,8 +22,8 @@ interface Levels {
 }
 
 async function levels(args: string[]): Promise<{ code: number | null; j: Levels; stderr: string }> {
-  const r = await race(['explore', ...args, '--json'], { url: server.url, timeoutMs: 300_000 })
-  assert.deepEqual(await schemasOf(admin, r.pid), [], 'every run schema is dropped')
+  const r = await race(['explore', ...args, '--json'], { url: t.url, timeoutMs: 300_000 })
+  assert.deepEqual(await schemasOf(t.admin, r.pid), [], 'every run schema is dropped')
   assert.ok(r.stdout.trim().startsWith('{'), r.stdout + r.stderr)
   return { code: r.code, j: JSON.parse(r.stdout) as Levels, stderr: r.stderr }
 }
@@ -73,7 +59,7 @@ test('--isolation with several levels says, in one line and in --json, that the 
   assert.equal(code, 0, stderr)
   assert.equal(row(j, 'serializable').violating, 0)
   assert.deepEqual((j as unknown as { expectNotApplied: unknown }).expectNotApplied, { 'read committed': 'violated', serializable: 'violated' })
-  const text = await race(['explore', file, '--isolation', 'rc,ser'], { url: server.url, timeoutMs: 300_000, env: { COLUMNS: '400' } })
+  const text = await race(['explore', file, '--isolation', 'rc,ser'], { url: t.url, timeoutMs: 300_000, env: { COLUMNS: '400' } })
   assert.equal(text.code, 0, text.stderr)
   const lines = text.stdout.split('\n').filter((l) => /not applied/.test(l))
   assert.equal(lines.length, 1, text.stdout)
@@ -93,7 +79,7 @@ test('read-modify-write withdrawal: violated at read committed, held at repeatab
   assert.equal(j.weakestSafe, 'repeatable read')
   assert.match(rc.replay ?? '', /--isolation 'read committed'/)
   // The line explore printed, run again by race run at that level: the same violation.
-  const r = await race(['run', file, '--isolation', 'rc', '--schedule', rc.shortest!, '--json'], { url: server.url, timeoutMs: 120_000 })
+  const r = await race(['run', file, '--isolation', 'rc', '--schedule', rc.shortest!, '--json'], { url: t.url, timeoutMs: 120_000 })
   const run = JSON.parse(r.stdout) as { invariant: { held: boolean }; sessions: { isolation: string }[] }
   assert.equal(run.invariant.held, false, r.stderr)
   assert.deepEqual(run.sessions.map((s) => s.isolation), ['read committed', 'read committed'])
@@ -111,7 +97,7 @@ test('a .spec file whose steps say plain begin: the level is each session connec
 })
 
 test('a function that sets its own level is reported, not overridden', async () => {
-  const file = path.join(dir, 'own-level.race.mjs')
+  const file = path.join(t.dir, 'own-level.race.mjs')
   fs.writeFileSync(
     file,
     `export default {
@@ -135,13 +121,13 @@ test('a function that sets its own level is reported, not overridden', async () 
   // Run at read committed as asked, the function's own serializable still prevents the lost update.
   assert.equal(rc.violating, 0)
   // race run says so too, under the level each session ran at.
-  const r = await race(['run', file, '--isolation', 'rc', '--schedule', 'lockstep'], { url: server.url, timeoutMs: 120_000 })
+  const r = await race(['run', file, '--isolation', 'rc', '--schedule', 'lockstep'], { url: t.url, timeoutMs: 120_000 })
   assert.match(r.stdout.replace(/\s+/g, ' '), /isolation serializable \(read from each session\) s1, s2: not read committed, as --isolation set on the connection: the code names its own level/)
 })
 
 test('--inject 40001@commit: the correct retry loop holds; the loop that keeps its first read violates, and the injected line replays', async () => {
   // A seeded sample keeps this test short (every interleaving with the injections: about a thousand runs).
-  const good = await exploreJson(server.url, admin, [path.join(EX, 'withdraw-retry.race.mjs'), '--isolation', 'ser', '--inject', '40001@commit', '--sample', '25', '--seed', '3'])
+  const good = await t.explore([path.join(EX, 'withdraw-retry.race.mjs'), '--isolation', 'ser', '--inject', '40001@commit', '--sample', '25', '--seed', '3'])
   assert.equal(good.j.violating, 0, good.stderr)
   assert.equal(good.j.unknown, 0, good.stderr)
   assert.ok(good.j.every.some((x) => /!40001/.test(x.line)), 'some runs had the commit fail')
@@ -151,7 +137,7 @@ test('--inject 40001@commit: the correct retry loop holds; the loop that keeps i
   const file = path.join(EX, 'withdraw-stale-retry.race.mjs')
   // s1 reads 100, its commit fails; s2 withdraws 60 meanwhile; s1's retry writes 100 - 60 again.
   const line = 's1.q1 s1.q2 s1.q3 s1.q4!40001 s2.q1 s2.q2 s2.q3 s2.q4 s1.q5 s1.q6 s1.q7 s1.q8 s1.q9'
-  const r = await race(['run', file, '--isolation', 'ser', '--schedule', line, '--json'], { url: server.url, timeoutMs: 120_000 })
+  const r = await race(['run', file, '--isolation', 'ser', '--schedule', line, '--json'], { url: t.url, timeoutMs: 120_000 })
   const run = JSON.parse(r.stdout) as { invariant: { held: boolean; observed: string }; order: string; sessions: { outcome: string; injected?: string[] }[] }
   assert.equal(run.invariant.held, false, r.stderr)
   assert.equal(run.order, line)
@@ -160,7 +146,7 @@ test('--inject 40001@commit: the correct retry loop holds; the loop that keeps i
 })
 
 test('--inject lost@3: a backend ended by race before its query is decided (held), never a crash; a loop that retries forever is stopped and named', async () => {
-  const lost = await exploreJson(server.url, admin, [path.join(EX, 'withdraw-retry.race.mjs'), '--isolation', 'ser', '--inject', 'lost@3', '--sample', '12', '--seed', '5'])
+  const lost = await t.explore([path.join(EX, 'withdraw-retry.race.mjs'), '--isolation', 'ser', '--inject', 'lost@3', '--sample', '12', '--seed', '5'])
   // Every draw decided and held; a sample asked for no level of evidence (--accept-sample) is not a pass.
   assert.equal(lost.code, 3, lost.stderr)
   assert.match(lost.stderr, /a sample is not a certificate/)
@@ -168,7 +154,7 @@ test('--inject lost@3: a backend ended by race before its query is decided (held
   assert.equal(lost.j.violating, 0)
   assert.ok(lost.j.every.some((x) => Object.values(x.outcomes).includes('lost')), JSON.stringify(lost.j.every.map((x) => x.outcomes)))
 
-  const forever = await exploreJson(server.url, admin, [path.join(EX, 'withdraw-retry-forever.race.mjs'), '--isolation', 'ser', '--sample', '4', '--seed', '1'])
+  const forever = await t.explore([path.join(EX, 'withdraw-retry-forever.race.mjs'), '--isolation', 'ser', '--sample', '4', '--seed', '1'])
   assert.equal(forever.code, 3, forever.stderr)
   assert.ok(forever.j.every.length > 0)
   for (const it of forever.j.every) assert.ok(Object.values(it.outcomes).some((o) => /^retried without end: \d+ transactions begun in 20 queries/.test(o)), JSON.stringify(it.outcomes))
@@ -184,7 +170,7 @@ test('bad input: one line, exit 2', async () => {
     [['explore', 'lost-update', '--inject', '40001@commit'], /give an application race module/],
     [['explore', path.join(EX, 'orders.race.mjs'), '--inject', '23505@commit'], /is not CODE@SITE/],
   ] as const) {
-    const r = await race([...args], { url: server.url })
+    const r = await race([...args], { url: t.url })
     assert.equal(r.code, 2, `${args.join(' ')}: ${r.stderr}`)
     assert.match(r.stderr, pattern)
     assert.equal(r.stderr.trim().split('\n').length, 1, r.stderr)

@@ -7,32 +7,18 @@
 // 18; MariaDB at MYSQL_URL, skipped when none answers).
 import assert from 'node:assert/strict'
 import fs from 'node:fs'
-import os from 'node:os'
 import path from 'node:path'
-import { after, before, test } from 'node:test'
-import postgres, { type Sql } from 'postgres'
+import { test } from 'node:test'
 import { explore as exploreApi, run as runApi, RaceError } from '../../src/index.js'
-import { exploreJson } from '../support/explore.js'
-import { race, ROOT, schemasOf, useServer, type TestServer } from '../support/server.js'
+import { useExploreServer } from '../support/explore.js'
+import { race, ROOT, schemasOf } from '../support/server.js'
 import { MYSQL_URL, reachMysql } from '../innodb/support.js'
 
-let server: TestServer
-let admin: Sql
-let dir: string
-before(async () => {
-  server = await useServer()
-  admin = postgres(server.url, { max: 1, onnotice: () => {} })
-  dir = fs.mkdtempSync(path.join(os.tmpdir(), 'race-app-oracle-'))
-})
-after(async () => {
-  fs.rmSync(dir, { recursive: true, force: true })
-  await admin.end()
-  await server.stop()
-})
+const t = useExploreServer('app-oracle')
 
 const EX = path.join(ROOT, 'examples', 'app')
 const at = (name: string) => path.join(EX, name)
-const explore = (args: string[]) => exploreJson(server.url, admin, args)
+const explore = t.explore
 const violatingLines = (j: { every: { line: string; held: boolean | null }[] }) =>
   j.every
     .filter((x) => x.held === false)
@@ -41,8 +27,8 @@ const violatingLines = (j: { every: { line: string; held: boolean | null }[] }) 
 
 /** race run --json: exit code, the document's verdict and what the invariant (and the oracle) observed. */
 async function runJson(args: string[]): Promise<{ code: number | null; verdict: string; observed: string; stderr: string }> {
-  const r = await race(['run', ...args, '--json'], { url: server.url, timeoutMs: 120_000 })
-  assert.deepEqual(await schemasOf(admin, r.pid), [], 'every run schema is dropped, the serial runs\' too')
+  const r = await race(['run', ...args, '--json'], { url: t.url, timeoutMs: 120_000 })
+  assert.deepEqual(await schemasOf(t.admin, r.pid), [], 'every run schema is dropped, the serial runs\' too')
   assert.ok(r.stdout.trim().startsWith('{'), r.stdout + r.stderr)
   const j = JSON.parse(r.stdout) as { verdict: string; invariant: { observed: string } }
   return { code: r.code, verdict: j.verdict, observed: j.invariant.observed, stderr: r.stderr }
@@ -56,14 +42,14 @@ test('a race module with no invariant is refused without --oracle serial; --orac
     ['explore', at('orders-serial.race.mjs'), '--oracle', 'serial', '--n', '6'],
     ['run', at('orders-serial.race.mjs'), '--oracle', 'serial', '--n', '6'],
   ]) {
-    const r = await race(args, { url: server.url })
+    const r = await race(args, { url: t.url })
     assert.equal(r.code, 2, `${args.join(' ')}: ${r.stdout}${r.stderr}`)
     assert.equal(r.stderr.trim().split('\n').length, 1, r.stderr)
     assert.doesNotMatch(r.stderr, /\n\s+at /)
   }
-  const none = await race(['run', at('orders-serial.race.mjs')], { url: server.url })
+  const none = await race(['run', at('orders-serial.race.mjs')], { url: t.url })
   assert.match(none.stderr, /has no invariant: give --oracle serial/)
-  const six = await race(['run', at('orders-serial.race.mjs'), '--oracle', 'serial', '--n', '6'], { url: server.url })
+  const six = await race(['run', at('orders-serial.race.mjs'), '--oracle', 'serial', '--n', '6'], { url: t.url })
   assert.match(six.stderr, /6 sessions are 720 orders; give --n 5 or fewer/)
 })
 
@@ -105,7 +91,7 @@ test('race run --oracle serial names what no serial order gives, with the closes
   assert.equal(lost.code, 0, lost.stderr)
   assert.equal(lost.verdict, 'anomaly')
   assert.match(lost.observed, /^table accounts differs from every serial order \(closest, s1 then s2: accounts has \{"balance":70,"id":1\} where it had \{"balance":40,"id":1\}\)$/)
-  const heldAsked = await race(['run', at('withdraw-ledger-serial.race.mjs'), '--oracle', 'serial', '--schedule', 'lockstep', '--expect', 'held'], { url: server.url })
+  const heldAsked = await race(['run', at('withdraw-ledger-serial.race.mjs'), '--oracle', 'serial', '--schedule', 'lockstep', '--expect', 'held'], { url: t.url })
   assert.equal(heldAsked.code, 1, heldAsked.stdout + heldAsked.stderr)
   // Both count 0: two orders, and s2 committed where every serial order rejects it.
   const orders = await runJson([at('orders-serial.race.mjs'), '--oracle', 'serial', '--schedule', 'lockstep'])
@@ -129,7 +115,7 @@ test('SERIALIZABLE: the session that failed with 40001 stands for one that did n
 })
 
 test('a spec with no invariant line is judged by the oracle alone; beside an invariant both are judged', async () => {
-  const spec = path.join(dir, 'no-invariant.spec')
+  const spec = path.join(t.dir, 'no-invariant.spec')
   const text = fs.readFileSync(path.join(ROOT, 'examples', 'explore-orders.spec'), 'utf8')
   fs.writeFileSync(spec, text.split('\n').filter((l) => !/^(invariant|expect) /.test(l)).join('\n'))
   const both = await runJson([spec, '--oracle', 'serial', '--schedule', 's1.b1 s2.b2 s1.ins1 s2.ins2 s1.c1 s2.c2', '--expect', 'violated'])
@@ -146,7 +132,7 @@ test('a spec with no invariant line is judged by the oracle alone; beside an inv
 test('what a function returns is compared: both read the counter before either increments it, and both return 0', async () => {
   // The counter is incremented atomically (v = v + 1): its row ends at 2 in every order. Only the answers tell: one
   // at a time, the second call returns 1.
-  const file = path.join(dir, 'ticket.race.mjs')
+  const file = path.join(t.dir, 'ticket.race.mjs')
   fs.writeFileSync(
     file,
     `export default {
@@ -192,11 +178,11 @@ test("MariaDB: the run's database's tables are read (auto_increment left out, th
 
 test('the API: run() and explore() take oracle: serial, and refuse a race with no invariant without it', async () => {
   const file = at('withdraw-ledger-serial.race.mjs')
-  const r = await runApi(file, { databaseUrl: server.url, oracle: 'serial', schedule: 's1.q1 s2.q1 s1.q2 s2.q2 s1.q3 s2.q3 s1.q4 s1.q5 s2.q4 s2.q5' })
+  const r = await runApi(file, { databaseUrl: t.url, oracle: 'serial', schedule: 's1.q1 s2.q1 s1.q2 s2.q2 s1.q3 s2.q3 s1.q4 s1.q5 s2.q4 s2.q5' })
   assert.equal(r.verdict, 'anomaly', r.text)
   assert.equal(r.ok, true)
-  await assert.rejects(runApi(file, { databaseUrl: server.url }), (e: unknown) => e instanceof RaceError && e.exitCode === 2 && /no invariant/.test(e.message))
-  const e = await exploreApi(at('orders-locked-serial.race.mjs'), { databaseUrl: server.url, oracle: 'serial', expect: 'held', exhaustive: true })
+  await assert.rejects(runApi(file, { databaseUrl: t.url }), (e: unknown) => e instanceof RaceError && e.exitCode === 2 && /no invariant/.test(e.message))
+  const e = await exploreApi(at('orders-locked-serial.race.mjs'), { databaseUrl: t.url, oracle: 'serial', expect: 'held', exhaustive: true })
   assert.equal(e.exitCode, 0)
   assert.equal(e.violating, 0)
   assert.equal(e.interleavings, 36)

@@ -5,35 +5,21 @@
 // violation found under expect held is exit 1 for a timeout, and a signal's own exit code (143, 130) for a signal.
 import assert from 'node:assert/strict'
 import fs from 'node:fs'
-import os from 'node:os'
 import path from 'node:path'
-import { after, before, test } from 'node:test'
-import postgres, { type Sql } from 'postgres'
-import { exploreJson, type Explored } from '../support/explore.js'
+import { test } from 'node:test'
+import { type Explored, useExploreServer } from '../support/explore.js'
 import { oneCleanLine } from '../support/faults.js'
 import { spawnRace, until } from '../support/procs.js'
-import { race, schemasOf, useServer, type TestServer } from '../support/server.js'
+import { race, schemasOf } from '../support/server.js'
 
-let server: TestServer
-let admin: Sql
-let dir: string
-before(async () => {
-  server = await useServer()
-  admin = postgres(server.url, { max: 1, onnotice: () => {} })
-  dir = fs.mkdtempSync(path.join(os.tmpdir(), 'race-explore-findings-'))
-})
-after(async () => {
-  fs.rmSync(dir, { recursive: true, force: true })
-  await admin.end()
-  await server.stop()
-})
+const t = useExploreServer('explore-findings')
 
-const explore = (args: string[]) => exploreJson(server.url, admin, args)
+const explore = t.explore
 
 type Found = Explored & { failed: number; shortestFailure: { line: string; failure: string } | null; failureReplay: string | null; stopped?: string; every: (Explored['every'][number] & { failure?: string })[] }
 
 function file(name: string, body: string): string {
-  const f = path.join(dir, name)
+  const f = path.join(t.dir, name)
   fs.writeFileSync(f, body)
   return f
 }
@@ -42,8 +28,8 @@ function file(name: string, body: string): string {
 async function replayed(line: string): Promise<{ code: number | null; verdict: string; why: string }> {
   const m = /^race run (\S+) (.*)--schedule "([^"]+)"$/.exec(line)
   assert.ok(m, line)
-  const r = await race(['run', m[1], ...m[2].split(' ').filter(Boolean), '--schedule', m[3], '--json'], { url: server.url, timeoutMs: 120_000 })
-  assert.deepEqual(await schemasOf(admin, r.pid), [])
+  const r = await race(['run', m[1], ...m[2].split(' ').filter(Boolean), '--schedule', m[3], '--json'], { url: t.url, timeoutMs: 120_000 })
+  assert.deepEqual(await schemasOf(t.admin, r.pid), [])
   const j = JSON.parse(r.stdout) as { verdict: string; why: string }
   return { code: r.code, verdict: j.verdict, why: j.why }
 }
@@ -91,7 +77,7 @@ test('item 8: an application race whose code swallows a 42P01 is a failure group
   assert.equal(again.verdict, 'unknown')
   assert.match(again.why, /caught 42P01 undefined_table/)
   // The text report says the same: the group, and the replay line under "shortest in which the code failed".
-  const text = await race(['explore', f], { url: server.url, timeoutMs: 120_000 })
+  const text = await race(['explore', f], { url: t.url, timeoutMs: 120_000 })
   assert.equal(text.code, 1, text.stderr)
   assert.match(text.stdout, /FAILED failed: s1 42P01 undefined_table, s2 42P01 undefined_table/)
   assert.match(text.stdout, /\nshortest in which the code failed \(/)
@@ -137,7 +123,7 @@ step chk { select 1 / (select count(*)::int from flag) }
  * returns, so the search cannot end by itself; it writes `mark` when it stops there. Its sessions share the count (sharedState).
  */
 function hanging(name: string): { file: string; mark: string } {
-  const mark = path.join(dir, `${name}.hung`)
+  const mark = path.join(t.dir, `${name}.hung`)
   return {
     mark,
     file: file(
@@ -195,14 +181,14 @@ for (const [sig, exit, json] of [
 ] as const) {
   test(`item 9: ${sig} stops a search that found a violation: the report (${json ? '--json' : 'text'}) keeps it; exit ${exit}, one line`, async () => {
     const h = hanging(sig)
-    const child = spawnRace(['explore', h.file, '--step-timeout', '600s', ...(json ? ['--json'] : [])], server.url, 120_000)
+    const child = spawnRace(['explore', h.file, '--step-timeout', '600s', ...(json ? ['--json'] : [])], t.url, 120_000)
     // The search is in its fourth trial, whose functions never return: three runs are in.
     await until('the fourth trial', () => fs.existsSync(h.mark), 60_000)
     child.child.kill(sig)
     const r = await child.done
     assert.equal(r.code, exit, r.stdout + r.stderr)
     oneCleanLine(r.stderr, new RegExp(`interrupted by ${sig}: stopped, cleaned up`))
-    assert.deepEqual(await schemasOf(admin, child.child.pid!), [])
+    assert.deepEqual(await schemasOf(t.admin, child.child.pid!), [])
     if (json) await keptWhatItFound(JSON.parse(r.stdout) as Found, sig)
     else {
       assert.match(r.stdout, new RegExp(`stopped \\(${sig}\\) after 3 runs`))

@@ -2,7 +2,8 @@
 // snapshot point, and the permutation labels of both (s1.q3/2, s1.q3:snapshot). Pure: no connection (issue 38).
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
-import { locksWithoutWaiting, statementSpans, stringParts } from '../../src/app/parts.js'
+import { statementSpans, stringParts } from '../../src/app/parts.js'
+import { triesLock } from '../../src/lex.js'
 import { parseAppPermutation } from '../../src/app/labels.js'
 
 const texts = (sql: string, inTx = false) => stringParts(sql, inTx)?.parts.map((p) => p.text.trim())
@@ -42,10 +43,10 @@ test('statements are split outside strings, dollar quotes and comments', () => {
 })
 
 test('NOWAIT and SKIP LOCKED count outside strings and comments only', () => {
-  assert.equal(locksWithoutWaiting('select * from t for update nowait'), true)
-  assert.equal(locksWithoutWaiting('select * from t for update skip  locked'), true)
-  assert.equal(locksWithoutWaiting("select 'nowait' from t -- skip locked"), false)
-  assert.equal(locksWithoutWaiting('select * from t for update'), false)
+  assert.equal(triesLock('select * from t for update nowait'), true)
+  assert.equal(triesLock('select * from t for update skip  locked'), true)
+  assert.equal(triesLock("select 'nowait' from t -- skip locked"), false)
+  assert.equal(triesLock('select * from t for update'), false)
 })
 
 test('a permutation names a string\'s statements and a snapshot point, each in its order', () => {

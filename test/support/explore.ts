@@ -1,8 +1,12 @@
-// What the race explore tests share: its --json document, and one call through the CLI that checks every run
-// schema it made is dropped.
+// What the race explore tests share: its --json document, one call through the CLI that checks every run schema it
+// made is dropped, and a file's server, control connection and folder (useExploreServer).
 import assert from 'node:assert/strict'
-import type { Sql } from 'postgres'
-import { race, schemasOf } from './server.js'
+import fs from 'node:fs'
+import os from 'node:os'
+import path from 'node:path'
+import { after, before } from 'node:test'
+import postgres, { type Sql } from 'postgres'
+import { race, schemasOf, useServer, type TestServer } from './server.js'
 
 /** race explore --json (the fields the tests read; outcomes and diverged are there for every kind of race). */
 export interface Explored {
@@ -35,4 +39,54 @@ export async function exploreJson(url: string, admin: Sql, args: string[]): Prom
   assert.deepEqual(await schemasOf(admin, r.pid), [], 'every run schema is dropped')
   assert.ok(r.stdout.trim().startsWith('{'), r.stdout + r.stderr)
   return { code: r.code, j: JSON.parse(r.stdout) as Explored, stderr: r.stderr }
+}
+
+/** What useExploreServer gives a test file: read its fields inside tests (they are set in its before()). */
+export interface ExploreServer {
+  /** The file's server. */
+  readonly url: string
+  /** A control connection to it, to look at what race left behind. */
+  readonly admin: Sql
+  /** A temporary folder of the file's own, removed after its tests. */
+  readonly dir: string
+  /** race explore <args> --json against the file's server (exploreJson). */
+  explore(args: string[]): ReturnType<typeof exploreJson>
+}
+
+/**
+ * For a race explore test file: one server of its own, a control connection and a temporary folder (named after
+ * `name`), made before its tests and gone after them.
+ */
+export function useExploreServer(name: string): ExploreServer {
+  let server: TestServer | undefined
+  let admin: Sql | undefined
+  let dir: string | undefined
+  before(async () => {
+    server = await useServer()
+    admin = postgres(server.url, { max: 1, onnotice: () => {} })
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), `race-${name}-`))
+  })
+  after(async () => {
+    if (dir) fs.rmSync(dir, { recursive: true, force: true })
+    await admin?.end()
+    await server?.stop()
+  })
+  const set = <T>(x: T | undefined, what: string): T => {
+    if (x === undefined) throw new Error(`useExploreServer: ${what} is read before the file's before() ran`)
+    return x
+  }
+  return {
+    get url() {
+      return set(server, 'the server').url
+    },
+    get admin() {
+      return set(admin, 'the control connection')
+    },
+    get dir() {
+      return set(dir, 'the folder')
+    },
+    explore(args) {
+      return exploreJson(set(server, 'the server').url, set(admin, 'the control connection'), args)
+    },
+  }
 }
