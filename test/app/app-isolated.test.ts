@@ -159,7 +159,7 @@ const bumpModule = `export default {
 `
 
 test('--inject in isolated sessions (issue 41 item 4): the reduced search by default, the same groups and shortest as --exhaustive, for 40001 and a lost connection', async () => {
-  const file = path.join(dir, 'bump-retry.race.mjs')
+  const file = path.join(t.dir, 'bump-retry.race.mjs')
   fs.writeFileSync(file, bumpModule)
   for (const fault of ['40001@commit', 'lost@2']) {
     const d = await explore([file, '--inject', fault])
