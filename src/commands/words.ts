@@ -1,6 +1,6 @@
 // The CLI's words for what the engine refuses or could not do (engine/refusals.ts): the engine gives the facts, and
 // the command names its own flags (--n, --schedule, --step, ...).
-import type { Refusal } from '../engine/refusals.js'
+import { plainWords, type Refusal } from '../engine/refusals.js'
 import { ownServerRefusal } from '../plan.js'
 
 export function cliWords(r: Refusal): string {
@@ -9,12 +9,13 @@ export function cliWords(r: Refusal): string {
       return ownServerRefusal(r.scenario)
     case 'room':
       return `--n ${r.n} needs ${r.n} connections, but the server has room for ${Math.max(0, r.free)} more (max_connections ${r.max}): use --n ${Math.max(1, r.free)} or fewer`
+    // The engine's own words, and the flag that helps.
     case 'barrier-shares':
-      return `${r.scenario}: sessions ${r.pairs.map(([a, b]) => `${a} and ${b}`).join(', ')} take turns on one pooled connection, which a barrier cannot start together: use --schedule lockstep, serial or a permutation`
+      return `${plainWords(r)}: use --schedule lockstep, serial or a permutation`
     case 'too-many-connections':
-      return `the server refused a connection: ${r.message} (53300 too_many_connections): use a smaller --n, or raise the limit`
+      return `${plainWords(r)}: use a smaller --n, or raise the limit`
     case 'shared-backend':
-      return `two sessions share a backend (pids ${r.pids.join(', ')}): is a pooler in between?${r.engine === 'postgres' ? ' Say so with --pooled' : ''}`
+      return `${plainWords(r)}${r.engine === 'postgres' ? ' Say so with --pooled' : ''}`
     case 'application':
       return `${r.scenario} is an application race: ${APPLICATION[r.cannot]}`
   }
