@@ -1,4 +1,4 @@
-// race explore examples/app/withdraw-ledger.race.mjs --n 3 --reduce
+// race explore examples/app/withdraw-ledger.race.mjs --n 3
 // Three withdrawals of 30 from an account of 100 (begin; select the balance; update it with the balance computed in
 // JavaScript; insert into the ledger; commit), over node-postgres: every way they can interleave that could end
 // differently. In some, a write is lost: the balance no longer matches the ledger.
