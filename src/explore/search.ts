@@ -7,7 +7,7 @@
 // connections kept and reset); each trial's order is chosen while it runs (engine/schedule.ts runChosen) by the
 // trial's chooser (trial.ts).
 import { performance } from 'node:perf_hooks'
-import type { Driver } from '../db/driver.js'
+import { spaceLabel, type Driver } from '../db/driver.js'
 import { FootprintObserver } from '../engine/footprint-observer.js'
 import type { Touched } from '../engine/footprint.js'
 import type { Chooser, TrialFacts } from '../engine/types.js'
@@ -328,7 +328,7 @@ export class Search implements JobHost {
    */
   private anyJob(fp: Touched): Touched {
     if (fp === 'all') return fp
-    const own = new RegExp(`\\b(race_${this.scenario.id.replace(/[^a-z0-9]/g, '_')}_)[0-9a-f]{8}\\b`, 'g')
+    const own = new RegExp(`\\b(race_${spaceLabel(this.scenario.id)}_)[0-9a-f]{8}\\b`, 'g')
     const name = (r: string) => r.replace(own, '$1job')
     return { reads: fp.reads.map(name), writes: fp.writes.map(name) }
   }
