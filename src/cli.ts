@@ -50,7 +50,20 @@ async function finish2(code: number, message: string | undefined, errors: Error[
   // A command that reported what it had found when it was stopped wrote its document already: not a second one.
   if (message && code !== 0 && !context.stopReported) await reportFailure(code, message)
   for (const e of errors) process.stderr.write(`race: ${e.message}\n`)
+  // What is still queued for stdout (a --json document of a few hundred kB, where stdout is a pipe that writes
+  // asynchronously) is written before the process ends: process.exit would cut it. Bounded: a reader that never
+  // reads does not hold race.
+  await Promise.all([drained(process.stdout, 10_000), drained(process.stderr, 10_000)])
   process.exit(errors.length && code === 0 ? 3 : code)
+}
+
+/** Until `stream` has written what it queued, or `ms` passed. */
+function drained(stream: NodeJS.WriteStream, ms: number): Promise<void> {
+  if (!stream.writableLength) return Promise.resolve()
+  return new Promise((resolve) => {
+    const timer = setTimeout(resolve, ms)
+    stream.once('drain', () => (clearTimeout(timer), resolve()))
+  })
 }
 
 function describe(err: unknown): { code: number; message: string } {

@@ -105,9 +105,18 @@ export interface SessionConn {
   reset?(): Promise<boolean>
 }
 
-/** A new namespace name for a run of `label`: race_<label>_<8 hex>. */
+/**
+ * The label part of a run's namespace name: the label in [a-z0-9_], cut to 49 characters so that the whole name
+ * (race_<label>_<8 hex>) fits PostgreSQL's 63-byte identifiers (and MySQL's 64). Cut by the server instead, two runs
+ * of one long label (two jobs of one search) would get one name, and the hex that tells them apart would be lost.
+ */
+export function spaceLabel(label: string): string {
+  return label.replace(/[^a-z0-9]/g, '_').slice(0, 49)
+}
+
+/** A new namespace name for a run of `label`: race_<label>_<8 hex>, at most 63 characters. */
 export function spaceName(label: string): string {
-  return `race_${label.replace(/[^a-z0-9]/g, '_')}_${randomBytes(4).toString('hex')}`
+  return `race_${spaceLabel(label)}_${randomBytes(4).toString('hex')}`
 }
 
 /** Who among a run's connections is waiting for a lock another of them holds (or, for user locks, for any lock). */

@@ -3,7 +3,7 @@
 // until one of them ends. Every wait ends when a run ends or the exploration stops (an error, Ctrl-C): nothing here
 // waits on time.
 
-import type { Driver } from '../db/driver.js'
+import { spaceLabel, type Driver } from '../db/driver.js'
 import type { Touched } from '../engine/footprint.js'
 import type { Words } from '../engine/refusals.js'
 import type { Chooser, TrialFacts } from '../engine/types.js'
@@ -152,4 +152,15 @@ function exploreFailure(e: unknown): unknown {
     return new RunError(`an interleaving cannot finish: ${e.message.replace(/^the permutation cannot finish: /, '').replace(/: put the waiting step.*$/, '')}; race explore needs every interleaving to end (release such locks in the sessions' last steps)`)
   }
   return e
+}
+
+/**
+ * A footprint named as in every job: each job's trials run in a schema of its own (race_<race>_<8 hex>, driver.ts
+ * spaceName), and the reduced search compares the footprints of runs on different jobs.
+ */
+export function jobFootprint(raceId: string, fp: Touched): Touched {
+  if (fp === 'all') return fp
+  const own = new RegExp(`\\b(race_${spaceLabel(raceId)}_)[0-9a-f]{8}\\b`, 'g')
+  const name = (r: string) => r.replace(own, '$1job')
+  return { reads: fp.reads.map(name), writes: fp.writes.map(name) }
 }

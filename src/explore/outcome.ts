@@ -1,6 +1,8 @@
 // A finished search as its result: what its runs came to, judged as a whole (the exit code from what it found,
 // explore/findings.ts), with its strategy's own fields and the lines that replay the shortest violation and failure.
 import type { ServerInfo } from '../db/driver.js'
+import type { Touched } from '../engine/footprint.js'
+import type { TrialFacts } from '../engine/types.js'
 import { racelabVersion } from '../home.js'
 import { isFileScenario } from '../specfile/common.js'
 import { exitCode, summarize, type ExpectOverride } from '../judge/index.js'
@@ -149,4 +151,37 @@ function exitOf(x: Explored, every: readonly Interleaving[], sampled: ExploreRes
   // A string of several statements run as one point: the orders between its statements were not tried (unknown).
   // A statement locking rows without waiting at SERIALIZABLE: what SSI does inside it was not ordered (unknown).
   return (notFired || t.whole.size || t.unordered.size) && found === 0 ? 3 : found
+}
+
+/** The trial's facts the result reports whatever its order: statements kept whole, or not ordered. */
+export function noteFacts(t: Tally, facts: TrialFacts): void {
+  for (const s of facts.sessions) for (const x of s.indivisible ?? []) t.indivisible.add(`${s.name}.${x}`)
+  for (const s of facts.sessions) for (const x of s.whole ?? []) t.whole.add(`${s.name}.${x}`)
+  for (const s of facts.sessions) for (const x of s.unordered ?? []) t.unordered.add(`${s.name}.${x}`)
+}
+
+/** A run taken into the search: the faults it was offered, and those injected. */
+export function countFaults(t: Tally, facts: TrialFacts): void {
+  for (const [i, x] of (facts.injections ?? []).entries()) {
+    const f = t.faults.get(i) ?? { fault: x.fault, runs: 0, offered: 0 }
+    if (x.offered) f.offered++
+    if (x.at) f.runs++
+    t.faults.set(i, f)
+  }
+}
+
+/** What an explore run came to, kept to be taken in the search's order once every run is in (several jobs). */
+export interface Record_ {
+  key: number[]
+  free: number[]
+  fps: Touched[]
+  it: Interleaving
+}
+
+/** What a run over came to, until the search takes it. */
+export interface Ended {
+  facts: TrialFacts
+  free: number[]
+  fps: Touched[]
+  it: Interleaving
 }

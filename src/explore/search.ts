@@ -14,39 +14,23 @@ import type { Chooser, TrialFacts } from '../engine/types.js'
 import type { RunContext } from '../lifecycle.js'
 import type { Entry } from '../permutation.js'
 import type { Plan } from '../plan.js'
-import { applicationOf, kindOf, type Scenario } from '../scenario.js'
+import type { Scenario } from '../scenario.js'
 import type { ExpectOverride } from '../judge/index.js'
 import { declaredCodes, judgeTrial } from '../run/judge.js'
 import type { Bounds } from '../run/params.js'
 import { compareKeys, follow, ordersOf, switches } from './enumerate.js'
-import { Handout, runJobs, type Job, type JobHost } from './jobs.js'
-import { resultOf, type Tally } from './outcome.js'
+import { Handout, jobFootprint, runJobs, type Job, type JobHost } from './jobs.js'
+import { countFaults, noteFacts, resultOf, type Ended, type Record_, type Tally } from './outcome.js'
 import { DEFAULT_DEPTH, type ExploreOptions } from './request.js'
 import { better, interleavingOf, type ExploreResult, type Interleaving } from './result.js'
-import { documentedAll, expectationOf, pointCounts, sharesState } from './steps.js'
-import { chooseStrategy } from './strategies.js'
+import { documentedAll, expectationOf, searchFacts, sharesState } from './steps.js'
+import { chooseStrategy } from './choose.js'
 import type { Handle, SearchStrategy, StrategyAsk, StrategyFacts, Word } from './strategy.js'
 import { trialChooser, type TrialShape } from './trial.js'
 import type { Words } from '../engine/refusals.js'
 
 /** What the search is given: explore()'s options, checked (explore/request.ts), and how the caller words them. */
 export type SearchOptions = ExploreOptions & { max: number; shrink: number; word?: Words; keepOnStop?: boolean }
-
-/** What an explore run came to, kept to be taken in the search's order once every run is in (several jobs). */
-interface Record_ {
-  key: number[]
-  free: number[]
-  fps: Touched[]
-  it: Interleaving
-}
-
-/** What a run over came to, until the search takes it. */
-interface Ended {
-  facts: TrialFacts
-  free: number[]
-  fps: Touched[]
-  it: Interleaving
-}
 
 const SHARED_ONE_JOB = "a step touches what the whole database shares (advisory keys, pg_locks, pg_stat_activity, settings), where other jobs' trials would meet it: the search runs on one job"
 
@@ -97,16 +81,10 @@ export class Search implements JobHost {
     this.declared = documentedAll(scenario, p)
     // The same codes, and those a session's retry loop catches: what the code failing is told apart from (judge/failure.ts).
     this.expectedCodes = declaredCodes(this.declared, p)
-    // An application race's steps are the queries its functions send, discovered as they run: a session's count may
-    // differ from one interleaving to the next (count, then insert or throw). The tree's branching is known only
-    // where it is reached, so the count of orders is not known before: the first run (the first ready session at
-    // every choice) gives each session's queries along it, and their orders decide between every interleaving and a sample.
-    const app = kindOf(scenario).type === 'application'
-    const counts = app ? [] : pointCounts(scenario, p)
+    this.facts = searchFacts(scenario, p)
+    const { app, counts } = this.facts
     this.shape = { scenario, p, app, counts }
     this.probing = app
-    // Injected faults (--inject) are more choices of a session than its next query.
-    this.facts = { app, faulted: Boolean(applicationOf(scenario)?.faults), isolated: applicationOf(scenario)?.isolated === true, sessions: p.sessions.length, counts, orders: app ? 0n : ordersOf(counts) }
     this.ask = { ...o, max: o.max, seed: o.seed ?? Math.floor(Math.random() * 2 ** 31), seeded: o.seed !== undefined, depth: o.depth ?? DEFAULT_DEPTH }
     this.strategy = chooseStrategy(this.ask, this.facts, this.word)
     // The search's runs, handed out to the jobs (one job: each run chosen after the one before it ran).
@@ -186,7 +164,7 @@ export class Search implements JobHost {
   /** A trial of a job ended with its launch order `ran` (job.last: its facts and judgement). */
   onOrder(job: Job, ran: Entry[]): void {
     const { facts, trial } = job.last!
-    this.note(facts)
+    noteFacts(this.tally, facts)
     const free = job.free
     this.tally.allRuns++
     if (this.probing && this.probe(ran)) return
@@ -200,14 +178,6 @@ export class Search implements JobHost {
     }
     const sample = this.strategy.mode === 'sample'
     this.o.onProgress?.({ runs: this.tally.allRuns - this.discarded, violating: this.tally.violating + this.pending.size, planned: this.phase === 'explore' ? this.planned : null, exact: sample, phase: this.phase })
-  }
-
-  /** The trial's facts the result reports whatever its order: statements kept whole, or not ordered. */
-  private note(facts: TrialFacts): void {
-    const t = this.tally
-    for (const s of facts.sessions) for (const x of s.indivisible ?? []) t.indivisible.add(`${s.name}.${x}`)
-    for (const s of facts.sessions) for (const x of s.whole ?? []) t.whole.add(`${s.name}.${x}`)
-    for (const s of facts.sessions) for (const x of s.unordered ?? []) t.unordered.add(`${s.name}.${x}`)
   }
 
   /**
@@ -269,12 +239,7 @@ export class Search implements JobHost {
     // A run made only to reach this shard's part of the tree: another shard reports it.
     if (h.split && !h.split.report) return
     this.tally.runs++
-    for (const [i, x] of (e.facts.injections ?? []).entries()) {
-      const t = this.tally.faults.get(i) ?? { fault: x.fault, runs: 0, offered: 0 }
-      if (x.offered) t.offered++
-      if (x.at) t.runs++
-      this.tally.faults.set(i, t)
-    }
+    countFaults(this.tally, e.facts)
     const r = { key: h.split ? [...e.free] : h.key, free: e.free, fps: e.fps, it: e.it }
     if ((this.jobs > 1 && !this.strategy.inOrder) || this.strategy.deferred) {
       this.records.push(r)
@@ -314,23 +279,12 @@ export class Search implements JobHost {
     const names = this.p.sessions.map((s) => s.name)
     const observer = learn
       ? new FootprintObserver(job.lab, names, (seen) => {
-          const fp = this.jobs > 1 ? this.anyJob(seen) : seen
+          const fp = this.jobs > 1 ? jobFootprint(this.scenario.id, seen) : seen
           fps.push(fp)
           this.strategy.step(fp, job.run)
         })
       : undefined
     return trialChooser(this.shape, pick, observer, free, fps)
-  }
-
-  /**
-   * A footprint named as in every job: each job's trials run in a schema of its own (race_<race>_<8 hex>), and the
-   * reduced search compares the footprints of runs on different jobs.
-   */
-  private anyJob(fp: Touched): Touched {
-    if (fp === 'all') return fp
-    const own = new RegExp(`\\b(race_${this.scenario.id.replace(/[^a-z0-9]/g, '_')}_)[0-9a-f]{8}\\b`, 'g')
-    const name = (r: string) => r.replace(own, '$1job')
-    return { reads: fp.reads.map(name), writes: fp.writes.map(name) }
   }
 
   /** A trial ended: its facts judged as race run judges them. */

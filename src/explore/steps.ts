@@ -8,7 +8,9 @@ import { expectsOverride, isFileScenario } from '../specfile/common.js'
 import { shownBlock } from '../specfile/guard.js'
 import type { ExpectOverride } from '../judge/index.js'
 import { documentedFor, type Plan } from '../plan.js'
-import { kindOf, type Documented, type Scenario } from '../scenario.js'
+import { applicationOf, kindOf, type Documented, type Scenario } from '../scenario.js'
+import { ordersOf } from './enumerate.js'
+import type { StrategyFacts } from './strategy.js'
 
 
 /**
@@ -107,4 +109,19 @@ export function pointsOf(sqls: readonly string[]): number {
     else if (!inTx && sql.trim() !== '' && !NOT_SPLIT.test(sql) && !WHOLE.test(sql)) n++
   }
   return n
+}
+
+/**
+ * What the search knows of a race before it runs it (strategy.ts StrategyFacts). An application race's steps are the
+ * queries its functions send, discovered as they run: a session's count may differ from one interleaving to the next
+ * (count, then insert or throw). The tree's branching is known only where it is reached, so the count of orders is
+ * not known before: the first run (the first ready session at every choice) gives each session's queries along it,
+ * and their orders decide between every interleaving and a sample. Injected faults (--inject) are more choices of a
+ * session than its next query.
+ */
+export function searchFacts(scenario: Scenario, p: Plan): StrategyFacts {
+  const app = kindOf(scenario).type === 'application'
+  const counts = app ? [] : pointCounts(scenario, p)
+  const a = applicationOf(scenario)
+  return { app, faulted: Boolean(a?.faults), isolated: a?.isolated === true, sessions: p.sessions.length, counts, orders: app ? 0n : ordersOf(counts) }
 }

@@ -4,7 +4,7 @@
 // how it shrinks a violation, and the fields it adds to the result.
 import type { Touched } from '../engine/footprint.js'
 import { shrinkCandidates, type Pick } from './enumerate.js'
-import type { AheadRun } from './reduce.js'
+import type { AheadRun } from './reduce-jobs.js'
 import type { SplitRun } from './split.js'
 import type { ExploreResult, Interleaving } from './result.js'
 

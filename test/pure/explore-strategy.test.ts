@@ -4,7 +4,9 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import { UsageError } from '../../src/errors.js'
-import { AppInterleavings, chooseStrategy, Exhaustive, PreemptionBounded, ReducedSearch, Sample } from '../../src/explore/strategies.js'
+import { chooseStrategy } from '../../src/explore/choose.js'
+import { ReducedSearch } from '../../src/explore/reduced-search.js'
+import { AppInterleavings, Exhaustive, PreemptionBounded, Sample } from '../../src/explore/strategies.js'
 import type { StrategyAsk, StrategyFacts, Word } from '../../src/explore/strategy.js'
 
 const cli: Word = (x) => `--${x}`

@@ -5,7 +5,8 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import { random, type Pick } from '../../src/explore/enumerate.js'
-import { Reduced, ReducedJobs, type AheadRun, type Footprint } from '../../src/explore/reduce.js'
+import { Reduced, type Footprint } from '../../src/explore/reduce.js'
+import { ReducedJobs, type AheadRun } from '../../src/explore/reduce-jobs.js'
 
 type Op = string
 

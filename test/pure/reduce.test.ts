@@ -7,7 +7,8 @@ import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import { Dfs, Preemptive, random, type Strategy } from '../../src/explore/enumerate.js'
 import { Pct } from '../../src/explore/pct.js'
-import { conflicts, fewestSwitches, Reduced, type Footprint } from '../../src/explore/reduce.js'
+import { conflicts, Reduced, type Footprint } from '../../src/explore/reduce.js'
+import { fewestSwitches } from '../../src/explore/switches.js'
 import { switches } from '../../src/explore/enumerate.js'
 
 /** r:x (read cell x into the register), w:x (write register + 1 into x), lock, unlock, nop. */

@@ -110,3 +110,28 @@ test('--isolation as a list: one search per level, the weakest safe level read f
   assert.ok((ser.prevented['40001'] ?? 0) > 0, 'serializable prevents it with 40001')
   assert.equal(r.weakestSafe, 'serializable')
 })
+
+test('a race whose name is longer than a schema name may be: two jobs get two schemas and find what one job finds', async () => {
+  // The schema of each job is race_<the race's name>_<8 hex>. Cut by the server at 63 bytes, the hex was lost: the
+  // second job's schema had the first one's name ("already exists"), and the footprints of the two jobs' steps
+  // could not be named alike (runs on different jobs never conflicted).
+  const fs = await import('node:fs')
+  const os = await import('node:os')
+  const path = await import('node:path')
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'race-long-name-'))
+  try {
+    const file = path.join(dir, 'explore-orders-3-with-a-name-longer-than-any-schema-name-may-be.spec')
+    fs.copyFileSync(new URL('../../../examples/explore-orders-3.spec', import.meta.url), file)
+    const one = await search(file, {})
+    const two = await search(file, { jobs: 2 })
+    assert.equal(one.search, 'reduced')
+    assert.equal(two.search, 'reduced')
+    assert.equal(one.complete, true)
+    assert.equal(two.complete, true)
+    assert.deepEqual(keys(two), keys(one))
+    assert.equal(two.runs, one.runs)
+    assert.equal(two.shortest?.switches, one.shortest?.switches)
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true })
+  }
+})

@@ -1,0 +1,191 @@
+// The reduced search on several jobs (race explore --jobs N), with the one-job search's result: see ReducedJobs.
+// Pure and tested by itself (test/pure/reduce-jobs.test.ts).
+import type { Pick } from './enumerate.js'
+import { Reduced, type Footprint } from './reduce.js'
+
+/** A run of the reduced search handed to one of several jobs (ReducedJobs): what it replays, and what it saw. */
+export interface AheadRun {
+  pick: Pick
+  /** The choices it replays before choosing afresh. */
+  prefix: readonly number[]
+  /** Its search's state where it starts choosing (Reduced.startState). */
+  start: string
+  /** The search's own next run (made from its state), not a guess ahead of it. */
+  own: boolean
+  /** Feeds its copy of the search each footprint, as the run goes. */
+  step(fp: Footprint | undefined): void
+  /** As it ran: the ready choices at each choice, and how many footprints were known then. */
+  readies: number[][]
+  known: number[]
+  /** Once over: what it launched, and the footprints. */
+  launched?: readonly number[]
+  fps?: readonly (Footprint | undefined)[]
+}
+
+/**
+ * The reduced search on several jobs, with the one-job search's result (issue 41, item 5). The one-job search
+ * (`main`, a Reduced) is the only judge of what runs: its runs are taken in its own order, each as if it had run
+ * there. While its next run goes on one job, the other jobs run ahead: the runs waiting further on (its frontier),
+ * each from a copy of the search as it would stand then, with the footprints of the steps tried before it guessed
+ * from the runs seen. A run over is taken (folded into `main`) when it is `main`'s next: its recorded ready choices
+ * and footprints, replayed through `main`'s own choosing, make the choices it made. A run ahead that does not (a run
+ * in between added a choice before it, or a guess was wrong) was wasted work, never a different answer: `main`'s next
+ * run is then handed out as itself. Which runs are taken depends only on what the runs did, not on when they ended.
+ *
+ * `limit`: runs taken at most (a capped search's --max).
+ */
+export class ReducedJobs {
+  /** Runs handed out and not over; runs over and not taken yet. */
+  private readonly flying: AheadRun[] = []
+  private readonly over: AheadRun[] = []
+  /** Runs taken, in the one-job order, since takenSince() last gave them. */
+  private fresh: AheadRun[] = []
+  /** Runs made in all (taken or not). */
+  made = 0
+  /** Footprints seen: of the step that a prefix of choices ends with, and of a session's k-th step (a guess). */
+  private readonly seenAt = new Map<string, Footprint>()
+  private readonly seenStep = new Map<string, Footprint>()
+  constructor(
+    readonly main: Reduced,
+    private readonly sessionOf: (choice: number) => number = (x) => x,
+    private readonly limit = Infinity,
+  ) {}
+
+  /** Runs taken (the one-job search's runs). */
+  get runs(): number {
+    return this.main.runs
+  }
+
+  /** Runs made that the one-job search did not need (so far: with runs in flight, some may still be taken). */
+  get wasted(): number {
+    return this.made - this.main.runs - this.flying.length - this.over.length
+  }
+
+  /** Whether the search has runs left (past `limit`: stopped there). */
+  get left(): boolean {
+    return !this.main.finished
+  }
+
+  /** The next run to hand out: `main`'s next if no job runs it already, else the first waiting run after it; undefined: none now. */
+  next(): AheadRun | undefined {
+    if (this.main.finished || this.main.runs >= this.limit) return undefined
+    const prefix = this.main.replays
+    const start = this.main.startState()
+    const same = (r: AheadRun) => sameList(r.prefix, prefix) && r.start === start
+    if (!this.flying.some(same) && !this.over.some((r) => sameList(r.prefix, prefix))) return this.hand(this.main.copy(), true)
+    const taken = (p: readonly number[]) => this.flying.some((r) => sameList(r.prefix, p)) || this.over.some((r) => sameList(r.prefix, p))
+    const frontier = this.main.frontier()
+    // The next run's own choice at its node is tried before the others waiting there.
+    const next = { depth: prefix.length - 1, choice: prefix[prefix.length - 1], prefix: [...prefix] }
+    for (const f of frontier) {
+      if (taken(f.prefix)) continue
+      // The sessions a node tries before this one (in its ready order), as if tried, with their steps' footprints guessed.
+      const ready = this.main.readyAt(f.depth)
+      const before = [next, ...frontier]
+        .filter((g) => g.depth === f.depth && ready.indexOf(g.choice) < ready.indexOf(f.choice))
+        .map((g) => [g.choice, this.guess(g.prefix)] as const)
+      return this.hand(this.main.aheadAt(f.depth, f.choice, before), false)
+    }
+    return undefined
+  }
+
+  /** The footprint of the step a prefix of choices ends with: as seen at that prefix, else the session's same step elsewhere, else 'all'. */
+  private guess(prefix: readonly number[]): Footprint {
+    const at = this.seenAt.get(prefix.join(','))
+    if (at) return at
+    const last = prefix[prefix.length - 1]
+    const k = prefix.filter((x) => this.sessionOf(x) === this.sessionOf(last)).length
+    return this.seenStep.get(`${last}:${k}`) ?? 'all'
+  }
+
+  private hand(copy: Reduced, own: boolean): AheadRun | undefined {
+    const pick = copy.next()
+    if (!pick) return undefined
+    const run: AheadRun = {
+      pick: (ready, left) => {
+        run.readies.push([...ready])
+        run.known.push(copy.known)
+        return pick(ready, left)
+      },
+      prefix: [...copy.replays],
+      start: copy.startState(),
+      own,
+      step: (fp) => copy.step(fp),
+      readies: [],
+      known: [],
+    }
+    this.flying.push(run)
+    this.made++
+    return run
+  }
+
+  /** A run handed out is over: what it launched and the footprints. Then every run that is `main`'s next is taken. */
+  done(run: AheadRun, launched: readonly number[], fps: readonly (Footprint | undefined)[]): void {
+    const i = this.flying.indexOf(run)
+    if (i < 0) return
+    this.flying.splice(i, 1)
+    run.launched = [...launched]
+    run.fps = [...fps]
+    for (let d = 0; d < launched.length; d++) {
+      const f = fps[d]
+      if (f === undefined) continue
+      this.seenAt.set(launched.slice(0, d + 1).join(','), f)
+      const k = launched.slice(0, d + 1).filter((x) => this.sessionOf(x) === this.sessionOf(launched[d])).length
+      this.seenStep.set(`${launched[d]}:${k}`, f)
+    }
+    this.over.push(run)
+    this.fold()
+  }
+
+  /** A run handed out that ended with no order (stopped): forgotten. */
+  drop(run: AheadRun): void {
+    const i = this.flying.indexOf(run)
+    if (i >= 0) this.flying.splice(i, 1)
+  }
+
+  /** The runs taken since last asked, in the one-job search's order. */
+  takenSince(): AheadRun[] {
+    const t = this.fresh
+    this.fresh = []
+    return t
+  }
+
+  /** Takes every run over that is `main`'s next, as the one-job search would have made it; drops those that cannot be. */
+  private fold(): void {
+    for (;;) {
+      if (this.main.finished || this.main.runs >= this.limit) return
+      const prefix = this.main.replays
+      const candidates = this.over.filter((r) => sameList(r.prefix, prefix))
+      let took = false
+      for (const r of candidates) {
+        this.over.splice(this.over.indexOf(r), 1)
+        const trial = this.main.copy()
+        if (!replayInto(trial, r)) continue
+        this.main.adopt(trial)
+        this.fresh.push(r)
+        took = true
+        break
+      }
+      if (!took) return
+    }
+  }
+}
+
+/** Runs `r`'s record through `s`'s own next run: true when it chooses as `r` did at every choice (then `s` took it). */
+function replayInto(s: Reduced, r: AheadRun): boolean {
+  const pick = s.next()
+  if (!pick || !r.launched) return false
+  const fps = r.fps ?? []
+  let fed = 0
+  for (let i = 0; i < r.launched.length; i++) {
+    // The footprints the run knew when it chose, fed as they came.
+    for (; fed < (r.known[i] ?? fed); fed++) s.step(fps[fed])
+    if (!r.readies[i] || pick(r.readies[i]) !== r.launched[i]) return false
+  }
+  s.done(r.launched, fps)
+  return true
+}
+
+function sameList(a: readonly number[], b: readonly number[]): boolean {
+  return a.length === b.length && a.every((x, i) => x === b[i])
+}
