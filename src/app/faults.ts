@@ -2,7 +2,7 @@
 // isolated.ts with each session in a worker): a ready session whose next query is a fault's site is offered again
 // with the fault, as a choice of index n * (1 + f) + s beside the session's own s. The explorer's pick between the
 // two is a branch like any other (the reduced search takes it as a step of that session: explore/reduce.ts sessionOf).
-import type { ReadyStep, TrialFacts } from '../engine/types.js'
+import type { Moment, ReadyStep, TrialFacts } from '../engine/types.js'
 import { faultAt, parseAppPermutation, type Fault, type FaultCode } from './labels.js'
 
 /** A session ready at its gate, as the offers see it. */
@@ -59,5 +59,30 @@ export class FaultOffers {
     }
     this.named.delete(picked.label.replace(/!.*$/, ''))
     return picked.inject as FaultCode
+  }
+}
+
+/** A session as a quiet moment shows it to the chooser, in either mode. */
+export interface AtMoment {
+  name: string
+  index: number
+  state: string
+  current?: { label: string; blocked: boolean }
+  finished: boolean
+  pid: number
+}
+
+/**
+ * The moment the chooser is asked at, once for both modes: the steps offered (FaultOffers.offer's), the sessions
+ * whose step waits, those that ended, the order so far, each session's pid and count of errors (`errors`).
+ */
+export function momentOf<S extends AtMoment>(offered: readonly Offer[], sessions: readonly S[], errors: (s: S) => number, order: readonly string[]): Moment {
+  return {
+    ready: offered.map(({ fault: _f, ...x }) => x),
+    blocked: sessions.filter((s) => s.state === 'running' && s.current?.blocked).map((s) => ({ session: s.name, index: s.index, label: `${s.name}.${s.current!.label}` })),
+    done: sessions.filter((s) => s.finished).map((s) => s.name),
+    order: [...order],
+    pids: sessions.map((x) => x.pid),
+    errors: sessions.map(errors),
   }
 }

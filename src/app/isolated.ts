@@ -9,11 +9,11 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import type { Driver } from '../db/driver.js'
 import { abortable, TrialClock } from '../engine/runner.js'
 import { pickedOf, POLL_MS } from '../engine/schedule.js'
-import type { Chooser, InvariantReport, Moment, SessionReport, TimelineEvent } from '../engine/types.js'
+import type { Chooser, InvariantReport, SessionReport, TimelineEvent } from '../engine/types.js'
 import { RunError, UsageError } from '../errors.js'
 import { SRC } from '../home.js'
 import { foreignBackends, noteElsewhere } from './foreign.js'
-import { FaultOffers } from './faults.js'
+import { FaultOffers, momentOf } from './faults.js'
 import type { Fault } from './labels.js'
 import type { FromHost, HostState, ToHost } from './messages.js'
 import { quietWait } from './quiet.js'
@@ -272,14 +272,7 @@ export async function isolatedTrial(lab: Driver, cfg: IsolatedTrialConfig): Prom
           }
           // A ready session whose next query is a fault's site is offered again with the fault (faults.ts).
           const offered = faults.offer(ready.map((s) => ({ name: s.name, index: s.index, pending: s.pending! })))
-          const moment: Moment = {
-            ready: offered.map(({ fault: _f, ...x }) => x),
-            blocked: sessions.filter((s) => s.state === 'running' && s.current?.blocked).map((s) => ({ session: s.name, index: s.index, label: `${s.name}.${s.current!.label}` })),
-            done: sessions.filter((s) => s.finished).map((s) => s.name),
-            order: [...order],
-            pids: sessions.map((x) => x.pid),
-            errors: sessions.map((x) => x.errors),
-          }
+          const moment = momentOf(offered, sessions, (x) => x.errors, order)
           const picked = offered[pickedOf(moment, await chooser(moment))]
           const s = sessions[faults.sessionOf(picked)]
           const fault = faults.take(picked)

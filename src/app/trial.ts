@@ -6,7 +6,7 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import type { Driver } from '../db/driver.js'
 import { pickedOf, POLL_MS } from '../engine/schedule.js'
 import { abortable, settleAll, TrialClock } from '../engine/runner.js'
-import type { Chooser, InvariantReport, Moment, TrialFacts } from '../engine/types.js'
+import type { Chooser, InvariantReport, TrialFacts } from '../engine/types.js'
 import { RunError, UsageError } from '../errors.js'
 import { isConcurrencyControl, sqlstateOf } from '../db/sqlstate.js'
 import type { Schedule } from '../scenario.js'
@@ -20,9 +20,8 @@ import { connectionsToServer, foreignBackends, noteSessionSockets, startedMark }
 const FOREIGN_MS = 250
 import type { AppRace } from './types.js'
 import { parseAppPermutation, type Fault } from './labels.js'
-import { FaultOffers } from './faults.js'
+import { FaultOffers, momentOf } from './faults.js'
 import { quietWait } from './quiet.js'
-export { parseAppPermutation } from './labels.js'
 
 /** The queries one call of a session's function may send at most, unless its race module says (maxQueries). */
 export const MAX_QUERIES = 100
@@ -369,14 +368,7 @@ export async function appTrial(lab: Driver, cfg: AppTrialConfig): Promise<AppTri
         // A ready session whose next query is a fault's site is offered again with the fault (index beyond the
         // sessions': the explorer's choice between the two is a branch like any other).
         const offered = faults.offer(ready.map((s) => ({ name: s.name, index: s.index, pending: s.pending! })))
-        const moment: Moment = {
-          ready: offered.map(({ fault: _f, ...x }) => x),
-          blocked: sessions.filter((s) => s.state === 'running' && s.current?.blocked).map((s) => ({ session: s.name, index: s.index, label: `${s.name}.${s.current!.label}` })),
-          done: sessions.filter((s) => s.finished).map((s) => s.name),
-          order: [...order],
-          pids: sessions.map((x) => x.pid),
-          errors: sessions.map((x) => x.errors.length),
-        }
+        const moment = momentOf(offered, sessions, (x) => x.errors.length, order)
         const picked = offered[pickedOf(moment, await chooser(moment))]
         const s = sessions[faults.sessionOf(picked)]
         const fault = faults.take(picked)
