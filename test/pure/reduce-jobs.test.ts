@@ -4,63 +4,17 @@
 // so the same final states and the same first violation), and the work made ahead that was not needed is counted.
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
-import { random, type Pick } from '../../src/explore/enumerate.js'
-import { Reduced, type Footprint } from '../../src/explore/reduce.js'
+import { random } from '../../src/explore/enumerate.js'
+import { Reduced } from '../../src/explore/reduce.js'
 import { ReducedJobs, type AheadRun } from '../../src/explore/reduce-jobs.js'
-
-type Op = string
-
-/** One run of the world under `pick`: the sessions launched in order, each step's footprint, the final state. */
-function once(pick: Pick, sessions: Op[][], step: (fp: Footprint) => void): { launched: number[]; fps: Footprint[]; final: string } {
-  const cells = new Map<string, number>()
-  const reg = sessions.map(() => 0)
-  const next = sessions.map(() => 0)
-  let holder = -1
-  const waiting: number[] = []
-  const launched: number[] = []
-  const fps: Footprint[] = []
-  for (;;) {
-    const ready = sessions.map((_, i) => i).filter((i) => !waiting.includes(i) && next[i] < sessions[i].length)
-    if (!ready.length) break
-    const i = pick(ready)
-    launched.push(i)
-    const [kind, x] = sessions[i][next[i]++].split(':')
-    let fp: Footprint = { reads: [], writes: [] }
-    if (kind === 'r') {
-      reg[i] = reg[i] * 10 + (cells.get(x) ?? 0)
-      fp = { reads: [x], writes: [] }
-    } else if (kind === 'w') {
-      cells.set(x, reg[i] + 1)
-      fp = { reads: [], writes: [x] }
-    } else if (kind === 'lock') {
-      if (holder < 0) {
-        holder = i
-        fp = { reads: [], writes: ['lock'] }
-      } else {
-        waiting.push(i)
-        fp = 'all'
-      }
-    } else if (kind === 'unlock') {
-      fp = { reads: [], writes: ['lock'] }
-      holder = -1
-      const w = waiting.shift()
-      if (w !== undefined) {
-        holder = w
-        fp = 'all'
-      }
-    }
-    fps.push(fp)
-    step(fp)
-  }
-  return { launched, fps, final: `${[...cells].sort().join(',')} | ${reg.join(',')}` }
-}
+import { runWorld, type Op } from '../support/model-world.js'
 
 /** The one-job search's runs, in order. */
 function oneJob(sessions: Op[][]): string[] {
   const r = new Reduced()
   const out: string[] = []
   for (let pick = r.next(); pick; pick = r.next()) {
-    const x = once(pick, sessions, (fp) => r.step(fp))
+    const x = runWorld(pick, sessions, (fp) => r.step(fp))
     r.done(x.launched, x.fps)
     out.push(`${x.launched.join('')} ${x.final}`)
   }
@@ -78,7 +32,7 @@ function onJobs(sessions: Op[][], jobs: number, seed: number): { taken: string[]
     for (let r = flying.length < jobs ? j.next() : undefined; r; r = flying.length < jobs ? j.next() : undefined) flying.push(r)
     if (!flying.length) break
     const r = flying.splice(Math.floor(rnd() * flying.length), 1)[0]
-    const x = once(r.pick, sessions, (fp) => r.step(fp))
+    const x = runWorld(r.pick, sessions, (fp) => r.step(fp))
     finals.set(r, x.final)
     j.done(r, x.launched, x.fps)
     for (const t of j.takenSince()) taken.push(`${t.launched!.join('')} ${finals.get(t)}`)
@@ -148,7 +102,7 @@ test('a capped search takes no more than its limit, and says runs were left', ()
     for (let r = flying.length < 2 ? j.next() : undefined; r; r = flying.length < 2 ? j.next() : undefined) flying.push(r)
     const r = flying.pop()
     if (!r) break
-    const x = once(r.pick, world, (fp) => r.step(fp))
+    const x = runWorld(r.pick, world, (fp) => r.step(fp))
     j.done(r, x.launched, x.fps)
     for (const t of j.takenSince()) taken.push(`${t.launched!.join('')} ${x.final}`)
   }

@@ -10,9 +10,7 @@ import { Pct } from '../../src/explore/pct.js'
 import { conflicts, Reduced, type Footprint } from '../../src/explore/reduce.js'
 import { fewestSwitches } from '../../src/explore/switches.js'
 import { switches } from '../../src/explore/enumerate.js'
-
-/** r:x (read cell x into the register), w:x (write register + 1 into x), lock, unlock, nop. */
-type Op = string
+import { runWorld, type Op } from '../support/model-world.js'
 
 interface Outcome {
   runs: number
@@ -24,49 +22,8 @@ function drive(strategy: Strategy, sessions: Op[][]): Outcome {
   let runs = 0
   const reduced = strategy instanceof Reduced ? strategy : undefined
   for (let pick = strategy.next(); pick; pick = strategy.next()) {
-    const cells = new Map<string, number>()
-    const reg = sessions.map(() => 0)
-    const next = sessions.map(() => 0)
-    let holder = -1
-    const waiting: number[] = []
-    const launched: number[] = []
-    const fps: Footprint[] = []
-    for (;;) {
-      const ready = sessions.map((_, i) => i).filter((i) => !waiting.includes(i) && next[i] < sessions[i].length)
-      if (!ready.length) break
-      const i = pick(ready)
-      assert.ok(ready.includes(i))
-      launched.push(i)
-      const op = sessions[i][next[i]++]
-      let fp: Footprint = { reads: [], writes: [] }
-      const [kind, x] = op.split(':')
-      if (kind === 'r') {
-        reg[i] = reg[i] * 10 + (cells.get(x) ?? 0)
-        fp = { reads: [x], writes: [] }
-      } else if (kind === 'w') {
-        cells.set(x, reg[i] + 1)
-        fp = { reads: [], writes: [x] }
-      } else if (kind === 'lock') {
-        if (holder < 0) {
-          holder = i
-          fp = { reads: [], writes: ['lock'] }
-        } else {
-          waiting.push(i)
-          fp = 'all'
-        }
-      } else if (kind === 'unlock') {
-        fp = { reads: [], writes: ['lock'] }
-        holder = -1
-        const w = waiting.shift()
-        if (w !== undefined) {
-          holder = w
-          fp = 'all'
-        }
-      }
-      fps.push(fp)
-      reduced?.step(fp)
-    }
-    finals.add(`${[...cells].sort().join(',')} | ${reg.join(',')}`)
+    const { launched, fps, final } = runWorld(pick, sessions, (fp) => reduced?.step(fp))
+    finals.add(final)
     reduced ? reduced.done(launched, fps) : strategy.done(launched)
     runs++
   }
