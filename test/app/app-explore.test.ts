@@ -7,7 +7,7 @@ import assert from 'node:assert/strict'
 import fs from 'node:fs'
 import path from 'node:path'
 import { test } from 'node:test'
-import { useExploreServer } from '../support/explore.js'
+import { GROW_RACE, useExploreServer } from '../support/explore.js'
 import { race, ROOT, schemasOf } from '../support/server.js'
 
 const t = useExploreServer('app-explore')
@@ -217,22 +217,7 @@ test('a tree larger than its first run promised: every interleaving within --max
   // long (12 points): 470, more than the 15 promised. (Before issue 38's string split each query was a string
   // `begin; ...; commit`, one point; its statements are now points of their own.)
   const file = path.join(t.dir, 'grow.race.mjs')
-  fs.writeFileSync(
-    file,
-    `export default {
-  driver: 'pg',
-  sessions: 2,
-  setup: ['create table t (k int)'],
-  session: async (db, ctx) => {
-    await db.query('insert into t values (' + Number(ctx.index) + ')')
-    const { rows } = await db.query('select count(*)::int as n from t')
-    if (rows[0].n > 1) for (let i = 0; i < 2; i++) await db.query('show search_path')
-  },
-  invariant: 'select count(*) = 2 from t',
-  expect: 'held',
-}
-`,
-  )
+  fs.writeFileSync(file, GROW_RACE)
   const whole = await explore([file, '--exhaustive'])
   assert.equal(whole.code, 0, whole.stderr)
   assert.equal(whole.j.orders, '15')

@@ -4,28 +4,18 @@
 // `race run --schedule` and violates again; each fix holds in every interleaving.
 import assert from 'node:assert/strict'
 import path from 'node:path'
-import { after, before, test } from 'node:test'
-import postgres, { type Sql } from 'postgres'
-import { exploreJson } from '../support/explore.js'
-import { race, ROOT, useServer, type TestServer } from '../support/server.js'
+import { test } from 'node:test'
+import { exploreJson, useExploreServer } from '../support/explore.js'
+import { race, ROOT } from '../support/server.js'
 
-let server: TestServer
-let admin: Sql
-before(async () => {
-  server = await useServer()
-  admin = postgres(server.url, { max: 1, onnotice: () => {} })
-})
-after(async () => {
-  await admin.end()
-  await server.stop()
-})
+const t = useExploreServer('explore-autocommit')
 
 const ex = (f: string) => path.join(ROOT, 'examples', f)
-const explore = (args: string[]) => exploreJson(server.url, admin, args)
+const explore = (args: string[]) => exploreJson(t.url, t.admin, args)
 
 /** The replay command explore printed, run: its --schedule line, and the verdict of the trial it runs. */
 async function replays(line: string, file: string): Promise<{ code: number | null; violated: boolean }> {
-  const r = await race(['run', file, '--schedule', line, '--json'], { url: server.url })
+  const r = await race(['run', file, '--schedule', line, '--json'], { url: t.url })
   assert.ok(r.stdout.trim().startsWith('{'), r.stdout + r.stderr)
   const j = JSON.parse(r.stdout) as { invariant: { held: boolean | null }; order?: string[] }
   return { code: r.code, violated: j.invariant.held === false }
@@ -111,7 +101,7 @@ step i2 { insert into t select 1 where not exists (select 1 from t) }
     assert.ok(j.violating > 0)
     // Counted as it runs: VACUUM one point, each insert two.
     assert.equal(j.orders, '10')
-    const text = await race(['explore', file, '--exhaustive'], { url: server.url })
+    const text = await race(['explore', file, '--exhaustive'], { url: t.url })
     assert.match(text.stdout, /s1\.v1 ran as one point:\s+PostgreSQL\s+refuses\s+it\s+inside\s+a\s+transaction\s+block\s+\(25001\)/)
   } finally {
     await fs.rm(dir, { recursive: true, force: true })

@@ -3,25 +3,15 @@
 // passes --max runs with orders left; the report, in text and --json (`chosen`), says which happened and why.
 import assert from 'node:assert/strict'
 import path from 'node:path'
-import { after, before, test } from 'node:test'
-import postgres, { type Sql } from 'postgres'
-import { exploreJson, type Explored } from '../support/explore.js'
-import { race, ROOT, useServer, type TestServer } from '../support/server.js'
+import { test } from 'node:test'
+import { exploreJson, type Explored, useExploreServer } from '../support/explore.js'
+import { race, ROOT } from '../support/server.js'
 
-let server: TestServer
-let admin: Sql
-before(async () => {
-  server = await useServer()
-  admin = postgres(server.url, { max: 1, onnotice: () => {} })
-})
-after(async () => {
-  await admin.end()
-  await server.stop()
-})
+const t = useExploreServer('explore-choice')
 
 type Chosen = Explored & { chosen?: { search: string; max: number; reducedRuns: number; why: string }; reduction?: { steps: number } }
 const explore = async (args: string[]) => {
-  const r = await exploreJson(server.url, admin, args)
+  const r = await exploreJson(t.url, t.admin, args)
   return { ...r, j: r.j as Chosen }
 }
 
@@ -40,7 +30,7 @@ test('three sessions, 1,680 orders, no flags: the reduced search, complete withi
   // The spec expects held; its check-then-insert violates.
   assert.equal(code, 1)
   assert.equal(j.shortest?.switches, 3)
-  const text = await race(['explore', file], { url: server.url, timeoutMs: 300_000 })
+  const text = await race(['explore', file], { url: t.url, timeoutMs: 300_000 })
   assert.match(text.stdout.replace(/\s+/g, ' '), /1680 orders of the steps are more than --max 1000, but the reduced search needed only \d+ runs to cover them: nothing was sampled/)
 })
 

@@ -5,28 +5,18 @@
 import assert from 'node:assert/strict'
 import fs from 'node:fs/promises'
 import path from 'node:path'
-import { after, before, test } from 'node:test'
-import postgres, { type Sql } from 'postgres'
-import { exploreJson } from '../support/explore.js'
-import { race, ROOT, useServer, type TestServer } from '../support/server.js'
+import { test } from 'node:test'
+import { exploreJson, useExploreServer } from '../support/explore.js'
+import { race, ROOT } from '../support/server.js'
 
-let server: TestServer
-let admin: Sql
-before(async () => {
-  server = await useServer()
-  admin = postgres(server.url, { max: 1, onnotice: () => {} })
-})
-after(async () => {
-  await admin.end()
-  await server.stop()
-})
+const t = useExploreServer('explore-split')
 
 const ex = (f: string) => path.join(ROOT, 'examples', f)
-const explore = (args: string[]) => exploreJson(server.url, admin, args)
+const explore = (args: string[]) => exploreJson(t.url, t.admin, args)
 const keys = (j: { groups: { key: string }[] }) => j.groups.map((g) => g.key).sort()
 
 async function run(file: string, line: string): Promise<{ code: number | null; held: boolean | null; sessions: { name: string; sqlstate: string | null; step: string | null }[] }> {
-  const r = await race(['run', file, '--schedule', line, '--json'], { url: server.url })
+  const r = await race(['run', file, '--schedule', line, '--json'], { url: t.url })
   assert.ok(r.stdout.trim().startsWith('{'), r.stdout + r.stderr)
   const j = JSON.parse(r.stdout) as { invariant: { held: boolean | null }; sessions: { name: string; sqlstate: string | null; step: string | null }[] }
   return { code: r.code, held: j.invariant.held, sessions: j.sessions }
@@ -94,7 +84,7 @@ step y2 { insert into u values (2) }
       assert.equal(it.outcomes.s1, '23505')
       assert.doesNotMatch(it.line, /x1\/2/)
     }
-    const bad = await race(['run', ex('explore-split.spec'), '--schedule', 's1.b1 s1.c1/2 s1.c1 s2.i2 s1.e1'], { url: server.url })
+    const bad = await race(['run', ex('explore-split.spec'), '--schedule', 's1.b1 s1.c1/2 s1.c1 s2.i2 s1.e1'], { url: t.url })
     assert.equal(bad.code, 2)
     assert.match(bad.stderr.trim().split('\n').at(-1)!, /^race: s1\.c1\/2 must come after s1\.c1 /, bad.stderr)
   } finally {

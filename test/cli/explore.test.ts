@@ -6,32 +6,22 @@ import { execFile } from 'node:child_process'
 import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
-import { after, before, test } from 'node:test'
-import postgres, { type Sql } from 'postgres'
-import { exploreJson } from '../support/explore.js'
-import { race, ROOT, schemasOf, useServer, type TestServer } from '../support/server.js'
+import { test } from 'node:test'
+import { exploreJson, useExploreServer } from '../support/explore.js'
+import { race, ROOT, schemasOf } from '../support/server.js'
 
-let server: TestServer
-let admin: Sql
-before(async () => {
-  server = await useServer()
-  admin = postgres(server.url, { max: 1, onnotice: () => {} })
-})
-after(async () => {
-  await admin.end()
-  await server.stop()
-})
+const t = useExploreServer('explore')
 
 const ORDERS = path.join(ROOT, 'examples', 'explore-orders.spec')
 const FIXED = path.join(ROOT, 'examples', 'explore-orders-fixed.spec')
 const TEMPLATE = path.join(ROOT, 'examples', 'orders.spec')
 
 
-const explore = (args: string[]) => exploreJson(server.url, admin, args)
+const explore = (args: string[]) => exploreJson(t.url, t.admin, args)
 
 /** race run <file> --schedule <line> --trials k: whether the invariant held in each trial (null: undecided). */
 async function replay(file: string, line: string, trials: number, extra: string[] = []): Promise<(boolean | null)[]> {
-  const r = await race(['run', file, ...extra, '--schedule', line, '--trials', String(trials), '--expect', 'held', '--json'], { url: server.url, timeoutMs: 120_000 })
+  const r = await race(['run', file, ...extra, '--schedule', line, '--trials', String(trials), '--expect', 'held', '--json'], { url: t.url, timeoutMs: 120_000 })
   const j = JSON.parse(r.stdout) as { trials: number; trialVerdicts: string[] }
   assert.equal(j.trials, trials)
   return j.trialVerdicts.map((v) => (v === 'anomaly' ? false : v === 'unknown' ? null : true))
@@ -86,7 +76,7 @@ test('the advisory-lock fix holds in every interleaving that can happen: 24 of t
 })
 
 test('--expect violated on the fixed spec: no interleaving violates, exit 1; the text report says why', async () => {
-  const r = await race(['explore', FIXED, '--exhaustive', '--expect', 'violated'], { url: server.url, timeoutMs: 300_000 })
+  const r = await race(['explore', FIXED, '--exhaustive', '--expect', 'violated'], { url: t.url, timeoutMs: 300_000 })
   assert.equal(r.code, 1, r.stdout + r.stderr)
   assert.match(r.stdout, /HELD in all 24 interleavings/)
   assert.match(r.stdout, /expected {3}violated {2}DEVIATION/)
@@ -111,7 +101,7 @@ test('a seeded sample of three sessions: the same seed draws the same runs, shru
 })
 
 test('a sample is PCT\'s: the report states what it covered (depth, probability), in text and --json, and never says every', async () => {
-  const r = await race(['explore', FIXED, '--sample', '20', '--seed', '3', '--depth', '2'], { url: server.url, timeoutMs: 300_000 })
+  const r = await race(['explore', FIXED, '--sample', '20', '--seed', '3', '--depth', '2'], { url: t.url, timeoutMs: 300_000 })
   // The spec expects held; a sample without --accept-sample is not known to hold (the next test).
   assert.equal(r.code, 3, r.stdout + r.stderr)
   const text = r.stdout.replace(/\s+/g, ' ')
@@ -156,7 +146,7 @@ test('a sample is not a certificate: held in every draw exits 3 under expect hel
     [['--accept-sample', 'high'], /--accept-sample takes a probability above 0 and below 1/],
     [['--accept-sample', '0.9', '--isolation', 'all'], /--accept-sample passes a held sample of one level/],
   ] as const) {
-    const r = await race(['explore', FIXED, ...extra], { url: server.url })
+    const r = await race(['explore', FIXED, ...extra], { url: t.url })
     assert.equal(r.code, 2, r.stderr)
     assert.equal(r.stderr.trim().split('\n').length, 1, r.stderr)
     assert.match(r.stderr, re)
@@ -207,7 +197,7 @@ test('bad numbers and options are refused with one line naming the fix, exit 2',
     [['--preemptions', '-1'], /--preemptions/],
     [['--depth', '0'], /--depth must be at least 1/],
   ] as const) {
-    const r = await race(['explore', ORDERS, ...args], { url: server.url })
+    const r = await race(['explore', ORDERS, ...args], { url: t.url })
     assert.equal(r.code, 2, r.stderr)
     assert.equal(r.stderr.trim().split('\n').length, 1, r.stderr)
     assert.match(r.stderr, re)
@@ -223,7 +213,7 @@ test('a deadlock: the victim takes no more steps (they end its line), and race r
   assert.ok(victim && victim.count > 0, j.groups.map((g) => g.key).join('; '))
   const line = victim.lines[0]
   assert.match(line, /s2\.move s2\.commit$/, 'the steps s2 never ran come last')
-  const r = await race(['run', 'deadlock', '--schedule', line, '--trials', '2', '--json'], { url: server.url, timeoutMs: 120_000 })
+  const r = await race(['run', 'deadlock', '--schedule', line, '--trials', '2', '--json'], { url: t.url, timeoutMs: 120_000 })
   const run = JSON.parse(r.stdout) as { trialVerdicts: string[]; sessions: { name: string; outcome: string; sqlstate: string | null }[] }
   assert.deepEqual(run.trialVerdicts, ['prevented', 'prevented'])
   assert.deepEqual(
@@ -238,18 +228,18 @@ test('a deadlock: the victim takes no more steps (they end its line), and race r
 test('an interleaving that cannot end (a session-level lock its holder never releases): exit 3 with one line, nothing left behind', async () => {
   // A sample (--sample 200, the default before the reduced search came first for declared steps): the reduced search
   // runs about a thousand orders before the one that cannot end; a sample meets it within its first runs.
-  const r = await race(['explore', 'session-lock', '--sample', '200'], { url: server.url, timeoutMs: 120_000 })
+  const r = await race(['explore', 'session-lock', '--sample', '200'], { url: t.url, timeoutMs: 120_000 })
   assert.equal(r.code, 3, r.stdout + r.stderr)
   // One line besides the progress a log gets every 10 s of a long search.
   assert.equal(r.stderr.trim().split('\n').filter((l) => !l.startsWith('race explore: exploring:')).length, 1, r.stderr)
   assert.match(r.stderr, /^race: an interleaving cannot finish: \S+ waits for \S+, which ran all its steps and still holds the lock/)
-  assert.deepEqual(await schemasOf(admin, r.pid), [])
+  assert.deepEqual(await schemasOf(t.admin, r.pid), [])
 })
 
 test('explore() from code: the same counts and the line to replay, with progress reported as it goes', async () => {
   const { explore: exploreApi } = await import('../../src/index.js')
   const seen: number[] = []
-  const r = await exploreApi(ORDERS, { databaseUrl: server.url, exhaustive: true, onProgress: (p) => seen.push(p.runs) })
+  const r = await exploreApi(ORDERS, { databaseUrl: t.url, exhaustive: true, onProgress: (p) => seen.push(p.runs) })
   assert.equal(r.interleavings, 20)
   assert.equal(r.violating, 12)
   assert.equal(r.exitCode, 1)

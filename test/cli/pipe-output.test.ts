@@ -8,6 +8,7 @@ import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import { after, before, test } from 'node:test'
+import { GROW_RACE } from '../support/explore.js'
 import { BIN, useServer, type TestServer } from '../support/server.js'
 
 let server: TestServer
@@ -45,24 +46,9 @@ function readLate(args: string[], lateMs: number): Promise<{ code: number | null
 }
 
 test('a --json document of a few hundred kB, read late through a pipe, arrives whole', async () => {
-  // 470 interleavings of an application race whose sessions send 5 or 6 queries (test/app/app-explore.test.ts).
+  // 470 interleavings of an application race whose tree grows past its first run (GROW_RACE).
   const file = path.join(dir, 'grow.race.mjs')
-  fs.writeFileSync(
-    file,
-    `export default {
-  driver: 'pg',
-  sessions: 2,
-  setup: ['create table t (k int)'],
-  session: async (db, ctx) => {
-    await db.query('insert into t values (' + Number(ctx.index) + ')')
-    const { rows } = await db.query('select count(*)::int as n from t')
-    if (rows[0].n > 1) for (let i = 0; i < 2; i++) await db.query('show search_path')
-  },
-  invariant: 'select count(*) = 2 from t',
-  expect: 'held',
-}
-`,
-  )
+  fs.writeFileSync(file, GROW_RACE)
   // The reader starts 2 s after the document began to arrive: race, done by then, must wait for it (at most 10 s).
   const r = await readLate(['explore', file, '--exhaustive', '--json'], 2000)
   assert.equal(r.code, 0, r.stderr)

@@ -90,3 +90,22 @@ export function useExploreServer(name: string): ExploreServer {
     },
   }
 }
+
+/**
+ * An application race whose tree is larger than its first run promised (test/app/app-explore.test.ts says how): each
+ * session inserts a row, counts the rows, and only when it sees 2 sends two more queries. --exhaustive: 470
+ * interleavings, a --json document of about 290 kB (test/cli/pipe-output.test.ts).
+ */
+export const GROW_RACE = `export default {
+  driver: 'pg',
+  sessions: 2,
+  setup: ['create table t (k int)'],
+  session: async (db, ctx) => {
+    await db.query('insert into t values (' + Number(ctx.index) + ')')
+    const { rows } = await db.query('select count(*)::int as n from t')
+    if (rows[0].n > 1) for (let i = 0; i < 2; i++) await db.query('show search_path')
+  },
+  invariant: 'select count(*) = 2 from t',
+  expect: 'held',
+}
+`
