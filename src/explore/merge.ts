@@ -84,17 +84,24 @@ function mergeSearchShards(parts: readonly ExploreResult[]): ExploreResult {
   const got = parts.map((x) => x.shard!.index).sort((a, b) => a - b)
   const want = Array.from({ length: count }, (_, i) => i + 1)
   if (got.join() !== want.join()) throw new UsageError(`merge: shards ${got.join(', ')} given; a search in ${count} needs each of ${want.join(', ')} once`)
+  const reduced = first.search === 'reduced'
+  const split = reduced && parts.find((x) => x.shard?.reduced?.split !== first.shard?.reduced?.split)
+  if (split) throw new UsageError(`merge: ${split.scenario} shard ${split.shard!.index}/${count} split the reduced search at other branches than shard ${first.shard!.index}/${count} (a run went otherwise in one part: the server's timing): run every part again`)
   const names = Object.keys(first.every[0]?.outcomes ?? {})
   const keyOf = (line: string) => line.split(' ').map((t) => names.indexOf(t.slice(0, t.indexOf('.'))))
   const seen = new Map<string, Interleaving>()
   for (const x of parts) for (const it of x.every) {
     const had = seen.get(it.line)
-    if (had) had.runs += it.runs
+    // Parts of the reduced search repeat some runs (reduce-shard.ts): a repeat is not counted twice.
+    if (had) had.runs = reduced ? Math.max(had.runs, it.runs) : had.runs + it.runs
     else seen.set(it.line, { ...it })
   }
   const every = [...seen.values()].sort((a, b) => compareKeys(keyOf(a.line), keyOf(b.line)))
   let shortest: Interleaving | undefined
   for (const it of every) if (it.held === false && (!shortest || better(it, shortest))) shortest = it
+  // The reduced search shows a violation as the simplest order of its class, run once to confirm it (not one of its runs).
+  if (reduced) for (const x of parts) if (x.shortest && (!shortest || better(x.shortest, shortest))) shortest = x.shortest
+  const repeated = parts.reduce((a, x) => a + x.every.length, 0) - every.length
   const from = shortest && parts.find((x) => x.shortest?.line === shortest!.line)
   const expect = first.expected === 'held' || first.expected === 'violated' ? first.expected : undefined
   const judged = every.map((x) => ({ verdict: x.verdict, comparison: { matched: x.verdict !== 'unknown', deviations: [], ...(x.verdict === 'unknown' ? { undecided: true } : {}) } }))
@@ -125,6 +132,7 @@ function mergeSearchShards(parts: readonly ExploreResult[]): ExploreResult {
     ms: Math.max(...parts.map((x) => x.ms)),
     perSecond: parts.reduce((a, x) => a + x.perSecond, 0),
     jobs: Math.max(...parts.map((x) => x.jobs ?? 1)),
+    ...(reduced ? { merged: { parts: count, repeated } } : {}),
   }
 }
 

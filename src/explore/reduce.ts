@@ -69,7 +69,7 @@ interface Node {
  * offers there (none is reached by reordering the others).
  */
 export class Reduced implements Strategy {
-  private path: Node[] = []
+  protected path: Node[] = []
   private prefix: number[] = []
   private over = false
   /** The current run's footprints so far, and the depth where every ready session was asleep (the run is redundant from there). */
@@ -117,20 +117,9 @@ export class Reduced implements Strategy {
 
   /** A copy of the search as it stands (runs made ahead on several jobs each choose from a copy; ReducedJobs). */
   copy(): Reduced {
-    const c = new Reduced(this.dependent, this.sessionOf)
-    c.path = this.path.map(copyNode)
-    c.prefix = [...this.prefix]
-    c.over = this.over
-    c.fps = [...this.fps]
-    c.blockedAt = this.blockedAt
-    c.runs = this.runs
-    c.diverged = this.diverged
-    c.retried = this.retried
-    c.saved = this.saved && { path: this.saved.path.map(copyNode), prefix: [...this.saved.prefix] }
-    c.went = this.went
-    c.tries = this.tries
-    c.redundant = this.redundant
-    return c
+    // Every field as it is (counts, flags), the mutable ones copied.
+    const saved = this.saved && { path: this.saved.path.map(copyNode), prefix: [...this.saved.prefix] }
+    return Object.assign(new Reduced(this.dependent, this.sessionOf), this, { path: this.path.map(copyNode), prefix: [...this.prefix], fps: [...this.fps], saved })
   }
 
   /**
@@ -280,9 +269,14 @@ export class Reduced implements Strategy {
         else for (const s of node.ready) if (!node.sleep.has(s)) node.todo.add(s)
       }
     }
+    this.advance(n)
+  }
+
+  /** The next run: the first session left to try at the deepest node above depth `n` with one; none: the search is over. */
+  protected advance(n: number): void {
     for (let d = n - 1; d >= 0; d--) {
       const node = this.path[d]
-      const left = node.ready.find((s) => node.todo.has(s) && !node.tried.has(s) && !node.sleep.has(s))
+      const left = node.ready.find((s) => node.todo.has(s) && !node.tried.has(s) && !node.sleep.has(s) && !this.skips(d, s))
       if (left !== undefined) {
         node.at = left
         this.path.length = d + 1
@@ -291,6 +285,11 @@ export class Reduced implements Strategy {
       }
     }
     this.over = true
+  }
+
+  /** Whether trying `s` at depth `d` is left to another part of a split search (ShardReduced, reduce-shard.ts). */
+  protected skips(_d: number, _s: number): boolean {
+    return false
   }
 }
 

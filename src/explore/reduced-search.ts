@@ -4,6 +4,7 @@
 import type { Touched } from '../engine/footprint.js'
 import { switches } from './enumerate.js'
 import { conflicts, Reduced } from './reduce.js'
+import { ShardReduced } from './reduce-shard.js'
 import { ReducedJobs, type AheadRun } from './reduce-jobs.js'
 import type { ExploreResult, Interleaving } from './result.js'
 import { Sample } from './strategies.js'
@@ -23,19 +24,29 @@ export class ReducedSearch extends SearchStrategy {
   override readonly capped: boolean
   /** A choice beyond the sessions is a session's query with an injected fault (--inject): a step of session choice % n. */
   private readonly sessionOf = (x: number) => x % this.facts.sessions
-  private readonly reduced = new Reduced(conflicts, this.sessionOf)
+  private readonly reduced: Reduced
   private order = 0
   /** The steps whose footprints were read, and how many of them race could not classify. */
   private steps = 0
   private unclassified = 0
   /** The simplest order of each violating run's class. */
   private readonly simplest = new Map<string, number[]>()
+  /**
+   * --shard i/n: this part of the search (reduce-shard.ts). It runs on one job, and stops at --max runs with runs
+   * left (no sample follows: the parts would not join).
+   */
   constructor(
     facts: StrategyFacts,
     private readonly ask?: StrategyAsk,
+    private readonly shard?: { index: number; count: number },
   ) {
     super(facts)
-    this.capped = facts.app || ask !== undefined
+    this.capped = facts.app || ask !== undefined || shard !== undefined
+    this.reduced = shard ? new ShardReduced(shard, conflicts, this.sessionOf) : new Reduced(conflicts, this.sessionOf)
+  }
+
+  override oneJob(): string | undefined {
+    return this.shard ? 'a part of the reduced search split by --shard runs on one job' : super.oneJob()
   }
 
   /** On several jobs: runs made ahead of the one-job search, taken in its order (reduce.ts ReducedJobs). */
@@ -56,7 +67,7 @@ export class ReducedSearch extends SearchStrategy {
   }
 
   override afterMax(): SearchStrategy | undefined {
-    return this.ask && new Sample(this.facts, this.ask)
+    return this.ask && !this.shard ? new Sample(this.facts, this.ask) : undefined
   }
 
   next(): Handle | undefined {
@@ -146,6 +157,7 @@ export class ReducedSearch extends SearchStrategy {
     return {
       reduction: { steps: this.steps, unclassified: this.unclassified, redundant: this.reduced.redundant, retried: this.reduced.retried },
       ...(j ? { ahead: { made: j.made, wasted: j.made - j.runs } } : {}),
+      ...(this.shard && this.reduced instanceof ShardReduced ? { shard: { ...this.shard, passed: 0, reduced: this.reduced.work } } : {}),
     }
   }
 }

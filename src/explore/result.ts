@@ -9,6 +9,7 @@ import type { Plan } from '../plan.js'
 import type { Trial } from '../run/judge.js'
 import { kindOf, type Params, type Verdict } from '../scenario.js'
 import type { Stopped } from './findings.js'
+import type { ShardWork } from './reduce-shard.js'
 
 export interface Interleaving {
   /** The permutation line: `race run <scenario> --schedule "<line>"` runs this interleaving again. */
@@ -144,9 +145,12 @@ export interface ExploreResult {
   }
   /**
    * --shard index/count of an exhaustive search: this result holds the interleavings of the subtrees that are this
-   * shard's (enumerate.ts SplitDfs); `passed`: runs made only on the way to them (another shard reports those).
+   * shard's (enumerate.ts SplitDfs); `passed`: runs made only on the way to them (another shard reports those). Of
+   * the reduced search: `reduced`, what the part ran (reduce-shard.ts); it reports every run, and merge drops repeats.
    */
-  shard?: { index: number; count: number; passed: number }
+  shard?: { index: number; count: number; passed: number; reduced?: ShardWork }
+  /** The parts of a split reduced search joined (merge.ts): how many, and the interleavings more than one of them ran. */
+  merged?: { parts: number; repeated: number }
   /** Runs made in the search (a sample's draws), shrinking's not counted. */
   runs: number
   /** Different interleavings among them. */

@@ -83,10 +83,18 @@ export function render(c: Style, r: ExploreResult, all: boolean, self: string, o
   // The jobs the runs went over (--jobs); a search that runs on one says why.
   const jobs = `${r.jobs} job${r.jobs === 1 ? '' : 's'}`
   const saved = reducedRun(r)
-    ? ` (${r.search} search, on ${jobs}${r.ahead ? `: ${r.ahead.made} runs made, ${r.ahead.wasted ? `${r.ahead.wasted} of them ahead of the one-job search and not needed` : 'none wasted'}` : ''}${r.reduction!.retried ? `; ${r.reduction!.retried} run again after going otherwise than chosen` : ''})`
+    ? ` (${r.search} search, on ${jobs}${partOf(r)}${r.ahead ? `: ${r.ahead.made} runs made, ${r.ahead.wasted ? `${r.ahead.wasted} of them ahead of the one-job search and not needed` : 'none wasted'}` : ''}${r.reduction!.retried ? `; ${r.reduction!.retried} run again after going otherwise than chosen` : ''})`
     : ` (${jobs}${r.jobsNote ? `: ${r.jobsNote.replace(/ runs on one job$/, ' runs on one')}` : ''})`
   lines.push(c.dim(`${r.runs} runs in ${(r.ms / 1000).toFixed(1)} s: ${r.perSecond.toFixed(1)} interleavings per second${saved}`))
   return lines.join('\n')
+}
+
+/** A part of a split reduced search (--shard i/n): what it ran, owned, and shared with the other parts. */
+function partOf(r: ExploreResult): string {
+  const w = r.shard?.reduced
+  if (!r.shard || !w) return ''
+  const split = w.branches ? `${w.before} made by other parts too before the split, ${w.owned} in its own branches, ${w.found} in branches found above the split (another part may run them too)` : 'the search ended before it could be split: every part ran all of it'
+  return `; part ${r.shard.index}/${r.shard.count}: ${split}`
 }
 
 /** The reduced search's result (its reduction known). */
@@ -100,6 +108,7 @@ function searched(r: ExploreResult): string {
   const pb = r.preemptions
   if (pb) return `every order with at most ${pb.bound} preemption${pb.bound === 1 ? '' : 's'} (a preemption leaves a session that could go on), fewest first: ${r.runs} runs, the most ${pb.reached}${pb.complete ? '' : ' (stopped with orders within the bound left)'}`
   if (reducedRun(r)) {
+    if (r.shard) return `part ${r.shard.index} of ${r.shard.count} of a reduced search: ${r.runs} runs${r.complete ? '' : `, stopped at --max with runs left`} (npm run explore:merge joins every part's --json into the whole search's groups and shortest)`
     return r.complete
       ? `a reduced search: ${r.runs} runs cover every order of the steps (${r.orders} orders${discovered ? " of the first run's queries" : ''}) up to swapping steps that cannot affect each other, as the server's locks said after each step (${r.reduction!.unclassified} of the ${r.reduction!.steps} steps run could not be classified: each was ordered both ways against every other)${discovered && r.sessionsRan?.mode !== 'isolated' ? "; --reduce assumes the sessions share no state outside the database (a module-level variable, an in-process cache or lock): without it every interleaving runs" : ''}`
       : `a reduced search, stopped at --max ${r.runs} runs with orders left (${r.orders} orders of the steps): raise --max, or --exhaustive`

@@ -107,12 +107,21 @@ test('what each strategy plans, learns and adds to the result', () => {
   assert.deepEqual([sample.size, sample.seed, sample.depth, sample.faults, sample.accept], [10, 7, 3, 'drawn', 0.9])
 })
 
-test('--shard splits only a sample or an exhaustive search, and a sample only with its seed', () => {
+test('--shard splits a sample (with its seed), an exhaustive search or the reduced search; not an application race in one process', () => {
   const shard = { index: 1, count: 2 }
-  assert.throws(() => chooseStrategy(ask({ shard }), declared(), cli), (e: unknown) => e instanceof UsageError && /^--shard splits a sample or an exhaustive search .* give --sample K or --exhaustive too/.test(e.message))
-  assert.throws(() => chooseStrategy(ask({ shard }), declared(), api), (e: unknown) => e instanceof UsageError && /^shard splits .* give sample or exhaustive too/.test(e.message))
-  assert.throws(() => chooseStrategy(ask({ shard, max: 5 }), declared(), cli), (e: unknown) => e instanceof UsageError && /^--shard needs --seed/.test(e.message))
-  assert.ok(chooseStrategy(ask({ shard, max: 5, seeded: true }), declared(), cli) instanceof Sample)
+  // The reduced search, below and above --max: a part stops at --max (no sample follows: parts of a sample and of a
+  // search would not join), on one job.
+  for (const max of [1000, 5]) {
+    const s = chooseStrategy(ask({ shard, max }), declared(), cli)
+    assert.ok(s instanceof ReducedSearch && s.capped && s.afterMax() === undefined, `--max ${max}`)
+    assert.match(s.oneJob() ?? '', /split by --shard runs on one job/)
+    assert.deepEqual(s.fields().shard, { index: 1, count: 2, passed: 0, reduced: { before: 0, owned: 0, found: 0, branches: 0, mine: 0, split: '' } })
+  }
+  assert.ok(chooseStrategy(ask({ shard }), app({ isolated: true }), cli) instanceof ReducedSearch)
+  assert.throws(() => chooseStrategy(ask({ shard }), app({ orders: 6n }), cli), (e: unknown) => e instanceof UsageError && /^--shard splits a sample, an exhaustive search or the reduced search .* give --sample K or --exhaustive too/.test(e.message))
+  assert.throws(() => chooseStrategy(ask({ shard }), app({ orders: 6n }), api), (e: unknown) => e instanceof UsageError && /^shard splits .* give sample or exhaustive too/.test(e.message))
+  assert.throws(() => chooseStrategy(ask({ shard, sample: 5 }), declared(), cli), (e: unknown) => e instanceof UsageError && /^--shard needs --seed/.test(e.message))
+  assert.ok(chooseStrategy(ask({ shard, sample: 5, seeded: true }), declared(), cli) instanceof Sample)
   assert.ok(chooseStrategy(ask({ shard, exhaustive: true }), declared(), cli) instanceof Exhaustive)
   // --preemptions with --exhaustive takes the bound; the shard is not refused (as before).
   assert.ok(chooseStrategy(ask({ shard, exhaustive: true, preemptions: 1 }), declared(), cli) instanceof PreemptionBounded)
