@@ -1,9 +1,10 @@
 // race explore --shard i/n of the reduced search (src/explore/reduce-shard.ts) on real servers, the test server and
 // PostgreSQL 15 when it answers: the three-session check-then-insert spec run as 1/2 and 2/2, and as 1/3 .. 3/3, each
 // part alone, joined by npm run explore:merge, gives the one-part search's groups, verdict and shortest violation, and
-// every interleaving it ran; each part says what it ran (shared with the others before the split, its own, found
-// above the split) and the merge how many interleavings more than one part ran. explore:merge refuses, in one line
-// with exit 2, a part of another mode (reduced with exhaustive) and parts that split the search at other branches.
+// every interleaving it ran; each part says what it ran, in --json and in its report's last line (shared with the
+// others before the split, its own, found above the split), and the merge how many interleavings more than one part
+// ran. explore:merge refuses, in one line with exit 2, a part of another mode (reduced with exhaustive) and parts
+// that split the search at other branches.
 import assert from 'node:assert/strict'
 import { execFile } from 'node:child_process'
 import fs from 'node:fs'
@@ -12,7 +13,7 @@ import path from 'node:path'
 import { after, before, test } from 'node:test'
 import postgres, { type Sql } from 'postgres'
 import { exploreJson, type Explored } from '../support/explore.js'
-import { ROOT, serverUrls, useServer, type TestServer } from '../support/server.js'
+import { race, ROOT, serverUrls, useServer, type TestServer } from '../support/server.js'
 
 let server: TestServer
 let servers: [string, string][] = []
@@ -99,6 +100,15 @@ test('--shard 1/2 and 2/2, 1/3 .. 3/3 of the reduced search, merged, give the on
       assert.deepEqual([m.shortest?.switches, stepsOf(m.shortest!.line)], [whole.shortest!.switches, stepsOf(whole.shortest!.line)], what)
     }
   }
+})
+
+test("a part's report says in its last line what it ran: before the split, in its own branches, found above it", async () => {
+  const [, url] = servers[0]
+  const r = await race(['explore', SPEC, '--shard', '1/2'], { url, timeoutMs: 300_000 })
+  assert.ok(r.code === 0 || r.code === 1, r.stderr)
+  const out = r.stdout.trim().split('\n')
+  assert.match(out[out.length - 1], /^\d+ runs in .* \(reduced search, on 1 job; part 1\/2: \d+ made by other parts too before the split, \d+ in its own branches, \d+ in branches found above the split \(another part may run them too\)\)$/)
+  assert.match(r.stdout, /part 1 of 2 of a reduced search: \d+ runs \(npm run explore:merge joins/)
 })
 
 test('explore:merge refuses a reduced part with an exhaustive one, and parts that split at other branches, in one line, exit 2', async () => {
