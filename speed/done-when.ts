@@ -67,6 +67,9 @@ export function parseRun(c: ChildRun): Parsed {
     const last = c.stderr.trim().split('\n').pop() ?? ''
     return { ...none, error: `exit ${c.code}, no --json report${last ? `: ${last}` : ''}` }
   }
+  // race's --json for a run refused or broken: { command, exitCode, error }, no report.
+  if (typeof j !== 'object' || j === null) return { ...none, error: `exit ${c.code}, no --json report` }
+  if (typeof j.error === 'string' || typeof j.runs !== 'number') return { ...none, error: `exit ${c.code}, no --json report: ${String(j.error ?? 'no runs in it')}` }
   const n = (k: string) => (typeof j[k] === 'number' ? (j[k] as number) : NaN)
   const violating = n('violating')
   const verdict = violating > 0 ? 'violated' : n('failed') > 0 ? 'failed' : violating === 0 && n('unknown') === 0 ? 'held' : 'unknown'
