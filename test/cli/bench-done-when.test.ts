@@ -82,6 +82,18 @@ test('a child with no report (race refused its input, exit 2) is a row not met t
   assert.match(formatRows([row])[1], /NOT MET +exit 2, no --json report/)
 })
 
+test('a sampled run is not complete (its report says complete: the sample ran whole), and the row is not met', async () => {
+  const c = await raceJson([path.join('examples', 'explore-rows-3.spec'), '--sample', '3'], server.url, 120)
+  const j = JSON.parse(c.stdout) as { search: string; runs: number }
+  assert.equal(j.search, 'sample')
+  const p = parseRun(c)
+  assert.equal(p.complete, false)
+  assert.equal(p.runs, j.runs)
+  const row = runRow(ROWS, p)
+  assert.equal(row.met, false)
+  assert.match(row.measured, /^NOT complete \(sample\), /)
+})
+
 test('jobsRow: two real runs alike (--jobs 1 and --jobs 2) are the same; two runs of different specs are not, and not met', async () => {
   const two = parseRun(await raceJson([path.join('examples', 'explore-rows-3.spec'), '--jobs', '2'], server.url, 120))
   const one = parseRun(await raceJson([path.join('examples', 'explore-rows-3.spec'), '--jobs', '1'], server.url, 120))
@@ -90,7 +102,7 @@ test('jobsRow: two real runs alike (--jobs 1 and --jobs 2) are the same; two run
   assert.equal(alike.met, two.seconds / one.seconds <= 0.75)
   const other = parseRun(await raceJson([path.join('examples', 'explore-orders-fixed.spec')], server.url, 120))
   const unlike = jobsRow([{ one, two: other }])
-  assert.match(unlike.measured, /NOT the same groups/)
+  assert.match(unlike.measured, /NOT the same: round 1: .*groups only on --jobs 1: /)
   assert.equal(unlike.met, false)
 })
 
