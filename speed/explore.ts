@@ -9,7 +9,10 @@
 // whether they found the same. Then the reduced search (the default) on --jobs 1 beside --jobs N, whole seconds of
 // explore() each, alternating which goes first, K rounds: the same groups and shortest, and the runs the jobs made
 // ahead of the one-job search that it did not need (issue 41 item 5's goal: at most 0.75 of --jobs 1's time).
-// --check exits 1 when any race's groups differ.
+// Last, the done-when section (speed/done-when.ts): each figure of issue 41's "Done when" run as the user runs it,
+// beside its yardstick and limit, met or not, and "done-when: K of M met" (`--only done-when`, or
+// `--only done-when:KEY` for one figure; the yardstick's figure is taken from the first section when it ran).
+// --check exits 1 when any race's groups differ or a done-when figure is not met.
 import os from 'node:os'
 import { performance } from 'node:perf_hooks'
 import path from 'node:path'
@@ -19,7 +22,8 @@ import type { ExploreOptions } from '../src/explore/request.js'
 import type { ExploreResult } from '../src/explore/result.js'
 import { defaultJobs } from '../src/explore/request.js'
 import { startEmbedded } from '../src/servers/embedded.js'
-import { yardstick } from './yardstick.js'
+import { yardstick, type YardstickResult } from './yardstick.js'
+import { BadOnly, doneWhen, selectKeys, type Key } from './done-when.js'
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..')
 const ex = (f: string) => path.join(ROOT, 'examples', f)
@@ -74,19 +78,51 @@ async function main(): Promise<void> {
   const jobs = Number(at('--jobs') ?? defaultJobs())
   const races = only ? RACES.filter((r) => only.some((o) => r.name.includes(o))) : RACES
   const rounds = Number(at('--rounds') ?? 3)
-  if (!Number.isInteger(rounds) || rounds < 1) throw new Error(`--rounds takes a whole number from 1, got '${at('--rounds')}'`)
+  if (!Number.isInteger(rounds) || rounds < 1) return bad(`--rounds takes a whole number from 1, got '${at('--rounds')}'`)
+  let keys: Key[]
+  try {
+    keys = selectKeys(only)
+  } catch (e) {
+    if (e instanceof BadOnly) return bad(e.message)
+    throw e
+  }
+  // undefined: the yardstick's section did not run; null: it ran and had no isolationtester for this server.
+  let yard: YardstickResult | null | undefined
   if (!only || only.includes('yardstick')) {
     // The embedded server is started here for it (race explore on its own would start its own: not the same server).
     const server = databaseUrl ? undefined : await startEmbedded()
     try {
-      await yardstick(databaseUrl ?? server!.url, rounds, server !== undefined)
+      yard = (await yardstick(databaseUrl ?? server!.url, rounds, server !== undefined)) ?? null
     } finally {
       await server?.stop()
     }
     console.log('')
   }
   const reducedOnly = only ? REDUCED.filter((r) => only.some((o) => r.name.includes(o))) : REDUCED
-  if (only && !races.length && !SAMPLED.some((r) => only.some((o) => r.name.includes(o))) && !reducedOnly.length) return
+  const compared = !only || races.length > 0 || SAMPLED.some((r) => only.some((o) => r.name.includes(o))) || reducedOnly.length > 0
+  const differ = compared ? await compare(races, reducedOnly, only, databaseUrl, jobs, rounds) : 0
+  let unmet = 0
+  if (keys.length) {
+    if (compared) console.log('')
+    const server = databaseUrl ? undefined : await startEmbedded()
+    try {
+      const rows = await doneWhen({ url: databaseUrl ?? server!.url, embedded: server !== undefined, keys, rounds, yardstick: yard })
+      unmet = rows.filter((r) => r.met === false).length
+    } finally {
+      await server?.stop()
+    }
+  }
+  if (args.includes('--check') && (differ || unmet)) process.exit(1)
+}
+
+/** Bad input: one line, exit 2. */
+function bad(message: string): void {
+  console.error(`bench:explore: ${message}`)
+  process.exitCode = 2
+}
+
+/** The reduced search beside --exhaustive, --jobs beside --jobs 1, the reduced search on jobs: how many races differ. */
+async function compare(races: typeof RACES, reducedOnly: typeof REDUCED, only: string[] | undefined, databaseUrl: string | undefined, jobs: number, rounds: number): Promise<number> {
   let differ = 0
   const pad = (x: string, k: number) => x.padEnd(k)
   const load = () => os.loadavg().map((x) => x.toFixed(2)).join(' ')
@@ -174,7 +210,7 @@ async function main(): Promise<void> {
     }
     console.log(`load average ${load()} at the end`)
   }
-  if (args.includes('--check') && differ) process.exit(1)
+  return differ
 }
 
 if (process.argv[1] && fileURLToPath(import.meta.url) === path.resolve(process.argv[1])) {
