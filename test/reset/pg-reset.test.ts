@@ -81,12 +81,14 @@ step ins { insert into orders (status) values ('x') }
 `
   const s = specToScenario(parseSpec(spec, 'keep.spec'))
   const { PgSession } = await import('../../src/db/pg-session.js')
-  const reset = PgSession.prototype.reset
+  // The engine resets in two parts (resetInTwo: the state is read back while the invariant and the next trial's
+  // schema and setup run) and hands a connection over only once that read says it is complete.
+  const inTwo = PgSession.prototype.resetInTwo
   let resets = 0
-  PgSession.prototype.reset = async function (this: InstanceType<typeof PgSession>) {
+  PgSession.prototype.resetInTwo = function (this: InstanceType<typeof PgSession>) {
     resets++
     ;(this as unknown as { opened: string }).opened = 'something else'
-    return reset.call(this)
+    return inTwo.call(this)
   }
   try {
     const out = await runScenario(ctx.lab, s, { n: 2, trials: 3 })
@@ -94,6 +96,6 @@ step ins { insert into orders (status) values ('x') }
     const pids = out.trials.flatMap((t) => t.sessions.map((x) => x.pid))
     assert.equal(new Set(pids).size, 6, 'a fresh connection for each session of each trial')
   } finally {
-    PgSession.prototype.reset = reset
+    PgSession.prototype.resetInTwo = inTwo
   }
 })
