@@ -107,6 +107,15 @@ export async function firstQuery(sql: Sql, text: string): Promise<Record<string,
 /** Per target: whether race can read the FATAL a server sends as it ends a connection (see fatal.ts), decided once. */
 const fatalsReadable = new Map<string, boolean>()
 
+/**
+ * The startup parameters of the connection that runs a run's own SQL (setup, invariant: 'race setup'): its commits
+ * do not wait for the WAL to reach the disk. The run's schema is made again and its setup run before every trial;
+ * what they commit is seen by everyone as soon as it returns all the same, and only a crash of the server, which a
+ * run does not outlive, could lose it. The same in every trial of a run (the first included), so every trial's
+ * setup sees what the first's did. Sessions' connections keep the server's own.
+ */
+export const RUN_SQL_PARAMS: Readonly<Record<string, string>> = { synchronous_commit: 'off' }
+
 export function connect(target: Target, o: ConnectOptions): Sql {
   const options: postgres.Options<{}> = {
     max: 1,

@@ -103,6 +103,13 @@ export interface SessionConn {
    * closes it and opens a fresh one). Absent: never kept, a fresh connection every trial.
    */
   reset?(): Promise<boolean>
+  /**
+   * The same reset in two parts (PostgreSQL): `cleared` once what the session held or left open is gone (its
+   * transaction ended, its session-level locks released, its temporary tables dropped...) and the server says idle;
+   * `complete` once the reset is also shown complete (reset's check). A connection is used again only after both
+   * said true; `cleared` is what must come before anything else reads the database (the invariant).
+   */
+  resetInTwo?(): { cleared: Promise<boolean>; complete: Promise<boolean> }
 }
 
 /**

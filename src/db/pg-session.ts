@@ -93,13 +93,31 @@ export class PgSession implements SessionConn {
    * (db/pg-state.ts). All in one pipeline; kept only if the server then says idle and they read as when it opened.
    */
   async reset(): Promise<boolean> {
-    if (this.closedFlag || this.fatal || this.status === undefined) return false
+    const r = this.resetInTwo()
+    return (await r.cleared) && (await r.complete)
+  }
+
+  /**
+   * The reset (see reset) in its two parts, sent in one pipeline: `cleared` once the server has run the ROLLBACK and
+   * DISCARD ALL and says idle (nothing the session held or left open is there for anyone else to see); `complete` once
+   * the roles and settings also read back as when it opened (reading every setting costs the server a few
+   * milliseconds: the engine waits for it only before the connection serves again, SessionConns.give). Both false
+   * when the connection cannot be reset, or not within RESET_MS.
+   */
+  resetInTwo(): { cleared: Promise<boolean>; complete: Promise<boolean> } {
+    if (this.closedFlag || this.fatal || this.status === undefined) return { cleared: Promise.resolve(false), complete: Promise.resolve(false) }
     const sent = [...(this.status === 'I' ? [] : [this.sql.unsafe('rollback')]), this.sql.unsafe('discard all')]
     const state = this.sql.unsafe(PG_STATE_SQL)
-    sent.push(state)
-    const ok = await Promise.race([Promise.all(sent).then(() => true, () => false), sleep(RESET_MS).then(() => false)])
+    // Sent in this order now (a postgres.js query goes out when first awaited: Promise.all would await these a tick late).
+    for (const q of [...sent, state]) q.execute()
+    let timer: NodeJS.Timeout | undefined
+    const late = new Promise<false>((r) => (timer = setTimeout(() => r(false), RESET_MS)))
+    const fit = () => this.status === 'I' && !this.closedFlag && !this.fatal
+    const cleared = Promise.race([Promise.all(sent).then(fit, () => false), late])
+    const read = state.then((rows) => String(rows[0]?.state) === this.opened, () => false)
     // Kept only when it reads back the roles and settings it opened with: a reset not shown complete is not kept.
-    return ok && String((await state)[0]?.state) === this.opened && this.status === 'I' && !this.closedFlag && !this.fatal
+    const complete = Promise.race([Promise.all([cleared, read]).then(([c, same]) => c && same && fit()), late]).finally(() => clearTimeout(timer))
+    return { cleared, complete }
   }
 
   close(): Promise<void> {

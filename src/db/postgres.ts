@@ -5,7 +5,7 @@ import os from 'node:os'
 import type { Sql } from 'postgres'
 import { RunError } from '../errors.js'
 import { RunContext } from '../lifecycle.js'
-import { connect, connectError, endQuietly } from './connect.js'
+import { connect, connectError, endQuietly, RUN_SQL_PARAMS } from './connect.js'
 import { dropRoleSql, makeRunRole, type RunRole } from './run-role.js'
 import { spaceName, type Driver, type QueryResult, type RunSpace, type ServerInfo, type SessionConn, type SessionOptions } from './driver.js'
 import { PgSession } from './pg-session.js'
@@ -227,7 +227,7 @@ export class PostgresLab implements Driver {
     let p = this.runners.get(space)
     if (!p) {
       p = (async () => {
-        const sql = connect(this.target, { connectTimeoutMs: this.connectTimeoutMs, applicationName: 'race setup', schema: `"${space}"`, typesFrom: this.control })
+        const sql = connect(this.target, { connectTimeoutMs: this.connectTimeoutMs, applicationName: 'race setup', schema: `"${space}"`, params: RUN_SQL_PARAMS, typesFrom: this.control })
         try {
           const [r] = await Promise.race([sql`select pg_catalog.pg_backend_pid() as pid`, this.context.whenAborted()])
           const made = { sql, pid: Number(r.pid) }
@@ -374,8 +374,13 @@ export class PostgresLab implements Driver {
   /** Sessions name the schema in their search_path at connect: they may connect before it exists. */
   readonly earlySessions = true
 
+  /**
+   * One statement list, one transaction (the simple query protocol's implicit one): its commit does not wait for
+   * the WAL to reach the disk (synchronous_commit off, for this transaction only). Others see it committed as
+   * soon as it returns all the same; only a crash of the server could lose it, and a run does not outlive that.
+   */
   recreateSql(name: string, keep: boolean): string {
-    return `drop schema "${name}" cascade; ${this.createSchemaSql(name, keep)}`
+    return `set local synchronous_commit = off; drop schema "${name}" cascade; ${this.createSchemaSql(name, keep)}`
   }
 
   /** Control stays out of the run's schema (its SQL runs on runQuery's connection): pg_catalog again. */

@@ -9,7 +9,7 @@
 // CREATEROLE, pg_hba), the PostgresLab says so in one line and runs as before.
 import { randomBytes } from 'node:crypto'
 import type { Sql } from 'postgres'
-import { connect, endQuietly } from './connect.js'
+import { connect, endQuietly, RUN_SQL_PARAMS } from './connect.js'
 import type { Target } from './target.js'
 
 export interface RunRole {
@@ -88,7 +88,7 @@ export async function makeRunRole(lab: Maker, space: string): Promise<RunRole | 
     if (code === '42501') return { why: 'this role may not create the run role race runs as (no CREATEROLE)' }
     throw e
   }
-  const sql = connect(target, { connectTimeoutMs: lab.connectTimeoutMs, applicationName: 'race setup', schema: space, typesFrom: lab.control })
+  const sql = connect(target, { connectTimeoutMs: lab.connectTimeoutMs, applicationName: 'race setup', schema: space, params: RUN_SQL_PARAMS, typesFrom: lab.control })
   try {
     const [r] = await sql`select pg_backend_pid() as pid`
     return { name, oid, target, sql, pid: Number(r.pid) }

@@ -53,24 +53,40 @@ export class SessionConns {
     const c = await p
     this.held.delete(c)
     const again = this.kept.delete(c)
-    if (!c.closed && !c.fatal) {
+    const unfit = this.failed.delete(c)
+    if (!c.closed && !c.fatal && !unfit) {
       if (again) this.counts.kept++
       return c
     }
     await c.destroy()
+    // Its reset was not shown complete: its backend is ended too (it may still be running what the reset sent).
+    if (unfit && c.pid) await this.lab.terminate([c.pid])
     return this.open(o).then((c) => (this.held.delete(c), c))
   }
 
-  /** Keeps a connection reset for session `index` of the next trial. */
-  give(index: number, c: SessionConn): void {
+  /**
+   * Keeps a connection reset for session `index` of the next trial. `complete`: the reset's last part, still under
+   * way (SessionConn.resetInTwo); the connection serves again only if it says true, else it is ended for good (its
+   * backend too) and the session that would have taken it gets a fresh one.
+   */
+  give(index: number, c: SessionConn, complete?: Promise<boolean>): void {
     if (this.ended) {
       void c.destroy()
       return
     }
     this.kept.add(c)
     this.held.add(c)
-    this.ready.set(index, Promise.resolve(c))
+    this.ready.set(index, complete ? complete.then((ok) => (ok ? c : this.unfit(c))) : Promise.resolve(c))
   }
+
+  /** A kept connection whose reset was not shown complete: marked so that take ends it rather than hand it over. */
+  private unfit(c: SessionConn): SessionConn {
+    this.failed.add(c)
+    return c
+  }
+
+  /** Kept connections whose reset was not shown complete. */
+  private readonly failed = new Set<SessionConn>()
 
   /** The run is over: closes every connection held here (politely, bounded). */
   async close(): Promise<void> {
@@ -92,6 +108,7 @@ export class SessionConns {
     this.held.clear()
     this.ready.clear()
     this.kept.clear()
+    this.failed.clear()
     return all
   }
 }

@@ -81,12 +81,14 @@ step ins { insert into orders (status) values ('x') }
 `
   const s = specToScenario(parseSpec(spec, 'keep.spec'))
   const { PgSession } = await import('../../src/db/pg-session.js')
-  const reset = PgSession.prototype.reset
+  // The engine resets in two parts (resetInTwo: the state is read back while the invariant and the next trial's
+  // schema and setup run) and hands a connection over only once that read says it is complete.
+  const inTwo = PgSession.prototype.resetInTwo
   let resets = 0
-  PgSession.prototype.reset = async function (this: InstanceType<typeof PgSession>) {
+  PgSession.prototype.resetInTwo = function (this: InstanceType<typeof PgSession>) {
     resets++
     ;(this as unknown as { opened: string }).opened = 'something else'
-    return reset.call(this)
+    return inTwo.call(this)
   }
   try {
     const out = await runScenario(ctx.lab, s, { n: 2, trials: 3 })
@@ -94,6 +96,22 @@ step ins { insert into orders (status) values ('x') }
     const pids = out.trials.flatMap((t) => t.sessions.map((x) => x.pid))
     assert.equal(new Set(pids).size, 6, 'a fresh connection for each session of each trial')
   } finally {
-    PgSession.prototype.reset = reset
+    PgSession.prototype.resetInTwo = inTwo
   }
+})
+
+test('the invariant runs after every session reset cleared what it held: a session-level advisory lock is gone by then', async () => {
+  // The reset's last part (the read that shows it complete) may still be under way when the invariant runs; its first
+  // (ROLLBACK, DISCARD ALL) may not. A key of this test's own (others may run on the same server).
+  const key = 41_000_000 + (process.pid % 1_000_000)
+  const spec = `setup { create table orders (id serial primary key, status text not null) }
+invariant "no session-level lock left" { select not exists (select 1 from pg_catalog.pg_locks where locktype = 'advisory' and objsubid = 1 and objid = ${key}) }
+expect held
+session s*
+step lk { select pg_catalog.pg_advisory_lock(${key}) }
+`
+  const out = await runScenario(ctx.lab, specToScenario(parseSpec(spec, 'held-lock.spec')), { n: 1, trials: 12 })
+  for (const t of out.trials) for (const x of t.sessions) assert.equal(x.outcome, 'committed', `${x.name}: ${x.outcome} ${x.errors}`)
+  assert.deepEqual(out.trials.map((t) => t.invariant.held), out.trials.map(() => true), 'the lock was released before every invariant')
+  assert.equal(new Set(out.trials.map((t) => t.sessions[0].pid)).size, 1, 'the connection kept (reset) every trial')
 })
