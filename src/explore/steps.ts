@@ -59,7 +59,9 @@ export function pointCounts(s: Scenario, p: Plan): number[] {
  * Code the setup defines (a function, trigger, view, rule...) may reach such state without naming it in a step.
  */
 export function sharesState(s: Scenario, p: Plan): boolean {
-  return kindOf(s).type !== 'application' && (p.sessions.some((x) => x.steps.some((st) => sharesDatabase(st.def.sql))) || p.setup.map(shownBlock).some((sql) => sharesDatabase(sql) || DEFINES_CODE.test(sql)))
+  // An application race's steps are its functions' queries, checked as they come (explore/trial.ts); its setup here.
+  const steps = kindOf(s).type !== 'application' && p.sessions.some((x) => x.steps.some((st) => sharesDatabase(st.def.sql)))
+  return steps || p.setup.map(shownBlock).some((sql) => sharesDatabase(sql) || DEFINES_CODE.test(sql))
 }
 
 /**
