@@ -44,33 +44,44 @@ test("the withdrawal's reduced search, isolated: twice on one job the same runs 
   assert.equal(two.code, one.code)
 })
 
-/** Two sessions that each take one advisory key (the same for every job: the database's, not the schema's). */
-const advisory = (shared: boolean) => `export default {
+/**
+ * Two sessions that each take one advisory key (the same for every job: the database's, not the schema's). `hidden`:
+ * the function's name is put together as the code runs, so only the query sent shows it.
+ */
+const advisory = (o: { shared?: boolean; hidden?: boolean } = {}) => `export default {
   driver: 'pg',
   sessions: 2,
   setup: ['create table t (id int primary key, n int not null)', 'insert into t values (1, 0)'],
   session: async (db) => {
     await db.query('begin')
-    await db.query('select pg_advisory_xact_lock(4141)')
+    await db.query('select ' + ${o.hidden ? "['pg', 'advis' + 'ory', 'xact', 'lock'].join('_')" : "'pg_advisory_xact_lock'"} + '(4141)')
     await db.query('update t set n = n + 1 where id = 1')
     await db.query('commit')
   },
   invariant: 'select n = 2 as held from t where id = 1',
-  expect: 'held',${shared ? '\n  sharedState: true,' : ''}
+  expect: 'held',${o.shared ? '\n  sharedState: true,' : ''}
 }
 `
 
-test('on several jobs: a query on an advisory key ends the search (other jobs would meet it); sessions in one process run on one job and say why', async () => {
+test('on several jobs: a module that names an advisory key runs on one job and says why; a query that takes one unnamed ends the search; sessions in one process run on one job', async () => {
   const file = path.join(t.dir, 'advisory.race.mjs')
-  fs.writeFileSync(file, advisory(false))
+  fs.writeFileSync(file, advisory())
   const one = await t.explore([file, '--jobs', '1'])
   assert.equal(one.j.complete, true)
   assert.equal(one.code, 0)
-  const two = await t.explore([file, '--jobs', '2']).catch((e: Error) => ({ code: -1, j: undefined, stderr: e.message }))
+  const named = await t.explore([file, '--jobs', '2'])
+  const jn = named.j as unknown as Jobbed
+  assert.equal(jn.jobs, 1)
+  assert.match(jn.jobsNote ?? '', /whole database shares/)
+  assert.deepEqual(facts(named.j), facts(one.j))
+  const hidden = path.join(t.dir, 'advisory-hidden.race.mjs')
+  fs.writeFileSync(hidden, advisory({ hidden: true }))
+  assert.equal((await t.explore([hidden, '--jobs', '1'])).code, 0)
+  const two = await t.explore([hidden, '--jobs', '2']).catch((e: Error) => ({ code: -1, j: undefined, stderr: e.message }))
   assert.notEqual(two.code, 0)
   assert.match(two.stderr, /touches what the whole database shares.*--jobs 1/)
   const shared = path.join(t.dir, 'advisory-shared.race.mjs')
-  fs.writeFileSync(shared, advisory(true))
+  fs.writeFileSync(shared, advisory({ shared: true }))
   const s = await t.explore([shared, '--jobs', '2'])
   const j = s.j as unknown as Jobbed
   assert.equal(j.jobs, 1)
