@@ -170,7 +170,8 @@ export interface ExploreOptions {
    * Runs at once, each job in its own schema with its own connections (default the machine's cores, at most the
    * runs). An exhaustive search, a sample and the reduced search of declared steps use them (the reduced search's
    * other jobs run ahead of it, and it takes their runs in its own order: `ahead` in the result); --preemptions and
-   * application races run on one job (the result says how many it used).
+   * application races run on one job, but for the reduced search of sessions isolated in workers (the result says
+   * how many it used).
    */
   jobs?: number
   /** Run every order with at most this many preemptions, fewest first (instead of the reduced search). */

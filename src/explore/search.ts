@@ -105,6 +105,7 @@ export class Search implements JobHost {
       this.jobs = Math.max(1, Math.min(this.jobs, Math.floor(room.free / (this.p.sessions.length + 1))))
     }
     this.strategy.spread(this.jobs, this.o.max)
+    this.shape.jobs = this.jobs
     this.planned = this.strategy.planned()
   }
 

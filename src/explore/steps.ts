@@ -1,6 +1,8 @@
 // What the search knows of a race before any run: what it is expected to end as, the points each session's declared
 // steps give (the count of orders), the steps that are not choices (a spec session's setup and teardown), and whether
 // a step may touch what the whole database shares (then the search runs on one job).
+import fs from 'node:fs'
+import path from 'node:path'
 import { sharesDatabase } from '../engine/footprint.js'
 import { levelSet, pointsOfStep, snapshotAfter } from '../engine/points.js'
 import { commitBody, NOT_SPLIT } from '../engine/session.js'
@@ -59,7 +61,35 @@ export function pointCounts(s: Scenario, p: Plan): number[] {
  * Code the setup defines (a function, trigger, view, rule...) may reach such state without naming it in a step.
  */
 export function sharesState(s: Scenario, p: Plan): boolean {
-  return kindOf(s).type !== 'application' && (p.sessions.some((x) => x.steps.some((st) => sharesDatabase(st.def.sql))) || p.setup.map(shownBlock).some((sql) => sharesDatabase(sql) || DEFINES_CODE.test(sql)))
+  // An application race's steps are its functions' queries: the text of its module and the files it imports by a
+  // relative path stands for them here (a word of it is enough), and each query is checked as it comes (trial.ts).
+  const app = applicationOf(s)
+  const steps = app ? Boolean(app.file && codeSharesDatabase(app.file)) : p.sessions.some((x) => x.steps.some((st) => sharesDatabase(st.def.sql)))
+  return steps || p.setup.map(shownBlock).some((sql) => sharesDatabase(sql) || DEFINES_CODE.test(sql))
+}
+
+/** Imports by a relative path: `from './x.mjs'`, `import('./x')`, `require('../x')`. */
+const RELATIVE = /(?:\bfrom\s*|\bimport\s*\(\s*|\brequire\s*\(\s*|\bimport\s+)(['"])(\.{1,2}\/[^'"]+)\1/g
+
+/**
+ * Whether the race module `file`, or a file it imports by a relative path (at most 200 files), names what the whole
+ * database shares (footprint.ts sharesDatabase). A file that cannot be read counts as naming it.
+ */
+export function codeSharesDatabase(file: string): boolean {
+  const seen = new Set<string>()
+  const todo = [path.resolve(file)]
+  while (todo.length) {
+    const f = todo.pop()!
+    if (seen.has(f)) continue
+    if (seen.size >= 200) return true
+    seen.add(f)
+    const found = [f, ...['.mjs', '.js', '.ts', '.mts', '.cjs', '/index.js', '/index.mjs'].map((x) => f + x)].find((x) => fs.existsSync(x) && fs.statSync(x).isFile())
+    if (!found) return true
+    const text = fs.readFileSync(found, 'utf8')
+    if (sharesDatabase(text)) return true
+    for (const m of text.matchAll(RELATIVE)) todo.push(path.resolve(path.dirname(found), m[2]))
+  }
+  return false
 }
 
 /**

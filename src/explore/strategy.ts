@@ -58,6 +58,8 @@ export interface StrategyFacts {
 export type Word = (x: 'shard' | 'sample' | 'exhaustive' | 'seed') => string
 
 const APP_ONE_JOB = 'an application race runs on one job'
+/** An application race whose sessions share one process: its every interleaving, or its reduced search by --reduce. */
+const SHARED_APP_ONE_JOB = "an application race whose sessions share one process (sharedState, or a race object) runs on one job: only the reduced search of one loaded from its file, each session in a worker of its own, runs on several"
 
 /** One way of searching; see the module comment. */
 export abstract class SearchStrategy {
@@ -74,7 +76,11 @@ export abstract class SearchStrategy {
 
   /** Why it runs on one job whatever --jobs asks (undefined: any number of jobs gives the same result). */
   oneJob(): string | undefined {
-    return this.facts.app ? APP_ONE_JOB : undefined
+    if (!this.facts.app) return undefined
+    // The reduced search of isolated sessions (each in a worker of its own, in every job its own workers and schema):
+    // its runs are taken in the one-job order (reduce-jobs.ts), so the jobs give one job's result.
+    if (this.facts.isolated && this.learns) return undefined
+    return this.facts.isolated ? APP_ONE_JOB : SHARED_APP_ONE_JOB
   }
 
   /** The most runs that can go at once (jobs are no more than these). */

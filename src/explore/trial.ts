@@ -1,9 +1,10 @@
 // One explored trial's chooser (engine/types.ts Chooser): at each quiet moment, which ready session launches its next
 // step, as the search's Pick says; a spec session's setup and teardown blocks pinned first and last; the free choices
 // kept (the run's order for the search), and, for a search that learns, each step's footprint observed.
-import type { Touched } from '../engine/footprint.js'
+import { sharesDatabase, type Touched } from '../engine/footprint.js'
 import type { FootprintObserver } from '../engine/footprint-observer.js'
 import type { Chooser, Moment, ReadyStep } from '../engine/types.js'
+import { RunError } from '../errors.js'
 import type { Plan } from '../plan.js'
 import type { Scenario } from '../scenario.js'
 import type { Pick } from './enumerate.js'
@@ -16,6 +17,19 @@ export interface TrialShape {
   app: boolean
   /** Each session's points that are choices (declared steps). */
   counts: readonly number[]
+  /** The search's jobs (set once they are known): more than one, and an application race's steps are checked as they come. */
+  jobs?: number
+}
+
+/**
+ * An application race's step that touches what the whole database shares (advisory keys, the lock and activity
+ * views, ...), met on several jobs: the search ends, since the other jobs' trials would meet it (a spec's steps are
+ * checked before, explore/steps.ts sharesState). Checked before the step is launched, on every job.
+ */
+function refuseShared(t: TrialShape, m: Moment): void {
+  if (!t.app || (t.jobs ?? 1) < 2) return
+  const s = m.ready.find((x) => sharesDatabase(x.sql))
+  if (s) throw new RunError(`${t.scenario.id}: a query of ${s.session} touches what the whole database shares (advisory keys, pg_locks, pg_stat_activity, settings), where the other jobs' trials would meet it: explore it with --jobs 1`)
 }
 
 /**
@@ -44,6 +58,7 @@ export function trialChooser(t: TrialShape, pick: Pick, observer: FootprintObser
     return take(s)
   }
   const choose: Chooser = async (m: Moment) => {
+    refuseShared(t, m)
     if (observer) await observer.at(m)
     const i = decide(m)
     if (observer && free.length > fps.length) observer.watch(m.ready[i])

@@ -77,13 +77,20 @@ test('an application race: every interleaving (capped at --max) unless --reduce,
   assert.equal(chooseStrategy(ask({ sample: 3 }), app(), cli).capped, false)
 })
 
-test('jobs: a sample, an exhaustive search and the reduced search of declared steps spread; --preemptions and an application race run on one', () => {
+test('jobs: a sample, an exhaustive search and the reduced search of declared steps or isolated sessions spread; --preemptions and the other application races run on one', () => {
   assert.equal(chooseStrategy(ask({ exhaustive: true }), declared(), cli).oneJob(), undefined)
   assert.equal(chooseStrategy(ask({ sample: 10 }), declared(), cli).oneJob(), undefined)
   assert.equal(chooseStrategy(ask(), declared(), cli).oneJob(), undefined)
   assert.equal(chooseStrategy(ask({ preemptions: 2 }), declared(), cli).oneJob(), 'a preemption-bounded search runs on one job')
+  // Sessions in one process: one job, whatever the search.
   for (const a of [ask(), ask({ reduce: true }), ask({ exhaustive: true }), ask({ sample: 4 }), ask({ preemptions: 1 })]) {
-    assert.equal(chooseStrategy(a, app(), cli).oneJob(), 'an application race runs on one job')
+    assert.match(chooseStrategy(a, app(), cli).oneJob() ?? '', /^an application race whose sessions share one process/)
+  }
+  // Isolated (a worker each): the reduced search spreads (its runs taken in the one-job order); the others run on one.
+  assert.equal(chooseStrategy(ask(), app({ isolated: true }), cli).oneJob(), undefined)
+  assert.equal(chooseStrategy(ask({ max: 5 }), app({ isolated: true, orders: 6n }), cli).oneJob(), undefined)
+  for (const a of [ask({ exhaustive: true }), ask({ sample: 4 }), ask({ preemptions: 1 })]) {
+    assert.equal(chooseStrategy(a, app({ isolated: true }), cli).oneJob(), 'an application race runs on one job')
   }
   // At most as many jobs as runs: a sample's draws (this shard's), or the orders.
   assert.equal(chooseStrategy(ask({ sample: 10 }), declared(), cli).atOnce(), 10)
