@@ -18,6 +18,12 @@ export type Placeholders = 'dollar' | 'question'
 const IDENT_START = /[A-Za-z_]/
 const IDENT = /[A-Za-z0-9_]/
 
+/** `sql[k]`, or '' past either end. A function of its own, not a closure made at every call: esbuild's keepNames
+ * (the bundle) names each closure as it is made, which cost more than the lexing itself on every character. */
+function charAt(sql: string, k: number): string {
+  return sql[k] ?? ''
+}
+
 /**
  * Where the text that starts at `i` and is not SQL code ends: a -- or nested /* comment, a 'string' (E'...'
  * and every MySQL string with backslash escapes), a "quoted identifier", a MySQL `identifier`, a $tag$ body.
@@ -26,22 +32,21 @@ const IDENT = /[A-Za-z0-9_]/
 export function skipNonCode(sql: string, i: number, style: Placeholders = 'dollar'): number {
   const mysql = style === 'question'
   const n = sql.length
-  const at = (k: number) => sql[k] ?? ''
   const ch = sql[i]
   // -- line comment
-  if (ch === '-' && at(i + 1) === '-') {
+  if (ch === '-' && charAt(sql, i + 1) === '-') {
     const end = sql.indexOf('\n', i)
     return end < 0 ? n : end
   }
   // /* block comment */ (nested, as PostgreSQL allows)
-  if (ch === '/' && at(i + 1) === '*') {
+  if (ch === '/' && charAt(sql, i + 1) === '*') {
     let depth = 0
     let k = i
     while (k < n) {
-      if (sql[k] === '/' && at(k + 1) === '*') {
+      if (sql[k] === '/' && charAt(sql, k + 1) === '*') {
         depth++
         k += 2
-      } else if (sql[k] === '*' && at(k + 1) === '/') {
+      } else if (sql[k] === '*' && charAt(sql, k + 1) === '/') {
         depth--
         k += 2
         if (depth === 0) break
@@ -77,12 +82,34 @@ export function skipNonCode(sql: string, i: number, style: Placeholders = 'dolla
  * constructor's elements are values, so `array[:a, :b]` has binds), nor in text that is not code.
  */
 export function parseBinds(sql: string, style: Placeholders = 'dollar'): Parsed {
+  const memo = style === 'question' ? parsedQuestion : parsedDollar
+  let p = memo.get(sql)
+  if (!p) {
+    p = parse(sql, style)
+    if (sql.length <= MEMO_CHARS) {
+      if (memo.size >= MEMO) memo.clear()
+      memo.set(sql, p)
+    }
+  }
+  return { text: p.text, names: [...p.names] }
+}
+
+/**
+ * What parseBinds made of a text, by placeholder style: a session parses its step's SQL each time it sends it, the
+ * same few texts over every trial of a run. A pure function of the text; bounded: texts of a step's size only (the
+ * run parses its setup once, engine/run.ts), and emptied past MEMO texts.
+ */
+const MEMO = 2000
+const MEMO_CHARS = 4096
+const parsedDollar = new Map<string, Parsed>()
+const parsedQuestion = new Map<string, Parsed>()
+
+function parse(sql: string, style: Placeholders): Parsed {
   const mysql = style === 'question'
   const names: string[] = []
   let out = ''
   let i = 0
   const n = sql.length
-  const at = (k: number) => sql[k] ?? ''
   // Open brackets, innermost last: true for a subscript (a slice's colon is not a bind), false for ARRAY[.
   const brackets: boolean[] = []
   while (i < n) {
@@ -97,10 +124,10 @@ export function parseBinds(sql: string, style: Placeholders = 'dollar'): Parsed 
     else if (ch === ']') brackets.pop()
     // :name, :step.column or (in an invariant) :session.step.column, but not ::cast and not a slice bound
     const inSubscript = brackets.length > 0 && brackets[brackets.length - 1]
-    if (ch === ':' && !inSubscript && at(i + 1) !== ':' && at(i - 1) !== ':' && IDENT_START.test(at(i + 1))) {
+    if (ch === ':' && !inSubscript && charAt(sql, i + 1) !== ':' && charAt(sql, i - 1) !== ':' && IDENT_START.test(charAt(sql, i + 1))) {
       let k = i + 1
       while (k < n && IDENT.test(sql[k])) k++
-      for (let dots = 0; dots < 2 && sql[k] === '.' && IDENT_START.test(at(k + 1)); dots++) {
+      for (let dots = 0; dots < 2 && sql[k] === '.' && IDENT_START.test(charAt(sql, k + 1)); dots++) {
         k++
         while (k < n && IDENT.test(sql[k])) k++
       }

@@ -47,6 +47,8 @@ export function lexeme(sql: string, i: number): { end: number; open: boolean; ki
 
 /** `sql` with its strings, dollar quotes, quoted identifiers and comments blanked (each a space): what its words are. */
 export function bareWords(sql: string): string {
+  const known = bare.get(sql)
+  if (known !== undefined) return known
   let out = ''
   let i = 0
   while (i < sql.length) {
@@ -58,6 +60,7 @@ export function bareWords(sql: string): string {
     }
     out += sql[i++]
   }
+  remember(bare, sql, out)
   return out
 }
 
@@ -71,6 +74,8 @@ export function triesLock(sql: string): boolean {
 
 /** Splits SQL into statements (outside quotes, dollar quotes and comments); used to read what a block does. */
 export function statements(sql: string): string[] {
+  const known = split.get(sql)
+  if (known) return [...known]
   const out: string[] = []
   let cur = ''
   let i = 0
@@ -91,6 +96,23 @@ export function statements(sql: string): string[] {
     i++
   }
   if (cur.trim()) out.push(cur.trim())
-  return out
+  remember(split, sql, out)
+  return [...out]
+}
+
+/**
+ * What bareWords and statements made of a text, kept: race explore asks both about the same few steps at every
+ * moment of every order (points.ts, session.ts), and lexing a step again each time was most of the JavaScript an
+ * order costs between two steps. Pure functions of the text; a text seen again is answered from here. Bounded: texts
+ * of a step's size only (a guarded setup block is lexed once a run), and past MEMO texts it is emptied and fills again.
+ */
+const MEMO = 2000
+const MEMO_CHARS = 4096
+const bare = new Map<string, string>()
+const split = new Map<string, readonly string[]>()
+function remember<T>(memo: Map<string, T>, sql: string, v: T): void {
+  if (sql.length > MEMO_CHARS) return
+  if (memo.size >= MEMO) memo.clear()
+  memo.set(sql, v)
 }
 

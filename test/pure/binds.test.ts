@@ -46,3 +46,15 @@ test('withoutFinalSemicolon: the final ; goes with the blanks and comments after
   assert.equal(withoutFinalSemicolon('select $$;$$'), 'select $$;$$')
   assert.equal(withoutFinalSemicolon("select 'a;'"), "select 'a;'")
 })
+
+test('a text parsed again (kept from its first parse) gives the same answer, whatever a caller did to the first, and each placeholder style its own', () => {
+  const sql = 'update a set b = :x where c = :y and d = :x'
+  const first = parseBinds(sql)
+  assert.deepEqual(first, { text: 'update a set b = $1 where c = $2 and d = $1', names: ['x', 'y'] })
+  first.names.push('changed by a caller')
+  first.names.reverse()
+  assert.deepEqual(parseBinds(sql), { text: 'update a set b = $1 where c = $2 and d = $1', names: ['x', 'y'] })
+  // The same text for MySQL: one ? per use, not the PostgreSQL answer kept above.
+  assert.deepEqual(parseBinds(sql, 'question'), { text: 'update a set b = ? where c = ? and d = ?', names: ['x', 'y', 'x'] })
+  assert.deepEqual(parseBinds(sql), { text: 'update a set b = $1 where c = $2 and d = $1', names: ['x', 'y'] })
+})

@@ -250,6 +250,20 @@ test('merged sample shards: held in every draw passes expect held only with an a
   assert.deepEqual([merged(0.5).exitCode, merged(0.5).matched], [3, false])
 })
 
+test('a step\'s statements, kept from their first split, come back whole however often they are asked for and whatever a caller did with them', async () => {
+  const { statements } = await import('../../src/lex.js')
+  const { pointsOfStep } = await import('../../src/engine/points.js')
+  const { NOT_SPLIT } = await import('../../src/engine/session.js')
+  const sql = 'begin; select count(*) from t; insert into t values (1); commit'
+  const got = statements(sql)
+  got.pop()
+  got[0] = 'changed by a caller'
+  assert.deepEqual(statements(sql), ['begin', 'select count(*) from t', 'insert into t values (1)', 'commit'])
+  // pointsOfStep takes the lone COMMIT off the statements it is given: asked again (every moment of every order asks), the same points.
+  const plan = () => pointsOfStep(sql, false, false, NOT_SPLIT)
+  for (let k = 0; k < 3; k++) assert.deepEqual({ points: plan()!.points.map((x) => x.sql), commit: plan()!.commit }, { points: ['begin;\nselect count(*) from t', 'insert into t values (1)'], commit: true })
+})
+
 test('a step of several statements: a point each (quiet leading statements merged), a snapshot point before a NOWAIT that takes the snapshot', async () => {
   const { pointsOf } = await import('../../src/explore/steps.js')
   const { pointsOfStep } = await import('../../src/engine/points.js')
