@@ -1,10 +1,14 @@
 // npm test's runner (scripts/test.ts): every test file exactly once, the slowest named ones first, each of those a
 // file that exists (a renamed file would otherwise drop back to its place by name, unnoticed).
 import assert from 'node:assert/strict'
+import { execFileSync } from 'node:child_process'
 import fs from 'node:fs'
+import os from 'node:os'
 import path from 'node:path'
 import { test } from 'node:test'
-import { FIRST, SERIAL, serialServer, testFiles, timeSummary } from '../../scripts/test.js'
+import { pathToFileURL } from 'node:url'
+import { cpuOf } from '../../scripts/test-cpu.js'
+import { cpuTimes, FIRST, LANES, runnerArgs, SERIAL, serialServer, testFiles, timeSummary } from '../../scripts/test.js'
 
 test('npm test runs every test file once, the slowest first', () => {
   const root = path.resolve(path.dirname(new URL(import.meta.url).pathname), '..')
@@ -39,13 +43,57 @@ test("npm test's tail: two lanes, one a server, and no file of one lane opens th
   for (const f of lanes['PostgreSQL 15']) assert.doesNotMatch(fs.readFileSync(f, 'utf8'), opens.MariaDB, `${name(f)} (PostgreSQL 15 lane) opens MariaDB`)
 })
 
-test("npm test's time summary: the slowest files first, all of them added up, the tail's share of the wall time", () => {
-  const times = Array.from({ length: 20 }, (_, i) => ({ file: `a/f${i}`, ms: (i + 1) * 1000, serial: i === 3 || i === 19 }))
-  const lines = timeSummary(times, { parallel: 150_000, serial: 50_000 })
-  assert.equal(lines.length, 15 + 2)
-  assert.match(lines[0], /the 15 slowest of 20 test files/)
-  assert.match(lines[1], /^# {3}a\/f19 +20\.0 s {2}\(serial\)$/)
-  assert.match(lines[15], /^# {3}a\/f5 +6\.0 s$/)
+test("npm test's time summary: the slowest files first with their CPU time, all of them added up, the tail's share of the wall time", () => {
+  const times = Array.from({ length: 20 }, (_, i) => ({ file: `a/f${i}`, ms: (i + 1) * 1000, serial: i === 3 || i === 19, cpu: i === 5 ? undefined : { self: (i + 1) * 100, children: (i + 1) * 400 } }))
+  const lines = timeSummary(times, { parallel: 150_000, serial: 50_000 }, 15, 3)
+  assert.equal(lines.length, 15 + 3)
+  assert.match(lines[0], /the 15 slowest of 20 test files: wall time of each file's process, then its CPU time/)
+  assert.match(lines[1], /^# {3}a\/f19 +20\.0 s +10\.0 s +\(50%\) {2}\(serial\)$/)
+  assert.match(lines[15], /^# {3}a\/f5 +6\.0 s +\?$/, 'a file whose CPU was not measured')
   assert.ok(!lines.some((l) => /a\/f4 /.test(l)), 'the 16th slowest is not listed')
-  assert.match(lines[16], /all files added up: 210\.0 s; two at a time: 150\.0 s of wall time; the serial tail \(2 files, 24\.0 s\): 50\.0 s, 25% of the 200\.0 s in all/)
+  // 210 s of wall time, of which the 19 measured files' 204 s used 102 s of CPU
+  assert.match(lines[16], /all files added up: 210\.0 s wall, 102\.0 s CPU \(19 of 20 files measured, 50% of their wall time\)/)
+  assert.match(lines[17], /3 at a time: 150\.0 s of wall time; the serial tail \(2 files, 24\.0 s\): 50\.0 s, 25% of the 200\.0 s in all/)
+})
+
+test("npm test's arguments: --lanes N, then the files' name prefixes; a bad --lanes refused", () => {
+  assert.deepEqual(runnerArgs([]), { lanes: LANES, only: [] })
+  assert.deepEqual(runnerArgs(['innodb/', '--lanes', '3', 'cli/explore-jobs']), { lanes: 3, only: ['innodb/', 'cli/explore-jobs'] })
+  assert.deepEqual(runnerArgs(['--lanes=1']), { lanes: 1, only: [] })
+  for (const bad of [['--lanes'], ['--lanes', '0'], ['--lanes=two'], ['--lanes', '1.5']]) assert.throws(() => runnerArgs(bad), /--lanes takes a whole number/, bad.join(' '))
+})
+
+test("a test file's CPU time: /proc/self/stat's user, system and waited-for children's times, a name with spaces and parentheses read past", () => {
+  // pid (name) state ppid pgrp session tty tpgid flags minflt cminflt majflt cmajflt utime stime cutime cstime ...
+  const stat = '4242 (node (a) b) S 1 2 3 4 5 6 7 8 9 10 150 25 300 12 20 0 1 0'
+  assert.deepEqual(cpuOf(stat), { self: 1750, children: 3120 })
+  assert.equal(cpuOf('4242 (x) S 1 2'), null)
+})
+
+test("a test file's process under the preload writes its CPU time as it exits, and its own children see the runner's NODE_OPTIONS, not the preload", () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'race-test-cpu-check-'))
+  try {
+    const file = path.join(dir, 'burn.test.js')
+    // some CPU of its own, a child that burns some too and prints what it was given
+    fs.writeFileSync(
+      file,
+      `const { execFileSync } = require('node:child_process')
+let x = 0; const t = Date.now(); while (Date.now() - t < 150) x++
+const seen = execFileSync(process.execPath, ['-e', 'let y = 0; const t = Date.now(); while (Date.now() - t < 150) y++; console.log(JSON.stringify([process.env.NODE_OPTIONS ?? null, process.env.RACE_TEST_CPU_DIR ?? null]))'], { encoding: 'utf8' })
+process.stdout.write(seen)`,
+    )
+    const out = path.join(dir, 'cpu')
+    fs.mkdirSync(out)
+    const preload = pathToFileURL(path.resolve(path.dirname(new URL(import.meta.url).pathname), '..', '..', 'scripts', 'test-cpu.js')).href
+    const env = { ...process.env, RACE_TEST_CPU_DIR: out, RACE_TEST_CPU_NODE_OPTIONS: '--max-old-space-size=300', NODE_OPTIONS: `--max-old-space-size=300 --import="${preload}"` }
+    const seen = JSON.parse(execFileSync(process.execPath, [file], { env, encoding: 'utf8' }))
+    assert.deepEqual(seen, ['--max-old-space-size=300', null])
+    const cpu = cpuTimes(out).get(file)
+    assert.ok(cpu, `a CPU time for ${file}: ${fs.readdirSync(out).join(', ')}`)
+    // each burned 150 ms of wall time on a core (less when the machine is busy); /proc counts in 10 ms steps
+    assert.ok(cpu.self >= 10, `its own: ${cpu.self} ms`)
+    assert.ok(cpu.children >= 10, `its child's: ${cpu.children} ms`)
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true })
+  }
 })
