@@ -8,7 +8,7 @@ import path from 'node:path'
 import { test } from 'node:test'
 import { pathToFileURL } from 'node:url'
 import { cpuOf } from '../../scripts/test-cpu.js'
-import { cpuTimes, FIRST, LANES, runnerArgs, SERIAL, serialServer, testFiles, timeSummary } from '../../scripts/test.js'
+import { cpuTimes, FIRST, jobOf, LANES, nextJob, OPENS, runnerArgs, SERIAL, serialServer, testFiles, timeSummary, type Job } from '../../scripts/test.js'
 
 test('npm test runs every test file once, the slowest first', () => {
   const root = path.resolve(path.dirname(new URL(import.meta.url).pathname), '..')
@@ -57,9 +57,9 @@ test("npm test's time summary: the slowest files first with their CPU time, all 
 })
 
 test("npm test's arguments: --lanes N, then the files' name prefixes; a bad --lanes refused", () => {
-  assert.deepEqual(runnerArgs([]), { lanes: LANES, only: [] })
-  assert.deepEqual(runnerArgs(['innodb/', '--lanes', '3', 'cli/explore-jobs']), { lanes: 3, only: ['innodb/', 'cli/explore-jobs'] })
-  assert.deepEqual(runnerArgs(['--lanes=1']), { lanes: 1, only: [] })
+  assert.deepEqual(runnerArgs([]), { lanes: LANES, only: [], tailAfter: false })
+  assert.deepEqual(runnerArgs(['innodb/', '--lanes', '3', 'cli/explore-jobs']), { lanes: 3, only: ['innodb/', 'cli/explore-jobs'], tailAfter: false })
+  assert.deepEqual(runnerArgs(['--lanes=1', '--tail-after']), { lanes: 1, only: [], tailAfter: true })
   for (const bad of [['--lanes'], ['--lanes', '0'], ['--lanes=two'], ['--lanes', '1.5']]) assert.throws(() => runnerArgs(bad), /--lanes takes a whole number/, bad.join(' '))
 })
 
@@ -96,4 +96,63 @@ process.stdout.write(seen)`,
   } finally {
     fs.rmSync(dir, { recursive: true, force: true })
   }
+})
+
+/** Runs the scheduler to the end, files taking turns to end in the order they started: the sets that ran together. */
+function simulate(jobs: Job[], o: { lanes: number; overlap: boolean }): string[][] {
+  const pending = [...jobs]
+  const running: Job[] = []
+  const together: string[][] = []
+  for (let guard = 0; pending.length || running.length; guard++) {
+    assert.ok(guard < 1000, 'the scheduler ends')
+    for (let j = nextJob(pending, running, o); j; j = nextJob(pending, running, o)) {
+      pending.splice(pending.indexOf(j), 1)
+      running.push(j)
+    }
+    assert.ok(running.length > 0, `something runs while ${pending.map((p) => p.name).join(', ')} wait`)
+    together.push(running.map((r) => r.name))
+    running.shift()
+  }
+  return together
+}
+
+test("npm test's scheduler: the serial files in a lane of their own beside the others, never beside a file that opens their server", () => {
+  const job = (name: string, ...opens: ('MariaDB' | 'PostgreSQL 15')[]): Job => ({ name, serial: serialServer(name), opens })
+  const jobs = [job('soundness/soundness'), job('soundness/kept'), job('cli/readme', 'MariaDB'), job('app/app-levels', 'MariaDB'), job('cli/a'), job('cli/b'), job('cli/c', 'PostgreSQL 15'), job('innodb/innodb', 'MariaDB'), job('app/app-mariadb', 'MariaDB'), job('cli/explore-jobs', 'PostgreSQL 15')]
+  for (const o of [
+    { lanes: 2, overlap: true },
+    { lanes: 3, overlap: true },
+    { lanes: 2, overlap: false },
+  ]) {
+    const sets = simulate(jobs, o)
+    assert.deepEqual(new Set(sets.flat()), new Set(jobs.map((j) => j.name)), 'every file runs')
+    for (const set of sets) {
+      const js = set.map((n) => jobs.find((j) => j.name === n)!)
+      assert.ok(js.filter((j) => !j.serial).length <= o.lanes, `${set}: at most ${o.lanes} others`)
+      assert.ok(js.length <= o.lanes + 1, `${set}: one lane more for the serial files`)
+      for (const s of js.filter((j) => j.serial)) {
+        const beside = js.filter((j) => j !== s && (j.serial === s.serial || j.opens.includes(s.serial!)))
+        assert.deepEqual(beside.map((j) => j.name), [], `${s.name} shares ${s.serial} with nothing (${JSON.stringify(o)})`)
+      }
+    }
+    const first = sets[0]
+    assert.deepEqual(first.slice(0, 2), ['soundness/soundness', 'soundness/kept'], 'the slowest start first')
+    if (o.overlap) assert.ok(first.some((n) => serialServer(n)), `a serial file starts beside them: ${first}`)
+    else {
+      const at = sets.findIndex((set) => set.some((n) => serialServer(n)))
+      assert.ok(sets.slice(at).every((set) => set.every((n) => serialServer(n))), 'without overlap the serial files are a tail')
+    }
+  }
+})
+
+test("npm test's scheduler reads the servers a file opens from its text; the serial lanes' files open only their own", () => {
+  assert.deepEqual(jobOf('cli/x', "import mariadb from 'mariadb'\nconst u = PG15").opens, ['PostgreSQL 15', 'MariaDB'])
+  assert.deepEqual(jobOf('cli/x', 'useServer()').opens, [])
+  assert.equal(jobOf('innodb/innodb', '').serial, 'MariaDB')
+  const root = path.resolve(path.dirname(new URL(import.meta.url).pathname), '..')
+  for (const f of testFiles(root)) {
+    const j = jobOf(path.relative(root, f).slice(0, -'.test.js'.length), fs.readFileSync(f, 'utf8'))
+    if (j.serial) assert.deepEqual(j.opens.filter((s) => s !== j.serial), [], `${j.name} opens only ${j.serial} of the machine's servers`)
+  }
+  assert.ok(OPENS.MariaDB.test('mysql://root@127.0.0.1:3306/test'))
 })
