@@ -166,8 +166,15 @@ export interface Job {
   opens: Server[]
 }
 
+/**
+ * Files that open the machine's servers through what they run rather than by their own text: cli/readme runs every
+ * document's samples again, and some name MariaDB at 127.0.0.1:3306 and PostgreSQL 15 at 127.0.0.1:5432.
+ */
+export const OPENS_THROUGH: Record<string, Server[]> = { 'cli/readme': ['PostgreSQL 15', 'MariaDB'] }
+
 export function jobOf(name: string, text: string): Job {
-  return { name, serial: serialServer(name), opens: (Object.keys(OPENS) as Server[]).filter((s) => OPENS[s].test(text)) }
+  const through = OPENS_THROUGH[name] ?? []
+  return { name, serial: serialServer(name), opens: (Object.keys(OPENS) as Server[]).filter((s) => OPENS[s].test(text) || through.includes(s)) }
 }
 
 /**

@@ -149,6 +149,11 @@ test("npm test's scheduler reads the servers a file opens from its text; the ser
   assert.deepEqual(jobOf('cli/x', "import mariadb from 'mariadb'\nconst u = PG15").opens, ['PostgreSQL 15', 'MariaDB'])
   assert.deepEqual(jobOf('cli/x', 'useServer()').opens, [])
   assert.equal(jobOf('innodb/innodb', '').serial, 'MariaDB')
+  // the documents' samples cli/readme runs again name both machine servers: it never runs beside a serial file
+  const ROOT = path.resolve(path.dirname(new URL(import.meta.url).pathname), '..', '..', '..')
+  const docs = ['README.md', 'CONTRIBUTING.md', ...fs.readdirSync(path.join(ROOT, 'docs')).filter((f) => f.endsWith('.md')).map((f) => `docs/${f}`)].map((f) => fs.readFileSync(path.join(ROOT, f), 'utf8')).join('\n')
+  for (const [server, re] of Object.entries({ MariaDB: /<!-- sample: [^\n]*(mysql|mariadb):\/\/[^\n]*:3306/, 'PostgreSQL 15': /<!-- sample: [^\n]*127\.0\.0\.1:5432/ }))
+    if (re.test(docs)) assert.ok(jobOf('cli/readme', '').opens.includes(server as 'MariaDB'), `a sample names ${server}: cli/readme opens it`)
   const root = path.resolve(path.dirname(new URL(import.meta.url).pathname), '..')
   for (const f of testFiles(root)) {
     const j = jobOf(path.relative(root, f).slice(0, -'.test.js'.length), fs.readFileSync(f, 'utf8'))
