@@ -244,6 +244,7 @@ function runJobs(jobs: { job: Job; file: string }[], o: { lanes: number; overlap
         running.push(item)
         void runFile(item.file, counts).then((r) => {
           running.splice(running.indexOf(item), 1)
+          process.stdout.write(`# ${path.relative(TESTS, r.file)}${item.job.serial ? ` (serial: ${item.job.serial})` : ''}, ${(r.ms / 1000).toFixed(1)} s\n`)
           process.stdout.write(r.out)
           times.push({ file: r.file, ms: r.ms, serial: item.job.serial !== null })
           if (!item.job.serial) othersDone = performance.now()
