@@ -8,7 +8,7 @@ import path from 'node:path'
 import { test } from 'node:test'
 import { pathToFileURL } from 'node:url'
 import { cpuOf } from '../../scripts/test-cpu.js'
-import { cpuTimes, FIRST, jobOf, LANES, nextJob, OPENS, runnerArgs, SERIAL, serialServer, testFiles, timeSummary, type Job } from '../../scripts/test.js'
+import { BESIDE, cpuTimes, FIRST, jobOf, LANES, nextJob, OPENS, runnerArgs, SERIAL, serialServer, testFiles, timeSummary, type Job } from '../../scripts/test.js'
 
 test('npm test runs every test file once, the slowest first', () => {
   const root = path.resolve(path.dirname(new URL(import.meta.url).pathname), '..')
@@ -99,7 +99,7 @@ process.stdout.write(seen)`,
 })
 
 /** Runs the scheduler to the end, files taking turns to end in the order they started: the sets that ran together. */
-function simulate(jobs: Job[], o: { lanes: number; overlap: boolean }): string[][] {
+function simulate(jobs: Job[], o: { lanes: number; beside: readonly ('MariaDB' | 'PostgreSQL 15')[] }): string[][] {
   const pending = [...jobs]
   const running: Job[] = []
   const together: string[][] = []
@@ -120,9 +120,10 @@ test("npm test's scheduler: the serial files in a lane of their own beside the o
   const job = (name: string, ...opens: ('MariaDB' | 'PostgreSQL 15')[]): Job => ({ name, serial: serialServer(name), opens })
   const jobs = [job('soundness/soundness'), job('soundness/kept'), job('cli/readme', 'MariaDB'), job('app/app-levels', 'MariaDB'), job('cli/a'), job('cli/b'), job('cli/c', 'PostgreSQL 15'), job('innodb/innodb', 'MariaDB'), job('app/app-mariadb', 'MariaDB'), job('cli/explore-jobs', 'PostgreSQL 15')]
   for (const o of [
-    { lanes: 2, overlap: true },
-    { lanes: 3, overlap: true },
-    { lanes: 2, overlap: false },
+    { lanes: 2, beside: BESIDE },
+    { lanes: 3, beside: BESIDE },
+    { lanes: 2, beside: ['MariaDB', 'PostgreSQL 15'] as const },
+    { lanes: 2, beside: [] },
   ]) {
     const sets = simulate(jobs, o)
     assert.deepEqual(new Set(sets.flat()), new Set(jobs.map((j) => j.name)), 'every file runs')
@@ -137,10 +138,11 @@ test("npm test's scheduler: the serial files in a lane of their own beside the o
     }
     const first = sets[0]
     assert.deepEqual(first.slice(0, 2), ['soundness/soundness', 'soundness/kept'], 'the slowest start first')
-    if (o.overlap) assert.ok(first.some((n) => serialServer(n)), `a serial file starts beside them: ${first}`)
-    else {
-      const at = sets.findIndex((set) => set.some((n) => serialServer(n)))
-      assert.ok(sets.slice(at).every((set) => set.every((n) => serialServer(n))), 'without overlap the serial files are a tail')
+    if (o.beside.length) assert.ok(first.some((n) => serialServer(n)), `a serial file starts beside them: ${first}`)
+    for (const server of ['MariaDB', 'PostgreSQL 15'] as const) {
+      const at = sets.findIndex((set) => set.some((n) => serialServer(n) === server))
+      if ((o.beside as readonly string[]).includes(server)) assert.ok(sets.some((set) => set.some((n) => serialServer(n) === server) && set.some((n) => !serialServer(n))), `${server}'s serial files run beside the others (${JSON.stringify(o)})`)
+      else assert.ok(sets.slice(at).every((set) => set.every((n) => serialServer(n))), `${server}'s serial files are a tail (${JSON.stringify(o)})`)
     }
   }
 })
