@@ -19,6 +19,13 @@ const TEMPLATE = path.join(ROOT, 'examples', 'orders.spec')
 
 const explore = (args: string[]) => exploreJson(t.url, t.admin, args)
 
+/**
+ * Every order of ORDERS (race explore --exhaustive --json): the first test checks it whole, --preemptions compares
+ * its bounded searches with it. Run once for the file (the same command on the same server gives the same document).
+ */
+let ordersAll: ReturnType<typeof explore> | undefined
+const exhaustiveOrders = () => (ordersAll ??= explore([ORDERS, '--exhaustive']))
+
 /** race run <file> --schedule <line> --trials k: whether the invariant held in each trial (null: undecided). */
 async function replay(file: string, line: string, trials: number, extra: string[] = []): Promise<(boolean | null)[]> {
   const r = await race(['run', file, ...extra, '--schedule', line, '--trials', String(trials), '--expect', 'held', '--json'], { url: t.url, timeoutMs: 120_000 })
@@ -28,7 +35,7 @@ async function replay(file: string, line: string, trials: number, extra: string[
 }
 
 test('two sessions of begin, insert-where-not-exists, commit at READ COMMITTED: 12 of 20 interleavings violate; the shortest replays', async () => {
-  const { code, j } = await explore([ORDERS, '--exhaustive'])
+  const { code, j } = await exhaustiveOrders()
   assert.equal(code, 1, 'the spec expects held: any violating interleaving fails it')
   assert.equal(j.exitCode, 1)
   assert.equal(j.mode, 'all')
@@ -156,7 +163,7 @@ test('a sample is not a certificate: held in every draw exits 3 under expect hel
 test('--preemptions K: every order with at most K preemptions, fewest first; the report states the bound and the most reached', async () => {
   const k0 = await explore([ORDERS, '--preemptions', '0'])
   const k1 = await explore([ORDERS, '--preemptions', '1'])
-  const all = await explore([ORDERS, '--exhaustive'])
+  const all = await exhaustiveOrders()
   // With none, each session runs whole: s1 then s2, or s2 then s1 (both hold).
   assert.deepEqual(k0.j.every.map((x) => x.line).sort(), all.j.every.filter((x) => x.switches === 1).map((x) => x.line).sort())
   assert.equal(k0.j.violating, 0)
