@@ -1,4 +1,4 @@
-// npm test: every test file (dist/test/<area>/<file>.test.js), two at a time, the longest first; the few that must not
+// npm test: every test file (dist/test/<area>/<file>.test.js), three at a time (LANES), the longest first; the few that must not
 // share their server with another file (SERIAL: one at a time per server) run in a lane of their own, MariaDB's beside
 // the others, each while no other file opens its server (nextJob, BESIDE), PostgreSQL 15's after the others (all of
 // them after the others when DATABASE_URL is set, or with --tail-after). `node --test` sorts the files it is given by name, so the longest (the soundness harness) started last and
@@ -51,7 +51,7 @@ export function serialServer(name: string): 'MariaDB' | 'PostgreSQL 15' | null {
 export const SERIAL = (name: string): boolean => serialServer(name) !== null
 
 /** Files at a time in the parallel part (CONTRIBUTING.md, "Two files at a time": 3 measured against 2). */
-export const LANES = 2
+export const LANES = 3
 
 /** Every test file under dist/test, the FIRST ones first (those that exist), then the others by name. */
 export function testFiles(root = TESTS): string[] {
