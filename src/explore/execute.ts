@@ -14,6 +14,7 @@ import { exploreLevels, type LevelsResult } from './levels.js'
 import { checkExplore, exploreBounds, type ExploreChecked, type ExploreOptions } from './request.js'
 import type { ExploreResult } from './result.js'
 import { Search } from './search.js'
+import { SharedOnJobs } from './trial.js'
 import { EXPLORE_OPTIONS } from './options.js'
 import { refuseUnknown } from '../run/options.js'
 
@@ -61,7 +62,7 @@ export async function executeExplore<T>(ctx: RunContext, r: ExploreRequest, done
           assertRunsOn(scenario, lab.engine)
           assertSound(scenario, params, n, lab.engine)
         }
-        const search = (q: Plan) => new Search(ctx, lab, scenario, q, o, bounds).run(target.label)
+        const search = (q: Plan) => oneJobIfShared((opts) => new Search(ctx, lab, scenario, q, opts, bounds).run(target.label), o)
         const found = r.levels ? exploreLevels(lab, target.label, scenario, r.levels, params, n, search, r.onLevel) : search(p ?? plan(scenario, { params, n, engine: lab.engine }))
         const result = await (found as Promise<ExploreResult | LevelsResult>).catch((e) => {
           throw r.fromCode ? e : specFailure(scenario, e)
@@ -75,6 +76,21 @@ export async function executeExplore<T>(ctx: RunContext, r: ExploreRequest, done
     // Each job its own sessions and control connection (the embedded server's max_connections).
     { sessions: (n + 1) * checked.jobs },
   )
+}
+
+/**
+ * An application race's search on several jobs that meets a query on what the whole database shares (its files do
+ * not name it: a library's advisory lock, say) ends (trial.ts refuseShared); it is then run again from the start on
+ * one job, none of the first attempt kept, and its result says why it ran on one (jobsNote).
+ */
+async function oneJobIfShared<O extends { jobs: number }>(run: (o: O) => Promise<ExploreResult>, o: O): Promise<ExploreResult> {
+  try {
+    return await run(o)
+  } catch (e) {
+    if (!(e instanceof SharedOnJobs) || o.jobs < 2) throw e
+    const r = await run({ ...o, jobs: 1 })
+    return { ...r, jobsNote: `${e.message}: ran again from the start on one job` }
+  }
 }
 
 /** explore(): the API's exploration (api.ts), its options checked here as race explore's flags are. */

@@ -29,8 +29,14 @@ export interface TrialShape {
 function refuseShared(t: TrialShape, m: Moment): void {
   if (!t.app || (t.jobs ?? 1) < 2) return
   const s = m.ready.find((x) => sharesDatabase(x.sql))
-  if (s) throw new RunError(`${t.scenario.id}: a query of ${s.session} touches what the whole database shares (advisory keys, pg_locks, pg_stat_activity, settings), where the other jobs' trials would meet it: explore it with --jobs 1`)
+  if (s) throw new SharedOnJobs(`a query of ${s.session} touches what the whole database shares (advisory keys, pg_locks, pg_stat_activity, settings), where other jobs' trials would meet it`)
 }
+
+/**
+ * A search on several jobs met a query on what the whole database shares (refuseShared): nothing of it is kept, and
+ * the exploration runs again on one job (execute.ts), saying why.
+ */
+export class SharedOnJobs extends RunError {}
 
 /**
  * The chooser of one trial. `free`: filled with the sessions chosen by `pick` (not pinned), in order; `fps`: the

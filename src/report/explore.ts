@@ -82,9 +82,10 @@ export function render(c: Style, r: ExploreResult, all: boolean, self: string, o
   lines.push(...hang(`${c.dim('expected')}   ${r.expected}  ${verdict}`, w, 11))
   // The jobs the runs went over (--jobs); a search that runs on one says why.
   const jobs = `${r.jobs} job${r.jobs === 1 ? '' : 's'}`
+  const why = r.jobsNote ? `: ${r.jobsNote.replace(/ runs on one job$/, ' runs on one')}` : ''
   const saved = reducedRun(r)
-    ? ` (${r.search} search, on ${jobs}${partOf(r)}${r.ahead ? `: ${r.ahead.made} runs made, ${r.ahead.wasted ? `${r.ahead.wasted} of them ahead of the one-job search and not needed` : 'none wasted'}` : ''}${r.reduction!.retried ? `; ${r.reduction!.retried} run again after going otherwise than chosen` : ''})`
-    : ` (${jobs}${r.jobsNote ? `: ${r.jobsNote.replace(/ runs on one job$/, ' runs on one')}` : ''})`
+    ? ` (${r.search} search, on ${jobs}${partOf(r) || (r.jobs === 1 ? why : '')}${r.ahead ? `: ${r.ahead.made} runs made, ${r.ahead.wasted ? `${r.ahead.wasted} of them ahead of the one-job search and not needed` : 'none wasted'}` : ''}${r.reduction!.retried ? `; ${r.reduction!.retried} run again after going otherwise than chosen` : ''})`
+    : ` (${jobs}${why})`
   lines.push(c.dim(`${r.runs} runs in ${(r.ms / 1000).toFixed(1)} s: ${r.perSecond.toFixed(1)} interleavings per second${saved}`))
   return lines.join('\n')
 }
