@@ -35,9 +35,22 @@ const ex = (f: string) => path.join(ROOT, 'examples', f)
 /** The result without what depends on the clock or the jobs. */
 type Doc = Explored & { ms?: number; jobs?: number; jobsNote?: string; ahead?: { made: number; wasted: number } }
 function comparable(j: Doc): unknown {
-  const { ms: _ms, perSecond: _ps, jobs: _jobs, jobsNote: _note, ahead: _ahead, groups, ...rest } = j
-  // Which session a deadlock cancels is the server's timing (victimFree, below), not the search's.
-  return { ...rest, groups: victimFree(groups as Parameters<typeof victimFree>[0]) }
+  const { ms: _ms, perSecond: _ps, jobs: _jobs, jobsNote: _note, ahead: _ahead, groups, every, ...rest } = j as Doc & { every?: Every[] }
+  // Which session a deadlock cancels is the server's timing (victimFree, below), not the search's: in the groups and
+  // in each interleaving's own record.
+  return { ...rest, groups: victimFree(groups as Parameters<typeof victimFree>[0]), every: every?.map(victimFreeRun) }
+}
+
+type Every = { line: string; outcomes: Record<string, string>; waited?: unknown; raised?: unknown } & Record<string, unknown>
+
+/**
+ * One interleaving's record; where it ended in a deadlock, without which session was cancelled, who waited, or the
+ * balances the other one's move left (whether the invariant held is kept).
+ */
+function victimFreeRun(e: Every): unknown {
+  if (!Object.values(e.outcomes).includes('40P01')) return e
+  const { outcomes, waited: _w, raised: _r, observed: _o, ...rest } = e
+  return { ...rest, endings: Object.values(outcomes).sort() }
 }
 
 // `shared`: its steps take advisory locks, which the whole database shares: the search runs on one job (issue 38).
