@@ -15,6 +15,7 @@ import { exploreJson, type Explored } from '../support/explore.js'
 import { backendsOf, oneCleanLine } from '../support/faults.js'
 import { spawnRace, until } from '../support/procs.js'
 import { race, ROOT, schemasOf, serverUrls, useServer, type TestServer } from '../support/server.js'
+import { victimFreeKey } from '../../speed/explore.js'
 
 let server: TestServer
 let servers: [string, string][] = []
@@ -151,10 +152,9 @@ test('--shard 1/3, 2/3, 3/3 of an exhaustive search, merged, are the whole searc
  * search's; every other group, each count and each line are compared as they are.
  */
 function victimFree(groups: readonly { key: string; count: number; lines: readonly string[] }[]): [string, number, string[]][] {
-  const key = (k: string) => (k.includes('40P01') ? `${k.split(': ')[0]}: ${k.split(': ')[1].split(', ').map((x) => x.replace(/^s\d+ /, '')).sort().join(', ')}` : k)
   const out = new Map<string, [string, number, string[]]>()
   for (const g of groups) {
-    const k = key(g.key)
+    const k = victimFreeKey(g.key)
     const e = out.get(k) ?? [k, 0, []]
     e[1] += g.count
     e[2].push(...g.lines)
