@@ -71,6 +71,11 @@ export interface SessionConn {
   /** Why the server ended it, when it said so (PostgreSQL's last FATAL ErrorResponse; see db/fatal.ts). */
   readonly fatal?: { code: string; message: string }
   /**
+   * PostgreSQL: the transaction status of the server's last ReadyForQuery on it (I idle, T in a transaction, E in a
+   * failed one); undefined where it cannot be read.
+   */
+  readonly status?: 'I' | 'T' | 'E'
+  /**
    * Sends one step's SQL (binds already in the engine's placeholder style) with its values. `readLevel`: also
    * read the isolation level the transaction runs at, without changing what the transaction does.
    */
@@ -176,6 +181,12 @@ export interface Driver extends Watch {
   recreateSql(name: string, keep: boolean): string
   /** The statement that makes the control connection work inside the namespace. */
   useSql(name: string): string
+  /**
+   * Runs race's own SQL as the control role on a second connection of its own (never the control connection, which
+   * a trial in flight asks about blocks and footprints): the run makes its next namespace there while a trial runs
+   * in another (engine/run.ts, lanes). Absent: the run has one namespace.
+   */
+  prepareQuery?(text: string): Promise<unknown>
   /** Runs SQL (already in placeholder style) on the control connection. */
   query(text: string, args?: unknown[]): Promise<QueryResult>
   /**

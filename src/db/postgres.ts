@@ -89,6 +89,7 @@ export class PostgresLab implements Driver {
     // The reaping started below finishes first (each of its drops is bounded by its lock_timeout).
     const release = context.onCleanup('control connection', async () => {
       await lab?.reaping
+      if (lab?.preparer) await lab.preparer.then((p) => endQuietly(p.sql, 0), () => {})
       await endQuietly(control, 1)
     })
     // The startup question goes out right after login: the server's facts and the room for sessions, one statement.
@@ -245,6 +246,33 @@ export class PostgresLab implements Driver {
     return p
   }
 
+  /**
+   * A second connection as the control role (application_name 'race prepare', search_path as control's), opened on
+   * first ask: where the engine makes a run's next schema again while a trial runs in another (engine/run.ts, lanes),
+   * so that control stays free for the trial's questions (blocks, footprints).
+   */
+  private preparer?: Promise<{ sql: Sql; pid: number }>
+  private preparerMade?: { sql: Sql; pid: number }
+
+  prepareQuery(text: string): Promise<unknown> {
+    if (!this.preparer) {
+      this.preparer = (async () => {
+        const sql = connect(this.target, { connectTimeoutMs: this.connectTimeoutMs, applicationName: 'race prepare', schema: CONTROL_PATH, typesFrom: this.control })
+        try {
+          const [r] = await Promise.race([sql`select pg_catalog.pg_backend_pid() as pid`, this.context.whenAborted()])
+          this.preparerMade = { sql, pid: Number(r.pid) }
+          return this.preparerMade
+        } catch (e) {
+          await endQuietly(sql, 0)
+          if (this.context.signal.aborted || isConnectionLoss(e)) throw e
+          throw connectError(e, this.target)
+        }
+      })()
+      this.preparer.catch(() => {})
+    }
+    return this.preparer.then((p) => p.sql.unsafe(text))
+  }
+
   /** The login role of the control connection, and its database. */
   userName = ''
   database = ''
@@ -321,7 +349,7 @@ export class PostgresLab implements Driver {
   async cancelControl(done: Promise<void>): Promise<void> {
     if (this.controlPid > 0) {
       const fresh = connect(this.target, { connectTimeoutMs: this.connectTimeoutMs, applicationName: 'race cleanup' })
-      const pids = [this.controlPid, ...[...this.rolesMade.values(), ...this.runnersMade.values()].map((r) => r.pid)]
+      const pids = [this.controlPid, ...[...this.rolesMade.values(), ...this.runnersMade.values(), ...(this.preparerMade ? [this.preparerMade] : [])].map((r) => r.pid)]
       try {
         await fresh`select pg_cancel_backend(pid) from unnest(${pids}::int[]) as pid`
       } catch {
@@ -361,7 +389,7 @@ export class PostgresLab implements Driver {
       const [made] = await this.control`select 1 from pg_catalog.pg_namespace where nspname = ${space}`.catch(() => [1]) // unsure: leave it to the reaper
       if (!made) await this.dropUnused(space)
     }
-    await Promise.all([...this.rolesMade.values(), ...this.runnersMade.values()].map((r) => endQuietly(r.sql, 0)))
+    await Promise.all([...this.rolesMade.values(), ...this.runnersMade.values(), ...(this.preparerMade ? [this.preparerMade] : [])].map((r) => endQuietly(r.sql, 0)))
     await endQuietly(this.control, 1)
   }
 

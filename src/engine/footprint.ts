@@ -90,6 +90,9 @@ export function sharesDatabase(sql: string): boolean {
 }
 const SHARED = /advisory|pg_lock_status|pg_stat_get_activity|pg_stat_|pg_blocking_pids|pg_safe_snapshot|pg_current_snapshot|pg_notify|\bnotify\b|\blisten\b|alter\s+database|alter\s+role|alter\s+system|pg_database|pg_roles|pg_authid|lo_\w+\s*\(|dblink|pg_prepared_xacts|prepare\s+transaction/i
 
+/** Setup SQL that defines code the server runs for a step (whose SQL then need not name what that code touches). */
+export const DEFINES_CODE = /\bcreate\s+(or\s+replace\s+)?(function|procedure|trigger|constraint\s+trigger|rule|view|materialized\s+view|extension|aggregate|operator|cast|event\s+trigger|server|foreign\s+table)\b/i
+
 /** Relation lock modes of reads and row changes; anything stronger (DDL, LOCK TABLE, VACUUM) is unclassified. */
 const ROWS = new Set(['AccessShareLock', 'RowShareLock', 'RowExclusiveLock'])
 

@@ -13,10 +13,11 @@ import { conditionName, isConnectionLoss } from '../db/sqlstate.js'
 import { Interrupted, RunError, UsageError } from '../errors.js'
 import { tooOldFor } from '../plan.js'
 import { kindOf, type BindCtx, type Row, type Scenario } from '../scenario.js'
+import { DEFINES_CODE, sharesDatabase } from './footprint.js'
 import { refused } from './refusals.js'
 import { canonicalJson } from './serial.js'
 import { judgeTrialSerially, readTables, refuseUnjudged, serialChooser, serialSet, type SerialSet } from './oracle.js'
-import type { RunConfig, SeenBy, TrialContext } from './runner.js'
+import type { RunConfig, SeenBy, TrialContext, TrialRunner } from './runner.js'
 import { statementTrials } from './statements.js'
 
 export type { RunConfig } from './runner.js'
@@ -64,8 +65,8 @@ export async function run(lab: Driver, cfg: RunConfig): Promise<RunOutput> {
     evaluate: async (user, seen) => {
       // No invariant of its own (the oracle judges): held, as far as the invariant goes.
       const own = scenario.invariant.description
-      const report = scenario.noInvariant === 'required' ? { description: typeof own === 'function' ? own(plan.variant.params) : own, observed: '', held: true } : await evaluate(lab, cfg, user, seen, schema?.name)
-      if (reading && schema) tables = await readTables(lab, schema.name, user)
+      const report = scenario.noInvariant === 'required' ? { description: typeof own === 'function' ? own(plan.variant.params) : own, observed: '', held: true } : await evaluate(lab, cfg, user, seen, current?.name)
+      if (reading && current) tables = await readTables(lab, current.name, user)
       return report
     },
   }
@@ -86,6 +87,8 @@ export async function run(lab: Driver, cfg: RunConfig): Promise<RunOutput> {
     return Promise.race([p, aborted, lab.whenLost()])
   }
   let schema: RunSpace | undefined
+  /** The namespace of the trial running now (the first lane's, or the second's: see lanes below). */
+  let current: RunSpace | undefined
   const trials: TrialFacts[] = []
   // The setup's statements as sent, parsed once for every trial (a spec's guarded block is some ten thousand characters).
   const parses = new Map<string, ReturnType<typeof parseBinds>>()
@@ -94,9 +97,103 @@ export async function run(lab: Driver, cfg: RunConfig): Promise<RunOutput> {
     if (!p) parses.set(stmt, (p = parseBinds(stmt, lab.placeholders)))
     return p
   }
+  // Lanes: where the driver has a second control-role connection (prepareQuery: PostgreSQL, direct), a run of many
+  // trials has two namespaces, each with its own run role, sessions' connections and setup, and its trials take them
+  // in turn. While trial k runs in one, the other is made again and its setup run for trial k+1 on that connection,
+  // so that between two trials nothing waits for a schema to be dropped, created and set up. The trials themselves
+  // still run one after another, each in a namespace exactly as the first trial's was made. One lane only where
+  // something could tell the two apart: what the whole database shares (advisory keys, pg_locks, settings; code the
+  // setup defines may reach it without naming it), the sessions' own namespace read back (an oracle's tables),
+  // --keep, fresh connections, --step, an application race (its own runner), or room for fewer than twice the
+  // connections. RACE_LANES=1 keeps one (to measure one beside the other).
+  const lanes: { name: string; runner: TrialRunner; space?: RunSpace; ready?: Promise<void> }[] = [{ name: '', runner }]
+  const twoLanes =
+    process.env.RACE_LANES !== '1' &&
+    cfg.trials > 1 &&
+    !!lab.prepareQuery &&
+    !!lab.earlySessions &&
+    kind.type !== 'application' &&
+    !cfg.keep &&
+    !cfg.freshConnections &&
+    !cfg.beforeStep &&
+    !reading &&
+    // Room for the second lane (its sessions, its run-role connection, the prepare connection) and to spare.
+    room.free >= 2 * (n + 2) + 8 &&
+    !sharesDatabase(plan.invariantSql) &&
+    // A spec's guarded block is judged by the block as written (its guard reads the catalogs and settings itself).
+    !plan.setup.map((sql) => scenario.plainSetup?.(sql) ?? sql).some((sql) => sharesDatabase(sql) || DEFINES_CODE.test(sql)) &&
+    !plan.sessions.some((x) => x.steps.some((st) => sharesDatabase(st.def.sql)))
+  if (twoLanes) lanes.push({ name: spaceName(scenario.id), runner: statementTrials(ctx) })
+  // What runs beside a trial (the other lane being made ready): settled before cleanup, cancelled on a failure.
+  const beside = new Set<Promise<unknown>>()
+  const track = <T>(p: Promise<T>): Promise<T> => {
+    beside.add(p)
+    p.then(
+      () => beside.delete(p),
+      () => beside.delete(p),
+    )
+    return p
+  }
+  // Each trial's user, made when first asked: a lane's setup may run before its trial starts.
+  const users = new Map<number, string>()
+  const userOf = (k: number) => {
+    let u = users.get(k)
+    if (u === undefined) users.set(k, (u = cfg.user ?? randomUUID()))
+    return u
+  }
+  /** The setup's statements for trial k in `space`, each sent by `send` (control's way, or beside a trial). */
+  const runSetup = async (k: number, space: string, send: (text: string, args: unknown[], space: string) => Promise<unknown>) => {
+    const user = userOf(k)
+    for (const stmt of plan.setup) {
+      const { text, names } = parsed(stmt)
+      const args = values(names, cfg, user, 'setup')
+      // After the run's first trial (its setup guarded, and passed), a plain setup runs as written (Scenario.plainSetup).
+      const plain = k > 0 ? plainOf(lab, scenario, stmt) : undefined
+      if (plain !== undefined) {
+        await send(plain, [], space)
+        continue
+      }
+      // A quicker statement in its place where the scenario has one (a spec's guarded block: its check made quick).
+      // Failing, it left nothing (one transaction): the statement itself runs, and its own outcome is the one seen.
+      const quick = quickOf(lab, scenario, stmt)
+      if (quick) {
+        const q = parsed(quick)
+        if (q.names.join('\0') === names.join('\0')) {
+          const ok = await send(q.text, args, space).then(
+            () => true,
+            (e) => {
+              if (signal.aborted || isConnectionLoss(e)) throw e
+              return false
+            },
+          )
+          if (ok) continue
+        }
+      }
+      await send(text, args, space)
+    }
+  }
+  // The second lane's SQL: race's own on the prepare connection, the setup on the lane's run-role connection.
+  const besideSql = (text: string, args: unknown[] = [], space?: string) =>
+    Promise.race([space && lab.runQuery ? lab.runQuery(space, text, args) : lab.prepareQuery!(text), aborted, lab.whenLost()])
+  /** Makes lane `l` ready for trial k beside the trial running now: its namespace made (again), its setup run. */
+  const prepare = (l: (typeof lanes)[number], k: number): Promise<void> =>
+    track(
+      (async () => {
+        if (!l.space) {
+          if (cfg.ownSql) lab.trustSpace?.(l.name)
+          l.runner.open(l.name)
+          l.space = await lab.createSpace(scenario.id, cfg.keep, (text) => besideSql(text), l.name)
+          if (l.space.name !== l.name) throw new Error(`the driver made the run's schema as ${l.space.name}, not ${l.name}`)
+        } else {
+          await besideSql(lab.recreateSql(l.space.name, cfg.keep))
+          l.runner.open(l.space.name)
+        }
+        await runSetup(k, l.space.name, besideSql)
+      })(),
+    )
   let failure: unknown
   // An abort ends at once what the runner holds for a next trial (a trial in flight ends its own sessions).
-  const onAbort = () => runner.abort()
+  const onAbort = () => lanes.forEach((l) => l.runner.abort())
   signal.addEventListener('abort', onAbort, { once: true })
   try {
     // Where sessions can connect before the schema exists, the first trial's connect while control creates it.
@@ -108,6 +205,8 @@ export async function run(lab: Driver, cfg: RunConfig): Promise<RunOutput> {
     // Control enters the schema in the statement list that creates it (one round trip, and never in a schema that
     // failed to be made: the list stops at its first error).
     schema = await lab.createSpace(scenario.id, cfg.keep, (text) => onControl(`${text}; ${lab.useSql(name)}`), name)
+    lanes[0].name = name
+    lanes[0].space = schema
     const space = schema.name
     if (space !== name) throw new Error(`the driver made the run's schema as ${space}, not ${name}`)
     for (let k = 0; k < cfg.trials; k++) {
@@ -116,41 +215,27 @@ export async function run(lab: Driver, cfg: RunConfig): Promise<RunOutput> {
       const chosen = await cfg.choose?.(k)
       if (signal.aborted) throw signal.reason
       if (cfg.choose && !chosen) break
-      // The same schema (name, mark) again, empty, and control working in it: one round trip.
-      if (k > 0) await onControl(`${lab.recreateSql(space, cfg.keep)}; ${lab.useSql(space)}`)
-      const user = cfg.user ?? randomUUID()
-      // The sessions connect (those not kept from the last trial) while control runs the setup.
-      runner.open(space)
-      for (const stmt of plan.setup) {
-        const { text, names } = parsed(stmt)
-        const args = values(names, cfg, user, 'setup')
-        // After the run's first trial (its setup guarded, and passed), a plain setup runs as written (Scenario.plainSetup).
-        const plain = k > 0 ? plainOf(lab, scenario, stmt) : undefined
-        if (plain !== undefined) {
-          await onControl(plain, [], space)
-          continue
-        }
-        // A quicker statement in its place where the scenario has one (a spec's guarded block: its check made quick).
-        // Failing, it left nothing (one transaction): the statement itself runs, and its own outcome is the one seen.
-        const quick = quickOf(lab, scenario, stmt)
-        if (quick) {
-          const q = parsed(quick)
-          if (q.names.join('\0') === names.join('\0')) {
-            const ok = await onControl(q.text, args, space).then(
-              () => true,
-              (e) => {
-                if (signal.aborted || isConnectionLoss(e)) throw e
-                return false
-              },
-            )
-            if (ok) continue
-          }
-        }
-        await onControl(text, args, space)
+      const lane = lanes[k % lanes.length]
+      const user = userOf(k)
+      if (k === 0 || lanes.length === 1) {
+        // The same schema (name, mark) again, empty, and control working in it: one round trip.
+        if (k > 0) await onControl(`${lab.recreateSql(space, cfg.keep)}; ${lab.useSql(space)}`)
+        // The sessions connect (those not kept from the last trial) while control runs the setup.
+        runner.open(space)
+        await runSetup(k, space, onControl)
+      } else {
+        // Made ready beside the trial before (its failure, a setup's error say, is this trial's, as it would be here).
+        await Promise.race([lane.ready!, aborted])
       }
+      current = lane.space
+      // The other lane is made ready for the next trial while this one runs (the first time: created).
+      const other = lanes[(k + 1) % lanes.length]
+      if (other !== lane && k + 1 < cfg.trials && k === 0) other.ready = prepare(other, k + 1)
       tables = undefined
       const serial = cfg.serial ? serialChooser(cfg.serial.orders[k], async (ended) => cfg.serial!.prefix(k, ended, await readTables(lab, space, user))) : undefined
-      const { facts, ran } = await runner.run({ k, space, user, chooser: serial ?? cfg.chooser?.(k) ?? chosen })
+      const { facts, ran } = await lane.runner.run({ k, space: lane.space!.name, user, chooser: serial ?? cfg.chooser?.(k) ?? chosen })
+      // This lane again, for the trial after the next one.
+      if (lanes.length > 1 && k + lanes.length < cfg.trials) lane.ready = prepare(lane, k + lanes.length)
       if (tables) facts.tables = tables
       // What an application's function returned: written down for the oracle, else not kept.
       for (const s of facts.sessions) {
@@ -165,16 +250,24 @@ export async function run(lab: Driver, cfg: RunConfig): Promise<RunOutput> {
   } catch (e) {
     failure = e
   } finally {
-    schema?.release()
+    for (const l of lanes) l.space?.release()
     signal.removeEventListener('abort', onAbort)
   }
-  if (inFlight && !inFlight.settled) await lab.cancelControl(inFlight.done)
+  // What runs beside (the other lane made ready for a trial that will not come) ends before anything is dropped:
+  // cancelled after a failure, else awaited.
+  const besides = Promise.allSettled([...beside]).then(() => {})
+  if ((inFlight && !inFlight.settled) || (beside.size && failure !== undefined)) await lab.cancelControl(Promise.all([inFlight?.done, besides]).then(() => {}))
+  await besides
+  // A lane whose namespace was being created when the run ended: created or not, it is settled now.
   // The runner ends what it holds for a next trial around the schema's drop. Cleanup never hides the failure it
   // follows: what it could not do is added to that failure's one line.
-  const left = await runner.close(failure !== undefined, async () => schema?.drop())
+  const lefts = await Promise.all(lanes.map((l) => l.runner.close(failure !== undefined, async () => l.space?.drop())))
+  const notes = lefts.filter((x) => x !== undefined)
+  const left = notes.length ? { note: notes.map((x) => x!.note).join('; '), serverGone: notes.some((x) => x!.serverGone) } : undefined
   if (failure === undefined && schema) {
     if (left) throw new RunError(left.note)
-    return { schema: schema.name, server: lab.server, trials, connections: runner.connections }
+    const counts = lanes.map((l) => l.runner.connections)
+    return { schema: schema.name, server: lab.server, trials, connections: { opened: counts.reduce((a, c) => a + c.opened, 0), kept: counts.reduce((a, c) => a + c.kept, 0) } }
   }
   if (!signal.aborted && isConnectionLoss(failure)) {
     const code = (failure as { code?: string }).code

@@ -10,6 +10,7 @@ import type { SessionOptions } from '../db/driver.js'
 import { orderFor } from '../plan.js'
 import type { Entry } from '../permutation.js'
 import { fitToKeep, SessionConns } from './conns.js'
+import { sharesDatabase } from './footprint.js'
 import { refused } from './refusals.js'
 import { abortable, settleAll, TrialClock, type TrialContext, type SeenBy, type TrialRunner, type TrialRunnerFactory } from './runner.js'
 import { runBarrier, runChosen, runPermutation, type BlockProbe } from './schedule.js'
@@ -235,11 +236,23 @@ async function trial(
       }
     }
     await Promise.race([schedule(), whenAborted(), lab.whenLost()])
-    await Promise.race([settle(), whenAborted()])
-
-    lab.checkControl()
     const seen: SeenBy = (name, step) => sessions.find((s) => s.name === name)?.rowsOf(step)
-    const invariant = await Promise.race([ctx.evaluate(user, seen), lab.whenLost()])
+    const evaluate = () => {
+      lab.checkControl()
+      return Promise.race([ctx.evaluate(user, seen), lab.whenLost()])
+    }
+    let invariant: Awaited<ReturnType<typeof evaluate>>
+    if (conns && lab.engine === 'postgres' && !lab.afterTrial && !sharesDatabase(plan.invariantSql) && sessions.every((s) => !s.ownConnection || s.ownConnection.status === 'I')) {
+      // Every session's connection is idle, out of any transaction (the server's last ReadyForQuery said so): its
+      // reset changes nothing another connection can read (what it leaves is its own: settings, temporary tables,
+      // prepared statements; session-level advisory keys only the lock views or the keys' functions show, which this
+      // invariant does not name). The invariant runs beside the resets instead of after them.
+      const [, got] = await Promise.all([Promise.race([settle(), whenAborted()]), evaluate()])
+      invariant = got
+    } else {
+      await Promise.race([settle(), whenAborted()])
+      invariant = await evaluate()
+    }
     // Connections that outlive the trial (a pooler's) are reset: what it left on them must not reach the next.
     if (lab.afterTrial) await Promise.race([lab.afterTrial(), whenAborted()])
     return { facts: { sessions: sessions.map((s) => s.report()), invariant, events }, connections, ran }

@@ -280,7 +280,8 @@ export class Search implements JobHost {
     const names = this.p.sessions.map((s) => s.name)
     const observer = learn
       ? new FootprintObserver(job.lab, names, (seen) => {
-          const fp = this.jobs > 1 ? jobFootprint(this.scenario.id, seen) : seen
+          // Named alike whatever namespace the trial ran in: another job's, or this job's other lane (engine/run.ts).
+          const fp = jobFootprint(this.scenario.id, seen)
           fps.push(fp)
           this.strategy.step(fp, job.run)
         })

@@ -3,7 +3,7 @@
 // a step may touch what the whole database shares (then the search runs on one job).
 import fs from 'node:fs'
 import path from 'node:path'
-import { sharesDatabase } from '../engine/footprint.js'
+import { DEFINES_CODE, sharesDatabase } from '../engine/footprint.js'
 import { levelSet, pointsOfStep, snapshotAfter } from '../engine/points.js'
 import { commitBody, NOT_SPLIT } from '../engine/session.js'
 import { expectsOverride, isFileScenario } from '../specfile/common.js'
@@ -97,8 +97,6 @@ export function codeSharesDatabase(file: string): boolean {
  * then commits: Session.openCommit), as far as the steps' own BEGIN and COMMIT say (what the server does decides in
  * the run; this count is what the report promises before it).
  */
-/** Setup SQL that defines code the server runs for a step (whose SQL then need not name what that code touches). */
-const DEFINES_CODE = /\bcreate\s+(or\s+replace\s+)?(function|procedure|trigger|constraint\s+trigger|rule|view|materialized\s+view|extension|aggregate|operator|cast|event\s+trigger|server|foreign\s+table)\b/i
 
 /** What PostgreSQL refuses inside a transaction block (25001), for the count only: the run learns it from the server. */
 const WHOLE = /^\s*(vacuum|cluster|reindex|checkpoint|alter\s+system|(create|drop)\s+(database|tablespace|subscription)|(create|drop)\s+(unique\s+)?index\s+concurrently)\b/i

@@ -51,14 +51,17 @@ const tally = (xs: readonly string[]) => {
 /** The backend pids each session had, trial by trial. */
 const pidsOf = (r: Ran, name: string) => r.trials.map((t) => t.sessions.find((s) => s.name === name)!.pid)
 
-test('broken in lockstep: violated in every trial both ways; kept: 2 connections for 8 trials, the same backends each time', async () => {
+test('broken in lockstep: violated in every trial both ways; kept: 2 connections a lane for 8 trials, the same backends each time', async () => {
   const { out: kept, opened } = await watchingOpens(ctx.lab, () => runScenario(ctx.lab, 'broken', { trials: 8 }))
   const { out: fresh, opened: freshOpened } = await watchingOpens(ctx.lab, () => runScenario(ctx.lab, 'broken', { trials: 8, freshConnections: true }))
   for (const r of [kept, fresh]) assert.deepEqual(tally(r.trials.map(ending)), { 'anomaly: s1 committed, s2 committed': 8 })
-  assert.equal(opened.length, 2, 'kept: one connection per session for the whole run')
+  // Two lanes (engine/run.ts): the trials take two schemas in turn, each with its own connections, kept.
+  assert.equal(opened.length, 4, 'kept: one connection per session and lane for the whole run')
   assert.equal(freshOpened.length, 16, 'fresh: one per session per trial')
   for (const name of ['s1', 's2']) {
-    assert.equal(new Set(pidsOf(kept, name)).size, 1, `${name} kept its backend: ${pidsOf(kept, name)}`)
+    const pids = pidsOf(kept, name)
+    assert.equal(new Set(pids).size, 2, `${name} kept a backend in each lane: ${pids}`)
+    assert.ok(pids.every((p, i) => p === pids[i % 2] && p !== pids[(i + 1) % 2]), `${name}'s trials took the lanes in turn: ${pids}`)
     assert.equal(new Set(pidsOf(fresh, name)).size, 8, `${name} had a new backend each fresh trial: ${pidsOf(fresh, name)}`)
   }
   // Committed sessions are idle when the trial ends: a ROLLBACK there would have drawn WARNING 25P01.
@@ -293,15 +296,16 @@ test('through PgBouncer (transaction mode): session-lock and advisory, several t
   }
 })
 
-// Two trials: the second runs every case on connections the first left and the reset cleaned, which is what this
-// checks; that a reset after a reset still starts clean is the leaky scenario's test above (4 trials).
-test('every scenario and check case, lockstep, 2 trials on kept connections: every trial exactly as documented', async () => {
+// Three trials: the second runs every case in the other lane (engine/run.ts: its own schema, made beside the first
+// trial), the third on connections the first left and the reset cleaned, which is what this checks; that a reset after
+// a reset still starts clean is the leaky scenario's test above (4 trials).
+test('every scenario and check case, lockstep, 3 trials (two lanes, kept connections): every trial exactly as documented', async () => {
   const deviations: string[] = []
   const cases = (await checkCases([])).filter((k) => !k.scenario.ownServer)
   let kept = 0
   for (const k of cases) {
-    const { out, opened } = await watchingOpens(ctx.lab, () => runScenario(ctx.lab, k.scenario, { params: k.params, n: k.n, trials: 2 }))
-    kept += out.trials[0].sessions.length * 2 - opened.length
+    const { out, opened } = await watchingOpens(ctx.lab, () => runScenario(ctx.lab, k.scenario, { params: k.params, n: k.n, trials: 3 }))
+    kept += out.trials[0].sessions.length * 3 - opened.length
     out.trials.forEach((t, i) => {
       // On a shared server an invariant may be undecided because of other runs (vacuum-horizon): not a deviation here.
       if (!t.comparison.matched && !(t.verdict === 'unknown' && t.invariant.held === null)) {
@@ -320,6 +324,9 @@ test('the engine, in-process: a run reports how many connections it opened and k
   const base = { context: ctx.lab.context, plan: p, schedule: 'lockstep' as const, trials: 5, stepTimeoutMs: 10_000, connectTimeoutMs: 5000, keep: false }
   const kept = await run(ctx.lab, base)
   const fresh = await run(ctx.lab, { ...base, freshConnections: true })
-  assert.deepEqual(kept.connections, { opened: 3, kept: 12 }, "each of trials 2-5 took the 3 connections of the trial before")
+  process.env.RACE_LANES = '1'
+  const one = await run(ctx.lab, base).finally(() => delete process.env.RACE_LANES)
+  assert.deepEqual(kept.connections, { opened: 6, kept: 9 }, 'two lanes: trials 3-5 each took the 3 connections of its lane\'s trial before')
+  assert.deepEqual(one.connections, { opened: 3, kept: 12 }, 'one lane (RACE_LANES=1): each of trials 2-5 took the 3 connections of the trial before')
   assert.deepEqual(fresh.connections, { opened: 15, kept: 0 })
 })
