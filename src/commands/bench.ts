@@ -5,8 +5,6 @@ import os from 'node:os'
 import path from 'node:path'
 import type { Command } from 'commander'
 import { cellCount, plan, runBench, type BenchOptions, type CellRunner } from '../bench/cells.js'
-import { checkMysqlBench, findSlap } from '../bench/innodb.js'
-import { MysqlCells, mysqlCellMs } from '../bench/mysql.js'
 import { findPgbench, type Pgbench } from '../bench/pgbench.js'
 import { PgCells, pgCellMs } from '../bench/postgres.js'
 import { html, text, type BenchReport } from '../bench/report.js'
@@ -136,7 +134,7 @@ export async function benchCommand(ctx: RunContext, o: BenchCliOptions, cmd: Com
   const pool: Pool | undefined = parsePool(o, cmd, engine)
   requirePooler(pool)
   const bounds = parseBounds(o)
-  const bench = engine === 'mysql' ? mysqlBench(ctx, o, b, bounds, cmd) : pgBench(ctx, o, b, bounds, pool)
+  const bench = engine === 'mysql' ? await mysqlBench(ctx, o, b, bounds, cmd) : pgBench(ctx, o, b, bounds, pool)
   // Unless the user bounded the run, allow every cell plus setup and a margin.
   if (cmd.getOptionValueSource('runTimeout') !== 'cli') bounds.runTimeoutMs = Math.max(bounds.runTimeoutMs, cellCount(plan(b)) * (bench.cellMs + bench.marginMs) + 60_000)
   return withLab(ctx, o.databaseUrl, bounds, async (driver, target) => {
@@ -177,7 +175,10 @@ function pgBench(ctx: RunContext, o: BenchCliOptions, b: BenchOptions, bounds: B
  * race bench on MySQL/MariaDB: the oltp cells through race's MariaDB-connector clients, in a marked database of
  * its own, each beside the article's 2PL column; --vs-slap runs mariadb-slap on the same mix after each cell.
  */
-function mysqlBench(ctx: RunContext, o: BenchCliOptions, b: BenchOptions, bounds: Bounds, cmd: Command): EngineBench {
+async function mysqlBench(ctx: RunContext, o: BenchCliOptions, b: BenchOptions, bounds: Bounds, cmd: Command): Promise<EngineBench> {
+  // Loaded here, for a mysql:// URL only: the MariaDB connector (its dist/promise.cjs) costs some 25 ms of every
+  // start-up that registers this command (race --help, race bench on PostgreSQL) if imported with it.
+  const [{ checkMysqlBench, findSlap }, { MysqlCells, mysqlCellMs }] = await Promise.all([import('../bench/innodb.js'), import('../bench/mysql.js')])
   checkMysqlBench({ workloads: b.workloads, vsPgbench: b.vsPgbench, driverGiven: cmd.getOptionValueSource('driver') === 'cli' })
   const slap = o.vsSlap ? findSlap() : null
   if (b.html) throw new UsageError('--html draws the PostgreSQL bench; on MySQL/MariaDB use --json')

@@ -13,6 +13,8 @@ import { before, after } from 'node:test'
 const HOOK = path.join(ROOT, 'dist', 'test', 'support', 'loaded.js')
 
 /** The race modules and packages the command resolved (paths relative to the package, packages by name). */
+// From the modules one by one (RACE_BUNDLE=0) unless `env` says otherwise; from the bundle, what it requires at run
+// time (a driver) is recorded, its own modules are not (they are one file).
 async function loaded(args: string[], url?: string, env: NodeJS.ProcessEnv = {}): Promise<{ code: number | null; modules: string[]; out: string }> {
   const log = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'race-loaded-')), 'loaded.txt')
   try {
@@ -20,7 +22,8 @@ async function loaded(args: string[], url?: string, env: NodeJS.ProcessEnv = {})
     const urls = fs.existsSync(log) ? fs.readFileSync(log, 'utf8').split('\n').filter(Boolean) : []
     const modules = [...new Set(urls.filter((u) => u.startsWith('file:')).map((u) => {
       const p = path.relative(ROOT, new URL(u).pathname)
-      const pkg = /^node_modules\/((?:@[^/]+\/)?[^/]+)\//.exec(p)
+      // node_modules may be a link to another checkout's (a git worktree): a package is named wherever it lies.
+      const pkg = /(?:^|\/)node_modules\/((?:@[^/]+\/)?[^/]+)\//.exec(p)
       return pkg ? `package:${pkg[1]}` : p
     }))]
     return { code: r.code, modules, out: r.stdout + r.stderr }
@@ -104,6 +107,23 @@ test('race run against a server opens one control connection, one for the run\'s
     const r = await child.done
     assert.equal(r.code, 0, r.stdout + r.stderr)
   }
+})
+
+test('race --help (every command registered) and race explore of a spec on PostgreSQL load no MySQL driver, from the modules and from the bundle', async () => {
+  // The MariaDB connector costs some 25 ms of a start-up that loads it: a mysql:// URL is the only one that may.
+  for (const env of [{}, { RACE_BUNDLE: '' }]) {
+    const help = await loaded(['--help'], undefined, env)
+    assert.equal(help.code, 0, help.out)
+    assert.ok(help.modules.includes('package:commander') || env.RACE_BUNDLE === '', `the hook recorded the modules: ${help.modules.join(' ')}`)
+    assert.deepEqual(help.modules.filter((m) => m === 'package:mariadb' || /^dist\/src\/(db\/mysql|bench\/(innodb|mysql))\.js$/.test(m)), [], `race --help ${JSON.stringify(env)}`)
+    const explore = await loaded(['explore', path.join(ROOT, 'examples', 'explore-orders.spec'), '--exhaustive'], server.url, env)
+    assert.ok(explore.code === 0 || explore.code === 1, explore.out)
+    if (env.RACE_BUNDLE !== '') assert.ok(explore.modules.includes('package:postgres'), `it loads the PostgreSQL driver: ${explore.modules.join(' ')}`)
+    assert.deepEqual(explore.modules.filter((m) => m === 'package:mariadb'), [], `race explore ${JSON.stringify(env)}`)
+  }
+  // The hook sees the connector where it is loaded (it would see it above): race bench on a mysql:// URL loads it.
+  const mysql = await loaded(['bench', '--duration', '1s', '--database-url', 'mysql://u:p@127.0.0.1:1/x'], undefined, { RACE_BUNDLE: '' })
+  assert.ok(mysql.modules.includes('package:mariadb'), `${mysql.code}: ${mysql.out}\n${mysql.modules.join(' ')}`)
 })
 
 test('bad input never waits on the server: exit 2 at once with an unreachable one (nothing connects before the input is checked)', async () => {
