@@ -90,10 +90,12 @@ function prefetch(argv: readonly string[]): void {
 /** commander, imported once main has started the loads above. */
 let commander: Promise<typeof import('commander')>
 
-/** The program with these commands registered (every command, unless the command line names one). */
+/** The program with these commands registered (every command, unless the command line names one or asks only for the version). */
 async function program(argv: readonly string[]): Promise<Command> {
   const named = COMMANDS.filter((x) => x.name === argv[2])
-  const use = named.length ? named : COMMANDS
+  // `race --version` alone needs no command: none is loaded (commander prints the version as ever).
+  const versionOnly = argv.length === 3 && (argv[2] === '--version' || argv[2] === '-V')
+  const use = named.length ? named : versionOnly ? [] : COMMANDS
   const [registers, all] = await Promise.all([Promise.all(use.map((x) => x.load())), use.some((x) => x.scenarios) ? summaries() : []])
   const { Command } = await commander
   const p = new Command('race')

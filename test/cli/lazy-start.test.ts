@@ -109,6 +109,16 @@ test('race run against a server opens one control connection, one for the run\'s
   }
 })
 
+test('race --version loads no command, and prints what it did before', async () => {
+  for (const flag of ['--version', '-V']) {
+    const r = await loaded([flag])
+    assert.equal(r.code, 0, r.out)
+    assert.equal(r.out, `${JSON.parse(fs.readFileSync(path.join(ROOT, 'package.json'), 'utf8')).version}\n`)
+    assert.ok(r.modules.includes('dist/src/cli.js'), r.modules.join(' '))
+    assert.deepEqual(r.modules.filter((m) => /^dist\/src\/commands\//.test(m) || DRIVERS.test(m)), [], flag)
+  }
+})
+
 test('race --help (every command registered) and race explore of a spec on PostgreSQL load no MySQL driver, from the modules and from the bundle', async () => {
   // The MariaDB connector costs some 25 ms of a start-up that loads it: a mysql:// URL is the only one that may.
   for (const env of [{}, { RACE_BUNDLE: '' }]) {
