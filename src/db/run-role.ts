@@ -63,10 +63,10 @@ export async function makeRunRole(lab: Maker, space: string): Promise<RunRole | 
   if (!target) return { why: 'the target names no URL race could log in to as a run role (PG* variables)' }
   let oid: number
   try {
-    // One transaction: never a role without its mark.
+    // One transaction: never a role without its mark. Its oid is read by the list's last statement (one round trip).
     // Reading: what race's control role may read, the run may read ("reading other schemas is fine"): a superuser's
     // run role is a member of pg_read_all_data (PostgreSQL 14+), which reads and writes nothing else.
-    await lab.control.unsafe(`create role "${name}" login nosuperuser nocreaterole nocreatedb noreplication nobypassrls inherit password ${lit(password)};
+    const made = lab.control.unsafe(`create role "${name}" login nosuperuser nocreaterole nocreatedb noreplication nobypassrls inherit password ${lit(password)};
       comment on role "${name}" is ${lit('race:' + JSON.stringify(lab.roleMark(false)))};
       do $race_settings$ declare s record; begin
         -- The control role's own settings (ALTER ROLE ... SET: a lock_timeout, a default isolation level) are what
@@ -80,8 +80,10 @@ export async function makeRunRole(lab: Maker, space: string): Promise<RunRole | 
         end loop; end $race_settings$;
       do $race_read$ begin
         if (select rolsuper from pg_catalog.pg_roles where rolname = current_user) and pg_catalog.current_setting('server_version_num')::int >= 140000
-        then execute 'grant pg_read_all_data to ${name}'; end if; end $race_read$`)
-    const [r] = await lab.control.unsafe(`select oid::int as oid from pg_catalog.pg_roles where rolname = ${lit(name)}`)
+        then execute 'grant pg_read_all_data to ${name}'; end if; end $race_read$;
+      select oid::int as oid from pg_catalog.pg_roles where rolname = ${lit(name)}`)
+    const results = (await made) as unknown as Record<string, unknown>[][]
+    const [r] = results[results.length - 1]
     oid = Number(r.oid)
   } catch (e) {
     const code = (e as { code?: string }).code

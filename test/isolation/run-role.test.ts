@@ -13,6 +13,7 @@ import path from 'node:path'
 import { after, before, test } from 'node:test'
 import postgres, { type Sql } from 'postgres'
 import { race, schemasOf, useServer, type TestServer, serverUrls } from '../support/server.js'
+import { dropRoleSql, makeRunRole } from '../../src/db/run-role.js'
 
 const tag = randomBytes(4).toString('hex')
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'race-role-'))
@@ -235,6 +236,30 @@ test("race's own scenarios run as the control role, a user's spec as the run rol
       await new Promise((r) => child.on('close', r))
       assert.equal(users.length, 1, `${t.name}, ${what}: its session was seen`)
       assert.ok(role(users[0]), `${t.name}, ${what}: logged in as ${users[0]}`)
+    }
+  }
+})
+
+test('the run role is created, marked and its oid read in one statement list: one round trip on control', async () => {
+  for (const t of targets) {
+    const control = postgres(t.url, { max: 1, onnotice: () => {} })
+    const sent: string[] = []
+    // The real connection, its statements counted as they are sent.
+    const counted = new Proxy(control, {
+      get: (o, k) => (k === 'unsafe' ? (text: string, ...rest: never[]) => (sent.push(text), o.unsafe(text, ...rest)) : Reflect.get(o, k)),
+    })
+    const made = await makeRunRole({ target: { kind: 'url', url: t.url, label: t.name }, control: counted, connectTimeoutMs: 5000, roleMark: () => ({ test: tag }) }, `race_test_role_${tag}`)
+    try {
+      assert.ok(made && 'oid' in made, `${t.name}: ${JSON.stringify(made)}`)
+      assert.equal(sent.length, 1, `${t.name}: control was sent ${sent.length} statement lists`)
+      const [row] = await t.admin`select oid::int as oid from pg_catalog.pg_roles where rolname = ${made.name}`
+      assert.equal(made.oid, row?.oid, t.name)
+    } finally {
+      if (made && 'oid' in made) {
+        await made.sql.end({ timeout: 1 })
+        await t.admin.unsafe(dropRoleSql(made.oid))
+      }
+      await control.end({ timeout: 1 })
     }
   }
 })
