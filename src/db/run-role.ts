@@ -9,7 +9,7 @@
 // CREATEROLE, pg_hba), the PostgresLab says so in one line and runs as before.
 import { randomBytes } from 'node:crypto'
 import type { Sql } from 'postgres'
-import { connect, endQuietly, RUN_SQL_PARAMS } from './connect.js'
+import { connect, endQuietly, firstQuery, RUN_SQL_PARAMS } from './connect.js'
 import type { Target } from './target.js'
 
 export interface RunRole {
@@ -90,9 +90,10 @@ export async function makeRunRole(lab: Maker, space: string): Promise<RunRole | 
     if (code === '42501') return { why: 'this role may not create the run role race runs as (no CREATEROLE)' }
     throw e
   }
-  const sql = connect(target, { connectTimeoutMs: lab.connectTimeoutMs, applicationName: 'race setup', schema: space, params: RUN_SQL_PARAMS, typesFrom: lab.control })
+  // Its array types (those made since control fetched them) are asked with its first statement: one round trip.
+  const sql = connect(target, { connectTimeoutMs: lab.connectTimeoutMs, applicationName: 'race setup', schema: space, params: RUN_SQL_PARAMS, typesFrom: lab.control, typesWithFirst: true })
   try {
-    const [r] = await sql`select pg_backend_pid() as pid`
+    const [r] = await firstQuery(sql, 'select pg_catalog.pg_backend_pid() as pid')
     return { name, oid, target, sql, pid: Number(r.pid) }
   } catch (e) {
     await endQuietly(sql, 0)

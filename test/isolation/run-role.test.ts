@@ -240,7 +240,7 @@ test("race's own scenarios run as the control role, a user's spec as the run rol
   }
 })
 
-test('the run role is created, marked and its oid read in one statement list: one round trip on control', async () => {
+test('the run role is created, marked and its oid read in one statement list, and logged in with one statement: a round trip each', async () => {
   for (const t of targets) {
     const control = postgres(t.url, { max: 1, onnotice: () => {} })
     const sent: string[] = []
@@ -254,6 +254,10 @@ test('the run role is created, marked and its oid read in one statement list: on
       assert.equal(sent.length, 1, `${t.name}: control was sent ${sent.length} statement lists`)
       const [row] = await t.admin`select oid::int as oid from pg_catalog.pg_roles where rolname = ${made.name}`
       assert.equal(made.oid, row?.oid, t.name)
+      // Its login's first statement carried the query for its array types too (one message, one round trip): the
+      // server's last statement of that backend is both.
+      const [last] = await t.admin`select query from pg_catalog.pg_stat_activity where pid = ${made.pid}`
+      assert.match(String(last?.query), /pg_type[\s\S]*;\s*select pg_catalog\.pg_backend_pid\(\) as pid$/, `${t.name}: ${last?.query}`)
     } finally {
       if (made && 'oid' in made) {
         await made.sql.end({ timeout: 1 })
