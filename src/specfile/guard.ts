@@ -39,6 +39,11 @@ interface Part {
   d: string
   from: string
   h: string
+  /**
+   * Where the digest reads its rows, when `from` joins what only `d` needs (the schema's name): the same rows, the
+   * catalog alone (every row's namespace exists, so the join drops none), a scan where there was a join.
+   */
+  hfrom?: string
   /** Its columns named (`as k`, `as d`), FROM on a line of its own. */
   aliased?: boolean
   /** FROM on a line of its own, the columns unnamed. */
@@ -54,6 +59,7 @@ function parts(schema: string): Part[] {
     k: `'${table}:' || t.oid || ':' || t.xmin`,
     d: `format('${what} %I.%I', n.nspname, t.${name})`,
     from: `from pg_catalog.${table} t join pg_catalog.pg_namespace n on n.oid = t.${col} where t.${col} not in ${x}`,
+    hfrom: `from pg_catalog.${table} t where t.${col} not in ${x}`,
     h: oidXmin('t'),
     aliased: true,
   })
@@ -65,6 +71,7 @@ function parts(schema: string): Part[] {
       k: `'pg_class:' || c.oid || ':' || c.xmin`,
       d: `format('%s %I.%I', ${KIND}, n.nspname, c.relname)`,
       from: `from pg_catalog.pg_class c join pg_catalog.pg_namespace n on n.oid = c.relnamespace where c.relnamespace not in ${x}`,
+      hfrom: `from pg_catalog.pg_class c where c.relnamespace not in ${x}`,
       h: oidXmin('c'),
       aliased: true,
     },
@@ -133,7 +140,7 @@ export function fingerprintSql(schema: string): string {
  */
 export function digestSql(schema: string): string {
   const rows = parts(schema)
-    .map((p, i) => `select ${p.h.split('$seed').join(String(i))} as h ${p.from}`)
+    .map((p, i) => `select ${p.h.split('$seed').join(String(i))} as h ${p.hfrom ?? p.from}`)
     .join('\n union all ')
   return `(select pg_catalog.count(*)::text || '/' || coalesce(pg_catalog.sum(h), 0)::text from (${rows}) race_digest)`
 }

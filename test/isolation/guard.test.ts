@@ -11,7 +11,7 @@ import path from 'node:path'
 import { after, before, test } from 'node:test'
 import postgres, { type Sql } from 'postgres'
 import { race, schemasOf, useServer, type TestServer, serverUrls } from '../support/server.js'
-import { guardedSql, quickGuardedSql } from '../../src/specfile/guard.js'
+import { digestSql, fingerprintSql, guardedSql, quickGuardedSql, schemaLiteral } from '../../src/specfile/guard.js'
 
 const tag = randomBytes(4).toString('hex')
 /** A schema of this test's own, outside any race run: what a spec must not touch. */
@@ -160,6 +160,21 @@ test("the quick check every trial's setup runs first passes a clean block, and h
       await sql.unsafe(`drop schema if exists ${mine} cascade`).catch(() => {})
       await sql.end()
     }
+  }
+})
+
+test("the quick check's digest covers exactly the whole check's fingerprint rows, each catalog read without a join to pg_namespace", async () => {
+  // The digest needs each row's oid and version only; the schema's name (the join) is for the fingerprint's words.
+  // Reading the catalogs alone makes the quick check (every first trial's setup) cheaper; the rows must stay the same.
+  const schema = schemaLiteral(`race_test_digest_${tag}`)
+  assert.doesNotMatch(digestSql(schema), /join pg_catalog\.pg_namespace/)
+  for (const t of targets) {
+    const [row] = await t.admin.begin('isolation level repeatable read', (sql) => [
+      sql.unsafe(`select (select count(*)::text from (${fingerprintSql(schema)}) f) as fingerprint, pg_catalog.split_part(${digestSql(schema)}, '/', 1) as digest`),
+    ])
+    const [{ fingerprint, digest }] = row as unknown as { fingerprint: string; digest: string }[]
+    assert.ok(Number(fingerprint) > 1000, `${t.name}: ${fingerprint} rows`)
+    assert.equal(digest, fingerprint, `${t.name}: the digest counts the fingerprint's rows`)
   }
 })
 
