@@ -42,6 +42,11 @@ export class SessionConns {
     return c
   }
 
+  /** Once every connection being opened here is open (rejects with the first that could not be). */
+  async whenOpen(): Promise<void> {
+    await Promise.all([...this.ready.values()])
+  }
+
   /**
    * The connection for session `index`: the one kept or opened for it, else a new one. A kept connection the server
    * has closed meanwhile (idle_session_timeout, an administrator) is replaced by a fresh one.

@@ -106,7 +106,8 @@ export async function run(lab: Driver, cfg: RunConfig): Promise<RunOutput> {
   // setup defines may reach it without naming it), the sessions' own namespace read back (an oracle's tables),
   // --keep, fresh connections, --step, an application race (its own runner), or room for fewer than twice the
   // connections. RACE_LANES=1 keeps one (to measure one beside the other).
-  const lanes: { name: string; runner: TrialRunner; space?: RunSpace; ready?: Promise<void> }[] = [{ name: '', runner }]
+  type Lane = { name: string; runner: TrialRunner; space?: RunSpace; ready?: Promise<void>; readyFor?: number; served?: boolean }
+  const lanes: Lane[] = [{ name: '', runner }]
   const twoLanes =
     process.env.RACE_LANES !== '1' &&
     cfg.trials > 1 &&
@@ -124,6 +125,8 @@ export async function run(lab: Driver, cfg: RunConfig): Promise<RunOutput> {
     !plan.setup.map((sql) => scenario.plainSetup?.(sql) ?? sql).some((sql) => sharesDatabase(sql) || DEFINES_CODE.test(sql)) &&
     !plan.sessions.some((x) => x.steps.some((st) => sharesDatabase(st.def.sql)))
   if (twoLanes) lanes.push({ name: spaceName(scenario.id), runner: statementTrials(ctx) })
+  /** Every lane the run made (a second lane that could not open stays here, for the cleanup). */
+  const made = [...lanes]
   // What runs beside a trial (the other lane being made ready): settled before cleanup, cancelled on a failure.
   const beside = new Set<Promise<unknown>>()
   const track = <T>(p: Promise<T>): Promise<T> => {
@@ -176,24 +179,49 @@ export async function run(lab: Driver, cfg: RunConfig): Promise<RunOutput> {
   const besideSql = (text: string, args: unknown[] = [], space?: string) =>
     Promise.race([space && lab.runQuery ? lab.runQuery(space, text, args) : lab.prepareQuery!(text), aborted, lab.whenLost()])
   /** Makes lane `l` ready for trial k beside the trial running now: its namespace made (again), its setup run. */
-  const prepare = (l: (typeof lanes)[number], k: number): Promise<void> =>
-    track(
+  const prepare = (l: Lane, k: number): Promise<void> => {
+    l.readyFor = k
+    return track(
       (async () => {
         if (!l.space) {
           if (cfg.ownSql) lab.trustSpace?.(l.name)
           l.runner.open(l.name)
           l.space = await lab.createSpace(scenario.id, cfg.keep, (text) => besideSql(text), l.name)
           if (l.space.name !== l.name) throw new Error(`the driver made the run's schema as ${l.space.name}, not ${l.name}`)
-        } else {
-          await besideSql(lab.recreateSql(l.space.name, cfg.keep))
-          l.runner.open(l.space.name)
+          await runSetup(k, l.space.name, besideSql)
+          // Its sessions' connections open before it serves: where the server has no room left for them (others took
+          // it since the run began), the run goes on one lane (below), rather than fail a trial.
+          await l.runner.whenOpen?.()
+          return
         }
+        await besideSql(lab.recreateSql(l.space.name, cfg.keep))
+        l.runner.open(l.space.name)
         await runSetup(k, l.space.name, besideSql)
       })(),
     )
+  }
+  /** Trial k on one lane after all: control makes its schema again and runs the setup, as a run of one lane does. */
+  const remake = async (k: number, space: string) => {
+    // The same schema (name, mark) again, empty, and control working in it: one round trip.
+    if (k > 0) await onControl(`${lab.recreateSql(space, cfg.keep)}; ${lab.useSql(space)}`)
+    // The sessions connect (those not kept from the last trial) while control runs the setup.
+    runner.open(space)
+    await runSetup(k, space, onControl)
+  }
+  /** The lane's preparation for trial `k`, awaited (its failure, a setup's error say, is this trial's). */
+  const readied = async (l: Lane, k: number) => {
+    const ready = l.ready!
+    l.ready = undefined
+    // Made for a later trial (a lane given up in between): its user is this trial's.
+    if (l.readyFor !== k && cfg.user === undefined) {
+      users.set(k, userOf(l.readyFor!))
+      users.delete(l.readyFor!)
+    }
+    await Promise.race([ready, aborted])
+  }
   let failure: unknown
   // An abort ends at once what the runner holds for a next trial (a trial in flight ends its own sessions).
-  const onAbort = () => lanes.forEach((l) => l.runner.abort())
+  const onAbort = () => made.forEach((l) => l.runner.abort())
   signal.addEventListener('abort', onAbort, { once: true })
   try {
     // Where sessions can connect before the schema exists, the first trial's connect while control creates it.
@@ -215,22 +243,28 @@ export async function run(lab: Driver, cfg: RunConfig): Promise<RunOutput> {
       const chosen = await cfg.choose?.(k)
       if (signal.aborted) throw signal.reason
       if (cfg.choose && !chosen) break
-      const lane = lanes[k % lanes.length]
-      const user = userOf(k)
-      if (k === 0 || lanes.length === 1) {
-        // The same schema (name, mark) again, empty, and control working in it: one round trip.
-        if (k > 0) await onControl(`${lab.recreateSql(space, cfg.keep)}; ${lab.useSql(space)}`)
-        // The sessions connect (those not kept from the last trial) while control runs the setup.
-        runner.open(space)
-        await runSetup(k, space, onControl)
-      } else {
-        // Made ready beside the trial before (its failure, a setup's error say, is this trial's, as it would be here).
-        await Promise.race([lane.ready!, aborted])
+      let lane = lanes[k % lanes.length]
+      if (!lane.ready) await remake(k, space)
+      else {
+        // Made ready beside the trial before.
+        try {
+          await readied(lane, k)
+        } catch (e) {
+          if (lane === lanes[0] || lane.served || signal.aborted || !/^53/.test(String((e as { code?: string }).code ?? ''))) throw e
+          // The second lane's first making found no room for its connections: one lane from here on (it is closed
+          // and dropped with the others at the end).
+          lanes.pop()
+          lane = lanes[0]
+          if (lane.ready) await readied(lane, k)
+          else await remake(k, space)
+        }
       }
+      lane.served = true
+      const user = userOf(k)
       current = lane.space
       // The other lane is made ready for the next trial while this one runs (the first time: created).
       const other = lanes[(k + 1) % lanes.length]
-      if (other !== lane && k + 1 < cfg.trials && k === 0) other.ready = prepare(other, k + 1)
+      if (other !== lane && k + 1 < cfg.trials && !other.space && !other.ready) other.ready = prepare(other, k + 1)
       tables = undefined
       const serial = cfg.serial ? serialChooser(cfg.serial.orders[k], async (ended) => cfg.serial!.prefix(k, ended, await readTables(lab, space, user))) : undefined
       const { facts, ran } = await lane.runner.run({ k, space: lane.space!.name, user, chooser: serial ?? cfg.chooser?.(k) ?? chosen })
@@ -250,7 +284,7 @@ export async function run(lab: Driver, cfg: RunConfig): Promise<RunOutput> {
   } catch (e) {
     failure = e
   } finally {
-    for (const l of lanes) l.space?.release()
+    for (const l of made) l.space?.release()
     signal.removeEventListener('abort', onAbort)
   }
   // What runs beside (the other lane made ready for a trial that will not come) ends before anything is dropped:
@@ -261,12 +295,12 @@ export async function run(lab: Driver, cfg: RunConfig): Promise<RunOutput> {
   // A lane whose namespace was being created when the run ended: created or not, it is settled now.
   // The runner ends what it holds for a next trial around the schema's drop. Cleanup never hides the failure it
   // follows: what it could not do is added to that failure's one line.
-  const lefts = await Promise.all(lanes.map((l) => l.runner.close(failure !== undefined, async () => l.space?.drop())))
+  const lefts = await Promise.all(made.map((l) => l.runner.close(failure !== undefined, async () => l.space?.drop())))
   const notes = lefts.filter((x) => x !== undefined)
   const left = notes.length ? { note: notes.map((x) => x!.note).join('; '), serverGone: notes.some((x) => x!.serverGone) } : undefined
   if (failure === undefined && schema) {
     if (left) throw new RunError(left.note)
-    const counts = lanes.map((l) => l.runner.connections)
+    const counts = made.map((l) => l.runner.connections)
     return { schema: schema.name, server: lab.server, trials, connections: { opened: counts.reduce((a, c) => a + c.opened, 0), kept: counts.reduce((a, c) => a + c.kept, 0) } }
   }
   if (!signal.aborted && isConnectionLoss(failure)) {

@@ -123,6 +123,8 @@ export interface TrialRunner {
   readonly connectsAhead: boolean
   /** Starts opening the next trial's session connections into `space` (nothing when connectsAhead is false). */
   open(space: string): void
+  /** Once the connections open started are open (rejects with the first failure). Absent: not told. */
+  whenOpen?(): Promise<void>
   /** One trial, its setup already run on control. Throws only when the run cannot go on (an abort, a lost server). */
   run(trial: TrialCall): Promise<TrialResult>
   /** The run is being aborted: end at once what is held for a next trial (a trial in flight ends its own). */

@@ -33,6 +33,7 @@ export const statementTrials: TrialRunnerFactory = (ctx) => {
       const env = { scenarioId: plan.scenario.id, schema: space, connectTimeoutMs: cfg.connectTimeoutMs, stepTimeoutMs: cfg.stepTimeoutMs + (cfg.holdMs ?? 0) }
       conns.prepare(plan.sessions.flatMap((p, index) => (p.spec.shares ? [] : [{ index, options: sessionOptions(p, env) }])))
     },
+    whenOpen: () => conns.whenOpen(),
     async run({ space, user, chooser }) {
       const { facts, connections, ran } = await trial(ctx, space, order, user, fresh ? undefined : conns, chooser)
       opened += connections

@@ -330,3 +330,29 @@ test('the engine, in-process: a run reports how many connections it opened and k
   assert.deepEqual(one.connections, { opened: 3, kept: 12 }, 'one lane (RACE_LANES=1): each of trials 2-5 took the 3 connections of the trial before')
   assert.deepEqual(fresh.connections, { opened: 15, kept: 0 })
 })
+
+test('the second lane finds no room for its connections (53300 as it opens): the run goes on one lane, every trial as documented, both schemas dropped', async () => {
+  const scenario = await findScenario('broken')
+  const p = plan(scenario, { params: defaultParams(scenario, {}), n: 2, engine: 'postgres' })
+  const base = { context: ctx.lab.context, plan: p, schedule: 'lockstep' as const, trials: 5, stepTimeoutMs: 10_000, connectTimeoutMs: 5000, keep: false }
+  // The server's answer when it has no room left (max_connections, a role's CONNECTION LIMIT), given here to the second
+  // lane's first connection: which lane a session opens for is known by the schema it names.
+  const open = ctx.lab.openSession
+  const spaces: string[] = []
+  ctx.lab.openSession = async (o) => {
+    if (!spaces.includes(o.space)) spaces.push(o.space)
+    if (o.space === spaces[1]) throw Object.assign(new Error('sorry, too many clients already'), { code: '53300' })
+    return open.call(ctx.lab, o)
+  }
+  let out
+  try {
+    out = await run(ctx.lab, base)
+  } finally {
+    ctx.lab.openSession = open
+  }
+  assert.equal(spaces.length, 2, `a second lane was tried: ${spaces}`)
+  assert.deepEqual(out.trials.map((t) => t.sessions.map((s) => s.outcome).join(',')), Array(5).fill('committed,committed'))
+  assert.deepEqual(out.connections, { opened: 2, kept: 8 }, 'every trial on the first lane, its connections kept')
+  const left = await ctx.lab.control`select nspname from pg_namespace where nspname = any(${spaces}::text[])`
+  assert.deepEqual(left.map((r) => r.nspname), [], 'both schemas dropped')
+})
