@@ -553,8 +553,9 @@ export class RunSchema implements RunSpace {
     const run = `drop schema if exists "${this.name}" cascade${role ? `; ${dropRoleSql(role.oid)}` : ''}`
     try {
       // Bounded: a lock someone else holds on one of our tables must not hold the drop (and race) forever.
-      // The run role goes in the same transaction as its schema: never one without the other.
-      await this.lab.onControlOrFresh((sql) => sql.unsafe(`set lock_timeout = '${DROP_LOCK_TIMEOUT_MS}ms'; ${run}; reset lock_timeout`))
+      // The run role goes in the same transaction as its schema: never one without the other. Its commit does not wait
+      // for the WAL flush: only a crash of the server could lose it, and both would come back marked, for the reaping.
+      await this.lab.onControlOrFresh((sql) => sql.unsafe(`set local synchronous_commit = off; set lock_timeout = '${DROP_LOCK_TIMEOUT_MS}ms'; ${run}; reset lock_timeout`))
       return undefined
     } catch (e) {
       const code = (e as { code?: string }).code
