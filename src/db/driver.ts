@@ -188,7 +188,12 @@ export interface Driver extends Watch {
    */
   prepareQuery?(text: string): Promise<unknown>
   /** Runs SQL (already in placeholder style) on the control connection. */
-  query(text: string, args?: unknown[]): Promise<QueryResult>
+  /**
+   * `prepared`: race's own statement, sent many times a run with other values (a catalog read at every commit of an
+   * explored trial): kept prepared on the connection, so that the server plans it once, not at every call. Absent: as
+   * the driver does by default.
+   */
+  query(text: string, args?: unknown[], prepared?: boolean): Promise<QueryResult>
   /**
    * Runs the run's own SQL (setup, invariant: the user's) with the rights the run's sessions have (PostgreSQL: as
    * the run role, db/run-role.ts). Absent: on the control connection.
