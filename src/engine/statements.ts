@@ -243,8 +243,9 @@ async function trial(
       return Promise.race([ctx.evaluate(user, seen), lab.whenLost()])
     }
     let invariant: Awaited<ReturnType<typeof evaluate>>
-    if (conns && lab.engine === 'postgres' && !lab.afterTrial && !sharesDatabase(plan.invariantSql) && sessions.every((s) => !s.ownConnection || s.ownConnection.status === 'I')) {
-      // Every session's connection is idle, out of any transaction (the server's last ReadyForQuery said so): its
+    if (conns && lab.engine === 'postgres' && !lab.afterTrial && !sharesDatabase(plan.invariantSql) && sessions.every((s) => !s.busy && s.outcome !== 'timeout' && s.outcome !== 'lost' && (!s.ownConnection || s.ownConnection.status === 'I'))) {
+      // Every session ended by itself (none timed out, was lost or still runs a statement) and its connection is idle,
+      // out of any transaction (the server's last ReadyForQuery said so): its
       // reset changes nothing another connection can read (what it leaves is its own: settings, temporary tables,
       // prepared statements; session-level advisory keys only the lock views or the keys' functions show, which this
       // invariant does not name). The invariant runs beside the resets instead of after them.
