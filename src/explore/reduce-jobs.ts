@@ -14,9 +14,10 @@ export interface AheadRun {
   own: boolean
   /** Feeds its copy of the search each footprint, as the run goes. */
   step(fp: Footprint | undefined): void
-  /** As it ran: the ready choices at each choice, and how many footprints were known then. */
+  /** As it ran: the ready choices at each choice, and how many footprints were known then; the footprints so far. */
   readies: number[][]
   known: number[]
+  seen: (Footprint | undefined)[]
   /** Once over: what it launched, and the footprints. */
   launched?: readonly number[]
   fps?: readonly (Footprint | undefined)[]
@@ -126,7 +127,7 @@ export class ReducedJobs {
       const r = this.over.find((x) => sameList(x.prefix, prefix) && x.start === start) ?? this.flying.find((x) => sameList(x.prefix, prefix) && x.start === start)
       if (!r) return undefined
       const t = s.copy()
-      if (!(r.launched ? replayInto(t, r) : this.predictInto(t))) return undefined
+      if (!(r.launched ? replayInto(t, r) : this.predictInto(t, r))) return undefined
       s = t
       if (s.finished || s.runs >= this.limit) return undefined
       const got = this.handFrom(s, false)
@@ -135,14 +136,17 @@ export class ReducedJobs {
     return undefined
   }
 
-  /** `s` takes its next run as guessed from the runs seen: false where they do not say what it would do. */
-  private predictInto(s: Reduced): boolean {
+  /**
+   * `s` takes its next run, `r` (in flight), as guessed: what `r` saw so far, then what the runs seen say; false where
+   * they do not say what it would do.
+   */
+  private predictInto(s: Reduced, r: AheadRun): boolean {
     const pick = s.next()
     if (!pick) return false
     const launched: number[] = []
     const fps: Footprint[] = []
     for (;;) {
-      const ready = this.readyGuess(launched)
+      const ready = launched.length < r.readies.length ? r.readies[launched.length] : this.readyGuess(launched)
       // No run is longer than the longest seen, or than the sessions' steps (a guard: the guesses need not agree).
       if (ready === undefined || launched.length > Math.max(this.longest, this.steps)) return false
       if (!ready.length) break
@@ -150,7 +154,7 @@ export class ReducedJobs {
       while (s.known < fps.length) s.step(fps[s.known])
       const x = pick(ready)
       launched.push(x)
-      fps.push(this.guess(launched))
+      fps.push(r.seen[launched.length - 1] ?? this.guess(launched))
     }
     s.done(launched, fps)
     return true
@@ -189,9 +193,13 @@ export class ReducedJobs {
       prefix: [...copy.replays],
       start: copy.startState(),
       own,
-      step: (fp) => copy.step(fp),
+      step: (fp) => {
+        run.seen.push(fp)
+        copy.step(fp)
+      },
       readies: [],
       known: [],
+      seen: [],
     }
     this.flying.push(run)
     this.made++

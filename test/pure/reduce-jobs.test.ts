@@ -158,6 +158,24 @@ test("with each session's steps known, the second job runs from the first run's 
   assert.deepEqual(lockstep(world, counts).taken, oneJob(world))
 })
 
+test("a run in flight that has made all its choices says what the search does after it: the next job runs that, and it is taken", () => {
+  const world = WORLDS['a reader among writers']
+  const one = oneJob(world)
+  // Each session's steps known: the run in flight has no step left. Its footprints, seen, are not guessed.
+  const j = new ReducedJobs(new Reduced(), (x) => x, Infinity, world.map((s) => s.length))
+  const first = j.next()!
+  // The first run's steps all launched and seen, the run not over yet (its invariant is being read, say).
+  const x = runWorld(first.pick, world, (fp) => first.step(fp))
+  const second = j.next()
+  assert.ok(second, 'a run for the second job while the first is in flight')
+  j.done(first, x.launched, x.fps)
+  const y = runWorld(second.pick, world, (fp) => second.step(fp))
+  j.done(second, y.launched, y.fps)
+  const taken = j.takenSince().map((t) => t.launched!.join(''))
+  assert.deepEqual(taken, one.slice(0, 2).map((t) => t.split(' ')[0]))
+  assert.equal(j.wasted, 0)
+})
+
 test('a capped search takes no more than its limit, and says runs were left', () => {
   const world = WORLDS['lost update, 3 sessions']
   const one = oneJob(world)
