@@ -154,7 +154,10 @@ export class ReducedJobs {
       while (s.known < fps.length) s.step(fps[s.known])
       const x = pick(ready)
       launched.push(x)
-      fps.push(r.seen[launched.length - 1] ?? this.guess(launched))
+      // A step no run has shown (the first run's, say): nothing to guess from, no run made from a guess.
+      const fp = r.seen[launched.length - 1] ?? this.seen(launched)
+      if (!fp) return false
+      fps.push(fp)
     }
     s.done(launched, fps)
     return true
@@ -174,11 +177,16 @@ export class ReducedJobs {
 
   /** The footprint of the step a prefix of choices ends with: as seen at that prefix, else the session's same step elsewhere, else 'all'. */
   private guess(prefix: readonly number[]): Footprint {
+    return this.seen(prefix) ?? 'all'
+  }
+
+  /** The footprint of the step a prefix of choices ends with, as seen at that prefix or of the session's same step elsewhere. */
+  private seen(prefix: readonly number[]): Footprint | undefined {
     const at = this.seenAt.get(prefix.join(','))
     if (at) return at
     const last = prefix[prefix.length - 1]
     const k = prefix.filter((x) => this.sessionOf(x) === this.sessionOf(last)).length
-    return this.seenStep.get(`${last}:${k}`) ?? 'all'
+    return this.seenStep.get(`${last}:${k}`)
   }
 
   private hand(copy: Reduced, own: boolean): AheadRun | undefined {

@@ -283,6 +283,7 @@ export class Search implements JobHost {
           const fp = this.jobs > 1 ? jobFootprint(this.scenario.id, seen) : seen
           fps.push(fp)
           this.strategy.step(fp, job.run)
+          this.handout.nudge()
         })
       : undefined
     return trialChooser(this.shape, pick, observer, free, fps)
