@@ -114,8 +114,9 @@ export class ReducedJobs {
 
   /**
    * Every run `main` can see is handed out already (its next is in flight, its frontier taken): the search as it
-   * would stand after its next runs, each taken as it ran (a run over) or as guessed (a run in flight: the ready
-   * choices and footprints seen at the same choices before), and a run from there no job has. Up to SPECULATE runs
+   * would stand after its next runs, each taken as it ran (a run over) or as guessed (a run in flight: what it has
+   * shown so far, then the ready choices and footprints seen at the same choices before; predictInto), and a run from
+   * there no job has. Up to SPECULATE runs
    * on. A guess only decides what is made ahead: what is taken is still checked run by run (fold), so a wrong guess
    * is wasted work, never a different answer.
    */
