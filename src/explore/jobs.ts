@@ -46,6 +46,11 @@ export class Handout<H> {
     this.wake()
   }
 
+  /** A run in flight has shown more of itself (a step's footprint): jobs waiting look again (the reduced search may now guess past it). */
+  nudge(): void {
+    if (this.waiters.length) this.wake()
+  }
+
   /** Ends the handing out: every job waiting gets undefined, and none gets a run again. */
   stop(): void {
     this.stopped = true

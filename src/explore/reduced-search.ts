@@ -59,7 +59,7 @@ export class ReducedSearch extends SearchStrategy {
   }
 
   override spread(jobs: number, max: number): void {
-    if (jobs > 1 && !this.oneJob()) this.jobs = new ReducedJobs(this.reduced, this.sessionOf, this.capped ? max : Infinity)
+    if (jobs > 1 && !this.oneJob()) this.jobs = new ReducedJobs(this.reduced, this.sessionOf, this.capped ? max : Infinity, this.facts.app ? undefined : this.facts.counts)
   }
 
   override get inOrder(): boolean {

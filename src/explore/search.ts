@@ -284,6 +284,7 @@ export class Search implements JobHost {
           const fp = jobFootprint(this.scenario.id, seen)
           fps.push(fp)
           this.strategy.step(fp, job.run)
+          this.handout.nudge()
         })
       : undefined
     return trialChooser(this.shape, pick, observer, free, fps)
