@@ -244,6 +244,8 @@ export function normalize(text: string, o: { unordered?: boolean; anySession?: b
         // race explore's jobs (--jobs: default the machine's cores)
         .replace(/\b\d+ jobs?(: [^)]* runs on one)?(?=\))/g, '<n> jobs')
         .replace(/\b\d+ jobs?\b/g, '<n> jobs')
+        // the runs the reduced search made ahead on other jobs: how many depends on which job's run ends first
+        .replace(/: \d+ runs made, (none wasted|\d+ of them ahead of the one-job search and not needed)(?=\))/g, ': <made>')
         .replace(/\b\d+(\.\d+)? ?(ms|s)\b/g, '<t>')
         .replace(/^\d+\.\d+ /, '<t> ')
         // pids in a table's pid column, and lists of pids ("waiting for 1234, 1235")
