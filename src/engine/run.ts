@@ -32,6 +32,9 @@ export interface RunOutput {
   connections: { opened: number; kept: number }
 }
 
+/** A run's first trials, on one lane before the second is made (see laneOf in run). */
+export const ONE_LANE_TRIALS = 8
+
 export async function run(lab: Driver, cfg: RunConfig): Promise<RunOutput> {
   const { target } = lab
   const { plan } = cfg
@@ -110,7 +113,7 @@ export async function run(lab: Driver, cfg: RunConfig): Promise<RunOutput> {
   const lanes: Lane[] = [{ name: '', runner }]
   const twoLanes =
     process.env.RACE_LANES !== '1' &&
-    cfg.trials > 1 &&
+    cfg.trials > ONE_LANE_TRIALS &&
     !!lab.prepareQuery &&
     !!lab.earlySessions &&
     kind.type !== 'application' &&
@@ -125,6 +128,12 @@ export async function run(lab: Driver, cfg: RunConfig): Promise<RunOutput> {
     !plan.setup.map((sql) => scenario.plainSetup?.(sql) ?? sql).some((sql) => sharesDatabase(sql) || DEFINES_CODE.test(sql)) &&
     !plan.sessions.some((x) => x.steps.some((st) => sharesDatabase(st.def.sql)))
   if (twoLanes) lanes.push({ name: spaceName(scenario.id), runner: statementTrials(ctx) })
+  /**
+   * The lane of trial k: the first ONE_LANE_TRIALS trials on the first lane, then the two in turn. A second lane costs
+   * its role, its connections and its drop (some 40 ms a run on a 2-core machine) and saves some 2 ms a trial: a run
+   * of a few trials is quicker on one, and most explored races and test runs are of a few.
+   */
+  const laneOf = (k: number): Lane => (lanes.length === 1 || k < ONE_LANE_TRIALS ? lanes[0] : lanes[(k - ONE_LANE_TRIALS) % 2 === 0 ? 1 : 0])
   /** Every lane the run made (a second lane that could not open stays here, for the cleanup). */
   const made = [...lanes]
   // What runs beside a trial (the other lane being made ready): settled before cleanup, cancelled on a failure.
@@ -243,7 +252,7 @@ export async function run(lab: Driver, cfg: RunConfig): Promise<RunOutput> {
       const chosen = await cfg.choose?.(k)
       if (signal.aborted) throw signal.reason
       if (cfg.choose && !chosen) break
-      let lane = lanes[k % lanes.length]
+      let lane = laneOf(k)
       if (!lane.ready) await remake(k, space)
       else {
         // Made ready beside the trial before.
@@ -263,13 +272,13 @@ export async function run(lab: Driver, cfg: RunConfig): Promise<RunOutput> {
       const user = userOf(k)
       current = lane.space
       // The other lane is made ready for the next trial while this one runs (the first time: created).
-      const other = lanes[(k + 1) % lanes.length]
+      const other = laneOf(k + 1)
       if (other !== lane && k + 1 < cfg.trials && !other.space && !other.ready) other.ready = prepare(other, k + 1)
       tables = undefined
       const serial = cfg.serial ? serialChooser(cfg.serial.orders[k], async (ended) => cfg.serial!.prefix(k, ended, await readTables(lab, space, user))) : undefined
       const { facts, ran } = await lane.runner.run({ k, space: lane.space!.name, user, chooser: serial ?? cfg.chooser?.(k) ?? chosen })
       // This lane again, for the trial after the next one.
-      if (lanes.length > 1 && k + lanes.length < cfg.trials) lane.ready = prepare(lane, k + lanes.length)
+      if (lanes.length > 1 && k + 1 >= ONE_LANE_TRIALS && k + 2 < cfg.trials) lane.ready = prepare(lane, k + 2)
       if (tables) facts.tables = tables
       // What an application's function returned: written down for the oracle, else not kept.
       for (const s of facts.sessions) {

@@ -12,7 +12,7 @@ import { checkCases } from '../../src/run/check.js'
 import type { SessionConn } from '../../src/db/driver.js'
 import type { PostgresLab } from '../../src/db/postgres.js'
 import { PgSession } from '../../src/db/pg-session.js'
-import { run } from '../../src/engine/run.js'
+import { ONE_LANE_TRIALS, run } from '../../src/engine/run.js'
 import { plan } from '../../src/plan.js'
 import { findScenario } from '../../src/registry.js'
 import { findPgbouncer } from '../../src/servers/pooler.js'
@@ -51,18 +51,20 @@ const tally = (xs: readonly string[]) => {
 /** The backend pids each session had, trial by trial. */
 const pidsOf = (r: Ran, name: string) => r.trials.map((t) => t.sessions.find((s) => s.name === name)!.pid)
 
-test('broken in lockstep: violated in every trial both ways; kept: 2 connections a lane for 8 trials, the same backends each time', async () => {
-  const { out: kept, opened } = await watchingOpens(ctx.lab, () => runScenario(ctx.lab, 'broken', { trials: 8 }))
-  const { out: fresh, opened: freshOpened } = await watchingOpens(ctx.lab, () => runScenario(ctx.lab, 'broken', { trials: 8, freshConnections: true }))
-  for (const r of [kept, fresh]) assert.deepEqual(tally(r.trials.map(ending)), { 'anomaly: s1 committed, s2 committed': 8 })
-  // Two lanes (engine/run.ts): the trials take two schemas in turn, each with its own connections, kept.
+test('broken in lockstep: violated in every trial both ways; kept: 2 connections a lane for 12 trials, the same backends each time', async () => {
+  const { out: kept, opened } = await watchingOpens(ctx.lab, () => runScenario(ctx.lab, 'broken', { trials: 12 }))
+  const { out: fresh, opened: freshOpened } = await watchingOpens(ctx.lab, () => runScenario(ctx.lab, 'broken', { trials: 12, freshConnections: true }))
+  for (const r of [kept, fresh]) assert.deepEqual(tally(r.trials.map(ending)), { 'anomaly: s1 committed, s2 committed': 12 })
+  // Two lanes (engine/run.ts): the first eight trials on one, then two schemas in turn, each with its own connections, kept.
   assert.equal(opened.length, 4, 'kept: one connection per session and lane for the whole run')
-  assert.equal(freshOpened.length, 16, 'fresh: one per session per trial')
+  assert.equal(freshOpened.length, 24, 'fresh: one per session per trial')
   for (const name of ['s1', 's2']) {
     const pids = pidsOf(kept, name)
-    assert.equal(new Set(pids).size, 2, `${name} kept a backend in each lane: ${pids}`)
-    assert.ok(pids.every((p, i) => p === pids[i % 2] && p !== pids[(i + 1) % 2]), `${name}'s trials took the lanes in turn: ${pids}`)
-    assert.equal(new Set(pidsOf(fresh, name)).size, 8, `${name} had a new backend each fresh trial: ${pidsOf(fresh, name)}`)
+    const [a] = pids
+    const b = pids[ONE_LANE_TRIALS]
+    assert.notEqual(a, b, `${name} kept a backend in each lane: ${pids}`)
+    assert.deepEqual(pids, pids.map((_, i) => (i < ONE_LANE_TRIALS || (i - ONE_LANE_TRIALS) % 2 === 1 ? a : b)), `${name}'s trials: the first lane's ${ONE_LANE_TRIALS}, then the lanes in turn`)
+    assert.equal(new Set(pidsOf(fresh, name)).size, 12, `${name} had a new backend each fresh trial: ${pidsOf(fresh, name)}`)
   }
   // Committed sessions are idle when the trial ends: a ROLLBACK there would have drawn WARNING 25P01.
   for (const c of opened) assert.equal((c as PgSession).warnings.get('25P01') ?? 0, 0, 'no ROLLBACK outside a transaction')
@@ -296,16 +298,15 @@ test('through PgBouncer (transaction mode): session-lock and advisory, several t
   }
 })
 
-// Three trials: the second runs every case in the other lane (engine/run.ts: its own schema, made beside the first
-// trial), the third on connections the first left and the reset cleaned, which is what this checks; that a reset after
-// a reset still starts clean is the leaky scenario's test above (4 trials).
-test('every scenario and check case, lockstep, 3 trials (two lanes, kept connections): every trial exactly as documented', async () => {
+// Two trials: the second runs every case on connections the first left and the reset cleaned, which is what this
+// checks; that a reset after a reset still starts clean is the leaky scenario's test above (4 trials).
+test('every scenario and check case, lockstep, 2 trials on kept connections: every trial exactly as documented', async () => {
   const deviations: string[] = []
   const cases = (await checkCases([])).filter((k) => !k.scenario.ownServer)
   let kept = 0
   for (const k of cases) {
-    const { out, opened } = await watchingOpens(ctx.lab, () => runScenario(ctx.lab, k.scenario, { params: k.params, n: k.n, trials: 3 }))
-    kept += out.trials[0].sessions.length * 3 - opened.length
+    const { out, opened } = await watchingOpens(ctx.lab, () => runScenario(ctx.lab, k.scenario, { params: k.params, n: k.n, trials: 2 }))
+    kept += out.trials[0].sessions.length * 2 - opened.length
     out.trials.forEach((t, i) => {
       // On a shared server an invariant may be undecided because of other runs (vacuum-horizon): not a deviation here.
       if (!t.comparison.matched && !(t.verdict === 'unknown' && t.invariant.held === null)) {
@@ -321,20 +322,20 @@ test('every scenario and check case, lockstep, 3 trials (two lanes, kept connect
 test('the engine, in-process: a run reports how many connections it opened and kept', async () => {
   const scenario = await findScenario('broken')
   const p = plan(scenario, { params: defaultParams(scenario, {}), n: 3, engine: 'postgres' })
-  const base = { context: ctx.lab.context, plan: p, schedule: 'lockstep' as const, trials: 5, stepTimeoutMs: 10_000, connectTimeoutMs: 5000, keep: false }
+  const base = { context: ctx.lab.context, plan: p, schedule: 'lockstep' as const, trials: 10, stepTimeoutMs: 10_000, connectTimeoutMs: 5000, keep: false }
   const kept = await run(ctx.lab, base)
   const fresh = await run(ctx.lab, { ...base, freshConnections: true })
   process.env.RACE_LANES = '1'
   const one = await run(ctx.lab, base).finally(() => delete process.env.RACE_LANES)
-  assert.deepEqual(kept.connections, { opened: 6, kept: 9 }, 'two lanes: trials 3-5 each took the 3 connections of its lane\'s trial before')
-  assert.deepEqual(one.connections, { opened: 3, kept: 12 }, 'one lane (RACE_LANES=1): each of trials 2-5 took the 3 connections of the trial before')
-  assert.deepEqual(fresh.connections, { opened: 15, kept: 0 })
+  assert.deepEqual(kept.connections, { opened: 6, kept: 24 }, 'two lanes: every trial but the first of each lane took the 3 connections of its lane\'s trial before')
+  assert.deepEqual(one.connections, { opened: 3, kept: 27 }, 'one lane (RACE_LANES=1): each of trials 2-10 took the 3 connections of the trial before')
+  assert.deepEqual(fresh.connections, { opened: 30, kept: 0 })
 })
 
-test('the second lane finds no room for its connections (53300 as it opens): the run goes on one lane, every trial as documented, both schemas dropped', async () => {
+test('the second lane finds no room for its connections (53300 as it opens): the run goes on one lane, all ten trials as documented, both schemas dropped', async () => {
   const scenario = await findScenario('broken')
   const p = plan(scenario, { params: defaultParams(scenario, {}), n: 2, engine: 'postgres' })
-  const base = { context: ctx.lab.context, plan: p, schedule: 'lockstep' as const, trials: 5, stepTimeoutMs: 10_000, connectTimeoutMs: 5000, keep: false }
+  const base = { context: ctx.lab.context, plan: p, schedule: 'lockstep' as const, trials: 10, stepTimeoutMs: 10_000, connectTimeoutMs: 5000, keep: false }
   // The server's answer when it has no room left (max_connections, a role's CONNECTION LIMIT), given here to the second
   // lane's first connection: which lane a session opens for is known by the schema it names.
   const open = ctx.lab.openSession
@@ -351,8 +352,8 @@ test('the second lane finds no room for its connections (53300 as it opens): the
     ctx.lab.openSession = open
   }
   assert.equal(spaces.length, 2, `a second lane was tried: ${spaces}`)
-  assert.deepEqual(out.trials.map((t) => t.sessions.map((s) => s.outcome).join(',')), Array(5).fill('committed,committed'))
-  assert.deepEqual(out.connections, { opened: 2, kept: 8 }, 'every trial on the first lane, its connections kept')
+  assert.deepEqual(out.trials.map((t) => t.sessions.map((s) => s.outcome).join(',')), Array(10).fill('committed,committed'))
+  assert.deepEqual(out.connections, { opened: 2, kept: 18 }, 'every trial on the first lane, its connections kept')
   const left = await ctx.lab.control`select nspname from pg_namespace where nspname = any(${spaces}::text[])`
   assert.deepEqual(left.map((r) => r.nspname), [], 'both schemas dropped')
 })
