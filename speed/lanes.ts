@@ -13,7 +13,7 @@ import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { raceSpec } from './yardstick.js'
+import { median, raceSpec } from './yardstick.js'
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..')
 const BIN = path.join(ROOT, 'bin', 'race')
@@ -46,11 +46,6 @@ function timed(args: string[], lanes: 1 | 2): Promise<number> {
     c.once('error', reject)
     c.once('close', (code) => (code === 0 || code === 1 ? resolve(performance.now() - t0) : reject(new Error(`race ${args.join(' ')} exited ${code}: ${stderr.trim()}`))))
   })
-}
-
-const median = (xs: number[]) => {
-  const s = [...xs].sort((a, b) => a - b)
-  return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2
 }
 
 const work = fs.mkdtempSync(path.join(os.tmpdir(), 'race-lanes-'))

@@ -41,7 +41,8 @@ export function testerSpec(): string {
   return `setup { ${SETUP} }\nteardown { drop table orders }\n\n${sessions()}`
 }
 
-function median(xs: number[]): number {
+/** The median of `xs` (the mean of the middle two for an even count). */
+export function median(xs: number[]): number {
   const s = [...xs].sort((a, b) => a - b)
   return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2
 }
