@@ -224,22 +224,23 @@ export class PostgresLab implements Driver {
    * The connection on which the run in `space` runs its own SQL when it has no run role: the control role's login,
    * search_path the run's schema (it may not exist yet), application_name 'race setup', opened on first ask.
    */
+  /** A connection of race's own as the control role, open, with its backend's pid (a failure to open: one line). */
+  private async openOwn(applicationName: string, schema: string, params?: Readonly<Record<string, string>>): Promise<{ sql: Sql; pid: number }> {
+    const sql = connect(this.target, { connectTimeoutMs: this.connectTimeoutMs, applicationName, schema, ...(params ? { params } : {}), typesFrom: this.control })
+    try {
+      const [r] = await Promise.race([sql`select pg_catalog.pg_backend_pid() as pid`, this.context.whenAborted()])
+      return { sql, pid: Number(r.pid) }
+    } catch (e) {
+      await endQuietly(sql, 0)
+      if (this.context.signal.aborted || isConnectionLoss(e)) throw e
+      throw connectError(e, this.target)
+    }
+  }
+
   private runnerFor(space: string): Promise<{ sql: Sql; pid: number }> {
     let p = this.runners.get(space)
     if (!p) {
-      p = (async () => {
-        const sql = connect(this.target, { connectTimeoutMs: this.connectTimeoutMs, applicationName: 'race setup', schema: `"${space}"`, params: RUN_SQL_PARAMS, typesFrom: this.control })
-        try {
-          const [r] = await Promise.race([sql`select pg_catalog.pg_backend_pid() as pid`, this.context.whenAborted()])
-          const made = { sql, pid: Number(r.pid) }
-          this.runnersMade.set(space, made)
-          return made
-        } catch (e) {
-          await endQuietly(sql, 0)
-          if (this.context.signal.aborted || isConnectionLoss(e)) throw e
-          throw connectError(e, this.target)
-        }
-      })()
+      p = this.openOwn('race setup', `"${space}"`, RUN_SQL_PARAMS).then((made) => (this.runnersMade.set(space, made), made))
       p.catch(() => {})
       this.runners.set(space, p)
     }
@@ -254,20 +255,14 @@ export class PostgresLab implements Driver {
   private preparer?: Promise<{ sql: Sql; pid: number }>
   private preparerMade?: { sql: Sql; pid: number }
 
+  /** race's connections besides control: the run roles', the runners' (no run role), the prepare connection. */
+  private ownConnections(): { sql: Sql; pid: number }[] {
+    return [...this.rolesMade.values(), ...this.runnersMade.values(), ...(this.preparerMade ? [this.preparerMade] : [])]
+  }
+
   prepareQuery(text: string): Promise<unknown> {
     if (!this.preparer) {
-      this.preparer = (async () => {
-        const sql = connect(this.target, { connectTimeoutMs: this.connectTimeoutMs, applicationName: 'race prepare', schema: CONTROL_PATH, typesFrom: this.control })
-        try {
-          const [r] = await Promise.race([sql`select pg_catalog.pg_backend_pid() as pid`, this.context.whenAborted()])
-          this.preparerMade = { sql, pid: Number(r.pid) }
-          return this.preparerMade
-        } catch (e) {
-          await endQuietly(sql, 0)
-          if (this.context.signal.aborted || isConnectionLoss(e)) throw e
-          throw connectError(e, this.target)
-        }
-      })()
+      this.preparer = this.openOwn('race prepare', CONTROL_PATH).then((made) => (this.preparerMade = made))
       this.preparer.catch(() => {})
     }
     return this.preparer.then((p) => p.sql.unsafe(text))
@@ -349,7 +344,7 @@ export class PostgresLab implements Driver {
   async cancelControl(done: Promise<void>): Promise<void> {
     if (this.controlPid > 0) {
       const fresh = connect(this.target, { connectTimeoutMs: this.connectTimeoutMs, applicationName: 'race cleanup' })
-      const pids = [this.controlPid, ...[...this.rolesMade.values(), ...this.runnersMade.values(), ...(this.preparerMade ? [this.preparerMade] : [])].map((r) => r.pid)]
+      const pids = [this.controlPid, ...this.ownConnections().map((r) => r.pid)]
       try {
         await fresh`select pg_cancel_backend(pid) from unnest(${pids}::int[]) as pid`
       } catch {
@@ -389,7 +384,7 @@ export class PostgresLab implements Driver {
       const [made] = await this.control`select 1 from pg_catalog.pg_namespace where nspname = ${space}`.catch(() => [1]) // unsure: leave it to the reaper
       if (!made) await this.dropUnused(space)
     }
-    await Promise.all([...this.rolesMade.values(), ...this.runnersMade.values(), ...(this.preparerMade ? [this.preparerMade] : [])].map((r) => endQuietly(r.sql, 0)))
+    await Promise.all(this.ownConnections().map((r) => endQuietly(r.sql, 0)))
     await endQuietly(this.control, 1)
   }
 
