@@ -34,7 +34,7 @@ export class FootprintObserver {
     const seen = m.pids ? await observe(this.lab, m.pids) : undefined
     const b = this.before
     const was = b?.step && b.m.pids?.[b.step.index]
-    await this.doubts.settle(m.pids, was ? b.seen?.get(was) : undefined, was ? seen?.get(m.pids![b!.step!.index]) : undefined, b?.step?.sql ?? '')
+    await this.doubts.settle(m.pids, was || undefined, was ? b.seen?.get(was) : undefined, was ? seen?.get(m.pids![b!.step!.index]) : undefined, b?.step?.sql ?? '')
     // A step ran that was not watched (a pinned setup or teardown block): what it changed is not in the ledger, so
     // no transaction open now (it may have begun it, or run in it) has its end narrowed.
     if (b && !b.step) {

@@ -97,3 +97,68 @@ test('without catalog facts, or with a user cast or domain check somewhere, ever
   assert.equal(step(undefined, seen(), seen({ locks: [rel('s.u')] }), 'select n from u'), 'all')
   assert.equal(step(facts({ everywhere: true }), seen(), seen({ locks: [rel('s.u')] }), 'select n from u'), 'all')
 })
+
+test('mayDefine: reads, row changes, transaction control, LOCK, SET and SHOW change no catalog; anything else, or SELECT INTO, may', async () => {
+  const { mayDefine } = await import('../../src/engine/doubt.js')
+  for (const sql of [
+    'begin isolation level read committed',
+    "insert into orders (customer_id, status) select 1, 'open' where not exists (select 1 from orders)",
+    'update t set n = n + 1 where id = 1',
+    'delete from t where id = 1 returning *',
+    'with x as (insert into t values (1) returning id) select * from x',
+    'select * from t for update',
+    'commit',
+    'end',
+    'rollback to a',
+    'savepoint a; release a',
+    'lock table t in share mode',
+    "set local lock_timeout = '1s'",
+    'show transaction_isolation',
+    "select 'create table x (id int)' /* into */ -- create",
+    'values (1)',
+  ]) {
+    assert.equal(mayDefine(sql), false, sql)
+  }
+  for (const sql of [
+    'create table x (id int)',
+    'begin; create index on t (n)',
+    'alter table t add constraint u unique (n)',
+    'select * into t2 from t',
+    'with x as (select 1) select * into t2 from x',
+    'truncate t',
+    'analyze t',
+    'comment on table t is $$x$$',
+    'grant select on t to public',
+    "do $$ begin execute 'create table y ()'; end $$",
+    'call p()',
+    'create rule r as on insert to t do also update u set n = n + 1',
+  ]) {
+    assert.equal(mayDefine(sql), true, sql)
+  }
+})
+
+test("catalogMayChange: a DML-only transaction's commit needs no second read of the facts; one that ran DDL, or any where user code may run, does", async () => {
+  const { catalogMayChange } = await import('../../src/engine/doubt.js')
+  const out = seen({ inTx: false, xact: null })
+  const run = (steps: [string, Seen, Seen][], userCode = false) => {
+    const defining = new Set<string>()
+    return steps.map(([sql, b, a]) => catalogMayChange(defining, userCode, 7, b, a, sql))
+  }
+  const tx = seen({ xact: 'x1' })
+  const wrote = seen({ xact: 'x1', xid: true })
+  // begin; insert; commit: no read at the commit.
+  assert.deepEqual(run([['begin', out, tx], ['insert into t values (1)', tx, wrote], ['commit', wrote, out]]), [false, false, false])
+  // begin; create table; commit: read at the commit, not before (control sees it once committed).
+  assert.deepEqual(run([['begin', out, tx], ['create table x (id int)', tx, wrote], ['commit', wrote, out]]), [false, false, true])
+  // DDL in the step that begins the transaction: the commit reads.
+  assert.deepEqual(run([['begin; create table x (id int)', out, wrote], ['commit', wrote, out]]), [false, true])
+  // The same DML-only transaction where the facts know user code (a trigger may define): the commit reads.
+  assert.deepEqual(run([['begin', out, tx], ['insert into t values (1)', tx, wrote], ['commit', wrote, out]], true), [false, false, true])
+  // Outside a transaction: a statement that may define reads at once; a DML statement does not.
+  assert.deepEqual(run([['create table x (id int)', out, out], ['insert into t values (1)', out, out]]), [true, false])
+  // A transaction of another backend that defined does not make this one's commit read.
+  const defining = new Set<string>(['8:x1'])
+  assert.equal(catalogMayChange(defining, false, 7, wrote, out, 'commit'), false)
+  // An end that comes with more than COMMIT (it may define): read.
+  assert.equal(catalogMayChange(new Set(), false, 7, tx, out, 'commit; create table y ()'), true)
+})
