@@ -170,6 +170,21 @@ step b2 { begin; savepoint a }
 step r2 { select setval('sq', (select n from u) + 1) }
 step x2 { rollback to a }
 step c2 { commit }`,
+  'ddl-in-a-step': `# s1 adds a deferrable foreign key to c in a step of a transaction: once it commits, the checks run at s2's and s3's
+# commits. The catalog facts are read again after that commit (test/pure/doubt.test.ts, catalogMayChange, checks that
+# rule itself: here the reduced search still finds every group, where the 23503 at one commit is seen as an error).
+setup { create table p (id int primary key); create table c (pid int); insert into p values (1); }
+invariant "every c row has its p" { select not exists (select from c where not exists (select from p where p.id = c.pid)) }
+expect held
+session s1
+step a1 { begin; alter table c add constraint fk foreign key (pid) references p deferrable initially deferred }
+step c1 { commit }
+session s2
+step i2 { begin; insert into c values (1) }
+step c2 { commit }
+session s3
+step d3 { begin; delete from p where id = 1 }
+step c3 { commit }`,
   'currval': `# s2 reports its own nextval through currval in a later step.
 setup { create sequence s; create table got (who text, v bigint); }
 invariant "s1 took the first value" { select coalesce((select v from got where who = 's1') = 1, true) }
