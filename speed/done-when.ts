@@ -12,7 +12,7 @@ import path from 'node:path'
 import { performance } from 'node:perf_hooks'
 import { fileURLToPath } from 'node:url'
 import { maskUrl } from '../src/db/target.js'
-import { yardstick, type YardstickResult } from './yardstick.js'
+import { catalogLine, yardstick, type YardstickResult } from './yardstick.js'
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..')
 const BIN = path.join(ROOT, 'bin', 'race')
@@ -260,6 +260,8 @@ export async function doneWhen(o: DoneWhenOptions): Promise<Row[]> {
   const log = o.log ?? console.log
   const rows: Row[] = []
   log(`done-when (issue 41): bin/race explore as a child, default flags, --json read, timed whole; ${maskUrl(o.url)}`)
+  const catalogs = await catalogLine(o.url)
+  if (catalogs) log(`  ${catalogs}`)
   for (const f of RUNS.filter((r) => o.keys.includes(r.key))) {
     // A figure in seconds is not met past its limit: killed a minute after it; the others are bounded at 5 minutes.
     const c = await raceJson(f.args, o.url, f.maxSeconds !== undefined ? f.maxSeconds + 60 : 300)

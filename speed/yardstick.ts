@@ -41,6 +41,30 @@ export function testerSpec(): string {
   return `setup { ${SETUP} }\nteardown { drop table orders }\n\n${sessions()}`
 }
 
+/**
+ * One line on the server's catalogs, for every figure measured on it: whether autovacuum runs, and the dead rows of
+ * the catalogs a run's schema fills (each trial makes its schema again: its tables, types, columns and dependencies
+ * are written and deleted). Without autovacuum they pile up, and the server's reads of its catalogs slow every later
+ * run (examples/explore-orders-3.spec on one job, PostgreSQL 15 with autovacuum off: 2.05 s on a fresh server, 2.7 s
+ * after an afternoon of runs, 2.3 s once the catalogs were vacuumed). Undefined where they cannot be read.
+ */
+export async function catalogLine(url: string): Promise<string | undefined> {
+  const sql = postgres(url, { max: 1, onnotice: () => {} })
+  try {
+    const [r] = await sql`select current_setting('autovacuum') as av,
+      coalesce(sum(n_dead_tup) filter (where relname = 'pg_attribute'), 0)::int8 as attribute,
+      coalesce(sum(n_dead_tup) filter (where relname = 'pg_class'), 0)::int8 as class,
+      coalesce(sum(n_dead_tup) filter (where relname = 'pg_depend'), 0)::int8 as depend
+      from pg_catalog.pg_stat_sys_tables where schemaname = 'pg_catalog'`
+    const n = (x: unknown) => Number(x).toLocaleString('en-US')
+    return `server: autovacuum ${r.av}; dead rows in its catalogs: pg_attribute ${n(r.attribute)}, pg_class ${n(r.class)}, pg_depend ${n(r.depend)} (every trial's schema made again adds some; many slow every run: vacuum the catalogs before comparing figures)`
+  } catch {
+    return undefined
+  } finally {
+    await sql.end({ timeout: 1 })
+  }
+}
+
 /** The median of `xs` (the mean of the middle two for an even count). */
 export function median(xs: number[]): number {
   const s = [...xs].sort((a, b) => a - b)
@@ -101,6 +125,8 @@ export async function yardstick(url: string, rounds: number, embedded: boolean, 
     const conninfo = `${url}${url.includes('?') ? '&' : '?'}options=${options}`
     log(`yardstick: isolationtester's ${ORDERS} permutations beside race explore --exhaustive --jobs 1 (${ORDERS} orders), 2 sessions x 4 steps, on PostgreSQL ${v.version} ${maskUrl(url)}`)
     log(`  isolationtester: ${tester}`)
+    const catalogs = await catalogLine(url)
+    if (catalogs) log(`  ${catalogs}`)
     const it = async (): Promise<number> => {
       await admin.unsafe(`drop schema if exists "${schema}" cascade; create schema "${schema}"`)
       const out = path.join(work, 'isolationtester.out')

@@ -118,6 +118,8 @@ test('npm run bench:explore -- --only done-when:rows: one figure run as the user
   assert.equal(m[1], met ? 'met' : 'NOT MET')
   assert.match(r.stdout, new RegExp(`\\ndone-when: ${met ? 1 : 0} of 1 met\\n$`))
   assert.doesNotMatch(r.stdout, /yardstick:.*isolationtester|reduced beside --exhaustive/)
+  // The server's catalogs under the header: whether autovacuum runs, and their dead rows (what slows every later run).
+  assert.match(r.stdout.split('\n')[1], /^  server: autovacuum (on|off); dead rows in its catalogs: pg_attribute [\d,]+, pg_class [\d,]+, pg_depend [\d,]+ \(/)
   const checked = await bench(['--only', 'done-when:rows', '--database-url', server.url, '--check'])
   const again = /\ndone-when: (\d) of 1 met\n$/.exec(checked.stdout)
   assert.ok(again, checked.stdout)
