@@ -220,10 +220,6 @@ export class PostgresLab implements Driver {
   private readonly runners = new Map<string, Promise<{ sql: Sql; pid: number }>>()
   private readonly runnersMade = new Map<string, { sql: Sql; pid: number }>()
 
-  /**
-   * The connection on which the run in `space` runs its own SQL when it has no run role: the control role's login,
-   * search_path the run's schema (it may not exist yet), application_name 'race setup', opened on first ask.
-   */
   /** A connection of race's own as the control role, open, with its backend's pid (a failure to open: one line). */
   private async openOwn(applicationName: string, schema: string, params?: Readonly<Record<string, string>>): Promise<{ sql: Sql; pid: number }> {
     const sql = connect(this.target, { connectTimeoutMs: this.connectTimeoutMs, applicationName, schema, ...(params ? { params } : {}), typesFrom: this.control })
@@ -237,6 +233,10 @@ export class PostgresLab implements Driver {
     }
   }
 
+  /**
+   * The connection on which the run in `space` runs its own SQL when it has no run role: the control role's login,
+   * search_path the run's schema (it may not exist yet), application_name 'race setup', opened on first ask.
+   */
   private runnerFor(space: string): Promise<{ sql: Sql; pid: number }> {
     let p = this.runners.get(space)
     if (!p) {
