@@ -33,7 +33,7 @@
 // conflicts.
 import type { Driver } from '../db/driver.js'
 import { bareWords, statements } from '../lex.js'
-import { LONE_END, type Seen, type Touched } from './footprint.js'
+import { endsTx, LONE_END, type Seen, type Touched } from './footprint.js'
 
 /**
  * Built-ins that read what other sessions do or shared state, without a lock that pg_locks would show: the lock
@@ -210,7 +210,7 @@ export function catalogMayChange(defining: Set<string>, userCode: boolean, pid: 
   if (may && tx) defining.add(tx)
   if (may && after?.inTx && after.xact !== before?.xact) defining.add(`${pid}:${after.xact}`)
   // Catalog changes are seen by control once their transaction commits.
-  const ended = before?.inTx === true && (!after?.inTx || after.xact !== before.xact)
+  const ended = before !== undefined && endsTx(before, after)
   if (before !== undefined && !before.inTx && !after?.inTx) return may
   return ended && (before!.xid || !LONE_END.test(sql)) && defining.has(tx!)
 }
@@ -267,7 +267,7 @@ export class Doubts {
  */
 export function judge(f: Facts | undefined, lost: Set<string>, fp: Touched, pid: number, before: Seen | undefined, after: Seen | undefined, sql: string): Touched {
   if (!before || !after) return 'all'
-  const ended = before.inTx && (!after.inTx || after.xact !== before.xact)
+  const ended = endsTx(before, after)
   const tx = before.inTx ? `${pid}:${before.xact}` : undefined
   if (tx && lost.has(tx)) return 'all'
   if (before.inTx && !ended) {

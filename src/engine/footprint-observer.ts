@@ -5,7 +5,7 @@
 // woke or ended another session).
 import type { Driver } from '../db/driver.js'
 import { Doubts } from './doubt.js'
-import { observe, touched, type Seen, type Touched } from './footprint.js'
+import { endsTx, observe, touched, type Seen, type Touched } from './footprint.js'
 import { narrow, RowLedger, rowTarget } from './footprint-rows.js'
 import type { Moment, ReadyStep } from './types.js'
 
@@ -76,7 +76,7 @@ export class FootprintObserver {
       this.ledger.blind = true
       return fp
     }
-    const ended = before.inTx && (!after?.inTx || after.xact !== before.xact)
+    const ended = endsTx(before, after)
     if (ended) {
       const out = ssi ? fp : this.ledger.end(`${pid}:${before.xact}`, fp, this.doubts.known)
       if (after?.inTx) this.ledger.step(`${pid}:${after.xact}`, after, undefined, true)

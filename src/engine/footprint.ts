@@ -97,6 +97,11 @@ const SHARED = /advisory|pg_lock_status|pg_stat_get_activity|pg_stat_|pg_blockin
 /** Setup SQL that defines code the server runs for a step (whose SQL then need not name what that code touches). */
 export const DEFINES_CODE = /\bcreate\s+(or\s+replace\s+)?(function|procedure|trigger|constraint\s+trigger|rule|view|materialized\s+view|extension|aggregate|operator|cast|event\s+trigger|server|foreign\s+table)\b/i
 
+/** Whether a step seen `before` and `after` it ended the transaction it ran in (after it: none, or another). */
+export function endsTx(before: Seen, after: Seen | undefined): boolean {
+  return before.inTx && (!after?.inTx || after.xact !== before.xact)
+}
+
 /** Relation lock modes of reads and row changes; anything stronger (DDL, LOCK TABLE, VACUUM) is unclassified. */
 const ROWS = new Set(['AccessShareLock', 'RowShareLock', 'RowExclusiveLock'])
 
@@ -107,7 +112,7 @@ const ROWS = new Set(['AccessShareLock', 'RowShareLock', 'RowExclusiveLock'])
 export function touched(before: Seen | undefined, after: Seen | undefined, sql: string, serializable = false): Touched {
   if (!before || !after) return 'all'
   if (!before.inTx && !after.inTx) return sql.trim() === '' ? { reads: [], writes: [] } : 'all'
-  const ended = before.inTx && (!after.inTx || after.xact !== before.xact)
+  const ended = endsTx(before, after)
   if (ended && (after.inTx || !LONE_END.test(sql))) return 'all'
   // Tables the transaction has touched (its locks, held to its end), those it changed or locked rows of, and what
   // is seen by others at once whatever the transactions: sequences (nextval) and advisory keys.
