@@ -277,8 +277,8 @@ export async function run(lab: Driver, cfg: RunConfig): Promise<RunOutput> {
       tables = undefined
       const serial = cfg.serial ? serialChooser(cfg.serial.orders[k], async (ended) => cfg.serial!.prefix(k, ended, await readTables(lab, space, user))) : undefined
       const { facts, ran } = await lane.runner.run({ k, space: lane.space!.name, user, chooser: serial ?? cfg.chooser?.(k) ?? chosen })
-      // This lane again, for the trial after the next one.
-      if (lanes.length > 1 && k + 1 >= ONE_LANE_TRIALS && k + 2 < cfg.trials) lane.ready = prepare(lane, k + 2)
+      // This lane again, for the trial after the next one (once the lanes take turns).
+      if (k + 2 < cfg.trials && laneOf(k + 1) !== lane && laneOf(k + 2) === lane) lane.ready = prepare(lane, k + 2)
       if (tables) facts.tables = tables
       // What an application's function returned: written down for the oracle, else not kept.
       for (const s of facts.sessions) {
