@@ -83,6 +83,7 @@ async function trial(m: Extract<ToHost, { t: 'trial' }>): Promise<void> {
   seq = 0
   const session = new AppSession(data.name, data.index, {
     record: clock.record,
+    recordLateWait: clock.recordLateWait,
     now: clock.now,
     notify: snapshot,
     released: (label) => post({ t: 'released', label }),
@@ -201,10 +202,10 @@ port.on('message', (m: ToHost) => {
       s?.release()
       return
     case 'blocked':
-      s?.markBlocked()
+      s?.markBlocked(m.label)
       return
     case 'unblocked':
-      s?.unblocked()
+      s?.unblocked(m.label)
       return
     case 'end':
       if (s && !s.finished) {

@@ -249,12 +249,12 @@ export async function isolatedTrial(lab: Driver, cfg: IsolatedTrialConfig): Prom
         unblocked: (s) => {
           if (!s.current) return
           s.current.blocked = false
-          s.host.post({ t: 'unblocked' })
+          s.host.post({ t: 'unblocked', label: s.current.label })
         },
         blocked: (s) => {
           if (!s.current || s.current.blocked || s.state !== 'running') return
           s.current.blocked = true
-          s.host.post({ t: 'blocked' })
+          s.host.post({ t: 'blocked', label: s.current.label })
         },
         firstQuiet: lookForeign,
       })

@@ -9,8 +9,9 @@ export type ToHost =
   | { t: 'trial'; schema: string; user: string; target: Target; isolation?: string; split: boolean; stepTimeoutMs: number; connectTimeoutMs: number; fresh: boolean }
   | { t: 'start' }
   | { t: 'go'; seq: number; fault?: FaultCode }
-  | { t: 'blocked' }
-  | { t: 'unblocked' }
+  /** The query labelled `label` was seen waiting on a lock (it may have ended by the time the worker reads this). */
+  | { t: 'blocked'; label: string }
+  | { t: 'unblocked'; label: string }
   | { t: 'end'; outcome: 'timeout' | 'lost'; reason: string; record?: boolean }
   | { t: 'finish'; rollback: boolean; keep: boolean; destroy: boolean; lateMs: number }
   | { t: 'close' }

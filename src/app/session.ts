@@ -22,6 +22,8 @@ export type AppState = 'starting' | 'app' | 'ready' | 'running' | 'done'
 
 export interface AppSessionEnv {
   record(e: Omit<TimelineEvent, 't'>): TimelineEvent | void
+  /** A wait of a step that has its result already, put where it happened (TrialClock.recordLateWait). */
+  recordLateWait?(session: string, step: string): void
   now(): number
   /** Something changed (a session reached its gate, a query ended, a session ended): the scheduler looks again. */
   notify(): void
@@ -654,26 +656,45 @@ export class AppSession {
     }
     if (!cur) return undefined
     if (!split) this.settle()
+    const ms = this.env.now() - cur.startedAt
     if (cur.everBlocked) {
-      this.waitedMs += this.env.now() - cur.startedAt
+      this.waitedMs += ms
       this.record(cur.label, 'woke')
     }
+    this.lastEnded = { label: cur.label, ms, everBlocked: cur.everBlocked }
     return cur
   }
+  /** The last query that ended: how long it ran, and whether it was seen blocked (markBlocked may come after). */
+  private lastEnded?: { label: string; ms: number; everBlocked: boolean }
 
-  markBlocked(): void {
+  /**
+   * The server has the query labelled `label` (the one in flight, when not said) waiting on a lock, as seen from
+   * the control connection. An isolated session's worker (session-host.ts) is told so by the main thread, and the
+   * word can come after the query's result: the main thread saw it waiting, let another session commit, and this
+   * worker's thread ran only once both had come. The wait is then the ended query's, counted as if seen in time
+   * (waitedMs, the timeline): not counting it made a run that waited "clean" (a soundness case under load, 38-0010).
+   */
+  markBlocked(label?: string): void {
     const cur = this.current
-    if (!cur || cur.blocked) return
-    cur.blocked = true
-    if (!cur.everBlocked) {
-      cur.everBlocked = true
-      this.record(cur.label, 'wait')
+    if (cur && (label === undefined || cur.label === label)) {
+      if (cur.blocked) return
+      cur.blocked = true
+      if (!cur.everBlocked) {
+        cur.everBlocked = true
+        this.record(cur.label, 'wait')
+      }
+      return
     }
+    const ended = this.lastEnded
+    if (label === undefined || ended?.label !== label || ended.everBlocked) return
+    ended.everBlocked = true
+    this.waitedMs += ended.ms
+    this.env.recordLateWait?.(this.name, label)
   }
 
-  /** Seen no longer blocked (it woke, and its query is finishing). */
-  unblocked(): void {
-    if (this.current) this.current.blocked = false
+  /** Seen no longer blocked (it woke, and its query is finishing): the query labelled `label`, when said. */
+  unblocked(label?: string): void {
+    if (this.current && (label === undefined || this.current.label === label)) this.current.blocked = false
   }
 
   /** The server errors its queries met (injected ones apart), each with its step: what a function that returns caught. */

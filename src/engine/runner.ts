@@ -163,6 +163,24 @@ export class TrialClock {
     this.onEvent?.(ev)
     return ev
   }
+  /**
+   * A wait learnt after the step had its result (an isolated session's worker is told of it by the main thread, whose
+   * word can come after the server's answer: app/session.ts markBlocked): 'wait' is put after the step's 'run', at
+   * its time, and 'woke' before its result, at that one's, as a wait seen while the step ran would have been.
+   */
+  readonly recordLateWait = (session: string, step: string): void => {
+    const mine = (e: TimelineEvent) => e.session === session && e.step === step
+    const run = this.events.findIndex((e) => mine(e) && e.kind === 'run')
+    let end = this.events.length - 1
+    while (end > run && !(mine(this.events[end]) && this.events[end].kind !== 'run')) end--
+    if (run < 0 || end <= run) return
+    const woke: TimelineEvent = { t: this.events[end].t, session, step, kind: 'woke' }
+    const wait: TimelineEvent = { t: this.events[run].t, session, step, kind: 'wait' }
+    this.events.splice(end, 0, woke)
+    this.events.splice(run + 1, 0, wait)
+    this.onEvent?.(wait)
+    this.onEvent?.(woke)
+  }
 }
 
 /**
