@@ -171,9 +171,10 @@ export class TrialClock {
   readonly recordLateWait = (session: string, step: string): void => {
     const mine = (e: TimelineEvent) => e.session === session && e.step === step
     const run = this.events.findIndex((e) => mine(e) && e.kind === 'run')
+    if (run < 0) return
     let end = this.events.length - 1
     while (end > run && !(mine(this.events[end]) && this.events[end].kind !== 'run')) end--
-    if (run < 0 || end <= run) return
+    if (end === run) return
     const woke: TimelineEvent = { t: this.events[end].t, session, step, kind: 'woke' }
     const wait: TimelineEvent = { t: this.events[run].t, session, step, kind: 'wait' }
     this.events.splice(end, 0, woke)
