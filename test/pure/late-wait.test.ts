@@ -30,16 +30,16 @@ async function running(label: string) {
   return { s, clock, move: (ms: number) => (at = ms) }
 }
 
+/** The timeline's events, as step and kind. */
+const kinds = (clock: TrialClock) => clock.events.map((e) => `${e.step} ${e.kind}`)
+
 test('a wait the worker learns after the query ended is counted: waitedMs, and wait/woke between run and ok', async () => {
   const { s, clock, move } = await running('q1')
   move(7)
   s.ok('INSERT', 1, [])
   s.markBlocked('q1')
   assert.equal(s.report().waitedMs, 7)
-  assert.deepEqual(
-    clock.events.map((e) => `${e.step} ${e.kind}`),
-    ['q1 run', 'q1 wait', 'q1 woke', 'q1 ok'],
-  )
+  assert.deepEqual(kinds(clock), ['q1 run', 'q1 wait', 'q1 woke', 'q1 ok'])
   // Told twice (a probe again before the worker read the first): counted once.
   s.markBlocked('q1')
   assert.equal(s.report().waitedMs, 7)
@@ -54,13 +54,10 @@ test('a wait seen while the query runs is counted as before; a word about anothe
   s.ok('INSERT', 1, [])
   s.markBlocked('q1')
   assert.equal(s.report().waitedMs, 5)
-  assert.deepEqual(
-    clock.events.map((e) => `${e.step} ${e.kind}`),
-    ['q1 run', 'q1 wait', 'q1 woke', 'q1 ok'],
-  )
+  assert.deepEqual(kinds(clock), ['q1 run', 'q1 wait', 'q1 woke', 'q1 ok'])
 })
 
-test('an unblocked for a query that ended leaves the next one as it is', async () => {
+test('an unblocked naming another step leaves the query in flight blocked; naming it, unblocks it', async () => {
   const { s } = await running('q1')
   s.markBlocked('q1')
   s.unblocked('q0')
