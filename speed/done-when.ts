@@ -13,6 +13,7 @@ import { performance } from 'node:perf_hooks'
 import { fileURLToPath } from 'node:url'
 import { maskUrl } from '../src/db/target.js'
 import { catalogLine, yardstick, type YardstickResult } from './yardstick.js'
+import { cores, withCpu } from './cpu.js'
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..')
 const BIN = path.join(ROOT, 'bin', 'race')
@@ -182,7 +183,7 @@ export function difference(one: Parsed, two: Parsed): string | undefined {
 }
 
 /** --jobs 2 beside --jobs 1 on the reduced search, rounds alternating which goes first: the same, and how much faster. */
-export function jobsRow(pairs: { one: Parsed; two: Parsed }[]): Row {
+export function jobsRow(pairs: JobsPair[], n = cores()): Row {
   const figure = '--jobs 2 beside --jobs 1, reduced search, explore-orders-3.spec'
   const limit = 'same groups and shortest, <= 0.75x the time'
   const yardstick = `--jobs 1 on the same spec, the same rounds, alternating which goes first (${pairs.length} rounds)`
@@ -193,8 +194,27 @@ export function jobsRow(pairs: { one: Parsed; two: Parsed }[]): Row {
   const ratio = median(ratios)
   const s = (xs: number[]) => `${median(xs).toFixed(1)} s`
   const same = differ.length ? `NOT the same: ${differ.map(([k, d]) => `round ${k}: ${d}`).join('; ')}` : `same groups, shortest and runs (${pairs[0].one.runs} runs, ${pairs[0].one.groups.length} groups)`
-  const measured = `--jobs 1 ${s(pairs.map((p) => p.one.seconds))}, --jobs 2 ${s(pairs.map((p) => p.two.seconds))}: ${ratio.toFixed(2)}x [${Math.min(...ratios).toFixed(2)}-${Math.max(...ratios).toFixed(2)}], ${same}`
+  const measured = `--jobs 1 ${s(pairs.map((p) => p.one.seconds))}, --jobs 2 ${s(pairs.map((p) => p.two.seconds))}: ${ratio.toFixed(2)}x [${Math.min(...ratios).toFixed(2)}-${Math.max(...ratios).toFixed(2)}], ${same}${jobsFloor(pairs, n)}`
   return { key: 'jobs', figure, limit, measured, met: !differ.length && ratio <= 0.75, yardstick }
+}
+
+/** One round of the jobs figure: each run's report, and the machine's busy CPU milliseconds during it (speed/cpu.ts). */
+export interface JobsPair {
+  one: Parsed
+  two: Parsed
+  cpu?: { one: number; two: number }
+}
+
+/**
+ * The CPU floor of the jobs figure: how many cores --jobs 1 already kept busy, and the least time --jobs 2's CPU
+ * allows on this machine's `n` cores, as a share of --jobs 1's time (medians). Empty where the CPU was not read.
+ */
+export function jobsFloor(pairs: JobsPair[], n: number): string {
+  const read = pairs.filter((p) => p.cpu)
+  if (!read.length) return ''
+  const busy = median(read.map((p) => p.cpu!.one / 1000 / p.one.seconds))
+  const least = median(read.map((p) => p.cpu!.two / 1000 / n / p.one.seconds))
+  return `; CPU: --jobs 1 kept ${busy.toFixed(2)} cores busy (${(median(read.map((p) => p.cpu!.one)) / 1000).toFixed(2)} CPU-s), --jobs 2 used ${(median(read.map((p) => p.cpu!.two)) / 1000).toFixed(2)} CPU-s: on ${n} cores at least ${least.toFixed(2)}x --jobs 1's time`
 }
 
 /** The yardstick's ratio as a figure: race's order beside isolationtester's permutation, at most 1.0x. */
@@ -203,7 +223,10 @@ export function yardstickRow(y: YardstickResult | undefined, where: string): Row
   const limit = '<= 1.0x isolationtester'
   if (!y) return { key: 'yardstick', figure, limit, measured: 'no isolationtester for this server: not measured', met: false, yardstick: where }
   const m = (xs: number[]) => `${(median(xs) / 1000).toFixed(4)} s`
-  return { key: 'yardstick', figure, limit, measured: `${y.ratio.toFixed(2)}x (race ${m(y.race)} an order, isolationtester ${m(y.tester)} a permutation)`, met: y.ratio <= 1.0, yardstick: where }
+  // The CPU floor (speed/cpu.ts): what an order costs the machine, and the least time that allows on its cores.
+  const n = cores()
+  const cpu = y.raceCpu.length && y.testerCpu.length ? `; CPU ${(median(y.raceCpu) / median(y.testerCpu)).toFixed(2)}x isolationtester's, so at least ${(median(y.raceCpu) / n / median(y.tester)).toFixed(2)}x on ${n} cores` : ''
+  return { key: 'yardstick', figure, limit, measured: `${y.ratio.toFixed(2)}x (race ${m(y.race)} an order, isolationtester ${m(y.tester)} a permutation${cpu})`, met: y.ratio <= 1.0, yardstick: where }
 }
 
 /** npm test's and .ci/run's times: not measured in a bench run; where they are. */
@@ -269,17 +292,18 @@ export async function doneWhen(o: DoneWhenOptions): Promise<Row[]> {
     log(`  ${f.key}: ${rows[rows.length - 1].measured}`)
   }
   if (o.keys.includes('jobs')) {
-    const pairs: { one: Parsed; two: Parsed }[] = []
+    const pairs: JobsPair[] = []
     const args = RUNS.find((r) => r.key === 'orders')!.args
     const timed = async (j: number) => {
-      const c = await raceJson([...args, '--jobs', String(j)], o.url, 300)
-      return { c, p: parseRun(c) }
+      const { value: c, cpuMs } = await withCpu(() => raceJson([...args, '--jobs', String(j)], o.url, 300))
+      return { c, p: parseRun(c), cpuMs }
     }
     for (let k = 0; k < o.rounds; k++) {
       const [one, two] = k % 2 === 0 ? [await timed(1), await timed(2)] : (([b, a]) => [a, b])([await timed(2), await timed(1)])
-      pairs.push({ one: one.p, two: two.p })
+      pairs.push({ one: one.p, two: two.p, ...(one.cpuMs !== undefined && two.cpuMs !== undefined ? { cpu: { one: one.cpuMs, two: two.cpuMs } } : {}) })
       const d = difference(one.p, two.p)
-      log(`  jobs, round ${k + 1}: --jobs 1 ${one.p.seconds.toFixed(1)} s, --jobs 2 ${two.p.seconds.toFixed(1)} s${d ? `; they differ: ${d}` : ''}`)
+      const cpu = (x: { cpuMs?: number }) => (x.cpuMs === undefined ? '' : ` (${(x.cpuMs / 1000).toFixed(2)} CPU-s)`)
+      log(`  jobs, round ${k + 1}: --jobs 1 ${one.p.seconds.toFixed(1)} s${cpu(one)}, --jobs 2 ${two.p.seconds.toFixed(1)} s${cpu(two)}${d ? `; they differ: ${d}` : ''}`)
       // Two reports that differ are kept, to be read: where --jobs 2 did not give --jobs 1's answer.
       if (d) for (const [j, x] of [[1, one], [2, two]] as const) log(`    --jobs ${j}'s report: ${keep(x.c.stdout, `jobs${j}-round${k + 1}`)}`)
     }

@@ -6,6 +6,8 @@
 // Each side is one child process timed whole, from spawn to exit; the rounds alternate which side goes first, so
 // that drift on a shared machine hits both. Printed: seconds per permutation and per order, and their ratio (median
 // over the rounds, with the spread). race's own figure (the exploration alone, from its summary line) beside it.
+// Each side's CPU time on the whole machine too (speed/cpu.ts: its client, the server's backends): the time it
+// cannot go under on this machine's cores, however its work were spread over them.
 import { spawn } from 'node:child_process'
 import fs from 'node:fs'
 import os from 'node:os'
@@ -14,6 +16,7 @@ import { fileURLToPath } from 'node:url'
 import postgres from 'postgres'
 import { maskUrl } from '../src/db/target.js'
 import { NATIVE, regressEnv, runTo, testerFor } from '../test/support/conformance.js'
+import { cores, withCpu } from './cpu.js'
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..')
 const BIN = path.join(ROOT, 'bin', 'race')
@@ -71,6 +74,18 @@ export function median(xs: number[]): number {
   return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2
 }
 
+/**
+ * The CPU both sides used, as a floor: race's CPU an order over this machine's cores is the least time an order can
+ * take here, however race spread its work (its Node process and the server's backends share the cores). Undefined
+ * where the CPU could not be read.
+ */
+export function cpuFloor(y: Pick<YardstickResult, 'tester' | 'testerCpu' | 'raceCpu'>, n = cores()): string | undefined {
+  if (!y.raceCpu.length || !y.testerCpu.length) return undefined
+  const [t, r] = [median(y.testerCpu), median(y.raceCpu)]
+  const least = r / n
+  return `the machine's CPU (client and server, /proc/stat; anything else running adds to it): isolationtester ${(t / 1000).toFixed(4)} CPU-s a permutation, race ${(r / 1000).toFixed(4)} CPU-s an order (${(r / t).toFixed(2)}x); on ${n} cores an order takes at least ${(least / 1000).toFixed(4)} s, ${(least / median(y.tester)).toFixed(2)}x isolationtester's permutation`
+}
+
 /** race explore as a child, timed whole; its stdout kept (its summary line says how long the exploration took). */
 function raceChild(args: string[], env: NodeJS.ProcessEnv): Promise<{ ms: number; code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve, reject) => {
@@ -95,6 +110,9 @@ export interface YardstickResult {
   race: number[]
   explored: number[]
   ratio: number
+  /** The machine's busy CPU milliseconds per permutation and per order (empty where /proc/stat cannot be read). */
+  testerCpu: number[]
+  raceCpu: number[]
 }
 
 /**
@@ -144,21 +162,29 @@ export async function yardstick(url: string, rounds: number, embedded: boolean, 
       if (!m || Number(m[1]) !== ORDERS || (r.code !== 0 && r.code !== 1)) throw new Error(`race explore exited ${r.code}: ${r.stderr.trim() || r.stdout.slice(-2000)}`)
       return { ms: r.ms / ORDERS, explored: (Number(m[2]) * 1000) / ORDERS }
     }
-    const res: YardstickResult = { tester: [], race: [], explored: [], ratio: 0 }
+    const res: YardstickResult = { tester: [], race: [], explored: [], ratio: 0, testerCpu: [], raceCpu: [] }
+    const cpu = (ms: number | undefined) => (ms === undefined ? '' : `, ${(ms / 1000).toFixed(4)} CPU-s`)
     for (let k = 0; k < rounds; k++) {
-      let a: number
-      let b: { ms: number; explored: number }
+      let a: { value: number; cpuMs?: number }
+      let b: { value: { ms: number; explored: number }; cpuMs?: number }
       if (k % 2 === 0) {
-        a = await it()
-        b = await race()
+        a = await withCpu(it)
+        b = await withCpu(race)
       } else {
-        b = await race()
-        a = await it()
+        b = await withCpu(race)
+        a = await withCpu(it)
       }
-      res.tester.push(a)
-      res.race.push(b.ms)
-      res.explored.push(b.explored)
-      log(`  round ${k + 1}: isolationtester ${(a / 1000).toFixed(4)} s a permutation, race ${(b.ms / 1000).toFixed(4)} s an order (${(b.explored / 1000).toFixed(4)} s exploring): ${(b.ms / a).toFixed(2)}x`)
+      res.tester.push(a.value)
+      res.race.push(b.value.ms)
+      res.explored.push(b.value.explored)
+      const [ac, bc] = [a.cpuMs === undefined ? undefined : a.cpuMs / ORDERS, b.cpuMs === undefined ? undefined : b.cpuMs / ORDERS]
+      if (ac !== undefined && bc !== undefined) {
+        res.testerCpu.push(ac)
+        res.raceCpu.push(bc)
+      }
+      log(
+        `  round ${k + 1}: isolationtester ${(a.value / 1000).toFixed(4)} s a permutation${cpu(ac)}, race ${(b.value.ms / 1000).toFixed(4)} s an order${cpu(bc)} (${(b.value.explored / 1000).toFixed(4)} s exploring): ${(b.value.ms / a.value).toFixed(2)}x`,
+      )
     }
     const ratios = res.race.map((r, i) => r / res.tester[i])
     res.ratio = median(ratios)
@@ -166,6 +192,8 @@ export async function yardstick(url: string, rounds: number, embedded: boolean, 
     log(
       `  median of ${rounds}: isolationtester ${s(res.tester)} a permutation (${((median(res.tester) * ORDERS) / 1000).toFixed(2)} s for ${ORDERS}); race ${s(res.race)} an order (${((median(res.race) * ORDERS) / 1000).toFixed(2)} s for ${ORDERS}, ${s(res.explored)} of it exploring): race/isolationtester ${res.ratio.toFixed(2)}x [${Math.min(...ratios).toFixed(2)}-${Math.max(...ratios).toFixed(2)}]`,
     )
+    const floor = cpuFloor(res)
+    if (floor) log(`  ${floor}`)
     return res
   } finally {
     await admin.unsafe(`drop schema if exists "${schema}" cascade`).catch(() => {})

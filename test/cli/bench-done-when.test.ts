@@ -7,6 +7,7 @@ import assert from 'node:assert/strict'
 import { spawn } from 'node:child_process'
 import path from 'node:path'
 import { after, before, test } from 'node:test'
+import { withCpu } from '../../speed/cpu.js'
 import { formatRows, jobsRow, parseRun, raceJson, RUNS, runRow, type ChildRun } from '../../speed/done-when.js'
 import { ROOT, useServer, type TestServer } from '../support/server.js'
 
@@ -95,10 +96,16 @@ test('a sampled run is not complete (its report says complete: the sample ran wh
 })
 
 test('jobsRow: two real runs alike (--jobs 1 and --jobs 2) are the same; two runs of different specs are not, and not met', async () => {
-  const two = parseRun(await raceJson([path.join('examples', 'explore-rows-3.spec'), '--jobs', '2'], server.url, 120))
-  const one = parseRun(await raceJson([path.join('examples', 'explore-rows-3.spec'), '--jobs', '1'], server.url, 120))
+  const twoRun = await withCpu(() => raceJson([path.join('examples', 'explore-rows-3.spec'), '--jobs', '2'], server.url, 120))
+  const oneRun = await withCpu(() => raceJson([path.join('examples', 'explore-rows-3.spec'), '--jobs', '1'], server.url, 120))
+  const [one, two] = [parseRun(oneRun.value), parseRun(twoRun.value)]
   const alike = jobsRow([{ one, two }])
   assert.match(alike.measured, new RegExp(`, same groups, shortest and runs \\(${one.runs} runs, ${one.groups.length} groups\\)$`))
+  // With the machine's CPU read around each run, the floor it allows follows (speed/cpu.ts).
+  if (oneRun.cpuMs !== undefined && twoRun.cpuMs !== undefined) {
+    const withFloor = jobsRow([{ one, two, cpu: { one: oneRun.cpuMs, two: twoRun.cpuMs } }], 2)
+    assert.match(withFloor.measured, /groups\); CPU: --jobs 1 kept \d+\.\d\d cores busy \(\d+\.\d\d CPU-s\), --jobs 2 used \d+\.\d\d CPU-s: on 2 cores at least \d+\.\d\dx --jobs 1's time$/)
+  }
   assert.equal(alike.met, two.seconds / one.seconds <= 0.75)
   const other = parseRun(await raceJson([path.join('examples', 'explore-orders-fixed.spec')], server.url, 120))
   const unlike = jobsRow([{ one, two: other }])
