@@ -12,7 +12,7 @@ import path from 'node:path'
 import { performance } from 'node:perf_hooks'
 import { fileURLToPath } from 'node:url'
 import { maskUrl } from '../src/db/target.js'
-import { catalogLine, yardstick, type YardstickResult } from './yardstick.js'
+import { catalogLine, median, yardstick, type YardstickResult } from './yardstick.js'
 import { cores, withCpu } from './cpu.js'
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..')
@@ -162,11 +162,6 @@ function keep(text: string, name: string): string {
   const file = path.join(dir, `${name}.json`)
   fs.writeFileSync(file, text)
   return file
-}
-
-const median = (xs: number[]) => {
-  const s = [...xs].sort((a, b) => a - b)
-  return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2
 }
 
 /** How two runs of one spec differ (the search, complete, runs, the shortest violation, the groups), or undefined. */
