@@ -20,9 +20,9 @@ export function busyMs(): number | undefined {
   }
 }
 
-/** The cores this process may use. */
+/** The cores this process may use (Node 20 has availableParallelism: package.json engines). */
 export function cores(): number {
-  return typeof os.availableParallelism === 'function' ? os.availableParallelism() : os.cpus().length
+  return os.availableParallelism()
 }
 
 /** Runs `fn`, returning its result with the machine's busy CPU milliseconds meanwhile (undefined: not readable). */

@@ -12,7 +12,7 @@ import path from 'node:path'
 import { performance } from 'node:perf_hooks'
 import { fileURLToPath } from 'node:url'
 import { maskUrl } from '../src/db/target.js'
-import { catalogLine, median, yardstick, type YardstickResult } from './yardstick.js'
+import { catalogLine, cpuBound, median, yardstick, type YardstickResult } from './yardstick.js'
 import { cores, withCpu } from './cpu.js'
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..')
@@ -220,7 +220,8 @@ export function yardstickRow(y: YardstickResult | undefined, where: string): Row
   const m = (xs: number[]) => `${(median(xs) / 1000).toFixed(4)} s`
   // The CPU floor (speed/cpu.ts): what an order costs the machine, and the least time that allows on its cores.
   const n = cores()
-  const cpu = y.raceCpu.length && y.testerCpu.length ? `; CPU ${(median(y.raceCpu) / median(y.testerCpu)).toFixed(2)}x isolationtester's, so at least ${(median(y.raceCpu) / n / median(y.tester)).toFixed(2)}x on ${n} cores` : ''
+  const b = cpuBound(y, n)
+  const cpu = b ? `; CPU ${b.cpu.toFixed(2)}x isolationtester's, so at least ${b.least.toFixed(2)}x on ${n} cores` : ''
   return { key: 'yardstick', figure, limit, measured: `${y.ratio.toFixed(2)}x (race ${m(y.race)} an order, isolationtester ${m(y.tester)} a permutation${cpu})`, met: y.ratio <= 1.0, yardstick: where }
 }
 

@@ -80,10 +80,20 @@ export function median(xs: number[]): number {
  * where the CPU could not be read.
  */
 export function cpuFloor(y: Pick<YardstickResult, 'tester' | 'testerCpu' | 'raceCpu'>, n = cores()): string | undefined {
+  const b = cpuBound(y, n)
+  if (!b) return undefined
+  return `the machine's CPU (client and server, /proc/stat; anything else running adds to it): isolationtester ${(b.testerCpu / 1000).toFixed(4)} CPU-s a permutation, race ${(b.raceCpu / 1000).toFixed(4)} CPU-s an order (${b.cpu.toFixed(2)}x); on ${n} cores an order takes at least ${(b.leastMs / 1000).toFixed(4)} s, ${b.least.toFixed(2)}x isolationtester's permutation`
+}
+
+/**
+ * The medians behind the floor: CPU milliseconds a permutation and an order, race's over isolationtester's (`cpu`), the
+ * least milliseconds an order can take on `n` cores, and that over isolationtester's time a permutation (`least`).
+ */
+export function cpuBound(y: Pick<YardstickResult, 'tester' | 'testerCpu' | 'raceCpu'>, n: number): { testerCpu: number; raceCpu: number; cpu: number; leastMs: number; least: number } | undefined {
   if (!y.raceCpu.length || !y.testerCpu.length) return undefined
-  const [t, r] = [median(y.testerCpu), median(y.raceCpu)]
-  const least = r / n
-  return `the machine's CPU (client and server, /proc/stat; anything else running adds to it): isolationtester ${(t / 1000).toFixed(4)} CPU-s a permutation, race ${(r / 1000).toFixed(4)} CPU-s an order (${(r / t).toFixed(2)}x); on ${n} cores an order takes at least ${(least / 1000).toFixed(4)} s, ${(least / median(y.tester)).toFixed(2)}x isolationtester's permutation`
+  const [testerCpu, raceCpu] = [median(y.testerCpu), median(y.raceCpu)]
+  const leastMs = raceCpu / n
+  return { testerCpu, raceCpu, cpu: raceCpu / testerCpu, leastMs, least: leastMs / median(y.tester) }
 }
 
 /** race explore as a child, timed whole; its stdout kept (its summary line says how long the exploration took). */
